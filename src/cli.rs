@@ -1,0 +1,153 @@
+//! The clap front end. Raw arguments become [`crate::config`] values before anything runs.
+
+use crate::config::RawModel;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// normscope: where does normalization belong in a residual network?
+///
+/// Exact expansions, infinite-width closed forms and (soon) Monte Carlo for Pre-Norm,
+/// Post-Norm, DeepNorm and their relatives. With no command, regenerates the default analyses
+/// into data/ and figures/ (same as `normscope reproduce`).
+#[derive(Debug, Parser)]
+#[command(name = "normscope", version, about, long_about)]
+pub struct Cli {
+    /// The command (default: reproduce).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Closed-form (infinite-width) metrics of every layer as a tidy CSV.
+    Theory(TheoryArgs),
+    /// Exact symbolic expansion x_L = sum_j C_{L,j} B_j with simplified coefficients.
+    Expand(ExpandArgs),
+    /// List the presets with their equations and sources.
+    Presets,
+    /// Regenerate the default analyses into data/ and figures/.
+    Reproduce(ReproduceArgs),
+}
+
+/// Model flags shared by `theory` and `expand`.
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// Number of residual blocks L (a Transformer layer is two blocks).
+    #[arg(long, default_value_t = 64, allow_negative_numbers = true)]
+    pub depth: usize,
+    /// Branch F: linear, relu-mlp, gelu-mlp, uniform-attention, cross-attention.
+    #[arg(long, default_value = "linear")]
+    pub branch: String,
+    /// Init scheme: xavier, he, torch-default, bert.
+    #[arg(long, default_value = "xavier")]
+    pub init: String,
+    /// MLP hidden width as a multiple of d.
+    #[arg(long, default_value_t = 4.0, allow_negative_numbers = true)]
+    pub hidden_ratio: f64,
+    /// Override the derived gain g = E||F(u)||^2/||u||^2 of the unscaled branch (at unit input).
+    #[arg(long, allow_negative_numbers = true)]
+    pub gain: Option<f64>,
+    /// Override the skip scale alpha of every block.
+    #[arg(long, allow_negative_numbers = true)]
+    pub alpha: Option<f64>,
+    /// Set DeepNet's branch-weight scale beta.
+    #[arg(long, allow_negative_numbers = true)]
+    pub beta: Option<f64>,
+    /// Override the branch multiplier lambda of every block.
+    #[arg(long, allow_negative_numbers = true)]
+    pub lambda: Option<f64>,
+    /// Input second moment q0 = E||x_0||^2/d.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub q0: f64,
+    /// Correlation of the two inputs / tokens, in [-1, 1].
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    pub c0: f64,
+    /// Tokens n (attention branches).
+    #[arg(long, default_value_t = 128, allow_negative_numbers = true)]
+    pub tokens: usize,
+    /// Width d (only the BERT init's gain depends on it in the closed form).
+    #[arg(long, default_value_t = 512, allow_negative_numbers = true)]
+    pub width: usize,
+    /// Normalizer: layer or rms (identical in the closed form).
+    #[arg(long, default_value = "layer")]
+    pub norm: String,
+    /// Final Norm on the network output: auto (the preset's), on, off.
+    #[arg(long, default_value = "auto")]
+    pub final_norm: String,
+}
+
+impl ModelArgs {
+    /// The raw (unchecked) values.
+    pub fn raw(&self) -> RawModel {
+        RawModel {
+            depth: self.depth,
+            branch: self.branch.clone(),
+            init: self.init.clone(),
+            hidden_ratio: self.hidden_ratio,
+            gain: self.gain,
+            alpha: self.alpha,
+            beta: self.beta,
+            lambda: self.lambda,
+            q0: self.q0,
+            c0: self.c0,
+            tokens: self.tokens,
+            width: self.width,
+            norm: self.norm.clone(),
+            final_norm: self.final_norm.clone(),
+        }
+    }
+}
+
+/// `normscope theory`.
+#[derive(Debug, Args)]
+pub struct TheoryArgs {
+    /// Comma-separated presets (see `normscope presets`); their rows are stacked.
+    #[arg(long, default_value = "pre,post,deepnorm")]
+    pub preset: String,
+    /// Model parameters.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Metrics: all, or a comma-separated list (stream_sq, corr, coef, branch_weight,
+    /// skip_gain, branch_gain, grad_sq, weight_grad_sq, path_len, eff_depth, rel_update,
+    /// cos_prev, angular_dist, merge_error, output_change).
+    #[arg(long, default_value = "all")]
+    pub metrics: String,
+    /// Layers written: all, last, log:K, or a list like 1,4,16.
+    #[arg(long, default_value = "all")]
+    pub layers: String,
+    /// Output CSV (written atomically); stdout if absent.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `normscope expand`.
+#[derive(Debug, Args)]
+pub struct ExpandArgs {
+    /// One preset.
+    #[arg(long, default_value = "post")]
+    pub preset: String,
+    /// Model parameters.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Output format: text, latex, csv.
+    #[arg(long, default_value = "text")]
+    pub format: String,
+    /// Replace symbols by exact values before simplifying, e.g. g=1,q0=1.
+    #[arg(long, default_value = "")]
+    pub subs: String,
+    /// Output file (written atomically); stdout if absent.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `normscope reproduce`.
+#[derive(Debug, Args, Default)]
+pub struct ReproduceArgs {
+    /// Write DIR/data/... and DIR/figures/... instead of the current directory's.
+    #[arg(long, default_value = ".")]
+    pub out_dir: PathBuf,
+    /// Run one analysis (by id).
+    #[arg(long)]
+    pub only: Option<String>,
+}

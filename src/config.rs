@@ -1,0 +1,198 @@
+//! Checked configuration: raw values (from flags or, later, TOML) are validated here into
+//! types the engines trust. Every error names the field and what it accepts.
+
+use crate::branch::{BranchConfig, BranchKind, Init};
+use crate::layers::LayerSpec;
+use crate::metrics::Metric;
+use crate::placement::{self, Overrides};
+use crate::spec::{NormKind, StackSpec};
+use crate::theory::Inputs;
+use crate::{Error, Result};
+
+/// The raw model parameters shared by `theory` and `expand` (and, later, `mc`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawModel {
+    /// Depth L.
+    pub depth: usize,
+    /// Branch name.
+    pub branch: String,
+    /// Init name.
+    pub init: String,
+    /// MLP hidden width / d.
+    pub hidden_ratio: f64,
+    /// Gain override.
+    pub gain: Option<f64>,
+    /// Skip-scale override.
+    pub alpha: Option<f64>,
+    /// DeepNet beta override.
+    pub beta: Option<f64>,
+    /// Branch-multiplier override.
+    pub lambda: Option<f64>,
+    /// Input second moment.
+    pub q0: f64,
+    /// Input token correlation.
+    pub c0: f64,
+    /// Tokens n.
+    pub tokens: usize,
+    /// Width d.
+    pub width: usize,
+    /// `layer` or `rms`.
+    pub norm: String,
+    /// `auto`, `on` or `off`.
+    pub final_norm: String,
+}
+
+impl Default for RawModel {
+    fn default() -> Self {
+        let b = BranchConfig::default();
+        RawModel {
+            depth: 64,
+            branch: b.kind.name().into(),
+            init: b.init.name().into(),
+            hidden_ratio: b.hidden_ratio,
+            gain: None,
+            alpha: None,
+            beta: None,
+            lambda: None,
+            q0: 1.0,
+            c0: 0.0,
+            tokens: b.tokens,
+            width: b.width,
+            norm: "layer".into(),
+            final_norm: "auto".into(),
+        }
+    }
+}
+
+/// Validated model parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelConfig {
+    /// Depth L >= 1.
+    pub depth: usize,
+    /// The branch.
+    pub branch: BranchConfig,
+    /// Preset overrides.
+    pub overrides: Overrides,
+    /// Input law.
+    pub inputs: Inputs,
+    /// Norm kind.
+    pub norm: NormKind,
+}
+
+fn non_negative(field: &'static str, v: Option<f64>) -> Result<()> {
+    match v {
+        Some(x) if !x.is_finite() || x < 0.0 => {
+            Err(Error::invalid(field, x, "a finite number >= 0"))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl RawModel {
+    /// Validates every field.
+    pub fn check(&self) -> Result<ModelConfig> {
+        if self.depth == 0 {
+            return Err(Error::invalid("--depth", 0, "an integer >= 1"));
+        }
+        non_negative("--alpha", self.alpha)?;
+        non_negative("--beta", self.beta)?;
+        non_negative("--gain", self.gain)?;
+        non_negative("--lambda", self.lambda)?;
+        if !(self.q0.is_finite() && self.q0 > 0.0) {
+            return Err(Error::invalid("--q0", self.q0, "a finite number > 0"));
+        }
+        if !(self.c0.is_finite() && (-1.0..=1.0).contains(&self.c0)) {
+            return Err(Error::invalid("--c0", self.c0, "a number in [-1, 1]"));
+        }
+        if !(self.hidden_ratio.is_finite() && self.hidden_ratio > 0.0) {
+            return Err(Error::invalid(
+                "--hidden-ratio",
+                self.hidden_ratio,
+                "a finite number > 0",
+            ));
+        }
+        if self.tokens == 0 {
+            return Err(Error::invalid("--tokens", 0, "an integer >= 1"));
+        }
+        if self.width == 0 {
+            return Err(Error::invalid("--width", 0, "an integer >= 1"));
+        }
+        let final_norm = match self.final_norm.as_str() {
+            "auto" => None,
+            "on" => Some(true),
+            "off" => Some(false),
+            other => return Err(Error::invalid("--final-norm", other, "auto, on or off")),
+        };
+        Ok(ModelConfig {
+            depth: self.depth,
+            branch: BranchConfig {
+                kind: BranchKind::parse(&self.branch)?,
+                init: Init::parse(&self.init)?,
+                hidden_ratio: self.hidden_ratio,
+                gain: self.gain,
+                width: self.width,
+                tokens: self.tokens,
+            },
+            overrides: Overrides {
+                alpha: self.alpha,
+                beta: self.beta,
+                lambda: self.lambda,
+                final_norm,
+            },
+            inputs: Inputs {
+                q0: self.q0,
+                c0: self.c0,
+            },
+            norm: NormKind::parse(&self.norm)?,
+        })
+    }
+}
+
+impl ModelConfig {
+    /// Builds the stack of preset `name` with these parameters.
+    pub fn stack(&self, name: &str) -> Result<StackSpec> {
+        let mut s = placement::build(name, self.depth, &self.overrides)?;
+        s.norm = self.norm;
+        Ok(s)
+    }
+}
+
+/// Parses a comma-separated preset list, checking every name.
+pub fn parse_presets(s: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for p in s.split(',').map(str::trim) {
+        let name = placement::find(p)?.name.to_string();
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    Ok(out)
+}
+
+/// A validated `theory` request.
+#[derive(Clone, Debug)]
+pub struct TheoryConfig {
+    /// Presets, in the order given.
+    pub presets: Vec<String>,
+    /// Model parameters.
+    pub model: ModelConfig,
+    /// Metrics.
+    pub metrics: Vec<Metric>,
+    /// Whether `path_len` was named explicitly.
+    pub path_len_explicit: bool,
+    /// Layers.
+    pub layers: LayerSpec,
+}
+
+impl TheoryConfig {
+    /// Validates a `theory` request.
+    pub fn new(presets: &str, raw: &RawModel, metrics: &str, layers: &str) -> Result<Self> {
+        Ok(TheoryConfig {
+            presets: parse_presets(presets)?,
+            model: raw.check()?,
+            metrics: Metric::parse_list(metrics)?,
+            path_len_explicit: metrics.split(',').any(|m| m.trim() == "path_len"),
+            layers: LayerSpec::parse(layers)?,
+        })
+    }
+}

@@ -1,0 +1,84 @@
+//! Typed library errors. Binaries add context with `anyhow`; callers of the library can match on
+//! [`Error`] to tell bad input (exit status 2) from failures while running.
+
+use thiserror::Error;
+
+/// Everything the library can fail with.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// A configuration field has a value outside its accepted range.
+    #[error("invalid {field} = {value}: {accepted}")]
+    InvalidParam {
+        /// The flag or config key, e.g. `--depth`.
+        field: &'static str,
+        /// The value as given.
+        value: String,
+        /// What would have been accepted.
+        accepted: String,
+    },
+    /// A name (preset, metric, branch, ...) that is not in its registry.
+    #[error("unknown {kind} '{name}'; valid: {valid}")]
+    Unknown {
+        /// What kind of name, e.g. `preset`.
+        kind: &'static str,
+        /// The name as given.
+        name: String,
+        /// The valid names, comma separated.
+        valid: String,
+    },
+    /// The requested combination cannot be computed (e.g. a symbolic expansion of a branch whose
+    /// gain depends on its input's scale).
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// A quantity is mathematically undefined for this configuration.
+    #[error("undefined: {0}")]
+    Undefined(String),
+    /// A number left the range of f64 even in log space.
+    #[error("overflow: {0}")]
+    Overflow(String),
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A table operation in polars failed.
+    #[error("table: {0}")]
+    Table(#[from] polars::error::PolarsError),
+    /// Drawing a figure failed.
+    #[error("figure {path}: {message}")]
+    Figure {
+        /// The output file.
+        path: String,
+        /// What plotters reported.
+        message: String,
+    },
+}
+
+impl Error {
+    /// Whether the error is the user's input (exit status 2) rather than a failure while running.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            Error::InvalidParam { .. }
+                | Error::Unknown { .. }
+                | Error::Unsupported(_)
+                | Error::Undefined(_)
+        )
+    }
+
+    /// Shorthand for [`Error::InvalidParam`].
+    pub fn invalid(field: &'static str, value: impl ToString, accepted: impl ToString) -> Self {
+        Error::InvalidParam {
+            field,
+            value: value.to_string(),
+            accepted: accepted.to_string(),
+        }
+    }
+}
+
+/// Library result type.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,94 @@
+//! `--layers SPEC`: which layers a table writes (`all`, `last`, `log:K`, or `1,4,16`).
+
+use crate::{Error, Result};
+
+/// A layer selection, resolved against a depth by [`LayerSpec::resolve`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LayerSpec {
+    /// Every layer 0..=L.
+    All,
+    /// Only layer L.
+    Last,
+    /// K layers log-spaced between 1 and L (rounded, deduplicated; always 1 and L).
+    Log(usize),
+    /// An explicit list.
+    List(Vec<usize>),
+}
+
+const ACCEPTED: &str = "all, last, log:K (K >= 1), or a comma-separated list of layers like 1,4,16";
+
+impl LayerSpec {
+    /// Parses the flag value.
+    pub fn parse(s: &str) -> Result<Self> {
+        let s = s.trim();
+        match s {
+            "all" => return Ok(LayerSpec::All),
+            "last" => return Ok(LayerSpec::Last),
+            _ => {}
+        }
+        if let Some(k) = s.strip_prefix("log:") {
+            return match k.parse::<usize>() {
+                Ok(k) if k >= 1 => Ok(LayerSpec::Log(k)),
+                _ => Err(Error::invalid("--layers", s, ACCEPTED)),
+            };
+        }
+        let list: std::result::Result<Vec<usize>, _> =
+            s.split(',').map(|p| p.trim().parse::<usize>()).collect();
+        match list {
+            Ok(v) if !v.is_empty() => Ok(LayerSpec::List(v)),
+            _ => Err(Error::invalid("--layers", s, ACCEPTED)),
+        }
+    }
+
+    /// Sorted, unique layers in `0..=depth`.
+    pub fn resolve(&self, depth: usize) -> Result<Vec<usize>> {
+        let mut v: Vec<usize> = match self {
+            LayerSpec::All => (0..=depth).collect(),
+            LayerSpec::Last => vec![depth],
+            LayerSpec::Log(k) => {
+                let k = *k;
+                if k == 1 {
+                    vec![depth]
+                } else {
+                    let top = (depth as f64).ln();
+                    (0..k)
+                        .map(|i| (top * i as f64 / (k - 1) as f64).exp().round() as usize)
+                        .map(|l| l.clamp(1, depth))
+                        .collect()
+                }
+            }
+            LayerSpec::List(list) => {
+                if let Some(&bad) = list.iter().find(|&&l| l > depth) {
+                    return Err(Error::invalid(
+                        "--layers",
+                        bad,
+                        format!("layers in 0..={depth} (the depth)"),
+                    ));
+                }
+                list.clone()
+            }
+        };
+        v.sort_unstable();
+        v.dedup();
+        Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_spacing_hits_both_ends() {
+        let v = LayerSpec::parse("log:5").unwrap().resolve(10_000).unwrap();
+        assert_eq!(v, vec![1, 10, 100, 1000, 10_000]);
+    }
+
+    #[test]
+    fn bad_specs_are_rejected() {
+        assert!(LayerSpec::parse("log:0").is_err());
+        assert!(LayerSpec::parse("first").is_err());
+        assert!(LayerSpec::parse("1,x").is_err());
+        assert!(LayerSpec::List(vec![5]).resolve(4).is_err());
+    }
+}

@@ -1,0 +1,51 @@
+//! Atomic file output: write a temporary file in the target's directory, then rename it over
+//! the target, so a failure never leaves a partial or truncated file.
+
+use crate::{Error, Result};
+use std::io::Write;
+use std::path::Path;
+
+fn io_err(path: &Path, source: std::io::Error) -> Error {
+    Error::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Creates `path`'s parent directories.
+pub fn ensure_parent(path: &Path) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
+    }
+    Ok(())
+}
+
+/// Writes `path` atomically with the bytes produced by `fill`.
+pub fn write_with(path: &Path, fill: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+    ensure_parent(path)?;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".normscope-")
+        .tempfile_in(dir)
+        .map_err(|e| io_err(dir, e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let perms = std::fs::Permissions::from_mode(0o644);
+        tmp.as_file()
+            .set_permissions(perms)
+            .map_err(|e| io_err(path, e))?;
+    }
+    fill(tmp.as_file_mut())?;
+    tmp.as_file_mut().flush().map_err(|e| io_err(path, e))?;
+    tmp.persist(path).map_err(|e| io_err(path, e.error))?;
+    Ok(())
+}
+
+/// Writes `bytes` to `path` atomically.
+pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_with(path, |w| w.write_all(bytes).map_err(|e| io_err(path, e)))
+}

@@ -1,0 +1,76 @@
+//! Tidy tables through polars: rows to a `DataFrame`, CSV out (and back in for figures).
+//!
+//! Floats are written by polars' default shortest round-trip formatter; empty fields are
+//! nulls. Rows are sorted by key before writing, so equal inputs give byte-identical files.
+
+use crate::profile::{Row, sort_rows};
+use crate::{Error, Result};
+use polars::prelude::*;
+use std::io::Write;
+use std::path::Path;
+
+/// The column names, in order.
+pub const COLUMNS: [&str; 11] = [
+    "preset", "engine", "depth", "layer", "source", "metric", "value", "stderr", "ci_low",
+    "ci_high", "n",
+];
+
+/// Builds the tidy frame (rows sorted by key).
+pub fn frame(mut rows: Vec<Row>) -> Result<DataFrame> {
+    sort_rows(&mut rows);
+    let col = |name: &str, v: Vec<Option<f64>>| Column::new(name.into(), v);
+    let df = DataFrame::new_infer_height(vec![
+        Column::new(
+            "preset".into(),
+            rows.iter().map(|r| r.preset.as_str()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "engine".into(),
+            rows.iter().map(|r| r.engine).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "depth".into(),
+            rows.iter().map(|r| r.depth).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "layer".into(),
+            rows.iter().map(|r| r.layer).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "source".into(),
+            rows.iter().map(|r| r.source).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "metric".into(),
+            rows.iter().map(|r| r.metric).collect::<Vec<_>>(),
+        ),
+        col("value", rows.iter().map(|r| Some(r.value)).collect()),
+        col("stderr", rows.iter().map(|r| r.stderr).collect()),
+        col("ci_low", rows.iter().map(|r| r.ci_low).collect()),
+        col("ci_high", rows.iter().map(|r| r.ci_high).collect()),
+        Column::new("n".into(), rows.iter().map(|r| r.n).collect::<Vec<_>>()),
+    ])?;
+    Ok(df)
+}
+
+/// Writes a frame as CSV to any writer.
+pub fn write_csv(df: &mut DataFrame, w: &mut dyn Write) -> Result<()> {
+    CsvWriter::new(w).include_header(true).finish(df)?;
+    Ok(())
+}
+
+/// Writes rows as a tidy CSV file, atomically.
+pub fn write_rows(rows: Vec<Row>, path: &Path) -> Result<()> {
+    let mut df = frame(rows)?;
+    super::atomic::write_with(path, |w| write_csv(&mut df, w))
+}
+
+/// Reads a CSV written by [`write_rows`] (or any CSV) into a frame.
+pub fn read_csv(path: &Path) -> Result<DataFrame> {
+    let df = CsvReadOptions::default()
+        .with_has_header(true)
+        .try_into_reader_with_file_path(Some(path.to_path_buf()))
+        .map_err(Error::Table)?
+        .finish()?;
+    Ok(df)
+}

@@ -1,0 +1,213 @@
+//! The commands as library functions: the CLI, the analyses and the tests all call these.
+
+use crate::branch::BranchModel;
+use crate::config::{ModelConfig, TheoryConfig};
+use crate::profile::Row;
+use crate::symbolic::{self, Subs};
+use crate::theory::MeanField;
+use crate::theory::rows::{self, Selection};
+use crate::{Error, Result};
+
+/// Refuse tables larger than this many rows (ask for fewer layers or metrics instead).
+pub const MAX_ROWS: u128 = 20_000_000;
+
+/// The closed-form table of one stack.
+pub fn theory_rows_one(
+    name: &str,
+    model: &ModelConfig,
+    sel: &Selection,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Row>> {
+    let spec = model.stack(name)?;
+    let branch = BranchModel::new(&model.branch, spec.beta, model.inputs.q0, model.inputs.c0);
+    let mf = MeanField::run(&spec, &branch, model.inputs)?;
+    rows::rows(&spec.preset, &mf, sel, notes)
+}
+
+/// The closed-form table of every preset of `cfg`, rows stacked. Notes on skipped metrics go to
+/// `notes`.
+pub fn theory_rows(cfg: &TheoryConfig, notes: &mut Vec<String>) -> Result<Vec<Row>> {
+    let sel = Selection {
+        metrics: cfg.metrics.clone(),
+        layers: cfg.layers.resolve(cfg.model.depth)?,
+        path_len_explicit: cfg.path_len_explicit,
+    };
+    let estimate = rows::estimate_rows(&sel) * cfg.presets.len() as u128;
+    if estimate > MAX_ROWS {
+        return Err(Error::invalid(
+            "--layers",
+            format!("{} layers", sel.layers.len()),
+            format!(
+                "at most {MAX_ROWS} rows per table; this selection would write up to {estimate} (coef, branch_weight and path_len have O(l) rows per layer): pick fewer layers (e.g. --layers log:20 or last) or metrics"
+            ),
+        ));
+    }
+    let mut out = Vec::new();
+    for p in &cfg.presets {
+        out.extend(theory_rows_one(p, &cfg.model, &sel, notes)?);
+    }
+    Ok(out)
+}
+
+/// Output format of `expand`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpandFormat {
+    /// Plain text.
+    Text,
+    /// A LaTeX `align*` block ready to `\input`.
+    Latex,
+    /// A tidy CSV: `preset,depth,layer,source,expression,latex,value`.
+    Csv,
+}
+
+impl ExpandFormat {
+    /// Parses `text`, `latex` or `csv`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "text" => Ok(ExpandFormat::Text),
+            "latex" | "tex" => Ok(ExpandFormat::Latex),
+            "csv" => Ok(ExpandFormat::Csv),
+            _ => Err(Error::Unknown {
+                kind: "format",
+                name: s.to_string(),
+                valid: "text, latex, csv".into(),
+            }),
+        }
+    }
+}
+
+fn source_name(j: usize, latex: bool) -> String {
+    match (j, latex) {
+        (0, false) => "x_0".into(),
+        (0, true) => "x_0".into(),
+        (j, false) => format!("F_{j}"),
+        (j, true) => format!("F_{{{j}}}"),
+    }
+}
+
+/// Renders the exact expansion of preset `name` in `format`. Notes (e.g. a substituted symbol
+/// whose value differs from the configured one) go to `notes`.
+pub fn expand(
+    name: &str,
+    model: &ModelConfig,
+    subs: &Subs,
+    format: ExpandFormat,
+    notes: &mut Vec<String>,
+) -> Result<Vec<u8>> {
+    let spec = model.stack(name)?;
+    let branch = BranchModel::new(&model.branch, spec.beta, model.inputs.q0, model.inputs.c0);
+    let ex = symbolic::expand(&spec, &branch, model.inputs.q0, subs)?;
+    let l = ex.depth;
+    for s in symbolic::Sym::ALL {
+        if let Some(r) = subs.get(s) {
+            let v = symbolic::poly::rat_to_f64(r);
+            let c = match s {
+                symbolic::Sym::G => branch.nominal_gain,
+                symbolic::Sym::Q0 => model.inputs.q0,
+                _ => v,
+            };
+            if (v - c).abs() > 1e-12 * c.abs().max(1.0) {
+                notes.push(format!(
+                    "--subs {}={} differs from the configured {} = {}; values use the substituted one",
+                    s.name(),
+                    r,
+                    s.name(),
+                    c
+                ));
+            }
+        }
+    }
+    let symbols: Vec<String> = ex
+        .symbols
+        .iter()
+        .map(|s| format!("{} = {}", s.name(), ex.values[s.index()]))
+        .collect();
+    let header = format!(
+        "preset {}, depth {l}, branch {} (init {}), final norm {}; B_0 = x_0, F_j = F_j(N_in(x_{{j-1}})) is the raw output of branch j; {}",
+        spec.preset,
+        model.branch.kind.name(),
+        model.branch.init.name(),
+        if spec.final_norm.is_norm() {
+            "on"
+        } else {
+            "off"
+        },
+        if symbols.is_empty() {
+            "no free symbols".to_string()
+        } else {
+            format!("symbols: {}", symbols.join(", "))
+        }
+    );
+    let mut out = String::new();
+    match format {
+        ExpandFormat::Text => {
+            out.push_str(&format!("# {header}\n"));
+            let terms: Vec<String> = (0..=l)
+                .map(|j| format!("C_{{{l},{j}}} {}", source_name(j, false)))
+                .collect();
+            out.push_str(&format!("x_{l} = {}\n", terms.join(" + ")));
+            for (j, c) in ex.coefs.iter().enumerate() {
+                out.push_str(&format!("C_{{{l},{j}}} = {} = {}\n", c.text(), ex.value(j)));
+            }
+        }
+        ExpandFormat::Latex => {
+            out.push_str(&format!("% normscope expand: {header}\n"));
+            out.push_str("\\begin{align*}\n");
+            for (j, c) in ex.coefs.iter().enumerate() {
+                let lead = if j == 0 {
+                    format!("x_{{{l}}} &= ")
+                } else {
+                    "&\\quad + ".into()
+                };
+                let end = if j == l { "" } else { " \\\\" };
+                out.push_str(&format!(
+                    "{lead}{} \\, {}{end}\n",
+                    c.latex(),
+                    source_name(j, true)
+                ));
+            }
+            out.push_str("\\end{align*}\n");
+        }
+        ExpandFormat::Csv => {
+            use polars::prelude::*;
+            let n = l + 1;
+            let mut df = DataFrame::new_infer_height(vec![
+                Column::new("preset".into(), vec![spec.preset.as_str(); n]),
+                Column::new("depth".into(), vec![l as u64; n]),
+                Column::new("layer".into(), vec![l as u64; n]),
+                Column::new("source".into(), (0..n as u64).collect::<Vec<_>>()),
+                Column::new(
+                    "expression".into(),
+                    ex.coefs.iter().map(|c| c.text()).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "latex".into(),
+                    ex.coefs.iter().map(|c| c.latex()).collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "value".into(),
+                    (0..n).map(|j| ex.value(j)).collect::<Vec<_>>(),
+                ),
+            ])?;
+            let mut buf = Vec::new();
+            crate::output::table::write_csv(&mut df, &mut buf)?;
+            return Ok(buf);
+        }
+    }
+    Ok(out.into_bytes())
+}
+
+/// A table of the presets: name, aliases, equation, source.
+pub fn presets_text() -> String {
+    let mut s = String::from("preset\taliases\tequation\tsource\n");
+    for p in crate::placement::REGISTRY {
+        s.push_str(&format!(
+            "{}\t{}\t{}\t{}\n",
+            p.name,
+            p.aliases.join(","),
+            p.equation,
+            p.source
+        ));
+    }
+    s
+}

@@ -1,0 +1,203 @@
+//! The declarative block model (THEORY.md section 2):
+//!
+//! ```text
+//! x_l = N_out( alpha_l * x_{l-1} + lambda_l * N_br( F_l( N_in(x_{l-1}) ) ) )
+//! ```
+//!
+//! A [`StackSpec`] is a list of segments of identical [`BlockSpec`]s, so that a stack of depth
+//! 10^6 costs a few bytes. Presets in [`crate::placement`] build stack specs; both engines read
+//! them and nothing else.
+
+/// Where a normalizer sits: either a norm of the stack's [`NormKind`] or the identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// The identity map.
+    Identity,
+    /// `Norm(z)`: LayerNorm `(z - mean z)/sqrt(var z + eps)` or RMSNorm `z/sqrt(mean z^2 + eps)`,
+    /// without affine parameters. With `eps = 0` both give `||Norm(z)||^2 = d` per token.
+    Norm,
+}
+
+impl Slot {
+    /// Whether this slot normalizes.
+    pub fn is_norm(self) -> bool {
+        self == Slot::Norm
+    }
+}
+
+/// Which normalizer a [`Slot::Norm`] is. Identical at infinite width (the closed form); the Monte
+/// Carlo engine distinguishes them (LayerNorm also centers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NormKind {
+    /// LayerNorm without affine (Ba et al. 2016).
+    Layer,
+    /// RMSNorm without affine (Zhang and Sennrich 2019).
+    Rms,
+}
+
+impl NormKind {
+    /// Names accepted by `--norm`.
+    pub const NAMES: &'static str = "layer, rms";
+
+    /// Parses `layer` or `rms`.
+    pub fn parse(s: &str) -> crate::Result<Self> {
+        match s {
+            "layer" | "layernorm" | "ln" => Ok(NormKind::Layer),
+            "rms" | "rmsnorm" => Ok(NormKind::Rms),
+            _ => Err(crate::Error::Unknown {
+                kind: "norm",
+                name: s.to_string(),
+                valid: Self::NAMES.to_string(),
+            }),
+        }
+    }
+
+    /// Canonical name.
+    pub fn name(self) -> &'static str {
+        match self {
+            NormKind::Layer => "layer",
+            NormKind::Rms => "rms",
+        }
+    }
+}
+
+/// The skip scale `alpha_l`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SkipScale {
+    /// Structurally 1 (no symbol appears in the expansion).
+    One,
+    /// A free parameter: the symbol `alpha` with this value (DeepNorm, or `--alpha`).
+    Alpha(f64),
+    /// Admin's profiled `omega_l`, `omega_l^2 = 1 + sum_{j<l} Var F_j` (Liu et al. 2020), where
+    /// `Var F_j` is the per-coordinate second moment of branch j's raw output.
+    AdminOmega,
+}
+
+/// The branch multiplier `lambda_l`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BranchScale {
+    /// Structurally 1.
+    One,
+    /// A free parameter: the symbol `lambda` with this value (ReZero's 0, or `--lambda`).
+    Lambda(f64),
+}
+
+impl BranchScale {
+    /// Numeric value.
+    pub fn value(self) -> f64 {
+        match self {
+            BranchScale::One => 1.0,
+            BranchScale::Lambda(v) => v,
+        }
+    }
+}
+
+/// Extra scale on the branch input after `N_in`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputScale {
+    /// None.
+    One,
+    /// `1/sqrt(l)` for block l: LayerNorm Scaling (Sun et al. 2025).
+    InvSqrtLayer,
+}
+
+/// One residual block `x_l = N_out(alpha x + lambda N_br(F(N_in(x))))`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BlockSpec {
+    /// Normalizer on the branch input.
+    pub n_in: Slot,
+    /// Extra scale on the branch input.
+    pub in_scale: InputScale,
+    /// Normalizer on the branch output.
+    pub n_br: Slot,
+    /// Normalizer on the sum.
+    pub n_out: Slot,
+    /// Skip scale.
+    pub skip: SkipScale,
+    /// Branch multiplier.
+    pub lambda: BranchScale,
+}
+
+impl BlockSpec {
+    /// Pre-Norm: `x + F(Norm(x))`.
+    pub const PRE: BlockSpec = BlockSpec {
+        n_in: Slot::Norm,
+        in_scale: InputScale::One,
+        n_br: Slot::Identity,
+        n_out: Slot::Identity,
+        skip: SkipScale::One,
+        lambda: BranchScale::One,
+    };
+    /// Post-Norm: `Norm(x + F(x))`.
+    pub const POST: BlockSpec = BlockSpec {
+        n_in: Slot::Identity,
+        in_scale: InputScale::One,
+        n_br: Slot::Identity,
+        n_out: Slot::Norm,
+        skip: SkipScale::One,
+        lambda: BranchScale::One,
+    };
+}
+
+/// A run of identical blocks `first..=last` (1-based block indices).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Segment {
+    /// Last block index (inclusive) of this segment.
+    pub last: usize,
+    /// The block used for every index in the segment.
+    pub block: BlockSpec,
+}
+
+/// A whole stack of `depth` blocks plus what acts on the network output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StackSpec {
+    /// Preset name that built this stack.
+    pub preset: String,
+    /// Number of blocks L.
+    pub depth: usize,
+    /// Segments in order; the last one ends at `depth`.
+    pub segments: Vec<Segment>,
+    /// Norm applied to x_L to form the network output (enters gradients and `output_change`,
+    /// never `stream_sq`; THEORY.md section 1).
+    pub final_norm: Slot,
+    /// DeepNet's init scale beta on the branch weights (FFN matrices, attention's V and O, a
+    /// linear branch's matrix); `None` means no scaling and no symbol.
+    pub beta: Option<f64>,
+    /// Which normalizer every [`Slot::Norm`] is.
+    pub norm: NormKind,
+}
+
+impl StackSpec {
+    /// Block l (1-based). Panics if `l` is 0 or beyond the depth (a programming error).
+    pub fn block(&self, l: usize) -> BlockSpec {
+        assert!(
+            l >= 1 && l <= self.depth,
+            "block index {l} out of 1..={}",
+            self.depth
+        );
+        self.segments
+            .iter()
+            .find(|s| l <= s.last)
+            .map(|s| s.block)
+            .expect("segments cover 1..=depth")
+    }
+
+    /// A stack of `depth` identical blocks.
+    pub fn uniform(preset: &str, depth: usize, block: BlockSpec, final_norm: Slot) -> Self {
+        StackSpec {
+            preset: preset.to_string(),
+            depth,
+            segments: vec![Segment { last: depth, block }],
+            final_norm,
+            beta: None,
+            norm: NormKind::Layer,
+        }
+    }
+
+    /// Applies `f` to every segment's block (used by the `--alpha`/`--lambda` overrides).
+    pub fn map_blocks(&mut self, f: impl Fn(BlockSpec) -> BlockSpec) {
+        for s in &mut self.segments {
+            s.block = f(s.block);
+        }
+    }
+}

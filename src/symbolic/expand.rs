@@ -1,0 +1,230 @@
+//! The symbolic twin of [`crate::theory::mean_field`]: the same recursion with exact
+//! polynomials for the second moments and exact products of rational powers for the
+//! coefficients,
+//!
+//! ```text
+//! m_l = G q_u,   G = g beta^(2k)  (k = matrices beta scales)
+//! s_l = alpha_l^2 q_{l-1} + lambda_l^2 (m_l | 1 if N_br = Norm)
+//! C_{l,l} = s_l^(-1/2)^[N_out] lambda_l m_l^(-1/2)^[N_br],  C_{l,j} = s_l^(-1/2)^[N_out] alpha_l C_{l-1,j}
+//! ```
+//!
+//! It needs a branch whose gain ratio is one constant g for every input (linear, relu-mlp).
+
+use super::expr::{Exp, Expr};
+use super::poly::{NSYM, Poly, Sym};
+use crate::branch::BranchModel;
+use crate::spec::{BranchScale, InputScale, SkipScale, StackSpec};
+use crate::{Error, Result};
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{One, Zero};
+
+/// Symbols replaced by exact rationals (`--subs g=1,q0=1`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Subs {
+    values: [Option<BigRational>; NSYM],
+}
+
+/// Parses an exact rational: `2`, `-3/4`, `0.25`.
+pub fn parse_rational(s: &str) -> Option<BigRational> {
+    let s = s.trim();
+    if let Some((n, d)) = s.split_once('/') {
+        let n: BigInt = n.trim().parse().ok()?;
+        let d: BigInt = d.trim().parse().ok()?;
+        if d.is_zero() {
+            return None;
+        }
+        return Some(BigRational::new(n, d));
+    }
+    if let Some((i, f)) = s.split_once('.') {
+        let neg = i.starts_with('-');
+        let digits = format!("{}{}", i.trim_start_matches('-'), f);
+        let n: BigInt = digits.parse().ok()?;
+        let d = BigInt::from(10u32).pow(f.len() as u32);
+        let r = BigRational::new(n, d);
+        return Some(if neg { -r } else { r });
+    }
+    s.parse::<BigInt>().ok().map(BigRational::from_integer)
+}
+
+impl Subs {
+    /// Parses `name=value,...` with names alpha, beta, g, lambda, q0 and exact rational values.
+    pub fn parse(s: &str) -> Result<Self> {
+        let mut out = Subs::default();
+        if s.trim().is_empty() {
+            return Ok(out);
+        }
+        let accepted = "name=value pairs like g=1,q0=1 with names alpha, beta, g, lambda, q0 and exact non-negative values like 2, 3/4, 0.25";
+        for part in s.split(',') {
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| Error::invalid("--subs", part, accepted))?;
+            let sym = Sym::ALL
+                .into_iter()
+                .find(|x| x.name() == k.trim())
+                .ok_or_else(|| Error::invalid("--subs", part, accepted))?;
+            let r = parse_rational(v)
+                .filter(|r| *r >= BigRational::zero())
+                .ok_or_else(|| Error::invalid("--subs", part, accepted))?;
+            out.values[sym.index()] = Some(r);
+        }
+        Ok(out)
+    }
+
+    /// The substituted value of s, if any.
+    pub fn get(&self, s: Sym) -> Option<&BigRational> {
+        self.values[s.index()].as_ref()
+    }
+
+    fn poly(&self, s: Sym) -> Poly {
+        match self.get(s) {
+            Some(r) => Poly::constant(r.clone()),
+            None => Poly::symbol(s),
+        }
+    }
+}
+
+/// `x_L = sum_j C_{L,j} B_j`, exactly, with the numeric values of the symbols.
+#[derive(Clone, Debug)]
+pub struct Expansion {
+    /// Depth L.
+    pub depth: usize,
+    /// `C_{L,j}`, j = 0..=L.
+    pub coefs: Vec<Expr>,
+    /// Values of the symbols (indexed by [`Sym::index`]) used by [`Expr::eval`].
+    pub values: [f64; NSYM],
+    /// Symbols that appear in some coefficient.
+    pub symbols: Vec<Sym>,
+}
+
+impl Expansion {
+    /// `C_{L,j}` evaluated.
+    pub fn value(&self, j: usize) -> f64 {
+        self.coefs[j].eval(&self.values)
+    }
+}
+
+/// Expands `spec` with branch `model` and input second moment `q0`.
+pub fn expand(spec: &StackSpec, model: &BranchModel, q0: f64, subs: &Subs) -> Result<Expansion> {
+    if !model.kind.has_constant_gain() {
+        return Err(Error::Unsupported(format!(
+            "exact expansion needs a branch whose gain E||F(u)||^2/||u||^2 is one constant g (linear, relu-mlp); {} depends on its input's scale or token correlation — use `normscope theory --metrics coef` for its numeric coefficients",
+            model.kind.name()
+        )));
+    }
+    let depth = spec.depth;
+    let mut values = [1.0; NSYM];
+    values[Sym::G.index()] = model.nominal_gain;
+    values[Sym::Q0.index()] = q0;
+    let mut g_poly = subs.poly(Sym::G);
+    if let Some(b) = spec.beta {
+        values[Sym::Beta.index()] = b;
+        for _ in 0..2 * model.kind.beta_matrices() {
+            g_poly = g_poly.mul(&subs.poly(Sym::Beta));
+        }
+    }
+    let half = Exp::new(1, 2);
+    let mut q_prev = subs.poly(Sym::Q0);
+    let mut admin_acc = Poly::one();
+    let mut new_coef = vec![Expr::one()];
+    let mut skip = vec![Expr::one()];
+    for l in 1..=depth {
+        let b = spec.block(l);
+        let mut q_u = if b.n_in.is_norm() {
+            Poly::one()
+        } else {
+            q_prev.clone()
+        };
+        if b.in_scale == InputScale::InvSqrtLayer {
+            q_u = q_u.mul(&Poly::constant(BigRational::new(
+                1.into(),
+                (l as u64).into(),
+            )));
+        }
+        let m = g_poly.mul(&q_u);
+        let (br_sq, n_br) = if b.n_br.is_norm() && !m.is_zero() {
+            (Poly::one(), Expr::pow_poly(&m, -half))
+        } else {
+            (m.clone(), Expr::one())
+        };
+        let (alpha_sq, alpha) = match b.skip {
+            SkipScale::One => (Poly::one(), Expr::one()),
+            SkipScale::Alpha(a) => {
+                values[Sym::Alpha.index()] = a;
+                let p = subs.poly(Sym::Alpha);
+                (p.mul(&p), Expr::pow_poly(&p, Exp::one()))
+            }
+            SkipScale::AdminOmega => (admin_acc.clone(), Expr::pow_poly(&admin_acc, half)),
+        };
+        let (lam_sq, lam) = match b.lambda {
+            BranchScale::One => (Poly::one(), Expr::one()),
+            BranchScale::Lambda(v) => {
+                values[Sym::Lambda.index()] = v;
+                let p = subs.poly(Sym::Lambda);
+                (p.mul(&p), Expr::pow_poly(&p, Exp::one()))
+            }
+        };
+        let s = alpha_sq.mul(&q_prev).add(&lam_sq.mul(&br_sq));
+        if s.is_zero() {
+            return Err(Error::Undefined(format!("x_{l} is identically zero")));
+        }
+        let n_out = if b.n_out.is_norm() {
+            Expr::pow_poly(&s, -half)
+        } else {
+            Expr::one()
+        };
+        skip.push(n_out.mul(&alpha));
+        new_coef.push(n_out.mul(&lam).mul(&n_br));
+        q_prev = if b.n_out.is_norm() { Poly::one() } else { s };
+        if b.skip == SkipScale::AdminOmega {
+            admin_acc = admin_acc.add(&m);
+        }
+    }
+    // C_{L,j} = C_{j,j} prod_{i=j+1..L} skip_i, accumulated from the top.
+    let mut coefs = vec![Expr::one(); depth + 1];
+    let mut acc = Expr::one();
+    for j in (0..=depth).rev() {
+        coefs[j] = new_coef[j].mul(&acc);
+        if j >= 1 {
+            acc = acc.mul(&skip[j]);
+        }
+    }
+    for s in Sym::ALL {
+        if let Some(r) = subs.get(s) {
+            values[s.index()] = super::poly::rat_to_f64(r);
+        }
+    }
+    let mut symbols: Vec<Sym> = coefs.iter().flat_map(|c| c.symbols()).collect();
+    symbols.sort();
+    symbols.dedup();
+    if values.iter().any(|v| !v.is_finite()) {
+        return Err(Error::Overflow("a symbol's value is not finite".into()));
+    }
+    Ok(Expansion {
+        depth,
+        coefs,
+        values,
+        symbols,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rationals_parse_exactly() {
+        assert_eq!(
+            parse_rational("0.25"),
+            Some(BigRational::new(1.into(), 4.into()))
+        );
+        assert_eq!(
+            parse_rational("3/6"),
+            Some(BigRational::new(1.into(), 2.into()))
+        );
+        assert_eq!(parse_rational("x"), None);
+        assert!(Subs::parse("g=1,q0=2").is_ok());
+        assert!(Subs::parse("h=1").is_err());
+        assert!(Subs::parse("g=-1").is_err());
+    }
+}

@@ -1,0 +1,327 @@
+//! The closed-form (infinite-width, mean-field) engine, THEORY.md section 4.
+//!
+//! At init, fresh independent zero-mean weights make every cross term vanish in expectation,
+//! and a norm acts as the scalar `1/sqrt(q)` of its input's second moment q (its centering and
+//! the removal of the radial direction are O(1/d)). Per block l, with `q = q_{l-1}`:
+//!
+//! ```text
+//! q_u   = q (N_in = id) | 1 (N_in = Norm) | 1/l (LayerNorm Scaling)      branch input
+//! m_l   = E||F_l(u)||^2/d, kappa_l                                         from the pair kernel
+//! q_br  = m_l (N_br = id) | 1 (N_br = Norm)
+//! s_l   = alpha_l^2 q + lambda_l^2 q_br                                    second moment of the sum
+//! c_l   = (alpha_l^2 q c_{l-1} + lambda_l^2 q_br kappa_l) / s_l            token correlation
+//! q_l   = s_l (N_out = id) | 1 (N_out = Norm)
+//! C_{l,j} = n_l alpha_l C_{l-1,j} (j < l),  C_{l,l} = n_l lambda_l / sqrt(m_l)^[N_br = Norm]
+//!       with n_l = 1/sqrt(s_l) if N_out = Norm, else 1
+//! a_l^2 = n_l^2 alpha_l^2                                                  skip path gain
+//! b_l^2 = n_l^2 lambda_l^2 (1/m_l)^[N_br] g_b(q_u) (1/(q l^[LNS]))^[N_in]   branch path gain
+//! r_L   = 1/q_L (final Norm) | 1,   r_{l-1} = (a_l^2 + b_l^2) r_l           grad_sq
+//! ```
+//!
+//! Every product over depth is a sum of logs; `C_{l,j}` comes from double-double prefix sums.
+
+use super::logsum::{Mag, PrefixSum, ln0};
+use std::ops::{Add, Div, Mul};
+use crate::branch::{BranchKind, BranchModel};
+use crate::spec::{InputScale, SkipScale, StackSpec};
+use crate::{Error, Result};
+
+/// Input law: per-coordinate second moment q0 and pairwise token correlation c0.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Inputs {
+    /// `q0 = E||x_0||^2 / d > 0`.
+    pub q0: f64,
+    /// Correlation of two tokens (or two inputs), in [-1, 1].
+    pub c0: f64,
+}
+
+impl Default for Inputs {
+    fn default() -> Self {
+        Inputs { q0: 1.0, c0: 0.0 }
+    }
+}
+
+/// The branch evaluated at one input.
+struct BranchAt {
+    out: Mag,
+    kappa: f64,
+    backward_gain: f64,
+    last_input: Mag,
+    perturbation: Mag,
+}
+
+/// Whether `F(t u)` scales the branch's moments by `t^2` (so they can be evaluated at unit
+/// input and scaled exactly), or the moments do not depend on the input at all.
+fn scale_free(kind: BranchKind) -> bool {
+    !matches!(kind, BranchKind::GeluMlp | BranchKind::CrossAttention)
+}
+
+fn branch_at(model: &BranchModel, q: Mag, c: f64, layer: usize) -> Result<BranchAt> {
+    if scale_free(model.kind) {
+        let (out, kappa) = model.forward(1.0, c);
+        Ok(BranchAt {
+            out: Mag::new(out).mul(q),
+            kappa,
+            backward_gain: model.backward_gain(1.0),
+            last_input: Mag::new(model.last_input_sq(1.0, c)).mul(q),
+            perturbation: Mag::new(model.perturbation_sq(1.0, c)).mul(q),
+        })
+    } else {
+        let qv = q.value();
+        if !qv.is_finite() {
+            return Err(Error::Overflow(format!(
+                "branch input second moment at block {layer} is e^{:.1}, beyond f64, and the {} branch is not scale-free",
+                q.ln(),
+                model.kind.name()
+            )));
+        }
+        let (out, kappa) = model.forward(qv, c);
+        Ok(BranchAt {
+            out: Mag::new(out),
+            kappa,
+            backward_gain: model.backward_gain(qv),
+            last_input: Mag::new(model.last_input_sq(qv, c)),
+            perturbation: Mag::new(model.perturbation_sq(qv, c)),
+        })
+    }
+}
+
+/// All per-layer sequences of the closed form for one stack.
+///
+/// Vectors indexed by layer `l = 0..=L` hold a layer-0 value; those indexed by block
+/// `l = 1..=L` hold `NaN` (or zero) at index 0.
+#[derive(Clone, Debug)]
+pub struct MeanField {
+    /// Depth L.
+    pub depth: usize,
+    /// `q_l`, l = 0..=L.
+    pub q: Vec<Mag>,
+    /// `c_l`, l = 0..=L.
+    pub corr: Vec<f64>,
+    /// `m_j`, the per-coordinate second moment of source j (`m_0 = q0`), j = 0..=L.
+    pub m: Vec<Mag>,
+    /// `ln C_{j,j}`, j = 0..=L (`C_{0,0} = 1`).
+    pub ln_coef_new: Vec<f64>,
+    /// Prefix sums of `ln(n_l alpha_l)`: `ln C_{l,j} = ln C_{j,j} + P_l - P_j`.
+    pub skip_prefix: PrefixSum,
+    /// `a_l^2`, l = 1..=L.
+    pub skip_gain: Vec<f64>,
+    /// `b_l^2`, l = 1..=L.
+    pub branch_gain: Vec<f64>,
+    /// `r_l`, the mean-square gradient at x_l, l = 0..=L.
+    pub grad: Vec<Mag>,
+    /// `E||d loss / d W_last||_F^2 / d^2` of block l, l = 1..=L.
+    pub weight_grad: Vec<Mag>,
+    /// `||x_l - x_{l-1}|| / ||x_{l-1}||` (root of the ratio of mean squares), l = 1..=L.
+    pub rel_update: Vec<f64>,
+    /// `cos(x_l, x_{l-1})`, l = 1..=L.
+    pub cos_prev: Vec<f64>,
+    /// The seeds' merge error for `F_{l+1}`, l = 1..=L-1.
+    pub merge_error: Vec<f64>,
+    /// Output change per squared relative weight perturbation, l = 0..=L.
+    pub output_change: Vec<Mag>,
+}
+
+impl MeanField {
+    /// Runs the recursion for `spec` with branch `model` and input law `inputs`.
+    pub fn run(spec: &StackSpec, model: &BranchModel, inputs: Inputs) -> Result<Self> {
+        let depth = spec.depth;
+        let nan = f64::NAN;
+        let q0 = Mag::new(inputs.q0);
+        let mut mf = MeanField {
+            depth,
+            q: Vec::with_capacity(depth + 1),
+            corr: Vec::with_capacity(depth + 1),
+            m: Vec::with_capacity(depth + 1),
+            ln_coef_new: Vec::with_capacity(depth + 1),
+            skip_prefix: PrefixSum::new(depth),
+            skip_gain: vec![nan],
+            branch_gain: vec![nan],
+            grad: vec![Mag::one(); depth + 1],
+            weight_grad: vec![Mag::zero(); depth + 1],
+            rel_update: vec![nan],
+            cos_prev: vec![nan],
+            merge_error: vec![nan; depth + 1],
+            output_change: vec![Mag::zero(); depth + 1],
+        };
+        mf.q.push(q0);
+        mf.corr.push(inputs.c0);
+        mf.m.push(q0);
+        mf.ln_coef_new.push(0.0);
+        // Mean-square gain from the raw branch output B_l to x_l, the branch's perturbation
+        // moment, and the second moment of its last matrix's input.
+        let mut to_stream = vec![Mag::zero(); depth + 1];
+        let mut pert = vec![Mag::zero(); depth + 1];
+        let mut last_in = vec![Mag::zero(); depth + 1];
+        let mut admin_omega_sq = Mag::one();
+        for l in 1..=depth {
+            let b = spec.block(l);
+            let qp = mf.q[l - 1];
+            let cp = mf.corr[l - 1];
+            let in_scale = match b.in_scale {
+                InputScale::One => Mag::one(),
+                InputScale::InvSqrtLayer => Mag::new(1.0 / l as f64),
+            };
+            let qu = if b.n_in.is_norm() { Mag::one() } else { qp }.mul(in_scale);
+            let br = branch_at(model, qu, cp, l)?;
+            let zero_branch = br.out.value() == 0.0;
+            // Second moment of N_br(F(u)) and the mean-square gain of N_br's Jacobian.
+            let (q_br, br_jac) = match (b.n_br.is_norm(), zero_branch) {
+                (true, false) => (Mag::one(), Mag::one().div(br.out)),
+                (true, true) => (Mag::zero(), Mag::zero()),
+                (false, _) => (br.out, Mag::one()),
+            };
+            let alpha_sq = match b.skip {
+                SkipScale::One => Mag::one(),
+                SkipScale::Alpha(a) => Mag::new(a * a),
+                SkipScale::AdminOmega => admin_omega_sq,
+            };
+            let lambda = b.lambda.value();
+            let lambda_sq = Mag::new(lambda * lambda);
+            let skip_part = alpha_sq.mul(qp);
+            let br_part = lambda_sq.mul(q_br);
+            let s = skip_part.add(br_part);
+            if s.value() == 0.0 {
+                return Err(Error::Undefined(format!(
+                    "x_{l} is identically zero (alpha = 0 and no branch contribution at block {l})"
+                )));
+            }
+            let c = skip_part.ratio(s) * cp + br_part.ratio(s) * br.kappa;
+            // n^2: the mean-square gain of N_out's Jacobian (1/s_l), or 1.
+            let n_sq = if b.n_out.is_norm() {
+                Mag::one().div(s)
+            } else {
+                Mag::one()
+            };
+            let ql = if b.n_out.is_norm() { Mag::one() } else { s };
+            mf.q.push(ql);
+            mf.corr.push(c.clamp(-1.0, 1.0));
+            mf.m.push(br.out);
+            let ln_nbr = if b.n_br.is_norm() && !zero_branch {
+                -0.5 * br.out.ln()
+            } else {
+                0.0
+            };
+            mf.ln_coef_new.push(0.5 * n_sq.ln() + ln0(lambda) + ln_nbr);
+            mf.skip_prefix.push(0.5 * (n_sq.ln() + alpha_sq.ln()));
+            let a2 = n_sq.mul(alpha_sq);
+            mf.skip_gain.push(a2.value());
+            let in_jac = if b.n_in.is_norm() {
+                in_scale.div(qp)
+            } else {
+                Mag::one()
+            };
+            let to = n_sq.mul(lambda_sq).mul(br_jac);
+            mf.branch_gain
+                .push(to.mul(Mag::new(br.backward_gain)).mul(in_jac).value());
+            to_stream[l] = to;
+            pert[l] = br.perturbation;
+            last_in[l] = br.last_input;
+            // ||x_l - x_{l-1}||^2 / ||x_{l-1}||^2 = (n alpha - 1)^2 + n^2 lambda^2 q_br / q.
+            let k = a2.value().sqrt();
+            let ru = (k - 1.0).powi(2) + n_sq.mul(br_part).ratio(qp);
+            mf.rel_update.push(ru.sqrt());
+            // cos = n alpha q / sqrt(q_l q).
+            mf.cos_prev.push((a2.mul(qp).ratio(ql)).sqrt().min(1.0));
+            if b.skip == SkipScale::AdminOmega {
+                admin_omega_sq = admin_omega_sq.add(br.out);
+            }
+        }
+        // Backward: r_L = 1/q_L with a final Norm, then r_{l-1} = (a_l^2 + b_l^2) r_l.
+        mf.grad[depth] = if spec.final_norm.is_norm() {
+            Mag::one().div(mf.q[depth])
+        } else {
+            Mag::one()
+        };
+        for l in (1..=depth).rev() {
+            let g = Mag::new(mf.skip_gain[l] + mf.branch_gain[l]);
+            mf.grad[l - 1] = mf.grad[l].mul(g);
+            mf.weight_grad[l] = mf.grad[l].mul(to_stream[l]).mul(last_in[l]);
+        }
+        // Output change: O_l = (a_l^2 + b_l^2) O_{l-1} + pert_l gain(B_l -> x_l), then the final
+        // Norm's 1/q_l.
+        let mut o = Mag::zero();
+        for l in 1..=depth {
+            let g = Mag::new(mf.skip_gain[l] + mf.branch_gain[l]);
+            o = o.mul(g).add(pert[l].mul(to_stream[l]));
+            mf.output_change[l] = if spec.final_norm.is_norm() {
+                o.div(mf.q[l])
+            } else {
+                o
+            };
+        }
+        for l in 1..depth {
+            mf.merge_error[l] = mf.merge(spec, model, l)?;
+        }
+        Ok(mf)
+    }
+
+    /// `||F_{l+1}(N(x_l)) - F_{l+1}(N(x_{l-1}))||^2 / ||F_{l+1}(N(x_l))||^2` with N block l+1's
+    /// branch input, from the pair kernel of `F_{l+1}` at the moments of the two inputs:
+    /// `E<x_l, x_{l-1}>/d = n_l alpha_l q_{l-1}` for the same token and
+    /// `n_l alpha_l q_{l-1} c_{l-1}` across tokens (the branch term is uncorrelated with x_{l-1}).
+    fn merge(&self, spec: &StackSpec, model: &BranchModel, l: usize) -> Result<f64> {
+        let next = spec.block(l + 1);
+        let in_scale = match next.in_scale {
+            InputScale::One => 1.0,
+            InputScale::InvSqrtLayer => 1.0 / (l + 1) as f64,
+        };
+        // Cross moment of x_l and x_{l-1}, same token, relative to q_l: cos * sqrt(q_{l-1}/q_l).
+        let ratio = self.q[l - 1].ratio(self.q[l]);
+        let cos = self.cos_prev[l];
+        let (qa, qb, m) = if next.n_in.is_norm() {
+            (1.0, 1.0, cos)
+        } else {
+            (1.0, ratio, cos * ratio.sqrt())
+        };
+        let (qa, qb, m) = (qa * in_scale, qb * in_scale, m * in_scale);
+        // Moments are relative to q_l; scale back where the branch is not scale-free.
+        let scale = if scale_free(model.kind) || next.n_in.is_norm() {
+            1.0
+        } else {
+            self.q[l].value()
+        };
+        if !scale.is_finite() {
+            return Err(Error::Overflow(format!(
+                "merge_error at layer {l}: stream second moment beyond f64"
+            )));
+        }
+        let (qa, qb, m) = (qa * scale, qb * scale, m * scale);
+        let (ca, cb) = (self.corr[l], self.corr[l - 1]);
+        let kaa = model.pair(qa, qa, qa, qa * ca).0;
+        let kbb = model.pair(qb, qb, qb, qb * cb).0;
+        let kab = model.pair(qa, qb, m, m * cb).0;
+        if kaa <= 0.0 {
+            return Ok(f64::NAN);
+        }
+        Ok(((kaa + kbb - 2.0 * kab) / kaa).max(0.0))
+    }
+
+    /// `ln C_{l,j}`.
+    pub fn ln_coef(&self, l: usize, j: usize) -> f64 {
+        self.ln_coef_new[j] + self.skip_prefix.diff(l, j)
+    }
+
+    /// `C_{l,j}`.
+    pub fn coef(&self, l: usize, j: usize) -> f64 {
+        self.ln_coef(l, j).exp()
+    }
+
+    /// Share of `E||x_l||^2` carried by source j: `C_{l,j}^2 m_j / q_l`.
+    pub fn branch_weight(&self, l: usize, j: usize) -> f64 {
+        (2.0 * self.ln_coef(l, j) + self.m[j].ln() - self.q[l].ln()).exp()
+    }
+
+    /// Probability that a Jacobian path through block l takes the branch:
+    /// `p_l = b_l^2 / (a_l^2 + b_l^2)`.
+    pub fn branch_prob(&self, l: usize) -> Result<f64> {
+        let t = self.skip_gain[l] + self.branch_gain[l];
+        if t > 0.0 {
+            Ok(self.branch_gain[l] / t)
+        } else {
+            Err(Error::Undefined(format!(
+                "path_len/eff_depth: block {l}'s Jacobian is zero (a^2 = b^2 = 0)"
+            )))
+        }
+    }
+}

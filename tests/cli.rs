@@ -1,0 +1,127 @@
+//! Runs the `normscope` binary on good and bad arguments: exit codes, one-line errors naming
+//! the field, byte-identical output, and no output file created or truncated on failure.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn normscope(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_normscope"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn theory_writes_the_tidy_schema_deterministically() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["theory", "--preset", "pre,post,deepnorm", "--depth", "5", "--out", "a.csv"];
+    let o = normscope(&args, dir.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let a = std::fs::read(dir.path().join("a.csv")).unwrap();
+    let header = String::from_utf8_lossy(&a).lines().next().unwrap().to_string();
+    assert_eq!(header, "preset,engine,depth,layer,source,metric,value,stderr,ci_low,ci_high,n");
+    let o = normscope(&["theory", "--preset", "pre,post,deepnorm", "--depth", "5", "--out", "b.csv"], dir.path());
+    assert!(o.status.success());
+    let b = std::fs::read(dir.path().join("b.csv")).unwrap();
+    assert_eq!(a, b, "same inputs, same bytes");
+    // The same rows go to stdout without --out.
+    let o = normscope(&["theory", "--preset", "pre,post,deepnorm", "--depth", "5"], dir.path());
+    assert_eq!(o.stdout, a);
+}
+
+#[test]
+fn bad_input_exits_2_with_the_field_named_and_leaves_files_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let keep = dir.path().join("keep.csv");
+    std::fs::write(&keep, "precious").unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["theory", "--preset", "nope"], "preset"),
+        (&["theory", "--depth", "0"], "--depth"),
+        (&["theory", "--depth", "-3"], "--depth"),
+        (&["theory", "--width", "-5"], "--width"),
+        (&["theory", "--alpha", "NaN"], "--alpha"),
+        (&["theory", "--alpha", "-1"], "--alpha"),
+        (&["theory", "--beta", "inf"], "--beta"),
+        (&["theory", "--gain", "-0.5"], "--gain"),
+        (&["theory", "--q0", "0"], "--q0"),
+        (&["theory", "--c0", "1.5"], "--c0"),
+        (&["theory", "--metrics", "stream,corr"], "metric"),
+        (&["theory", "--layers", "log:0"], "--layers"),
+        (&["theory", "--depth", "4", "--layers", "1,9"], "--layers"),
+        (&["theory", "--branch", "conv"], "branch"),
+        (&["theory", "--init", "lecun"], "init"),
+        (&["theory", "--tokens", "0"], "--tokens"),
+        (&["expand", "--format", "pdf"], "format"),
+        (&["expand", "--subs", "g=x"], "--subs"),
+        (&["expand", "--branch", "uniform-attention"], "uniform-attention"),
+        (&["reproduce", "--only", "nope"], "analysis"),
+    ];
+    for (args, field) in cases {
+        for out in ["keep.csv", "new.csv"] {
+            let mut a: Vec<&str> = args.to_vec();
+            a.extend(["--out", out]);
+            if args[0] == "reproduce" {
+                a.truncate(args.len());
+            }
+            let o = normscope(&a, dir.path());
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            let first = err.lines().next().unwrap_or("");
+            assert!(first.starts_with("error:") && first.contains(field), "{args:?}: {first}");
+            assert_eq!(std::fs::read_to_string(&keep).unwrap(), "precious", "{args:?}");
+            assert!(!dir.path().join("new.csv").exists(), "{args:?} created a file");
+        }
+    }
+}
+
+#[test]
+fn expand_prints_the_seed_formula_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = normscope(&["expand", "--preset", "post", "--depth", "3", "--subs", "g=1,q0=1"], dir.path());
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains("C_{3,0} = 2^(-3/2) = 0.35355339059327"), "{text}");
+    assert!(text.contains("C_{3,3} = 2^(-1/2)"), "{text}");
+    let o = normscope(&["expand", "--preset", "deepnorm", "--depth", "2", "--branch", "relu-mlp", "--format", "latex"], dir.path());
+    let tex = String::from_utf8(o.stdout).unwrap();
+    assert!(tex.contains("\\begin{align*}") && tex.contains("\\alpha^{2} + \\beta^{4} g"), "{tex}");
+    let o = normscope(&["expand", "--preset", "pre", "--depth", "2", "--format", "csv"], dir.path());
+    let csv = String::from_utf8(o.stdout).unwrap();
+    assert!(csv.starts_with("preset,depth,layer,source,expression,latex,value\n"), "{csv}");
+    assert_eq!(csv.lines().count(), 4);
+}
+
+#[test]
+fn presets_lists_the_registry() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = normscope(&["presets"], dir.path());
+    let text = String::from_utf8(o.stdout).unwrap();
+    for p in normscope::placement::REGISTRY {
+        assert!(text.contains(p.name) && text.contains(p.source), "{}", p.name);
+    }
+}
+
+#[test]
+fn reproduce_writes_traceable_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = normscope(&["reproduce", "--out-dir", "."], dir.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let manifest = dir.path().join("data/effective-depth/manifest.json");
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let outputs = m["outputs"].as_object().unwrap();
+    assert_eq!(outputs.len(), 3);
+    for (rel, hash) in outputs {
+        let h = normscope::analyses::manifest::sha256_file(&dir.path().join(rel)).unwrap();
+        assert_eq!(hash.as_str().unwrap(), h, "{rel}");
+    }
+    // A rerun is byte-identical (no timestamps).
+    let before = std::fs::read(&manifest).unwrap();
+    let o = normscope(&["reproduce", "--out-dir", "."], dir.path());
+    assert!(o.status.success());
+    assert_eq!(std::fs::read(&manifest).unwrap(), before);
+}

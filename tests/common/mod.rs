@@ -1,0 +1,49 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use normscope::config::{RawModel, TheoryConfig};
+use normscope::run;
+use std::collections::HashMap;
+
+/// Closed-form rows keyed by (metric, layer, source).
+pub type Table = HashMap<(String, u64, Option<u64>), f64>;
+
+/// Runs the closed form for one preset with every metric at every layer.
+pub fn table(preset: &str, raw: &RawModel) -> Table {
+    let cfg = TheoryConfig::new(preset, raw, "all", "all").expect("valid config");
+    let mut notes = Vec::new();
+    run::theory_rows(&cfg, &mut notes)
+        .expect("closed form runs")
+        .into_iter()
+        .map(|r| ((r.metric.to_string(), r.layer, r.source), r.value))
+        .collect()
+}
+
+/// A value of the table (panics with the key if absent).
+pub fn get(t: &Table, metric: &str, layer: u64, source: Option<u64>) -> f64 {
+    *t.get(&(metric.to_string(), layer, source))
+        .unwrap_or_else(|| panic!("no row {metric} layer {layer} source {source:?}"))
+}
+
+/// Relative-or-absolute closeness: |a - b| <= tol * max(1, |b|).
+pub fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * b.abs().max(1.0)
+}
+
+/// Asserts closeness with a message.
+#[track_caller]
+pub fn assert_close(a: f64, b: f64, tol: f64, what: &str) {
+    assert!(close(a, b, tol), "{what}: got {a}, expected {b}");
+}
+
+/// Rounding allowance for closed-form values that go through a few logs and exps: the
+/// computation is exact up to a handful of ulps.
+pub const EXACT: f64 = 1e-13;
+
+/// Depth-L raw model with the seeds' setting (linear branch, Xavier, so g = 1; q0 = 1; c0 = 0).
+pub fn seeds_model(depth: usize) -> RawModel {
+    RawModel {
+        depth,
+        ..RawModel::default()
+    }
+}
