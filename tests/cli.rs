@@ -19,18 +19,47 @@ fn stderr(o: &Output) -> String {
 #[test]
 fn theory_writes_the_tidy_schema_deterministically() {
     let dir = tempfile::tempdir().unwrap();
-    let args = ["theory", "--preset", "pre,post,deepnorm", "--depth", "5", "--out", "a.csv"];
+    let args = [
+        "theory",
+        "--preset",
+        "pre,post,deepnorm",
+        "--depth",
+        "5",
+        "--out",
+        "a.csv",
+    ];
     let o = normscope(&args, dir.path());
     assert!(o.status.success(), "{}", stderr(&o));
     let a = std::fs::read(dir.path().join("a.csv")).unwrap();
-    let header = String::from_utf8_lossy(&a).lines().next().unwrap().to_string();
-    assert_eq!(header, "preset,engine,depth,layer,source,metric,value,stderr,ci_low,ci_high,n");
-    let o = normscope(&["theory", "--preset", "pre,post,deepnorm", "--depth", "5", "--out", "b.csv"], dir.path());
+    let header = String::from_utf8_lossy(&a)
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        header,
+        "preset,engine,depth,layer,source,metric,value,stderr,ci_low,ci_high,n"
+    );
+    let o = normscope(
+        &[
+            "theory",
+            "--preset",
+            "pre,post,deepnorm",
+            "--depth",
+            "5",
+            "--out",
+            "b.csv",
+        ],
+        dir.path(),
+    );
     assert!(o.status.success());
     let b = std::fs::read(dir.path().join("b.csv")).unwrap();
     assert_eq!(a, b, "same inputs, same bytes");
     // The same rows go to stdout without --out.
-    let o = normscope(&["theory", "--preset", "pre,post,deepnorm", "--depth", "5"], dir.path());
+    let o = normscope(
+        &["theory", "--preset", "pre,post,deepnorm", "--depth", "5"],
+        dir.path(),
+    );
     assert_eq!(o.stdout, a);
 }
 
@@ -58,7 +87,10 @@ fn bad_input_exits_2_with_the_field_named_and_leaves_files_alone() {
         (&["theory", "--tokens", "0"], "--tokens"),
         (&["expand", "--format", "pdf"], "format"),
         (&["expand", "--subs", "g=x"], "--subs"),
-        (&["expand", "--branch", "uniform-attention"], "uniform-attention"),
+        (
+            &["expand", "--branch", "uniform-attention"],
+            "uniform-attention",
+        ),
         (&["reproduce", "--only", "nope"], "analysis"),
     ];
     for (args, field) in cases {
@@ -72,9 +104,19 @@ fn bad_input_exits_2_with_the_field_named_and_leaves_files_alone() {
             let err = stderr(&o);
             assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
             let first = err.lines().next().unwrap_or("");
-            assert!(first.starts_with("error:") && first.contains(field), "{args:?}: {first}");
-            assert_eq!(std::fs::read_to_string(&keep).unwrap(), "precious", "{args:?}");
-            assert!(!dir.path().join("new.csv").exists(), "{args:?} created a file");
+            assert!(
+                first.starts_with("error:") && first.contains(field),
+                "{args:?}: {first}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(&keep).unwrap(),
+                "precious",
+                "{args:?}"
+            );
+            assert!(
+                !dir.path().join("new.csv").exists(),
+                "{args:?} created a file"
+            );
         }
     }
 }
@@ -82,17 +124,42 @@ fn bad_input_exits_2_with_the_field_named_and_leaves_files_alone() {
 #[test]
 fn expand_prints_the_seed_formula_in_every_format() {
     let dir = tempfile::tempdir().unwrap();
-    let o = normscope(&["expand", "--preset", "post", "--depth", "3", "--subs", "g=1,q0=1"], dir.path());
+    let o = normscope(
+        &[
+            "expand", "--preset", "post", "--depth", "3", "--subs", "g=1,q0=1",
+        ],
+        dir.path(),
+    );
     assert!(o.status.success());
     let text = String::from_utf8(o.stdout).unwrap();
-    assert!(text.contains("C_{3,0} = 2^(-3/2) = 0.35355339059327"), "{text}");
+    assert!(
+        text.contains("C_{3,0} = 2^(-3/2) = 0.35355339059327"),
+        "{text}"
+    );
     assert!(text.contains("C_{3,3} = 2^(-1/2)"), "{text}");
-    let o = normscope(&["expand", "--preset", "deepnorm", "--depth", "2", "--branch", "relu-mlp", "--format", "latex"], dir.path());
+    let o = normscope(
+        &[
+            "expand", "--preset", "deepnorm", "--depth", "2", "--branch", "relu-mlp", "--format",
+            "latex",
+        ],
+        dir.path(),
+    );
     let tex = String::from_utf8(o.stdout).unwrap();
-    assert!(tex.contains("\\begin{align*}") && tex.contains("\\alpha^{2} + \\beta^{4} g"), "{tex}");
-    let o = normscope(&["expand", "--preset", "pre", "--depth", "2", "--format", "csv"], dir.path());
+    assert!(
+        tex.contains("\\begin{align*}") && tex.contains("\\alpha^{2} + \\beta^{4} g"),
+        "{tex}"
+    );
+    let o = normscope(
+        &[
+            "expand", "--preset", "pre", "--depth", "2", "--format", "csv",
+        ],
+        dir.path(),
+    );
     let csv = String::from_utf8(o.stdout).unwrap();
-    assert!(csv.starts_with("preset,depth,layer,source,expression,latex,value\n"), "{csv}");
+    assert!(
+        csv.starts_with("preset,depth,layer,source,expression,latex,value\n"),
+        "{csv}"
+    );
     assert_eq!(csv.lines().count(), 4);
 }
 
@@ -102,7 +169,11 @@ fn presets_lists_the_registry() {
     let o = normscope(&["presets"], dir.path());
     let text = String::from_utf8(o.stdout).unwrap();
     for p in normscope::placement::REGISTRY {
-        assert!(text.contains(p.name) && text.contains(p.source), "{}", p.name);
+        assert!(
+            text.contains(p.name) && text.contains(p.source),
+            "{}",
+            p.name
+        );
     }
 }
 
@@ -112,7 +183,8 @@ fn reproduce_writes_traceable_outputs() {
     let o = normscope(&["reproduce", "--out-dir", "."], dir.path());
     assert!(o.status.success(), "{}", stderr(&o));
     let manifest = dir.path().join("data/effective-depth/manifest.json");
-    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
     let outputs = m["outputs"].as_object().unwrap();
     assert_eq!(outputs.len(), 3);
     for (rel, hash) in outputs {

@@ -14,7 +14,10 @@ fn expand(preset: &str, raw: &RawModel, subs: &str) -> Expansion {
 }
 
 fn two_pow(num: i64, den: i64) -> Expr {
-    Expr::pow_poly(&Poly::constant(BigRational::from_integer(2.into())), Ratio::new(num, den))
+    Expr::pow_poly(
+        &Poly::constant(BigRational::from_integer(2.into())),
+        Ratio::new(num, den),
+    )
 }
 
 fn model(depth: usize, branch: &str) -> RawModel {
@@ -70,7 +73,11 @@ fn deepnorm_normalizer_is_not_sqrt_two() {
     // Its value from DeepNet's constants for L = 6 blocks (N = 3 layers): alpha^2 = sqrt 6,
     // beta^4 = 1/24, g = 8/25 (Xavier ReLU MLP, ratio 4), against the seed's 2^(-1/2).
     let want = 1.0 / (6f64.sqrt() + 0.32 / 24.0).sqrt();
-    assert!((ex.value(6) - want).abs() < 1e-15, "{} vs {want}", ex.value(6));
+    assert!(
+        (ex.value(6) - want).abs() < 1e-15,
+        "{} vs {want}",
+        ex.value(6)
+    );
     assert!((ex.value(6) - 2f64.powf(-0.5)).abs() > 1e-2);
 }
 

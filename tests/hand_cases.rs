@@ -33,34 +33,95 @@ fn check(preset: &str, e: Depth1) {
     let tol = EXACT;
     let p = |m: &str| format!("{preset} {m}");
     assert_close(get(&t, "stream_sq", 0, None), 1.0, tol, &p("stream_sq_0"));
-    assert_close(get(&t, "stream_sq", 1, None), e.stream_sq, tol, &p("stream_sq_1"));
+    assert_close(
+        get(&t, "stream_sq", 1, None),
+        e.stream_sq,
+        tol,
+        &p("stream_sq_1"),
+    );
     // c0 = 0 and a linear branch keeps the correlation: kappa(0) = 0, so c_1 = 0.
     assert_close(get(&t, "corr", 1, None), 0.0, tol, &p("corr_1"));
     assert_close(get(&t, "coef", 0, Some(0)), 1.0, tol, &p("coef_00"));
     for j in 0..2 {
-        assert_close(get(&t, "coef", 1, Some(j)), e.coef[j as usize], tol, &p("coef"));
+        assert_close(
+            get(&t, "coef", 1, Some(j)),
+            e.coef[j as usize],
+            tol,
+            &p("coef"),
+        );
         let bw = get(&t, "branch_weight", 1, Some(j));
         assert_close(bw, e.branch_weight[j as usize], tol, &p("branch_weight"));
-        assert_close(get(&t, "grad_sq", j, None), e.grad_sq[j as usize], tol, &p("grad_sq"));
+        assert_close(
+            get(&t, "grad_sq", j, None),
+            e.grad_sq[j as usize],
+            tol,
+            &p("grad_sq"),
+        );
     }
-    assert_close(get(&t, "skip_gain", 1, None), e.skip_gain, tol, &p("skip_gain"));
-    assert_close(get(&t, "branch_gain", 1, None), e.branch_gain, tol, &p("branch_gain"));
+    assert_close(
+        get(&t, "skip_gain", 1, None),
+        e.skip_gain,
+        tol,
+        &p("skip_gain"),
+    );
+    assert_close(
+        get(&t, "branch_gain", 1, None),
+        e.branch_gain,
+        tol,
+        &p("branch_gain"),
+    );
     let wg = get(&t, "weight_grad_sq", 1, None);
     assert_close(wg, e.weight_grad_sq, tol, &p("weight_grad_sq"));
-    assert_close(get(&t, "path_len", 1, Some(0)), e.path_len[0], tol, &p("path_len_0"));
-    let k1 = t.get(&("path_len".into(), 1, Some(1))).copied().unwrap_or(0.0);
+    assert_close(
+        get(&t, "path_len", 1, Some(0)),
+        e.path_len[0],
+        tol,
+        &p("path_len_0"),
+    );
+    let k1 = t
+        .get(&("path_len".into(), 1, Some(1)))
+        .copied()
+        .unwrap_or(0.0);
     assert_close(k1, e.path_len[1], tol, &p("path_len_1"));
     // eff_depth is the mean path length: 0 * P(0) + 1 * P(1).
-    assert_close(get(&t, "eff_depth", 1, None), e.path_len[1], tol, &p("eff_depth"));
+    assert_close(
+        get(&t, "eff_depth", 1, None),
+        e.path_len[1],
+        tol,
+        &p("eff_depth"),
+    );
     assert_close(get(&t, "eff_depth", 0, None), 0.0, tol, &p("eff_depth_0"));
-    assert_close(get(&t, "rel_update", 1, None), e.rel_update, tol, &p("rel_update"));
-    assert_close(get(&t, "cos_prev", 1, None), e.cos_prev, tol, &p("cos_prev"));
+    assert_close(
+        get(&t, "rel_update", 1, None),
+        e.rel_update,
+        tol,
+        &p("rel_update"),
+    );
+    assert_close(
+        get(&t, "cos_prev", 1, None),
+        e.cos_prev,
+        tol,
+        &p("cos_prev"),
+    );
     let ang = e.cos_prev.acos() / std::f64::consts::PI;
-    assert_close(get(&t, "angular_dist", 1, None), ang, tol, &p("angular_dist"));
+    assert_close(
+        get(&t, "angular_dist", 1, None),
+        ang,
+        tol,
+        &p("angular_dist"),
+    );
     let oc = get(&t, "output_change", 1, None);
     assert_close(oc, e.output_change, tol, &p("output_change"));
-    assert_close(get(&t, "output_change", 0, None), 0.0, tol, &p("output_change_0"));
-    assert!(!t.contains_key(&("merge_error".into(), 1, None)), "{preset}: merge_error needs l < L");
+    assert_close(
+        get(&t, "output_change", 0, None),
+        0.0,
+        tol,
+        &p("output_change_0"),
+    );
+    assert!(
+        !t.contains_key(&("merge_error".into(), 1, None)),
+        "{preset}: merge_error needs l < L"
+    );
     let t2 = table(preset, &seeds_model(2));
     let me = get(&t2, "merge_error", 1, None);
     assert_close(me, e.merge_error_depth2, tol, &p("merge_error"));
@@ -200,8 +261,18 @@ fn deepnorm_encoder_decoder_encoder_side() {
     // linear branch has gain beta^2, so p_1 = beta^2 / (alpha^2 + beta^2).
     let t = table("deepnorm-ed-enc", &seeds_model(2));
     let (a2, b2) = (0.81f64 * 0.81, 0.87f64 * 0.87);
-    assert_close(get(&t, "skip_gain", 1, None), a2 / (a2 + b2), EXACT, "a_1^2");
-    assert_close(get(&t, "branch_weight", 1, Some(1)), b2 / (a2 + b2), EXACT, "w_11");
+    assert_close(
+        get(&t, "skip_gain", 1, None),
+        a2 / (a2 + b2),
+        EXACT,
+        "a_1^2",
+    );
+    assert_close(
+        get(&t, "branch_weight", 1, Some(1)),
+        b2 / (a2 + b2),
+        EXACT,
+        "w_11",
+    );
 }
 
 #[test]
@@ -234,8 +305,18 @@ fn admin_depth_two_equalizes_like_pre_norm() {
     // (Admin reproduces Pre-LN's shares at init, Liu et al. 2020).
     let t = table("admin", &seeds_model(2));
     for j in 0..3 {
-        assert_close(get(&t, "coef", 2, Some(j)), 1.0 / 3f64.sqrt(), EXACT, "C_2j");
-        assert_close(get(&t, "branch_weight", 2, Some(j)), 1.0 / 3.0, EXACT, "w_2j");
+        assert_close(
+            get(&t, "coef", 2, Some(j)),
+            1.0 / 3f64.sqrt(),
+            EXACT,
+            "C_2j",
+        );
+        assert_close(
+            get(&t, "branch_weight", 2, Some(j)),
+            1.0 / 3.0,
+            EXACT,
+            "w_2j",
+        );
     }
 }
 

@@ -33,7 +33,13 @@ fn deep_closed_forms_match_hand_values() {
     // eff_depth = L/(2L+1).
     let l = 1_000_000u64;
     let t = |p: &str| {
-        let cfg = TheoryConfig::new(p, &seeds_model(l as usize), "stream_sq,grad_sq,eff_depth", "last").unwrap();
+        let cfg = TheoryConfig::new(
+            p,
+            &seeds_model(l as usize),
+            "stream_sq,grad_sq,eff_depth",
+            "last",
+        )
+        .unwrap();
         run::theory_rows(&cfg, &mut Vec::new())
             .unwrap()
             .into_iter()
@@ -44,7 +50,12 @@ fn deep_closed_forms_match_hand_values() {
     assert_close(t("post")["eff_depth"], lf / 2.0, 1e-12, "post eff");
     assert_close(t("pre")["stream_sq"], 1.0 + lf, 1e-12, "pre q_L");
     assert_close(t("pre")["grad_sq"], 1.0 / (1.0 + lf), 1e-12, "pre r_L");
-    assert_close(t("deepnorm")["eff_depth"], lf / (2.0 * lf + 1.0), 1e-9, "deepnorm eff");
+    assert_close(
+        t("deepnorm")["eff_depth"],
+        lf / (2.0 * lf + 1.0),
+        1e-12,
+        "deepnorm eff",
+    );
 }
 
 #[test]
@@ -69,7 +80,13 @@ fn gelu_deep_stack_is_finite() {
         branch: "gelu-mlp".into(),
         ..seeds_model(20_000)
     };
-    let cfg = TheoryConfig::new("pre,post", &raw, "stream_sq,corr,grad_sq,eff_depth", "log:4").unwrap();
+    let cfg = TheoryConfig::new(
+        "pre,post",
+        &raw,
+        "stream_sq,corr,grad_sq,eff_depth",
+        "log:4",
+    )
+    .unwrap();
     let rows = run::theory_rows(&cfg, &mut Vec::new()).unwrap();
     assert!(rows.iter().all(|r| r.value.is_finite()));
 }

@@ -117,13 +117,21 @@ mod tests {
     fn gelu_kernel_matches_2d_quadrature() {
         // Independent route: a 2-D product Gauss-Hermite rule. Its own error is estimated by
         // comparing 64 and 96 nodes; the kernel must agree within ten times that, plus 1e-15.
-        for &(va, vb, c) in &[(1.0, 1.0, 0.3), (2.0, 0.5, -0.4), (1.0, 1.0, 1.0), (0.7, 1.3, 0.9)] {
+        for &(va, vb, c) in &[
+            (1.0, 1.0, 0.3),
+            (2.0, 0.5, -0.4),
+            (1.0, 1.0, 1.0),
+            (0.7, 1.3, 0.9),
+        ] {
             let cab = c * f64::sqrt(va * vb);
             let a = Activation::Gelu.pair_moment(va, vb, cab);
             let b64 = Activation::Gelu.pair_moment_2d(va, vb, cab, 64);
             let b96 = Activation::Gelu.pair_moment_2d(va, vb, cab, 96);
             let tol = 10.0 * (b64 - b96).abs() + 1e-15;
-            assert!((a - b96).abs() <= tol, "{va} {vb} {c}: {a} vs {b96} (tol {tol})");
+            assert!(
+                (a - b96).abs() <= tol,
+                "{va} {vb} {c}: {a} vs {b96} (tol {tol})"
+            );
         }
     }
 
@@ -160,7 +168,10 @@ mod tests {
             let b1 = relu_pair_by_simpson(va, vb, cab, 10_000);
             let b2 = relu_pair_by_simpson(va, vb, cab, 20_000);
             let tol = 10.0 * (b1 - b2).abs() + 1e-11 * b2.abs();
-            assert!((a - b2).abs() <= tol, "{va} {vb} {c}: {a} vs {b2} (tol {tol})");
+            assert!(
+                (a - b2).abs() <= tol,
+                "{va} {vb} {c}: {a} vs {b2} (tol {tol})"
+            );
         }
     }
 

@@ -195,7 +195,10 @@ mod mag_tests {
     #[test]
     fn plain_values_are_exact_and_huge_ones_survive() {
         // Exactly 3, bit for bit (log space alone gives 2.9999999999999996).
-        assert_eq!((Mag::new(2.0) + Mag::one()).value().to_bits(), 3.0f64.to_bits());
+        assert_eq!(
+            (Mag::new(2.0) + Mag::one()).value().to_bits(),
+            3.0f64.to_bits()
+        );
         let mut m = Mag::one();
         for _ in 0..2000 {
             m = m * Mag::new(2.0);

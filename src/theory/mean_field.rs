@@ -21,10 +21,10 @@
 //! Every product over depth is a sum of logs; `C_{l,j}` comes from double-double prefix sums.
 
 use super::logsum::{Mag, PrefixSum, ln0};
-use std::ops::{Add, Div, Mul};
 use crate::branch::{BranchKind, BranchModel};
 use crate::spec::{InputScale, SkipScale, StackSpec};
 use crate::{Error, Result};
+use std::ops::{Add, Div, Mul};
 
 /// Input law: per-coordinate second moment q0 and pairwise token correlation c0.
 #[derive(Clone, Copy, Debug, PartialEq)]

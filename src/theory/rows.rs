@@ -35,14 +35,22 @@ pub fn rows(
         match m {
             Metric::PathLen => path_rows(preset, mf, sel, notes, &mut out)?,
             Metric::EffDepth => {
-                let mut acc = 0.0;
+                // Neumaier-compensated running sum of p_l: 10^6 terms stay exact to ~1 ulp.
+                let (mut acc, mut comp) = (0.0f64, 0.0f64);
                 let mut next = 0;
                 for l in 0..=depth {
                     if l >= 1 {
-                        acc += mf.branch_prob(l)?;
+                        let p = mf.branch_prob(l)?;
+                        let t = acc + p;
+                        comp += if acc.abs() >= p.abs() {
+                            (acc - t) + p
+                        } else {
+                            (p - t) + acc
+                        };
+                        acc = t;
                     }
                     if sel.layers.get(next) == Some(&l) {
-                        push(&mut out, l, None, acc);
+                        push(&mut out, l, None, acc + comp);
                         next += 1;
                     }
                 }
