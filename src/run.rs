@@ -85,6 +85,10 @@ fn source_name(j: usize, latex: bool) -> String {
     }
 }
 
+/// Largest depth `expand` accepts: it prints one exact coefficient per source, and the exact
+/// polynomial algebra of some presets (Pre-Norm with an alpha override) is O(L^2).
+pub const MAX_EXPAND_DEPTH: usize = 10_000;
+
 /// Renders the exact expansion of preset `name` in `format`. Notes (e.g. a substituted symbol
 /// whose value differs from the configured one) go to `notes`.
 pub fn expand(
@@ -94,6 +98,15 @@ pub fn expand(
     format: ExpandFormat,
     notes: &mut Vec<String>,
 ) -> Result<Vec<u8>> {
+    if model.depth > MAX_EXPAND_DEPTH {
+        return Err(Error::invalid(
+            "--depth",
+            model.depth,
+            format!(
+                "at most {MAX_EXPAND_DEPTH} for expand; use `normscope theory --metrics coef --layers last` for numeric coefficients at any depth"
+            ),
+        ));
+    }
     let spec = model.stack(name)?;
     let branch = BranchModel::new(&model.branch, spec.beta, model.inputs.q0, model.inputs.c0);
     let ex = symbolic::expand(&spec, &branch, model.inputs.q0, subs)?;

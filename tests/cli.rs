@@ -86,6 +86,7 @@ fn bad_input_exits_2_with_the_field_named_and_leaves_files_alone() {
         (&["theory", "--init", "lecun"], "init"),
         (&["theory", "--tokens", "0"], "--tokens"),
         (&["expand", "--format", "pdf"], "format"),
+        (&["expand", "--depth", "10001"], "--depth"),
         (&["expand", "--subs", "g=x"], "--subs"),
         (
             &["expand", "--branch", "uniform-attention"],

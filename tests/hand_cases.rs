@@ -348,3 +348,68 @@ fn relu_branch_correlation_map() {
     let want = g / std::f64::consts::PI / (1.0 + g);
     assert_close(get(&t, "corr", 1, None), want, EXACT, "c_1");
 }
+
+#[test]
+fn uniform_attention_pre_norm_depth_one() {
+    // Pre-Norm, uniform attention (W_Q = W_K = 0), Xavier so sV = sO = 1, n = 8 tokens with
+    // correlation c0 = 1/2: every token gets W_O W_V of the token mean, whose second moment is
+    // q_u (c0 + (1 - c0)/n) = 1/2 + 1/16 = 9/16 (q_u = 1 after Norm). So q_1 = 1 + 9/16; the
+    // output is the same for all tokens (kappa = 1): c_1 = (1 * 1/2 + 9/16 * 1)/(25/16) = 17/25.
+    // Backward, each token's output gradient reaches its own input with weight 1/n:
+    // b^2 = sV sO / n / q0 = 1/8.
+    let raw = normscope::config::RawModel {
+        branch: "uniform-attention".into(),
+        tokens: 8,
+        c0: 0.5,
+        ..seeds_model(1)
+    };
+    let t = table("pre", &raw);
+    assert_close(get(&t, "stream_sq", 1, None), 25.0 / 16.0, EXACT, "q_1");
+    assert_close(get(&t, "corr", 1, None), 17.0 / 25.0, EXACT, "c_1");
+    assert_close(get(&t, "branch_gain", 1, None), 1.0 / 8.0, EXACT, "b^2");
+    assert_close(
+        get(&t, "branch_weight", 1, Some(1)),
+        9.0 / 25.0,
+        EXACT,
+        "w_11",
+    );
+}
+
+#[test]
+fn cross_attention_does_not_depend_on_the_stream() {
+    // Post-Norm with cross-attention to a memory distributed like the input (q0 = 1, c0 = 0,
+    // n = 4): the branch outputs W_O W_V of the memory mean, second moment 1/4, identical for
+    // every token (kappa = 1), and its Jacobian w.r.t. the stream is zero: b^2 = 0, so no
+    // Jacobian path takes a branch (eff_depth = 0) although the branch carries
+    // (1/4)/(1 + 1/4) = 1/5 of the stream at layer 1.
+    let raw = normscope::config::RawModel {
+        branch: "cross-attention".into(),
+        tokens: 4,
+        ..seeds_model(3)
+    };
+    let t = table("post", &raw);
+    assert_close(get(&t, "branch_weight", 1, Some(1)), 0.2, EXACT, "w_11");
+    assert_close(get(&t, "branch_gain", 2, None), 0.0, EXACT, "b^2");
+    assert_close(get(&t, "eff_depth", 3, None), 0.0, EXACT, "eff");
+    assert_close(get(&t, "merge_error", 1, None), 0.0, EXACT, "merge");
+}
+
+#[test]
+fn he_and_torch_default_gains() {
+    // He ReLU MLP: s1 = s2 = 2, g = s1 s2/2 = 2 (He et al. 2015). Post at depth 1: the branch
+    // carries g/(1+g) = 2/3 of x_1. torch-default linear: Var = 1/(3 fan_in), g = 1/3:
+    // Pre at depth 1: q_1 = 1 + 1/3.
+    let he = normscope::config::RawModel {
+        branch: "relu-mlp".into(),
+        init: "he".into(),
+        ..seeds_model(1)
+    };
+    let t = table("post", &he);
+    assert_close(get(&t, "branch_weight", 1, Some(1)), 2.0 / 3.0, EXACT, "He");
+    let torch = normscope::config::RawModel {
+        init: "torch-default".into(),
+        ..seeds_model(1)
+    };
+    let t = table("pre", &torch);
+    assert_close(get(&t, "stream_sq", 1, None), 4.0 / 3.0, EXACT, "torch");
+}
