@@ -28,6 +28,10 @@ pub enum Command {
     Presets,
     /// Regenerate the default analyses into data/ and figures/.
     Reproduce(ReproduceArgs),
+    /// Monte Carlo metrics on sampled finite-width networks, with 95% confidence intervals.
+    Mc(McArgs),
+    /// Closed form against Monte Carlo per metric and layer: difference, CI, allowance, verdict.
+    Compare(McArgs),
 }
 
 /// Model flags shared by `theory` and `expand`.
@@ -36,7 +40,8 @@ pub struct ModelArgs {
     /// Number of residual blocks L (a Transformer layer is two blocks).
     #[arg(long, default_value_t = 64, allow_negative_numbers = true)]
     pub depth: usize,
-    /// Branch F: linear, relu-mlp, gelu-mlp, uniform-attention, cross-attention.
+    /// Branch F: linear, relu-mlp, gelu-mlp, uniform-attention, cross-attention; Monte Carlo
+    /// also attention (softmax) and transformer (attention and ReLU-MLP blocks alternating).
     #[arg(long, default_value = "linear")]
     pub branch: String,
     /// Init scheme: xavier, he, torch-default, bert.
@@ -63,11 +68,11 @@ pub struct ModelArgs {
     /// Correlation of the two inputs / tokens, in [-1, 1].
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub c0: f64,
-    /// Tokens n (attention branches).
-    #[arg(long, default_value_t = 128, allow_negative_numbers = true)]
+    /// Tokens n (attention branches; every token is a sample in Monte Carlo).
+    #[arg(long, default_value_t = 32, allow_negative_numbers = true)]
     pub tokens: usize,
-    /// Width d (only the BERT init's gain depends on it in the closed form).
-    #[arg(long, default_value_t = 512, allow_negative_numbers = true)]
+    /// Width d (Monte Carlo; in the closed form only the BERT init's gain depends on it).
+    #[arg(long, default_value_t = 256, allow_negative_numbers = true)]
     pub width: usize,
     /// Normalizer: layer or rms (identical in the closed form).
     #[arg(long, default_value = "layer")]
@@ -111,6 +116,66 @@ pub struct TheoryArgs {
     /// Metrics: all, or a comma-separated list (stream_sq, corr, coef, branch_weight,
     /// skip_gain, branch_gain, grad_sq, weight_grad_sq, path_len, eff_depth, rel_update,
     /// cos_prev, angular_dist, merge_error, output_change).
+    #[arg(long, default_value = "all")]
+    pub metrics: String,
+    /// Layers written: all, last, log:K, or a list like 1,4,16.
+    #[arg(long, default_value = "all")]
+    pub layers: String,
+    /// Output CSV (written atomically); stdout if absent.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Sampling flags of `mc` and `compare`.
+#[derive(Debug, Args)]
+pub struct SamplingArgs {
+    /// Independent networks S (>= 2).
+    #[arg(long, default_value_t = 32, allow_negative_numbers = true)]
+    pub samples: usize,
+    /// Base seed; network i draws from a stream seeded by (seed, configuration, i).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Norm epsilon (0 allowed).
+    #[arg(long, default_value_t = 1e-5, allow_negative_numbers = true)]
+    pub eps: f64,
+    /// Attention heads (must divide --width).
+    #[arg(long, default_value_t = 4, allow_negative_numbers = true)]
+    pub heads: usize,
+    /// Uniform attention: W_Q = W_K = 0.
+    #[arg(long)]
+    pub uniform: bool,
+    /// Exact path polynomial up to this depth; a factorized estimator beyond.
+    #[arg(long, default_value_t = 256)]
+    pub path_max: usize,
+}
+
+impl SamplingArgs {
+    /// The raw values.
+    pub fn raw(&self) -> crate::monte_carlo::RawMc {
+        crate::monte_carlo::RawMc {
+            samples: self.samples,
+            seed: self.seed,
+            eps: self.eps,
+            heads: self.heads,
+            uniform: self.uniform,
+            path_max: self.path_max,
+        }
+    }
+}
+
+/// `normscope mc` and `normscope compare`.
+#[derive(Debug, Args)]
+pub struct McArgs {
+    /// Comma-separated presets; their rows are stacked.
+    #[arg(long, default_value = "pre,post,deepnorm")]
+    pub preset: String,
+    /// Model parameters (branch also accepts attention, transformer).
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Sampling parameters.
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    /// Metrics: all, or a comma-separated list.
     #[arg(long, default_value = "all")]
     pub metrics: String,
     /// Layers written: all, last, log:K, or a list like 1,4,16.

@@ -34,6 +34,7 @@ pub mod config;
 pub mod error;
 pub mod layers;
 pub mod metrics;
+pub mod monte_carlo;
 pub mod output;
 pub mod placement;
 pub mod profile;

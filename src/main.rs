@@ -20,6 +20,22 @@ fn emit(out: Option<&std::path::Path>, bytes: &[u8]) -> normscope::Result<()> {
     }
 }
 
+type McRequest = (
+    Vec<String>,
+    normscope::monte_carlo::McConfig,
+    Vec<normscope::metrics::Metric>,
+    normscope::layers::LayerSpec,
+);
+
+fn mc_request(a: &normscope::cli::McArgs) -> normscope::Result<McRequest> {
+    let presets = normscope::config::parse_presets(&a.preset)?;
+    let cfg = normscope::monte_carlo::McConfig::new(&a.model.raw(), &a.sampling.raw())?;
+    let metrics = normscope::metrics::Metric::parse_list(&a.metrics)?;
+    let layers = normscope::layers::LayerSpec::parse(&a.layers)?;
+    layers.resolve(cfg.model.depth)?;
+    Ok((presets, cfg, metrics, layers))
+}
+
 fn run(cli: Cli) -> normscope::Result<()> {
     let mut notes = Vec::new();
     let result = match cli
@@ -51,6 +67,25 @@ fn run(cli: Cli) -> normscope::Result<()> {
             emit(a.out.as_deref(), &bytes)
         }
         Command::Presets => emit(None, run::presets_text().as_bytes()),
+        Command::Mc(a) => {
+            let (presets, cfg, metrics, layers) = mc_request(&a)?;
+            let rows = run::mc_rows(&presets, &cfg, &metrics, &layers)?;
+            let mut df = table::frame(rows)?;
+            let mut buf = Vec::new();
+            table::write_csv(&mut df, &mut buf)?;
+            emit(a.out.as_deref(), &buf)
+        }
+        Command::Compare(a) => {
+            let (presets, cfg, metrics, layers) = mc_request(&a)?;
+            let rows = run::compare(&presets, &cfg, &metrics, &layers)?;
+            let bad = rows.iter().filter(|r| !r.agree).count();
+            notes.push(format!(
+                "{} of {} comparisons agree within CI + allowance",
+                rows.len() - bad,
+                rows.len()
+            ));
+            emit(a.out.as_deref(), &run::compare_csv(&rows)?)
+        }
         Command::Reproduce(a) => analyses::reproduce(&a.out_dir, a.only.as_deref()),
     };
     for n in notes {

@@ -224,3 +224,171 @@ pub fn presets_text() -> String {
     }
     s
 }
+
+/// Monte Carlo rows of every preset of a request (progress bar on stderr when it is a
+/// terminal).
+pub fn mc_rows(
+    presets: &[String],
+    cfg: &crate::monte_carlo::McConfig,
+    metrics: &[crate::metrics::Metric],
+    layers: &crate::layers::LayerSpec,
+) -> Result<Vec<Row>> {
+    let bar = indicatif::ProgressBar::new((cfg.samples * presets.len()) as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} networks, eta {eta}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message("mc");
+    struct Bar(indicatif::ProgressBar);
+    impl crate::monte_carlo::Progress for Bar {
+        fn tick(&self) {
+            self.0.inc(1);
+        }
+    }
+    let b = Bar(bar);
+    let rows = crate::monte_carlo::run(presets, cfg, metrics, layers, &b);
+    b.0.finish_and_clear();
+    rows
+}
+
+/// One row of `normscope compare`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// Preset.
+    pub preset: String,
+    /// Layer.
+    pub layer: u64,
+    /// Source (or path length).
+    pub source: Option<u64>,
+    /// Metric.
+    pub metric: &'static str,
+    /// Closed form.
+    pub theory: f64,
+    /// Monte Carlo estimate and its interval.
+    pub mc: Row,
+    /// `mc - theory`.
+    pub diff: f64,
+    /// Finite-width allowance (see [`crate::monte_carlo::allowance`]).
+    pub allowance: f64,
+    /// Whether the closed form lies in `[ci_low - allowance, ci_high + allowance]`.
+    pub agree: bool,
+}
+
+/// Runs both engines and compares them where both have a value.
+pub fn compare(
+    presets: &[String],
+    cfg: &crate::monte_carlo::McConfig,
+    metrics: &[crate::metrics::Metric],
+    layers: &crate::layers::LayerSpec,
+) -> Result<Vec<Comparison>> {
+    use crate::monte_carlo::McKind;
+    if cfg.kind == McKind::Transformer || (cfg.kind == McKind::Attention && !cfg.uniform) {
+        return Err(Error::Unsupported(
+            "the closed form has no softmax attention (random W_Q, W_K); compare with --uniform or --branch uniform-attention".into(),
+        ));
+    }
+    let sel = Selection {
+        metrics: metrics.to_vec(),
+        layers: layers.resolve(cfg.model.depth)?,
+        path_len_explicit: true,
+    };
+    let mc = mc_rows(presets, cfg, metrics, layers)?;
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    for p in presets {
+        let spec = cfg.model.stack(p)?;
+        let theory = theory_rows_one(p, &cfg.model, &sel, &mut notes)?;
+        let key = |r: &Row| (r.layer, r.source, r.metric);
+        let th: std::collections::HashMap<_, f64> =
+            theory.iter().map(|r| (key(r), r.value)).collect();
+        for r in mc.iter().filter(|r| r.preset == spec.preset) {
+            let Some(&t) = th.get(&key(r)) else { continue };
+            let m = crate::metrics::Metric::parse_list(r.metric)?[0];
+            let a = crate::monte_carlo::allowance::allowance(
+                &spec,
+                m,
+                r.layer as usize,
+                t,
+                cfg.model.branch.width,
+            );
+            let (lo, hi) = (r.ci_low.unwrap_or(r.value), r.ci_high.unwrap_or(r.value));
+            out.push(Comparison {
+                preset: r.preset.clone(),
+                layer: r.layer,
+                source: r.source,
+                metric: r.metric,
+                theory: t,
+                mc: r.clone(),
+                diff: r.value - t,
+                allowance: a,
+                agree: t >= lo - a && t <= hi + a,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The `compare` table as CSV bytes:
+/// `preset,depth,layer,source,metric,theory,mc,stderr,ci_low,ci_high,n,diff,allowance,agree`.
+pub fn compare_csv(rows: &[Comparison]) -> Result<Vec<u8>> {
+    use polars::prelude::*;
+    let mut df = DataFrame::new_infer_height(vec![
+        Column::new(
+            "preset".into(),
+            rows.iter().map(|r| r.preset.as_str()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "depth".into(),
+            rows.iter().map(|r| r.mc.depth).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "layer".into(),
+            rows.iter().map(|r| r.layer).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "source".into(),
+            rows.iter().map(|r| r.source).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "metric".into(),
+            rows.iter().map(|r| r.metric).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "theory".into(),
+            rows.iter().map(|r| r.theory).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "mc".into(),
+            rows.iter().map(|r| r.mc.value).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "stderr".into(),
+            rows.iter().map(|r| r.mc.stderr).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "ci_low".into(),
+            rows.iter().map(|r| r.mc.ci_low).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "ci_high".into(),
+            rows.iter().map(|r| r.mc.ci_high).collect::<Vec<_>>(),
+        ),
+        Column::new("n".into(), rows.iter().map(|r| r.mc.n).collect::<Vec<_>>()),
+        Column::new(
+            "diff".into(),
+            rows.iter().map(|r| r.diff).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "allowance".into(),
+            rows.iter().map(|r| r.allowance).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "agree".into(),
+            rows.iter().map(|r| r.agree).collect::<Vec<_>>(),
+        ),
+    ])?;
+    let mut buf = Vec::new();
+    crate::output::table::write_csv(&mut df, &mut buf)?;
+    Ok(buf)
+}

@@ -118,8 +118,8 @@ impl Default for BranchConfig {
             init: Init::Xavier,
             hidden_ratio: 4.0,
             gain: None,
-            width: 512,
-            tokens: 128,
+            width: 256,
+            tokens: 32,
         }
     }
 }

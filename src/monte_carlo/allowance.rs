@@ -1,0 +1,51 @@
+//! The finite-width allowance of the closed form, stated before any comparison is run.
+//!
+//! The closed form is the d -> infinity limit. At width d, a norm's Jacobian
+//! `(1/sigma)(P - y y^T/d)` is a projection of rank `d - r` (r = 2 for LayerNorm: the mean
+//! and radial directions; r = 1 for RMSNorm), so each norm on a Jacobian path scales
+//! mean-square gains by `(1 - r/d)`, and the per-token `1/sigma` of each norm fluctuates by
+//! `O(1/sqrt d)`, biasing ratios by `O(1/d)` (Jensen). For a metric whose path crosses k
+//! norms the leading deviation is `|theory| (1 - (1 - r/d)^k)`; the allowance is twice that
+//! plus `2/d` absolute (for shares, correlations and cosines that are O(1)).
+
+use crate::metrics::Metric;
+use crate::spec::{NormKind, StackSpec};
+
+/// Norm slots of block l that the metric's paths cross.
+fn norms_in_block(spec: &StackSpec, l: usize) -> usize {
+    let b = spec.block(l);
+    [b.n_in, b.n_br, b.n_out]
+        .iter()
+        .filter(|s| s.is_norm())
+        .count()
+}
+
+/// Number of norms between the input and layer l (forward metrics) or between layer l and
+/// the output (backward metrics).
+pub fn norms_on_path(spec: &StackSpec, metric: Metric, layer: usize) -> usize {
+    let fwd = |upto: usize| (1..=upto).map(|i| norms_in_block(spec, i)).sum::<usize>();
+    match metric {
+        Metric::GradSq | Metric::WeightGradSq => {
+            let fin = usize::from(spec.final_norm.is_norm());
+            (layer + 1..=spec.depth)
+                .map(|i| norms_in_block(spec, i))
+                .sum::<usize>()
+                + fin
+                + usize::from(metric == Metric::WeightGradSq) * norms_in_block(spec, layer.max(1))
+        }
+        Metric::SkipGain | Metric::BranchGain => norms_in_block(spec, layer.max(1)),
+        Metric::OutputChange => fwd(layer) + usize::from(spec.final_norm.is_norm()),
+        _ => fwd(layer),
+    }
+}
+
+/// The allowance for `metric` at `layer` given the closed-form value `theory` at width d.
+pub fn allowance(spec: &StackSpec, metric: Metric, layer: usize, theory: f64, d: usize) -> f64 {
+    let r = match spec.norm {
+        NormKind::Layer => 2.0,
+        NormKind::Rms => 1.0,
+    };
+    let d = d as f64;
+    let k = norms_on_path(spec, metric, layer) as f64;
+    2.0 * theory.abs() * (1.0 - (1.0 - r / d).powf(k)) + 2.0 / d
+}

@@ -1,0 +1,287 @@
+//! A sampled network: its forward pass with the exact per-token decomposition, block
+//! Jacobian-vector products, and the backward pass.
+//!
+//! Decomposition (THEORY.md section 5): a norm is the centering P (LayerNorm only) followed by
+//! a per-token scalar `1/sigma`, so `x_l = sum_j C_{l,j} B~_j` holds exactly per token, with
+//! `B~_j = P B_j` once an LN has acted on source j and `B~_j = B_j` before. Coefficients are
+//! updated in place (`O(l n)` per block) and squared norms of every source are kept raw and
+//! centered, so `branch_weight` costs `O(l n)` per layer and memory stays `O(L d n)`.
+
+use super::branch::{Branch, Cache};
+use super::norm::{self, NormCache};
+use crate::spec::{InputScale, SkipScale, StackSpec};
+use nalgebra::DMatrix;
+
+/// A network with its weights and input.
+#[derive(Clone, Debug)]
+pub struct Network {
+    /// The block model.
+    pub spec: StackSpec,
+    /// Branch of block l at index l - 1.
+    pub branches: Vec<Branch>,
+    /// Standard deviation of each weight's init distribution (for perturbations), per block.
+    pub weight_stds: Vec<Vec<f64>>,
+    /// The input x_0 (d x n).
+    pub input: DMatrix<f64>,
+    /// Norm epsilon.
+    pub eps: f64,
+}
+
+/// Per-block values of a forward pass.
+#[derive(Clone, Debug)]
+pub struct BlockPass {
+    /// N_in's cache.
+    pub n_in: Option<NormCache>,
+    /// Scale after N_in (`1/sqrt(l)` for LayerNorm Scaling, else 1).
+    pub in_scale: f64,
+    /// The branch's cache (holds its input u).
+    pub branch: Cache,
+    /// The raw branch output `B_l`.
+    pub out: DMatrix<f64>,
+    /// N_br's cache.
+    pub n_br: Option<NormCache>,
+    /// The skip scale used (Admin's omega is profiled on this network).
+    pub alpha: f64,
+    /// The branch multiplier.
+    pub lambda: f64,
+    /// N_out's cache.
+    pub n_out: Option<NormCache>,
+}
+
+/// A whole forward pass: the streams `x_0..=x_L` and every block's values.
+#[derive(Clone, Debug)]
+pub struct Forward {
+    /// `x_l`, l = 0..=L.
+    pub xs: Vec<DMatrix<f64>>,
+    /// Block l at index l - 1.
+    pub blocks: Vec<BlockPass>,
+    /// The final Norm's cache, if the preset has one.
+    pub final_norm: Option<NormCache>,
+}
+
+/// The running decomposition `x_l = sum_j C_{l,j} B~_j` at the current layer.
+#[derive(Clone, Debug, Default)]
+pub struct Decomposition {
+    /// `C_{l,j,t}`: coefficient of source j for token t.
+    pub coef: Vec<Vec<f64>>,
+    /// Whether source j is centered (`B~_j = P B_j`).
+    pub centered: Vec<bool>,
+    /// `|B_{j,t}|^2` per source and token.
+    sq_raw: Vec<Vec<f64>>,
+    /// `|P B_{j,t}|^2` per source and token.
+    sq_centered: Vec<Vec<f64>>,
+}
+
+impl Decomposition {
+    fn add_source(&mut self, b: &DMatrix<f64>, coef: Vec<f64>, centered: bool) {
+        let d = b.nrows() as f64;
+        let raw: Vec<f64> = b.column_iter().map(|c| c.norm_squared()).collect();
+        let cen: Vec<f64> = b
+            .column_iter()
+            .zip(&raw)
+            .map(|(c, r)| (r - c.sum().powi(2) / d).max(0.0))
+            .collect();
+        self.coef.push(coef);
+        self.centered.push(centered);
+        self.sq_raw.push(raw);
+        self.sq_centered.push(cen);
+    }
+
+    /// `sum_t |C_{l,j,t} B~_{j,t}|^2`.
+    pub fn source_energy(&self, j: usize) -> f64 {
+        let sq = if self.centered[j] {
+            &self.sq_centered[j]
+        } else {
+            &self.sq_raw[j]
+        };
+        self.coef[j].iter().zip(sq).map(|(c, s)| c * c * s).sum()
+    }
+
+    /// `x_l` rebuilt from its sources (tests).
+    pub fn rebuild(&self, sources: &[&DMatrix<f64>]) -> DMatrix<f64> {
+        let mut x = DMatrix::zeros(sources[0].nrows(), sources[0].ncols());
+        for (j, b) in sources.iter().enumerate() {
+            let mut v = (*b).clone();
+            if self.centered[j] {
+                norm::center(&mut v);
+            }
+            for (t, mut col) in v.column_iter_mut().enumerate() {
+                col *= self.coef[j][t];
+            }
+            x += v;
+        }
+        x
+    }
+}
+
+fn apply_norm(
+    slot_norm: bool,
+    kind: crate::spec::NormKind,
+    eps: f64,
+    z: &DMatrix<f64>,
+) -> (Option<NormCache>, DMatrix<f64>) {
+    if slot_norm {
+        let c = norm::forward(kind, eps, z);
+        let y = c.y.clone();
+        (Some(c), y)
+    } else {
+        (None, z.clone())
+    }
+}
+
+fn jac(c: &Option<NormCache>, v: &DMatrix<f64>) -> DMatrix<f64> {
+    match c {
+        Some(c) => norm::jacobian(c, v),
+        None => v.clone(),
+    }
+}
+
+impl Network {
+    /// Depth L.
+    pub fn depth(&self) -> usize {
+        self.spec.depth
+    }
+
+    /// The branch input of block l (1-based) for stream `x`: `N_in(x)` times LNS's scale.
+    pub fn branch_input(
+        &self,
+        l: usize,
+        x: &DMatrix<f64>,
+    ) -> (Option<NormCache>, f64, DMatrix<f64>) {
+        let b = self.spec.block(l);
+        let (c, mut u) = apply_norm(b.n_in.is_norm(), self.spec.norm, self.eps, x);
+        let s = match b.in_scale {
+            InputScale::One => 1.0,
+            InputScale::InvSqrtLayer => {
+                let s = 1.0 / (l as f64).sqrt();
+                u *= s;
+                s
+            }
+        };
+        (c, s, u)
+    }
+
+    /// The forward pass. `on_layer(l, &x_l, &decomposition)` is called for l = 0..=L with the
+    /// decomposition at that layer.
+    pub fn forward(
+        &self,
+        mut on_layer: impl FnMut(usize, &DMatrix<f64>, &Decomposition),
+    ) -> Forward {
+        let n = self.input.ncols();
+        let d = self.input.nrows() as f64;
+        let mut dec = Decomposition::default();
+        dec.add_source(&self.input, vec![1.0; n], false);
+        let mut xs = vec![self.input.clone()];
+        on_layer(0, &xs[0], &dec);
+        let mut blocks = Vec::with_capacity(self.depth());
+        let mut admin_sum: f64 = 0.0;
+        for l in 1..=self.depth() {
+            let spec = self.spec.block(l);
+            let x = &xs[l - 1];
+            let (n_in, in_scale, u) = self.branch_input(l, x);
+            let (out, cache) = self.branches[l - 1].forward(&u);
+            let (n_br, br) = apply_norm(spec.n_br.is_norm(), self.spec.norm, self.eps, &out);
+            let alpha = match spec.skip {
+                SkipScale::One => 1.0,
+                SkipScale::Alpha(a) => a,
+                SkipScale::AdminOmega => (1.0 + admin_sum).sqrt(),
+            };
+            let lambda = spec.lambda.value();
+            let z = x * alpha + &br * lambda;
+            let (n_out, y) = apply_norm(spec.n_out.is_norm(), self.spec.norm, self.eps, &z);
+            // Decomposition: old sources times alpha, the new one lambda (/sigma_br), then
+            // everything times 1/sigma_out; LN centers what it touches.
+            let ln = self.spec.norm == crate::spec::NormKind::Layer;
+            let br_coef: Vec<f64> = (0..n)
+                .map(|t| lambda * n_br.as_ref().map_or(1.0, |c| c.inv_sigma[t]))
+                .collect();
+            for c in dec.coef.iter_mut() {
+                c.iter_mut().for_each(|v| *v *= alpha);
+            }
+            dec.add_source(&out, br_coef, ln && n_br.is_some());
+            if let Some(c) = &n_out {
+                for cj in dec.coef.iter_mut() {
+                    cj.iter_mut().zip(&c.inv_sigma).for_each(|(v, s)| *v *= s);
+                }
+                if ln {
+                    dec.centered.iter_mut().for_each(|f| *f = true);
+                }
+            }
+            if spec.skip == SkipScale::AdminOmega {
+                admin_sum += out.norm_squared() / (d * n as f64);
+            }
+            on_layer(l, &y, &dec);
+            xs.push(y);
+            blocks.push(BlockPass {
+                n_in,
+                in_scale,
+                branch: cache,
+                out,
+                n_br,
+                alpha,
+                lambda,
+                n_out,
+            });
+        }
+        let final_norm = self
+            .spec
+            .final_norm
+            .is_norm()
+            .then(|| norm::forward(self.spec.norm, self.eps, &xs[self.depth()]));
+        Forward {
+            xs,
+            blocks,
+            final_norm,
+        }
+    }
+
+    /// Tangent of `x_l` split into skip and branch parts for an input tangent `dx` of `x_{l-1}`
+    /// (and optional weight tangents of block l's branch): `(J_out alpha dx,
+    /// J_out lambda J_br (J_F J_in dx + dF/dW dW))`.
+    pub fn block_jvp(
+        &self,
+        fw: &Forward,
+        l: usize,
+        dx: Option<&DMatrix<f64>>,
+        dw: Option<&[DMatrix<f64>]>,
+    ) -> (Option<DMatrix<f64>>, DMatrix<f64>) {
+        let b = &fw.blocks[l - 1];
+        let skip = dx.map(|dx| jac(&b.n_out, &(dx * b.alpha)));
+        let du = dx.map(|dx| jac(&b.n_in, dx) * b.in_scale);
+        let df = self.branches[l - 1].jvp(&b.branch, du.as_ref(), dw);
+        let br = jac(&b.n_br, &df) * b.lambda;
+        (skip, jac(&b.n_out, &br))
+    }
+
+    /// Backprop of an output gradient `g` (at the network output, after the final Norm if
+    /// any): `grads[l]` is `dL/dx_l` for l = 0..=L, `weight_grads[l-1]` the gradients of block
+    /// l's weights (in [`Branch::weights`] order).
+    pub fn backward(&self, fw: &Forward, g: &DMatrix<f64>) -> Backward {
+        let depth = self.depth();
+        let mut grads = vec![DMatrix::zeros(0, 0); depth + 1];
+        let mut weight_grads = vec![Vec::new(); depth];
+        grads[depth] = jac(&fw.final_norm, g);
+        for l in (1..=depth).rev() {
+            let b = &fw.blocks[l - 1];
+            let gz = jac(&b.n_out, &grads[l]);
+            let g_out = jac(&b.n_br, &(&gz * b.lambda));
+            let (gu, gw) = self.branches[l - 1].backward(&b.branch, &g_out);
+            let gx = &gz * b.alpha + jac(&b.n_in, &(gu * b.in_scale));
+            grads[l - 1] = gx;
+            weight_grads[l - 1] = gw;
+        }
+        Backward {
+            grads,
+            weight_grads,
+        }
+    }
+}
+
+/// The result of [`Network::backward`].
+#[derive(Clone, Debug)]
+pub struct Backward {
+    /// `dL/dx_l`, l = 0..=L.
+    pub grads: Vec<DMatrix<f64>>,
+    /// Weight gradients of block l at index l - 1.
+    pub weight_grads: Vec<Vec<DMatrix<f64>>>,
+}

@@ -1,0 +1,95 @@
+//! LayerNorm and RMSNorm on the columns (tokens) of a d x n matrix, with their Jacobians.
+//!
+//! `LN(z) = P z / sigma`, `sigma^2 = |P z|^2/d + eps`, `P = I - 1 1^T/d` (centering);
+//! `RMS(z) = z / sigma`, `sigma^2 = |z|^2/d + eps`. Both Jacobians are symmetric,
+//! `J = (1/sigma) (P - y y^T/d)` (P = I for RMS), so one function serves JVP and VJP.
+//! A norm is a linear map (P) followed by a per-token scalar `1/sigma`, which makes the
+//! decomposition `x_l = sum_j C_{l,j} B_j` exact per token (THEORY.md section 5).
+
+use crate::spec::NormKind;
+use nalgebra::DMatrix;
+
+/// What a forward pass keeps for the Jacobian.
+#[derive(Clone, Debug)]
+pub struct NormCache {
+    /// The output y.
+    pub y: DMatrix<f64>,
+    /// `1/sigma` per token.
+    pub inv_sigma: Vec<f64>,
+    /// Which norm.
+    pub kind: NormKind,
+}
+
+/// Subtracts each column's mean (P z), in place.
+pub fn center(z: &mut DMatrix<f64>) {
+    let d = z.nrows() as f64;
+    for mut c in z.column_iter_mut() {
+        let m = c.sum() / d;
+        c.add_scalar_mut(-m);
+    }
+}
+
+/// The norm of every column.
+pub fn forward(kind: NormKind, eps: f64, z: &DMatrix<f64>) -> NormCache {
+    let d = z.nrows() as f64;
+    let mut y = z.clone();
+    if kind == NormKind::Layer {
+        center(&mut y);
+    }
+    let mut inv_sigma = Vec::with_capacity(y.ncols());
+    for mut c in y.column_iter_mut() {
+        let s = 1.0 / (c.norm_squared() / d + eps).sqrt();
+        c *= s;
+        inv_sigma.push(s);
+    }
+    NormCache { y, inv_sigma, kind }
+}
+
+/// `J dz` (equal to `J^T dz`): `(1/sigma) [P dz - y <y, P dz>/d]` per column.
+pub fn jacobian(cache: &NormCache, dz: &DMatrix<f64>) -> DMatrix<f64> {
+    let d = dz.nrows() as f64;
+    let mut out = dz.clone();
+    if cache.kind == NormKind::Layer {
+        center(&mut out);
+    }
+    for (t, mut c) in out.column_iter_mut().enumerate() {
+        let y = cache.y.column(t);
+        let k = y.dot(&c) / d;
+        c.axpy(-k, &y, 1.0);
+        c *= cache.inv_sigma[t];
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jacobian_matches_finite_differences() {
+        let z = DMatrix::from_fn(7, 3, |i, j| {
+            ((i * 3 + j) as f64 * 0.7).sin() + 0.1 * j as f64
+        });
+        let dz = DMatrix::from_fn(7, 3, |i, j| ((i + 5 * j) as f64 * 1.3).cos());
+        for kind in [NormKind::Layer, NormKind::Rms] {
+            for eps in [0.0, 1e-3] {
+                let c = forward(kind, eps, &z);
+                let h = 1e-6;
+                let fd = (forward(kind, eps, &(&z + &dz * h)).y
+                    - forward(kind, eps, &(&z - &dz * h)).y)
+                    / (2.0 * h);
+                let j = jacobian(&c, &dz);
+                assert!((fd - &j).norm() < 1e-8 * j.norm(), "{kind:?} {eps}");
+            }
+        }
+    }
+
+    #[test]
+    fn zero_eps_gives_squared_norm_d() {
+        let z = DMatrix::from_fn(9, 2, |i, j| (i as f64 + 1.0) * (j as f64 + 0.5));
+        let c = forward(NormKind::Layer, 0.0, &z);
+        for col in c.y.column_iter() {
+            assert!((col.norm_squared() - 9.0).abs() < 1e-12);
+        }
+    }
+}

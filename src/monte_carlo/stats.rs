@@ -1,0 +1,59 @@
+//! Estimates over independent networks: mean, standard error and a 95% Student-t confidence
+//! interval (statrs), with n the number of networks. Each network contributes one value
+//! (its own average over tokens: a batch mean), so the networks are the independent samples.
+
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// Confidence level of every interval.
+pub const LEVEL: f64 = 0.95;
+
+/// One estimate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Estimate {
+    /// Sample mean.
+    pub mean: f64,
+    /// Standard error `s / sqrt(n)`.
+    pub stderr: f64,
+    /// Lower end of the 95% interval.
+    pub ci_low: f64,
+    /// Upper end of the 95% interval.
+    pub ci_high: f64,
+    /// Samples.
+    pub n: usize,
+}
+
+/// The estimate of a sample of at least two values, summed in index order.
+pub fn estimate(values: &[f64]) -> Estimate {
+    let n = values.len();
+    assert!(n >= 2, "an interval needs at least two samples");
+    let nf = n as f64;
+    let mean = values.iter().sum::<f64>() / nf;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (nf - 1.0);
+    let stderr = (var / nf).sqrt();
+    let t = StudentsT::new(0.0, 1.0, nf - 1.0)
+        .expect("n - 1 >= 1 degrees of freedom")
+        .inverse_cdf(0.5 + LEVEL / 2.0);
+    Estimate {
+        mean,
+        stderr,
+        ci_low: mean - t * stderr,
+        ci_high: mean + t * stderr,
+        n,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn student_t_interval() {
+        // n = 4 values 1, 2, 3, 4: mean 2.5, s = sqrt(5/3), se = s/2; t_{0.975, 3} = 3.182446
+        // (Student's t table, e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2).
+        let e = estimate(&[1.0, 2.0, 3.0, 4.0]);
+        let se = (5.0f64 / 3.0).sqrt() / 2.0;
+        assert!((e.mean - 2.5).abs() < 1e-15);
+        assert!((e.stderr - se).abs() < 1e-15);
+        assert!((e.ci_high - (2.5 + 3.182_446 * se)).abs() < 1e-5);
+    }
+}
