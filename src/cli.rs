@@ -32,6 +32,8 @@ pub enum Command {
     Mc(McArgs),
     /// Closed form against Monte Carlo per metric and layer: difference, CI, allowance, verdict.
     Compare(McArgs),
+    /// Time the reference workload against plain PyTorch and the machine's GEMM rate.
+    Bench(BenchArgs),
 }
 
 /// Model flags shared by `theory` and `expand`.
@@ -184,6 +186,23 @@ pub struct McArgs {
     /// Output CSV (written atomically); stdout if absent.
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+/// `normscope bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Python interpreter with PyTorch installed.
+    #[arg(long, default_value = "python3")]
+    pub python: String,
+    /// The PyTorch reference script.
+    #[arg(long, default_value = "benches/torch_reference.py")]
+    pub script: PathBuf,
+    /// A small workload (smoke test) instead of the reference size.
+    #[arg(long)]
+    pub quick: bool,
+    /// Skip the PyTorch run (print normscope and GEMM numbers only).
+    #[arg(long)]
+    pub no_torch: bool,
 }
 
 /// `normscope expand`.

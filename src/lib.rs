@@ -28,6 +28,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod branch;
 pub mod cli;
 pub mod config;

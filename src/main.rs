@@ -36,6 +36,38 @@ fn mc_request(a: &normscope::cli::McArgs) -> normscope::Result<McRequest> {
     Ok((presets, cfg, metrics, layers))
 }
 
+fn bench(a: &normscope::cli::BenchArgs) -> normscope::Result<()> {
+    use normscope::bench::{self, Workload};
+    let w = if a.quick {
+        Workload::QUICK
+    } else {
+        Workload::REFERENCE
+    };
+    let threads = rayon::current_num_threads();
+    eprintln!(
+        "workload: pre, post, deepnorm x {} networks; relu-mlp (ratio 4), d = {}, n = {}, L = {}; f64, {threads} threads",
+        w.samples, w.width, w.tokens, w.depth
+    );
+    let gemm = bench::gemm_rate(w, threads);
+    let ours = bench::normscope_seconds(w)?;
+    let gf = w.flops() / 1e9;
+    println!("gemm rate (this machine, {threads} threads): {gemm:.1} GFLOP/s");
+    println!(
+        "normscope: {ours:.2} s, {:.1} GFLOP/s ({:.0}% of the GEMM rate)",
+        gf / ours,
+        100.0 * gf / ours / gemm
+    );
+    if !a.no_torch {
+        let (theirs, version) = bench::torch_seconds(&a.python, &a.script, w, threads)?;
+        println!(
+            "pytorch {version} (eager, autograd): {theirs:.2} s, {:.1} GFLOP/s",
+            gf / theirs
+        );
+        println!("ratio pytorch / normscope: {:.2}x", theirs / ours);
+    }
+    Ok(())
+}
+
 fn run(cli: Cli) -> normscope::Result<()> {
     let mut notes = Vec::new();
     let result = match cli
@@ -75,6 +107,7 @@ fn run(cli: Cli) -> normscope::Result<()> {
             table::write_csv(&mut df, &mut buf)?;
             emit(a.out.as_deref(), &buf)
         }
+        Command::Bench(a) => bench(&a),
         Command::Compare(a) => {
             let (presets, cfg, metrics, layers) = mc_request(&a)?;
             let rows = run::compare(&presets, &cfg, &metrics, &layers)?;

@@ -225,30 +225,54 @@ pub fn presets_text() -> String {
     s
 }
 
-/// Monte Carlo rows of every preset of a request (progress bar on stderr when it is a
-/// terminal).
+/// Seconds after which a run shows its progress bar.
+pub const PROGRESS_AFTER: f64 = 2.0;
+
+/// A progress bar that stays hidden for the first [`PROGRESS_AFTER`] seconds and is drawn to
+/// stderr only when stderr is a terminal (indicatif's stderr target hides otherwise).
+struct DelayedBar {
+    bar: indicatif::ProgressBar,
+    start: std::time::Instant,
+    shown: std::sync::atomic::AtomicBool,
+}
+
+impl crate::monte_carlo::Progress for DelayedBar {
+    fn tick(&self) {
+        use std::sync::atomic::Ordering;
+        if !self.shown.load(Ordering::Relaxed)
+            && self.start.elapsed().as_secs_f64() > PROGRESS_AFTER
+        {
+            self.shown.store(true, Ordering::Relaxed);
+            self.bar
+                .set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        }
+        self.bar.inc(1);
+    }
+}
+
+/// Monte Carlo rows of every preset of a request, with a progress bar on long runs.
 pub fn mc_rows(
     presets: &[String],
     cfg: &crate::monte_carlo::McConfig,
     metrics: &[crate::metrics::Metric],
     layers: &crate::layers::LayerSpec,
 ) -> Result<Vec<Row>> {
-    let bar = indicatif::ProgressBar::new((cfg.samples * presets.len()) as u64);
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some((cfg.samples * presets.len()) as u64),
+        indicatif::ProgressDrawTarget::hidden(),
+    );
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} networks, eta {eta}")
+        indicatif::ProgressStyle::with_template("mc [{bar:30}] {pos}/{len} networks, eta {eta}")
             .expect("valid template")
             .progress_chars("=> "),
     );
-    bar.set_message("mc");
-    struct Bar(indicatif::ProgressBar);
-    impl crate::monte_carlo::Progress for Bar {
-        fn tick(&self) {
-            self.0.inc(1);
-        }
-    }
-    let b = Bar(bar);
-    let rows = crate::monte_carlo::run(presets, cfg, metrics, layers, &b);
-    b.0.finish_and_clear();
+    let progress = DelayedBar {
+        bar,
+        start: std::time::Instant::now(),
+        shown: std::sync::atomic::AtomicBool::new(false),
+    };
+    let rows = crate::monte_carlo::run(presets, cfg, metrics, layers, &progress);
+    progress.bar.finish_and_clear();
     rows
 }
 

@@ -93,12 +93,33 @@ fn bad_input_exits_2_with_the_field_named_and_leaves_files_alone() {
             "uniform-attention",
         ),
         (&["reproduce", "--only", "nope"], "analysis"),
+        (&["mc", "--width", "0"], "--width"),
+        (&["mc", "--tokens", "0"], "--tokens"),
+        (
+            &[
+                "mc",
+                "--branch",
+                "attention",
+                "--width",
+                "30",
+                "--heads",
+                "4",
+            ],
+            "--heads",
+        ),
+        (&["mc", "--samples", "1"], "--samples"),
+        (&["mc", "--branch", "conv"], "branch"),
+        (&["mc", "--norm", "batch"], "norm"),
+        (&["mc", "--eps", "-1"], "--eps"),
+        (&["mc", "--alpha", "NaN"], "--alpha"),
+        (&["mc", "--c0", "-0.5", "--tokens", "8"], "--c0"),
+        (&["compare", "--branch", "attention"], "softmax attention"),
     ];
     for (args, field) in cases {
         for out in ["keep.csv", "new.csv"] {
             let mut a: Vec<&str> = args.to_vec();
             a.extend(["--out", out]);
-            if args[0] == "reproduce" {
+            if args[0] == "reproduce" || args[0] == "bench" {
                 a.truncate(args.len());
             }
             let o = normscope(&a, dir.path());
@@ -197,4 +218,52 @@ fn reproduce_writes_traceable_outputs() {
     let o = normscope(&["reproduce", "--out-dir", "."], dir.path());
     assert!(o.status.success());
     assert_eq!(std::fs::read(&manifest).unwrap(), before);
+}
+
+#[test]
+fn mc_runs_every_branch_and_fills_the_interval_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    for b in [
+        "linear",
+        "relu-mlp",
+        "gelu-mlp",
+        "attention",
+        "uniform-attention",
+        "cross-attention",
+        "transformer",
+    ] {
+        let o = normscope(
+            &[
+                "mc",
+                "--preset",
+                "pre,post",
+                "--depth",
+                "4",
+                "--branch",
+                b,
+                "--width",
+                "32",
+                "--tokens",
+                "4",
+                "--samples",
+                "3",
+                "--norm",
+                "rms",
+            ],
+            dir.path(),
+        );
+        assert!(o.status.success(), "{b}: {}", stderr(&o));
+        let text = String::from_utf8(o.stdout).unwrap();
+        let row = text.lines().find(|l| l.contains(",grad_sq,")).unwrap();
+        let f: Vec<&str> = row.split(',').collect();
+        assert_eq!(f.len(), 11, "{row}");
+        assert_eq!(f[1], "mc");
+        assert_eq!(f[10], "3", "n = samples: {row}");
+        let (v, lo, hi): (f64, f64, f64) = (
+            f[6].parse().unwrap(),
+            f[8].parse().unwrap(),
+            f[9].parse().unwrap(),
+        );
+        assert!(lo <= v && v <= hi, "{row}");
+    }
 }

@@ -15,9 +15,15 @@
 //!
 //! Branches have no biases. Cross-attention attends uniformly to a fixed memory of n tokens
 //! distributed like the input (second moment q0, correlation c0), so it does not depend on the
-//! stream. Attention backward gains assume the per-token output gradients are independent
-//! (exact for one attention block; a path through k uniform-attention blocks has true
-//! mean-square weight `g^k/n` against `g^k/n^k` here, which the Monte Carlo engine measures).
+//! stream.
+//!
+//! Jacobians act on a tangent (or gradient) of n tokens through its *split*: the token-mean
+//! part and the fluctuation around it ([`BranchModel::jacobian_split`]). At infinite width a
+//! norm, the skip and a linear branch act on every token alike and keep the split; uniform
+//! attention passes only the mean part (gain `sV sO`) and removes the fluctuation;
+//! cross-attention passes nothing. An MLP's `D_t` differs per token and mixes the parts, but
+//! scales the total by `g_b` whatever the split, and the closed form runs stacks of one branch
+//! kind, where the split of an MLP's output is never read.
 
 pub mod activation;
 pub mod init;
@@ -239,7 +245,8 @@ impl BranchModel {
         (same, kappa)
     }
 
-    /// Backward gain `g_b = E||J_F^T h||^2/||h||^2` at input second moment q.
+    /// Backward gain `g_b = E||J_F^T h||^2/||h||^2` at input second moment q, for h with
+    /// independent tokens (for uniform attention `sV sO / n`: only the token mean passes).
     pub fn backward_gain(&self, q: f64) -> f64 {
         match self.kind {
             BranchKind::Linear => self.last,
@@ -249,6 +256,29 @@ impl BranchModel {
             }
             BranchKind::UniformAttention => self.first * self.last / self.tokens,
             BranchKind::CrossAttention => 0.0,
+        }
+    }
+
+    /// Whether the branch acts through the token mean (uniform and cross-attention) rather than
+    /// on each token separately.
+    pub fn mixes_tokens(&self) -> bool {
+        matches!(
+            self.kind,
+            BranchKind::UniformAttention | BranchKind::CrossAttention
+        )
+    }
+
+    /// Mean-square gains of the input Jacobian on the token-mean part and on the fluctuation of
+    /// a tangent: `(g_b, g_b)` for per-token branches, `(sV sO, 0)` for uniform attention
+    /// (`J_F T = W_O W_V mean_t(T_t)` for every token), `(0, 0)` for cross-attention.
+    pub fn jacobian_split(&self, q: f64) -> (f64, f64) {
+        match self.kind {
+            BranchKind::UniformAttention => (self.first * self.last, 0.0),
+            BranchKind::CrossAttention => (0.0, 0.0),
+            _ => {
+                let g = self.backward_gain(q);
+                (g, g)
+            }
         }
     }
 

@@ -7,6 +7,12 @@
 //! `O(1/sqrt d)`, biasing ratios by `O(1/d)` (Jensen). For a metric whose path crosses k
 //! norms the leading deviation is `|theory| (1 - (1 - r/d)^k)`; the allowance is twice that
 //! plus `2/d` absolute (for shares, correlations and cosines that are O(1)).
+//!
+//! `rel_update` and `angular_dist` are roots (of `|x_l - x_{l-1}|^2/|x_{l-1}|^2`, and of
+//! `2(1 - cos)` for small angles), and a norm acting on an input it has not normalized adds to
+//! the *squared* quantity: centering removes the token mean (`1/d` of the squared norm) and
+//! fixing the radius moves it by `O(1/(2d))`. For them the allowance is taken on the squared
+//! scale, `2 r k / d` with k the norms of block l, and mapped back through the root.
 
 use crate::metrics::Metric;
 use crate::spec::{NormKind, StackSpec};
@@ -47,5 +53,17 @@ pub fn allowance(spec: &StackSpec, metric: Metric, layer: usize, theory: f64, d:
     };
     let d = d as f64;
     let k = norms_on_path(spec, metric, layer) as f64;
-    2.0 * theory.abs() * (1.0 - (1.0 - r / d).powf(k)) + 2.0 / d
+    let t = theory.abs();
+    let squared = |x: f64| {
+        let kb = norms_in_block(spec, layer.max(1)) as f64;
+        (x * x + 2.0 * r * kb / d).sqrt() - x
+    };
+    match metric {
+        Metric::RelUpdate => squared(t) + 2.0 / d,
+        Metric::AngularDist => {
+            let pi = std::f64::consts::PI;
+            squared(pi * t) / pi + 2.0 / d
+        }
+        _ => 2.0 * t * (1.0 - (1.0 - r / d).powf(k)) + 2.0 / d,
+    }
 }

@@ -14,6 +14,7 @@
 //! a training engine can apply updates without knowing the branch type.
 
 use super::activation::{act, act_prime};
+use super::gemm::{nn, nt, tn};
 use crate::branch::Activation;
 use nalgebra::{DMatrix, DVector};
 
@@ -142,7 +143,7 @@ impl Branch {
         let n = u.ncols();
         match self {
             Branch::Linear { w } => {
-                let out = w * u;
+                let out = nn(w, u);
                 let c = Cache {
                     u: u.clone(),
                     h: None,
@@ -153,9 +154,9 @@ impl Branch {
                 (out, c)
             }
             Branch::Mlp { w1, w2, act: a } => {
-                let h = w1 * u;
+                let h = nn(w1, u);
                 let z = h.map(|x| act(*a, x));
-                let out = w2 * &z;
+                let out = nn(w2, &z);
                 (
                     out,
                     Cache {
@@ -177,11 +178,11 @@ impl Branch {
             } => {
                 let d = u.nrows();
                 let (heads, dh) = self.head_rows(d);
-                let v = wv * u;
+                let v = nn(wv, u);
                 let (q, k) = if *uniform {
                     (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0))
                 } else {
-                    (wq * u, wk * u)
+                    (nn(wq, u), nn(wk, u))
                 };
                 let mut attn = Vec::with_capacity(heads);
                 let mut o = DMatrix::zeros(d, n);
@@ -199,7 +200,7 @@ impl Branch {
                         .copy_from(&(v.rows(r, dh) * a.transpose()));
                     attn.push(a);
                 }
-                let out = wo * &o;
+                let out = nn(wo, &o);
                 let c = Cache {
                     u: u.clone(),
                     h: if *uniform { None } else { Some(q) },
@@ -242,17 +243,17 @@ impl Branch {
         let zero = || DMatrix::zeros(d, n);
         match self {
             Branch::Linear { w } => {
-                let mut out = du.map(|x| w * x).unwrap_or_else(zero);
+                let mut out = du.map(|x| nn(w, x)).unwrap_or_else(zero);
                 if let Some(dw) = dw {
-                    out += &dw[0] * &c.u;
+                    out += nn(&dw[0], &c.u);
                 }
                 out
             }
             Branch::Mlp { w1, w2, act: a } => {
                 let h = c.h.as_ref().expect("MLP cache");
-                let mut dh = du.map(|x| w1 * x);
+                let mut dh = du.map(|x| nn(w1, x));
                 if let Some(dw) = dw {
-                    let t = &dw[0] * &c.u;
+                    let t = nn(&dw[0], &c.u);
                     dh = Some(match dh {
                         Some(x) => x + t,
                         None => t,
@@ -261,12 +262,12 @@ impl Branch {
                 let mut out = match dh {
                     Some(mut dh) => {
                         dh.zip_apply(h, |g, x| *g *= act_prime(*a, x));
-                        w2 * dh
+                        nn(w2, &dh)
                     }
                     None => zero(),
                 };
                 if let Some(dw) = dw {
-                    out += &dw[1] * &c.last_input;
+                    out += nn(&dw[1], &c.last_input);
                 }
                 out
             }
@@ -286,9 +287,9 @@ impl Branch {
                     Some(w) => (Some(&w[0]), Some(&w[1]), Some(&w[2]), Some(&w[3])),
                 };
                 let lin = |m: &DMatrix<f64>, dm: Option<&DMatrix<f64>>| {
-                    let mut t = du.map(|x| m * x).unwrap_or_else(zero);
+                    let mut t = du.map(|x| nn(m, x)).unwrap_or_else(zero);
                     if let Some(dm) = dm {
-                        t += dm * &c.u;
+                        t += nn(dm, &c.u);
                     }
                     t
                 };
@@ -315,9 +316,9 @@ impl Branch {
                     }
                     d_o.rows_mut(r, dh).copy_from(&t);
                 }
-                let mut out = wo * d_o;
+                let mut out = nn(wo, &d_o);
                 if let Some(dwo) = dwo {
-                    out += dwo * &c.last_input;
+                    out += nn(dwo, &c.last_input);
                 }
                 out
             }
@@ -339,14 +340,14 @@ impl Branch {
     pub fn backward(&self, c: &Cache, g: &DMatrix<f64>) -> (DMatrix<f64>, Vec<DMatrix<f64>>) {
         let (d, n) = (c.u.nrows(), c.u.ncols());
         match self {
-            Branch::Linear { w } => (w.tr_mul(g), vec![g * c.u.transpose()]),
+            Branch::Linear { w } => (tn(w, g), vec![nt(g, &c.u)]),
             Branch::Mlp { w1, w2, act: a } => {
                 let h = c.h.as_ref().expect("MLP cache");
-                let gw2 = g * c.last_input.transpose();
-                let mut gh = w2.tr_mul(g);
+                let gw2 = nt(g, &c.last_input);
+                let mut gh = tn(w2, g);
                 gh.zip_apply(h, |x, hv| *x *= act_prime(*a, hv));
-                let gw1 = &gh * c.u.transpose();
-                (w1.tr_mul(&gh), vec![gw1, gw2])
+                let gw1 = nt(&gh, &c.u);
+                (tn(w1, &gh), vec![gw1, gw2])
             }
             Branch::Attention {
                 wq,
@@ -358,8 +359,8 @@ impl Branch {
             } => {
                 let (heads, dh) = self.head_rows(d);
                 let (k, v) = c.kv.as_ref().expect("attention cache");
-                let gwo = g * c.last_input.transpose();
-                let go = wo.tr_mul(g);
+                let gwo = nt(g, &c.last_input);
+                let go = tn(wo, g);
                 let mut gv = DMatrix::zeros(d, n);
                 let mut gq = DMatrix::zeros(if *uniform { 0 } else { d }, n);
                 let mut gk = DMatrix::zeros(if *uniform { 0 } else { d }, n);
@@ -378,14 +379,14 @@ impl Branch {
                         gk.rows_mut(r, dh).copy_from(&(q.rows(r, dh) * gs));
                     }
                 }
-                let mut gu = wv.tr_mul(&gv);
-                let gwv = &gv * c.u.transpose();
+                let mut gu = tn(wv, &gv);
+                let gwv = nt(&gv, &c.u);
                 if *uniform {
                     (gu, vec![gwv, gwo])
                 } else {
-                    gu += wq.tr_mul(&gq) + wk.tr_mul(&gk);
-                    let gwq = &gq * c.u.transpose();
-                    let gwk = &gk * c.u.transpose();
+                    gu += tn(wq, &gq) + tn(wk, &gk);
+                    let gwq = nt(&gq, &c.u);
+                    let gwk = nt(&gk, &c.u);
                     (gu, vec![gwq, gwk, gwv, gwo])
                 }
             }

@@ -11,6 +11,7 @@ pub mod activation;
 pub mod allowance;
 pub mod branch;
 pub mod config;
+pub mod gemm;
 pub mod measure;
 pub mod network;
 pub mod norm;

@@ -18,9 +18,16 @@
 //! r_L   = 1/q_L (final Norm) | 1,   r_{l-1} = (a_l^2 + b_l^2) r_l           grad_sq
 //! ```
 //!
+//! The last line holds for per-token branches. Gradients and tangents are carried as a split
+//! energy ([`super::split::Energy`]: token mean and fluctuation), because uniform attention
+//! passes only the mean part: `r_{l-1} = a_l^2 r_l + (b_mean^2 r_l.mean, b_fluct^2 r_l.fluct)`,
+//! starting from `(1/n, 1 - 1/n)` for an isotropic output gradient. The same split drives the
+//! path-length law ([`super::paths::SplitPaths`]) and `output_change`.
+//!
 //! Every product over depth is a sum of logs; `C_{l,j}` comes from double-double prefix sums.
 
 use super::logsum::{Mag, PrefixSum, ln0};
+use super::split::Energy;
 use crate::branch::{BranchKind, BranchModel};
 use crate::spec::{InputScale, SkipScale, StackSpec};
 use crate::{Error, Result};
@@ -46,6 +53,7 @@ struct BranchAt {
     out: Mag,
     kappa: f64,
     backward_gain: f64,
+    split: (f64, f64),
     last_input: Mag,
     perturbation: Mag,
 }
@@ -63,6 +71,7 @@ fn branch_at(model: &BranchModel, q: Mag, c: f64, layer: usize) -> Result<Branch
             out: Mag::new(out).mul(q),
             kappa,
             backward_gain: model.backward_gain(1.0),
+            split: model.jacobian_split(1.0),
             last_input: Mag::new(model.last_input_sq(1.0, c)).mul(q),
             perturbation: Mag::new(model.perturbation_sq(1.0, c)).mul(q),
         })
@@ -80,10 +89,17 @@ fn branch_at(model: &BranchModel, q: Mag, c: f64, layer: usize) -> Result<Branch
             out: Mag::new(out),
             kappa,
             backward_gain: model.backward_gain(qv),
+            split: model.jacobian_split(qv),
             last_input: Mag::new(model.last_input_sq(qv, c)),
             perturbation: Mag::new(model.perturbation_sq(qv, c)),
         })
     }
+}
+
+/// One block's Jacobian on a split energy.
+fn self_step(mf: &MeanField, l: usize, e: Energy) -> Energy {
+    let (bm, bf) = mf.branch_split[l];
+    e.scale(Mag::new(mf.skip_gain[l])) + e.transfer((Mag::new(bm), Mag::new(bf)))
 }
 
 /// All per-layer sequences of the closed form for one stack.
@@ -106,8 +122,13 @@ pub struct MeanField {
     pub skip_prefix: PrefixSum,
     /// `a_l^2`, l = 1..=L.
     pub skip_gain: Vec<f64>,
-    /// `b_l^2`, l = 1..=L.
+    /// `b_l^2`, l = 1..=L: the branch path's gain for a tangent with independent tokens.
     pub branch_gain: Vec<f64>,
+    /// The branch path's gains on the token-mean part and the fluctuation of a tangent,
+    /// `(b_mean^2, b_fluct^2)`, l = 1..=L (equal for per-token branches).
+    pub branch_split: Vec<(f64, f64)>,
+    /// Tokens n.
+    pub tokens: f64,
     /// `r_l`, the mean-square gradient at x_l, l = 0..=L.
     pub grad: Vec<Mag>,
     /// `E||d loss / d W_last||_F^2 / d^2` of block l, l = 1..=L.
@@ -137,6 +158,8 @@ impl MeanField {
             skip_prefix: PrefixSum::new(depth),
             skip_gain: vec![nan],
             branch_gain: vec![nan],
+            branch_split: vec![(nan, nan)],
+            tokens: model.tokens,
             grad: vec![Mag::one(); depth + 1],
             weight_grad: vec![Mag::zero(); depth + 1],
             rel_update: vec![nan],
@@ -153,6 +176,8 @@ impl MeanField {
         let mut to_stream = vec![Mag::zero(); depth + 1];
         let mut pert = vec![Mag::zero(); depth + 1];
         let mut last_in = vec![Mag::zero(); depth + 1];
+        // Share of a branch perturbation's energy in the token mean.
+        let mut pert_mean_share = vec![0.0; depth + 1];
         let mut admin_omega_sq = Mag::one();
         for l in 1..=depth {
             let b = spec.block(l);
@@ -212,8 +237,18 @@ impl MeanField {
                 Mag::one()
             };
             let to = n_sq.mul(lambda_sq).mul(br_jac);
+            let factor = to.mul(in_jac);
             mf.branch_gain
-                .push(to.mul(Mag::new(br.backward_gain)).mul(in_jac).value());
+                .push(factor.mul(Mag::new(br.backward_gain)).value());
+            mf.branch_split.push((
+                factor.mul(Mag::new(br.split.0)).value(),
+                factor.mul(Mag::new(br.split.1)).value(),
+            ));
+            pert_mean_share[l] = if model.mixes_tokens() {
+                1.0
+            } else {
+                1.0 / model.tokens + (1.0 - 1.0 / model.tokens) * br.kappa.max(0.0)
+            };
             to_stream[l] = to;
             pert[l] = br.perturbation;
             last_in[l] = br.last_input;
@@ -227,33 +262,54 @@ impl MeanField {
                 admin_omega_sq = admin_omega_sq.add(br.out);
             }
         }
-        // Backward: r_L = 1/q_L with a final Norm, then r_{l-1} = (a_l^2 + b_l^2) r_l.
-        mf.grad[depth] = if spec.final_norm.is_norm() {
-            Mag::one().div(mf.q[depth])
-        } else {
-            Mag::one()
-        };
-        for l in (1..=depth).rev() {
-            let g = Mag::new(mf.skip_gain[l] + mf.branch_gain[l]);
-            mf.grad[l - 1] = mf.grad[l].mul(g);
-            mf.weight_grad[l] = mf.grad[l].mul(to_stream[l]).mul(last_in[l]);
-        }
-        // Output change: O_l = (a_l^2 + b_l^2) O_{l-1} + pert_l gain(B_l -> x_l), then the final
-        // Norm's 1/q_l.
-        let mut o = Mag::zero();
-        for l in 1..=depth {
-            let g = Mag::new(mf.skip_gain[l] + mf.branch_gain[l]);
-            o = o.mul(g).add(pert[l].mul(to_stream[l]));
-            mf.output_change[l] = if spec.final_norm.is_norm() {
-                o.div(mf.q[l])
+        // Backward from an isotropic output gradient, split into token mean and fluctuation:
+        // r_L = (1/n, 1 - 1/n) / q_L with a final Norm, then
+        // r_{l-1} = a_l^2 r_l + (b_mean^2 r_l.mean, b_fluct^2 r_l.fluct).
+        let n = model.tokens;
+        let fin = |l: usize| {
+            if spec.final_norm.is_norm() {
+                Mag::one().div(mf.q[l])
             } else {
-                o
+                Mag::one()
+            }
+        };
+        let mut r = Energy::isotropic(n).scale(fin(depth));
+        mf.grad[depth] = r.total();
+        for l in (1..=depth).rev() {
+            let delta = r.scale(to_stream[l]);
+            // E||dL/dW||^2/(n d^2): per-token branches sum token outer products with
+            // uncorrelated gradients; attention's last matrix sees one input for all tokens,
+            // so its gradient is n (mean of delta) a^T.
+            mf.weight_grad[l] = if model.mixes_tokens() {
+                delta.mean.mul(Mag::new(n)).mul(last_in[l])
+            } else {
+                delta.total().mul(last_in[l])
             };
+            r = self_step(&mf, l, r);
+            mf.grad[l - 1] = r.total();
+        }
+        // Output change: O_l = J_l O_{l-1} + pert_l gain(B_l -> x_l) (split by the
+        // perturbation's token correlation), then the final Norm's 1/q_l.
+        let mut o = Energy::zero();
+        for l in 1..=depth {
+            let p = pert[l].mul(to_stream[l]);
+            let share = pert_mean_share[l];
+            o = self_step(&mf, l, o)
+                + Energy {
+                    mean: p.mul(Mag::new(share)),
+                    fluct: p.mul(Mag::new(1.0 - share)),
+                };
+            mf.output_change[l] = o.total().mul(fin(l));
         }
         for l in 1..depth {
             mf.merge_error[l] = mf.merge(spec, model, l)?;
         }
         Ok(mf)
+    }
+
+    /// The block-l Jacobian's action on a split energy: `a^2 e + (b_mean^2, b_fluct^2) e`.
+    pub fn block_energy(&self, l: usize, e: Energy) -> Energy {
+        self_step(self, l, e)
     }
 
     /// `||F_{l+1}(N(x_l)) - F_{l+1}(N(x_{l-1}))||^2 / ||F_{l+1}(N(x_l))||^2` with N block l+1's
@@ -312,12 +368,12 @@ impl MeanField {
         (2.0 * self.ln_coef(l, j) + self.m[j].ln() - self.q[l].ln()).exp()
     }
 
-    /// Probability that a Jacobian path through block l takes the branch:
-    /// `p_l = b_l^2 / (a_l^2 + b_l^2)`.
-    pub fn branch_prob(&self, l: usize) -> Result<f64> {
-        let t = self.skip_gain[l] + self.branch_gain[l];
-        if t > 0.0 {
-            Ok(self.branch_gain[l] / t)
+    /// Skip gain and split branch gains of block l, `(a^2, b_mean^2, b_fluct^2)`, checking that
+    /// the block's Jacobian is not zero.
+    pub fn transfer(&self, l: usize) -> Result<(f64, f64, f64)> {
+        let (bm, bf) = self.branch_split[l];
+        if self.skip_gain[l] + bm + bf > 0.0 {
+            Ok((self.skip_gain[l], bm, bf))
         } else {
             Err(Error::Undefined(format!(
                 "path_len/eff_depth: block {l}'s Jacobian is zero (a^2 = b^2 = 0)"

@@ -6,5 +6,6 @@ pub mod logsum;
 pub mod mean_field;
 pub mod paths;
 pub mod rows;
+pub mod split;
 
 pub use mean_field::{Inputs, MeanField};

@@ -3,6 +3,12 @@
 //! paths, the share of its mean-square norm carried by paths through exactly k branches is, in
 //! the mean field, a Poisson-binomial law with success probabilities `p_i = b_i^2/(a_i^2+b_i^2)`
 //! (THEORY.md section 5). `eff_depth_l = sum_{i<=l} p_i` is its mean.
+//!
+//! Where a branch treats the token-mean part of a tangent differently from its fluctuation
+//! (uniform attention), a path's weight depends on which branches came before, and the law is
+//! the split recursion of [`SplitPaths`]: per path length k, the pair (mean, fluct) energy,
+//! `T'_k = a^2 T_k + (b_mean^2, b_fluct^2) T_{k-1}`. With `b_mean^2 = b_fluct^2` it is the
+//! Poisson-binomial law above.
 
 /// Entries below this probability are dropped from the edges of the distribution (they are
 /// below what a CSV row can usefully carry and would make deep sweeps quadratic in depth).
@@ -66,6 +72,98 @@ impl PathLengths {
     }
 }
 
+/// Path lengths with split (token-mean, fluctuation) energies, renormalized after every block
+/// (only shares are reported, so depth cannot overflow or underflow them).
+#[derive(Clone, Debug)]
+pub struct SplitPaths {
+    /// Index of `pmf[0]`.
+    pub offset: usize,
+    /// `(mean, fluct)` energy of the paths of each length, summing to 1.
+    pub pmf: Vec<(f64, f64)>,
+    /// For the mean length without the O(l) table: `s = sum_k T_k` (normalized), the
+    /// deviation `dev = sum_k k T_k - mean s`, and the mean as a Neumaier-compensated sum of
+    /// its per-block increments (exactly p_l when the gains are equal).
+    s: (f64, f64),
+    dev: (f64, f64),
+    mean: (f64, f64),
+}
+
+impl SplitPaths {
+    /// Starts from a tangent whose energy has share `mean` in the token mean.
+    pub fn new(mean: f64) -> Self {
+        SplitPaths {
+            offset: 0,
+            pmf: vec![(mean, 1.0 - mean)],
+            s: (mean, 1.0 - mean),
+            dev: (0.0, 0.0),
+            mean: (0.0, 0.0),
+        }
+    }
+
+    /// Updates only the mean path length: with J the block's Jacobian and B its branch part,
+    /// `S' = J S` and `Q' = J Q + B S` for `Q = sum_k k T_k = mean S + dev`, so the mean grows
+    /// by `(|J dev| + |B S|)/|J S|` (|.| the total of both parts). O(1) per block.
+    pub fn push_mean(&mut self, a2: f64, bm: f64, bf: f64) {
+        let (sm, sf) = self.s;
+        let (dm, df) = self.dev;
+        let js = ((a2 + bm) * sm, (a2 + bf) * sf);
+        let z = js.0 + js.1;
+        let jd = ((a2 + bm) * dm, (a2 + bf) * df);
+        let bs = (bm * sm, bf * sf);
+        let inc = (jd.0 + jd.1 + bs.0 + bs.1) / z;
+        self.dev = (
+            (jd.0 + bs.0 - inc * js.0) / z,
+            (jd.1 + bs.1 - inc * js.1) / z,
+        );
+        self.s = (js.0 / z, js.1 / z);
+        let (acc, comp) = self.mean;
+        let t = acc + inc;
+        let c = if acc.abs() >= inc.abs() {
+            (acc - t) + inc
+        } else {
+            (inc - t) + acc
+        };
+        self.mean = (t, comp + c);
+    }
+
+    /// Mean path length from [`SplitPaths::push_mean`].
+    pub fn mean_length(&self) -> f64 {
+        self.mean.0 + self.mean.1
+    }
+
+    /// Updates the whole distribution (O(width) per block), pruning edge lengths whose share
+    /// falls below [`PRUNE`].
+    pub fn push(&mut self, a2: f64, bm: f64, bf: f64) {
+        let n = self.pmf.len();
+        self.pmf.push((0.0, 0.0));
+        for k in (0..=n).rev() {
+            let stay = if k < n { self.pmf[k] } else { (0.0, 0.0) };
+            let step = if k > 0 { self.pmf[k - 1] } else { (0.0, 0.0) };
+            self.pmf[k] = (a2 * stay.0 + bm * step.0, a2 * stay.1 + bf * step.1);
+        }
+        let z: f64 = self.pmf.iter().map(|p| p.0 + p.1).sum();
+        for p in self.pmf.iter_mut() {
+            *p = (p.0 / z, p.1 / z);
+        }
+        let lead = self.pmf.iter().take_while(|p| p.0 + p.1 < PRUNE).count();
+        if lead > 0 && lead < self.pmf.len() {
+            self.pmf.drain(..lead);
+            self.offset += lead;
+        }
+        while self.pmf.len() > 1 && self.pmf.last().is_some_and(|p| p.0 + p.1 < PRUNE) {
+            self.pmf.pop();
+        }
+    }
+
+    /// `(k, share of paths of length k)`.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
+        self.pmf
+            .iter()
+            .enumerate()
+            .map(move |(i, p)| (self.offset + i, p.0 + p.1))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +181,42 @@ mod tests {
             assert!((a - b).abs() < 1e-12);
         }
         assert!((d.mean() - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn split_paths_reduce_to_poisson_binomial() {
+        // Equal gains on both parts: the law is Poisson-binomial with p = b^2/(a^2 + b^2).
+        let (mut s, mut p) = (SplitPaths::new(0.1), PathLengths::default());
+        for (a2, b2) in [(0.5, 0.5), (1.0, 0.25), (0.3, 0.9)] {
+            s.push(a2, b2, b2);
+            s.push_mean(a2, b2, b2);
+            p.push(b2 / (a2 + b2));
+        }
+        for ((k1, v1), (k2, v2)) in s.iter().zip(p.iter()) {
+            assert_eq!(k1, k2);
+            assert!((v1 - v2).abs() < 1e-15);
+        }
+        assert!((s.mean_length() - p.mean()).abs() < 1e-14);
+    }
+
+    #[test]
+    fn uniform_attention_paths_keep_only_the_mean() {
+        // Two uniform-attention blocks with skip a^2 = 1, mean gain g, fluct gain 0, starting
+        // from share m in the mean: length 0 carries 1, length 1 carries 2 m g, length 2 m g^2
+        // (one path through both branches keeps the mean part), before normalization.
+        let (m, g) = (0.25, 2.0);
+        let mut s = SplitPaths::new(m);
+        s.push(1.0, g, 0.0);
+        s.push(1.0, g, 0.0);
+        let raw = [1.0, 2.0 * m * g, m * g * g];
+        let z: f64 = raw.iter().sum();
+        for ((_, v), want) in s.iter().zip(raw) {
+            assert!((v - want / z).abs() < 1e-15);
+        }
+        let mut t = SplitPaths::new(m);
+        t.push_mean(1.0, g, 0.0);
+        t.push_mean(1.0, g, 0.0);
+        assert!((t.mean_length() - (2.0 * m * g + 2.0 * m * g * g) / z).abs() < 1e-14);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Turns a [`MeanField`] into tidy rows for the selected metrics and layers.
 
 use super::mean_field::MeanField;
-use super::paths::{MAX_PATH_LAYER, PathLengths};
+use super::paths::{MAX_PATH_LAYER, SplitPaths};
 use crate::metrics::Metric;
 use crate::profile::Row;
 use crate::{Error, Result};
@@ -35,22 +35,15 @@ pub fn rows(
         match m {
             Metric::PathLen => path_rows(preset, mf, sel, notes, &mut out)?,
             Metric::EffDepth => {
-                // Neumaier-compensated running sum of p_l: 10^6 terms stay exact to ~1 ulp.
-                let (mut acc, mut comp) = (0.0f64, 0.0f64);
+                let mut paths = SplitPaths::new(1.0 / mf.tokens);
                 let mut next = 0;
                 for l in 0..=depth {
                     if l >= 1 {
-                        let p = mf.branch_prob(l)?;
-                        let t = acc + p;
-                        comp += if acc.abs() >= p.abs() {
-                            (acc - t) + p
-                        } else {
-                            (p - t) + acc
-                        };
-                        acc = t;
+                        let (a2, bm, bf) = mf.transfer(l)?;
+                        paths.push_mean(a2, bm, bf);
                     }
                     if sel.layers.get(next) == Some(&l) {
-                        push(&mut out, l, None, acc + comp);
+                        push(&mut out, l, None, paths.mean_length());
                         next += 1;
                     }
                 }
@@ -129,12 +122,13 @@ fn path_rows(
         ));
         layers.retain(|&l| l <= MAX_PATH_LAYER);
     }
-    let mut dist = PathLengths::default();
+    let mut dist = SplitPaths::new(1.0 / mf.tokens);
     let mut next = 0;
     let last = layers.last().copied().unwrap_or(0);
     for l in 0..=last {
         if l >= 1 {
-            dist.push(mf.branch_prob(l)?);
+            let (a2, bm, bf) = mf.transfer(l)?;
+            dist.push(a2, bm, bf);
         }
         if layers.get(next) == Some(&l) {
             for (k, v) in dist.iter() {

@@ -47,3 +47,38 @@ pub fn seeds_model(depth: usize) -> RawModel {
         ..RawModel::default()
     }
 }
+
+/// Runs `normscope compare` for one preset with eps = 0 and returns the rows that disagree,
+/// formatted, after checking that every requested metric produced rows.
+pub fn disagreements(
+    preset: &str,
+    raw: &RawModel,
+    mc: normscope::monte_carlo::RawMc,
+    metrics: &[normscope::metrics::Metric],
+    layers: &normscope::layers::LayerSpec,
+) -> Vec<String> {
+    let cfg = normscope::monte_carlo::McConfig::new(raw, &mc).expect("valid config");
+    let rows = run::compare(&[preset.to_string()], &cfg, metrics, layers).expect("compare runs");
+    for m in metrics {
+        let applies = rows.iter().any(|r| r.metric == m.name());
+        // merge_error needs l < L, skip/branch gains and weight gradients need l >= 1: with
+        // layers chosen below they all have rows.
+        assert!(applies, "{preset}: no rows for {}", m.name());
+    }
+    rows.iter()
+        .filter(|r| !r.agree)
+        .map(|r| {
+            format!(
+                "{preset} {} l={} s={:?}: theory {} mc {} [{}, {}] allowance {}",
+                r.metric,
+                r.layer,
+                r.source,
+                r.theory,
+                r.mc.value,
+                r.mc.ci_low.unwrap_or(f64::NAN),
+                r.mc.ci_high.unwrap_or(f64::NAN),
+                r.allowance
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,67 @@
+//! The energy of a tangent or gradient over n tokens, split into its token-mean part and the
+//! fluctuation around it: `mean = ||T_bar||^2/d` and `fluct = sum_t ||T_t - T_bar||^2/(n d)`,
+//! so that `mean + fluct` is the per-coordinate mean square. Per-token maps scale both parts
+//! alike; uniform attention keeps only the mean part (see
+//! [`crate::branch::BranchModel::jacobian_split`]).
+
+use super::logsum::Mag;
+
+/// A split energy.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Energy {
+    /// Token-mean part.
+    pub mean: Mag,
+    /// Fluctuation part.
+    pub fluct: Mag,
+}
+
+impl Energy {
+    /// An isotropic tangent with iid entries of unit variance: `1/n` of its energy is in the
+    /// token mean.
+    pub fn isotropic(n: f64) -> Self {
+        Energy {
+            mean: Mag::new(1.0 / n),
+            fluct: Mag::new(1.0 - 1.0 / n),
+        }
+    }
+
+    /// Zero.
+    pub fn zero() -> Self {
+        Energy {
+            mean: Mag::zero(),
+            fluct: Mag::zero(),
+        }
+    }
+
+    /// Both parts times `s`.
+    pub fn scale(self, s: Mag) -> Self {
+        Energy {
+            mean: self.mean * s,
+            fluct: self.fluct * s,
+        }
+    }
+
+    /// The parts times `(k_mean, k_fluct)`.
+    pub fn transfer(self, k: (Mag, Mag)) -> Self {
+        Energy {
+            mean: self.mean * k.0,
+            fluct: self.fluct * k.1,
+        }
+    }
+
+    /// `mean + fluct`.
+    pub fn total(self) -> Mag {
+        self.mean + self.fluct
+    }
+}
+
+impl std::ops::Add for Energy {
+    type Output = Energy;
+    /// Sum of both parts.
+    fn add(self, o: Energy) -> Energy {
+        Energy {
+            mean: self.mean + o.mean,
+            fluct: self.fluct + o.fluct,
+        }
+    }
+}
