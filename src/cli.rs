@@ -76,7 +76,7 @@ pub struct ModelArgs {
     /// Width d (Monte Carlo; in the closed form only the BERT init's gain depends on it).
     #[arg(long, default_value_t = 256, allow_negative_numbers = true)]
     pub width: usize,
-    /// Normalizer: layer or rms (identical in the closed form).
+    /// Normalizer: layer, rms (identical in the closed form), or identity (no norms).
     #[arg(long, default_value = "layer")]
     pub norm: String,
     /// Final Norm on the network output: auto (the preset's), on, off.

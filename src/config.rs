@@ -151,9 +151,7 @@ impl RawModel {
 impl ModelConfig {
     /// Builds the stack of preset `name` with these parameters.
     pub fn stack(&self, name: &str) -> Result<StackSpec> {
-        let mut s = placement::build(name, self.depth, &self.overrides)?;
-        s.norm = self.norm;
-        Ok(s)
+        Ok(placement::build(name, self.depth, &self.overrides)?.with_norm(self.norm))
     }
 }
 

@@ -33,17 +33,21 @@ pub enum NormKind {
     Layer,
     /// RMSNorm without affine (Zhang and Sennrich 2019).
     Rms,
+    /// No normalization: every norm slot of the preset, the final one included, becomes the
+    /// identity (the un-normalized baseline of a placement).
+    Identity,
 }
 
 impl NormKind {
     /// Names accepted by `--norm`.
-    pub const NAMES: &'static str = "layer, rms";
+    pub const NAMES: &'static str = "layer, rms, identity";
 
     /// Parses `layer` or `rms`.
     pub fn parse(s: &str) -> crate::Result<Self> {
         match s {
             "layer" | "layernorm" | "ln" => Ok(NormKind::Layer),
             "rms" | "rmsnorm" => Ok(NormKind::Rms),
+            "identity" | "none" => Ok(NormKind::Identity),
             _ => Err(crate::Error::Unknown {
                 kind: "norm",
                 name: s.to_string(),
@@ -57,6 +61,7 @@ impl NormKind {
         match self {
             NormKind::Layer => "layer",
             NormKind::Rms => "rms",
+            NormKind::Identity => "identity",
         }
     }
 }
@@ -192,6 +197,22 @@ impl StackSpec {
             beta: None,
             norm: NormKind::Layer,
         }
+    }
+
+    /// Sets the norm kind; [`NormKind::Identity`] turns every norm slot into the identity.
+    pub fn with_norm(mut self, norm: NormKind) -> Self {
+        self.norm = norm;
+        if norm == NormKind::Identity {
+            let id = |s: Slot| if s.is_norm() { Slot::Identity } else { s };
+            self.map_blocks(|mut b| {
+                b.n_in = id(b.n_in);
+                b.n_br = id(b.n_br);
+                b.n_out = id(b.n_out);
+                b
+            });
+            self.final_norm = Slot::Identity;
+        }
+        self
     }
 
     /// Applies `f` to every segment's block (used by the `--alpha`/`--lambda` overrides).

@@ -413,3 +413,17 @@ fn he_and_torch_default_gains() {
     let t = table("pre", &torch);
     assert_close(get(&t, "stream_sq", 1, None), 4.0 / 3.0, EXACT, "torch");
 }
+
+#[test]
+fn identity_norm_removes_every_norm() {
+    // --norm identity: Post-Norm becomes x_l = x_{l-1} + F(x_{l-1}), so q_l = (1 + g)^l q0
+    // = 2^l, a^2 = 1, b^2 = g = 1, and grad_sq at x_0 = 2^L (no final norm).
+    let raw = normscope::config::RawModel {
+        norm: "identity".into(),
+        ..seeds_model(5)
+    };
+    let t = table("post", &raw);
+    assert_close(get(&t, "stream_sq", 5, None), 32.0, EXACT, "q_5");
+    assert_close(get(&t, "grad_sq", 0, None), 32.0, EXACT, "r_0");
+    assert_close(get(&t, "skip_gain", 3, None), 1.0, EXACT, "a^2");
+}

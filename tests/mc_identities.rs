@@ -56,7 +56,7 @@ fn decomposition_sums_back_to_the_stream() {
     // x_l = sum_j C_{l,j} B~_j per token, to 1e-10 relative, for every preset and branch.
     for p in normscope::placement::REGISTRY {
         for b in BRANCHES {
-            for norm in ["layer", "rms"] {
+            for norm in ["layer", "rms", "identity"] {
                 let raw = RawModel {
                     norm: norm.into(),
                     lambda: (p.name == "rezero").then_some(0.7),

@@ -50,6 +50,7 @@ pub fn allowance(spec: &StackSpec, metric: Metric, layer: usize, theory: f64, d:
     let r = match spec.norm {
         NormKind::Layer => 2.0,
         NormKind::Rms => 1.0,
+        NormKind::Identity => 0.0,
     };
     let d = d as f64;
     let k = norms_on_path(spec, metric, layer) as f64;
