@@ -88,6 +88,11 @@ impl Metric {
         matches!(self, Metric::Coef | Metric::BranchWeight | Metric::PathLen)
     }
 
+    /// The metric with table name `name`.
+    pub fn from_name(name: &str) -> Option<Metric> {
+        Self::ALL.iter().copied().find(|m| m.name() == name)
+    }
+
     /// Parses `all` or a comma-separated list of names.
     pub fn parse_list(s: &str) -> Result<Vec<Metric>> {
         if s.trim() == "all" {
@@ -95,15 +100,11 @@ impl Metric {
         }
         let mut out = Vec::new();
         for part in s.split(',').map(str::trim) {
-            let m = Self::ALL
-                .iter()
-                .copied()
-                .find(|m| m.name() == part)
-                .ok_or_else(|| Error::Unknown {
-                    kind: "metric",
-                    name: part.to_string(),
-                    valid: format!("all, {}", Self::ALL.map(|m| m.name()).join(", ")),
-                })?;
+            let m = Self::from_name(part).ok_or_else(|| Error::Unknown {
+                kind: "metric",
+                name: part.to_string(),
+                valid: format!("all, {}", Self::ALL.map(|m| m.name()).join(", ")),
+            })?;
             if !out.contains(&m) {
                 out.push(m);
             }

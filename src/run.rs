@@ -328,7 +328,7 @@ pub fn compare(
             theory.iter().map(|r| (key(r), r.value)).collect();
         for r in mc.iter().filter(|r| r.preset == spec.preset) {
             let Some(&t) = th.get(&key(r)) else { continue };
-            let m = crate::metrics::Metric::parse_list(r.metric)?[0];
+            let m = crate::metrics::Metric::from_name(r.metric).expect("rows carry registry names");
             let a = crate::monte_carlo::allowance::allowance(
                 &spec,
                 m,
