@@ -1,5 +1,5 @@
 //! Typed library errors. Binaries add context with `anyhow`; callers of the library can match on
-//! [`Error`] to tell bad input (exit status 2) from failures while running.
+//! [`enum@Error`] to tell bad input (exit status 2) from failures while running.
 
 use thiserror::Error;
 

@@ -13,6 +13,7 @@
 //! placement (presets) -> spec::StackSpec -> branch::BranchModel
 //!     -> theory::MeanField (closed form)   -> profile::Row -> output (CSV, figures)
 //!     -> symbolic::expand (exact algebra)  -> text / LaTeX / CSV
+//!     -> monte_carlo (sampled networks)    -> profile::Row (with CIs) -> run::compare
 //! ```
 //!
 //! - [`spec`]: the declarative block and stack.
@@ -21,6 +22,9 @@
 //! - [`branch`]: inits, activation kernels, and the branch's mean-field summary.
 //! - [`theory`]: the infinite-width recursion in log space, path-length laws, tidy rows.
 //! - [`symbolic`]: exact coefficients `C_{L,j}` as products of rational powers.
+//! - [`monte_carlo`]: sampled finite-width networks with forward, JVP and backward passes, every
+//!   metric with a 95% confidence interval, seeded per network for byte-identical output.
+//! - [`mod@bench`]: the reference workload against plain PyTorch.
 //! - [`metrics`]: the metric registry (names shared by every engine).
 //! - [`output`]: polars CSV, plotters figures, atomic writes.
 //! - [`config`], [`cli`], [`run`]: checked configuration, the clap front end, the commands.
