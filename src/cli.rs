@@ -106,15 +106,12 @@ impl ModelArgs {
     }
 }
 
-/// `normscope theory`.
+/// What a table command writes: presets, metrics, layers, destination.
 #[derive(Debug, Args)]
-pub struct TheoryArgs {
+pub struct TableArgs {
     /// Comma-separated presets (see `normscope presets`); their rows are stacked.
     #[arg(long, default_value = "pre,post,deepnorm")]
     pub preset: String,
-    /// Model parameters.
-    #[command(flatten)]
-    pub model: ModelArgs,
     /// Metrics: all, or a comma-separated list (stream_sq, corr, coef, branch_weight,
     /// skip_gain, branch_gain, grad_sq, weight_grad_sq, path_len, eff_depth, rel_update,
     /// cos_prev, angular_dist, merge_error, output_change).
@@ -126,6 +123,17 @@ pub struct TheoryArgs {
     /// Output CSV (written atomically); stdout if absent.
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+/// `normscope theory`.
+#[derive(Debug, Args)]
+pub struct TheoryArgs {
+    /// Model parameters.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Presets, metrics, layers, output.
+    #[command(flatten)]
+    pub table: TableArgs,
 }
 
 /// Sampling flags of `mc` and `compare`.
@@ -168,24 +176,15 @@ impl SamplingArgs {
 /// `normscope mc` and `normscope compare`.
 #[derive(Debug, Args)]
 pub struct McArgs {
-    /// Comma-separated presets; their rows are stacked.
-    #[arg(long, default_value = "pre,post,deepnorm")]
-    pub preset: String,
     /// Model parameters (branch also accepts attention, transformer).
     #[command(flatten)]
     pub model: ModelArgs,
     /// Sampling parameters.
     #[command(flatten)]
     pub sampling: SamplingArgs,
-    /// Metrics: all, or a comma-separated list.
-    #[arg(long, default_value = "all")]
-    pub metrics: String,
-    /// Layers written: all, last, log:K, or a list like 1,4,16.
-    #[arg(long, default_value = "all")]
-    pub layers: String,
-    /// Output CSV (written atomically); stdout if absent.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    /// Presets, metrics, layers, output.
+    #[command(flatten)]
+    pub table: TableArgs,
 }
 
 /// `normscope bench`.

@@ -28,10 +28,10 @@ type McRequest = (
 );
 
 fn mc_request(a: &normscope::cli::McArgs) -> normscope::Result<McRequest> {
-    let presets = normscope::config::parse_presets(&a.preset)?;
+    let presets = normscope::config::parse_presets(&a.table.preset)?;
     let cfg = normscope::monte_carlo::McConfig::new(&a.model.raw(), &a.sampling.raw())?;
-    let metrics = normscope::metrics::Metric::parse_list(&a.metrics)?;
-    let layers = normscope::layers::LayerSpec::parse(&a.layers)?;
+    let metrics = normscope::metrics::Metric::parse_list(&a.table.metrics)?;
+    let layers = normscope::layers::LayerSpec::parse(&a.table.layers)?;
     layers.resolve(cfg.model.depth)?;
     Ok((presets, cfg, metrics, layers))
 }
@@ -76,12 +76,13 @@ fn run(cli: Cli) -> normscope::Result<()> {
     {
         Command::Theory(a) => {
             let raw: RawModel = a.model.raw();
-            let cfg = TheoryConfig::new(&a.preset, &raw, &a.metrics, &a.layers)?;
+            let t = &a.table;
+            let cfg = TheoryConfig::new(&t.preset, &raw, &t.metrics, &t.layers)?;
             let rows = run::theory_rows(&cfg, &mut notes)?;
             let mut df = table::frame(rows)?;
             let mut buf = Vec::new();
             table::write_csv(&mut df, &mut buf)?;
-            emit(a.out.as_deref(), &buf)
+            emit(a.table.out.as_deref(), &buf)
         }
         Command::Expand(a) => {
             let model = a.model.raw().check()?;
@@ -105,7 +106,7 @@ fn run(cli: Cli) -> normscope::Result<()> {
             let mut df = table::frame(rows)?;
             let mut buf = Vec::new();
             table::write_csv(&mut df, &mut buf)?;
-            emit(a.out.as_deref(), &buf)
+            emit(a.table.out.as_deref(), &buf)
         }
         Command::Bench(a) => bench(&a),
         Command::Compare(a) => {
@@ -117,7 +118,7 @@ fn run(cli: Cli) -> normscope::Result<()> {
                 rows.len() - bad,
                 rows.len()
             ));
-            emit(a.out.as_deref(), &run::compare_csv(&rows)?)
+            emit(a.table.out.as_deref(), &run::compare_csv(&rows)?)
         }
         Command::Reproduce(a) => analyses::reproduce(&a.out_dir, a.only.as_deref()),
     };
