@@ -276,17 +276,10 @@ pub fn mc_rows(
     rows
 }
 
-/// One row of `normscope compare`.
+/// One row of `normscope compare`: the Monte Carlo row (preset, layer, source, metric,
+/// estimate, interval) with the closed form next to it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Comparison {
-    /// Preset.
-    pub preset: String,
-    /// Layer.
-    pub layer: u64,
-    /// Source (or path length).
-    pub source: Option<u64>,
-    /// Metric.
-    pub metric: &'static str,
     /// Closed form.
     pub theory: f64,
     /// Monte Carlo estimate and its interval.
@@ -338,10 +331,6 @@ pub fn compare(
             );
             let (lo, hi) = (r.ci_low.unwrap_or(r.value), r.ci_high.unwrap_or(r.value));
             out.push(Comparison {
-                preset: r.preset.clone(),
-                layer: r.layer,
-                source: r.source,
-                metric: r.metric,
                 theory: t,
                 mc: r.clone(),
                 diff: r.value - t,
@@ -356,61 +345,24 @@ pub fn compare(
 /// The `compare` table as CSV bytes:
 /// `preset,depth,layer,source,metric,theory,mc,stderr,ci_low,ci_high,n,diff,allowance,agree`.
 pub fn compare_csv(rows: &[Comparison]) -> Result<Vec<u8>> {
+    use crate::output::table::column;
     use polars::prelude::*;
+    let mc = |f: fn(&Row) -> Option<f64>| rows.iter().map(|r| f(&r.mc)).collect::<Vec<_>>();
     let mut df = DataFrame::new_infer_height(vec![
-        Column::new(
-            "preset".into(),
-            rows.iter().map(|r| r.preset.as_str()).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "depth".into(),
-            rows.iter().map(|r| r.mc.depth).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "layer".into(),
-            rows.iter().map(|r| r.layer).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "source".into(),
-            rows.iter().map(|r| r.source).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "metric".into(),
-            rows.iter().map(|r| r.metric).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "theory".into(),
-            rows.iter().map(|r| r.theory).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "mc".into(),
-            rows.iter().map(|r| r.mc.value).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "stderr".into(),
-            rows.iter().map(|r| r.mc.stderr).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "ci_low".into(),
-            rows.iter().map(|r| r.mc.ci_low).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "ci_high".into(),
-            rows.iter().map(|r| r.mc.ci_high).collect::<Vec<_>>(),
-        ),
-        Column::new("n".into(), rows.iter().map(|r| r.mc.n).collect::<Vec<_>>()),
-        Column::new(
-            "diff".into(),
-            rows.iter().map(|r| r.diff).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "allowance".into(),
-            rows.iter().map(|r| r.allowance).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "agree".into(),
-            rows.iter().map(|r| r.agree).collect::<Vec<_>>(),
-        ),
+        column("preset", rows.iter().map(|r| r.mc.preset.as_str())),
+        column("depth", rows.iter().map(|r| r.mc.depth)),
+        column("layer", rows.iter().map(|r| r.mc.layer)),
+        column("source", rows.iter().map(|r| r.mc.source)),
+        column("metric", rows.iter().map(|r| r.mc.metric)),
+        column("theory", rows.iter().map(|r| r.theory)),
+        column("mc", rows.iter().map(|r| r.mc.value)),
+        Column::new("stderr".into(), mc(|r| r.stderr)),
+        Column::new("ci_low".into(), mc(|r| r.ci_low)),
+        Column::new("ci_high".into(), mc(|r| r.ci_high)),
+        column("n", rows.iter().map(|r| r.mc.n)),
+        column("diff", rows.iter().map(|r| r.diff)),
+        column("allowance", rows.iter().map(|r| r.allowance)),
+        column("agree", rows.iter().map(|r| r.agree)),
     ])?;
     let mut buf = Vec::new();
     crate::output::table::write_csv(&mut df, &mut buf)?;

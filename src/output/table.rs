@@ -15,40 +15,30 @@ pub const COLUMNS: [&str; 11] = [
     "ci_high", "n",
 ];
 
+/// A named polars column from an iterator of values.
+pub fn column<T, I>(name: &str, values: I) -> Column
+where
+    I: IntoIterator<Item = T>,
+    Series: NamedFrom<Vec<T>, [T]>,
+{
+    Column::new(name.into(), values.into_iter().collect::<Vec<T>>())
+}
+
 /// Builds the tidy frame (rows sorted by key).
 pub fn frame(mut rows: Vec<Row>) -> Result<DataFrame> {
     sort_rows(&mut rows);
-    let col = |name: &str, v: Vec<Option<f64>>| Column::new(name.into(), v);
     let df = DataFrame::new_infer_height(vec![
-        Column::new(
-            "preset".into(),
-            rows.iter().map(|r| r.preset.as_str()).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "engine".into(),
-            rows.iter().map(|r| r.engine).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "depth".into(),
-            rows.iter().map(|r| r.depth).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "layer".into(),
-            rows.iter().map(|r| r.layer).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "source".into(),
-            rows.iter().map(|r| r.source).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "metric".into(),
-            rows.iter().map(|r| r.metric).collect::<Vec<_>>(),
-        ),
-        col("value", rows.iter().map(|r| Some(r.value)).collect()),
-        col("stderr", rows.iter().map(|r| r.stderr).collect()),
-        col("ci_low", rows.iter().map(|r| r.ci_low).collect()),
-        col("ci_high", rows.iter().map(|r| r.ci_high).collect()),
-        Column::new("n".into(), rows.iter().map(|r| r.n).collect::<Vec<_>>()),
+        column("preset", rows.iter().map(|r| r.preset.as_str())),
+        column("engine", rows.iter().map(|r| r.engine)),
+        column("depth", rows.iter().map(|r| r.depth)),
+        column("layer", rows.iter().map(|r| r.layer)),
+        column("source", rows.iter().map(|r| r.source)),
+        column("metric", rows.iter().map(|r| r.metric)),
+        column("value", rows.iter().map(|r| r.value)),
+        column("stderr", rows.iter().map(|r| r.stderr)),
+        column("ci_low", rows.iter().map(|r| r.ci_low)),
+        column("ci_high", rows.iter().map(|r| r.ci_high)),
+        column("n", rows.iter().map(|r| r.n)),
     ])?;
     Ok(df)
 }

@@ -124,16 +124,6 @@ impl Poly {
         self.terms.keys().any(|e| e[s.index()] != 0)
     }
 
-    /// Number of terms.
-    pub fn len(&self) -> usize {
-        self.terms.len()
-    }
-
-    /// Whether there are no terms.
-    pub fn is_empty(&self) -> bool {
-        self.terms.is_empty()
-    }
-
     /// Sum.
     pub fn add(&self, o: &Poly) -> Poly {
         let mut t = self.terms.clone();

@@ -307,11 +307,6 @@ impl MeanField {
         Ok(mf)
     }
 
-    /// The block-l Jacobian's action on a split energy: `a^2 e + (b_mean^2, b_fluct^2) e`.
-    pub fn block_energy(&self, l: usize, e: Energy) -> Energy {
-        self_step(self, l, e)
-    }
-
     /// `||F_{l+1}(N(x_l)) - F_{l+1}(N(x_{l-1}))||^2 / ||F_{l+1}(N(x_l))||^2` with N block l+1's
     /// branch input, from the pair kernel of `F_{l+1}` at the moments of the two inputs:
     /// `E<x_l, x_{l-1}>/d = n_l alpha_l q_{l-1}` for the same token and

@@ -60,7 +60,7 @@ pub fn disagreements(
     let cfg = normscope::monte_carlo::McConfig::new(raw, &mc).expect("valid config");
     let rows = run::compare(&[preset.to_string()], &cfg, metrics, layers).expect("compare runs");
     for m in metrics {
-        let applies = rows.iter().any(|r| r.metric == m.name());
+        let applies = rows.iter().any(|r| r.mc.metric == m.name());
         // merge_error needs l < L, skip/branch gains and weight gradients need l >= 1: with
         // layers chosen below they all have rows.
         assert!(applies, "{preset}: no rows for {}", m.name());
@@ -70,9 +70,9 @@ pub fn disagreements(
         .map(|r| {
             format!(
                 "{preset} {} l={} s={:?}: theory {} mc {} [{}, {}] allowance {}",
-                r.metric,
-                r.layer,
-                r.source,
+                r.mc.metric,
+                r.mc.layer,
+                r.mc.source,
                 r.theory,
                 r.mc.value,
                 r.mc.ci_low.unwrap_or(f64::NAN),
