@@ -1,108 +1,202 @@
-//! `effective-depth`: eff_depth at the last layer against the depth L (log axis), closed form,
-//! for Pre-LN, Post-LN and DeepNorm, from the CSV it writes.
+//! `effective-depth`: the mean Jacobian path length `eff_depth` (Veit et al. 2016; THEORY.md
+//! section 5) at the last layer against the depth L, closed form up to 10^6 and Monte Carlo up
+//! to 1000, and the path-length distributions `path_len` at a few depths. This is the
+//! quantitative form of the seeds' "Pre-Norm's depth has water in it" (seeds 000, 001).
 //!
-//! Default: linear branch with Xavier init (g = 1, the seeds' setting), q0 = 1, depths
-//! log-spaced from 1 to 10^6.
+//! ReZero is left out of the defaults: its branches are multiplied by 0 at init, so its
+//! effective depth is exactly 0.
 
-use super::{Analysis, manifest};
-use crate::config::{ModelConfig, RawModel};
+use super::common::{self, Mc, Model};
+use super::{Analysis, Out, Prepared, Settings};
+use crate::Result;
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
-use crate::output::figure::{LinePlot, Series};
-use crate::output::table;
-use crate::run::theory_rows_one;
-use crate::theory::rows::Selection;
-use crate::{Error, Result};
-use polars::prelude::*;
-use std::path::Path;
+use crate::output::figure::LinePlot;
+use crate::output::latex;
+use serde::{Deserialize, Serialize};
 
 /// Registry entry.
 pub const ANALYSIS: Analysis = Analysis {
     id: "effective-depth",
-    about: "effective depth (mean Jacobian path length) against L for Pre-LN, Post-LN, DeepNorm",
-    run,
+    about: "effective depth (mean path length) against L, and path-length distributions",
+    prepare,
 };
 
-const PRESETS: [&str; 3] = ["pre", "post", "deepnorm"];
-const MAX_DEPTH: usize = 1_000_000;
-const DEPTHS: usize = 25;
+/// Configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Presets (closed form).
+    pub presets: Vec<String>,
+    /// Closed form: log-spaced depths from 1 to this.
+    pub max_depth: usize,
+    /// Closed form: how many depths.
+    pub depth_count: usize,
+    /// Presets measured by Monte Carlo.
+    pub mc_presets: Vec<String>,
+    /// Monte Carlo depths.
+    pub mc_depths: Vec<usize>,
+    /// Depths of the path-length distributions (closed form).
+    pub path_depths: Vec<usize>,
+    /// Depth of the Monte Carlo path-length distribution.
+    pub mc_path_depth: usize,
+    /// The network.
+    pub model: Model,
+    /// Monte Carlo settings.
+    pub mc: Mc,
+}
 
-/// How the papers name each preset in legends.
-pub fn legend(preset: &str) -> &str {
-    match preset {
-        "pre" => "Pre-LN",
-        "post" => "Post-LN",
-        "deepnorm" => "DeepNorm",
-        other => other,
+fn full() -> Config {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    Config {
+        presets: s(&[
+            "pre", "post", "deepnorm", "sandwich", "admin", "mixln", "lns",
+        ]),
+        max_depth: 1_000_000,
+        depth_count: 25,
+        mc_presets: s(&["pre", "post", "deepnorm"]),
+        mc_depths: vec![4, 16, 64, 256, 1000],
+        path_depths: vec![16, 64, 256],
+        mc_path_depth: 64,
+        model: Model::seeds(),
+        mc: Mc::full(),
     }
 }
 
-fn run(root: &Path) -> Result<()> {
-    let id = ANALYSIS.id;
-    let depths = LayerSpec::Log(DEPTHS).resolve(MAX_DEPTH)?;
-    let mut rows = Vec::new();
-    let mut notes = Vec::new();
-    for &depth in &depths {
-        let raw = RawModel {
-            depth,
-            ..RawModel::default()
-        };
-        let model: ModelConfig = raw.check()?;
-        let sel = Selection {
-            metrics: vec![Metric::EffDepth],
-            layers: vec![depth],
-            path_len_explicit: false,
-        };
-        for p in PRESETS {
-            rows.extend(theory_rows_one(p, &model, &sel, &mut notes)?);
-        }
+fn quick() -> Config {
+    Config {
+        mc_depths: vec![4, 16, 64],
+        mc_path_depth: 16,
+        mc: Mc::quick(),
+        ..full()
     }
-    let csv_rel = format!("data/{id}/theory.csv");
-    table::write_rows(rows, &root.join(&csv_rel))?;
+}
 
-    // The figure is drawn from the CSV, as a user would.
-    let df = table::read_csv(&root.join(&csv_rel))?;
-    let preset = df.column("preset")?.str()?.clone();
-    let depth = df.column("depth")?.cast(&DataType::Float64)?;
-    let depth = depth.f64()?.clone();
-    let value = df.column("value")?.f64()?.clone();
-    let mut series = Vec::new();
-    for p in PRESETS {
-        let mut pts: Vec<(f64, f64)> = (0..df.height())
-            .filter(|&i| preset.get(i) == Some(p))
-            .filter_map(|i| Some((depth.get(i)?, value.get(i)?)))
-            .collect();
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        if pts.is_empty() {
-            return Err(Error::Undefined(format!("{csv_rel} has no rows for {p}")));
-        }
-        series.push(Series {
-            label: legend(p).to_string(),
-            points: pts,
-        });
-    }
-    let plot = LinePlot {
-        title: "Effective depth at init (closed form, g = 1)".into(),
-        x_label: "depth L (residual blocks)".into(),
-        y_label: "effective depth (mean path length)".into(),
-        y_log: true,
-        series,
+fn prepare(s: &Settings) -> Result<Prepared> {
+    let c = s.resolve(ANALYSIS.id, full(), quick())?;
+    common::check_depths("effective-depth.mc_depths", &c.mc_depths)?;
+    common::check_depths("effective-depth.path_depths", &c.path_depths)?;
+    common::check_depths(
+        "effective-depth.max_depth/depth_count/mc_path_depth",
+        &[c.max_depth, c.depth_count, c.mc_path_depth],
+    )?;
+    common::check(&c.presets, &c.model, &c.mc, 1)?;
+    common::check(&c.mc_presets, &c.model, &c.mc, 1)?;
+    let seeds = vec![c.mc.seed];
+    Ok(Prepared::new(c, seeds, run))
+}
+
+fn run(c: &Config, out: &mut Out) -> Result<()> {
+    let ed = [Metric::EffDepth];
+    let sweep = common::DepthSweep {
+        presets: &c.presets,
+        mc_presets: &c.mc_presets,
+        model: &c.model,
+        mc: &c.mc,
+        depths: common::log_depths(c.max_depth, c.depth_count),
+        mc_depths: &c.mc_depths,
     };
-    let stem = format!("figures/{id}/eff_depth_vs_depth");
-    plot.save(&root.join(&stem))?;
-    let config = serde_json::json!({
-        "engine": "theory",
-        "presets": PRESETS,
-        "depths": depths,
-        "metric": "eff_depth",
-        "layers": "last",
-        "model": format!("{:?}", RawModel::default()),
-    });
-    manifest::write(
-        root,
-        id,
-        &config,
-        vec![],
-        &[csv_rel, format!("{stem}.png"), format!("{stem}.svg")],
-    )
+    let (theory, mc, plot) = sweep.run(
+        Metric::EffDepth,
+        "Effective depth at init (g = 1)",
+        "effective depth (mean path length)",
+    )?;
+    let mc_th = common::vs_depth(
+        common::Engine::Theory,
+        &c.mc_presets,
+        &c.model,
+        &c.mc,
+        &c.mc_depths,
+        &ed,
+    )?;
+    out.figure("eff_depth_vs_depth", &plot)?;
+
+    // Headline table: closed form and Monte Carlo at the Monte Carlo depths.
+    let mut rows = Vec::new();
+    for p in &c.mc_presets {
+        for &d in &c.mc_depths {
+            let th = common::value(&mc_th, p, Metric::EffDepth, d, d, None).unwrap_or(f64::NAN);
+            let m = mc.iter().find(|r| &r.preset == p && r.depth == d as u64);
+            rows.push(vec![
+                common::label(p).to_string(),
+                format!("${d}$"),
+                latex::num(th),
+                m.map_or("--".into(), |r| {
+                    latex::pm(
+                        r.value,
+                        r.ci_low.unwrap_or(r.value),
+                        r.ci_high.unwrap_or(r.value),
+                    )
+                }),
+                latex::num(th / d as f64),
+            ]);
+        }
+    }
+    out.bytes(
+        "eff_depth.tex",
+        latex::booktabs(
+            &format!(
+                "Effective depth (mean path length) at init, closed form and Monte Carlo ($d = {}$, $n = {}$, {} networks, 95\\% CI), linear branch with $g = 1$.",
+                c.mc.width, c.mc.tokens, c.mc.samples
+            ),
+            "tab:eff-depth",
+            &["preset", "$L$", "closed form", "Monte Carlo", "closed form$/L$"],
+            2,
+            &rows,
+        )
+        .as_bytes(),
+    )?;
+
+    // Path-length distributions.
+    let pl = [Metric::PathLen];
+    let mut path_theory = Vec::new();
+    for &d in &c.path_depths {
+        path_theory.extend(common::theory(
+            &c.mc_presets,
+            &c.model.raw(d, &c.mc),
+            &pl,
+            &LayerSpec::Last,
+        )?);
+    }
+    let path_mc = common::monte_carlo(
+        &c.mc_presets,
+        &c.model.raw(c.mc_path_depth, &c.mc),
+        &c.mc,
+        &pl,
+        &LayerSpec::Last,
+    )?;
+    let mut shown = c.path_depths.clone();
+    if !shown.contains(&c.mc_path_depth) {
+        path_theory.extend(common::theory(
+            &c.mc_presets,
+            &c.model.raw(c.mc_path_depth, &c.mc),
+            &pl,
+            &LayerSpec::Last,
+        )?);
+        shown.push(c.mc_path_depth);
+    }
+    for &d in &shown {
+        let mut plot = LinePlot::new(
+            &format!("Path-length distribution at L = {d} (g = 1)"),
+            "path length k (branches on the path)",
+            "share of the Jacobian's mean-square norm",
+        );
+        plot.x_log = false;
+        plot.legend = crate::output::figure::Legend::UpperRight;
+        let at = move |r: &crate::profile::Row| r.depth == d as u64;
+        common::add_both(
+            &mut plot,
+            &c.mc_presets,
+            &path_theory,
+            &path_mc,
+            Metric::PathLen,
+            |r| r.source.unwrap_or(0) as f64,
+            at,
+        );
+        out.figure(&format!("path_len_L{d}"), &plot)?;
+    }
+    out.rows("theory.csv", theory)?;
+    out.rows("mc.csv", mc)?;
+    out.rows("path_len_theory.csv", path_theory)?;
+    out.rows("path_len_mc.csv", path_mc)
 }

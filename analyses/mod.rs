@@ -1,48 +1,240 @@
 //! Analyses: small programs over the library that regenerate `data/<id>/` and
-//! `figures/<id>/`. Each has an id, an embedded default configuration, and writes a
-//! `manifest.json` listing its configuration and the sha256 of every output.
+//! `figures/<id>/`. Each has an id, an embedded default configuration (full and `--quick`),
+//! accepts overrides from a TOML file ([`config`]), and ends with a `manifest.json` listing its
+//! resolved configuration, seeds, source commit and the sha256 of every output ([`manifest`]).
 //!
-//! Adding an analysis is one new file here plus one line in [`REGISTRY`].
+//! Every configuration is resolved and validated before anything runs, so bad input writes no
+//! file. Adding an analysis is one new file here plus one line in [`REGISTRY`].
 
+pub mod adjacent_layers;
+pub mod branch_gain;
+pub mod branch_weights;
+pub mod claims;
+pub mod common;
+pub mod config;
+pub mod deepnorm_alpha;
 pub mod effective_depth;
+pub mod expansion;
 pub mod manifest;
+pub mod output_change;
+pub mod rank_collapse;
+pub mod stream_gradients;
 
+use crate::output::{atomic, figure, table};
+use crate::profile::Row;
 use crate::{Error, Result};
-use std::path::Path;
+use config::ConfigFile;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::path::{Path, PathBuf};
+
+/// How a run was asked for: quick or full defaults, and an optional configuration file.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// Use the reduced (`--quick`) defaults.
+    pub quick: bool,
+    /// Overrides from `--config`.
+    pub file: ConfigFile,
+}
+
+impl Settings {
+    /// The configuration of analysis `id`: its full or quick defaults with the file's `[id]`
+    /// table laid over them.
+    pub fn resolve<C: Serialize + DeserializeOwned>(
+        &self,
+        id: &str,
+        full: C,
+        quick: C,
+    ) -> Result<C> {
+        self.file
+            .resolve(id, if self.quick { &quick } else { &full })
+    }
+}
+
+/// The work of a prepared analysis.
+pub type Work = Box<dyn FnOnce(&mut Out) -> Result<()>>;
+
+/// An analysis ready to run: its resolved configuration and the work.
+pub struct Prepared {
+    /// The resolved configuration, recorded in the manifest.
+    pub config: serde_json::Value,
+    /// Base seeds of its Monte Carlo runs.
+    pub seeds: Vec<u64>,
+    /// The work; writes through [`Out`].
+    pub work: Work,
+}
+
+impl Prepared {
+    /// Wraps a resolved configuration and the function that runs it.
+    pub fn new<C: Serialize + 'static>(
+        config: C,
+        seeds: Vec<u64>,
+        run: fn(&C, &mut Out) -> Result<()>,
+    ) -> Self {
+        Prepared {
+            config: serde_json::to_value(&config).expect("configs serialize to JSON"),
+            seeds,
+            work: Box::new(move |out| run(&config, out)),
+        }
+    }
+}
 
 /// A registered analysis.
 pub struct Analysis {
-    /// Id: the folder name under `data/` and `figures/`.
+    /// Id: the folder name under `data/` and `figures/`, and the `[table]` in `--config`.
     pub id: &'static str,
     /// One sentence on what it shows.
     pub about: &'static str,
-    /// Runs it with its default configuration under `root`.
-    pub run: fn(&Path) -> Result<()>,
+    /// Resolves and validates the configuration; runs nothing.
+    pub prepare: fn(&Settings) -> Result<Prepared>,
 }
 
-/// Every analysis, in run order.
-pub const REGISTRY: &[Analysis] = &[effective_depth::ANALYSIS];
+/// Where an analysis writes, and the list of what it wrote (for the manifest).
+pub struct Out {
+    root: PathBuf,
+    id: &'static str,
+    outputs: Vec<String>,
+}
 
-/// Runs every analysis (or only `only`) under `root`.
-pub fn reproduce(root: &Path, only: Option<&str>) -> Result<()> {
-    let selected: Vec<&Analysis> = match only {
-        None => REGISTRY.iter().collect(),
-        Some(id) => vec![
-            REGISTRY
-                .iter()
-                .find(|a| a.id == id)
-                .ok_or_else(|| Error::Unknown {
-                    kind: "analysis",
-                    name: id.to_string(),
-                    valid: REGISTRY.iter().map(|a| a.id).collect::<Vec<_>>().join(", "),
-                })?,
-        ],
+impl Out {
+    fn record(&mut self, rel: String) -> PathBuf {
+        let path = self.root.join(&rel);
+        self.outputs.push(rel);
+        path
+    }
+
+    /// The path of `data/<id>/<name>` under the output root (for reading back).
+    pub fn data_path(&self, name: &str) -> PathBuf {
+        self.root.join("data").join(self.id).join(name)
+    }
+
+    /// The output root (`--out-dir`).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Writes tidy rows to `data/<id>/<name>` (sorted, the standard columns).
+    pub fn rows(&mut self, name: &str, rows: Vec<Row>) -> Result<()> {
+        let path = self.record(format!("data/{}/{name}", self.id));
+        table::write_rows(rows, &path)
+    }
+
+    /// Writes bytes (another CSV, LaTeX, Markdown) to `data/<id>/<name>`.
+    pub fn bytes(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+        let path = self.record(format!("data/{}/{name}", self.id));
+        atomic::write_bytes(&path, bytes)
+    }
+
+    /// Writes a polars frame as CSV to `data/<id>/<name>`.
+    pub fn frame(&mut self, name: &str, df: &mut polars::prelude::DataFrame) -> Result<()> {
+        let mut buf = Vec::new();
+        table::write_csv(df, &mut buf)?;
+        self.bytes(name, &buf)
+    }
+
+    /// Draws `figures/<id>/<stem>.png` and `.svg`.
+    pub fn figure(&mut self, stem: &str, fig: &impl figure::Figure) -> Result<()> {
+        let rel = format!("figures/{}/{stem}", self.id);
+        figure::save(fig, &self.root.join(&rel))?;
+        self.outputs.push(format!("{rel}.png"));
+        self.outputs.push(format!("{rel}.svg"));
+        Ok(())
+    }
+}
+
+/// Every analysis, in run order (`claims` reads the others' tables, so it is last).
+pub const REGISTRY: &[Analysis] = &[
+    expansion::ANALYSIS,
+    branch_weights::ANALYSIS,
+    effective_depth::ANALYSIS,
+    stream_gradients::ANALYSIS,
+    adjacent_layers::ANALYSIS,
+    output_change::ANALYSIS,
+    deepnorm_alpha::ANALYSIS,
+    rank_collapse::ANALYSIS,
+    branch_gain::ANALYSIS,
+    claims::ANALYSIS,
+];
+
+/// The ids of [`REGISTRY`].
+pub fn ids() -> Vec<&'static str> {
+    REGISTRY.iter().map(|a| a.id).collect()
+}
+
+/// Finds an analysis by id.
+pub fn find(id: &str) -> Result<&'static Analysis> {
+    REGISTRY
+        .iter()
+        .find(|a| a.id == id)
+        .ok_or_else(|| Error::Unknown {
+            kind: "analysis",
+            name: id.to_string(),
+            valid: ids().join(", "),
+        })
+}
+
+/// What `reproduce` was asked to do.
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    /// Output root: writes `root/data/...` and `root/figures/...`.
+    pub root: PathBuf,
+    /// Only these analyses (all if empty).
+    pub only: Vec<String>,
+    /// Reduced defaults.
+    pub quick: bool,
+    /// `--config` file.
+    pub config: Option<PathBuf>,
+}
+
+/// Runs the requested analyses: resolves every configuration first (bad input writes nothing),
+/// then runs each and writes its manifest. Progress goes to stderr.
+pub fn reproduce(req: &Request) -> Result<()> {
+    let file = match &req.config {
+        Some(p) => ConfigFile::load(p, &ids())?,
+        None => ConfigFile::default(),
     };
-    for (i, a) in selected.iter().enumerate() {
+    let selected: Vec<&Analysis> = if req.only.is_empty() {
+        REGISTRY.iter().collect()
+    } else {
+        req.only.iter().map(|id| find(id)).collect::<Result<_>>()?
+    };
+    let settings = Settings {
+        quick: req.quick,
+        file,
+    };
+    let prepared: Vec<Prepared> = selected
+        .iter()
+        .map(|a| (a.prepare)(&settings))
+        .collect::<Result<_>>()?;
+    let source = manifest::Source::detect();
+    let total = std::time::Instant::now();
+    for (i, (a, p)) in selected.iter().zip(prepared).enumerate() {
         eprintln!("[{}/{}] {}: {}", i + 1, selected.len(), a.id, a.about);
         let t = std::time::Instant::now();
-        (a.run)(root)?;
-        eprintln!("      done in {:.1} s", t.elapsed().as_secs_f64());
+        let mut out = Out {
+            root: req.root.clone(),
+            id: a.id,
+            outputs: Vec::new(),
+        };
+        (p.work)(&mut out)?;
+        manifest::write(
+            &req.root,
+            &manifest::Manifest {
+                analysis: a.id,
+                crate_version: env!("CARGO_PKG_VERSION"),
+                source: source.clone(),
+                quick: req.quick,
+                config: p.config,
+                seeds: p.seeds,
+                outputs: manifest::hashes(&req.root, &out.outputs)?,
+            },
+        )?;
+        eprintln!(
+            "      {} files in {:.1} s",
+            out.outputs.len(),
+            t.elapsed().as_secs_f64()
+        );
     }
+    eprintln!("done in {:.1} s", total.elapsed().as_secs_f64());
     Ok(())
 }

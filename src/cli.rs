@@ -230,7 +230,17 @@ pub struct ReproduceArgs {
     /// Write DIR/data/... and DIR/figures/... instead of the current directory's.
     #[arg(long, default_value = ".")]
     pub out_dir: PathBuf,
-    /// Run one analysis (by id).
+    /// Run only these analyses (comma-separated ids; `normscope reproduce --list` shows them).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Reduced Monte Carlo (smaller width, fewer networks and depths) for CI: under a minute.
     #[arg(long)]
-    pub only: Option<String>,
+    pub quick: bool,
+    /// TOML file with one table per analysis id overriding its defaults, e.g.
+    /// `[effective-depth]` then `mc_depths = [4, 16]`; unknown tables and keys are rejected.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// List the analyses and their ids, then exit.
+    #[arg(long)]
+    pub list: bool,
 }

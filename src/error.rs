@@ -48,6 +48,14 @@ pub enum Error {
     /// A table operation in polars failed.
     #[error("table: {0}")]
     Table(#[from] polars::error::PolarsError),
+    /// A configuration file that does not parse or has a bad key or value.
+    #[error("config {path}: {message}")]
+    Config {
+        /// The file.
+        path: String,
+        /// What is wrong, naming the key and what is accepted.
+        message: String,
+    },
     /// Drawing a figure failed.
     #[error("figure {path}: {message}")]
     Figure {
@@ -67,6 +75,7 @@ impl Error {
                 | Error::Unknown { .. }
                 | Error::Unsupported(_)
                 | Error::Undefined(_)
+                | Error::Config { .. }
         )
     }
 

@@ -120,7 +120,18 @@ fn run(cli: Cli) -> normscope::Result<()> {
             ));
             emit(a.table.out.as_deref(), &run::compare_csv(&rows)?)
         }
-        Command::Reproduce(a) => analyses::reproduce(&a.out_dir, a.only.as_deref()),
+        Command::Reproduce(a) if a.list => {
+            for x in analyses::REGISTRY {
+                println!("{}\t{}", x.id, x.about);
+            }
+            Ok(())
+        }
+        Command::Reproduce(a) => analyses::reproduce(&analyses::Request {
+            root: a.out_dir,
+            only: a.only,
+            quick: a.quick,
+            config: a.config,
+        }),
     };
     for n in notes {
         eprintln!("note: {n}");

@@ -22,8 +22,9 @@ pub fn register_font() {
     });
 }
 
-/// Okabe-Ito colours (colour-blind safe).
-pub const PALETTE: [RGBColor; 7] = [
+/// Okabe-Ito colours (colour-blind safe), then grey for the Monte Carlo legend entry
+/// ([`MC_COLOR`]).
+pub const PALETTE: [RGBColor; 8] = [
     RGBColor(0, 114, 178),
     RGBColor(213, 94, 0),
     RGBColor(0, 158, 115),
@@ -31,18 +32,97 @@ pub const PALETTE: [RGBColor; 7] = [
     RGBColor(230, 159, 0),
     RGBColor(86, 180, 233),
     RGBColor(0, 0, 0),
+    RGBColor(110, 110, 110),
 ];
 
-/// One named line.
+/// Palette index of the grey "Monte Carlo, 95% CI" legend entry.
+pub const MC_COLOR: usize = 7;
+
+/// How a series is drawn.
+#[derive(Clone, Debug)]
+pub enum Mark {
+    /// A solid line (closed form).
+    Line,
+    /// A dashed line (a second closed-form family).
+    Dashed,
+    /// Markers with vertical 95% confidence bars `(low, high)` per point (Monte Carlo).
+    Points {
+        /// The interval of each point, in the order of `points`.
+        ci: Vec<(f64, f64)>,
+    },
+}
+
+/// One named series.
 #[derive(Clone, Debug)]
 pub struct Series {
-    /// Legend label.
+    /// Legend label (empty: no legend entry).
     pub label: String,
     /// Points (x, y), x increasing.
     pub points: Vec<(f64, f64)>,
+    /// Line or points with intervals.
+    pub mark: Mark,
+    /// Index into [`PALETTE`], so a preset's line and points share a colour.
+    pub color: usize,
 }
 
-/// A line plot with a log-scale x axis.
+impl Series {
+    /// A closed-form line.
+    pub fn line(label: impl Into<String>, color: usize, points: Vec<(f64, f64)>) -> Self {
+        Series {
+            label: label.into(),
+            points,
+            mark: Mark::Line,
+            color,
+        }
+    }
+
+    /// Monte Carlo points `(x, y, ci_low, ci_high)`.
+    pub fn points(label: impl Into<String>, color: usize, pts: &[(f64, f64, f64, f64)]) -> Self {
+        Series {
+            label: label.into(),
+            points: pts.iter().map(|p| (p.0, p.1)).collect(),
+            mark: Mark::Points {
+                ci: pts.iter().map(|p| (p.2, p.3)).collect(),
+            },
+            color,
+        }
+    }
+
+    /// Every y value this series draws (points and interval ends).
+    fn ys(&self) -> Vec<f64> {
+        let mut v: Vec<f64> = self.points.iter().map(|p| p.1).collect();
+        if let Mark::Points { ci } = &self.mark {
+            v.extend(ci.iter().flat_map(|c| [c.0, c.1]));
+        }
+        v
+    }
+}
+
+/// Where a plot's legend goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Legend {
+    /// Upper left corner.
+    UpperLeft,
+    /// Upper right corner.
+    UpperRight,
+    /// Lower left corner.
+    LowerLeft,
+    /// Lower right corner.
+    LowerRight,
+}
+
+impl Legend {
+    fn position(self) -> SeriesLabelPosition {
+        match self {
+            Legend::UpperLeft => SeriesLabelPosition::UpperLeft,
+            Legend::UpperRight => SeriesLabelPosition::UpperRight,
+            Legend::LowerLeft => SeriesLabelPosition::LowerLeft,
+            Legend::LowerRight => SeriesLabelPosition::LowerRight,
+        }
+    }
+}
+
+/// A line plot: closed form as lines, Monte Carlo as points with 95% CI bars.
 #[derive(Clone, Debug)]
 pub struct LinePlot {
     /// Caption above the plot.
@@ -51,13 +131,18 @@ pub struct LinePlot {
     pub x_label: String,
     /// y-axis label, with its symbol.
     pub y_label: String,
-    /// Whether the y axis is log-scale too.
+    /// Whether the x axis is log-scale.
+    pub x_log: bool,
+    /// Whether the y axis is log-scale.
     pub y_log: bool,
-    /// The lines.
+    /// Where the legend goes.
+    pub legend: Legend,
+    /// The series.
     pub series: Vec<Series>,
 }
 
-const SIZE: (u32, u32) = (1000, 700);
+/// Default size: one column of a two-column paper at 300 dpi.
+pub const SIZE: (u32, u32) = (1000, 700);
 
 /// Compact tick text: `1e6` style outside [0.01, 10^4), trailing `.0` dropped inside.
 pub fn tick(v: f64) -> String {
@@ -78,59 +163,98 @@ pub fn tick(v: f64) -> String {
     }
 }
 
-impl LinePlot {
-    fn ranges(&self) -> ((f64, f64), (f64, f64)) {
-        let pts = || self.series.iter().flat_map(|s| s.points.iter());
-        let fold = |f: fn(&(f64, f64)) -> f64| {
-            pts()
-                .map(f)
-                .filter(|v| v.is_finite())
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |a, v| {
-                    (a.0.min(v), a.1.max(v))
-                })
+/// Something drawn on a plotters drawing area, saved by [`save`].
+pub trait Figure {
+    /// Pixel size (width, height).
+    fn size(&self) -> (u32, u32) {
+        SIZE
+    }
+
+    /// Draws onto `root`.
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, Shift>,
+    ) -> std::result::Result<(), String>
+    where
+        DB::ErrorType: 'static;
+}
+
+/// Writes `stem.png` and `stem.svg` atomically (temp file, then rename).
+pub fn save(fig: &impl Figure, stem: &Path) -> Result<()> {
+    register_font();
+    for ext in ["png", "svg"] {
+        let path = stem.with_extension(ext);
+        super::atomic::ensure_parent(&path)?;
+        let tmp = path.with_extension(format!("{ext}.tmp.{ext}"));
+        let fail = |message: String| Error::Figure {
+            path: path.display().to_string(),
+            message,
         };
-        let x = fold(|p| p.0);
-        let y = if self.y_log {
-            let (lo, hi) = pts()
-                .map(|p| p.1)
-                .filter(|v| *v > 0.0 && v.is_finite())
+        let drawn = if ext == "png" {
+            fig.draw(BitMapBackend::new(&tmp, fig.size()).into_drawing_area())
+        } else {
+            fig.draw(SVGBackend::new(&tmp, fig.size()).into_drawing_area())
+        };
+        if let Err(m) = drawn {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(fail(m));
+        }
+        std::fs::rename(&tmp, &path).map_err(|e| fail(e.to_string()))?;
+    }
+    Ok(())
+}
+
+impl LinePlot {
+    /// A plot with a log x axis, linear y, legend upper left and no series yet.
+    pub fn new(title: &str, x_label: &str, y_label: &str) -> Self {
+        LinePlot {
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            x_log: true,
+            y_log: false,
+            legend: Legend::UpperLeft,
+            series: Vec::new(),
+        }
+    }
+
+    fn ranges(&self) -> ((f64, f64), (f64, f64)) {
+        let span = |vals: Vec<f64>, log: bool| {
+            let (lo, hi) = vals
+                .into_iter()
+                .filter(|v| v.is_finite() && (!log || *v > 0.0))
                 .fold((f64::INFINITY, f64::NEG_INFINITY), |a, v| {
                     (a.0.min(v), a.1.max(v))
                 });
-            (lo / 2.0, hi * 2.0)
-        } else {
-            let (lo, hi) = fold(|p| p.1);
-            let pad = 0.05 * (hi - lo).max(1e-12);
-            (lo - pad, hi + pad)
+            if !lo.is_finite() {
+                (if log { 0.1 } else { 0.0 }, 1.0)
+            } else if log {
+                // At most 60 decades (plotters' log axis misbehaves near subnormals); smaller
+                // values are not drawn.
+                let lo = lo.max(hi * 1e-60);
+                let pad = (hi / lo).powf(0.04).max(1.5);
+                (lo / pad, hi * pad)
+            } else {
+                let pad = 0.05 * (hi - lo).max(1e-9 * hi.abs().max(1.0));
+                (lo - pad, hi + pad)
+            }
         };
-        (x, y)
+        let xs = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .collect();
+        let ys = self.series.iter().flat_map(|s| s.ys()).collect();
+        (span(xs, self.x_log), span(ys, self.y_log))
     }
 
     /// Writes `stem.png` and `stem.svg`.
     pub fn save(&self, stem: &Path) -> Result<()> {
-        register_font();
-        for ext in ["png", "svg"] {
-            let path = stem.with_extension(ext);
-            super::atomic::ensure_parent(&path)?;
-            let tmp = path.with_extension(format!("{ext}.tmp.{ext}"));
-            let fail = |message: String| Error::Figure {
-                path: path.display().to_string(),
-                message,
-            };
-            let drawn = if ext == "png" {
-                self.draw(BitMapBackend::new(&tmp, SIZE).into_drawing_area())
-            } else {
-                self.draw(SVGBackend::new(&tmp, SIZE).into_drawing_area())
-            };
-            if let Err(m) = drawn {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(fail(m));
-            }
-            std::fs::rename(&tmp, &path).map_err(|e| fail(e.to_string()))?;
-        }
-        Ok(())
+        save(self, stem)
     }
+}
 
+impl Figure for LinePlot {
     fn draw<DB: DrawingBackend>(
         &self,
         root: DrawingArea<DB, Shift>,
@@ -148,6 +272,13 @@ impl LinePlot {
             .margin_right(45)
             .x_label_area_size(70)
             .y_label_area_size(110);
+        let (x_log, y_log) = (self.x_log, self.y_log);
+        let keep = move |p: &(f64, f64)| {
+            p.0.is_finite()
+                && p.1.is_finite()
+                && (!x_log || p.0 > 0.0)
+                && (!y_log || (p.1 >= y0 && p.1 <= y1))
+        };
         macro_rules! body {
             ($chart:expr) => {{
                 let mut chart = $chart;
@@ -162,47 +293,84 @@ impl LinePlot {
                     .light_line_style(WHITE.mix(0.0))
                     .draw()
                     .map_err(e)?;
-                for (i, s) in self.series.iter().enumerate() {
-                    let c = PALETTE[i % PALETTE.len()];
-                    let pts: Vec<(f64, f64)> = s
-                        .points
-                        .iter()
-                        .copied()
-                        .filter(|p| {
-                            p.0.is_finite() && p.1.is_finite() && (!self.y_log || p.1 > 0.0)
-                        })
-                        .collect();
-                    chart
-                        .draw_series(LineSeries::new(pts, c.stroke_width(3)))
-                        .map_err(e)?
-                        .label(s.label.clone())
-                        .legend(move |(x, y)| {
-                            PathElement::new(vec![(x, y), (x + 30, y)], c.stroke_width(3))
-                        });
+                for s in &self.series {
+                    let c = PALETTE[s.color % PALETTE.len()];
+                    let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(keep).collect();
+                    match &s.mark {
+                        Mark::Line | Mark::Dashed => {
+                            let dashed = matches!(s.mark, Mark::Dashed);
+                            let style = c.stroke_width(3);
+                            let anno = if dashed {
+                                chart
+                                    .draw_series(DashedLineSeries::new(pts, 12, 8, style))
+                                    .map_err(e)?
+                            } else {
+                                chart.draw_series(LineSeries::new(pts, style)).map_err(e)?
+                            };
+                            if !s.label.is_empty() {
+                                anno.label(s.label.clone()).legend(move |(x, y)| {
+                                    PathElement::new(vec![(x, y), (x + 30, y)], c.stroke_width(3))
+                                });
+                            }
+                        }
+                        Mark::Points { ci } => {
+                            let bars: Vec<_> = s
+                                .points
+                                .iter()
+                                .zip(ci)
+                                .filter(|(p, _)| keep(p))
+                                .map(|(p, c)| {
+                                    let lo = if y_log && c.0 <= 0.0 { p.1 } else { c.0 };
+                                    (p.0, lo, p.1, c.1)
+                                })
+                                .collect();
+                            chart
+                                .draw_series(bars.iter().map(|b| {
+                                    ErrorBar::new_vertical(
+                                        b.0,
+                                        b.1,
+                                        b.2,
+                                        b.3,
+                                        c.stroke_width(2),
+                                        12,
+                                    )
+                                }))
+                                .map_err(e)?;
+                            let anno = chart
+                                .draw_series(
+                                    pts.iter()
+                                        .map(|p| Circle::new(*p, 6, c.filled().stroke_width(1))),
+                                )
+                                .map_err(e)?;
+                            if !s.label.is_empty() {
+                                anno.label(s.label.clone())
+                                    .legend(move |(x, y)| Circle::new((x + 15, y), 6, c.filled()));
+                            }
+                        }
+                    }
                 }
                 chart
                     .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperLeft)
-                    .label_font((FONT, 24))
-                    .legend_area_size(45)
+                    .position(self.legend.position())
+                    .label_font((FONT, 20))
+                    .legend_area_size(40)
                     .background_style(WHITE.mix(0.85))
                     .border_style(BLACK)
                     .draw()
                     .map_err(e)?;
             }};
         }
-        if self.y_log {
-            body!(
+        let x = x0..x1;
+        let y = y0..y1;
+        match (x_log, y_log) {
+            (true, true) => body!(
                 builder
-                    .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+                    .build_cartesian_2d(x.log_scale(), y.log_scale())
                     .map_err(e)?
-            );
-        } else {
-            body!(
-                builder
-                    .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
-                    .map_err(e)?
-            );
+            ),
+            (true, false) => body!(builder.build_cartesian_2d(x.log_scale(), y).map_err(e)?),
+            (false, true) => body!(builder.build_cartesian_2d(x, y.log_scale()).map_err(e)?),
+            (false, false) => body!(builder.build_cartesian_2d(x, y).map_err(e)?),
         }
         root.present().map_err(e)?;
         Ok(())

@@ -27,6 +27,11 @@ where
 /// Builds the tidy frame (rows sorted by key).
 pub fn frame(mut rows: Vec<Row>) -> Result<DataFrame> {
     sort_rows(&mut rows);
+    unsorted_frame(&rows)
+}
+
+/// The tidy frame of rows in the order given.
+fn unsorted_frame(rows: &[Row]) -> Result<DataFrame> {
     let df = DataFrame::new_infer_height(vec![
         column("preset", rows.iter().map(|r| r.preset.as_str())),
         column("engine", rows.iter().map(|r| r.engine)),
@@ -63,4 +68,101 @@ pub fn read_csv(path: &Path) -> Result<DataFrame> {
         .map_err(Error::Table)?
         .finish()?;
     Ok(df)
+}
+
+/// Builds a frame of rows tagged with numeric parameters (e.g. the gain g or the skip scale
+/// alpha of a sweep): the `tags` columns first, then the tidy columns. Items are sorted by tags,
+/// then by row key.
+pub fn tagged_frame(tags: &[&str], mut items: Vec<(Vec<f64>, Row)>) -> Result<DataFrame> {
+    items.sort_by(|a, b| {
+        a.0.iter()
+            .zip(&b.0)
+            .map(|(x, y)| x.total_cmp(y))
+            .find(|o| o.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| a.1.key_cmp(&b.1))
+    });
+    let rows: Vec<Row> = items.iter().map(|i| i.1.clone()).collect();
+    let mut cols: Vec<Column> = tags
+        .iter()
+        .enumerate()
+        .map(|(k, t)| column(t, items.iter().map(|i| i.0[k])))
+        .collect();
+    // Already in order: keep it (frame() would re-sort by row key alone).
+    let body = unsorted_frame(&rows)?;
+    cols.extend(body.columns().iter().cloned());
+    Ok(DataFrame::new_infer_height(cols)?)
+}
+
+/// Reads a tidy CSV (optionally with leading numeric `tags` columns, see [`tagged_frame`])
+/// back into rows. Unknown metric or engine names are an error naming the file.
+pub fn read_tagged(path: &Path, tags: &[&str]) -> Result<Vec<(Vec<f64>, Row)>> {
+    let df = read_csv(path)?;
+    let bad = |what: String| Error::Undefined(format!("{}: {what}", path.display()));
+    let f64s = |name: &str| -> Result<Vec<Option<f64>>> {
+        Ok(df
+            .column(name)?
+            .cast(&DataType::Float64)?
+            .f64()?
+            .iter()
+            .collect())
+    };
+    let preset: Vec<String> = df
+        .column("preset")?
+        .str()?
+        .iter()
+        .map(|s| s.unwrap_or_default().to_string())
+        .collect();
+    let engine: Vec<String> = df
+        .column("engine")?
+        .str()?
+        .iter()
+        .map(|s| s.unwrap_or_default().to_string())
+        .collect();
+    let metric: Vec<String> = df
+        .column("metric")?
+        .str()?
+        .iter()
+        .map(|s| s.unwrap_or_default().to_string())
+        .collect();
+    let [depth, layer, source, value, stderr, ci_low, ci_high, n] = [
+        "depth", "layer", "source", "value", "stderr", "ci_low", "ci_high", "n",
+    ]
+    .map(f64s);
+    let (depth, layer, source, value) = (depth?, layer?, source?, value?);
+    let (stderr, ci_low, ci_high, n) = (stderr?, ci_low?, ci_high?, n?);
+    let tag_cols: Vec<Vec<Option<f64>>> = tags.iter().map(|t| f64s(t)).collect::<Result<_>>()?;
+    let mut out = Vec::with_capacity(df.height());
+    for i in 0..df.height() {
+        let m = crate::metrics::Metric::from_name(&metric[i])
+            .ok_or_else(|| bad(format!("unknown metric '{}'", metric[i])))?;
+        let engine = match engine[i].as_str() {
+            "theory" => "theory",
+            "mc" => "mc",
+            other => return Err(bad(format!("unknown engine '{other}'"))),
+        };
+        let int = |v: Option<f64>| v.map(|x| x as u64);
+        out.push((
+            tag_cols.iter().map(|c| c[i].unwrap_or(f64::NAN)).collect(),
+            Row {
+                preset: preset[i].clone(),
+                engine,
+                depth: int(depth[i]).unwrap_or(0),
+                layer: int(layer[i]).unwrap_or(0),
+                source: int(source[i]),
+                metric: m.name(),
+                value: value[i].unwrap_or(f64::NAN),
+                stderr: stderr[i],
+                ci_low: ci_low[i],
+                ci_high: ci_high[i],
+                n: int(n[i]),
+            },
+        ));
+    }
+    Ok(out)
+}
+
+/// Reads a tidy CSV written by [`write_rows`] back into rows.
+pub fn read_rows(path: &Path) -> Result<Vec<Row>> {
+    Ok(read_tagged(path, &[])?.into_iter().map(|t| t.1).collect())
 }

@@ -11,6 +11,7 @@ use crate::spec::{BlockSpec, SkipScale, Slot, StackSpec};
 pub(super) const PRESET: Preset = Preset {
     name: "admin",
     aliases: &[],
+    label: "Admin",
     equation: "x_l = Norm(omega_l x_{l-1} + F_l(x_{l-1})), omega_l^2 = 1 + sum_{j<l} Var F_j",
     source: "Liu et al. 2020, Admin (arXiv:2004.08249)",
     build,

@@ -22,6 +22,7 @@ use crate::spec::{BlockSpec, SkipScale, Slot, StackSpec};
 pub(super) const PRESET: Preset = Preset {
     name: "deepnorm",
     aliases: &[],
+    label: "DeepNorm",
     equation: "x_l = Norm(alpha x_{l-1} + F_l(x_{l-1})), alpha = (2N)^(1/4), branch weights * beta = (8N)^(-1/4), N = L/2",
     source: "Wang et al. 2022, DeepNet (arXiv:2203.00555), encoder-only/decoder-only constants",
     build,
@@ -30,6 +31,7 @@ pub(super) const PRESET: Preset = Preset {
 pub(super) const ENCDEC_ENCODER: Preset = Preset {
     name: "deepnorm-ed-enc",
     aliases: &[],
+    label: "DeepNorm (enc-dec, encoder)",
     equation: "DeepNorm with alpha = 0.81 (N^4 M)^(1/16), beta = 0.87 (N^4 M)^(-1/16), N = M = L/2",
     source: "Wang et al. 2022, DeepNet (arXiv:2203.00555), encoder-decoder constants (encoder)",
     build: build_encdec_encoder,
@@ -38,6 +40,7 @@ pub(super) const ENCDEC_ENCODER: Preset = Preset {
 pub(super) const ENCDEC_DECODER: Preset = Preset {
     name: "deepnorm-ed-dec",
     aliases: &[],
+    label: "DeepNorm (enc-dec, decoder)",
     equation: "DeepNorm with alpha = (3M)^(1/4), beta = (12M)^(-1/4), M = L/3",
     source: "Wang et al. 2022, DeepNet (arXiv:2203.00555), encoder-decoder constants (decoder)",
     build: build_encdec_decoder,

@@ -13,6 +13,7 @@ pub const RHO: f64 = 0.25;
 pub(super) const PRESET: Preset = Preset {
     name: "mixln",
     aliases: &["mix-ln"],
+    label: "Mix-LN",
     equation: "Post-Norm for l <= floor(0.25 L), Pre-Norm after; output Norm(x_L)",
     source: "Li et al. 2024, Mix-LN (arXiv:2412.13795)",
     build,

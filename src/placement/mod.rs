@@ -21,6 +21,8 @@ pub struct Preset {
     pub name: &'static str,
     /// Other accepted names.
     pub aliases: &'static [&'static str],
+    /// How papers name it in legends and tables (e.g. `Post-LN`).
+    pub label: &'static str,
     /// The block equation.
     pub equation: &'static str,
     /// The paper it comes from.

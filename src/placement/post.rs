@@ -8,6 +8,7 @@ use crate::spec::{BlockSpec, Slot, StackSpec};
 pub(super) const PRESET: Preset = Preset {
     name: "post",
     aliases: &["post-ln", "postnorm"],
+    label: "Post-LN",
     equation: "x_l = Norm(x_{l-1} + F_l(x_{l-1}))",
     source: "Vaswani et al. 2017 (arXiv:1706.03762); seeds 000-004",
     build,

@@ -9,6 +9,7 @@ use crate::spec::{BlockSpec, Slot, StackSpec};
 pub(super) const PRESET: Preset = Preset {
     name: "pre",
     aliases: &["pre-ln", "prenorm"],
+    label: "Pre-LN",
     equation: "x_l = x_{l-1} + F_l(Norm(x_{l-1})); output Norm(x_L)",
     source: "Xiong et al. 2020 (arXiv:2002.04745); seeds 000-004",
     build,

@@ -9,6 +9,7 @@ use crate::spec::{BlockSpec, BranchScale, Slot, StackSpec};
 pub(super) const PRESET: Preset = Preset {
     name: "rezero",
     aliases: &[],
+    label: "ReZero",
     equation: "x_l = x_{l-1} + lambda_l F_l(x_{l-1}), lambda_l = 0 at init",
     source: "Bachlechner et al. 2020, ReZero (arXiv:2003.04887)",
     build,

@@ -9,6 +9,7 @@ use crate::spec::{BlockSpec, Slot, StackSpec};
 pub(super) const PRESET: Preset = Preset {
     name: "sandwich",
     aliases: &["peri", "peri-ln"],
+    label: "Peri-LN",
     equation: "x_l = x_{l-1} + Norm(F_l(Norm(x_{l-1}))); output Norm(x_L)",
     source: "Ding et al. 2021 CogView (arXiv:2105.13290); Kim et al. 2025 Peri-LN (arXiv:2502.02732)",
     build,

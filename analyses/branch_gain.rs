@@ -1,0 +1,345 @@
+//! `branch-gain`: how the conclusions move with the branch gain g (the seeds' sqrt 2 argument is
+//! g = 1 only; THEORY.md section 3), with the init scheme and branch (which set g), and with the
+//! norm (LayerNorm against RMSNorm, Monte Carlo; identical in the closed form).
+//!
+//! For each g: effective depth, x_0's weight in x_L, the gradient at x_0, and the first- and
+//! last-block weight gradients, at one depth.
+
+use super::common::{self, Engine, Mc, Model};
+use super::{Analysis, Out, Prepared, Settings};
+use crate::branch::BranchModel;
+use crate::layers::LayerSpec;
+use crate::metrics::Metric;
+use crate::output::figure::LinePlot;
+use crate::output::latex;
+use crate::output::table::{column, tagged_frame};
+use crate::profile::Row;
+use crate::{Error, Result};
+use polars::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// Registry entry.
+pub const ANALYSIS: Analysis = Analysis {
+    id: "branch-gain",
+    about: "conclusions against the branch gain g, the init scheme and branch, and the norm",
+    prepare,
+};
+
+/// Configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Presets.
+    pub presets: Vec<String>,
+    /// Depth L.
+    pub depth: usize,
+    /// Closed form: g log-spaced from `gain_min` to `gain_max`.
+    pub gain_min: f64,
+    /// Closed form: largest g.
+    pub gain_max: f64,
+    /// Closed form: how many gains.
+    pub gain_count: usize,
+    /// Monte Carlo gains (linear branch).
+    pub mc_gains: Vec<f64>,
+    /// Branches of the init table (closed form).
+    pub branches: Vec<String>,
+    /// Init schemes of the init table.
+    pub inits: Vec<String>,
+    /// Norms compared by Monte Carlo.
+    pub norms: Vec<String>,
+    /// Branch and init of the norm comparison.
+    pub norm_model: Model,
+    /// Monte Carlo settings.
+    pub mc: Mc,
+}
+
+fn full() -> Config {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    Config {
+        presets: s(&["pre", "post", "deepnorm"]),
+        depth: 64,
+        gain_min: 0.1,
+        gain_max: 10.0,
+        gain_count: 21,
+        mc_gains: vec![0.25, 1.0, 4.0],
+        branches: s(&["linear", "relu-mlp", "gelu-mlp"]),
+        inits: s(&["xavier", "he", "torch-default", "bert"]),
+        norms: s(&["layer", "rms"]),
+        norm_model: Model::relu_mlp(),
+        mc: Mc::full(),
+    }
+}
+
+fn quick() -> Config {
+    Config {
+        mc_gains: vec![0.25, 4.0],
+        mc: Mc::quick(),
+        ..full()
+    }
+}
+
+fn prepare(s: &Settings) -> Result<Prepared> {
+    let c = s.resolve(ANALYSIS.id, full(), quick())?;
+    common::check_depths("branch-gain.depth/gain_count", &[c.depth, c.gain_count])?;
+    let ok = |g: f64| g.is_finite() && g > 0.0;
+    if !(ok(c.gain_min) && ok(c.gain_max) && c.gain_min <= c.gain_max) {
+        return Err(Error::invalid(
+            "branch-gain.gain_min/gain_max",
+            format!("{}..{}", c.gain_min, c.gain_max),
+            "finite numbers 0 < gain_min <= gain_max",
+        ));
+    }
+    if let Some(bad) = c.mc_gains.iter().find(|g| !ok(**g)) {
+        return Err(Error::invalid(
+            "branch-gain.mc_gains",
+            bad,
+            "finite numbers > 0",
+        ));
+    }
+    for b in &c.branches {
+        for i in &c.inits {
+            let m = Model {
+                branch: b.clone(),
+                init: i.clone(),
+                norm: "layer".into(),
+            };
+            common::check(&c.presets, &m, &c.mc, c.depth)?;
+        }
+    }
+    for n in &c.norms {
+        let m = Model {
+            norm: n.clone(),
+            ..c.norm_model.clone()
+        };
+        common::check(&c.presets, &m, &c.mc, c.depth)?;
+    }
+    let seeds = vec![c.mc.seed];
+    Ok(Prepared::new(c, seeds, run))
+}
+
+/// The metrics at layers 0, 1 and L.
+pub const METRICS: [Metric; 4] = [
+    Metric::EffDepth,
+    Metric::BranchWeight,
+    Metric::GradSq,
+    Metric::WeightGradSq,
+];
+
+/// Keeps eff_depth at L, x_0's weight at L, grad_sq at 0 and L, weight_grad_sq at 1 and L.
+pub fn keep(r: &Row) -> bool {
+    let last = r.layer == r.depth;
+    match Metric::from_name(r.metric) {
+        Some(Metric::EffDepth) => last,
+        Some(Metric::BranchWeight) => last && r.source == Some(0),
+        Some(Metric::GradSq) => last || r.layer == 0,
+        Some(Metric::WeightGradSq) => last || r.layer == 1,
+        _ => false,
+    }
+}
+
+fn rows_at(c: &Config, model: &Model, gain: Option<f64>, engine: Engine) -> Result<Vec<Row>> {
+    let mut raw = model.raw(c.depth, &c.mc);
+    raw.gain = gain;
+    let layers = LayerSpec::List(vec![0, 1, c.depth]);
+    let mut rows = common::rows(engine, &c.presets, &raw, &c.mc, &METRICS, &layers)?;
+    rows.retain(keep);
+    Ok(rows)
+}
+
+/// Ratio of the first block's to the last block's weight gradient in `rows` of `preset`.
+pub fn grad_ratio(rows: &[Row], preset: &str, depth: usize) -> f64 {
+    let f = common::value(rows, preset, Metric::WeightGradSq, depth, 1, None);
+    let l = common::value(rows, preset, Metric::WeightGradSq, depth, depth, None);
+    match (f, l) {
+        (Some(f), Some(l)) => f / l,
+        _ => f64::NAN,
+    }
+}
+
+fn run(c: &Config, out: &mut Out) -> Result<()> {
+    let linear = Model::seeds();
+    let gains: Vec<f64> = (0..c.gain_count)
+        .map(|i| {
+            let t = if c.gain_count > 1 {
+                i as f64 / (c.gain_count - 1) as f64
+            } else {
+                0.0
+            };
+            c.gain_min * (c.gain_max / c.gain_min).powf(t)
+        })
+        .collect();
+    let mut theory = Vec::new();
+    for &g in &gains {
+        theory.extend(
+            rows_at(c, &linear, Some(g), Engine::Theory)?
+                .into_iter()
+                .map(|r| (vec![g], r)),
+        );
+    }
+    let mut mc = Vec::new();
+    for &g in &c.mc_gains {
+        mc.extend(
+            rows_at(c, &linear, Some(g), Engine::Mc)?
+                .into_iter()
+                .map(|r| (vec![g], r)),
+        );
+    }
+    let d = c.depth as u64;
+    for (stem, m, y_label, layer) in [
+        (
+            "eff_depth_vs_gain",
+            Metric::EffDepth,
+            "effective depth (mean path length)",
+            d,
+        ),
+        (
+            "x0_weight_vs_gain",
+            Metric::BranchWeight,
+            "share of ||x_L||^2 carried by x_0",
+            d,
+        ),
+        (
+            "grad_x0_vs_gain",
+            Metric::GradSq,
+            "mean-square gradient at x_0",
+            0,
+        ),
+    ] {
+        let mut plot = LinePlot::new(
+            &format!("Against the branch gain g (linear branch, L = {})", c.depth),
+            "branch gain g = E||F(u)||^2 / ||u||^2",
+            y_label,
+        );
+        plot.y_log = true;
+        plot.legend = crate::output::figure::Legend::LowerLeft;
+        common::add_both(
+            &mut plot,
+            &c.presets,
+            &theory,
+            &mc,
+            m,
+            common::by_tag,
+            move |r| r.layer == layer,
+        );
+        out.figure(stem, &plot)?;
+    }
+    out.frame("gain_theory.csv", &mut tagged_frame(&["g"], theory)?)?;
+    out.frame("gain_mc.csv", &mut tagged_frame(&["g"], mc)?)?;
+
+    // Init table (closed form): which g each branch and init gives, and what follows.
+    let (mut tb, mut ti, mut tp) = (vec![], vec![], vec![]);
+    let (mut tg, mut ted, mut tx0, mut tratio) = (vec![], vec![], vec![], vec![]);
+    let mut tex = Vec::new();
+    for b in &c.branches {
+        for i in &c.inits {
+            let m = Model {
+                branch: b.clone(),
+                init: i.clone(),
+                norm: "layer".into(),
+            };
+            let cfg = m.raw(c.depth, &c.mc).check()?;
+            let g = BranchModel::new(&cfg.branch, None, cfg.inputs.q0, cfg.inputs.c0).nominal_gain;
+            let rows = rows_at(c, &m, None, Engine::Theory)?;
+            for p in &c.presets {
+                let ed = common::value(&rows, p, Metric::EffDepth, c.depth, c.depth, None)
+                    .unwrap_or(f64::NAN);
+                let x0 = common::value(&rows, p, Metric::BranchWeight, c.depth, c.depth, Some(0))
+                    .unwrap_or(f64::NAN);
+                let ratio = grad_ratio(&rows, p, c.depth);
+                tb.push(b.clone());
+                ti.push(i.clone());
+                tp.push(p.clone());
+                tg.push(g);
+                ted.push(ed);
+                tx0.push(x0);
+                tratio.push(ratio);
+                tex.push(vec![
+                    latex::escape(b),
+                    latex::escape(i),
+                    common::label(p).to_string(),
+                    latex::num(g),
+                    latex::num(ed / c.depth as f64),
+                    latex::num(x0),
+                    latex::num(ratio),
+                ]);
+            }
+        }
+    }
+    let mut df = DataFrame::new_infer_height(vec![
+        column("branch", tb.iter().map(|s| s.as_str())),
+        column("init", ti.iter().map(|s| s.as_str())),
+        column("preset", tp.iter().map(|s| s.as_str())),
+        column("depth", std::iter::repeat_n(c.depth as u64, tb.len())),
+        column("g", tg),
+        column("eff_depth", ted),
+        column("x0_weight", tx0),
+        column("weight_grad_first_over_last", tratio),
+    ])?;
+    out.frame("inits.csv", &mut df)?;
+    out.bytes(
+        "inits.tex",
+        latex::booktabs(
+            &format!(
+                "Closed form at $L = {}$ by branch and init: the gain $g$ the init gives, effective depth$/L$, the weight of $x_0$ in $x_L$, and the first/last block weight-gradient ratio.",
+                c.depth
+            ),
+            "tab:inits",
+            &["branch", "init", "preset", "$g$", "eff.\\ depth$/L$", "weight of $x_0$", "grad first/last"],
+            3,
+            &tex,
+        )
+        .as_bytes(),
+    )?;
+
+    // Norms by Monte Carlo (identical in the closed form).
+    let th_norm = rows_at(c, &c.norm_model, None, Engine::Theory)?;
+    let mut tex = Vec::new();
+    for n in &c.norms {
+        let m = Model {
+            norm: n.clone(),
+            ..c.norm_model.clone()
+        };
+        let rows = rows_at(c, &m, None, Engine::Mc)?;
+        for p in &c.presets {
+            let ed = rows
+                .iter()
+                .find(|r| &r.preset == p && r.metric == Metric::EffDepth.name());
+            let th = common::value(&th_norm, p, Metric::EffDepth, c.depth, c.depth, None)
+                .unwrap_or(f64::NAN);
+            tex.push(vec![
+                common::label(p).to_string(),
+                latex::escape(n),
+                latex::num(th),
+                ed.map_or("--".into(), |r| {
+                    latex::pm(
+                        r.value,
+                        r.ci_low.unwrap_or(r.value),
+                        r.ci_high.unwrap_or(r.value),
+                    )
+                }),
+                latex::num(grad_ratio(&th_norm, p, c.depth)),
+                latex::num(grad_ratio(&rows, p, c.depth)),
+            ]);
+        }
+        out.rows(&format!("norm_{n}_mc.csv"), rows)?;
+    }
+    out.rows("norm_theory.csv", th_norm)?;
+    out.bytes(
+        "norms.tex",
+        latex::booktabs(
+            &format!(
+                "LayerNorm against RMSNorm ({} branch, {} init, $L = {}$, Monte Carlo $d = {}$, {} networks, 95\\% CI): effective depth and first/last block weight-gradient ratio.",
+                latex::escape(&c.norm_model.branch),
+                latex::escape(&c.norm_model.init),
+                c.depth,
+                c.mc.width,
+                c.mc.samples
+            ),
+            "tab:norms",
+            &["preset", "norm", "eff.\\ depth (closed form)", "eff.\\ depth (MC)", "grad first/last (closed form)", "grad first/last (MC)"],
+            2,
+            &tex,
+        )
+        .as_bytes(),
+    )
+}

@@ -1,0 +1,396 @@
+//! What the analyses share: the model and Monte Carlo settings of their configurations, the
+//! two engines over many presets and depths, and turning rows into plotted series.
+
+use crate::config::RawModel;
+use crate::layers::LayerSpec;
+use crate::metrics::Metric;
+use crate::monte_carlo::{McConfig, RawMc};
+use crate::output::figure::{LinePlot, MC_COLOR, Series};
+use crate::profile::Row;
+use crate::run::{mc_rows, theory_rows_one};
+use crate::theory::rows::Selection;
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// The network of an analysis (both engines).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    /// Branch F (`normscope theory --help` lists them; Monte Carlo also `attention`).
+    pub branch: String,
+    /// Init scheme.
+    pub init: String,
+    /// `layer`, `rms` or `identity`.
+    pub norm: String,
+}
+
+impl Model {
+    /// The seeds' setting: a linear branch with Xavier init (g = 1) and LayerNorm.
+    pub fn seeds() -> Self {
+        Model {
+            branch: "linear".into(),
+            init: "xavier".into(),
+            norm: "layer".into(),
+        }
+    }
+
+    /// A ReLU MLP (hidden 4d, He init) with LayerNorm.
+    pub fn relu_mlp() -> Self {
+        Model {
+            branch: "relu-mlp".into(),
+            init: "he".into(),
+            norm: "layer".into(),
+        }
+    }
+
+    /// The raw model at depth `depth` with Monte Carlo width and tokens from `mc`.
+    pub fn raw(&self, depth: usize, mc: &Mc) -> RawModel {
+        RawModel {
+            depth,
+            branch: self.branch.clone(),
+            init: self.init.clone(),
+            norm: self.norm.clone(),
+            width: mc.width,
+            tokens: mc.tokens,
+            ..RawModel::default()
+        }
+    }
+}
+
+/// Monte Carlo settings of an analysis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mc {
+    /// Width d.
+    pub width: usize,
+    /// Tokens n per network.
+    pub tokens: usize,
+    /// Independent networks S per point.
+    pub samples: usize,
+    /// Base seed.
+    pub seed: u64,
+}
+
+impl Mc {
+    /// Full-run defaults: d = 128, n = 16, S = 32.
+    pub fn full() -> Self {
+        Mc {
+            width: 128,
+            tokens: 16,
+            samples: 32,
+            seed: 0,
+        }
+    }
+
+    /// `--quick` defaults: d = 32, n = 8, S = 8.
+    pub fn quick() -> Self {
+        Mc {
+            width: 32,
+            tokens: 8,
+            samples: 8,
+            seed: 0,
+        }
+    }
+
+    fn raw(&self) -> RawMc {
+        RawMc {
+            samples: self.samples,
+            seed: self.seed,
+            ..RawMc::default()
+        }
+    }
+}
+
+/// Checks a list of depths: non-empty, each >= 1.
+pub fn check_depths(field: &'static str, depths: &[usize]) -> Result<()> {
+    if depths.is_empty() || depths.contains(&0) {
+        return Err(Error::invalid(
+            field,
+            format!("{depths:?}"),
+            "a non-empty list of integers >= 1",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks presets, model and Monte Carlo settings by building the Monte Carlo configuration of
+/// every preset at `depth` (this also validates the closed-form model).
+pub fn check(presets: &[String], model: &Model, mc: &Mc, depth: usize) -> Result<()> {
+    if presets.is_empty() {
+        return Err(Error::invalid(
+            "presets",
+            "[]",
+            "a non-empty list of presets",
+        ));
+    }
+    let cfg = mc_config(&model.raw(depth.max(1), mc), mc)?;
+    for p in presets {
+        cfg.model.stack(p)?;
+    }
+    Ok(())
+}
+
+/// The Monte Carlo configuration of `raw` with the settings of `mc`.
+pub fn mc_config(raw: &RawModel, mc: &Mc) -> Result<McConfig> {
+    McConfig::new(raw, &mc.raw())
+}
+
+/// The paper name of a preset (`Post-LN`), or the name itself if unknown.
+pub fn label(preset: &str) -> &str {
+    crate::placement::find(preset).map_or(preset, |p| p.label)
+}
+
+/// Closed-form rows of `presets` at depth `raw.depth`, for `metrics` at `layers`.
+pub fn theory(
+    presets: &[String],
+    raw: &RawModel,
+    metrics: &[Metric],
+    layers: &LayerSpec,
+) -> Result<Vec<Row>> {
+    let model = raw.check()?;
+    let sel = Selection {
+        metrics: metrics.to_vec(),
+        layers: layers.resolve(raw.depth)?,
+        path_len_explicit: true,
+    };
+    let mut notes = Vec::new();
+    let mut out = Vec::new();
+    for p in presets {
+        out.extend(theory_rows_one(p, &model, &sel, &mut notes)?);
+    }
+    Ok(out)
+}
+
+/// Monte Carlo rows of `presets` (95% CIs over `mc.samples` networks).
+pub fn monte_carlo(
+    presets: &[String],
+    raw: &RawModel,
+    mc: &Mc,
+    metrics: &[Metric],
+    layers: &LayerSpec,
+) -> Result<Vec<Row>> {
+    let cfg = mc_config(raw, mc)?;
+    let mut rows = mc_rows(presets, &cfg, metrics, layers)?;
+    // The engine measures some metrics together; keep what was asked for.
+    rows.retain(|r| metrics.iter().any(|m| m.name() == r.metric));
+    Ok(rows)
+}
+
+/// Which engine produces rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// The closed form.
+    Theory,
+    /// Monte Carlo.
+    Mc,
+}
+
+/// Rows of `presets` from `engine`.
+pub fn rows(
+    engine: Engine,
+    presets: &[String],
+    raw: &RawModel,
+    mc: &Mc,
+    metrics: &[Metric],
+    layers: &LayerSpec,
+) -> Result<Vec<Row>> {
+    match engine {
+        Engine::Theory => theory(presets, raw, metrics, layers),
+        Engine::Mc => monte_carlo(presets, raw, mc, metrics, layers),
+    }
+}
+
+/// Rows at the last layer of each depth in `depths`.
+pub fn vs_depth(
+    engine: Engine,
+    presets: &[String],
+    model: &Model,
+    mc: &Mc,
+    depths: &[usize],
+    metrics: &[Metric],
+) -> Result<Vec<Row>> {
+    let mut out = Vec::new();
+    for &d in depths {
+        let raw = model.raw(d, mc);
+        out.extend(rows(engine, presets, &raw, mc, metrics, &LayerSpec::Last)?);
+    }
+    Ok(out)
+}
+
+/// One metric at the last layer against the depth L: closed form over `depths`, Monte Carlo
+/// over `mc_depths` for `mc_presets`, and the log-log figure of both.
+pub struct DepthSweep<'a> {
+    /// Presets of the closed form (and the legend, in colour order).
+    pub presets: &'a [String],
+    /// Presets measured by Monte Carlo (a subset of `presets`).
+    pub mc_presets: &'a [String],
+    /// The network.
+    pub model: &'a Model,
+    /// Monte Carlo settings.
+    pub mc: &'a Mc,
+    /// Closed-form depths.
+    pub depths: Vec<usize>,
+    /// Monte Carlo depths.
+    pub mc_depths: &'a [usize],
+}
+
+impl DepthSweep<'_> {
+    /// Runs both engines for `metric` and draws them: `(theory rows, mc rows, figure)`.
+    pub fn run(
+        &self,
+        metric: Metric,
+        title: &str,
+        y_label: &str,
+    ) -> Result<(Vec<Row>, Vec<Row>, LinePlot)> {
+        let m = [metric];
+        let theory = vs_depth(
+            Engine::Theory,
+            self.presets,
+            self.model,
+            self.mc,
+            &self.depths,
+            &m,
+        )?;
+        let mc = vs_depth(
+            Engine::Mc,
+            self.mc_presets,
+            self.model,
+            self.mc,
+            self.mc_depths,
+            &m,
+        )?;
+        let mut plot = LinePlot::new(title, "depth L (residual blocks)", y_label);
+        plot.y_log = true;
+        add_both(
+            &mut plot,
+            self.presets,
+            &theory,
+            &mc,
+            metric,
+            by_depth,
+            |_| true,
+        );
+        Ok((theory, mc, plot))
+    }
+}
+
+/// A row, or a row tagged with sweep parameters (see [`crate::output::table::tagged_frame`]).
+pub trait AsRow {
+    /// The row.
+    fn row(&self) -> &Row;
+}
+
+impl AsRow for Row {
+    fn row(&self) -> &Row {
+        self
+    }
+}
+
+impl AsRow for (Vec<f64>, Row) {
+    fn row(&self) -> &Row {
+        &self.1
+    }
+}
+
+/// `(x, value, ci_low, ci_high)` of the rows of `preset` and `metric` that pass `keep`, sorted
+/// by x. Exact rows have a zero-width interval.
+pub fn points<T: AsRow>(
+    items: &[T],
+    preset: &str,
+    metric: Metric,
+    x: impl Fn(&T) -> f64,
+    keep: impl Fn(&Row) -> bool,
+) -> Vec<(f64, f64, f64, f64)> {
+    let mut v: Vec<_> = items
+        .iter()
+        .filter(|t| {
+            let r = t.row();
+            r.preset == preset && r.metric == metric.name() && keep(r)
+        })
+        .map(|t| {
+            let r = t.row();
+            (
+                x(t),
+                r.value,
+                r.ci_low.unwrap_or(r.value),
+                r.ci_high.unwrap_or(r.value),
+            )
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
+/// The value of one row (preset, metric, depth, layer, source), if present.
+pub fn value(
+    rows: &[Row],
+    preset: &str,
+    metric: Metric,
+    depth: usize,
+    layer: usize,
+    source: Option<u64>,
+) -> Option<f64> {
+    rows.iter()
+        .find(|r| {
+            r.preset == preset
+                && r.metric == metric.name()
+                && r.depth == depth as u64
+                && r.layer == layer as u64
+                && r.source == source
+        })
+        .map(|r| r.value)
+}
+
+/// The x of a row: its depth L.
+pub fn by_depth<T: AsRow>(t: &T) -> f64 {
+    t.row().depth as f64
+}
+
+/// The x of a row: its layer l.
+pub fn by_layer<T: AsRow>(t: &T) -> f64 {
+    t.row().layer as f64
+}
+
+/// The x of a tagged row: its first tag (the swept parameter).
+pub fn by_tag(t: &(Vec<f64>, Row)) -> f64 {
+    t.0[0]
+}
+
+/// Adds, for each preset, the closed form as a line and the Monte Carlo estimates as points
+/// with 95% CI bars in the same colour, plus one legend entry for the points.
+pub fn add_both<T: AsRow>(
+    plot: &mut LinePlot,
+    presets: &[String],
+    theory: &[T],
+    mc: &[T],
+    metric: Metric,
+    x: impl Fn(&T) -> f64 + Copy,
+    keep: impl Fn(&Row) -> bool + Copy,
+) {
+    let mut any_mc = false;
+    for (i, p) in presets.iter().enumerate() {
+        let th = points(theory, p, metric, x, keep);
+        plot.series.push(Series::line(
+            label(p),
+            i,
+            th.iter().map(|q| (q.0, q.1)).collect(),
+        ));
+        let m = points(mc, p, metric, x, keep);
+        any_mc |= !m.is_empty();
+        plot.series.push(Series::points("", i, &m));
+    }
+    if any_mc {
+        plot.series
+            .push(Series::points("Monte Carlo, 95% CI", MC_COLOR, &[]));
+    }
+}
+
+/// Log-spaced integers from 1 to `max` (`count` of them, deduplicated).
+pub fn log_depths(max: usize, count: usize) -> Vec<usize> {
+    LayerSpec::Log(count)
+        .resolve(max)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|&d| d >= 1)
+        .collect()
+}

@@ -1,0 +1,114 @@
+//! `--config FILE`: a TOML file with one table per analysis id, e.g.
+//!
+//! ```toml
+//! [effective-depth]
+//! mc_depths = [4, 16, 64]
+//! [effective-depth.mc]
+//! samples = 8
+//! ```
+//!
+//! Each table overrides the analysis's embedded defaults (full or `--quick`) key by key.
+//! Unknown tables and unknown keys are rejected with the list of accepted ones; a value of the
+//! wrong type is rejected with the key's name.
+
+use crate::{Error, Result};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::path::Path;
+
+/// A parsed configuration file: its path (for messages) and its tables.
+#[derive(Clone, Debug, Default)]
+pub struct ConfigFile {
+    /// Where it came from.
+    pub path: String,
+    /// Top-level tables, by analysis id.
+    pub tables: toml::Table,
+}
+
+impl ConfigFile {
+    /// Reads and parses `path`, checking that every top-level key is one of `ids` and a table.
+    pub fn load(path: &Path, ids: &[&str]) -> Result<Self> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+            path: shown.clone(),
+            source: e,
+        })?;
+        let tables: toml::Table = text.parse().map_err(|e: toml::de::Error| Error::Config {
+            path: shown.clone(),
+            message: e.message().to_string(),
+        })?;
+        for (k, v) in &tables {
+            if !ids.contains(&k.as_str()) {
+                return Err(Error::Config {
+                    path: shown,
+                    message: format!("unknown analysis [{k}]; accepted: {}", ids.join(", ")),
+                });
+            }
+            if !v.is_table() {
+                return Err(Error::Config {
+                    path: shown,
+                    message: format!("`{k}` must be a table ([{k}]), not a {}", v.type_str()),
+                });
+            }
+        }
+        Ok(ConfigFile {
+            path: shown,
+            tables,
+        })
+    }
+
+    /// `base` with the file's `[id]` table laid over it.
+    pub fn resolve<C: Serialize + DeserializeOwned>(&self, id: &str, base: &C) -> Result<C> {
+        let Some(user) = self.tables.get(id) else {
+            return Ok(round_trip(base));
+        };
+        let fail = |message: String| Error::Config {
+            path: self.path.clone(),
+            message,
+        };
+        let mut merged = toml::Value::try_from(base).expect("configs serialize to TOML");
+        overlay(&mut merged, user, id).map_err(fail)?;
+        merged
+            .try_into::<C>()
+            .map_err(|e| fail(format!("[{id}]: {}", e.message())))
+    }
+}
+
+/// The base through TOML and back, so a config is the same value whether or not a file is
+/// given.
+fn round_trip<C: Serialize + DeserializeOwned>(base: &C) -> C {
+    toml::Value::try_from(base)
+        .expect("configs serialize to TOML")
+        .try_into()
+        .expect("configs deserialize from their own TOML")
+}
+
+fn overlay(
+    base: &mut toml::Value,
+    user: &toml::Value,
+    at: &str,
+) -> std::result::Result<(), String> {
+    let (Some(b), Some(u)) = (base.as_table_mut(), user.as_table()) else {
+        *base = user.clone();
+        return Ok(());
+    };
+    for (k, v) in u {
+        let Some(slot) = b.get_mut(k) else {
+            let mut keys: Vec<&str> = b.keys().map(|s| s.as_str()).collect();
+            keys.sort_unstable();
+            return Err(format!(
+                "unknown key `{k}` in [{at}]; accepted: {}",
+                keys.join(", ")
+            ));
+        };
+        if slot.is_table() != v.is_table() {
+            return Err(format!(
+                "[{at}] `{k}` must be a {}, not a {}",
+                slot.type_str(),
+                v.type_str()
+            ));
+        }
+        overlay(slot, v, &format!("{at}.{k}"))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,220 @@
+//! `deepnorm-alpha`: the path from Post-LN to DeepNorm at one depth L. Along
+//! `alpha = alpha_DN^s`, `beta = beta_DN^s` (s from 0, Post-LN, to 1, DeepNorm with Wang et
+//! al. 2022's constants), and along alpha alone (beta = 1): the effective depth, the weights of
+//! x_0 and of the first branch in x_L, and the gradient at x_0. Tests seed 002's "DeepNorm keeps
+//! Post-Norm's depth and avoids vanishing gradients".
+
+use super::common::{self, Engine, Mc, Model};
+use super::{Analysis, Out, Prepared, Settings};
+use crate::layers::LayerSpec;
+use crate::metrics::Metric;
+use crate::output::figure::{LinePlot, Mark, Series};
+use crate::output::table::tagged_frame;
+use crate::placement::{self, Overrides};
+use crate::profile::Row;
+use crate::spec::SkipScale;
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// Registry entry.
+pub const ANALYSIS: Analysis = Analysis {
+    id: "deepnorm-alpha",
+    about: "from Post-LN (alpha = 1) to DeepNorm's alpha and beta: effective depth and weights",
+    prepare,
+};
+
+/// Configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Depth L (DeepNorm's constants are those of this depth).
+    pub depth: usize,
+    /// Closed form: points s in [0, 1] (evenly spaced).
+    pub steps: usize,
+    /// Monte Carlo: the values of s measured.
+    pub mc_s: Vec<f64>,
+    /// The network.
+    pub model: Model,
+    /// Monte Carlo settings.
+    pub mc: Mc,
+}
+
+fn full() -> Config {
+    Config {
+        depth: 64,
+        steps: 21,
+        mc_s: vec![0.0, 0.25, 0.5, 0.75, 1.0],
+        model: Model::seeds(),
+        mc: Mc::full(),
+    }
+}
+
+fn quick() -> Config {
+    Config {
+        mc_s: vec![0.0, 1.0],
+        mc: Mc::quick(),
+        ..full()
+    }
+}
+
+fn prepare(s: &Settings) -> Result<Prepared> {
+    let c = s.resolve(ANALYSIS.id, full(), quick())?;
+    common::check_depths("deepnorm-alpha.depth", &[c.depth])?;
+    if c.steps < 2 {
+        return Err(Error::invalid(
+            "deepnorm-alpha.steps",
+            c.steps,
+            "an integer >= 2",
+        ));
+    }
+    if let Some(bad) = c.mc_s.iter().find(|s| !(0.0..=1.0).contains(*s)) {
+        return Err(Error::invalid(
+            "deepnorm-alpha.mc_s",
+            bad,
+            "numbers in [0, 1]",
+        ));
+    }
+    common::check(&["deepnorm".to_string()], &c.model, &c.mc, c.depth)?;
+    let seeds = vec![c.mc.seed];
+    Ok(Prepared::new(c, seeds, run))
+}
+
+/// DeepNorm's (alpha, beta) at depth L (Wang et al. 2022; see `placement::deepnorm`).
+pub fn constants(depth: usize) -> Result<(f64, f64)> {
+    let spec = placement::build("deepnorm", depth, &Overrides::default())?;
+    let alpha = match spec.block(1).skip {
+        SkipScale::Alpha(a) => a,
+        _ => 1.0,
+    };
+    Ok((alpha, spec.beta.unwrap_or(1.0)))
+}
+
+/// The sweep columns of the CSVs.
+pub const TAGS: [&str; 4] = ["s", "alpha", "beta", "alpha_only"];
+
+const METRICS: [Metric; 3] = [Metric::EffDepth, Metric::BranchWeight, Metric::GradSq];
+
+fn keep(r: &Row) -> bool {
+    match Metric::from_name(r.metric) {
+        Some(Metric::BranchWeight) => r.source.is_some_and(|s| s <= 1),
+        Some(Metric::GradSq) => r.layer == 0,
+        _ => true,
+    }
+}
+
+/// Rows at (alpha, beta), tagged `[s, alpha, beta, alpha_only]` (`alpha_only` is 1 on the
+/// beta = 1 family, 0 on the path to DeepNorm).
+fn at(
+    c: &Config,
+    s: f64,
+    alpha: f64,
+    beta: f64,
+    alpha_only: bool,
+    engine: Engine,
+) -> Result<Vec<(Vec<f64>, Row)>> {
+    let mut raw = c.model.raw(c.depth, &c.mc);
+    raw.alpha = Some(alpha);
+    raw.beta = Some(beta);
+    let layers = LayerSpec::List(vec![0, c.depth]);
+    let presets = ["deepnorm".to_string()];
+    let rows = common::rows(engine, &presets, &raw, &c.mc, &METRICS, &layers)?;
+    Ok(rows
+        .into_iter()
+        .filter(keep)
+        .map(|r| (vec![s, alpha, beta, f64::from(u8::from(alpha_only))], r))
+        .collect())
+}
+
+fn run(c: &Config, out: &mut Out) -> Result<()> {
+    let (a, b) = constants(c.depth)?;
+    let mut theory = Vec::new();
+    for i in 0..c.steps {
+        let s = i as f64 / (c.steps - 1) as f64;
+        theory.extend(at(c, s, a.powf(s), b.powf(s), false, Engine::Theory)?);
+        theory.extend(at(c, s, a.powf(s), 1.0, true, Engine::Theory)?);
+    }
+    let mut mc = Vec::new();
+    for &s in &c.mc_s {
+        mc.extend(at(c, s, a.powf(s), b.powf(s), false, Engine::Mc)?);
+    }
+    // x = alpha; family by the alpha_only tag.
+    let pick = |rows: &[(Vec<f64>, Row)], m: Metric, src: Option<u64>, beta_one: bool| {
+        let mut v: Vec<(f64, f64, f64, f64)> = rows
+            .iter()
+            .filter(|(t, r)| {
+                r.metric == m.name() && r.source == src && (t[3] > 0.5) == beta_one && keep(r)
+            })
+            .map(|(t, r)| {
+                (
+                    t[1],
+                    r.value,
+                    r.ci_low.unwrap_or(r.value),
+                    r.ci_high.unwrap_or(r.value),
+                )
+            })
+            .collect();
+        v.sort_by(|x, y| x.0.total_cmp(&y.0));
+        v
+    };
+    let line = |label: &str, color, pts: Vec<(f64, f64, f64, f64)>, dashed: bool| Series {
+        label: label.into(),
+        points: pts.iter().map(|p| (p.0, p.1)).collect(),
+        mark: if dashed { Mark::Dashed } else { Mark::Line },
+        color,
+    };
+    let title = format!(
+        "Post-LN to DeepNorm (alpha = {a:.2}, beta = {b:.2}), L = {}",
+        c.depth
+    );
+    for (stem, m, src, y_label) in [
+        (
+            "eff_depth_vs_alpha",
+            Metric::EffDepth,
+            None,
+            "effective depth (mean path length)",
+        ),
+        (
+            "x0_weight_vs_alpha",
+            Metric::BranchWeight,
+            Some(0),
+            "share of ||x_L||^2 carried by x_0",
+        ),
+        (
+            "first_branch_weight_vs_alpha",
+            Metric::BranchWeight,
+            Some(1),
+            "share of ||x_L||^2 carried by F_1",
+        ),
+        (
+            "grad_x0_vs_alpha",
+            Metric::GradSq,
+            None,
+            "mean-square gradient at x_0",
+        ),
+    ] {
+        let mut plot = LinePlot::new(&title, "skip scale alpha", y_label);
+        plot.x_log = false;
+        plot.y_log = true;
+        plot.legend = crate::output::figure::Legend::UpperRight;
+        plot.series.push(line(
+            "alpha and beta (Post-LN to DeepNorm)",
+            0,
+            pick(&theory, m, src, false),
+            false,
+        ));
+        plot.series.push(line(
+            "alpha alone (beta = 1)",
+            1,
+            pick(&theory, m, src, true),
+            true,
+        ));
+        plot.series.push(Series::points(
+            "Monte Carlo, 95% CI",
+            0,
+            &pick(&mc, m, src, false),
+        ));
+        out.figure(stem, &plot)?;
+    }
+    out.frame("theory.csv", &mut tagged_frame(&TAGS, theory)?)?;
+    out.frame("mc.csv", &mut tagged_frame(&TAGS, mc)?)
+}

@@ -1,0 +1,86 @@
+//! `output-change`: `output_change`, E||f(x; W + delta) - f(x; W)||^2 under an independent small
+//! perturbation of every branch's weights (Liu et al. 2020's amplification effect; THEORY.md
+//! section 5), at the last layer against the depth L.
+
+use super::common::{self, Mc, Model};
+use super::{Analysis, Out, Prepared, Settings};
+use crate::Result;
+use crate::metrics::Metric;
+use serde::{Deserialize, Serialize};
+
+/// Registry entry.
+pub const ANALYSIS: Analysis = Analysis {
+    id: "output-change",
+    about: "output change under a small weight perturbation against L",
+    prepare,
+};
+
+/// Configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Presets.
+    pub presets: Vec<String>,
+    /// Closed form: log-spaced depths from 1 to this.
+    pub max_depth: usize,
+    /// Closed form: how many depths.
+    pub depth_count: usize,
+    /// Monte Carlo depths.
+    pub mc_depths: Vec<usize>,
+    /// The network.
+    pub model: Model,
+    /// Monte Carlo settings.
+    pub mc: Mc,
+}
+
+fn full() -> Config {
+    Config {
+        presets: ["pre", "post", "deepnorm", "sandwich", "admin"]
+            .map(String::from)
+            .to_vec(),
+        max_depth: 10_000,
+        depth_count: 17,
+        mc_depths: vec![4, 16, 64, 256],
+        model: Model::seeds(),
+        mc: Mc::full(),
+    }
+}
+
+fn quick() -> Config {
+    Config {
+        mc_depths: vec![4, 16],
+        mc: Mc::quick(),
+        ..full()
+    }
+}
+
+fn prepare(s: &Settings) -> Result<Prepared> {
+    let c = s.resolve(ANALYSIS.id, full(), quick())?;
+    common::check_depths("output-change.mc_depths", &c.mc_depths)?;
+    common::check_depths(
+        "output-change.max_depth/depth_count",
+        &[c.max_depth, c.depth_count],
+    )?;
+    common::check(&c.presets, &c.model, &c.mc, 1)?;
+    let seeds = vec![c.mc.seed];
+    Ok(Prepared::new(c, seeds, run))
+}
+
+fn run(c: &Config, out: &mut Out) -> Result<()> {
+    let sweep = common::DepthSweep {
+        presets: &c.presets,
+        mc_presets: &c.presets,
+        model: &c.model,
+        mc: &c.mc,
+        depths: common::log_depths(c.max_depth, c.depth_count),
+        mc_depths: &c.mc_depths,
+    };
+    let (theory, mc, plot) = sweep.run(
+        Metric::OutputChange,
+        "Output change under a weight perturbation (g = 1)",
+        "E||f(W + dW) - f(W)||^2 (per unit perturbation)",
+    )?;
+    out.figure("output_change_vs_depth", &plot)?;
+    out.rows("theory.csv", theory)?;
+    out.rows("mc.csv", mc)
+}

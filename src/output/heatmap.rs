@@ -1,0 +1,116 @@
+//! Heatmaps (one panel per preset, shared log colour scale and colour bar), drawn with plotters'
+//! Viridis colour map, saved through [`super::figure::save`].
+
+use super::figure::{FONT, Figure, tick};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// One panel: values on an integer grid `(x, y) -> v`.
+#[derive(Clone, Debug)]
+pub struct Panel {
+    /// Panel caption (e.g. the preset's name as papers write it).
+    pub title: String,
+    /// Cells `(x, y, value)`; x and y are integer positions.
+    pub cells: Vec<(u64, u64, f64)>,
+}
+
+/// Side-by-side heatmaps with one log10 colour scale.
+#[derive(Clone, Debug)]
+pub struct Heatmap {
+    /// x-axis label.
+    pub x_label: String,
+    /// y-axis label.
+    pub y_label: String,
+    /// Colour-bar label.
+    pub value_label: String,
+    /// Colour range in log10 units `(lo, hi)`; values below `lo` (and zeros) get the lowest
+    /// colour.
+    pub log10_range: (f64, f64),
+    /// The panels, left to right.
+    pub panels: Vec<Panel>,
+}
+
+impl Heatmap {
+    fn colour(&self, v: f64) -> RGBColor {
+        let (lo, hi) = self.log10_range;
+        let t = if v > 0.0 { v.log10().clamp(lo, hi) } else { lo };
+        ViridisRGB::get_color_normalized(t, lo, hi)
+    }
+}
+
+impl Figure for Heatmap {
+    fn size(&self) -> (u32, u32) {
+        (700 * self.panels.len() as u32 + 260, 760)
+    }
+
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, Shift>,
+    ) -> std::result::Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+        root.fill(&WHITE).map_err(e)?;
+        let (w, _) = root.dim_in_pixel();
+        let (left, bar) = root.split_horizontally(w - 260);
+        let panels = left.split_evenly((1, self.panels.len().max(1)));
+        for (area, p) in panels.iter().zip(&self.panels) {
+            let nx = p.cells.iter().map(|c| c.0).max().unwrap_or(0) + 1;
+            let ny = p.cells.iter().map(|c| c.1).max().unwrap_or(0) + 1;
+            let mut chart = ChartBuilder::on(area)
+                .caption(&p.title, (FONT, 30))
+                .margin(15)
+                .x_label_area_size(70)
+                .y_label_area_size(90)
+                .build_cartesian_2d(0f64..nx as f64, 0f64..ny as f64)
+                .map_err(e)?;
+            chart
+                .configure_mesh()
+                .disable_mesh()
+                .x_desc(&self.x_label)
+                .y_desc(&self.y_label)
+                .label_style((FONT, 22))
+                .axis_desc_style((FONT, 26))
+                .x_label_formatter(&|v| tick(*v))
+                .y_label_formatter(&|v| tick(*v))
+                .draw()
+                .map_err(e)?;
+            chart
+                .draw_series(p.cells.iter().map(|&(x, y, v)| {
+                    let (x, y) = (x as f64, y as f64);
+                    Rectangle::new([(x, y), (x + 1.0, y + 1.0)], self.colour(v).filled())
+                }))
+                .map_err(e)?;
+        }
+        let (lo, hi) = self.log10_range;
+        let mut cb = ChartBuilder::on(&bar)
+            .margin_top(60)
+            .margin_bottom(85)
+            .margin_right(20)
+            .y_label_area_size(130)
+            .build_cartesian_2d(0f64..1.0, lo..hi)
+            .map_err(e)?;
+        cb.configure_mesh()
+            .disable_mesh()
+            .disable_x_axis()
+            .y_desc(&self.value_label)
+            .label_style((FONT, 22))
+            .axis_desc_style((FONT, 26))
+            .y_label_formatter(&|v| format!("1e{}", v.round() as i64))
+            .draw()
+            .map_err(e)?;
+        let steps = 200;
+        cb.draw_series((0..steps).map(|i| {
+            let a = lo + (hi - lo) * i as f64 / steps as f64;
+            let b = lo + (hi - lo) * (i + 1) as f64 / steps as f64;
+            Rectangle::new(
+                [(0.0, a), (1.0, b)],
+                ViridisRGB::get_color_normalized(a, lo, hi).filled(),
+            )
+        }))
+        .map_err(e)?;
+        root.present().map_err(e)?;
+        Ok(())
+    }
+}

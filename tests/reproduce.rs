@@ -1,0 +1,393 @@
+//! `normscope reproduce --quick`: determinism across runs and thread counts, manifests that
+//! hash their outputs, golden tables, the claims ledger, committed outputs, and bad input.
+//!
+//! Golden CSVs live in `tests/golden/<id>/`; they are the quick run's tables and are compared
+//! numerically with the tolerances below. Regenerate them only deliberately:
+//! `NORMSCOPE_BLESS=1 cargo test --release --test reproduce golden`.
+
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// Closed-form tables: a few ulps of libm difference between machines, nothing more.
+const THEORY_REL: f64 = 1e-12;
+/// Monte Carlo tables: the same seeds give the same networks; the GEMM kernel matrixmultiply
+/// picks at run time (AVX2/FMA or not) can change the last bits of a product, which the
+/// nonlinear network can grow by a few orders of magnitude. 1e-7 relative is far below every
+/// confidence interval (the narrowest quick-run CI is ~1e-3 relative).
+const MC_REL: f64 = 1e-7;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn quick(threads: Option<&str>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_normscope"));
+    cmd.args(["reproduce", "--quick", "--out-dir"])
+        .arg(dir.path());
+    if let Some(t) = threads {
+        cmd.env("RAYON_NUM_THREADS", t);
+    }
+    let o = cmd.output().unwrap();
+    assert!(
+        o.status.success(),
+        "reproduce --quick failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    dir
+}
+
+/// One quick run shared by the tests of this file.
+fn shared() -> &'static Path {
+    static RUN: OnceLock<tempfile::TempDir> = OnceLock::new();
+    RUN.get_or_init(|| quick(None)).path()
+}
+
+/// Every file under `root/data` and `root/figures`, by path relative to `root`.
+fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                let rel = p
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, &root.join("data"), &mut out);
+    walk(root, &root.join("figures"), &mut out);
+    out
+}
+
+fn sha(bytes: &[u8]) -> String {
+    format!("{:x}", Sha256::digest(bytes))
+}
+
+/// (manifest path, output path -> sha256) of every manifest under `root/data`.
+fn manifests(root: &Path) -> Vec<(String, BTreeMap<String, String>)> {
+    files(root)
+        .into_iter()
+        .filter(|(rel, _)| rel.ends_with("/manifest.json"))
+        .map(|(rel, bytes)| {
+            let m: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            for key in [
+                "analysis",
+                "crate_version",
+                "source",
+                "quick",
+                "config",
+                "seeds",
+            ] {
+                assert!(m.get(key).is_some(), "{rel} has no `{key}`");
+            }
+            let outputs = m["outputs"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                .collect();
+            (rel, outputs)
+        })
+        .collect()
+}
+
+/// Checks that every file under `root` is a manifest or listed in one with its sha256, and that
+/// every listed file exists.
+fn check_listed(root: &Path) {
+    let all = files(root);
+    let mut listed = BTreeSet::new();
+    for (m, outputs) in manifests(root) {
+        for (rel, hash) in outputs {
+            let bytes = all
+                .get(&rel)
+                .unwrap_or_else(|| panic!("{m} lists {rel}, which does not exist"));
+            assert_eq!(sha(bytes), hash, "{m}: sha256 of {rel}");
+            listed.insert(rel);
+        }
+    }
+    for rel in all.keys() {
+        assert!(
+            rel.ends_with("/manifest.json") || listed.contains(rel),
+            "{rel} is not listed in any manifest"
+        );
+    }
+}
+
+#[test]
+fn quick_run_is_byte_identical_across_runs_and_thread_counts() {
+    let a = files(shared());
+    assert!(a.len() > 100, "only {} files", a.len());
+    let b = quick(None);
+    let c = quick(Some("1"));
+    for (other, what) in [
+        (files(b.path()), "a second run"),
+        (files(c.path()), "RAYON_NUM_THREADS=1"),
+    ] {
+        assert_eq!(
+            a.keys().collect::<Vec<_>>(),
+            other.keys().collect::<Vec<_>>(),
+            "{what}: different file lists"
+        );
+        for (rel, bytes) in &a {
+            assert!(&other[rel] == bytes, "{what}: {rel} differs");
+        }
+    }
+}
+
+#[test]
+fn manifests_hash_every_output() {
+    check_listed(shared());
+    // One manifest per registered analysis.
+    let ids: BTreeSet<String> = manifests(shared())
+        .into_iter()
+        .map(|(m, _)| m.split('/').nth(1).unwrap().to_string())
+        .collect();
+    let registry: BTreeSet<String> = normscope::analyses::ids()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    assert_eq!(ids, registry);
+}
+
+#[test]
+fn committed_outputs_are_listed_in_their_manifests() {
+    // The committed data/ and figures/ come from the full run; the quick run shares file names
+    // but not Monte Carlo sizes, so the check is that each committed file is the one its
+    // manifest hashes (and so was written by the tool, not edited).
+    check_listed(&repo());
+    for (m, _) in manifests(&repo()) {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(repo().join(&m)).unwrap()).unwrap();
+        assert_eq!(
+            v["quick"], false,
+            "{m}: committed data must come from the full run"
+        );
+    }
+}
+
+/// Compares two CSV texts field by field: numbers within `rel`, text exactly.
+fn compare_csv(name: &str, got: &str, want: &str, rel: f64) {
+    let (g, w): (Vec<&str>, Vec<&str>) = (got.lines().collect(), want.lines().collect());
+    assert_eq!(
+        g.len(),
+        w.len(),
+        "{name}: {} rows, golden has {}",
+        g.len(),
+        w.len()
+    );
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        let (fa, fb): (Vec<&str>, Vec<&str>) = (a.split(',').collect(), b.split(',').collect());
+        assert_eq!(fa.len(), fb.len(), "{name} line {}: field count", i + 1);
+        for (x, y) in fa.iter().zip(&fb) {
+            match (x.parse::<f64>(), y.parse::<f64>()) {
+                (Ok(x), Ok(y)) => assert!(
+                    (x - y).abs() <= rel * x.abs().max(y.abs()) || (x.is_nan() && y.is_nan()),
+                    "{name} line {}: {x} vs golden {y} (tolerance {rel} relative)",
+                    i + 1
+                ),
+                _ => assert_eq!(x, y, "{name} line {}", i + 1),
+            }
+        }
+    }
+}
+
+#[test]
+fn golden_tables_of_the_quick_run() {
+    let golden = repo().join("tests/golden");
+    let got: BTreeMap<String, Vec<u8>> = files(shared())
+        .into_iter()
+        .filter(|(rel, _)| {
+            rel.starts_with("data/") && rel.ends_with(".csv") && !rel.starts_with("data/claims/")
+        })
+        .collect();
+    if std::env::var("NORMSCOPE_BLESS").as_deref() == Ok("1") {
+        let _ = std::fs::remove_dir_all(&golden);
+        for (rel, bytes) in &got {
+            let p = golden.join(rel.trim_start_matches("data/"));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, bytes).unwrap();
+        }
+        eprintln!(
+            "blessed {} golden tables into {}",
+            got.len(),
+            golden.display()
+        );
+        return;
+    }
+    let mut seen = 0;
+    for (rel, bytes) in &got {
+        let p = golden.join(rel.trim_start_matches("data/"));
+        let want = std::fs::read_to_string(&p)
+            .unwrap_or_else(|_| panic!("no golden {} (bless with NORMSCOPE_BLESS=1)", p.display()));
+        let name = rel.rsplit('/').next().unwrap();
+        let tol = if name.contains("mc") {
+            MC_REL
+        } else {
+            THEORY_REL
+        };
+        compare_csv(rel, &String::from_utf8_lossy(bytes), &want, tol);
+        seen += 1;
+    }
+    assert!(seen >= 20, "only {seen} tables compared");
+}
+
+fn verdicts(path: &Path) -> Vec<(String, String)> {
+    let df = normscope::output::table::read_csv(path).unwrap();
+    let claim = df
+        .column("claim")
+        .unwrap()
+        .cast(&polars::prelude::DataType::String)
+        .unwrap();
+    let verdict = df.column("verdict").unwrap().str().unwrap().clone();
+    (0..df.height())
+        .map(|i| {
+            (
+                claim.str().unwrap().get(i).unwrap().to_string(),
+                verdict.get(i).unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn claims_ledger_recomputed_matches_the_committed_verdicts() {
+    let fresh = verdicts(&shared().join("data/claims/claims.csv"));
+    let committed = verdicts(&repo().join("data/claims/claims.csv"));
+    assert_eq!(fresh.len(), 10);
+    assert_eq!(fresh, committed);
+    // Every claim has a verdict of the four kinds; training-dynamics claims are untested.
+    for (id, v) in &fresh {
+        assert!(
+            v == "supported"
+                || v == "refuted"
+                || v.starts_with("conditional: ")
+                || v.starts_with("untested: "),
+            "claim {id}: {v}"
+        );
+        if ["6", "7", "8", "9"].contains(&id.as_str()) {
+            assert!(v.starts_with("untested: "), "claim {id}: {v}");
+        }
+    }
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_normscope"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn bad_config_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    for (toml, expect) in [
+        (
+            "[effective-depth]\nmc_depth = [4]\n",
+            "unknown key `mc_depth` in [effective-depth]",
+        ),
+        ("[nope]\nx = 1\n", "unknown analysis [nope]"),
+        (
+            "[effective-depth.mc]\nsamples = \"many\"\n",
+            "[effective-depth]",
+        ),
+        (
+            "[effective-depth.mc]\nwidht = 3\n",
+            "unknown key `widht` in [effective-depth.mc]",
+        ),
+        ("[branch-gain]\ngain_min = -1.0\n", "branch-gain.gain_min"),
+        (
+            "[effective-depth]\nmc_depths = [0]\n",
+            "effective-depth.mc_depths",
+        ),
+        ("[rank-collapse]\npresets = [\"nope\"]\n", "preset"),
+        ("effective-depth = 3\n", "must be a table"),
+        ("[effective-depth\n", "config"),
+    ] {
+        std::fs::write(dir.path().join("c.toml"), toml).unwrap();
+        let o = run_in(
+            dir.path(),
+            &[
+                "reproduce",
+                "--quick",
+                "--config",
+                "c.toml",
+                "--out-dir",
+                "out",
+            ],
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{toml}: {err}");
+        assert!(
+            err.contains(expect),
+            "{toml}: expected '{expect}' in: {err}"
+        );
+        assert!(!dir.path().join("out").exists(), "{toml}: wrote output");
+    }
+    let o = run_in(
+        dir.path(),
+        &["reproduce", "--only", "expansion,nope", "--out-dir", "out"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn config_overrides_reach_the_manifest_and_only_runs_one() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "[expansion]\ndepth = 2\npresets = [\"post\"]\n",
+    )
+    .unwrap();
+    let o = run_in(
+        dir.path(),
+        &[
+            "reproduce",
+            "--only",
+            "expansion",
+            "--config",
+            "c.toml",
+            "--out-dir",
+            "out",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("out/data/expansion/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(m["config"]["depth"], 2);
+    assert_eq!(m["config"]["presets"], serde_json::json!(["post"]));
+    let written: Vec<_> = std::fs::read_dir(dir.path().join("out/data"))
+        .unwrap()
+        .collect();
+    assert_eq!(written.len(), 1, "--only wrote other analyses");
+    // The seeds' Post-LN expansion at depth 2: 2^(-1), 2^(-1), 2^(-1/2).
+    let csv = std::fs::read_to_string(dir.path().join("out/data/expansion/expansion.csv")).unwrap();
+    assert_eq!(
+        csv.lines().filter(|l| l.ends_with(",true")).count(),
+        3,
+        "{csv}"
+    );
+    // The claims ledger alone has nothing to read: a clear error.
+    let o = run_in(
+        dir.path(),
+        &["reproduce", "--only", "claims", "--out-dir", "empty"],
+    );
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("run the `"));
+}
