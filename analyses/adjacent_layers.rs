@@ -104,11 +104,6 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 what,
             );
             plot.y_log = y_log;
-            plot.legend = if m == Metric::CosPrev {
-                crate::output::figure::Legend::LowerRight
-            } else {
-                crate::output::figure::Legend::LowerLeft
-            };
             common::add_both(
                 &mut plot,
                 &c.presets,

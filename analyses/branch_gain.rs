@@ -211,7 +211,6 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             y_label,
         );
         plot.y_log = true;
-        plot.legend = crate::output::figure::Legend::LowerLeft;
         common::add_both(
             &mut plot,
             &c.presets,

@@ -149,7 +149,6 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             &format!("share of ||x_L||^2 carried by {what}"),
         );
         plot.y_log = true;
-        plot.legend = crate::output::figure::Legend::LowerLeft;
         common::add_both(
             &mut plot,
             &c.presets,

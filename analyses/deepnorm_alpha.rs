@@ -195,7 +195,6 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         let mut plot = LinePlot::new(&title, "skip scale alpha", y_label);
         plot.x_log = false;
         plot.y_log = true;
-        plot.legend = crate::output::figure::Legend::UpperRight;
         plot.series.push(line(
             "alpha and beta (Post-LN to DeepNorm)",
             0,

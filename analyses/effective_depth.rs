@@ -182,7 +182,6 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             "share of the Jacobian's mean-square norm",
         );
         plot.x_log = false;
-        plot.legend = crate::output::figure::Legend::UpperRight;
         let at = move |r: &crate::profile::Row| r.depth == d as u64;
         common::add_both(
             &mut plot,

@@ -105,7 +105,6 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             "correlation of two tokens c_l",
         );
         plot.x_log = false;
-        plot.legend = crate::output::figure::Legend::LowerRight;
         common::add_both(
             &mut plot,
             &c.presets,

@@ -126,7 +126,6 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 what,
             );
             plot.y_log = true;
-            plot.legend = crate::output::figure::Legend::UpperLeft;
             let mc_here: &[crate::profile::Row] = if depth == c.mc_depth { &mc } else { &[] };
             common::add_both(
                 &mut plot,
@@ -175,7 +174,6 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             "mean-square weight gradient",
         );
         plot.y_log = true;
-        plot.legend = crate::output::figure::Legend::LowerLeft;
         let keep = move |r: &crate::profile::Row| {
             if first {
                 r.layer == 1

@@ -101,6 +101,8 @@ impl Series {
 /// Where a plot's legend goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Legend {
+    /// The corner with the least data under it (see [`LinePlot::auto_legend`]).
+    Auto,
     /// Upper left corner.
     UpperLeft,
     /// Upper right corner.
@@ -114,6 +116,7 @@ pub enum Legend {
 impl Legend {
     fn position(self) -> SeriesLabelPosition {
         match self {
+            Legend::Auto => SeriesLabelPosition::UpperLeft,
             Legend::UpperLeft => SeriesLabelPosition::UpperLeft,
             Legend::UpperRight => SeriesLabelPosition::UpperRight,
             Legend::LowerLeft => SeriesLabelPosition::LowerLeft,
@@ -213,9 +216,77 @@ impl LinePlot {
             y_label: y_label.into(),
             x_log: true,
             y_log: false,
-            legend: Legend::UpperLeft,
+            legend: Legend::Auto,
             series: Vec::new(),
         }
+    }
+
+    /// The corner whose legend box would cover the fewest drawn samples: every point, interval
+    /// end, and 20 samples along each line segment, in axis-normalized coordinates. The box is
+    /// sized from the number of entries and the longest label. Ties go to upper left, upper
+    /// right, lower left, lower right, in that order.
+    pub fn auto_legend(&self, x: (f64, f64), y: (f64, f64)) -> Legend {
+        let norm = |v: f64, (lo, hi): (f64, f64), log: bool| {
+            if log {
+                (v / lo).ln() / (hi / lo).ln()
+            } else {
+                (v - lo) / (hi - lo)
+            }
+        };
+        let labelled: Vec<&Series> = self.series.iter().filter(|s| !s.label.is_empty()).collect();
+        let longest = labelled
+            .iter()
+            .map(|s| s.label.chars().count())
+            .max()
+            .unwrap_or(0);
+        // Plot area is about 800 x 540 px; an entry is ~30 px tall, a character ~11 px wide.
+        let w = ((longest as f64 * 11.0 + 70.0) / 800.0).min(1.0);
+        let h = ((labelled.len() as f64 * 30.0 + 20.0) / 540.0).min(1.0);
+        let mut samples = Vec::new();
+        for s in &self.series {
+            let pts: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .filter(|p| p.0.is_finite() && p.1.is_finite())
+                .map(|p| (norm(p.0, x, self.x_log), norm(p.1, y, self.y_log)))
+                .filter(|p| p.0.is_finite() && p.1.is_finite())
+                .collect();
+            samples.extend(pts.iter().copied());
+            if matches!(s.mark, Mark::Line | Mark::Dashed) {
+                for w2 in pts.windows(2) {
+                    for k in 1..20 {
+                        let t = k as f64 / 20.0;
+                        samples.push((
+                            w2[0].0 + t * (w2[1].0 - w2[0].0),
+                            w2[0].1 + t * (w2[1].1 - w2[0].1),
+                        ));
+                    }
+                }
+            }
+            if let Mark::Points { ci } = &s.mark {
+                for (p, c) in s.points.iter().zip(ci) {
+                    for v in [c.0, c.1] {
+                        samples.push((norm(p.0, x, self.x_log), norm(v, y, self.y_log)));
+                    }
+                }
+            }
+        }
+        let corners = [
+            (Legend::UpperLeft, (0.0, w), (1.0 - h, 1.0)),
+            (Legend::UpperRight, (1.0 - w, 1.0), (1.0 - h, 1.0)),
+            (Legend::LowerLeft, (0.0, w), (0.0, h)),
+            (Legend::LowerRight, (1.0 - w, 1.0), (0.0, h)),
+        ];
+        let covered = |(_, (a, b), (c, d)): &(Legend, (f64, f64), (f64, f64))| {
+            samples
+                .iter()
+                .filter(|p| p.0 >= *a && p.0 <= *b && p.1 >= *c && p.1 <= *d)
+                .count()
+        };
+        corners
+            .iter()
+            .min_by_key(|c| covered(c))
+            .map_or(Legend::UpperLeft, |c| c.0)
     }
 
     fn ranges(&self) -> ((f64, f64), (f64, f64)) {
@@ -265,6 +336,10 @@ impl Figure for LinePlot {
         let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
         root.fill(&WHITE).map_err(e)?;
         let ((x0, x1), (y0, y1)) = self.ranges();
+        let legend = match self.legend {
+            Legend::Auto => self.auto_legend((x0, x1), (y0, y1)),
+            fixed => fixed,
+        };
         let mut builder = ChartBuilder::on(&root);
         builder
             .caption(&self.title, (FONT, 30))
@@ -351,7 +426,7 @@ impl Figure for LinePlot {
                 }
                 chart
                     .configure_series_labels()
-                    .position(self.legend.position())
+                    .position(legend.position())
                     .label_font((FONT, 20))
                     .legend_area_size(40)
                     .background_style(WHITE.mix(0.85))
@@ -374,5 +449,31 @@ impl Figure for LinePlot {
         }
         root.present().map_err(e)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_legend_avoids_the_data() {
+        // A line falling from the upper left to the lower right leaves the other two corners
+        // free; upper right comes first in the tie order.
+        let mut plot = LinePlot::new("t", "x", "y");
+        plot.series
+            .push(Series::line("falling", 0, vec![(1.0, 10.0), (100.0, 0.0)]));
+        let ((x0, x1), (y0, y1)) = plot.ranges();
+        assert_eq!(plot.auto_legend((x0, x1), (y0, y1)), Legend::UpperRight);
+        // Rising: upper left is free.
+        plot.series[0].points = vec![(1.0, 0.0), (100.0, 10.0)];
+        let ((x0, x1), (y0, y1)) = plot.ranges();
+        assert_eq!(plot.auto_legend((x0, x1), (y0, y1)), Legend::UpperLeft);
+        // A flat line along the top: a lower corner.
+        plot.series[0].points = vec![(1.0, 10.0), (100.0, 10.0), (50.0, 0.0)];
+        plot.series[0].points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let ((x0, x1), (y0, y1)) = plot.ranges();
+        let l = plot.auto_legend((x0, x1), (y0, y1));
+        assert!(matches!(l, Legend::LowerLeft | Legend::LowerRight), "{l:?}");
     }
 }
