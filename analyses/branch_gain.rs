@@ -98,11 +98,7 @@ fn prepare(s: &Settings) -> Result<Prepared> {
     }
     for b in &c.branches {
         for i in &c.inits {
-            let m = Model {
-                branch: b.clone(),
-                init: i.clone(),
-                norm: "layer".into(),
-            };
+            let m = Model::new(b, i, "layer");
             common::check(&c.presets, &m, &c.mc, c.depth)?;
         }
     }
@@ -146,14 +142,9 @@ fn rows_at(c: &Config, model: &Model, gain: Option<f64>, engine: Engine) -> Resu
     Ok(rows)
 }
 
-/// Ratio of the first block's to the last block's weight gradient in `rows` of `preset`.
-pub fn grad_ratio(rows: &[Row], preset: &str, depth: usize) -> f64 {
-    let f = common::value(rows, preset, Metric::WeightGradSq, depth, 1, None);
-    let l = common::value(rows, preset, Metric::WeightGradSq, depth, depth, None);
-    match (f, l) {
-        (Some(f), Some(l)) => f / l,
-        _ => f64::NAN,
-    }
+/// [`common::weight_grad_ratio`], NaN where a row is missing (printed as `--`).
+fn grad_ratio(rows: &[Row], preset: &str, depth: usize) -> f64 {
+    common::weight_grad_ratio(rows, preset, depth).unwrap_or(f64::NAN)
 }
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {
@@ -231,11 +222,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let mut tex = Vec::new();
     for b in &c.branches {
         for i in &c.inits {
-            let m = Model {
-                branch: b.clone(),
-                init: i.clone(),
-                norm: "layer".into(),
-            };
+            let m = Model::new(b, i, "layer");
             let cfg = m.raw(c.depth, &c.mc).check()?;
             let g = BranchModel::new(&cfg.branch, None, cfg.inputs.q0, cfg.inputs.c0).nominal_gain;
             let rows = rows_at(c, &m, None, Engine::Theory)?;
@@ -309,13 +296,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 common::label(p).to_string(),
                 latex::escape(n),
                 latex::num(th),
-                ed.map_or("--".into(), |r| {
-                    latex::pm(
-                        r.value,
-                        r.ci_low.unwrap_or(r.value),
-                        r.ci_high.unwrap_or(r.value),
-                    )
-                }),
+                ed.map_or("--".into(), latex::pm_row),
                 latex::num(grad_ratio(&th_norm, p, c.depth)),
                 latex::num(grad_ratio(&rows, p, c.depth)),
             ]);

@@ -10,8 +10,10 @@
 //! Claims 6-9 need training dynamics (warmup, optimizers, convergence, fine-tuning), which no
 //! engine here simulates; they are `untested`, with the init-time number that bears on them.
 
-use super::{Analysis, Out, Prepared, Settings};
+use super::{Analysis, Out, Prepared, Settings, common};
+// Four significant digits, plain text.
 use crate::metrics::Metric;
+use crate::output::latex::plain as sig;
 use crate::output::table::{column, read_rows, read_tagged};
 use crate::profile::Row;
 use crate::{Error, Result};
@@ -85,7 +87,7 @@ fn missing(rel: &str) -> Error {
     ))
 }
 
-/// The value of a row, or an error naming what is missing.
+/// The row with that key, or an error naming what is missing.
 fn get<'a>(
     rows: &'a [Row],
     preset: &str,
@@ -94,20 +96,12 @@ fn get<'a>(
     layer: u64,
     source: Option<u64>,
 ) -> Result<&'a Row> {
-    rows.iter()
-        .find(|r| {
-            r.preset == preset
-                && r.metric == m.name()
-                && r.depth == depth
-                && r.layer == layer
-                && r.source == source
-        })
-        .ok_or_else(|| {
-            Error::Undefined(format!(
-                "claims: no {} row for {preset} at depth {depth}, layer {layer}",
-                m.name()
-            ))
-        })
+    common::find(rows, preset, m, depth, layer, source).ok_or_else(|| {
+        Error::Undefined(format!(
+            "claims: no {} row for {preset} at depth {depth}, layer {layer}",
+            m.name()
+        ))
+    })
 }
 
 /// The largest depth present for `preset` and `m`.
@@ -119,28 +113,10 @@ fn max_depth(rows: &[Row], preset: &str, m: Metric) -> Result<u64> {
         .ok_or_else(|| Error::Undefined(format!("claims: no {} rows for {preset}", m.name())))
 }
 
-/// Four significant digits.
-fn sig(v: f64) -> String {
-    if v == 0.0 || !v.is_finite() {
-        return format!("{v}");
-    }
-    let a = v.abs();
-    if (1e-3..1e5).contains(&a) {
-        let d = (3 - a.log10().floor() as i32).max(0) as usize;
-        format!("{v:.d$}")
-    } else {
-        format!("{v:.3e}")
-    }
-}
-
 /// `m [lo, hi]` of a Monte Carlo row.
 fn ci(r: &Row) -> String {
-    format!(
-        "{} [{}, {}]",
-        sig(r.value),
-        sig(r.ci_low.unwrap_or(r.value)),
-        sig(r.ci_high.unwrap_or(r.value))
-    )
+    let (lo, hi) = r.interval();
+    format!("{} [{}, {}]", sig(r.value), sig(lo), sig(hi))
 }
 
 /// Claim 1 thresholds: Pre-LN "adds width" if eff_depth/L < 0.05 at the largest closed-form
@@ -180,8 +156,7 @@ fn claim1(d: &Data) -> Result<Claim> {
     let holds = |x: &(f64, f64, f64)| x.1 < LINEAR_MIN && x.2 >= LINEAR_MIN;
     let g_min = gs.iter().find(|x| holds(x)).map(|x| x.0);
     let all = gs.iter().all(holds);
-    let mc_order =
-        post_mc.ci_low.unwrap_or(post_mc.value) > 4.0 * pre_mc.ci_high.unwrap_or(pre_mc.value);
+    let mc_order = post_mc.interval().0 > 4.0 * pre_mc.interval().1;
     let at_g1 = pre < WIDTH_MAX && post >= LINEAR_MIN && mc_order;
     let verdict = match (at_g1, all, g_min) {
         (true, true, _) => "supported".to_string(),
@@ -285,20 +260,20 @@ fn claim3(d: &Data) -> Result<Claim> {
     let r = get(&mc, "post", bw, lm, lm, Some(0))?;
     let f_mc = factor(r.value, lm);
     let (f_lo, f_hi) = (
-        factor(r.ci_low.unwrap_or(r.value).max(f64::MIN_POSITIVE), lm),
-        factor(r.ci_high.unwrap_or(r.value), lm),
+        factor(r.interval().0.max(f64::MIN_POSITIVE), lm),
+        factor(r.interval().1, lm),
     );
     let gain = d.tagged("branch-gain/gain_theory.csv", &["g"])?;
     let target = 0.5f64.sqrt();
-    let mut off_g1 = Vec::new();
+    let mut sweep = Vec::new();
     for (t, r) in gain
         .iter()
         .filter(|(_, r)| r.preset == "post" && r.metric == bw.name())
     {
-        off_g1.push((t[0], factor(r.value, r.depth)));
+        sweep.push((t[0], factor(r.value, r.depth)));
     }
-    let all_sqrt2 = off_g1.iter().all(|x| (x.1 - target).abs() < 1e-9);
-    let matches_formula = off_g1
+    let all_sqrt2 = sweep.iter().all(|x| (x.1 - target).abs() < 1e-9);
+    let matches_formula = sweep
         .iter()
         .all(|(g, f)| (f - (1.0 + g).powf(-0.5)).abs() < 1e-9);
     let at_g1 = (f_th - target).abs() < 1e-9 && f_lo * 0.95 <= target && target <= f_hi * 1.05;
@@ -321,10 +296,10 @@ fn claim3(d: &Data) -> Result<Claim> {
             sig(f_mc),
             sig(f_lo),
             sig(f_hi),
-            sig(off_g1.first().map_or(f64::NAN, |x| x.1)),
-            sig(off_g1.first().map_or(f64::NAN, |x| x.0)),
-            sig(off_g1.last().map_or(f64::NAN, |x| x.1)),
-            sig(off_g1.last().map_or(f64::NAN, |x| x.0)),
+            sig(sweep.first().map_or(f64::NAN, |x| x.1)),
+            sig(sweep.first().map_or(f64::NAN, |x| x.0)),
+            sig(sweep.last().map_or(f64::NAN, |x| x.1)),
+            sig(sweep.last().map_or(f64::NAN, |x| x.0)),
             matches_formula
         ),
         rule: "factor = (x_0's share)^(1/(2L)); supported if it is 2^(-1/2) within 1e-9 in the closed form for every g swept and 2^(-1/2) lies in the Monte Carlo interval widened by 5%; conditional on g = 1 if it holds there and the closed form follows (1+g)^(-1/2) elsewhere",
@@ -339,8 +314,11 @@ const NO_VANISH_MIN: f64 = 0.5;
 
 /// First/last block weight-gradient ratio at depth `l` in `rows`.
 fn grad_ratio(rows: &[Row], preset: &str, l: u64) -> Result<f64> {
-    let w = Metric::WeightGradSq;
-    Ok(get(rows, preset, w, l, 1, None)?.value / get(rows, preset, w, l, l, None)?.value)
+    common::weight_grad_ratio(rows, preset, l as usize).ok_or_else(|| {
+        Error::Undefined(format!(
+            "claims: no weight_grad_sq rows for {preset} at layers 1 and {l} of depth {l}"
+        ))
+    })
 }
 
 fn inits_ratios(d: &Data, preset: &str) -> Result<Vec<(String, f64)>> {
@@ -510,8 +488,8 @@ fn claim10(d: &Data) -> Result<Claim> {
             get(&layer, p, ed, l, l, None)?,
             get(&rms, p, ed, l, l, None)?,
         );
-        let overlap = a.ci_low.unwrap_or(a.value) <= b.ci_high.unwrap_or(b.value)
-            && b.ci_low.unwrap_or(b.value) <= a.ci_high.unwrap_or(a.value);
+        let ((alo, ahi), (blo, bhi)) = (a.interval(), b.interval());
+        let overlap = alo <= bhi && blo <= ahi;
         let close = (a.value - b.value).abs() <= SAME_NORM_REL * a.value.abs();
         same &= overlap || close;
         parts.push(format!(

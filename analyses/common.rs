@@ -25,22 +25,23 @@ pub struct Model {
 }
 
 impl Model {
+    /// A model from its three names (checked later, by [`check`]).
+    pub fn new(branch: &str, init: &str, norm: &str) -> Self {
+        Model {
+            branch: branch.into(),
+            init: init.into(),
+            norm: norm.into(),
+        }
+    }
+
     /// The seeds' setting: a linear branch with Xavier init (g = 1) and LayerNorm.
     pub fn seeds() -> Self {
-        Model {
-            branch: "linear".into(),
-            init: "xavier".into(),
-            norm: "layer".into(),
-        }
+        Model::new("linear", "xavier", "layer")
     }
 
     /// A ReLU MLP (hidden 4d, He init) with LayerNorm.
     pub fn relu_mlp() -> Self {
-        Model {
-            branch: "relu-mlp".into(),
-            init: "he".into(),
-            norm: "layer".into(),
-        }
+        Model::new("relu-mlp", "he", "layer")
     }
 
     /// The raw model at depth `depth` with Monte Carlo width and tokens from `mc`.
@@ -309,19 +310,35 @@ pub fn points<T: AsRow>(
         })
         .map(|t| {
             let r = t.row();
-            (
-                x(t),
-                r.value,
-                r.ci_low.unwrap_or(r.value),
-                r.ci_high.unwrap_or(r.value),
-            )
+            {
+                let (lo, hi) = r.interval();
+                (x(t), r.value, lo, hi)
+            }
         })
         .collect();
     v.sort_by(|a, b| a.0.total_cmp(&b.0));
     v
 }
 
-/// The value of one row (preset, metric, depth, layer, source), if present.
+/// The row with key (preset, metric, depth, layer, source), if present.
+pub fn find<'a>(
+    rows: &'a [Row],
+    preset: &str,
+    metric: Metric,
+    depth: u64,
+    layer: u64,
+    source: Option<u64>,
+) -> Option<&'a Row> {
+    rows.iter().find(|r| {
+        r.preset == preset
+            && r.metric == metric.name()
+            && r.depth == depth
+            && r.layer == layer
+            && r.source == source
+    })
+}
+
+/// The value of the row with that key, if present.
 pub fn value(
     rows: &[Row],
     preset: &str,
@@ -330,15 +347,14 @@ pub fn value(
     layer: usize,
     source: Option<u64>,
 ) -> Option<f64> {
-    rows.iter()
-        .find(|r| {
-            r.preset == preset
-                && r.metric == metric.name()
-                && r.depth == depth as u64
-                && r.layer == layer as u64
-                && r.source == source
-        })
-        .map(|r| r.value)
+    find(rows, preset, metric, depth as u64, layer as u64, source).map(|r| r.value)
+}
+
+/// First block's over last block's mean-square weight gradient (`weight_grad_sq` at layers 1
+/// and L) of `preset` at depth L, if both rows are present.
+pub fn weight_grad_ratio(rows: &[Row], preset: &str, depth: usize) -> Option<f64> {
+    let w = Metric::WeightGradSq;
+    Some(value(rows, preset, w, depth, 1, None)? / value(rows, preset, w, depth, depth, None)?)
 }
 
 /// The x of a row: its depth L.

@@ -145,12 +145,8 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 r.metric == m.name() && r.source == src && (t[3] > 0.5) == beta_one && keep(r)
             })
             .map(|(t, r)| {
-                (
-                    t[1],
-                    r.value,
-                    r.ci_low.unwrap_or(r.value),
-                    r.ci_high.unwrap_or(r.value),
-                )
+                let (lo, hi) = r.interval();
+                (t[1], r.value, lo, hi)
             })
             .collect();
         v.sort_by(|x, y| x.0.total_cmp(&y.0));

@@ -121,13 +121,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 common::label(p).to_string(),
                 format!("${d}$"),
                 latex::num(th),
-                m.map_or("--".into(), |r| {
-                    latex::pm(
-                        r.value,
-                        r.ci_low.unwrap_or(r.value),
-                        r.ci_high.unwrap_or(r.value),
-                    )
-                }),
+                m.map_or("--".into(), latex::pm_row),
                 latex::num(th / d as f64),
             ]);
         }

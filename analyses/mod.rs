@@ -4,7 +4,8 @@
 //! resolved configuration, seeds, source commit and the sha256 of every output ([`manifest`]).
 //!
 //! Every configuration is resolved and validated before anything runs, so bad input writes no
-//! file. Adding an analysis is one new file here plus one line in [`REGISTRY`].
+//! file. Adding an analysis is one new file here, its `pub mod` line and its line in
+//! [`REGISTRY`].
 
 pub mod adjacent_layers;
 pub mod branch_gain;
@@ -101,11 +102,6 @@ impl Out {
         let path = self.root.join(&rel);
         self.outputs.push(rel);
         path
-    }
-
-    /// The path of `data/<id>/<name>` under the output root (for reading back).
-    pub fn data_path(&self, name: &str) -> PathBuf {
-        self.root.join("data").join(self.id).join(name)
     }
 
     /// The output root (`--out-dir`).

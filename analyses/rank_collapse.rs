@@ -55,11 +55,7 @@ fn quick() -> Config {
 
 impl Config {
     fn model(&self, branch: &str) -> Model {
-        Model {
-            branch: branch.into(),
-            init: self.init.clone(),
-            norm: self.norm.clone(),
-        }
+        Model::new(branch, &self.init, &self.norm)
     }
 }
 

@@ -194,11 +194,6 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     }
 
     // Headline table: first/last weight-gradient ratio at each Monte Carlo depth.
-    let ratio = |rows: &[crate::profile::Row], p: &str, d: usize| {
-        let f = common::value(rows, p, Metric::WeightGradSq, d, 1, None)?;
-        let l = common::value(rows, p, Metric::WeightGradSq, d, d, None)?;
-        Some(f / l)
-    };
     let mut table = Vec::new();
     for p in &c.presets {
         for &d in &c.mc_depths {
@@ -214,8 +209,8 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 latex::num(
                     common::value(&th, p, Metric::WeightGradSq, d, d, None).unwrap_or(f64::NAN),
                 ),
-                latex::num(ratio(&th, p, d).unwrap_or(f64::NAN)),
-                latex::num(ratio(&vs_mc, p, d).unwrap_or(f64::NAN)),
+                latex::num(common::weight_grad_ratio(&th, p, d).unwrap_or(f64::NAN)),
+                latex::num(common::weight_grad_ratio(&vs_mc, p, d).unwrap_or(f64::NAN)),
             ]);
         }
     }

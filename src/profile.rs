@@ -58,6 +58,14 @@ impl Row {
         }
     }
 
+    /// The 95% interval `(ci_low, ci_high)`; an exact row's is the point itself.
+    pub fn interval(&self) -> (f64, f64) {
+        (
+            self.ci_low.unwrap_or(self.value),
+            self.ci_high.unwrap_or(self.value),
+        )
+    }
+
     /// The sort key: the columns in order, numbers compared as numbers, an empty source first.
     pub fn key_cmp(&self, other: &Self) -> Ordering {
         (

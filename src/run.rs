@@ -329,7 +329,7 @@ pub fn compare(
                 t,
                 cfg.model.branch.width,
             );
-            let (lo, hi) = (r.ci_low.unwrap_or(r.value), r.ci_high.unwrap_or(r.value));
+            let (lo, hi) = r.interval();
             out.push(Comparison {
                 theory: t,
                 mc: r.clone(),

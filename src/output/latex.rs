@@ -38,6 +38,27 @@ pub fn num(v: f64) -> String {
     }
 }
 
+/// Decimals that give 4 significant digits for |v| in [1e-3, 1e5); `None` outside (use
+/// scientific notation there).
+fn decimals(v: f64) -> Option<usize> {
+    let a = v.abs();
+    (1e-3..1e5)
+        .contains(&a)
+        .then(|| (3 - a.log10().floor() as i32).max(0) as usize)
+}
+
+/// A number in plain text with 4 significant digits (`1.235e-7` outside [1e-3, 1e5)), as the
+/// claims ledger prints it.
+pub fn plain(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    match decimals(v) {
+        Some(d) => format!("{v:.d$}"),
+        None => format!("{v:.3e}"),
+    }
+}
+
 fn math(v: f64) -> String {
     if v.is_nan() {
         return "--".into();
@@ -45,19 +66,24 @@ fn math(v: f64) -> String {
     if v == 0.0 {
         return "0".into();
     }
-    let a = v.abs();
-    if (1e-3..1e5).contains(&a) {
-        let digits = (3 - a.log10().floor() as i32).max(0) as usize;
-        format!("{v:.digits$}")
-    } else {
-        let e = a.log10().floor() as i32;
-        format!("{:.3} \\times 10^{{{e}}}", v / 10f64.powi(e))
+    match decimals(v) {
+        Some(d) => format!("{v:.d$}"),
+        None => {
+            let e = v.abs().log10().floor() as i32;
+            format!("{:.3} \\times 10^{{{e}}}", v / 10f64.powi(e))
+        }
     }
 }
 
 /// A Monte Carlo estimate with its 95% interval half-width: `$m \pm h$`.
 pub fn pm(mean: f64, low: f64, high: f64) -> String {
     format!("${} \\pm {}$", math(mean), math((high - low) / 2.0))
+}
+
+/// [`pm`] of a row's value and interval.
+pub fn pm_row(r: &crate::profile::Row) -> String {
+    let (lo, hi) = r.interval();
+    pm(r.value, lo, hi)
 }
 
 /// Escapes `_`, `%`, `&`, `#` for text cells.
