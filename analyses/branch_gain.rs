@@ -5,7 +5,7 @@
 //! For each g: effective depth, x_0's weight in x_L, the gradient at x_0, and the first- and
 //! last-block weight gradients, at one depth.
 
-use super::common::{self, Engine, Mc, Model};
+use super::common::{self, Mc, Model};
 use super::{Analysis, Out, Prepared, Settings};
 use crate::branch::BranchModel;
 use crate::layers::LayerSpec;
@@ -13,6 +13,7 @@ use crate::metrics::Metric;
 use crate::output::figure::LinePlot;
 use crate::output::latex;
 use crate::output::table::{column, tagged_frame};
+use crate::profile::EngineKind;
 use crate::profile::Row;
 use crate::{Error, Result};
 use polars::prelude::*;
@@ -124,16 +125,14 @@ pub const METRICS: [Metric; 4] = [
 /// Keeps eff_depth at L, x_0's weight at L, grad_sq at 0 and L, weight_grad_sq at 1 and L.
 pub fn keep(r: &Row) -> bool {
     let last = r.layer == r.depth;
-    match Metric::from_name(r.metric) {
-        Some(Metric::EffDepth) => last,
-        Some(Metric::BranchWeight) => last && r.source == Some(0),
-        Some(Metric::GradSq) => last || r.layer == 0,
-        Some(Metric::WeightGradSq) => last || r.layer == 1,
-        _ => false,
-    }
+    let m = r.metric;
+    (m == Metric::EffDepth && last)
+        || (m == Metric::BranchWeight && last && r.source == Some(0))
+        || (m == Metric::GradSq && (last || r.layer == 0))
+        || (m == Metric::WeightGradSq && (last || r.layer == 1))
 }
 
-fn rows_at(c: &Config, model: &Model, gain: Option<f64>, engine: Engine) -> Result<Vec<Row>> {
+fn rows_at(c: &Config, model: &Model, gain: Option<f64>, engine: EngineKind) -> Result<Vec<Row>> {
     let mut raw = model.raw(c.depth, &c.mc);
     raw.gain = gain;
     let layers = LayerSpec::List(vec![0, 1, c.depth]);
@@ -162,7 +161,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let mut theory = Vec::new();
     for &g in &gains {
         theory.extend(
-            rows_at(c, &linear, Some(g), Engine::Theory)?
+            rows_at(c, &linear, Some(g), EngineKind::Theory)?
                 .into_iter()
                 .map(|r| (vec![g], r)),
         );
@@ -170,7 +169,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let mut mc = Vec::new();
     for &g in &c.mc_gains {
         mc.extend(
-            rows_at(c, &linear, Some(g), Engine::Mc)?
+            rows_at(c, &linear, Some(g), EngineKind::Mc)?
                 .into_iter()
                 .map(|r| (vec![g], r)),
         );
@@ -225,7 +224,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             let m = Model::new(b, i, "layer");
             let cfg = m.raw(c.depth, &c.mc).check()?;
             let g = BranchModel::new(&cfg.branch, None, cfg.inputs.q0, cfg.inputs.c0).nominal_gain;
-            let rows = rows_at(c, &m, None, Engine::Theory)?;
+            let rows = rows_at(c, &m, None, EngineKind::Theory)?;
             for p in &c.presets {
                 let ed = common::value(&rows, p, Metric::EffDepth, c.depth, c.depth, None)
                     .unwrap_or(f64::NAN);
@@ -278,18 +277,18 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     )?;
 
     // Norms by Monte Carlo (identical in the closed form).
-    let th_norm = rows_at(c, &c.norm_model, None, Engine::Theory)?;
+    let th_norm = rows_at(c, &c.norm_model, None, EngineKind::Theory)?;
     let mut tex = Vec::new();
     for n in &c.norms {
         let m = Model {
             norm: n.clone(),
             ..c.norm_model.clone()
         };
-        let rows = rows_at(c, &m, None, Engine::Mc)?;
+        let rows = rows_at(c, &m, None, EngineKind::Mc)?;
         for p in &c.presets {
             let ed = rows
                 .iter()
-                .find(|r| &r.preset == p && r.metric == Metric::EffDepth.name());
+                .find(|r| &r.preset == p && r.metric == Metric::EffDepth);
             let th = common::value(&th_norm, p, Metric::EffDepth, c.depth, c.depth, None)
                 .unwrap_or(f64::NAN);
             tex.push(vec![

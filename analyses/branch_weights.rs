@@ -98,7 +98,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     )?;
     let depths = common::log_depths(c.max_depth, c.depth_count);
     let mut theory = common::vs_depth(
-        common::Engine::Theory,
+        crate::profile::EngineKind::Theory,
         &c.presets,
         &c.model,
         &c.mc,
@@ -107,7 +107,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     )?;
     theory.retain(first_two);
     let mut mc = common::vs_depth(
-        common::Engine::Mc,
+        crate::profile::EngineKind::Mc,
         &c.mc_presets,
         &c.model,
         &c.mc,

@@ -107,7 +107,7 @@ fn get<'a>(
 /// The largest depth present for `preset` and `m`.
 fn max_depth(rows: &[Row], preset: &str, m: Metric) -> Result<u64> {
     rows.iter()
-        .filter(|r| r.preset == preset && r.metric == m.name())
+        .filter(|r| r.preset == preset && r.metric == m)
         .map(|r| r.depth)
         .max()
         .ok_or_else(|| Error::Undefined(format!("claims: no {} rows for {preset}", m.name())))
@@ -141,14 +141,12 @@ fn claim1(d: &Data) -> Result<Claim> {
     let mut gs: Vec<(f64, f64, f64)> = Vec::new(); // (g, pre ratio, post ratio)
     for (t, r) in gain
         .iter()
-        .filter(|(_, r)| r.preset == "post" && r.metric == ed.name())
+        .filter(|(_, r)| r.preset == "post" && r.metric == ed)
     {
         let p = gain
             .iter()
             // The same grid value, written and read back: bit-equal.
-            .find(|(u, q)| {
-                u[0].to_bits() == t[0].to_bits() && q.preset == "pre" && q.metric == ed.name()
-            })
+            .find(|(u, q)| u[0].to_bits() == t[0].to_bits() && q.preset == "pre" && q.metric == ed)
             .map_or(f64::NAN, |(_, q)| q.value / q.depth as f64);
         gs.push((t[0], p, r.value / r.depth as f64));
     }
@@ -202,7 +200,7 @@ fn claim2(d: &Data) -> Result<Claim> {
     let lm = max_depth(&mc, "pre", sq)?;
     let mc_pts: Vec<&Row> = mc
         .iter()
-        .filter(|r| r.preset == "pre" && r.metric == sq.name() && r.layer >= 4)
+        .filter(|r| r.preset == "pre" && r.metric == sq && r.layer >= 4)
         .collect();
     let (first, last) = (mc_pts.first(), mc_pts.last());
     let p_mc = match (first, last) {
@@ -268,7 +266,7 @@ fn claim3(d: &Data) -> Result<Claim> {
     let mut sweep = Vec::new();
     for (t, r) in gain
         .iter()
-        .filter(|(_, r)| r.preset == "post" && r.metric == bw.name())
+        .filter(|(_, r)| r.preset == "post" && r.metric == bw)
     {
         sweep.push((t[0], factor(r.value, r.depth)));
     }

@@ -2,13 +2,15 @@
 //! two engines over many presets and depths, and turning rows into plotted series.
 
 use crate::config::RawModel;
+use crate::engine::Plan;
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
 use crate::monte_carlo::{McConfig, RawMc};
 use crate::output::figure::{LinePlot, MC_COLOR, Series};
+use crate::profile::EngineKind;
 use crate::profile::Row;
-use crate::run::{mc_rows, theory_rows_one};
-use crate::theory::rows::Selection;
+use crate::tables::{self, mc_rows};
+use crate::theory::ClosedForm;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -149,17 +151,14 @@ pub fn theory(
     layers: &LayerSpec,
 ) -> Result<Vec<Row>> {
     let model = raw.check()?;
-    let sel = Selection {
-        metrics: metrics.to_vec(),
-        layers: layers.resolve(raw.depth)?,
-        path_len_explicit: true,
-    };
-    let mut notes = Vec::new();
-    let mut out = Vec::new();
-    for p in presets {
-        out.extend(theory_rows_one(p, &model, &sel, &mut notes)?);
-    }
-    Ok(out)
+    let plan = Plan::new(metrics, layers.clone());
+    tables::rows(
+        &ClosedForm::new(&model),
+        &model,
+        presets,
+        &plan,
+        &mut Vec::new(),
+    )
 }
 
 /// Monte Carlo rows of `presets` (95% CIs over `mc.samples` networks).
@@ -170,25 +169,12 @@ pub fn monte_carlo(
     metrics: &[Metric],
     layers: &LayerSpec,
 ) -> Result<Vec<Row>> {
-    let cfg = mc_config(raw, mc)?;
-    let mut rows = mc_rows(presets, &cfg, metrics, layers)?;
-    // The engine measures some metrics together; keep what was asked for.
-    rows.retain(|r| metrics.iter().any(|m| m.name() == r.metric));
-    Ok(rows)
-}
-
-/// Which engine produces rows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Engine {
-    /// The closed form.
-    Theory,
-    /// Monte Carlo.
-    Mc,
+    mc_rows(presets, &mc_config(raw, mc)?, metrics, layers)
 }
 
 /// Rows of `presets` from `engine`.
 pub fn rows(
-    engine: Engine,
+    engine: EngineKind,
     presets: &[String],
     raw: &RawModel,
     mc: &Mc,
@@ -196,14 +182,14 @@ pub fn rows(
     layers: &LayerSpec,
 ) -> Result<Vec<Row>> {
     match engine {
-        Engine::Theory => theory(presets, raw, metrics, layers),
-        Engine::Mc => monte_carlo(presets, raw, mc, metrics, layers),
+        EngineKind::Theory => theory(presets, raw, metrics, layers),
+        EngineKind::Mc => monte_carlo(presets, raw, mc, metrics, layers),
     }
 }
 
 /// Rows at the last layer of each depth in `depths`.
 pub fn vs_depth(
-    engine: Engine,
+    engine: EngineKind,
     presets: &[String],
     model: &Model,
     mc: &Mc,
@@ -245,7 +231,7 @@ impl DepthSweep<'_> {
     ) -> Result<(Vec<Row>, Vec<Row>, LinePlot)> {
         let m = [metric];
         let theory = vs_depth(
-            Engine::Theory,
+            EngineKind::Theory,
             self.presets,
             self.model,
             self.mc,
@@ -253,7 +239,7 @@ impl DepthSweep<'_> {
             &m,
         )?;
         let mc = vs_depth(
-            Engine::Mc,
+            EngineKind::Mc,
             self.mc_presets,
             self.model,
             self.mc,
@@ -306,7 +292,7 @@ pub fn points<T: AsRow>(
         .iter()
         .filter(|t| {
             let r = t.row();
-            r.preset == preset && r.metric == metric.name() && keep(r)
+            r.preset == preset && r.metric == metric && keep(r)
         })
         .map(|t| {
             let r = t.row();
@@ -331,7 +317,7 @@ pub fn find<'a>(
 ) -> Option<&'a Row> {
     rows.iter().find(|r| {
         r.preset == preset
-            && r.metric == metric.name()
+            && r.metric == metric
             && r.depth == depth
             && r.layer == layer
             && r.source == source

@@ -4,13 +4,14 @@
 //! x_0 and of the first branch in x_L, and the gradient at x_0. Tests seed 002's "DeepNorm keeps
 //! Post-Norm's depth and avoids vanishing gradients".
 
-use super::common::{self, Engine, Mc, Model};
+use super::common::{self, Mc, Model};
 use super::{Analysis, Out, Prepared, Settings};
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
 use crate::output::figure::{LinePlot, Mark, Series};
 use crate::output::table::tagged_frame;
 use crate::placement::{self, Overrides};
+use crate::profile::EngineKind;
 use crate::profile::Row;
 use crate::spec::SkipScale;
 use crate::{Error, Result};
@@ -95,11 +96,9 @@ pub const TAGS: [&str; 4] = ["s", "alpha", "beta", "alpha_only"];
 const METRICS: [Metric; 3] = [Metric::EffDepth, Metric::BranchWeight, Metric::GradSq];
 
 fn keep(r: &Row) -> bool {
-    match Metric::from_name(r.metric) {
-        Some(Metric::BranchWeight) => r.source.is_some_and(|s| s <= 1),
-        Some(Metric::GradSq) => r.layer == 0,
-        _ => true,
-    }
+    let m = r.metric;
+    (m != Metric::BranchWeight || r.source.is_some_and(|s| s <= 1))
+        && (m != Metric::GradSq || r.layer == 0)
 }
 
 /// Rows at (alpha, beta), tagged `[s, alpha, beta, alpha_only]` (`alpha_only` is 1 on the
@@ -110,7 +109,7 @@ fn at(
     alpha: f64,
     beta: f64,
     alpha_only: bool,
-    engine: Engine,
+    engine: EngineKind,
 ) -> Result<Vec<(Vec<f64>, Row)>> {
     let mut raw = c.model.raw(c.depth, &c.mc);
     raw.alpha = Some(alpha);
@@ -130,19 +129,19 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let mut theory = Vec::new();
     for i in 0..c.steps {
         let s = i as f64 / (c.steps - 1) as f64;
-        theory.extend(at(c, s, a.powf(s), b.powf(s), false, Engine::Theory)?);
-        theory.extend(at(c, s, a.powf(s), 1.0, true, Engine::Theory)?);
+        theory.extend(at(c, s, a.powf(s), b.powf(s), false, EngineKind::Theory)?);
+        theory.extend(at(c, s, a.powf(s), 1.0, true, EngineKind::Theory)?);
     }
     let mut mc = Vec::new();
     for &s in &c.mc_s {
-        mc.extend(at(c, s, a.powf(s), b.powf(s), false, Engine::Mc)?);
+        mc.extend(at(c, s, a.powf(s), b.powf(s), false, EngineKind::Mc)?);
     }
     // x = alpha; family by the alpha_only tag.
     let pick = |rows: &[(Vec<f64>, Row)], m: Metric, src: Option<u64>, beta_one: bool| {
         let mut v: Vec<(f64, f64, f64, f64)> = rows
             .iter()
             .filter(|(t, r)| {
-                r.metric == m.name() && r.source == src && (t[3] > 0.5) == beta_one && keep(r)
+                r.metric == m && r.source == src && (t[3] > 0.5) == beta_one && keep(r)
             })
             .map(|(t, r)| {
                 let (lo, hi) = r.interval();

@@ -102,7 +102,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         "effective depth (mean path length)",
     )?;
     let mc_th = common::vs_depth(
-        common::Engine::Theory,
+        crate::profile::EngineKind::Theory,
         &c.mc_presets,
         &c.model,
         &c.mc,

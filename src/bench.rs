@@ -95,7 +95,12 @@ pub fn normscope_seconds(w: Workload) -> Result<f64> {
     let metrics = Metric::parse_list("stream_sq,corr,coef,branch_weight,grad_sq,weight_grad_sq")?;
     let presets: Vec<String> = ["pre", "post", "deepnorm"].map(String::from).to_vec();
     let start = Instant::now();
-    let rows = monte_carlo::run(&presets, &cfg, &metrics, &LayerSpec::All, &())?;
+    let engine = monte_carlo::MonteCarlo {
+        cfg: &cfg,
+        progress: &(),
+    };
+    let plan = crate::engine::Plan::new(&metrics, LayerSpec::All);
+    let rows = crate::tables::rows(&engine, &cfg.model, &presets, &plan, &mut Vec::new())?;
     let secs = start.elapsed().as_secs_f64();
     std::hint::black_box(rows);
     Ok(secs)

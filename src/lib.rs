@@ -35,7 +35,9 @@
 pub mod bench;
 pub mod branch;
 pub mod cli;
+pub mod compare;
 pub mod config;
+pub mod engine;
 pub mod error;
 pub mod layers;
 pub mod metrics;
@@ -46,6 +48,7 @@ pub mod profile;
 pub mod run;
 pub mod spec;
 pub mod symbolic;
+pub mod tables;
 pub mod theory;
 
 #[path = "../analyses/mod.rs"]

@@ -78,7 +78,7 @@ fn run(cli: Cli) -> normscope::Result<()> {
             let raw: RawModel = a.model.raw();
             let t = &a.table;
             let cfg = TheoryConfig::new(&t.preset, &raw, &t.metrics, &t.layers)?;
-            let rows = run::theory_rows(&cfg, &mut notes)?;
+            let rows = normscope::tables::theory_rows(&cfg, &mut notes)?;
             let mut df = table::frame(rows)?;
             let mut buf = Vec::new();
             table::write_csv(&mut df, &mut buf)?;
@@ -102,7 +102,7 @@ fn run(cli: Cli) -> normscope::Result<()> {
         Command::Presets => emit(None, run::presets_text().as_bytes()),
         Command::Mc(a) => {
             let (presets, cfg, metrics, layers) = mc_request(&a)?;
-            let rows = run::mc_rows(&presets, &cfg, &metrics, &layers)?;
+            let rows = normscope::tables::mc_rows(&presets, &cfg, &metrics, &layers)?;
             let mut df = table::frame(rows)?;
             let mut buf = Vec::new();
             table::write_csv(&mut df, &mut buf)?;
@@ -111,14 +111,17 @@ fn run(cli: Cli) -> normscope::Result<()> {
         Command::Bench(a) => bench(&a),
         Command::Compare(a) => {
             let (presets, cfg, metrics, layers) = mc_request(&a)?;
-            let rows = run::compare(&presets, &cfg, &metrics, &layers)?;
+            let rows = normscope::compare::compare(&presets, &cfg, &metrics, &layers)?;
             let bad = rows.iter().filter(|r| !r.agree).count();
             notes.push(format!(
                 "{} of {} comparisons agree within CI + allowance",
                 rows.len() - bad,
                 rows.len()
             ));
-            emit(a.table.out.as_deref(), &run::compare_csv(&rows)?)
+            emit(
+                a.table.out.as_deref(),
+                &normscope::compare::compare_csv(&rows)?,
+            )
         }
         Command::Reproduce(a) if a.list => {
             for x in analyses::REGISTRY {

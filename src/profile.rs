@@ -1,26 +1,131 @@
-//! The tidy row shared by both engines, and its sort key.
+//! What an engine returns: a [`Profile`], the typed per-layer table of one stack keyed by
+//! [`Metric`], layer and source; and the tidy [`Row`] it becomes in tables.
 //!
-//! Columns, in order: `preset,engine,depth,layer,source,metric,value,stderr,ci_low,ci_high,n`.
-//! `source` is j (0 = x_0) for `coef` and `branch_weight`, the path length k for `path_len`,
-//! empty otherwise; `stderr,ci_low,ci_high,n` are empty for exact (closed-form) values.
+//! Row columns, in order ([`crate::output::table::COLUMNS`]):
+//! `preset,engine,depth,layer,source,metric,value,stderr,ci_low,ci_high,n`. `source` is j
+//! (0 = x_0) for `coef` and `branch_weight`, the path length k for `path_len`, empty otherwise;
+//! `stderr,ci_low,ci_high,n` are empty for exact (closed-form) values.
 
+use crate::metrics::Metric;
+use crate::monte_carlo::stats::Estimate;
 use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+/// Which engine produced a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EngineKind {
+    /// The closed form (infinite width, exact).
+    Theory,
+    /// Monte Carlo over sampled finite-width networks (estimates with intervals).
+    Mc,
+}
+
+impl EngineKind {
+    /// Every engine.
+    pub const ALL: [EngineKind; 2] = [EngineKind::Theory, EngineKind::Mc];
+
+    /// The name in the `engine` column.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Theory => "theory",
+            EngineKind::Mc => "mc",
+        }
+    }
+
+    /// The engine with column name `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.name() == name)
+    }
+}
+
+/// One value of a profile.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    /// An exact (closed-form) value.
+    Exact(f64),
+    /// A Monte Carlo estimate with its standard error and 95% interval.
+    Estimate(Estimate),
+}
+
+/// `(metric, layer, source)`: the key of a profile entry.
+pub type Key = (Metric, usize, Option<usize>);
+
+/// The per-layer table of one stack from one engine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Profile {
+    /// The engine.
+    pub engine: EngineKind,
+    /// Preset name of the stack.
+    pub preset: String,
+    /// Depth L of the stack.
+    pub depth: usize,
+    /// Values by key, in key order.
+    pub values: BTreeMap<Key, Value>,
+    /// What was skipped and why (e.g. `path_len` beyond its layer limit).
+    pub notes: Vec<String>,
+}
+
+impl Profile {
+    /// An empty profile.
+    pub fn new(engine: EngineKind, preset: &str, depth: usize) -> Self {
+        Profile {
+            engine,
+            preset: preset.to_string(),
+            depth,
+            values: BTreeMap::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// The tidy rows, in key order.
+    pub fn rows(&self) -> Vec<Row> {
+        self.values
+            .iter()
+            .map(|(&(metric, layer, source), v)| {
+                let mut r = Row {
+                    preset: self.preset.clone(),
+                    engine: self.engine,
+                    depth: self.depth as u64,
+                    layer: layer as u64,
+                    source: source.map(|s| s as u64),
+                    metric,
+                    value: f64::NAN,
+                    stderr: None,
+                    ci_low: None,
+                    ci_high: None,
+                    n: None,
+                };
+                match v {
+                    Value::Exact(x) => r.value = *x,
+                    Value::Estimate(e) => {
+                        r.value = e.mean;
+                        r.stderr = Some(e.stderr);
+                        r.ci_low = Some(e.ci_low);
+                        r.ci_high = Some(e.ci_high);
+                        r.n = Some(e.n as u64);
+                    }
+                }
+                r
+            })
+            .collect()
+    }
+}
 
 /// One tidy row.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
     /// Preset name.
     pub preset: String,
-    /// `theory` or `mc`.
-    pub engine: &'static str,
+    /// The engine.
+    pub engine: EngineKind,
     /// Depth L of the stack.
     pub depth: u64,
     /// Layer l in 0..=L.
     pub layer: u64,
     /// Source j or path length k, where the metric has one.
     pub source: Option<u64>,
-    /// Metric name (see [`crate::metrics::Metric`]).
-    pub metric: &'static str,
+    /// The metric.
+    pub metric: Metric,
     /// Estimate or exact value.
     pub value: f64,
     /// Standard error (Monte Carlo only).
@@ -34,30 +139,6 @@ pub struct Row {
 }
 
 impl Row {
-    /// An exact (closed-form) row.
-    pub fn exact(
-        preset: &str,
-        depth: usize,
-        layer: usize,
-        source: Option<usize>,
-        metric: &'static str,
-        value: f64,
-    ) -> Self {
-        Row {
-            preset: preset.to_string(),
-            engine: "theory",
-            depth: depth as u64,
-            layer: layer as u64,
-            source: source.map(|s| s as u64),
-            metric,
-            value,
-            stderr: None,
-            ci_low: None,
-            ci_high: None,
-            n: None,
-        }
-    }
-
     /// The 95% interval `(ci_low, ci_high)`; an exact row's is the point itself.
     pub fn interval(&self) -> (f64, f64) {
         (
@@ -66,23 +147,24 @@ impl Row {
         )
     }
 
-    /// The sort key: the columns in order, numbers compared as numbers, an empty source first.
+    /// The sort key: the columns in order as written (names compared as text, numbers as
+    /// numbers, an empty source first).
     pub fn key_cmp(&self, other: &Self) -> Ordering {
         (
             &self.preset,
-            self.engine,
+            self.engine.name(),
             self.depth,
             self.layer,
             self.source,
-            self.metric,
+            self.metric.name(),
         )
             .cmp(&(
                 &other.preset,
-                other.engine,
+                other.engine.name(),
                 other.depth,
                 other.layer,
                 other.source,
-                other.metric,
+                other.metric.name(),
             ))
     }
 }

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use normscope::config::{RawModel, TheoryConfig};
 use normscope::placement::REGISTRY;
-use normscope::run;
+use normscope::tables;
 
 #[test]
 fn depth_one_million_is_finite_for_every_preset() {
@@ -14,11 +14,12 @@ fn depth_one_million_is_finite_for_every_preset() {
     for p in REGISTRY {
         let cfg = TheoryConfig::new(p.name, &raw, "all", "log:6").unwrap();
         let mut notes = Vec::new();
-        let rows = run::theory_rows(&cfg, &mut notes).unwrap();
+        let rows = tables::theory_rows(&cfg, &mut notes).unwrap();
         assert!(!rows.is_empty());
         for r in &rows {
             // merge_error is NaN only where the next branch output is zero (ReZero).
-            let ok = r.value.is_finite() || (r.metric == "merge_error" && p.name == "rezero");
+            let ok = r.value.is_finite()
+                || (r.metric == normscope::metrics::Metric::MergeError && p.name == "rezero");
             assert!(ok, "{} {} layer {}: {}", p.name, r.metric, r.layer, r.value);
         }
         // path_len beyond its exact-law limit is skipped with a note, never silently.
@@ -40,10 +41,10 @@ fn deep_closed_forms_match_hand_values() {
             "last",
         )
         .unwrap();
-        run::theory_rows(&cfg, &mut Vec::new())
+        tables::theory_rows(&cfg, &mut Vec::new())
             .unwrap()
             .into_iter()
-            .map(|r| (r.metric, r.value))
+            .map(|r| (r.metric.name(), r.value))
             .collect::<std::collections::HashMap<_, _>>()
     };
     let lf = l as f64;
@@ -66,11 +67,11 @@ fn overflow_is_an_error_not_a_number() {
         ..seeds_model(2000)
     };
     let cfg = TheoryConfig::new("rezero", &raw, "stream_sq", "last").unwrap();
-    let err = run::theory_rows(&cfg, &mut Vec::new()).unwrap_err();
+    let err = tables::theory_rows(&cfg, &mut Vec::new()).unwrap_err();
     assert!(err.to_string().contains("stream_sq"), "{err}");
     // The ratios stay finite: branch weights are still computed in log space.
     let cfg = TheoryConfig::new("rezero", &raw, "branch_weight,eff_depth", "last").unwrap();
-    let rows = run::theory_rows(&cfg, &mut Vec::new()).unwrap();
+    let rows = tables::theory_rows(&cfg, &mut Vec::new()).unwrap();
     assert!(rows.iter().all(|r| r.value.is_finite()));
 }
 
@@ -87,6 +88,6 @@ fn gelu_deep_stack_is_finite() {
         "log:4",
     )
     .unwrap();
-    let rows = run::theory_rows(&cfg, &mut Vec::new()).unwrap();
+    let rows = tables::theory_rows(&cfg, &mut Vec::new()).unwrap();
     assert!(rows.iter().all(|r| r.value.is_finite()));
 }

@@ -243,7 +243,10 @@ fn golden_tables_of_the_quick_run() {
         compare_csv(rel, &String::from_utf8_lossy(bytes), &want, tol);
         seen += 1;
         if let Ok(rows) = normscope::output::table::read_rows(&p) {
-            for r in rows.iter().filter(|r| r.engine == "mc" && r.value != 0.0) {
+            for r in rows
+                .iter()
+                .filter(|r| r.engine == normscope::profile::EngineKind::Mc && r.value != 0.0)
+            {
                 let (lo, hi) = r.interval();
                 let width = (hi - lo) / r.value.abs();
                 if width > 0.0 {

@@ -1,35 +1,35 @@
-//! Every metric of THEORY.md section 5 measured on one sampled network. Each value averages
-//! over the network's tokens; [`super::run`] then treats networks as independent samples.
+//! One sampled network's raw quantities ([`Quantities`]) and the metrics read from them
+//! ([`measure`]). Each value averages over the network's tokens; the engine
+//! ([`super::MonteCarlo`]) then treats networks as independent samples.
 //!
-//! - `stream_sq` `sum_t |x_t|^2/(n d)`; `corr` `(|sum_t x_t|^2 - sum_t |x_t|^2) / ((n-1) sum_t |x_t|^2)`;
-//! - `coef` the token mean of `C_{l,j,t}`; `branch_weight` `sum_t |C B~|^2 / sum_t |x_t|^2`;
-//! - `skip_gain`, `branch_gain`: `|J h|^2/|h|^2` for one isotropic Gaussian tangent h per
-//!   block through the skip and the branch path;
-//! - `path_len`, `eff_depth`: one tangent per path length k, `T'_k = J_skip T_k + J_br T_{k-1}`
-//!   from `T_0 = h` (exact path polynomial; `sum_k T_k` is the full JVP), shares
-//!   `|T_k|^2 / sum_k |T_k|^2` (classes below [`PATH_PRUNE`] of the energy dropped); beyond
-//!   `--path-max` blocks, the factorized estimator: a
-//!   Poisson-binomial law with this network's `p_l = b_l^2/(a_l^2+b_l^2)`;
-//! - `grad_sq` `|dL/dx_l|^2/(n d)` for an output gradient with iid N(0,1) entries;
-//!   `weight_grad_sq` `|dL/dW_last|_F^2/(n d^2)` (the per-token value when token contributions
-//!   are uncorrelated);
-//! - `rel_update`, `cos_prev`, `angular_dist` over all tokens; `merge_error` by evaluating
-//!   `F_{l+1}` on block l+1's branch input of `x_{l-1}`;
-//! - `output_change`: the exact first-order output change (a forward tangent) for weight
-//!   perturbations with iid entries of each matrix's init standard deviation, `|t|^2/(n d)`.
+//! The passes run in a fixed order, each only if a requested metric needs it
+//! ([`crate::metrics::Needs`]), so the random draws of one metric never depend on which other
+//! metrics were asked for:
+//!
+//! 1. the forward pass, with the exact per-token decomposition at the selected layers;
+//! 2. gains: one isotropic Gaussian tangent h per block, `|J_skip h|^2/|h|^2` and
+//!    `|J_br h|^2/|h|^2` (beyond `--path-max` blocks also the factorized path law, a
+//!    Poisson-binomial law with this network's `p_l = b_l^2/(a_l^2+b_l^2)`);
+//! 3. paths (up to `--path-max` blocks): one tangent per path length k,
+//!    `T'_k = J_skip T_k + J_br T_{k-1}` from `T_0 = h` (the exact path polynomial;
+//!    `sum_k T_k` is the full JVP), classes below [`PATH_CLASS_FLOOR`] of the energy dropped;
+//! 4. perturbation: the exact first-order output change (a forward tangent) for weight
+//!    perturbations with iid entries of each matrix's init standard deviation;
+//! 5. backward: `dL/dx_l` and every weight gradient for an output gradient with iid N(0,1)
+//!    entries.
 
-use super::network::Network;
+use super::network::{Backward, Forward, Network};
 use super::rng::Rng;
 use super::sample;
-use crate::metrics::Metric;
+use crate::metrics::{Metric, eff_depth};
 use crate::theory::paths::PathLengths;
 use nalgebra::DMatrix;
 use std::collections::BTreeMap;
 
-/// (metric, layer, source) -> value.
-pub type Values = BTreeMap<(Metric, u64, Option<u64>), f64>;
+/// (metric, layer, source) -> value, for one network.
+pub type Values = BTreeMap<crate::profile::Key, f64>;
 
-/// Which layers and metrics to measure.
+/// Which layers and metrics to measure on each network.
 #[derive(Clone, Debug)]
 pub struct Plan {
     /// Metrics.
@@ -40,9 +40,68 @@ pub struct Plan {
     pub path_max: usize,
 }
 
-impl Plan {
-    fn wants(&self, m: Metric) -> bool {
-        self.metrics.contains(&m)
+/// The coefficients and energy shares of every source at one layer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decomposed {
+    /// Token mean of `C_{l,j,t}`, j = 0..=l.
+    pub coef: Vec<f64>,
+    /// `sum_t |C_{l,j,t} B~_{j,t}|^2 / ||x_l||^2`, j = 0..=l.
+    pub weight: Vec<f64>,
+}
+
+/// A network's path-length law at one layer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathLaw {
+    /// `(k, share)` for the lengths whose share is positive.
+    pub shares: Vec<(usize, f64)>,
+    /// The mean length.
+    pub mean: f64,
+}
+
+/// What the metrics read from one sampled network.
+pub struct Quantities<'a> {
+    /// The network.
+    pub net: &'a Network,
+    /// Its forward pass.
+    pub fw: &'a Forward,
+    /// Tokens n.
+    pub tokens: f64,
+    /// Width d.
+    pub width: f64,
+    /// The decomposition at the selected layers (if needed).
+    pub decomposition: BTreeMap<usize, Decomposed>,
+    /// `(a_l^2, b_l^2)` at the selected blocks (if needed).
+    pub gains: Vec<Option<(f64, f64)>>,
+    /// The path-length law at the selected layers (if needed).
+    pub path_laws: BTreeMap<usize, PathLaw>,
+    /// `||t_l||^2 / (n d)` of the output change at the selected layers (if needed).
+    pub output_change: Vec<Option<f64>>,
+    /// The backward pass (if needed).
+    pub backward: Option<Backward>,
+}
+
+impl Quantities<'_> {
+    /// `||x_l||_F^2`.
+    pub fn energy(&self, l: usize) -> f64 {
+        self.fw.xs[l].norm_squared()
+    }
+
+    /// `cos(x_l, x_{l-1})` over all tokens, clamped to [-1, 1].
+    pub fn cos_prev(&self, l: usize) -> f64 {
+        let (x, xp) = (&self.fw.xs[l], &self.fw.xs[l - 1]);
+        (x.dot(xp) / (self.energy(l) * self.energy(l - 1)).sqrt()).clamp(-1.0, 1.0)
+    }
+
+    /// `F_{l+1}` on block l+1's branch input of `x_{l-1}` (the other side of `merge_error`).
+    pub fn next_branch_on_previous(&self, l: usize) -> DMatrix<f64> {
+        let (_, _, u) = self.net.branch_input(l + 1, &self.fw.xs[l - 1]);
+        self.net.branches[l].forward(&u).0
+    }
+
+    /// The gradient of block l's last weight matrix.
+    pub fn last_weight_grad<'b>(&self, bw: &'b Backward, l: usize) -> &'b DMatrix<f64> {
+        let last = self.net.branches[l - 1].last_index();
+        &bw.weight_grads[l - 1][last]
     }
 }
 
@@ -50,176 +109,139 @@ fn energy(m: &DMatrix<f64>) -> f64 {
     m.norm_squared()
 }
 
-/// Measures one network.
+/// Measures one network: every requested metric at every selected layer it has rows at.
+/// Non-finite values are left out.
 pub fn measure(net: &Network, plan: &Plan, rng: &mut Rng) -> Values {
     let depth = net.depth();
-    let (d, n) = (net.input.nrows() as f64, net.input.ncols() as f64);
-    let mut v = Values::new();
+    let (d, n) = (net.input.nrows(), net.input.ncols());
+    let needs = Metric::needs(&plan.metrics);
     let sel = |l: usize| plan.selected[l];
-    let put = |v: &mut Values, m: Metric, l: usize, s: Option<usize>, x: f64| {
-        if x.is_finite() {
-            v.insert((m, l as u64, s.map(|s| s as u64)), x);
-        }
-    };
-    // Forward, with the decomposition read at the selected layers.
-    let want_dec = plan.wants(Metric::Coef) || plan.wants(Metric::BranchWeight);
-    let mut dec_rows: Vec<(usize, Vec<f64>, Vec<f64>)> = Vec::new();
+    // 1. Forward, with the decomposition read at the selected layers.
+    let mut decomposition = BTreeMap::new();
     let fw = net.forward(|l, x, dec| {
-        if want_dec && sel(l) {
+        if needs.decomposition && sel(l) {
             let total = energy(x);
-            let coef = dec.coef.iter().map(|c| c.iter().sum::<f64>() / n).collect();
-            let w = (0..dec.coef.len())
+            let coef = dec
+                .coef
+                .iter()
+                .map(|c| c.iter().sum::<f64>() / n as f64)
+                .collect();
+            let weight = (0..dec.coef.len())
                 .map(|j| dec.source_energy(j) / total)
                 .collect();
-            dec_rows.push((l, coef, w));
+            decomposition.insert(l, Decomposed { coef, weight });
         }
     });
-    for (l, coef, w) in dec_rows {
-        for j in 0..coef.len() {
-            if plan.wants(Metric::Coef) {
-                put(&mut v, Metric::Coef, l, Some(j), coef[j]);
-            }
-            if plan.wants(Metric::BranchWeight) {
-                put(&mut v, Metric::BranchWeight, l, Some(j), w[j]);
-            }
-        }
-    }
-    for l in (0..=depth).filter(|&l| sel(l)) {
-        let x = &fw.xs[l];
-        let e = energy(x);
-        put(&mut v, Metric::StreamSq, l, None, e / (n * d));
-        if n >= 2.0 {
-            let s = x.column_sum().norm_squared();
-            put(&mut v, Metric::Corr, l, None, (s - e) / ((n - 1.0) * e));
-        }
-        if l >= 1 {
-            let xp = &fw.xs[l - 1];
-            let ep = energy(xp);
-            let rel = (energy(&(x - xp)) / ep).sqrt();
-            let cos = (x.dot(xp) / (e * ep).sqrt()).clamp(-1.0, 1.0);
-            put(&mut v, Metric::RelUpdate, l, None, rel);
-            put(&mut v, Metric::CosPrev, l, None, cos);
-            put(
-                &mut v,
-                Metric::AngularDist,
-                l,
-                None,
-                cos.acos() / std::f64::consts::PI,
-            );
-        }
-        if plan.wants(Metric::MergeError) && l >= 1 && l < depth {
-            let (_, _, u) = net.branch_input(l + 1, &fw.xs[l - 1]);
-            let (f_prev, _) = net.branches[l].forward(&u);
-            let f = &fw.blocks[l].out;
-            let den = energy(f);
-            if den > 0.0 {
-                put(
-                    &mut v,
-                    Metric::MergeError,
-                    l,
-                    None,
-                    energy(&(f - f_prev)) / den,
-                );
-            }
-        }
-    }
-    // Skip and branch path gains, one Gaussian tangent per block.
+    let mut q = Quantities {
+        net,
+        fw: &fw,
+        tokens: n as f64,
+        width: d as f64,
+        decomposition,
+        gains: vec![None; depth + 1],
+        path_laws: BTreeMap::new(),
+        output_change: vec![None; depth + 1],
+        backward: None,
+    };
+    // 2. Gains, one Gaussian tangent per block (and the factorized path law).
     let exact_paths = depth <= plan.path_max;
-    let want_paths = plan.wants(Metric::EffDepth) || plan.wants(Metric::PathLen);
-    let want_gains = plan.wants(Metric::SkipGain) || plan.wants(Metric::BranchGain);
-    if want_gains || (want_paths && !exact_paths) {
+    let factorized = needs.paths && !exact_paths;
+    if needs.gains || factorized {
         let mut dist = PathLengths::default();
         let mut eff = 0.0;
         for l in 1..=depth {
-            if !(sel(l) || (want_paths && !exact_paths)) {
+            if !(sel(l) || factorized) {
                 continue;
             }
-            let h = sample::gaussian(rng, d as usize, n as usize);
+            let h = sample::gaussian(rng, d, n);
             let (s, b) = net.block_jvp(&fw, l, Some(&h), None);
             let (a2, b2) = (
                 energy(&s.expect("skip tangent")) / energy(&h),
                 energy(&b) / energy(&h),
             );
             if sel(l) {
-                put(&mut v, Metric::SkipGain, l, None, a2);
-                put(&mut v, Metric::BranchGain, l, None, b2);
+                q.gains[l] = Some((a2, b2));
             }
-            if want_paths && !exact_paths {
+            if factorized {
                 let p = if a2 + b2 > 0.0 { b2 / (a2 + b2) } else { 0.0 };
                 dist.push(p);
                 eff += p;
                 if sel(l) {
-                    put(&mut v, Metric::EffDepth, l, None, eff);
-                    if plan.wants(Metric::PathLen) {
-                        for (k, pk) in dist.iter() {
-                            put(&mut v, Metric::PathLen, l, Some(k), pk);
-                        }
-                    }
+                    let shares = dist.iter().collect();
+                    q.path_laws.insert(l, PathLaw { shares, mean: eff });
                 }
             }
         }
-        if want_paths && !exact_paths && sel(0) {
-            put(&mut v, Metric::EffDepth, 0, None, 0.0);
-            put(&mut v, Metric::PathLen, 0, Some(0), 1.0);
-        }
-    }
-    if want_paths && exact_paths {
-        path_polynomial(net, &fw, plan, rng, &mut v);
-    }
-    if plan.wants(Metric::OutputChange) {
-        let mut t: Option<DMatrix<f64>> = None;
-        if sel(0) {
-            put(&mut v, Metric::OutputChange, 0, None, 0.0);
-        }
-        for l in 1..=depth {
-            let dw: Vec<DMatrix<f64>> = net.branches[l - 1]
-                .weights()
-                .iter()
-                .zip(&net.weight_stds[l - 1])
-                .map(|(w, s)| sample::gaussian(rng, w.nrows(), w.ncols()) * *s)
-                .collect();
-            let (s, b) = net.block_jvp(&fw, l, t.as_ref(), Some(&dw));
-            let next = match s {
-                Some(s) => s + b,
-                None => b,
+        if factorized && sel(0) {
+            let law = PathLaw {
+                shares: vec![(0, 1.0)],
+                mean: 0.0,
             };
-            if sel(l) {
-                let out = if net.spec.final_norm.is_norm() {
-                    let c = super::norm::forward(net.spec.norm, net.eps, &fw.xs[l]);
-                    super::norm::jacobian(&c, &next)
-                } else {
-                    next.clone()
-                };
-                put(
-                    &mut v,
-                    Metric::OutputChange,
-                    l,
-                    None,
-                    energy(&out) / (n * d),
-                );
-            }
-            t = Some(next);
+            q.path_laws.insert(0, law);
         }
     }
-    if plan.wants(Metric::GradSq) || plan.wants(Metric::WeightGradSq) {
-        let g = sample::gaussian(rng, d as usize, n as usize);
-        let bw = net.backward(&fw, &g);
-        for l in (0..=depth).filter(|&l| sel(l)) {
-            put(
-                &mut v,
-                Metric::GradSq,
-                l,
-                None,
-                energy(&bw.grads[l]) / (n * d),
-            );
-            if l >= 1 {
-                let last = net.branches[l - 1].last_index();
-                let gw = energy(&bw.weight_grads[l - 1][last]);
-                put(&mut v, Metric::WeightGradSq, l, None, gw / (n * d * d));
+    // 3. The exact path polynomial.
+    if needs.paths && exact_paths {
+        q.path_laws = path_polynomial(net, &fw, plan, rng);
+    }
+    // 4. The first-order output change.
+    if needs.perturbation {
+        q.output_change = output_change(net, &fw, plan, rng);
+    }
+    // 5. Backward.
+    if needs.backward {
+        let g = sample::gaussian(rng, d, n);
+        q.backward = Some(net.backward(&fw, &g));
+    }
+    let mut v = Values::new();
+    for l in (0..=depth).filter(|&l| sel(l)) {
+        for &m in &plan.metrics {
+            if m.info().layers.contains(l, depth) {
+                m.sampled(&q, l, &mut |s, x| {
+                    if x.is_finite() {
+                        v.insert((m, l, s), x);
+                    }
+                });
             }
         }
     }
     v
+}
+
+/// `||t_l||^2 / (n d)` of the first-order change of the depth-l output (through the final
+/// Norm, if any) at the selected layers.
+fn output_change(net: &Network, fw: &Forward, plan: &Plan, rng: &mut Rng) -> Vec<Option<f64>> {
+    let depth = net.depth();
+    let (d, n) = (net.input.nrows() as f64, net.input.ncols() as f64);
+    let mut out = vec![None; depth + 1];
+    let mut t: Option<DMatrix<f64>> = None;
+    if plan.selected[0] {
+        out[0] = Some(0.0);
+    }
+    for l in 1..=depth {
+        let dw: Vec<DMatrix<f64>> = net.branches[l - 1]
+            .weights()
+            .iter()
+            .zip(&net.weight_stds[l - 1])
+            .map(|(w, s)| sample::gaussian(rng, w.nrows(), w.ncols()) * *s)
+            .collect();
+        let (s, b) = net.block_jvp(fw, l, t.as_ref(), Some(&dw));
+        let next = match s {
+            Some(s) => s + b,
+            None => b,
+        };
+        if plan.selected[l] {
+            let o = if net.spec.final_norm.is_norm() {
+                let c = super::norm::forward(net.spec.norm, net.eps, &fw.xs[l]);
+                super::norm::jacobian(&c, &next)
+            } else {
+                next.clone()
+            };
+            out[l] = Some(energy(&o) / (n * d));
+        }
+        t = Some(next);
+    }
+    out
 }
 
 /// Energy share below which a path class (its tangent `T_k`) is dropped. A class's
@@ -228,39 +250,37 @@ pub fn measure(net: &Network, plan: &Plan, rng: &mut Rng) -> Values {
 /// `path_len` and `eff_depth` by at most about `L^2 * 1e-12` (< 1e-7 at L = 256), far below
 /// any Monte Carlo standard error, while cutting the O(L^2) cost of the exact polynomial to
 /// O(L x the width of the law).
-pub const PATH_PRUNE: f64 = 1e-12;
+pub const PATH_CLASS_FLOOR: f64 = 1e-12;
 
-/// Share of paths of each length: `T_k` propagated for every k, pruned at [`PATH_PRUNE`].
+/// Share of paths of each length at the selected layers: `T_k` propagated for every k, pruned
+/// at [`PATH_CLASS_FLOOR`].
 fn path_polynomial(
     net: &Network,
-    fw: &super::network::Forward,
+    fw: &Forward,
     plan: &Plan,
     rng: &mut Rng,
-    v: &mut Values,
-) {
+) -> BTreeMap<usize, PathLaw> {
     let depth = net.depth();
     let (d, n) = (net.input.nrows(), net.input.ncols());
+    let mut laws = BTreeMap::new();
     let mut t: Vec<Option<DMatrix<f64>>> = vec![Some(sample::gaussian(rng, d, n))];
-    let record = |v: &mut Values, l: usize, t: &[Option<DMatrix<f64>>]| {
+    let record = |laws: &mut BTreeMap<usize, PathLaw>, l: usize, t: &[Option<DMatrix<f64>>]| {
         let e: Vec<f64> = t.iter().map(|x| x.as_ref().map_or(0.0, energy)).collect();
         let total: f64 = e.iter().sum();
         if total <= 0.0 {
             return;
         }
-        let mut mean = 0.0;
-        for (k, ek) in e.iter().enumerate() {
-            let share = ek / total;
-            mean += k as f64 * share;
-            if plan.metrics.contains(&Metric::PathLen) && share > 0.0 {
-                v.insert((Metric::PathLen, l as u64, Some(k as u64)), share);
-            }
-        }
-        if plan.metrics.contains(&Metric::EffDepth) {
-            v.insert((Metric::EffDepth, l as u64, None), mean);
-        }
+        let all: Vec<(usize, f64)> = e
+            .iter()
+            .enumerate()
+            .map(|(k, ek)| (k, ek / total))
+            .collect();
+        let mean = eff_depth::mean_length(all.iter().copied());
+        let shares = all.into_iter().filter(|&(_, s)| s > 0.0).collect();
+        laws.insert(l, PathLaw { shares, mean });
     };
     if plan.selected[0] {
-        record(v, 0, &t);
+        record(&mut laws, 0, &t);
     }
     let last = (0..=depth).rev().find(|&l| plan.selected[l]).unwrap_or(0);
     for l in 1..=last {
@@ -277,13 +297,16 @@ fn path_polynomial(
         }
         let total: f64 = next.iter().map(|x| x.as_ref().map_or(0.0, energy)).sum();
         for x in next.iter_mut() {
-            if x.as_ref().is_some_and(|m| energy(m) < PATH_PRUNE * total) {
+            if x.as_ref()
+                .is_some_and(|m| energy(m) < PATH_CLASS_FLOOR * total)
+            {
                 *x = None;
             }
         }
         t = next;
         if plan.selected[l] {
-            record(v, l, &t);
+            record(&mut laws, l, &t);
         }
     }
+    laws
 }

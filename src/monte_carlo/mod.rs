@@ -8,7 +8,6 @@
 //! owns the cores.
 
 pub mod activation;
-pub mod allowance;
 pub mod branch;
 pub mod config;
 pub mod gemm;
@@ -21,28 +20,34 @@ pub mod sampler;
 pub mod stats;
 
 pub use config::{McConfig, McKind, RawMc};
+pub use measure::Quantities;
 
 use crate::Result;
-use crate::layers::LayerSpec;
+use crate::engine::{Engine, Plan};
 use crate::metrics::Metric;
-use crate::profile::Row;
-use measure::{Plan, Values};
+use crate::profile::{EngineKind, Key, Profile, Value};
+use crate::spec::StackSpec;
+use measure::Values;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 
-/// Samples and measures network `index` of preset `preset` under `cfg`.
-pub fn run_network(preset: &str, cfg: &McConfig, plan: &Plan, index: u64) -> Result<Values> {
-    let spec = cfg.model.stack(preset)?;
+/// Samples and measures network `index` of `spec` under `cfg`.
+pub fn measure_network(
+    spec: &StackSpec,
+    cfg: &McConfig,
+    plan: &measure::Plan,
+    index: u64,
+) -> Values {
     let hash = rng::config_hash(&cfg.canonical(&spec.preset));
     let mut r = rng::network_rng(cfg.seed, hash, index);
-    let net = sampler::network(&spec, cfg, &mut r);
-    Ok(measure::measure(&net, plan, &mut r))
+    let net = sampler::network(spec, cfg, &mut r);
+    measure::measure(&net, plan, &mut r)
 }
 
-/// Aggregates per-network values into rows (`engine = mc`), keys in order. A `path_len`
-/// length that some networks pruned counts as 0 for them.
-pub fn aggregate(preset: &str, depth: usize, per_net: &[Values]) -> Vec<Row> {
-    let mut keys: BTreeMap<(Metric, u64, Option<u64>), Vec<f64>> = BTreeMap::new();
+/// Aggregates per-network values into estimates, keys in order. A `path_len` length that some
+/// networks pruned counts as 0 for them; a key with fewer than two values is left out.
+pub fn aggregate(per_net: &[Values]) -> BTreeMap<Key, Value> {
+    let mut keys: BTreeMap<Key, Vec<f64>> = BTreeMap::new();
     for v in per_net {
         for k in v.keys() {
             keys.entry(*k).or_default();
@@ -59,26 +64,11 @@ pub fn aggregate(preset: &str, depth: usize, per_net: &[Values]) -> Vec<Row> {
     }
     keys.into_iter()
         .filter(|(_, vals)| vals.len() >= 2)
-        .map(|((m, l, s), vals)| {
-            let e = stats::estimate(&vals);
-            Row {
-                preset: preset.to_string(),
-                engine: "mc",
-                depth: depth as u64,
-                layer: l,
-                source: s,
-                metric: m.name(),
-                value: e.mean,
-                stderr: Some(e.stderr),
-                ci_low: Some(e.ci_low),
-                ci_high: Some(e.ci_high),
-                n: Some(e.n as u64),
-            }
-        })
+        .map(|(k, vals)| (k, Value::Estimate(stats::estimate(&vals))))
         .collect()
 }
 
-/// Progress reporting for [`run`]: called once per finished network.
+/// Progress reporting for [`MonteCarlo`]: called once per finished network.
 pub trait Progress: Sync {
     /// One more network is done.
     fn tick(&self);
@@ -88,36 +78,39 @@ impl Progress for () {
     fn tick(&self) {}
 }
 
-/// Monte Carlo rows of every preset.
-pub fn run(
-    presets: &[String],
-    cfg: &McConfig,
-    metrics: &[Metric],
-    layers: &LayerSpec,
-    progress: &dyn Progress,
-) -> Result<Vec<Row>> {
-    let depth = cfg.model.depth;
-    let mut selected = vec![false; depth + 1];
-    for l in layers.resolve(depth)? {
-        selected[l] = true;
+/// The Monte Carlo engine: `cfg.samples` independent networks per stack, in parallel.
+pub struct MonteCarlo<'a> {
+    /// Sampling settings (width, tokens, samples, seed, ...).
+    pub cfg: &'a McConfig,
+    /// Told of every finished network.
+    pub progress: &'a dyn Progress,
+}
+
+impl Engine for MonteCarlo<'_> {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Mc
     }
-    let plan = Plan {
-        metrics: metrics.to_vec(),
-        selected,
-        path_max: cfg.path_max,
-    };
-    let mut rows = Vec::new();
-    for p in presets {
-        let per_net: Vec<Values> = (0..cfg.samples as u64)
+
+    fn profile(&self, spec: &StackSpec, plan: &Plan) -> Result<Profile> {
+        let mut selected = vec![false; spec.depth + 1];
+        for l in plan.resolve(spec.depth)? {
+            selected[l] = true;
+        }
+        let mplan = measure::Plan {
+            metrics: plan.metrics.clone(),
+            selected,
+            path_max: self.cfg.path_max,
+        };
+        let per_net: Vec<Values> = (0..self.cfg.samples as u64)
             .into_par_iter()
             .map(|i| {
-                let r = run_network(p, cfg, &plan, i);
-                progress.tick();
-                r
+                let v = measure_network(spec, self.cfg, &mplan, i);
+                self.progress.tick();
+                v
             })
-            .collect::<Result<Vec<_>>>()?;
-        let name = crate::placement::find(p)?.name;
-        rows.extend(aggregate(name, depth, &per_net));
+            .collect();
+        let mut profile = Profile::new(EngineKind::Mc, &spec.preset, spec.depth);
+        profile.values = aggregate(&per_net);
+        Ok(profile)
     }
-    Ok(rows)
 }

@@ -1,8 +1,9 @@
 //! Everything that leaves the process: tidy CSV tables (polars), figures (plotters), LaTeX
-//! tables, atomic writes.
+//! tables, atomic writes, the progress bar.
 
 pub mod atomic;
 pub mod figure;
 pub mod heatmap;
 pub mod latex;
+pub mod progress;
 pub mod table;

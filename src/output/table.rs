@@ -3,7 +3,7 @@
 //! Floats are written by polars' default shortest round-trip formatter; empty fields are
 //! nulls. Rows are sorted by key before writing, so equal inputs give byte-identical files.
 
-use crate::profile::{Row, sort_rows};
+use crate::profile::{EngineKind, Row, sort_rows};
 use crate::{Error, Result};
 use polars::prelude::*;
 use std::io::Write;
@@ -34,11 +34,11 @@ pub fn frame(mut rows: Vec<Row>) -> Result<DataFrame> {
 fn unsorted_frame(rows: &[Row]) -> Result<DataFrame> {
     let df = DataFrame::new_infer_height(vec![
         column("preset", rows.iter().map(|r| r.preset.as_str())),
-        column("engine", rows.iter().map(|r| r.engine)),
+        column("engine", rows.iter().map(|r| r.engine.name())),
         column("depth", rows.iter().map(|r| r.depth)),
         column("layer", rows.iter().map(|r| r.layer)),
         column("source", rows.iter().map(|r| r.source)),
-        column("metric", rows.iter().map(|r| r.metric)),
+        column("metric", rows.iter().map(|r| r.metric.name())),
         column("value", rows.iter().map(|r| r.value)),
         column("stderr", rows.iter().map(|r| r.stderr)),
         column("ci_low", rows.iter().map(|r| r.ci_low)),
@@ -136,11 +136,8 @@ pub fn read_tagged(path: &Path, tags: &[&str]) -> Result<Vec<(Vec<f64>, Row)>> {
     for i in 0..df.height() {
         let m = crate::metrics::Metric::from_name(&metric[i])
             .ok_or_else(|| bad(format!("unknown metric '{}'", metric[i])))?;
-        let engine = match engine[i].as_str() {
-            "theory" => "theory",
-            "mc" => "mc",
-            other => return Err(bad(format!("unknown engine '{other}'"))),
-        };
+        let engine = EngineKind::from_name(&engine[i])
+            .ok_or_else(|| bad(format!("unknown engine '{}'", engine[i])))?;
         let int = |v: Option<f64>| v.map(|x| x as u64);
         out.push((
             tag_cols.iter().map(|c| c[i].unwrap_or(f64::NAN)).collect(),
@@ -150,7 +147,7 @@ pub fn read_tagged(path: &Path, tags: &[&str]) -> Result<Vec<(Vec<f64>, Row)>> {
                 depth: int(depth[i]).unwrap_or(0),
                 layer: int(layer[i]).unwrap_or(0),
                 source: int(source[i]),
-                metric: m.name(),
+                metric: m,
                 value: value[i].unwrap_or(f64::NAN),
                 stderr: stderr[i],
                 ci_low: ci_low[i],

@@ -1,11 +1,12 @@
-//! The closed-form engine: the mean-field recursion ([`mean_field`]), path-length laws
-//! ([`paths`]), and tidy rows ([`rows`]). The exact symbolic expansion lives in
-//! [`crate::symbolic`].
+//! The closed-form engine ([`ClosedForm`]): the mean-field recursion ([`mean_field`]),
+//! path-length laws ([`paths`]), and the quantities its metrics read ([`closed_form`]). The exact
+//! symbolic expansion lives in [`crate::symbolic`].
 
+pub mod closed_form;
 pub mod logsum;
 pub mod mean_field;
 pub mod paths;
-pub mod rows;
 pub mod split;
 
+pub use closed_form::{ClosedForm, Quantities};
 pub use mean_field::{Inputs, MeanField};

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use normscope::config::{RawModel, TheoryConfig};
-use normscope::run;
+use normscope::{compare, tables};
 use std::collections::HashMap;
 
 /// Closed-form rows keyed by (metric, layer, source).
@@ -12,7 +12,7 @@ pub type Table = HashMap<(String, u64, Option<u64>), f64>;
 pub fn table(preset: &str, raw: &RawModel) -> Table {
     let cfg = TheoryConfig::new(preset, raw, "all", "all").expect("valid config");
     let mut notes = Vec::new();
-    run::theory_rows(&cfg, &mut notes)
+    tables::theory_rows(&cfg, &mut notes)
         .expect("closed form runs")
         .into_iter()
         .map(|r| ((r.metric.to_string(), r.layer, r.source), r.value))
@@ -58,9 +58,10 @@ pub fn disagreements(
     layers: &normscope::layers::LayerSpec,
 ) -> Vec<String> {
     let cfg = normscope::monte_carlo::McConfig::new(raw, &mc).expect("valid config");
-    let rows = run::compare(&[preset.to_string()], &cfg, metrics, layers).expect("compare runs");
+    let rows =
+        compare::compare(&[preset.to_string()], &cfg, metrics, layers).expect("compare runs");
     for m in metrics {
-        let applies = rows.iter().any(|r| r.mc.metric == m.name());
+        let applies = rows.iter().any(|r| r.mc.metric == *m);
         // merge_error needs l < L, skip/branch gains and weight gradients need l >= 1: with
         // layers chosen below they all have rows.
         assert!(applies, "{preset}: no rows for {}", m.name());

@@ -14,10 +14,10 @@
 //! fixing the radius moves it by `O(1/(2d))`. For them the allowance is taken on the squared
 //! scale, `2 r k / d` with k the norms of block l, and mapped back through the root.
 
-use crate::metrics::Metric;
+use super::{Metric, Reach, Scale};
 use crate::spec::{NormKind, StackSpec};
 
-/// Norm slots of block l that the metric's paths cross.
+/// Norm slots of block l.
 fn norms_in_block(spec: &StackSpec, l: usize) -> usize {
     let b = spec.block(l);
     [b.n_in, b.n_br, b.n_out]
@@ -26,22 +26,19 @@ fn norms_in_block(spec: &StackSpec, l: usize) -> usize {
         .count()
 }
 
-/// Number of norms between the input and layer l (forward metrics) or between layer l and
-/// the output (backward metrics).
+/// Number of norms the metric's paths cross at `layer` (its [`Reach`]).
 pub fn norms_on_path(spec: &StackSpec, metric: Metric, layer: usize) -> usize {
-    let fwd = |upto: usize| (1..=upto).map(|i| norms_in_block(spec, i)).sum::<usize>();
-    match metric {
-        Metric::GradSq | Metric::WeightGradSq => {
-            let fin = usize::from(spec.final_norm.is_norm());
-            (layer + 1..=spec.depth)
-                .map(|i| norms_in_block(spec, i))
-                .sum::<usize>()
-                + fin
-                + usize::from(metric == Metric::WeightGradSq) * norms_in_block(spec, layer.max(1))
+    let blocks =
+        |r: std::ops::RangeInclusive<usize>| r.map(|i| norms_in_block(spec, i)).sum::<usize>();
+    let fin = usize::from(spec.final_norm.is_norm());
+    match metric.info().reach {
+        Reach::Forward => blocks(1..=layer),
+        Reach::ForwardToOutput => blocks(1..=layer) + fin,
+        Reach::Backward => blocks(layer + 1..=spec.depth) + fin,
+        Reach::BackwardThroughBlock => {
+            blocks(layer + 1..=spec.depth) + fin + norms_in_block(spec, layer.max(1))
         }
-        Metric::SkipGain | Metric::BranchGain => norms_in_block(spec, layer.max(1)),
-        Metric::OutputChange => fwd(layer) + usize::from(spec.final_norm.is_norm()),
-        _ => fwd(layer),
+        Reach::Block => norms_in_block(spec, layer.max(1)),
     }
 }
 
@@ -53,18 +50,20 @@ pub fn allowance(spec: &StackSpec, metric: Metric, layer: usize, theory: f64, d:
         NormKind::Identity => 0.0,
     };
     let d = d as f64;
-    let k = norms_on_path(spec, metric, layer) as f64;
     let t = theory.abs();
     let squared = |x: f64| {
         let kb = norms_in_block(spec, layer.max(1)) as f64;
         (x * x + 2.0 * r * kb / d).sqrt() - x
     };
-    match metric {
-        Metric::RelUpdate => squared(t) + 2.0 / d,
-        Metric::AngularDist => {
+    match metric.info().scale {
+        Scale::Root => squared(t) + 2.0 / d,
+        Scale::Angle => {
             let pi = std::f64::consts::PI;
             squared(pi * t) / pi + 2.0 / d
         }
-        _ => 2.0 * t * (1.0 - (1.0 - r / d).powf(k)) + 2.0 / d,
+        Scale::Linear => {
+            let k = norms_on_path(spec, metric, layer) as f64;
+            2.0 * t * (1.0 - (1.0 - r / d).powf(k)) + 2.0 / d
+        }
     }
 }

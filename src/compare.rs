@@ -1,0 +1,99 @@
+//! `normscope compare`: the closed form against Monte Carlo, a typed join of the two engines'
+//! profiles of the same stack, key by key, with the finite-width allowance of each metric
+//! ([`crate::metrics::allowance`]) stated before the comparison is run.
+
+use crate::engine::{Engine, Plan};
+use crate::layers::LayerSpec;
+use crate::metrics::{Metric, allowance};
+use crate::monte_carlo::{McConfig, McKind, MonteCarlo};
+use crate::output::progress::DelayedBar;
+use crate::profile::{Row, Value};
+use crate::theory::ClosedForm;
+use crate::{Error, Result};
+
+/// One row of `normscope compare`: the Monte Carlo row (preset, layer, source, metric,
+/// estimate, interval) with the closed form next to it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// Closed form.
+    pub theory: f64,
+    /// Monte Carlo estimate and its interval.
+    pub mc: Row,
+    /// `mc - theory`.
+    pub diff: f64,
+    /// Finite-width allowance (see [`crate::metrics::allowance`]).
+    pub allowance: f64,
+    /// Whether the closed form lies in `[ci_low - allowance, ci_high + allowance]`.
+    pub agree: bool,
+}
+
+/// Runs both engines on every preset's stack and compares them where both have a value.
+pub fn compare(
+    presets: &[String],
+    cfg: &McConfig,
+    metrics: &[Metric],
+    layers: &LayerSpec,
+) -> Result<Vec<Comparison>> {
+    if cfg.kind == McKind::Transformer || (cfg.kind == McKind::Attention && !cfg.uniform) {
+        return Err(Error::Unsupported(
+            "the closed form has no softmax attention (random W_Q, W_K); compare with --uniform or --branch uniform-attention".into(),
+        ));
+    }
+    let plan = Plan::new(metrics, layers.clone());
+    let bar = DelayedBar::networks((cfg.samples * presets.len()) as u64);
+    let mc_engine = MonteCarlo {
+        cfg,
+        progress: &bar,
+    };
+    let theory_engine = ClosedForm::new(&cfg.model);
+    let mut out = Vec::new();
+    for p in presets {
+        let spec = cfg.model.stack(p)?;
+        let mc = mc_engine.profile(&spec, &plan)?;
+        let theory = theory_engine.profile(&spec, &plan)?;
+        let rows = mc.rows();
+        for ((key, _), row) in mc.values.iter().zip(rows) {
+            let Some(&Value::Exact(t)) = theory.values.get(key) else {
+                continue;
+            };
+            let a = allowance::allowance(&spec, key.0, key.1, t, cfg.model.branch.width);
+            let (lo, hi) = row.interval();
+            out.push(Comparison {
+                theory: t,
+                diff: row.value - t,
+                allowance: a,
+                agree: t >= lo - a && t <= hi + a,
+                mc: row,
+            });
+        }
+    }
+    bar.finish();
+    Ok(out)
+}
+
+/// The `compare` table as CSV bytes:
+/// `preset,depth,layer,source,metric,theory,mc,stderr,ci_low,ci_high,n,diff,allowance,agree`.
+pub fn compare_csv(rows: &[Comparison]) -> Result<Vec<u8>> {
+    use crate::output::table::column;
+    use polars::prelude::*;
+    let mc = |f: fn(&Row) -> Option<f64>| rows.iter().map(|r| f(&r.mc)).collect::<Vec<_>>();
+    let mut df = DataFrame::new_infer_height(vec![
+        column("preset", rows.iter().map(|r| r.mc.preset.as_str())),
+        column("depth", rows.iter().map(|r| r.mc.depth)),
+        column("layer", rows.iter().map(|r| r.mc.layer)),
+        column("source", rows.iter().map(|r| r.mc.source)),
+        column("metric", rows.iter().map(|r| r.mc.metric.name())),
+        column("theory", rows.iter().map(|r| r.theory)),
+        column("mc", rows.iter().map(|r| r.mc.value)),
+        Column::new("stderr".into(), mc(|r| r.stderr)),
+        Column::new("ci_low".into(), mc(|r| r.ci_low)),
+        Column::new("ci_high".into(), mc(|r| r.ci_high)),
+        column("n", rows.iter().map(|r| r.mc.n)),
+        column("diff", rows.iter().map(|r| r.diff)),
+        column("allowance", rows.iter().map(|r| r.allowance)),
+        column("agree", rows.iter().map(|r| r.agree)),
+    ])?;
+    let mut buf = Vec::new();
+    crate::output::table::write_csv(&mut df, &mut buf)?;
+    Ok(buf)
+}

@@ -1,0 +1,36 @@
+//! `angular_dist`: the angle between consecutive streams as a fraction of pi (THEORY.md
+//! section 5), derived from `cos_prev` by [`from_cos`] in both engines:
+//!
+//! ```text
+//! angular_dist_l = arccos(cos_prev_l) / pi.
+//! ```
+//!
+//! (Sampled: per network, before averaging over networks.)
+
+use super::{Info, Layers, Needs, Put, Reach, Scale};
+
+/// Definition.
+pub static INFO: Info = Info {
+    name: "angular_dist",
+    about: "arccos(cos_prev) / pi",
+    layers: Layers::Blocks,
+    source: None,
+    needs: Needs::FORWARD,
+    reach: Reach::Forward,
+    scale: Scale::Angle,
+};
+
+/// `arccos(clamp(cos, -1, 1)) / pi`.
+pub fn from_cos(cos: f64) -> f64 {
+    cos.clamp(-1.0, 1.0).acos() / std::f64::consts::PI
+}
+
+/// From the closed form's `cos_prev`.
+pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+    put(None, from_cos(q.mf.cos_prev[l]));
+}
+
+/// From this network's `cos_prev`.
+pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+    put(None, from_cos(q.cos_prev(l)));
+}

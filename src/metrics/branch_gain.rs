@@ -1,0 +1,36 @@
+//! `branch_gain`: the mean-square gain `b_l^2` of block l's branch path for a tangent with
+//! independent tokens (THEORY.md sections 4-5):
+//!
+//! ```text
+//! b_l^2 = n_l^2 lambda_l^2 (1/m_l)^[N_br = Norm] g_b(q_u) (1/(q_{l-1} l^[LNS]))^[N_in = Norm].
+//! ```
+//!
+//! Sampled: `||J_branch h||^2 / ||h||^2` for the same Gaussian tangent h as `skip_gain`.
+
+use super::{Info, Layers, Needs, Put, Reach, Scale};
+
+/// Definition.
+pub static INFO: Info = Info {
+    name: "branch_gain",
+    about: "branch-path gain b_l^2 of block l (norm Jacobians included)",
+    layers: Layers::Blocks,
+    source: None,
+    needs: Needs {
+        gains: true,
+        ..Needs::FORWARD
+    },
+    reach: Reach::Block,
+    scale: Scale::Linear,
+};
+
+/// `b_l^2`.
+pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+    put(None, q.mf.branch_gain[l]);
+}
+
+/// `||J_branch h||^2 / ||h||^2`.
+pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+    if let Some((_, b2)) = q.gains[l] {
+        put(None, b2);
+    }
+}

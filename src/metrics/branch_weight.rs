@@ -1,0 +1,41 @@
+//! `branch_weight`: the share of the stream's energy carried by source j (THEORY.md section 5)
+//!
+//! ```text
+//! w_{l,j} = C_{l,j}^2 E||B~_j||^2 / E||x_l||^2,   sum_j w_{l,j} = 1 in expectation,
+//! ```
+//!
+//! with `source` = j. Closed form: `C_{l,j}^2 m_j / q_l` in log space
+//! ([`crate::theory::MeanField::branch_weight`]). Sampled: `sum_t |C_{l,j,t} B~_{j,t}|^2 /
+//! ||x_l||^2` from the exact per-token decomposition.
+
+use super::{Info, Layers, Needs, Put, Reach, Scale};
+
+/// Definition.
+pub static INFO: Info = Info {
+    name: "branch_weight",
+    about: "share of E||x_l||^2 carried by source j (source = j)",
+    layers: Layers::Stream,
+    source: Some("j"),
+    needs: Needs {
+        decomposition: true,
+        ..Needs::FORWARD
+    },
+    reach: Reach::Forward,
+    scale: Scale::Linear,
+};
+
+/// `C_{l,j}^2 m_j / q_l`, j = 0..=l.
+pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+    for j in 0..=l {
+        put(Some(j), q.mf.branch_weight(l, j));
+    }
+}
+
+/// `sum_t |C_{l,j,t} B~_{j,t}|^2 / ||x_l||^2`, j = 0..=l.
+pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+    if let Some(d) = q.decomposition.get(&l) {
+        for (j, &w) in d.weight.iter().enumerate() {
+            put(Some(j), w);
+        }
+    }
+}

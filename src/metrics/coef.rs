@@ -1,0 +1,42 @@
+//! `coef`: the coefficient `C_{l,j}` of source j in the expansion (THEORY.md section 5)
+//!
+//! ```text
+//! x_l = sum_{j=0..=l} C_{l,j} B_j,   B_0 = x_0,  B_j = F_j(...) the raw output of branch j,
+//! ```
+//!
+//! with `source` = j. Closed form: `C_{l,j}` from the log-space prefix sums of the recursion
+//! ([`crate::theory::MeanField::coef`]). Sampled: the token mean of the exact per-token
+//! coefficient `C_{l,j,t}` (a norm is a centering followed by a per-token scalar, so the
+//! decomposition holds exactly at finite width; [`crate::monte_carlo::network`]).
+
+use super::{Info, Layers, Needs, Put, Reach, Scale};
+
+/// Definition.
+pub static INFO: Info = Info {
+    name: "coef",
+    about: "C_{l,j} in x_l = sum_j C_{l,j} B_j (source = j)",
+    layers: Layers::Stream,
+    source: Some("j"),
+    needs: Needs {
+        decomposition: true,
+        ..Needs::FORWARD
+    },
+    reach: Reach::Forward,
+    scale: Scale::Linear,
+};
+
+/// `C_{l,j}`, j = 0..=l.
+pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+    for j in 0..=l {
+        put(Some(j), q.mf.coef(l, j));
+    }
+}
+
+/// `mean_t C_{l,j,t}`, j = 0..=l.
+pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+    if let Some(d) = q.decomposition.get(&l) {
+        for (j, &c) in d.coef.iter().enumerate() {
+            put(Some(j), c);
+        }
+    }
+}

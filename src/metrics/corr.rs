@@ -1,0 +1,40 @@
+//! `corr`: the token correlation `c_l` (THEORY.md section 5; rank collapse, Noci et al. 2022),
+//! l = 0..=L.
+//!
+//! Closed form: the mean-field recursion's `c_l` (THEORY.md section 4). Sampled, with
+//! `S = ||sum_t x_{l,t}||^2` and `E = sum_t ||x_{l,t}||^2`:
+//!
+//! ```text
+//! corr = (S - E) / ((n - 1) E)
+//! ```
+//!
+//! the mean over token pairs `t != s` of `<x_t, x_s>` relative to the mean `||x_t||^2`
+//! (undefined for one token, which writes no row).
+
+use super::{Info, Layers, Needs, Put, Reach, Scale};
+
+/// Definition.
+pub static INFO: Info = Info {
+    name: "corr",
+    about: "token correlation c_l (rank collapse)",
+    layers: Layers::Stream,
+    source: None,
+    needs: Needs::FORWARD,
+    reach: Reach::Forward,
+    scale: Scale::Linear,
+};
+
+/// `c_l`.
+pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+    put(None, q.mf.corr[l]);
+}
+
+/// `(S - E) / ((n - 1) E)`.
+pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+    let n = q.tokens;
+    if n >= 2.0 {
+        let e = q.energy(l);
+        let s = q.fw.xs[l].column_sum().norm_squared();
+        put(None, (s - e) / ((n - 1.0) * e));
+    }
+}

@@ -1,0 +1,30 @@
+//! `cos_prev`: the cosine between consecutive streams (THEORY.md section 5)
+//!
+//! ```text
+//! cos(x_l, x_{l-1}) = <x_l, x_{l-1}> / (||x_l|| ||x_{l-1}||),   closed form  n_l alpha_l sqrt(q_{l-1} / q_l).
+//! ```
+//!
+//! Sampled over all tokens of the network (clamped to [-1, 1]).
+
+use super::{Info, Layers, Needs, Put, Reach, Scale};
+
+/// Definition.
+pub static INFO: Info = Info {
+    name: "cos_prev",
+    about: "cos(x_l, x_{l-1})",
+    layers: Layers::Blocks,
+    source: None,
+    needs: Needs::FORWARD,
+    reach: Reach::Forward,
+    scale: Scale::Linear,
+};
+
+/// `n_l alpha_l sqrt(q_{l-1} / q_l)`.
+pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+    put(None, q.mf.cos_prev[l]);
+}
+
+/// The cosine of this network's `x_l` and `x_{l-1}`, over all tokens.
+pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+    put(None, q.cos_prev(l));
+}

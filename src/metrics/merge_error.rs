@@ -1,0 +1,38 @@
+//! `merge_error`: the seeds' key approximation `F_{l+1}(N(x_l)) ~ F_{l+1}(N(x_{l-1}))`
+//! (THEORY.md section 5), with N block l+1's branch input, l = 1..=L-1:
+//!
+//! ```text
+//! ||F_{l+1}(N(x_l)) - F_{l+1}(N(x_{l-1}))||^2 / ||F_{l+1}(N(x_l))||^2.
+//! ```
+//!
+//! Closed form: from the pair kernel of `F_{l+1}` at the moments of the two inputs
+//! ([`crate::theory::MeanField`]). Sampled: `F_{l+1}` evaluated on both inputs with the
+//! network's own weights.
+
+use super::{Info, Layers, Needs, Put, Reach, Scale};
+
+/// Definition.
+pub static INFO: Info = Info {
+    name: "merge_error",
+    about: "||F_{l+1}(N(x_l)) - F_{l+1}(N(x_{l-1}))||^2 / ||F_{l+1}(N(x_l))||^2",
+    layers: Layers::Interior,
+    source: None,
+    needs: Needs::FORWARD,
+    reach: Reach::Forward,
+    scale: Scale::Linear,
+};
+
+/// From the pair kernel.
+pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+    put(None, q.mf.merge_error[l]);
+}
+
+/// `F_{l+1}` on block l+1's branch input of `x_{l-1}`, against its output on `x_l`.
+pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+    let f_prev = q.next_branch_on_previous(l);
+    let f = &q.fw.blocks[l].out;
+    let den = f.norm_squared();
+    if den > 0.0 {
+        put(None, (f - f_prev).norm_squared() / den);
+    }
+}

@@ -1,0 +1,292 @@
+//! The metrics (THEORY.md section 5), one file each. A metric file holds
+//!
+//! - its definition, with the equation and its source, in the module docs;
+//! - an [`Info`]: its table name, the layers it has rows at, what its `source` column means,
+//!   the raw quantities a sampled network must compute for it ([`Needs`]), and how its
+//!   finite-width allowance is formed ([`Reach`], [`Scale`]; see [`allowance`]);
+//! - `closed_form(q, l, put)`: its value at layer l from the closed form's quantities
+//!   ([`crate::theory::Quantities`]);
+//! - `sampled(q, l, put)`: its value at layer l on one sampled network
+//!   ([`crate::monte_carlo::Quantities`]); the Monte Carlo engine averages these over networks.
+//!
+//! Forms derived from another metric's raw quantity are computed by one function of the
+//! metric file that both engines call (`angular_dist::from_cos`, `eff_depth::mean_length`).
+//!
+//! The [`registry!`] invocation below is the only list of metrics: it defines [`Metric`],
+//! [`Metric::ALL`] and the exhaustive dispatch to each file, so a new metric is one file plus
+//! one line there, and the compiler names every function the file must provide.
+
+pub mod allowance;
+pub mod angular_dist;
+pub mod branch_gain;
+pub mod branch_weight;
+pub mod coef;
+pub mod corr;
+pub mod cos_prev;
+pub mod eff_depth;
+pub mod grad_sq;
+pub mod merge_error;
+pub mod output_change;
+pub mod path_len;
+pub mod rel_update;
+pub mod skip_gain;
+pub mod stream_sq;
+pub mod weight_grad_sq;
+
+use crate::{Error, Result};
+
+/// The layers a metric has rows at, for a stack of depth L.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layers {
+    /// Every layer `0..=L` (a property of the stream `x_l`).
+    Stream,
+    /// Blocks `1..=L` (a property of block l or of the pair `x_{l-1}, x_l`).
+    Blocks,
+    /// Blocks `1..=L-1` (a property of blocks l and l + 1).
+    Interior,
+}
+
+impl Layers {
+    /// Whether layer `l` of a depth-`depth` stack has a row.
+    pub fn contains(self, l: usize, depth: usize) -> bool {
+        match self {
+            Layers::Stream => l <= depth,
+            Layers::Blocks => (1..=depth).contains(&l),
+            Layers::Interior => l >= 1 && l < depth,
+        }
+    }
+}
+
+/// Which norms a metric's Jacobian paths cross, for the finite-width allowance
+/// ([`allowance::norms_on_path`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// The norms of blocks `1..=l` (forward quantities of `x_l`).
+    Forward,
+    /// The norms of blocks `1..=l` and the final norm (the network output of depth l).
+    ForwardToOutput,
+    /// The norms of blocks `l+1..=L` and the final norm (gradients at `x_l`).
+    Backward,
+    /// As [`Reach::Backward`], plus the norms of block l (gradients of block l's weights).
+    BackwardThroughBlock,
+    /// The norms of block l only.
+    Block,
+}
+
+/// How the leading finite-width deviation enters the metric ([`allowance::allowance`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// Multiplicatively: `|theory| (1 - (1 - r/d)^k)`.
+    Linear,
+    /// On the square, mapped back through the root (`rel_update`).
+    Root,
+    /// On `(pi t)^2 ~ 2 (1 - cos)`, mapped back through the root (`angular_dist`).
+    Angle,
+}
+
+/// The raw quantities a sampled network computes for a metric, beyond its forward pass.
+/// Each is drawn in a fixed order (see [`crate::monte_carlo::measure`]), so adding a metric
+/// never changes the random draws of the others.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// The per-token decomposition `x_l = sum_j C_{l,j} B~_j`.
+    pub decomposition: bool,
+    /// One Gaussian tangent per block through its skip and branch paths.
+    pub gains: bool,
+    /// The path-length law of the end-to-end Jacobian.
+    pub paths: bool,
+    /// The first-order output change under weight perturbations.
+    pub perturbation: bool,
+    /// The backward pass from a Gaussian output gradient.
+    pub backward: bool,
+}
+
+impl Needs {
+    /// The forward pass alone.
+    pub const FORWARD: Needs = Needs {
+        decomposition: false,
+        gains: false,
+        paths: false,
+        perturbation: false,
+        backward: false,
+    };
+
+    /// Everything either needs.
+    pub fn union(self, o: Needs) -> Needs {
+        Needs {
+            decomposition: self.decomposition || o.decomposition,
+            gains: self.gains || o.gains,
+            paths: self.paths || o.paths,
+            perturbation: self.perturbation || o.perturbation,
+            backward: self.backward || o.backward,
+        }
+    }
+}
+
+/// What a metric is: its name, rows, inputs and allowance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Info {
+    /// The name used in tables and on the command line.
+    pub name: &'static str,
+    /// One line for help text.
+    pub about: &'static str,
+    /// The layers it has rows at.
+    pub layers: Layers,
+    /// What the `source` column holds, if the metric has one (`j` or `k`).
+    pub source: Option<&'static str>,
+    /// Raw quantities a sampled network computes for it.
+    pub needs: Needs,
+    /// Norms its paths cross (finite-width allowance).
+    pub reach: Reach,
+    /// How the allowance enters.
+    pub scale: Scale,
+}
+
+/// Receives one value of a metric at a layer: `(source, value)`.
+pub type Put<'a> = &'a mut dyn FnMut(Option<usize>, f64);
+
+macro_rules! registry {
+    ($($(#[$doc:meta])* $variant:ident => $module:ident,)*) => {
+        /// A measured quantity (one file each in [`crate::metrics`]).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Metric {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Metric {
+            /// Every metric, in table order.
+            pub const ALL: &'static [Metric] = &[$(Metric::$variant,)*];
+
+            /// Its definition.
+            pub fn info(self) -> &'static Info {
+                match self {
+                    $(Metric::$variant => &$module::INFO,)*
+                }
+            }
+
+            /// Its closed-form value(s) at layer `l`.
+            pub fn closed_form(self, q: &crate::theory::Quantities, l: usize, put: Put) {
+                match self {
+                    $(Metric::$variant => $module::closed_form(q, l, put),)*
+                }
+            }
+
+            /// Its value(s) at layer `l` on one sampled network.
+            pub fn sampled(self, q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+                match self {
+                    $(Metric::$variant => $module::sampled(q, l, put),)*
+                }
+            }
+        }
+    };
+}
+
+registry! {
+    /// `q_l = E||x_l||^2 / d`.
+    StreamSq => stream_sq,
+    /// Token correlation `c_l`.
+    Corr => corr,
+    /// `C_{l,j}` in `x_l = sum_j C_{l,j} B_j`.
+    Coef => coef,
+    /// Share of `E||x_l||^2` carried by source j.
+    BranchWeight => branch_weight,
+    /// Skip-path gain `a_l^2` of block l.
+    SkipGain => skip_gain,
+    /// Branch-path gain `b_l^2` of block l.
+    BranchGain => branch_gain,
+    /// Mean-square gradient at `x_l`.
+    GradSq => grad_sq,
+    /// Mean-square gradient of block l's last weight matrix.
+    WeightGradSq => weight_grad_sq,
+    /// Share of the Jacobian of blocks `1..=l` carried by paths of length k.
+    PathLen => path_len,
+    /// Mean path length of blocks `1..=l`.
+    EffDepth => eff_depth,
+    /// `||x_l - x_{l-1}|| / ||x_{l-1}||`.
+    RelUpdate => rel_update,
+    /// `cos(x_l, x_{l-1})`.
+    CosPrev => cos_prev,
+    /// `arccos(cos_prev) / pi`.
+    AngularDist => angular_dist,
+    /// The seeds' merge error of `F_{l+1}` on `x_l` against `x_{l-1}`.
+    MergeError => merge_error,
+    /// Output change under a small weight perturbation.
+    OutputChange => output_change,
+}
+
+impl Metric {
+    /// The name used in tables.
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// Whether rows carry a `source` column value (j for coefficients, k for path lengths).
+    pub fn has_source(self) -> bool {
+        self.info().source.is_some()
+    }
+
+    /// The metric with table name `name`.
+    pub fn from_name(name: &str) -> Option<Metric> {
+        Self::ALL.iter().copied().find(|m| m.name() == name)
+    }
+
+    /// The table names of every metric, comma-separated (help text and errors).
+    pub fn names() -> String {
+        Self::ALL
+            .iter()
+            .map(|m| m.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Parses `all` or a comma-separated list of names.
+    pub fn parse_list(s: &str) -> Result<Vec<Metric>> {
+        if s.trim() == "all" {
+            return Ok(Self::ALL.to_vec());
+        }
+        let mut out = Vec::new();
+        for part in s.split(',').map(str::trim) {
+            let m = Self::from_name(part).ok_or_else(|| Error::Unknown {
+                kind: "metric",
+                name: part.to_string(),
+                valid: format!("all, {}", Self::names()),
+            })?;
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The raw quantities a sampled network computes for all of `metrics`.
+    pub fn needs(metrics: &[Metric]) -> Needs {
+        metrics
+            .iter()
+            .fold(Needs::FORWARD, |n, m| n.union(m.info().needs))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_round_trip() {
+        for (i, m) in Metric::ALL.iter().enumerate() {
+            assert_eq!(Metric::from_name(m.name()), Some(*m));
+            assert!(Metric::ALL[..i].iter().all(|o| o.name() != m.name()));
+        }
+    }
+
+    #[test]
+    fn parse_list_names_the_unknown_metric() {
+        let e = Metric::parse_list("stream_sq,foo").unwrap_err().to_string();
+        assert!(e.contains("foo") && e.contains("stream_sq"), "{e}");
+    }
+}
+
+impl std::fmt::Display for Metric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

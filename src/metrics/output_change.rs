@@ -1,0 +1,39 @@
+//! `output_change`: the output's sensitivity to its weights (Liu et al. 2020's amplification
+//! effect; THEORY.md section 5)
+//!
+//! ```text
+//! E||f_l(W + delta) - f_l(W)||^2 / (d eps^2),   eps -> 0,
+//! ```
+//!
+//! for independent perturbations of every branch weight with entry variance
+//! `eps^2 Var(W_ij)`, `f_l` the depth-l network's output (`x_l`, through the final Norm if the
+//! preset has one). Closed form: the forward-tangent recursion of the mean field. Sampled: the
+//! exact first-order change (a forward tangent), `||t||^2 / (n d)`.
+
+use super::{Info, Layers, Needs, Put, Reach, Scale};
+
+/// Definition.
+pub static INFO: Info = Info {
+    name: "output_change",
+    about: "output change per unit weight perturbation (Liu et al. 2020)",
+    layers: Layers::Stream,
+    source: None,
+    needs: Needs {
+        perturbation: true,
+        ..Needs::FORWARD
+    },
+    reach: Reach::ForwardToOutput,
+    scale: Scale::Linear,
+};
+
+/// The recursion's value.
+pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+    put(None, q.mf.output_change[l].value());
+}
+
+/// `||t_l||^2 / (n d)` of the first-order output change.
+pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+    if let Some(v) = q.output_change[l] {
+        put(None, v);
+    }
+}

@@ -1,0 +1,31 @@
+//! `rel_update`: the relative change of the stream across block l (THEORY.md section 5)
+//!
+//! ```text
+//! ||x_l - x_{l-1}|| / ||x_{l-1}||,   closed form  sqrt((n_l alpha_l - 1)^2 + n_l^2 lambda_l^2 q_br / q_{l-1}).
+//! ```
+//!
+//! Sampled over all tokens of the network.
+
+use super::{Info, Layers, Needs, Put, Reach, Scale};
+
+/// Definition.
+pub static INFO: Info = Info {
+    name: "rel_update",
+    about: "||x_l - x_{l-1}|| / ||x_{l-1}||",
+    layers: Layers::Blocks,
+    source: None,
+    needs: Needs::FORWARD,
+    reach: Reach::Forward,
+    scale: Scale::Root,
+};
+
+/// The recursion's root of the ratio of mean squares.
+pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+    put(None, q.mf.rel_update[l]);
+}
+
+/// `||x_l - x_{l-1}||_F / ||x_{l-1}||_F`.
+pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+    let (x, xp) = (&q.fw.xs[l], &q.fw.xs[l - 1]);
+    put(None, ((x - xp).norm_squared() / q.energy(l - 1)).sqrt());
+}

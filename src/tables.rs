@@ -1,0 +1,80 @@
+//! Tidy tables of many presets from either engine: each stack is built once
+//! ([`ModelConfig::stack`]) and profiled ([`crate::engine::Engine`]), and the profiles become
+//! rows. The CLI's `theory` and `mc`, the analyses and the tests call these.
+
+use crate::config::{ModelConfig, TheoryConfig};
+use crate::engine::{Engine, Plan};
+use crate::layers::LayerSpec;
+use crate::metrics::Metric;
+use crate::monte_carlo::{McConfig, MonteCarlo};
+use crate::output::progress::DelayedBar;
+use crate::profile::Row;
+use crate::theory::ClosedForm;
+use crate::theory::closed_form::estimate_rows;
+use crate::{Error, Result};
+
+/// Refuse tables larger than this many rows (ask for fewer layers or metrics instead).
+pub const MAX_ROWS: u128 = 20_000_000;
+
+/// Rows of every preset from `engine`; notes on skipped metrics go to `notes`.
+pub fn rows(
+    engine: &dyn Engine,
+    model: &ModelConfig,
+    presets: &[String],
+    plan: &Plan,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Row>> {
+    let mut out = Vec::new();
+    for p in presets {
+        let spec = model.stack(p)?;
+        let profile = engine.profile(&spec, plan)?;
+        notes.extend(profile.notes.iter().cloned());
+        out.extend(profile.rows());
+    }
+    Ok(out)
+}
+
+/// The closed-form table of a `theory` request, refusing tables over [`MAX_ROWS`] rows.
+pub fn theory_rows(cfg: &TheoryConfig, notes: &mut Vec<String>) -> Result<Vec<Row>> {
+    let layers = cfg.layers.resolve(cfg.model.depth)?;
+    let estimate = estimate_rows(&cfg.metrics, &layers) * cfg.presets.len() as u128;
+    if estimate > MAX_ROWS {
+        return Err(Error::invalid(
+            "--layers",
+            format!("{} layers", layers.len()),
+            format!(
+                "at most {MAX_ROWS} rows per table; this selection would write up to {estimate} (coef, branch_weight and path_len have O(l) rows per layer): pick fewer layers (e.g. --layers log:20 or last) or metrics"
+            ),
+        ));
+    }
+    let plan = Plan {
+        metrics: cfg.metrics.clone(),
+        layers: cfg.layers.clone(),
+        path_len_explicit: cfg.path_len_explicit,
+    };
+    rows(
+        &ClosedForm::new(&cfg.model),
+        &cfg.model,
+        &cfg.presets,
+        &plan,
+        notes,
+    )
+}
+
+/// Monte Carlo rows of every preset, with a progress bar on long runs.
+pub fn mc_rows(
+    presets: &[String],
+    cfg: &McConfig,
+    metrics: &[Metric],
+    layers: &LayerSpec,
+) -> Result<Vec<Row>> {
+    let bar = DelayedBar::networks((cfg.samples * presets.len()) as u64);
+    let engine = MonteCarlo {
+        cfg,
+        progress: &bar,
+    };
+    let plan = Plan::new(metrics, layers.clone());
+    let rows = rows(&engine, &cfg.model, presets, &plan, &mut Vec::new());
+    bar.finish();
+    rows
+}

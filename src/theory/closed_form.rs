@@ -1,0 +1,166 @@
+//! The closed-form engine: the mean-field recursion of one stack ([`MeanField`]) and the raw
+//! quantities its metrics read ([`Quantities`]), turned into an exact [`Profile`].
+
+use super::mean_field::{Inputs, MeanField};
+use super::paths::{MAX_PATH_LAYER, SplitPaths};
+use crate::branch::{BranchConfig, BranchModel};
+use crate::engine::{Engine, Plan, check_finite};
+use crate::metrics::Metric;
+use crate::profile::{EngineKind, Profile, Value};
+use crate::spec::StackSpec;
+use crate::{Error, Result};
+use std::collections::BTreeMap;
+
+/// The closed form for a branch and an input law.
+#[derive(Clone, Copy, Debug)]
+pub struct ClosedForm<'a> {
+    /// The branch (DeepNet's beta comes from each stack).
+    pub branch: &'a BranchConfig,
+    /// The input law.
+    pub inputs: Inputs,
+}
+
+impl<'a> ClosedForm<'a> {
+    /// The closed form of a checked model.
+    pub fn new(model: &'a crate::config::ModelConfig) -> Self {
+        ClosedForm {
+            branch: &model.branch,
+            inputs: model.inputs,
+        }
+    }
+
+    /// The mean-field recursion of `spec`.
+    pub fn mean_field(&self, spec: &StackSpec) -> Result<MeanField> {
+        let branch = BranchModel::new(self.branch, spec.beta, self.inputs.q0, self.inputs.c0);
+        MeanField::run(spec, &branch, self.inputs)
+    }
+}
+
+/// What the closed-form metrics read: the recursion, and the path-length quantities that are
+/// streamed over depth only when asked for.
+pub struct Quantities<'a> {
+    /// The recursion.
+    pub mf: &'a MeanField,
+    /// `eff_depth` at the selected layers (if asked for).
+    pub eff_depth: BTreeMap<usize, f64>,
+    /// The `path_len` law `(k, P(k))` at the selected layers up to [`MAX_PATH_LAYER`] (if asked
+    /// for).
+    pub path_laws: BTreeMap<usize, Vec<(usize, f64)>>,
+}
+
+impl<'a> Quantities<'a> {
+    /// Computes what `metrics` need at `layers` (sorted); notes on skipped layers go to `notes`.
+    pub fn new(
+        mf: &'a MeanField,
+        metrics: &[Metric],
+        layers: &[usize],
+        path_len_explicit: bool,
+        preset: &str,
+        notes: &mut Vec<String>,
+    ) -> Result<Self> {
+        let mut q = Quantities {
+            mf,
+            eff_depth: BTreeMap::new(),
+            path_laws: BTreeMap::new(),
+        };
+        if metrics.contains(&Metric::PathLen) {
+            q.path_laws = path_laws(mf, layers, path_len_explicit, preset, notes)?;
+        }
+        if metrics.contains(&Metric::EffDepth) {
+            let mut paths = SplitPaths::new(1.0 / mf.tokens);
+            let mut next = 0;
+            for l in 0..=mf.depth {
+                if l >= 1 {
+                    let (a2, bm, bf) = mf.transfer(l)?;
+                    paths.push_mean(a2, bm, bf);
+                }
+                if layers.get(next) == Some(&l) {
+                    q.eff_depth.insert(l, paths.mean_length());
+                    next += 1;
+                }
+            }
+        }
+        Ok(q)
+    }
+}
+
+/// The exact path-length law at the selected layers, streamed over depth.
+fn path_laws(
+    mf: &MeanField,
+    layers: &[usize],
+    explicit: bool,
+    preset: &str,
+    notes: &mut Vec<String>,
+) -> Result<BTreeMap<usize, Vec<(usize, f64)>>> {
+    let mut out = BTreeMap::new();
+    let Some(&top) = layers.last() else {
+        return Ok(out);
+    };
+    let mut layers = layers.to_vec();
+    if top > MAX_PATH_LAYER {
+        if explicit {
+            return Err(Error::Unsupported(format!(
+                "path_len at layer {top}: the exact Poisson-binomial law costs O(l^2) and is computed up to layer {MAX_PATH_LAYER}; select --layers <= {MAX_PATH_LAYER} or drop path_len from --metrics"
+            )));
+        }
+        notes.push(format!(
+            "{preset}: path_len skipped for layers > {MAX_PATH_LAYER} (exact law is O(l^2)); eff_depth is still written"
+        ));
+        layers.retain(|&l| l <= MAX_PATH_LAYER);
+    }
+    let mut dist = SplitPaths::new(1.0 / mf.tokens);
+    let mut next = 0;
+    let last = layers.last().copied().unwrap_or(0);
+    for l in 0..=last {
+        if l >= 1 {
+            let (a2, bm, bf) = mf.transfer(l)?;
+            dist.push(a2, bm, bf);
+        }
+        if layers.get(next) == Some(&l) {
+            out.insert(l, dist.iter().collect());
+            next += 1;
+        }
+    }
+    Ok(out)
+}
+
+impl Engine for ClosedForm<'_> {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Theory
+    }
+
+    fn profile(&self, spec: &StackSpec, plan: &Plan) -> Result<Profile> {
+        let mf = self.mean_field(spec)?;
+        let layers = plan.resolve(spec.depth)?;
+        let mut profile = Profile::new(EngineKind::Theory, &spec.preset, spec.depth);
+        let q = Quantities::new(
+            &mf,
+            &plan.metrics,
+            &layers,
+            plan.path_len_explicit,
+            &spec.preset,
+            &mut profile.notes,
+        )?;
+        for (m, l) in plan.cells(&layers, spec.depth) {
+            m.closed_form(&q, l, &mut |s, v| {
+                profile.values.insert((m, l, s), Value::Exact(v));
+            });
+        }
+        check_finite(&profile)?;
+        Ok(profile)
+    }
+}
+
+/// An upper bound on the number of rows a closed-form profile writes for `metrics` at
+/// `layers`, to refuse runaway tables early.
+pub fn estimate_rows(metrics: &[Metric], layers: &[usize]) -> u128 {
+    let per_layer: u128 = metrics
+        .iter()
+        .map(|m| if m.has_source() { 0 } else { 1 })
+        .sum();
+    let with_source = metrics.iter().filter(|m| m.has_source()).count() as u128;
+    layers
+        .iter()
+        .map(|&l| per_layer + with_source * (l as u128 + 1))
+        .sum()
+}
