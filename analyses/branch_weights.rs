@@ -89,6 +89,7 @@ fn first_two(r: &Row) -> bool {
 }
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {
+    let setting = c.model.setting(&c.mc)?;
     let bw = [Metric::BranchWeight];
     let heat = common::theory(
         &c.heatmap_presets,
@@ -144,7 +145,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         (1, "first_branch_weight_vs_depth", "first branch F_1"),
     ] {
         let mut plot = LinePlot::new(
-            &format!("Weight of {what} in x_L at init (g = 1)"),
+            &format!("Weight of {what} in x_L at init ({setting})"),
             "depth L (residual blocks)",
             &format!("share of ||x_L||^2 carried by {what}"),
         );

@@ -229,9 +229,8 @@ fn claim2(d: &Data) -> Result<Claim> {
     let ru_mc = get(&adj_mc, "pre", Metric::RelUpdate, lam, lam, None)?;
     let post_ru = get(&adj, "post", Metric::RelUpdate, la, la, None)?.value;
     let differ_little = ru < REL_UPDATE_MAX && cp > COS_MIN && ru_mc.value < MC_REL_UPDATE_MAX;
-    let near = |target: f64| {
-        (p - target).abs() < EXPONENT_TOL && (p_mc - target).abs() < MC_EXPONENT_TOL
-    };
+    let near =
+        |target: f64| (p - target).abs() < EXPONENT_TOL && (p_mc - target).abs() < MC_EXPONENT_TOL;
     let (linear, sqrt) = (near(1.0), near(0.5));
     let verdict = match (differ_little, linear, sqrt) {
         (true, true, _) => "supported".to_string(),
@@ -438,7 +437,8 @@ fn claim5(d: &Data) -> Result<Claim> {
         grad_ratio(&g, "deepnorm", lg)?,
         grad_ratio(&gm, "deepnorm", lgm)?,
     );
-    let keeps_depth = dn >= KEEPS_DEPTH_MIN * post && dn_mc.value >= KEEPS_DEPTH_MIN * post_mc.value;
+    let keeps_depth =
+        dn >= KEEPS_DEPTH_MIN * post && dn_mc.value >= KEEPS_DEPTH_MIN * post_mc.value;
     let no_vanish = r >= NO_VANISH_MIN && r_mc >= NO_VANISH_MIN;
     let summary = format!(
         "depth kept: {}; vanishing avoided: {}",

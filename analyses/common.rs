@@ -46,6 +46,23 @@ impl Model {
         Model::new("relu-mlp", "he", "layer")
     }
 
+    /// The branch gain g of this model (`E||F(u)||^2 / ||u||^2` at unit input), as the closed
+    /// form derives it from the branch and init.
+    pub fn gain(&self, mc: &Mc) -> Result<f64> {
+        let m = self.raw(1, mc).check()?;
+        let b = crate::branch::BranchModel::new(&m.branch, None, m.inputs.q0, m.inputs.c0);
+        Ok(b.nominal_gain)
+    }
+
+    /// The setting for titles, e.g. `linear branch, g = 1` (g to four decimals).
+    pub fn setting(&self, mc: &Mc) -> Result<String> {
+        Ok(format!(
+            "{} branch, g = {}",
+            self.branch,
+            short(self.gain(mc)?)
+        ))
+    }
+
     /// The raw model at depth `depth` with Monte Carlo width and tokens from `mc`.
     pub fn raw(&self, depth: usize, mc: &Mc) -> RawModel {
         RawModel {
@@ -395,4 +412,9 @@ pub fn log_depths(max: usize, count: usize) -> Vec<usize> {
         .into_iter()
         .filter(|&d| d >= 1)
         .collect()
+}
+
+/// A number for titles and captions: at most four decimals, no trailing zeros (`1`, `0.32`).
+pub fn short(v: f64) -> String {
+    format!("{}", (v * 1e4).round() / 1e4)
 }

@@ -96,9 +96,10 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         depths: common::log_depths(c.max_depth, c.depth_count),
         mc_depths: &c.mc_depths,
     };
+    let setting = c.model.setting(&c.mc)?;
     let (theory, mc, plot) = sweep.run(
         Metric::EffDepth,
-        "Effective depth at init (g = 1)",
+        &format!("Effective depth at init ({setting})"),
         "effective depth (mean path length)",
     )?;
     let mc_th = common::vs_depth(
@@ -130,8 +131,12 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         "eff_depth.tex",
         latex::booktabs(
             &format!(
-                "Effective depth (mean path length) at init, closed form and Monte Carlo ($d = {}$, $n = {}$, {} networks, 95\\% CI), linear branch with $g = 1$.",
-                c.mc.width, c.mc.tokens, c.mc.samples
+                "Effective depth (mean path length) at init, closed form and Monte Carlo ($d = {}$, $n = {}$, {} networks, 95\\% CI), {} branch with $g = {}$.",
+                c.mc.width,
+                c.mc.tokens,
+                c.mc.samples,
+                c.model.branch,
+                common::short(c.model.gain(&c.mc)?)
             ),
             "tab:eff-depth",
             &["preset", "$L$", "closed form", "Monte Carlo", "closed form$/L$"],
@@ -171,7 +176,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     }
     for &d in &shown {
         let mut plot = LinePlot::new(
-            &format!("Path-length distribution at L = {d} (g = 1)"),
+            &format!("Path-length distribution at L = {d} ({setting})"),
             "path length k (branches on the path)",
             "share of the Jacobian's mean-square norm",
         );

@@ -91,6 +91,7 @@ pub fn seed_coef(preset: &str, depth: usize, j: usize, alpha: f64) -> Option<(f6
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {
     let model = c.model.raw(c.depth, &Mc::quick()).check()?;
+    let gain = c.model.gain(&Mc::quick())?;
     let (mut preset, mut source, mut text, mut tex) = (vec![], vec![], vec![], vec![]);
     let (mut value, mut seed_tex, mut seed_value, mut matches) = (vec![], vec![], vec![], vec![]);
     let mut doc = String::from(
@@ -169,8 +170,10 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     out.bytes("expansion.tex", doc.as_bytes())?;
     let table = latex::booktabs(
         &format!(
-            "Exact coefficients $C_{{{},j}}$ at init (linear branch, $g = 1$, $q_0 = 1$) against the seeds' unrolled formulas.",
-            c.depth
+            "Exact coefficients $C_{{{},j}}$ at init ({} branch, $g = {}$, $q_0 = 1$) against the seeds' unrolled formulas.",
+            c.depth,
+            c.model.branch,
+            common::short(gain)
         ),
         "tab:expansion",
         &["preset", "coefficient", "exact", "seeds", "equal"],

@@ -77,7 +77,10 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     };
     let (theory, mc, plot) = sweep.run(
         Metric::OutputChange,
-        "Output change under a weight perturbation (g = 1)",
+        &format!(
+            "Output change under a weight perturbation ({})",
+            c.model.setting(&c.mc)?
+        ),
         "E||f(W + dW) - f(W)||^2 (per unit perturbation)",
     )?;
     out.figure("output_change_vs_depth", &plot)?;

@@ -82,6 +82,7 @@ fn prepare(s: &Settings) -> Result<Prepared> {
 const METRICS: [Metric; 3] = [Metric::StreamSq, Metric::GradSq, Metric::WeightGradSq];
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {
+    let setting = c.model.setting(&c.mc)?;
     let theory = common::theory(
         &c.presets,
         &c.model.raw(c.depth, &c.mc),
@@ -121,7 +122,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 continue;
             }
             let mut plot = LinePlot::new(
-                &format!("{} per layer at L = {depth} (g = 1)", m.name()),
+                &format!("{} per layer at L = {depth} ({setting})", m.name()),
                 "layer l",
                 what,
             );
@@ -169,7 +170,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         ("weight_grad_first_vs_depth", "first block", true),
     ] {
         let mut plot = LinePlot::new(
-            &format!("Weight gradient of the {which} at init (g = 1)"),
+            &format!("Weight gradient of the {which} at init ({setting})"),
             "depth L (residual blocks)",
             "mean-square weight gradient",
         );
@@ -217,7 +218,10 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     out.bytes(
         "weight_grad.tex",
         latex::booktabs(
-            "Mean-square weight gradient of the last block, and the ratio first block / last block (closed form and Monte Carlo point estimate), at init with $g = 1$.",
+            &format!(
+                "Mean-square weight gradient of the last block, and the ratio first block / last block (closed form and Monte Carlo point estimate), at init with $g = {}$.",
+                common::short(c.model.gain(&c.mc)?)
+            ),
             "tab:weight-grad",
             &["preset", "$L$", "last block", "first/last (closed form)", "first/last (MC)"],
             2,
