@@ -74,21 +74,27 @@ pub fn compare(
 /// The `compare` table as CSV bytes:
 /// `preset,depth,layer,source,metric,theory,mc,stderr,ci_low,ci_high,n,diff,allowance,agree`.
 pub fn compare_csv(rows: &[Comparison]) -> Result<Vec<u8>> {
-    use crate::output::table::column;
+    use crate::output::table::{col, column};
     use polars::prelude::*;
     let mc = |f: fn(&Row) -> Option<f64>| rows.iter().map(|r| f(&r.mc)).collect::<Vec<_>>();
     let mut df = DataFrame::new_infer_height(vec![
-        column("preset", rows.iter().map(|r| r.mc.preset.as_str())),
-        column("depth", rows.iter().map(|r| r.mc.depth)),
-        column("layer", rows.iter().map(|r| r.mc.layer)),
-        column("source", rows.iter().map(|r| r.mc.source)),
-        column("metric", rows.iter().map(|r| r.mc.metric.name())),
-        column("theory", rows.iter().map(|r| r.theory)),
-        column("mc", rows.iter().map(|r| r.mc.value)),
-        Column::new("stderr".into(), mc(|r| r.stderr)),
-        Column::new("ci_low".into(), mc(|r| r.ci_low)),
-        Column::new("ci_high".into(), mc(|r| r.ci_high)),
-        column("n", rows.iter().map(|r| r.mc.n)),
+        column(col::PRESET, rows.iter().map(|r| r.mc.preset.as_str())),
+        column(col::DEPTH, rows.iter().map(|r| r.mc.depth)),
+        column(col::LAYER, rows.iter().map(|r| r.mc.layer)),
+        column(col::SOURCE, rows.iter().map(|r| r.mc.source)),
+        column(col::METRIC, rows.iter().map(|r| r.mc.metric.name())),
+        column(
+            crate::profile::EngineKind::Theory.name(),
+            rows.iter().map(|r| r.theory),
+        ),
+        column(
+            crate::profile::EngineKind::Mc.name(),
+            rows.iter().map(|r| r.mc.value),
+        ),
+        Column::new(col::STDERR.into(), mc(|r| r.stderr)),
+        Column::new(col::CI_LOW.into(), mc(|r| r.ci_low)),
+        Column::new(col::CI_HIGH.into(), mc(|r| r.ci_high)),
+        column(col::N, rows.iter().map(|r| r.mc.n)),
         column("diff", rows.iter().map(|r| r.diff)),
         column("allowance", rows.iter().map(|r| r.allowance)),
         column("agree", rows.iter().map(|r| r.agree)),

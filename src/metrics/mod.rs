@@ -85,8 +85,11 @@ pub enum Scale {
 }
 
 /// The raw quantities a sampled network computes for a metric, beyond its forward pass.
-/// Each is drawn in a fixed order (see [`crate::monte_carlo::measure`]), so adding a metric
-/// never changes the random draws of the others.
+/// The passes draw from the network's one random stream in a fixed order (see
+/// [`crate::monte_carlo::measure`]): the same metrics give the same draws, and a metric that
+/// needs only the forward pass draws nothing, so its values never depend on the others asked
+/// for (those of a metric that draws do, through the stream's position; every such estimate is
+/// unbiased either way).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Needs {
     /// The per-token decomposition `x_l = sum_j C_{l,j} B~_j`.

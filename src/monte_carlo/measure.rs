@@ -3,8 +3,7 @@
 //! ([`super::MonteCarlo`]) then treats networks as independent samples.
 //!
 //! The passes run in a fixed order, each only if a requested metric needs it
-//! ([`crate::metrics::Needs`]), so the random draws of one metric never depend on which other
-//! metrics were asked for:
+//! ([`crate::metrics::Needs`]), drawing from the network's one stream in this order:
 //!
 //! 1. the forward pass, with the exact per-token decomposition at the selected layers;
 //! 2. gains: one isotropic Gaussian tangent h per block, `|J_skip h|^2/|h|^2` and

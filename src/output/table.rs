@@ -9,10 +9,46 @@ use polars::prelude::*;
 use std::io::Write;
 use std::path::Path;
 
-/// The column names, in order.
+/// The names of the tidy columns: the only place they are spelled (the `compare` table
+/// reuses them for the columns it shares).
+pub mod col {
+    /// Preset name.
+    pub const PRESET: &str = "preset";
+    /// `theory` or `mc`.
+    pub const ENGINE: &str = "engine";
+    /// Depth L.
+    pub const DEPTH: &str = "depth";
+    /// Layer l.
+    pub const LAYER: &str = "layer";
+    /// Source j or path length k.
+    pub const SOURCE: &str = "source";
+    /// Metric name.
+    pub const METRIC: &str = "metric";
+    /// Value or estimate.
+    pub const VALUE: &str = "value";
+    /// Standard error.
+    pub const STDERR: &str = "stderr";
+    /// Lower end of the 95% interval.
+    pub const CI_LOW: &str = "ci_low";
+    /// Upper end of the 95% interval.
+    pub const CI_HIGH: &str = "ci_high";
+    /// Number of samples.
+    pub const N: &str = "n";
+}
+
+/// The tidy column names, in order.
 pub const COLUMNS: [&str; 11] = [
-    "preset", "engine", "depth", "layer", "source", "metric", "value", "stderr", "ci_low",
-    "ci_high", "n",
+    col::PRESET,
+    col::ENGINE,
+    col::DEPTH,
+    col::LAYER,
+    col::SOURCE,
+    col::METRIC,
+    col::VALUE,
+    col::STDERR,
+    col::CI_LOW,
+    col::CI_HIGH,
+    col::N,
 ];
 
 /// A named polars column from an iterator of values.
@@ -33,17 +69,17 @@ pub fn frame(mut rows: Vec<Row>) -> Result<DataFrame> {
 /// The tidy frame of rows in the order given.
 fn unsorted_frame(rows: &[Row]) -> Result<DataFrame> {
     let df = DataFrame::new_infer_height(vec![
-        column("preset", rows.iter().map(|r| r.preset.as_str())),
-        column("engine", rows.iter().map(|r| r.engine.name())),
-        column("depth", rows.iter().map(|r| r.depth)),
-        column("layer", rows.iter().map(|r| r.layer)),
-        column("source", rows.iter().map(|r| r.source)),
-        column("metric", rows.iter().map(|r| r.metric.name())),
-        column("value", rows.iter().map(|r| r.value)),
-        column("stderr", rows.iter().map(|r| r.stderr)),
-        column("ci_low", rows.iter().map(|r| r.ci_low)),
-        column("ci_high", rows.iter().map(|r| r.ci_high)),
-        column("n", rows.iter().map(|r| r.n)),
+        column(col::PRESET, rows.iter().map(|r| r.preset.as_str())),
+        column(col::ENGINE, rows.iter().map(|r| r.engine.name())),
+        column(col::DEPTH, rows.iter().map(|r| r.depth)),
+        column(col::LAYER, rows.iter().map(|r| r.layer)),
+        column(col::SOURCE, rows.iter().map(|r| r.source)),
+        column(col::METRIC, rows.iter().map(|r| r.metric.name())),
+        column(col::VALUE, rows.iter().map(|r| r.value)),
+        column(col::STDERR, rows.iter().map(|r| r.stderr)),
+        column(col::CI_LOW, rows.iter().map(|r| r.ci_low)),
+        column(col::CI_HIGH, rows.iter().map(|r| r.ci_high)),
+        column(col::N, rows.iter().map(|r| r.n)),
     ])?;
     Ok(df)
 }
@@ -108,25 +144,32 @@ pub fn read_tagged(path: &Path, tags: &[&str]) -> Result<Vec<(Vec<f64>, Row)>> {
             .collect())
     };
     let preset: Vec<String> = df
-        .column("preset")?
+        .column(col::PRESET)?
         .str()?
         .iter()
         .map(|s| s.unwrap_or_default().to_string())
         .collect();
     let engine: Vec<String> = df
-        .column("engine")?
+        .column(col::ENGINE)?
         .str()?
         .iter()
         .map(|s| s.unwrap_or_default().to_string())
         .collect();
     let metric: Vec<String> = df
-        .column("metric")?
+        .column(col::METRIC)?
         .str()?
         .iter()
         .map(|s| s.unwrap_or_default().to_string())
         .collect();
     let [depth, layer, source, value, stderr, ci_low, ci_high, n] = [
-        "depth", "layer", "source", "value", "stderr", "ci_low", "ci_high", "n",
+        col::DEPTH,
+        col::LAYER,
+        col::SOURCE,
+        col::VALUE,
+        col::STDERR,
+        col::CI_LOW,
+        col::CI_HIGH,
+        col::N,
     ]
     .map(f64s);
     let (depth, layer, source, value) = (depth?, layer?, source?, value?);

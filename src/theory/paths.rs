@@ -12,7 +12,7 @@
 
 /// Entries below this probability are dropped from the edges of the distribution (they are
 /// below what a CSV row can usefully carry and would make deep sweeps quadratic in depth).
-pub const PRUNE: f64 = 1e-300;
+pub const PMF_FLOOR: f64 = 1e-300;
 
 /// Largest layer for which `path_len` is computed: the exact recursion costs
 /// O(l * width of the distribution).
@@ -48,12 +48,12 @@ impl PathLengths {
             let step = if k > 0 { p * self.pmf[k - 1] } else { 0.0 };
             self.pmf[k] = stay + step;
         }
-        let lead = self.pmf.iter().take_while(|&&v| v < PRUNE).count();
+        let lead = self.pmf.iter().take_while(|&&v| v < PMF_FLOOR).count();
         if lead > 0 && lead < self.pmf.len() {
             self.pmf.drain(..lead);
             self.offset += lead;
         }
-        while self.pmf.len() > 1 && *self.pmf.last().unwrap() < PRUNE {
+        while self.pmf.len() > 1 && *self.pmf.last().unwrap() < PMF_FLOOR {
             self.pmf.pop();
         }
     }
@@ -132,7 +132,7 @@ impl SplitPaths {
     }
 
     /// Updates the whole distribution (O(width) per block), pruning edge lengths whose share
-    /// falls below [`PRUNE`].
+    /// falls below [`PMF_FLOOR`].
     pub fn push(&mut self, a2: f64, bm: f64, bf: f64) {
         let n = self.pmf.len();
         self.pmf.push((0.0, 0.0));
@@ -145,12 +145,16 @@ impl SplitPaths {
         for p in self.pmf.iter_mut() {
             *p = (p.0 / z, p.1 / z);
         }
-        let lead = self.pmf.iter().take_while(|p| p.0 + p.1 < PRUNE).count();
+        let lead = self
+            .pmf
+            .iter()
+            .take_while(|p| p.0 + p.1 < PMF_FLOOR)
+            .count();
         if lead > 0 && lead < self.pmf.len() {
             self.pmf.drain(..lead);
             self.offset += lead;
         }
-        while self.pmf.len() > 1 && self.pmf.last().is_some_and(|p| p.0 + p.1 < PRUNE) {
+        while self.pmf.len() > 1 && self.pmf.last().is_some_and(|p| p.0 + p.1 < PMF_FLOOR) {
             self.pmf.pop();
         }
     }
