@@ -6,7 +6,7 @@
 //! Default branch: ReLU MLP (He init), so that merge_error is not trivially linear.
 
 use super::common::{self, Mc, Model};
-use super::{Analysis, Out, Prepared, Settings};
+use super::{Analysis, Out};
 use crate::Result;
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub const ANALYSIS: Analysis = Analysis {
     id: "adjacent-layers",
     about: "relative update, cosine, angle and merge error between consecutive layers",
-    prepare,
+    prepare: super::prepare::<Config>,
 };
 
 /// Configuration.
@@ -36,34 +36,6 @@ pub struct Config {
     pub mc: Mc,
 }
 
-fn full() -> Config {
-    Config {
-        presets: ["pre", "post", "deepnorm", "sandwich"]
-            .map(String::from)
-            .to_vec(),
-        depth: 1000,
-        mc_depth: 256,
-        model: Model::relu_mlp(),
-        mc: Mc::full(),
-    }
-}
-
-fn quick() -> Config {
-    Config {
-        mc_depth: 64,
-        mc: Mc::quick(),
-        ..full()
-    }
-}
-
-fn prepare(s: &Settings) -> Result<Prepared> {
-    let c = s.resolve(ANALYSIS.id, full(), quick())?;
-    common::check_depths("adjacent-layers.depth/mc_depth", &[c.depth, c.mc_depth])?;
-    common::check(&c.presets, &c.model, &c.mc, 1)?;
-    let seeds = vec![c.mc.seed];
-    Ok(Prepared::new(c, seeds, run))
-}
-
 /// The metrics, with their axis labels and whether the y axis is log-scale.
 pub const METRICS: [(Metric, &str, bool); 4] = [
     (Metric::RelUpdate, "||x_t - x_{t-1}|| / ||x_{t-1}||", true),
@@ -71,6 +43,45 @@ pub const METRICS: [(Metric, &str, bool); 4] = [
     (Metric::AngularDist, "angle(x_t, x_{t-1}) / pi", true),
     (Metric::MergeError, "merge error ||dF||^2 / ||F||^2", true),
 ];
+
+impl super::AnalysisConfig for Config {
+    fn full() -> Self {
+        Config {
+            presets: ["pre", "post", "deepnorm", "sandwich"]
+                .map(String::from)
+                .to_vec(),
+            depth: 1000,
+            mc_depth: 256,
+            model: Model::relu_mlp(),
+            mc: Mc::full(),
+        }
+    }
+
+    fn quick() -> Self {
+        Config {
+            mc_depth: 64,
+            mc: Mc::quick(),
+            ..Self::full()
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        common::check_depths(
+            "adjacent-layers.depth/mc_depth",
+            &[self.depth, self.mc_depth],
+        )?;
+        common::check(&self.presets, &self.model, &self.mc, 1)?;
+        Ok(())
+    }
+
+    fn seeds(&self) -> Vec<u64> {
+        vec![self.mc.seed]
+    }
+
+    fn run(&self, out: &mut Out) -> Result<()> {
+        run(self, out)
+    }
+}
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {
     let metrics: Vec<Metric> = METRICS.iter().map(|m| m.0).collect();

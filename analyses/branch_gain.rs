@@ -6,7 +6,7 @@
 //! last-block weight gradients, at one depth.
 
 use super::common::{self, Mc, Model};
-use super::{Analysis, Out, Prepared, Settings};
+use super::{Analysis, Out};
 use crate::branch::BranchModel;
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 pub const ANALYSIS: Analysis = Analysis {
     id: "branch-gain",
     about: "conclusions against the branch gain g, the init scheme and branch, and the norm",
-    prepare,
+    prepare: super::prepare::<Config>,
 };
 
 /// Configuration.
@@ -52,66 +52,6 @@ pub struct Config {
     pub norm_model: Model,
     /// Monte Carlo settings.
     pub mc: Mc,
-}
-
-fn full() -> Config {
-    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    Config {
-        presets: s(&["pre", "post", "deepnorm"]),
-        depth: 64,
-        gain_min: 0.1,
-        gain_max: 10.0,
-        gain_count: 21,
-        mc_gains: vec![0.25, 1.0, 4.0],
-        branches: s(&["linear", "relu-mlp", "gelu-mlp"]),
-        inits: s(&["xavier", "he", "torch-default", "bert"]),
-        norms: s(&["layer", "rms"]),
-        norm_model: Model::relu_mlp(),
-        mc: Mc::full(),
-    }
-}
-
-fn quick() -> Config {
-    Config {
-        mc_gains: vec![0.25, 4.0],
-        mc: Mc::quick(),
-        ..full()
-    }
-}
-
-fn prepare(s: &Settings) -> Result<Prepared> {
-    let c = s.resolve(ANALYSIS.id, full(), quick())?;
-    common::check_depths("branch-gain.depth/gain_count", &[c.depth, c.gain_count])?;
-    let ok = |g: f64| g.is_finite() && g > 0.0;
-    if !(ok(c.gain_min) && ok(c.gain_max) && c.gain_min <= c.gain_max) {
-        return Err(Error::invalid(
-            "branch-gain.gain_min/gain_max",
-            format!("{}..{}", c.gain_min, c.gain_max),
-            "finite numbers 0 < gain_min <= gain_max",
-        ));
-    }
-    if let Some(bad) = c.mc_gains.iter().find(|g| !ok(**g)) {
-        return Err(Error::invalid(
-            "branch-gain.mc_gains",
-            bad,
-            "finite numbers > 0",
-        ));
-    }
-    for b in &c.branches {
-        for i in &c.inits {
-            let m = Model::new(b, i, "layer");
-            common::check(&c.presets, &m, &c.mc, c.depth)?;
-        }
-    }
-    for n in &c.norms {
-        let m = Model {
-            norm: n.clone(),
-            ..c.norm_model.clone()
-        };
-        common::check(&c.presets, &m, &c.mc, c.depth)?;
-    }
-    let seeds = vec![c.mc.seed];
-    Ok(Prepared::new(c, seeds, run))
 }
 
 /// The metrics at layers 0, 1 and L.
@@ -144,6 +84,77 @@ fn rows_at(c: &Config, model: &Model, gain: Option<f64>, engine: EngineKind) -> 
 /// [`common::weight_grad_ratio`], NaN where a row is missing (printed as `--`).
 fn grad_ratio(rows: &[Row], preset: &str, depth: usize) -> f64 {
     common::weight_grad_ratio(rows, preset, depth).unwrap_or(f64::NAN)
+}
+
+impl super::AnalysisConfig for Config {
+    fn full() -> Self {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        Config {
+            presets: s(&["pre", "post", "deepnorm"]),
+            depth: 64,
+            gain_min: 0.1,
+            gain_max: 10.0,
+            gain_count: 21,
+            mc_gains: vec![0.25, 1.0, 4.0],
+            branches: s(&["linear", "relu-mlp", "gelu-mlp"]),
+            inits: s(&["xavier", "he", "torch-default", "bert"]),
+            norms: s(&["layer", "rms"]),
+            norm_model: Model::relu_mlp(),
+            mc: Mc::full(),
+        }
+    }
+
+    fn quick() -> Self {
+        Config {
+            mc_gains: vec![0.25, 4.0],
+            mc: Mc::quick(),
+            ..Self::full()
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        common::check_depths(
+            "branch-gain.depth/gain_count",
+            &[self.depth, self.gain_count],
+        )?;
+        let ok = |g: f64| g.is_finite() && g > 0.0;
+        if !(ok(self.gain_min) && ok(self.gain_max) && self.gain_min <= self.gain_max) {
+            return Err(Error::invalid(
+                "branch-gain.gain_min/gain_max",
+                format!("{}..{}", self.gain_min, self.gain_max),
+                "finite numbers 0 < gain_min <= gain_max",
+            ));
+        }
+        if let Some(bad) = self.mc_gains.iter().find(|g| !ok(**g)) {
+            return Err(Error::invalid(
+                "branch-gain.mc_gains",
+                bad,
+                "finite numbers > 0",
+            ));
+        }
+        for b in &self.branches {
+            for i in &self.inits {
+                let m = Model::new(b, i, "layer");
+                common::check(&self.presets, &m, &self.mc, self.depth)?;
+            }
+        }
+        for n in &self.norms {
+            let m = Model {
+                norm: n.clone(),
+                ..self.norm_model.clone()
+            };
+            common::check(&self.presets, &m, &self.mc, self.depth)?;
+        }
+        Ok(())
+    }
+
+    fn seeds(&self) -> Vec<u64> {
+        vec![self.mc.seed]
+    }
+
+    fn run(&self, out: &mut Out) -> Result<()> {
+        run(self, out)
+    }
 }
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {

@@ -6,7 +6,7 @@
 //! Seed 002's Post-LN expansion predicts x_0's weight `2^{-L}` at g = 1; Pre-LN's is `1/(L+1)`.
 
 use super::common::{self, Mc, Model};
-use super::{Analysis, Out, Prepared, Settings};
+use super::{Analysis, Out};
 use crate::Result;
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 pub const ANALYSIS: Analysis = Analysis {
     id: "branch-weights",
     about: "residual-branch weights: heatmaps per preset, x_0 and first-branch weight against L",
-    prepare,
+    prepare: super::prepare::<Config>,
 };
 
 /// Configuration.
@@ -46,46 +46,54 @@ pub struct Config {
     pub mc: Mc,
 }
 
-fn full() -> Config {
-    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    Config {
-        presets: s(&["pre", "post", "deepnorm", "sandwich", "admin", "mixln"]),
-        heatmap_presets: s(&["pre", "post", "deepnorm"]),
-        heatmap_depth: 32,
-        max_depth: 1000,
-        depth_count: 25,
-        mc_presets: s(&["pre", "post", "deepnorm"]),
-        mc_depths: vec![2, 4, 8, 16, 32, 64],
-        model: Model::seeds(),
-        mc: Mc::full(),
-    }
-}
-
-fn quick() -> Config {
-    Config {
-        mc_depths: vec![2, 8, 32],
-        mc: Mc::quick(),
-        ..full()
-    }
-}
-
-fn prepare(s: &Settings) -> Result<Prepared> {
-    let c = s.resolve(ANALYSIS.id, full(), quick())?;
-    common::check_depths("branch-weights.mc_depths", &c.mc_depths)?;
-    common::check_depths(
-        "branch-weights.heatmap_depth/max_depth",
-        &[c.heatmap_depth, c.max_depth, c.depth_count],
-    )?;
-    common::check(&c.presets, &c.model, &c.mc, 1)?;
-    common::check(&c.heatmap_presets, &c.model, &c.mc, 1)?;
-    common::check(&c.mc_presets, &c.model, &c.mc, 1)?;
-    let seeds = vec![c.mc.seed];
-    Ok(Prepared::new(c, seeds, run))
-}
-
 /// Keeps the rows of sources 0 (x_0) and 1 (the first branch).
 fn first_two(r: &Row) -> bool {
     r.source.is_some_and(|s| s <= 1)
+}
+
+impl super::AnalysisConfig for Config {
+    fn full() -> Self {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        Config {
+            presets: s(&["pre", "post", "deepnorm", "sandwich", "admin", "mixln"]),
+            heatmap_presets: s(&["pre", "post", "deepnorm"]),
+            heatmap_depth: 32,
+            max_depth: 1000,
+            depth_count: 25,
+            mc_presets: s(&["pre", "post", "deepnorm"]),
+            mc_depths: vec![2, 4, 8, 16, 32, 64],
+            model: Model::seeds(),
+            mc: Mc::full(),
+        }
+    }
+
+    fn quick() -> Self {
+        Config {
+            mc_depths: vec![2, 8, 32],
+            mc: Mc::quick(),
+            ..Self::full()
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        common::check_depths("branch-weights.mc_depths", &self.mc_depths)?;
+        common::check_depths(
+            "branch-weights.heatmap_depth/max_depth",
+            &[self.heatmap_depth, self.max_depth, self.depth_count],
+        )?;
+        common::check(&self.presets, &self.model, &self.mc, 1)?;
+        common::check(&self.heatmap_presets, &self.model, &self.mc, 1)?;
+        common::check(&self.mc_presets, &self.model, &self.mc, 1)?;
+        Ok(())
+    }
+
+    fn seeds(&self) -> Vec<u64> {
+        vec![self.mc.seed]
+    }
+
+    fn run(&self, out: &mut Out) -> Result<()> {
+        run(self, out)
+    }
 }
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {

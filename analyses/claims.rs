@@ -10,7 +10,7 @@
 //! Claims 6-9 need training dynamics (warmup, optimizers, convergence, fine-tuning), which no
 //! engine here simulates; they are `untested`, with the init-time number that bears on them.
 
-use super::{Analysis, Out, Prepared, Settings, common};
+use super::{Analysis, Out, common};
 // Four significant digits, plain text.
 use crate::metrics::Metric;
 use crate::output::latex::plain as sig;
@@ -24,14 +24,8 @@ use std::path::Path;
 pub const ANALYSIS: Analysis = Analysis {
     id: "claims",
     about: "the claims ledger: a verdict with numbers for each claim of the seed notes",
-    prepare,
+    prepare: super::prepare::<Config>,
 };
-
-fn prepare(s: &Settings) -> Result<Prepared> {
-    // No settings: the thresholds are constants of this file, stated in each rule.
-    let c: Config = s.resolve(ANALYSIS.id, Config::default(), Config::default())?;
-    Ok(Prepared::new(c, vec![], run))
-}
 
 /// The ledger has no tunable settings; the table exists so `--config` rejects keys clearly.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -624,4 +618,21 @@ fn run(_: &Config, out: &mut Out) -> Result<()> {
         ));
     }
     out.bytes("claims.md", md.as_bytes())
+}
+impl super::AnalysisConfig for Config {
+    fn full() -> Self {
+        Self::default()
+    }
+
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn seeds(&self) -> Vec<u64> {
+        vec![]
+    }
+
+    fn run(&self, out: &mut Out) -> Result<()> {
+        run(self, out)
+    }
 }

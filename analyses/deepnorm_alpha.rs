@@ -5,7 +5,7 @@
 //! Post-Norm's depth and avoids vanishing gradients".
 
 use super::common::{self, Mc, Model};
-use super::{Analysis, Out, Prepared, Settings};
+use super::{Analysis, Out};
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
 use crate::output::figure::{LinePlot, Mark, Series};
@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 pub const ANALYSIS: Analysis = Analysis {
     id: "deepnorm-alpha",
     about: "from Post-LN (alpha = 1) to DeepNorm's alpha and beta: effective depth and weights",
-    prepare,
+    prepare: super::prepare::<Config>,
 };
 
 /// Configuration.
@@ -38,46 +38,6 @@ pub struct Config {
     pub model: Model,
     /// Monte Carlo settings.
     pub mc: Mc,
-}
-
-fn full() -> Config {
-    Config {
-        depth: 64,
-        steps: 21,
-        mc_s: vec![0.0, 0.25, 0.5, 0.75, 1.0],
-        model: Model::seeds(),
-        mc: Mc::full(),
-    }
-}
-
-fn quick() -> Config {
-    Config {
-        mc_s: vec![0.0, 1.0],
-        mc: Mc::quick(),
-        ..full()
-    }
-}
-
-fn prepare(s: &Settings) -> Result<Prepared> {
-    let c = s.resolve(ANALYSIS.id, full(), quick())?;
-    common::check_depths("deepnorm-alpha.depth", &[c.depth])?;
-    if c.steps < 2 {
-        return Err(Error::invalid(
-            "deepnorm-alpha.steps",
-            c.steps,
-            "an integer >= 2",
-        ));
-    }
-    if let Some(bad) = c.mc_s.iter().find(|s| !(0.0..=1.0).contains(*s)) {
-        return Err(Error::invalid(
-            "deepnorm-alpha.mc_s",
-            bad,
-            "numbers in [0, 1]",
-        ));
-    }
-    common::check(&["deepnorm".to_string()], &c.model, &c.mc, c.depth)?;
-    let seeds = vec![c.mc.seed];
-    Ok(Prepared::new(c, seeds, run))
 }
 
 /// DeepNorm's (alpha, beta) at depth L (Wang et al. 2022; see `placement::deepnorm`).
@@ -122,6 +82,54 @@ fn at(
         .filter(keep)
         .map(|r| (vec![s, alpha, beta, f64::from(u8::from(alpha_only))], r))
         .collect())
+}
+
+impl super::AnalysisConfig for Config {
+    fn full() -> Self {
+        Config {
+            depth: 64,
+            steps: 21,
+            mc_s: vec![0.0, 0.25, 0.5, 0.75, 1.0],
+            model: Model::seeds(),
+            mc: Mc::full(),
+        }
+    }
+
+    fn quick() -> Self {
+        Config {
+            mc_s: vec![0.0, 1.0],
+            mc: Mc::quick(),
+            ..Self::full()
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        common::check_depths("deepnorm-alpha.depth", &[self.depth])?;
+        if self.steps < 2 {
+            return Err(Error::invalid(
+                "deepnorm-alpha.steps",
+                self.steps,
+                "an integer >= 2",
+            ));
+        }
+        if let Some(bad) = self.mc_s.iter().find(|s| !(0.0..=1.0).contains(*s)) {
+            return Err(Error::invalid(
+                "deepnorm-alpha.mc_s",
+                bad,
+                "numbers in [0, 1]",
+            ));
+        }
+        common::check(&["deepnorm".to_string()], &self.model, &self.mc, self.depth)?;
+        Ok(())
+    }
+
+    fn seeds(&self) -> Vec<u64> {
+        vec![self.mc.seed]
+    }
+
+    fn run(&self, out: &mut Out) -> Result<()> {
+        run(self, out)
+    }
 }
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {

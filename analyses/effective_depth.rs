@@ -7,7 +7,7 @@
 //! effective depth is exactly 0.
 
 use super::common::{self, Mc, Model};
-use super::{Analysis, Out, Prepared, Settings};
+use super::{Analysis, Out};
 use crate::Result;
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 pub const ANALYSIS: Analysis = Analysis {
     id: "effective-depth",
     about: "effective depth (mean path length) against L, and path-length distributions",
-    prepare,
+    prepare: super::prepare::<Config>,
 };
 
 /// Configuration.
@@ -46,44 +46,52 @@ pub struct Config {
     pub mc: Mc,
 }
 
-fn full() -> Config {
-    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    Config {
-        presets: s(&[
-            "pre", "post", "deepnorm", "sandwich", "admin", "mixln", "lns",
-        ]),
-        max_depth: 1_000_000,
-        depth_count: 25,
-        mc_presets: s(&["pre", "post", "deepnorm"]),
-        mc_depths: vec![4, 16, 64, 256, 1000],
-        path_depths: vec![16, 64, 256],
-        mc_path_depth: 64,
-        model: Model::seeds(),
-        mc: Mc::full(),
+impl super::AnalysisConfig for Config {
+    fn full() -> Self {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        Config {
+            presets: s(&[
+                "pre", "post", "deepnorm", "sandwich", "admin", "mixln", "lns",
+            ]),
+            max_depth: 1_000_000,
+            depth_count: 25,
+            mc_presets: s(&["pre", "post", "deepnorm"]),
+            mc_depths: vec![4, 16, 64, 256, 1000],
+            path_depths: vec![16, 64, 256],
+            mc_path_depth: 64,
+            model: Model::seeds(),
+            mc: Mc::full(),
+        }
     }
-}
 
-fn quick() -> Config {
-    Config {
-        mc_depths: vec![4, 16, 64],
-        mc_path_depth: 16,
-        mc: Mc::quick(),
-        ..full()
+    fn quick() -> Self {
+        Config {
+            mc_depths: vec![4, 16, 64],
+            mc_path_depth: 16,
+            mc: Mc::quick(),
+            ..Self::full()
+        }
     }
-}
 
-fn prepare(s: &Settings) -> Result<Prepared> {
-    let c = s.resolve(ANALYSIS.id, full(), quick())?;
-    common::check_depths("effective-depth.mc_depths", &c.mc_depths)?;
-    common::check_depths("effective-depth.path_depths", &c.path_depths)?;
-    common::check_depths(
-        "effective-depth.max_depth/depth_count/mc_path_depth",
-        &[c.max_depth, c.depth_count, c.mc_path_depth],
-    )?;
-    common::check(&c.presets, &c.model, &c.mc, 1)?;
-    common::check(&c.mc_presets, &c.model, &c.mc, 1)?;
-    let seeds = vec![c.mc.seed];
-    Ok(Prepared::new(c, seeds, run))
+    fn check(&self) -> Result<()> {
+        common::check_depths("effective-depth.mc_depths", &self.mc_depths)?;
+        common::check_depths("effective-depth.path_depths", &self.path_depths)?;
+        common::check_depths(
+            "effective-depth.max_depth/depth_count/mc_path_depth",
+            &[self.max_depth, self.depth_count, self.mc_path_depth],
+        )?;
+        common::check(&self.presets, &self.model, &self.mc, 1)?;
+        common::check(&self.mc_presets, &self.model, &self.mc, 1)?;
+        Ok(())
+    }
+
+    fn seeds(&self) -> Vec<u64> {
+        vec![self.mc.seed]
+    }
+
+    fn run(&self, out: &mut Out) -> Result<()> {
+        run(self, out)
+    }
 }
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {

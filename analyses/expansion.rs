@@ -9,7 +9,7 @@
 //! them with the exact value at the configured constants (relative 1e-12).
 
 use super::common::{self, Mc, Model};
-use super::{Analysis, Out, Prepared, Settings};
+use super::{Analysis, Out};
 use crate::branch::BranchModel;
 use crate::output::latex;
 use crate::output::table::column;
@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 pub const ANALYSIS: Analysis = Analysis {
     id: "expansion",
     about: "exact unrolled expansions x_L = sum_j C_{L,j} B_j, against the seeds' versions",
-    prepare,
+    prepare: super::prepare::<Config>,
 };
 
 /// Configuration (the same for `--quick`: it is exact algebra and takes milliseconds).
@@ -52,20 +52,6 @@ impl Default for Config {
     }
 }
 
-fn prepare(s: &Settings) -> Result<Prepared> {
-    let c: Config = s.resolve(ANALYSIS.id, Config::default(), Config::default())?;
-    common::check_depths("expansion.depth", &[c.depth])?;
-    if c.depth > 64 {
-        return Err(Error::invalid(
-            "expansion.depth",
-            c.depth,
-            "an integer in 1..=64",
-        ));
-    }
-    common::check(&c.presets, &c.model, &Mc::quick(), c.depth)?;
-    Ok(Prepared::new(c, vec![], run))
-}
-
 /// The seeds' coefficient `C_{L,j}` and its LaTeX, for the presets the seeds expand.
 pub fn seed_coef(preset: &str, depth: usize, j: usize, alpha: f64) -> Option<(f64, String)> {
     let l = depth as i32;
@@ -86,6 +72,33 @@ pub fn seed_coef(preset: &str, depth: usize, j: usize, alpha: f64) -> Option<(f6
             format!("\\frac{{\\alpha^{{{alphas}}}}}{{\\sqrt{{2}}^{{{halvings}}}}}"),
         )),
         _ => None,
+    }
+}
+
+impl super::AnalysisConfig for Config {
+    fn full() -> Self {
+        Self::default()
+    }
+
+    fn check(&self) -> Result<()> {
+        common::check_depths("expansion.depth", &[self.depth])?;
+        if self.depth > 64 {
+            return Err(Error::invalid(
+                "expansion.depth",
+                self.depth,
+                "an integer in 1..=64",
+            ));
+        }
+        common::check(&self.presets, &self.model, &Mc::quick(), self.depth)?;
+        Ok(())
+    }
+
+    fn seeds(&self) -> Vec<u64> {
+        vec![]
+    }
+
+    fn run(&self, out: &mut Out) -> Result<()> {
+        run(self, out)
     }
 }
 

@@ -80,6 +80,32 @@ impl Prepared {
     }
 }
 
+/// An analysis's configuration: its defaults, checks and work. [`prepare`] is the one
+/// `prepare` of every analysis: it lays the `--config` file's table over the full or quick
+/// defaults, checks the result, and wraps the work.
+pub trait AnalysisConfig: Serialize + DeserializeOwned + 'static {
+    /// The full-run defaults (`cargo run --release`).
+    fn full() -> Self;
+    /// The `--quick` defaults: fewer Monte Carlo networks and depths (the full ones if absent).
+    fn quick() -> Self {
+        Self::full()
+    }
+    /// Checks what types cannot (depths >= 1, presets, the model), naming the field.
+    fn check(&self) -> Result<()>;
+    /// Base seeds of its Monte Carlo runs (recorded in the manifest).
+    fn seeds(&self) -> Vec<u64>;
+    /// Runs the analysis, writing through [`Out`].
+    fn run(&self, out: &mut Out) -> Result<()>;
+}
+
+/// Resolves, checks and wraps the configuration of analysis `C` (see [`AnalysisConfig`]).
+pub fn prepare<C: AnalysisConfig>(id: &str, s: &Settings) -> Result<Prepared> {
+    let c: C = s.resolve(id, C::full(), C::quick())?;
+    c.check()?;
+    let seeds = c.seeds();
+    Ok(Prepared::new(c, seeds, C::run))
+}
+
 /// A registered analysis.
 pub struct Analysis {
     /// Id: the folder name under `data/` and `figures/`, and the `[table]` in `--config`.
@@ -87,7 +113,7 @@ pub struct Analysis {
     /// One sentence on what it shows.
     pub about: &'static str,
     /// Resolves and validates the configuration; runs nothing.
-    pub prepare: fn(&Settings) -> Result<Prepared>,
+    pub prepare: fn(&str, &Settings) -> Result<Prepared>,
 }
 
 /// Where an analysis writes, and the list of what it wrote (for the manifest).
@@ -200,7 +226,7 @@ pub fn reproduce(req: &Request) -> Result<()> {
     };
     let prepared: Vec<Prepared> = selected
         .iter()
-        .map(|a| (a.prepare)(&settings))
+        .map(|a| (a.prepare)(a.id, &settings))
         .collect::<Result<_>>()?;
     let source = manifest::Source::detect();
     let total = std::time::Instant::now();

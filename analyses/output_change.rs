@@ -3,7 +3,7 @@
 //! section 5), at the last layer against the depth L.
 
 use super::common::{self, Mc, Model};
-use super::{Analysis, Out, Prepared, Settings};
+use super::{Analysis, Out};
 use crate::Result;
 use crate::metrics::Metric;
 use serde::{Deserialize, Serialize};
@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 pub const ANALYSIS: Analysis = Analysis {
     id: "output-change",
     about: "output change under a small weight perturbation against L",
-    prepare,
+    prepare: super::prepare::<Config>,
 };
 
 /// Configuration.
@@ -33,37 +33,45 @@ pub struct Config {
     pub mc: Mc,
 }
 
-fn full() -> Config {
-    Config {
-        presets: ["pre", "post", "deepnorm", "sandwich", "admin"]
-            .map(String::from)
-            .to_vec(),
-        max_depth: 10_000,
-        depth_count: 17,
-        mc_depths: vec![4, 16, 64, 256],
-        model: Model::seeds(),
-        mc: Mc::full(),
+impl super::AnalysisConfig for Config {
+    fn full() -> Self {
+        Config {
+            presets: ["pre", "post", "deepnorm", "sandwich", "admin"]
+                .map(String::from)
+                .to_vec(),
+            max_depth: 10_000,
+            depth_count: 17,
+            mc_depths: vec![4, 16, 64, 256],
+            model: Model::seeds(),
+            mc: Mc::full(),
+        }
     }
-}
 
-fn quick() -> Config {
-    Config {
-        mc_depths: vec![4, 16],
-        mc: Mc::quick(),
-        ..full()
+    fn quick() -> Self {
+        Config {
+            mc_depths: vec![4, 16],
+            mc: Mc::quick(),
+            ..Self::full()
+        }
     }
-}
 
-fn prepare(s: &Settings) -> Result<Prepared> {
-    let c = s.resolve(ANALYSIS.id, full(), quick())?;
-    common::check_depths("output-change.mc_depths", &c.mc_depths)?;
-    common::check_depths(
-        "output-change.max_depth/depth_count",
-        &[c.max_depth, c.depth_count],
-    )?;
-    common::check(&c.presets, &c.model, &c.mc, 1)?;
-    let seeds = vec![c.mc.seed];
-    Ok(Prepared::new(c, seeds, run))
+    fn check(&self) -> Result<()> {
+        common::check_depths("output-change.mc_depths", &self.mc_depths)?;
+        common::check_depths(
+            "output-change.max_depth/depth_count",
+            &[self.max_depth, self.depth_count],
+        )?;
+        common::check(&self.presets, &self.model, &self.mc, 1)?;
+        Ok(())
+    }
+
+    fn seeds(&self) -> Vec<u64> {
+        vec![self.mc.seed]
+    }
+
+    fn run(&self, out: &mut Out) -> Result<()> {
+        run(self, out)
+    }
 }
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {

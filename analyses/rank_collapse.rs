@@ -3,7 +3,7 @@
 //! Carlo with softmax attention (random W_Q, W_K) and with uniform attention (W_Q = W_K = 0).
 
 use super::common::{self, Mc, Model};
-use super::{Analysis, Out, Prepared, Settings};
+use super::{Analysis, Out};
 use crate::Result;
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 pub const ANALYSIS: Analysis = Analysis {
     id: "rank-collapse",
     about: "token correlation against depth with attention branches (rank collapse)",
-    prepare,
+    prepare: super::prepare::<Config>,
 };
 
 /// Configuration.
@@ -33,38 +33,51 @@ pub struct Config {
     pub mc: Mc,
 }
 
-fn full() -> Config {
-    Config {
-        presets: ["pre", "post", "deepnorm", "sandwich"]
-            .map(String::from)
-            .to_vec(),
-        depth: 64,
-        init: "xavier".into(),
-        norm: "layer".into(),
-        mc: Mc::full(),
-    }
-}
-
-fn quick() -> Config {
-    Config {
-        depth: 16,
-        mc: Mc::quick(),
-        ..full()
-    }
-}
-
 impl Config {
     fn model(&self, branch: &str) -> Model {
         Model::new(branch, &self.init, &self.norm)
     }
 }
 
-fn prepare(s: &Settings) -> Result<Prepared> {
-    let c = s.resolve(ANALYSIS.id, full(), quick())?;
-    common::check_depths("rank-collapse.depth", &[c.depth])?;
-    common::check(&c.presets, &c.model("attention"), &c.mc, c.depth)?;
-    let seeds = vec![c.mc.seed];
-    Ok(Prepared::new(c, seeds, run))
+impl super::AnalysisConfig for Config {
+    fn full() -> Self {
+        Config {
+            presets: ["pre", "post", "deepnorm", "sandwich"]
+                .map(String::from)
+                .to_vec(),
+            depth: 64,
+            init: "xavier".into(),
+            norm: "layer".into(),
+            mc: Mc::full(),
+        }
+    }
+
+    fn quick() -> Self {
+        Config {
+            depth: 16,
+            mc: Mc::quick(),
+            ..Self::full()
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        common::check_depths("rank-collapse.depth", &[self.depth])?;
+        common::check(
+            &self.presets,
+            &self.model("attention"),
+            &self.mc,
+            self.depth,
+        )?;
+        Ok(())
+    }
+
+    fn seeds(&self) -> Vec<u64> {
+        vec![self.mc.seed]
+    }
+
+    fn run(&self, out: &mut Out) -> Result<()> {
+        run(self, out)
+    }
 }
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {

@@ -6,7 +6,7 @@
 //! vanish near the input" and seed 002's "x_t grows as O(t)".
 
 use super::common::{self, Mc, Model};
-use super::{Analysis, Out, Prepared, Settings};
+use super::{Analysis, Out};
 use crate::Result;
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 pub const ANALYSIS: Analysis = Analysis {
     id: "stream-and-gradients",
     about: "stream second moment, gradients and weight gradients per layer; weight gradient against L",
-    prepare,
+    prepare: super::prepare::<Config>,
 };
 
 /// Configuration.
@@ -43,43 +43,51 @@ pub struct Config {
     pub mc: Mc,
 }
 
-fn full() -> Config {
-    Config {
-        presets: ["pre", "post", "deepnorm", "sandwich", "admin"]
-            .map(String::from)
-            .to_vec(),
-        depth: 256,
-        mc_depth: 256,
-        max_depth: 10_000,
-        depth_count: 17,
-        mc_depths: vec![4, 16, 64, 256],
-        model: Model::seeds(),
-        mc: Mc::full(),
-    }
-}
-
-fn quick() -> Config {
-    Config {
-        mc_depth: 32,
-        mc_depths: vec![4, 16],
-        mc: Mc::quick(),
-        ..full()
-    }
-}
-
-fn prepare(s: &Settings) -> Result<Prepared> {
-    let c = s.resolve(ANALYSIS.id, full(), quick())?;
-    common::check_depths("stream-and-gradients.mc_depths", &c.mc_depths)?;
-    common::check_depths(
-        "stream-and-gradients.depth/mc_depth/max_depth/depth_count",
-        &[c.depth, c.mc_depth, c.max_depth, c.depth_count],
-    )?;
-    common::check(&c.presets, &c.model, &c.mc, 1)?;
-    let seeds = vec![c.mc.seed];
-    Ok(Prepared::new(c, seeds, run))
-}
-
 const METRICS: [Metric; 3] = [Metric::StreamSq, Metric::GradSq, Metric::WeightGradSq];
+
+impl super::AnalysisConfig for Config {
+    fn full() -> Self {
+        Config {
+            presets: ["pre", "post", "deepnorm", "sandwich", "admin"]
+                .map(String::from)
+                .to_vec(),
+            depth: 256,
+            mc_depth: 256,
+            max_depth: 10_000,
+            depth_count: 17,
+            mc_depths: vec![4, 16, 64, 256],
+            model: Model::seeds(),
+            mc: Mc::full(),
+        }
+    }
+
+    fn quick() -> Self {
+        Config {
+            mc_depth: 32,
+            mc_depths: vec![4, 16],
+            mc: Mc::quick(),
+            ..Self::full()
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        common::check_depths("stream-and-gradients.mc_depths", &self.mc_depths)?;
+        common::check_depths(
+            "stream-and-gradients.depth/mc_depth/max_depth/depth_count",
+            &[self.depth, self.mc_depth, self.max_depth, self.depth_count],
+        )?;
+        common::check(&self.presets, &self.model, &self.mc, 1)?;
+        Ok(())
+    }
+
+    fn seeds(&self) -> Vec<u64> {
+        vec![self.mc.seed]
+    }
+
+    fn run(&self, out: &mut Out) -> Result<()> {
+        run(self, out)
+    }
+}
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {
     let setting = c.model.setting(&c.mc)?;
