@@ -7,7 +7,6 @@
 
 use super::common::{self, Mc, Model};
 use super::{Analysis, Out};
-use crate::branch::BranchModel;
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
 use crate::output::figure::LinePlot;
@@ -169,22 +168,10 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             c.gain_min * (c.gain_max / c.gain_min).powf(t)
         })
         .collect();
-    let mut theory = Vec::new();
-    for &g in &gains {
-        theory.extend(
-            rows_at(c, &linear, Some(g), EngineKind::Theory)?
-                .into_iter()
-                .map(|r| (vec![g], r)),
-        );
-    }
-    let mut mc = Vec::new();
-    for &g in &c.mc_gains {
-        mc.extend(
-            rows_at(c, &linear, Some(g), EngineKind::Mc)?
-                .into_iter()
-                .map(|r| (vec![g], r)),
-        );
-    }
+    let (theory, mc) = common::sweep(&gains, &c.mc_gains, |g, engine| {
+        let rows = rows_at(c, &linear, Some(g), engine)?;
+        Ok(rows.into_iter().map(|r| (vec![g], r)).collect())
+    })?;
     let d = c.depth as u64;
     for (stem, m, y_label, layer) in [
         (
@@ -233,8 +220,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     for b in &c.branches {
         for i in &c.inits {
             let m = Model::new(b, i, "layer");
-            let cfg = m.raw(c.depth, &c.mc).check()?;
-            let g = BranchModel::new(&cfg.branch, None, cfg.inputs.q0, cfg.inputs.c0).nominal_gain;
+            let g = m.gain(&c.mc)?;
             let rows = rows_at(c, &m, None, EngineKind::Theory)?;
             for p in &c.presets {
                 let ed = common::value(&rows, p, Metric::EffDepth, c.depth, c.depth, None)

@@ -204,6 +204,29 @@ pub fn rows(
     }
 }
 
+/// Rows tagged with the sweep parameters that made them (see
+/// [`crate::output::table::tagged_frame`]).
+pub type Tagged = Vec<(Vec<f64>, Row)>;
+
+/// A parameter sweep through both engines: `at(point, engine)` gives one point's tagged rows;
+/// the closed form runs at every point of `theory_points`, Monte Carlo at every point of
+/// `mc_points` (usually a coarser grid). Returns `(theory rows, Monte Carlo rows)`.
+pub fn sweep<P: Copy>(
+    theory_points: &[P],
+    mc_points: &[P],
+    at: impl Fn(P, EngineKind) -> Result<Tagged>,
+) -> Result<(Tagged, Tagged)> {
+    let mut theory = Vec::new();
+    for &p in theory_points {
+        theory.extend(at(p, EngineKind::Theory)?);
+    }
+    let mut mc = Vec::new();
+    for &p in mc_points {
+        mc.extend(at(p, EngineKind::Mc)?);
+    }
+    Ok((theory, mc))
+}
+
 /// Rows at the last layer of each depth in `depths`.
 pub fn vs_depth(
     engine: EngineKind,

@@ -134,16 +134,21 @@ impl super::AnalysisConfig for Config {
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {
     let (a, b) = constants(c.depth)?;
-    let mut theory = Vec::new();
+    // (s, alpha, beta, alpha_only): the path to DeepNorm, and alpha alone at beta = 1.
+    let mut grid = Vec::new();
     for i in 0..c.steps {
         let s = i as f64 / (c.steps - 1) as f64;
-        theory.extend(at(c, s, a.powf(s), b.powf(s), false, EngineKind::Theory)?);
-        theory.extend(at(c, s, a.powf(s), 1.0, true, EngineKind::Theory)?);
+        grid.push((s, a.powf(s), b.powf(s), false));
+        grid.push((s, a.powf(s), 1.0, true));
     }
-    let mut mc = Vec::new();
-    for &s in &c.mc_s {
-        mc.extend(at(c, s, a.powf(s), b.powf(s), false, EngineKind::Mc)?);
-    }
+    let mc_grid: Vec<_> = c
+        .mc_s
+        .iter()
+        .map(|&s| (s, a.powf(s), b.powf(s), false))
+        .collect();
+    let (theory, mc) = common::sweep(&grid, &mc_grid, |(s, alpha, beta, only), engine| {
+        at(c, s, alpha, beta, only, engine)
+    })?;
     // x = alpha; family by the alpha_only tag.
     let pick = |rows: &[(Vec<f64>, Row)], m: Metric, src: Option<u64>, beta_one: bool| {
         let mut v: Vec<(f64, f64, f64, f64)> = rows
