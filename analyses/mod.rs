@@ -1,6 +1,6 @@
 //! Analyses: small programs over the library that regenerate `data/<id>/` and
 //! `figures/<id>/`. Each has an id, an embedded default configuration (full and `--quick`),
-//! accepts overrides from a TOML file ([`config`]), and ends with a `manifest.json` listing its
+//! accepts overrides from a TOML file ([`config_file`]), and ends with a `manifest.json` listing its
 //! resolved configuration, seeds, source commit and the sha256 of every output ([`manifest`]).
 //!
 //! Every configuration is resolved and validated before anything runs, so bad input writes no
@@ -12,7 +12,7 @@ pub mod branch_gain;
 pub mod branch_weights;
 pub mod claims;
 pub mod common;
-pub mod config;
+pub mod config_file;
 pub mod deepnorm_alpha;
 pub mod effective_depth;
 pub mod expansion;
@@ -24,7 +24,7 @@ pub mod stream_gradients;
 use crate::output::{atomic, figure, table};
 use crate::profile::Row;
 use crate::{Error, Result};
-use config::ConfigFile;
+use config_file::ConfigFile;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
