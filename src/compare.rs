@@ -2,10 +2,11 @@
 //! profiles of the same stack, key by key, with the finite-width allowance of each metric
 //! ([`crate::metrics::allowance`]) stated before the comparison is run.
 
+use crate::branch::Block;
 use crate::engine::{Engine, Plan};
 use crate::layers::LayerSpec;
 use crate::metrics::{Metric, allowance};
-use crate::monte_carlo::{McConfig, McKind, MonteCarlo};
+use crate::monte_carlo::{McConfig, MonteCarlo};
 use crate::output::progress::DelayedBar;
 use crate::profile::{Row, Value};
 use crate::theory::ClosedForm;
@@ -34,7 +35,7 @@ pub fn compare(
     metrics: &[Metric],
     layers: &LayerSpec,
 ) -> Result<Vec<Comparison>> {
-    if cfg.kind == McKind::Transformer || (cfg.kind == McKind::Attention && !cfg.uniform) {
+    if (1..=2).any(|l| cfg.block(l) == Block::Attention { uniform: false }) {
         return Err(Error::Unsupported(
             "the closed form has no softmax attention (random W_Q, W_K); compare with --uniform or --branch uniform-attention".into(),
         ));

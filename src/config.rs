@@ -126,7 +126,7 @@ impl RawModel {
         Ok(ModelConfig {
             depth: self.depth,
             branch: BranchConfig {
-                kind: BranchKind::parse(&self.branch)?,
+                kind: BranchKind::parse_closed_form(&self.branch)?,
                 init: Init::parse(&self.init)?,
                 hidden_ratio: self.hidden_ratio,
                 gain: self.gain,

@@ -3,6 +3,7 @@
 //! central finite differences.
 
 use nalgebra::DMatrix;
+use normscope::branch::{Branch, Module};
 use normscope::config::RawModel;
 use normscope::monte_carlo::network::Network;
 use normscope::monte_carlo::{McConfig, RawMc, rng, sample, sampler};
@@ -211,14 +212,11 @@ fn deepnorm_equals_post_with_scaled_branch_on_the_same_weights() {
     );
     post.input = deep.input.clone();
     for (pb, db) in post.branches.iter_mut().zip(&deep.branches) {
-        if let (
-            normscope::monte_carlo::branch::Branch::Mlp { w1, w2, .. },
-            normscope::monte_carlo::branch::Branch::Mlp { w1: d1, w2: d2, .. },
-        ) = (pb, db)
-        {
-            *w1 = d1 / beta;
-            *w2 = d2 / beta;
-        }
+        let (Branch::Mlp(p), Branch::Mlp(d)) = (pb, db) else {
+            panic!("relu-mlp blocks");
+        };
+        p.w1 = &d.w1 / beta;
+        p.w2 = &d.w2 / beta;
     }
     let a = deep.forward(|_, _, _| {}).xs[6].clone();
     let b = post.forward(|_, _, _| {}).xs[6].clone();
@@ -247,7 +245,7 @@ fn depth_one_thousand_stays_finite() {
     for p in ["pre", "post", "deepnorm"] {
         let cfg = McConfig::new(&raw, &RawMc::default()).unwrap();
         let spec = cfg.model.stack(p).unwrap();
-        let n = sampler::network(&spec, &cfg, &mut rng::Rng::seed_from_u64(1));
+        let n = sampler::network::<f64>(&spec, &cfg, &mut rng::Rng::seed_from_u64(1));
         let fw = n.forward(|_, _, _| {});
         assert!(
             fw.xs.iter().all(|x| x.iter().all(|v| v.is_finite())),

@@ -1,4 +1,7 @@
-//! Activation kernels: `E[phi(x) phi(y)]` for a centered Gaussian pair and `E[phi'(x)^2]`.
+//! The MLP branch's activation, defined once for both engines: the pointwise `phi` and
+//! `phi'` the sampled networks apply ([`Activation::value`], [`Activation::derivative`]), and
+//! the Gaussian kernels the closed form needs, `E[phi(x) phi(y)]` for a centered Gaussian pair
+//! and `E[phi'(x)^2]`.
 //!
 //! ReLU uses the arc-cosine kernel of degree 1 (Cho and Saul 2009):
 //! `E[relu(x) relu(y)] = sqrt(va vb) (sqrt(1 - rho^2) + (pi - arccos rho) rho) / (2 pi)`.
@@ -84,10 +87,25 @@ impl Activation {
         }
     }
 
-    fn eval(self, x: f64) -> f64 {
+    /// `phi(x)`.
+    pub fn value(self, x: f64) -> f64 {
         match self {
             Activation::Relu => x.max(0.0),
             Activation::Gelu => gelu(x),
+        }
+    }
+
+    /// `phi'(x)` (ReLU: 1 for x > 0, else 0).
+    pub fn derivative(self, x: f64) -> f64 {
+        match self {
+            Activation::Relu => {
+                if x > 0.0 {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            Activation::Gelu => gelu_prime(x),
         }
     }
 
@@ -102,7 +120,7 @@ impl Activation {
             for (&z2, &w2) in r.nodes.iter().zip(&r.weights) {
                 let x = va.sqrt() * z1;
                 let y = vb.sqrt() * (rho * z1 + w * z2);
-                acc += w1 * w2 * self.eval(x) * self.eval(y);
+                acc += w1 * w2 * self.value(x) * self.value(y);
             }
         }
         acc

@@ -1,4 +1,12 @@
-//! The branch F of a block and its closed-form summary (THEORY.md section 3).
+//! The branch F of a block (THEORY.md section 3), one file per branch: each file holds the
+//! branch's mean-field summary (a [`MeanFieldBranch`]: its gains and pair kernel) and its
+//! sampled module (a [`Module`]: parameters, forward, JVP and backward), and [`BranchKind`] is
+//! the one registry of branches that the CLI, help text, analyses and tests iterate.
+//!
+//! - [`linear`]: `W u`; [`mlp`]: `W2 phi(W1 u)` with its [`Activation`];
+//!   [`attention`]: multi-head softmax self-attention and its uniform limit;
+//!   [`cross_attention`]: uniform attention to a fixed memory; [`transformer`]: the stack that
+//!   alternates attention and MLP blocks. [`module`] dispatches a block to its sampled module.
 //!
 //! A branch is summarized by the fan-in gains `sigma^2` of its matrices (see [`init`]) and its
 //! *pair kernel*: for two inputs a, b (sequences of tokens) pushed through the same weights,
@@ -26,15 +34,22 @@
 //! kind, where the split of an MLP's output is never read.
 
 pub mod activation;
+pub mod attention;
+pub mod cross_attention;
 pub mod init;
+pub mod linear;
+pub mod mlp;
+pub mod module;
 pub mod quadrature;
+pub mod transformer;
 
 pub use activation::Activation;
 pub use init::Init;
+pub use module::{Branch, Cache, Module};
 
 use crate::{Error, Result};
 
-/// Which function the branch computes.
+/// Which function the branch computes: every branch of either engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BranchKind {
     /// `F(u) = W u`, one d x d matrix.
@@ -43,66 +58,208 @@ pub enum BranchKind {
     ReluMlp,
     /// `F(u) = W2 gelu(W1 u)`, hidden width `ratio * d`.
     GeluMlp,
+    /// Multi-head softmax self-attention (Monte Carlo only).
+    Attention,
     /// Self-attention with `W_Q = W_K = 0`: every token gets `W_O W_V` of the token mean.
     UniformAttention,
     /// Attention to a fixed memory sequence, independent of the stream.
     CrossAttention,
+    /// Odd blocks softmax attention, even blocks ReLU MLP (a Transformer layer is two blocks;
+    /// Monte Carlo only).
+    Transformer,
+}
+
+/// A registry entry: what the CLI and help text say about a branch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KindInfo {
+    /// The name `--branch` takes.
+    pub name: &'static str,
+    /// Other accepted names.
+    pub aliases: &'static [&'static str],
+    /// One line for help text.
+    pub about: &'static str,
+    /// Whether the closed form (and `expand`) has it; the Monte Carlo engine has every branch.
+    pub closed_form: bool,
+}
+
+/// The function of one block's branch, after a stack's kind is resolved per block
+/// ([`BranchKind::block`]): what the sampled network builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Block {
+    /// `W u`.
+    Linear,
+    /// `W2 phi(W1 u)`.
+    Mlp(Activation),
+    /// Self-attention; `uniform` means `W_Q = W_K = 0`.
+    Attention {
+        /// `W_Q = W_K = 0`.
+        uniform: bool,
+    },
+    /// Uniform attention to a fixed memory.
+    CrossAttention,
 }
 
 impl BranchKind {
-    /// Names accepted by `--branch` in the closed form.
-    pub const NAMES: &'static str =
-        "linear, relu-mlp, gelu-mlp, uniform-attention, cross-attention";
+    /// Every branch, in help-text order.
+    pub const ALL: [BranchKind; 7] = [
+        BranchKind::Linear,
+        BranchKind::ReluMlp,
+        BranchKind::GeluMlp,
+        BranchKind::Attention,
+        BranchKind::UniformAttention,
+        BranchKind::CrossAttention,
+        BranchKind::Transformer,
+    ];
 
-    /// Parses a name.
-    pub fn parse(s: &str) -> Result<Self> {
-        Ok(match s {
-            "linear" => BranchKind::Linear,
-            "relu-mlp" | "mlp" => BranchKind::ReluMlp,
-            "gelu-mlp" => BranchKind::GeluMlp,
-            "uniform-attention" => BranchKind::UniformAttention,
-            "cross-attention" => BranchKind::CrossAttention,
-            _ => {
-                return Err(Error::Unknown {
-                    kind: "branch",
-                    name: s.to_string(),
-                    valid: Self::NAMES.to_string(),
-                });
-            }
-        })
+    /// Its registry entry.
+    pub fn info(self) -> KindInfo {
+        match self {
+            BranchKind::Linear => linear::INFO,
+            BranchKind::ReluMlp => mlp::RELU_INFO,
+            BranchKind::GeluMlp => mlp::GELU_INFO,
+            BranchKind::Attention => attention::SOFTMAX_INFO,
+            BranchKind::UniformAttention => attention::UNIFORM_INFO,
+            BranchKind::CrossAttention => cross_attention::INFO,
+            BranchKind::Transformer => transformer::INFO,
+        }
     }
 
     /// Canonical name.
     pub fn name(self) -> &'static str {
-        match self {
-            BranchKind::Linear => "linear",
-            BranchKind::ReluMlp => "relu-mlp",
-            BranchKind::GeluMlp => "gelu-mlp",
-            BranchKind::UniformAttention => "uniform-attention",
-            BranchKind::CrossAttention => "cross-attention",
+        self.info().name
+    }
+
+    /// The names `--branch` takes, comma-separated: the closed form's only, or every branch.
+    pub fn names(closed_form_only: bool) -> String {
+        Self::ALL
+            .iter()
+            .filter(|k| k.info().closed_form || !closed_form_only)
+            .map(|k| k.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Parses a name or alias of any branch.
+    pub fn parse(s: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == s || k.info().aliases.contains(&s))
+            .ok_or_else(|| Error::Unknown {
+                kind: "branch",
+                name: s.to_string(),
+                valid: Self::names(false),
+            })
+    }
+
+    /// Parses a name or alias of a branch the closed form has.
+    pub fn parse_closed_form(s: &str) -> Result<Self> {
+        match Self::parse(s) {
+            Ok(k) if k.info().closed_form => Ok(k),
+            _ => Err(Error::Unknown {
+                kind: "branch",
+                name: s.to_string(),
+                valid: Self::names(true),
+            }),
         }
     }
 
-    /// Number of matrices DeepNet's beta scales (FFN: both; attention: V and O; linear: one).
-    pub fn beta_matrices(self) -> i32 {
+    /// The branch block l (1-based) of a stack of this kind computes; `uniform` forces
+    /// `W_Q = W_K = 0` on attention.
+    pub fn block(self, l: usize, uniform: bool) -> Block {
         match self {
-            BranchKind::Linear => 1,
-            _ => 2,
+            BranchKind::Linear => Block::Linear,
+            BranchKind::ReluMlp => Block::Mlp(Activation::Relu),
+            BranchKind::GeluMlp => Block::Mlp(Activation::Gelu),
+            BranchKind::Attention => Block::Attention { uniform },
+            BranchKind::UniformAttention => Block::Attention { uniform: true },
+            BranchKind::CrossAttention => Block::CrossAttention,
+            BranchKind::Transformer => transformer::block(l, uniform),
+        }
+    }
+
+    /// The closed-form branch whose matrices have the same gains (softmax attention's are
+    /// uniform attention's; a transformer's are its MLP's at even blocks and attention's at
+    /// odd ones, see [`Block::closed_form`]): used for `--gain` rescaling and the summary.
+    pub fn closed_form_proxy(self) -> BranchKind {
+        match self {
+            BranchKind::Linear => BranchKind::Linear,
+            BranchKind::ReluMlp | BranchKind::Transformer => BranchKind::ReluMlp,
+            BranchKind::GeluMlp => BranchKind::GeluMlp,
+            BranchKind::Attention | BranchKind::UniformAttention => BranchKind::UniformAttention,
+            BranchKind::CrossAttention => BranchKind::CrossAttention,
+        }
+    }
+
+    /// The mean-field summary of a closed-form branch (`None` for softmax attention and the
+    /// transformer stack, which only Monte Carlo runs).
+    pub fn summary(self) -> Option<&'static dyn MeanFieldBranch> {
+        match self {
+            BranchKind::Linear => Some(&linear::Kernel),
+            BranchKind::ReluMlp => Some(&mlp::Kernel(Activation::Relu)),
+            BranchKind::GeluMlp => Some(&mlp::Kernel(Activation::Gelu)),
+            BranchKind::UniformAttention => Some(&attention::UniformKernel),
+            BranchKind::CrossAttention => Some(&cross_attention::Kernel),
+            BranchKind::Attention | BranchKind::Transformer => None,
         }
     }
 
     /// Whether `E||F(u)||^2 / ||u||^2` is the same constant g for every input, so that the
-    /// exact symbolic expansion can use one symbol g (linear and ReLU branches are positively
-    /// homogeneous; GELU is not, and attention's gain depends on the token correlation).
+    /// exact symbolic expansion can use one symbol g.
     pub fn has_constant_gain(self) -> bool {
-        matches!(self, BranchKind::Linear | BranchKind::ReluMlp)
+        self.summary().is_some_and(|s| s.constant_gain())
     }
+}
+
+impl Block {
+    /// The closed-form kind with this block's matrix gains (for `--gain` rescaling).
+    pub fn closed_form(self) -> BranchKind {
+        match self {
+            Block::Linear => BranchKind::Linear,
+            Block::Mlp(Activation::Relu) => BranchKind::ReluMlp,
+            Block::Mlp(Activation::Gelu) => BranchKind::GeluMlp,
+            Block::Attention { .. } => BranchKind::UniformAttention,
+            Block::CrossAttention => BranchKind::CrossAttention,
+        }
+    }
+}
+
+/// A branch's mean-field summary (THEORY.md section 3): how its matrices' fan-in gains enter,
+/// and its pair kernel and Jacobian moments at given input moments. Implemented once per
+/// closed-form branch, on a unit value of its file.
+pub trait MeanFieldBranch: Sync {
+    /// Fan-in gains `(first, last)` of its first and last matrices under `init` at width d
+    /// and MLP hidden ratio r (a linear branch's first is 1, unused).
+    fn matrix_gains(&self, init: Init, d: f64, r: f64) -> (f64, f64);
+    /// Whether DeepNet's beta scales the first matrix too (FFN: both; attention: V and O),
+    /// not only the last.
+    fn beta_scales_first(&self) -> bool;
+    /// Whether `F(t u)` scales the moments by `t^2` (or they do not depend on the input), so
+    /// that they can be evaluated at unit input and scaled exactly.
+    fn scale_free(&self) -> bool;
+    /// Whether `E||F(u)||^2 / ||u||^2` is one constant for every input.
+    fn constant_gain(&self) -> bool;
+    /// Whether the branch acts through the token mean rather than on each token.
+    fn mixes_tokens(&self) -> bool;
+    /// Gain at unit input second moment (attention: the weight gain `sV sO`).
+    fn unit_gain(&self, m: &BranchModel) -> f64;
+    /// Output moments `(same token, different tokens)` per coordinate for inputs with second
+    /// moments `qa`, `qb` and cross moments `m_same`, `m_cross`.
+    fn pair(&self, m: &BranchModel, qa: f64, qb: f64, m_same: f64, m_cross: f64) -> (f64, f64);
+    /// `g_b = E||J_F^T h||^2 / ||h||^2` at input second moment q, h with independent tokens.
+    fn backward_gain(&self, m: &BranchModel, q: f64) -> f64;
+    /// Mean-square gains of the input Jacobian on the token-mean part and the fluctuation.
+    fn jacobian_split(&self, m: &BranchModel, q: f64) -> (f64, f64);
+    /// `||a||^2 / d` for the input a of the last matrix.
+    fn last_input_sq(&self, m: &BranchModel, q: f64, c: f64) -> f64;
+    /// Second moment of the first-order output change per squared relative weight
+    /// perturbation of every matrix.
+    fn perturbation_sq(&self, m: &BranchModel, q: f64, c: f64) -> f64;
 }
 
 /// How the branch is built: kind, init, widths and an optional gain override.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BranchConfig {
-    /// What the branch computes.
+    /// What the branch computes (a closed-form kind).
     pub kind: BranchKind,
     /// Init scheme of every matrix.
     pub init: Init,
@@ -133,7 +290,7 @@ impl Default for BranchConfig {
 /// A branch reduced to its mean-field summary, with DeepNet's beta already applied.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BranchModel {
-    /// What the branch computes.
+    /// What the branch computes (a closed-form kind).
     pub kind: BranchKind,
     /// Fan-in gain of the first matrix (`W1` or `W_V`; unused for linear).
     pub first: f64,
@@ -152,39 +309,34 @@ pub struct BranchModel {
 
 impl BranchModel {
     /// Builds the summary from a config, DeepNet's beta (if any), and the input law (q0, c0)
-    /// which cross-attention's memory shares.
+    /// which cross-attention's memory shares. Panics on a kind without a closed form (the
+    /// configuration refuses those first).
     pub fn new(cfg: &BranchConfig, beta: Option<f64>, q0: f64, c0: f64) -> Self {
-        let d = cfg.width as f64;
-        let r = cfg.hidden_ratio;
-        let (mut first, mut last) = match cfg.kind {
-            BranchKind::Linear => (1.0, cfg.init.fan_in_gain(d, d)),
-            BranchKind::ReluMlp | BranchKind::GeluMlp => (
-                cfg.init.fan_in_gain(d, r * d),
-                cfg.init.fan_in_gain(r * d, d),
-            ),
-            BranchKind::UniformAttention | BranchKind::CrossAttention => {
-                (cfg.init.fan_in_gain(d, d), cfg.init.fan_in_gain(d, d))
-            }
-        };
+        let kernel = cfg
+            .kind
+            .summary()
+            .expect("a closed-form branch (checked by the configuration)");
+        let (mut first, mut last) =
+            kernel.matrix_gains(cfg.init, cfg.width as f64, cfg.hidden_ratio);
         let n = cfg.tokens as f64;
         let mut m = BranchModel {
             kind: cfg.kind,
             first,
             last,
-            ratio: r,
+            ratio: cfg.hidden_ratio,
             tokens: n,
             memory_mean_sq: q0 * (c0 + (1.0 - c0) / n),
             nominal_gain: 0.0,
         };
-        let unit = m.unit_gain();
+        let unit = kernel.unit_gain(&m);
         if let Some(g) = cfg.gain {
             last = if unit > 0.0 { last * g / unit } else { last };
             m.last = last;
         }
-        m.nominal_gain = m.unit_gain();
+        m.nominal_gain = kernel.unit_gain(&m);
         if let Some(b) = beta {
             let b2 = b * b;
-            if cfg.kind.beta_matrices() == 2 {
+            if kernel.beta_scales_first() {
                 first *= b2;
                 m.first = first;
             }
@@ -193,48 +345,16 @@ impl BranchModel {
         m
     }
 
-    /// Gain at unit input second moment (attention: the weight gain `sV sO`).
-    fn unit_gain(&self) -> f64 {
-        match self.kind {
-            BranchKind::Linear => self.last,
-            BranchKind::ReluMlp | BranchKind::GeluMlp => self.mlp_moment(1.0, 1.0, 1.0),
-            BranchKind::UniformAttention | BranchKind::CrossAttention => self.first * self.last,
-        }
+    /// The summary's kernel.
+    pub fn kernel(&self) -> &'static dyn MeanFieldBranch {
+        self.kind
+            .summary()
+            .expect("a closed-form branch (checked by the configuration)")
     }
 
-    fn activation(&self) -> Option<Activation> {
-        match self.kind {
-            BranchKind::ReluMlp => Some(Activation::Relu),
-            BranchKind::GeluMlp => Some(Activation::Gelu),
-            _ => None,
-        }
-    }
-
-    /// `s2 E[phi(x) phi(y)]` with `Var x = s1 qa`, `Var y = s1 qb`, `Cov = s1 m`.
-    fn mlp_moment(&self, qa: f64, qb: f64, m: f64) -> f64 {
-        let act = self.activation().expect("MLP branch");
-        self.last * act.pair_moment(self.first * qa, self.first * qb, self.first * m)
-    }
-
-    /// The pair kernel: output moments `(same token, different tokens)` per coordinate for two
-    /// inputs with second moments `qa`, `qb` and cross moments `m_same`, `m_cross`.
+    /// See [`MeanFieldBranch::pair`].
     pub fn pair(&self, qa: f64, qb: f64, m_same: f64, m_cross: f64) -> (f64, f64) {
-        match self.kind {
-            BranchKind::Linear => (self.last * m_same, self.last * m_cross),
-            BranchKind::ReluMlp | BranchKind::GeluMlp => (
-                self.mlp_moment(qa, qb, m_same),
-                self.mlp_moment(qa, qb, m_cross),
-            ),
-            BranchKind::UniformAttention => {
-                let n = self.tokens;
-                let v = self.first * self.last * (m_same / n + (1.0 - 1.0 / n) * m_cross);
-                (v, v)
-            }
-            BranchKind::CrossAttention => {
-                let v = self.first * self.last * self.memory_mean_sq;
-                (v, v)
-            }
-        }
+        self.kernel().pair(self, qa, qb, m_same, m_cross)
     }
 
     /// Output second moment and token correlation for an input of second moment q and token
@@ -245,71 +365,34 @@ impl BranchModel {
         (same, kappa)
     }
 
-    /// Backward gain `g_b = E||J_F^T h||^2/||h||^2` at input second moment q, for h with
-    /// independent tokens (for uniform attention `sV sO / n`: only the token mean passes).
+    /// See [`MeanFieldBranch::backward_gain`].
     pub fn backward_gain(&self, q: f64) -> f64 {
-        match self.kind {
-            BranchKind::Linear => self.last,
-            BranchKind::ReluMlp | BranchKind::GeluMlp => {
-                let act = self.activation().expect("MLP branch");
-                self.first * self.last * act.deriv_second_moment(self.first * q)
-            }
-            BranchKind::UniformAttention => self.first * self.last / self.tokens,
-            BranchKind::CrossAttention => 0.0,
-        }
+        self.kernel().backward_gain(self, q)
     }
 
-    /// Whether the branch acts through the token mean (uniform and cross-attention) rather than
-    /// on each token separately.
+    /// See [`MeanFieldBranch::mixes_tokens`].
     pub fn mixes_tokens(&self) -> bool {
-        matches!(
-            self.kind,
-            BranchKind::UniformAttention | BranchKind::CrossAttention
-        )
+        self.kernel().mixes_tokens()
     }
 
-    /// Mean-square gains of the input Jacobian on the token-mean part and on the fluctuation of
-    /// a tangent: `(g_b, g_b)` for per-token branches, `(sV sO, 0)` for uniform attention
-    /// (`J_F T = W_O W_V mean_t(T_t)` for every token), `(0, 0)` for cross-attention.
+    /// See [`MeanFieldBranch::scale_free`].
+    pub fn scale_free(&self) -> bool {
+        self.kernel().scale_free()
+    }
+
+    /// See [`MeanFieldBranch::jacobian_split`].
     pub fn jacobian_split(&self, q: f64) -> (f64, f64) {
-        match self.kind {
-            BranchKind::UniformAttention => (self.first * self.last, 0.0),
-            BranchKind::CrossAttention => (0.0, 0.0),
-            _ => {
-                let g = self.backward_gain(q);
-                (g, g)
-            }
-        }
+        self.kernel().jacobian_split(self, q)
     }
 
-    /// `||a||^2 / d` for the input a of the last matrix (weight gradients are `delta a^T`).
+    /// See [`MeanFieldBranch::last_input_sq`].
     pub fn last_input_sq(&self, q: f64, c: f64) -> f64 {
-        let n = self.tokens;
-        match self.kind {
-            BranchKind::Linear => q,
-            BranchKind::ReluMlp | BranchKind::GeluMlp => {
-                let act = self.activation().expect("MLP branch");
-                self.ratio * act.second_moment(self.first * q)
-            }
-            BranchKind::UniformAttention => self.first * q * (c + (1.0 - c) / n),
-            BranchKind::CrossAttention => self.first * self.memory_mean_sq,
-        }
+        self.kernel().last_input_sq(self, q, c)
     }
 
-    /// Per-coordinate second moment of the first-order output change when every matrix W of
-    /// the branch gets an independent perturbation with entry variance `eps^2 Var(W_ij)`,
-    /// divided by `eps^2`.
+    /// See [`MeanFieldBranch::perturbation_sq`].
     pub fn perturbation_sq(&self, q: f64, c: f64) -> f64 {
-        let (out, _) = self.forward(q, c);
-        match self.kind {
-            BranchKind::Linear => out,
-            BranchKind::ReluMlp | BranchKind::GeluMlp => {
-                let act = self.activation().expect("MLP branch");
-                let v = self.first * q;
-                out + self.last * act.deriv_second_moment(v) * v
-            }
-            BranchKind::UniformAttention | BranchKind::CrossAttention => 2.0 * out,
-        }
+        self.kernel().perturbation_sq(self, q, c)
     }
 }
 

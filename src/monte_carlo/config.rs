@@ -2,73 +2,9 @@
 //! seed, norm epsilon, heads and the branch kinds only sampling can run (softmax attention,
 //! transformer stacks).
 
-use crate::branch::{BranchConfig, BranchKind, BranchModel, Init};
+use crate::branch::{Block, BranchConfig, BranchKind, BranchModel, Init};
 use crate::config::{ModelConfig, RawModel};
 use crate::{Error, Result};
-
-/// Branch kinds of the sampled networks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum McKind {
-    /// `W u`.
-    Linear,
-    /// `W2 relu(W1 u)`.
-    ReluMlp,
-    /// `W2 gelu(W1 u)`.
-    GeluMlp,
-    /// Multi-head softmax self-attention (`uniform`: `W_Q = W_K = 0`).
-    Attention,
-    /// Uniform attention to a fixed memory.
-    CrossAttention,
-    /// Odd blocks attention, even blocks ReLU MLP (a Transformer layer is two blocks).
-    Transformer,
-}
-
-impl McKind {
-    /// Names accepted by `--branch` for `mc`.
-    pub const NAMES: &'static str =
-        "linear, relu-mlp, gelu-mlp, attention, uniform-attention, cross-attention, transformer";
-
-    /// Parses a name; `uniform-attention` is attention with `uniform` forced on.
-    pub fn parse(s: &str) -> Result<(Self, bool)> {
-        Ok(match s {
-            "linear" => (McKind::Linear, false),
-            "relu-mlp" | "mlp" => (McKind::ReluMlp, false),
-            "gelu-mlp" => (McKind::GeluMlp, false),
-            "attention" => (McKind::Attention, false),
-            "uniform-attention" => (McKind::Attention, true),
-            "cross-attention" => (McKind::CrossAttention, false),
-            "transformer" => (McKind::Transformer, false),
-            _ => {
-                return Err(Error::Unknown {
-                    kind: "branch",
-                    name: s.to_string(),
-                    valid: Self::NAMES.to_string(),
-                });
-            }
-        })
-    }
-
-    /// The kind of block l (1-based).
-    pub fn at(self, l: usize) -> McKind {
-        match self {
-            McKind::Transformer if l % 2 == 1 => McKind::Attention,
-            McKind::Transformer => McKind::ReluMlp,
-            k => k,
-        }
-    }
-
-    /// The closed-form branch with the same weights' gains (softmax attention's weight gain is
-    /// uniform attention's), used for `--gain` rescaling.
-    pub fn closed_form_proxy(self) -> BranchKind {
-        match self {
-            McKind::Linear => BranchKind::Linear,
-            McKind::ReluMlp | McKind::Transformer => BranchKind::ReluMlp,
-            McKind::GeluMlp => BranchKind::GeluMlp,
-            McKind::Attention => BranchKind::UniformAttention,
-            McKind::CrossAttention => BranchKind::CrossAttention,
-        }
-    }
-}
 
 /// Raw Monte Carlo settings (from flags).
 #[derive(Clone, Debug, PartialEq)]
@@ -105,8 +41,9 @@ impl Default for RawMc {
 pub struct McConfig {
     /// Model parameters (the branch entry holds the closed-form proxy of the branch).
     pub model: ModelConfig,
-    /// Sampled branch kind.
-    pub kind: McKind,
+    /// Sampled branch kind (`uniform-attention` is kept as `Attention` with `uniform`, so that
+    /// both spellings seed the same networks).
+    pub kind: BranchKind,
     /// `W_Q = W_K = 0`.
     pub uniform: bool,
     /// Heads.
@@ -124,7 +61,13 @@ pub struct McConfig {
 impl McConfig {
     /// Validates the model and the sampling settings.
     pub fn new(raw: &RawModel, mc: &RawMc) -> Result<Self> {
-        let (kind, forced_uniform) = McKind::parse(&raw.branch)?;
+        let parsed = BranchKind::parse(&raw.branch)?;
+        let forced_uniform = parsed == BranchKind::UniformAttention;
+        let kind = if forced_uniform {
+            BranchKind::Attention
+        } else {
+            parsed
+        };
         let proxy = RawModel {
             branch: kind.closed_form_proxy().name().to_string(),
             ..raw.clone()
@@ -140,7 +83,8 @@ impl McConfig {
         if !(mc.eps.is_finite() && mc.eps >= 0.0) {
             return Err(Error::invalid("--eps", mc.eps, "a finite number >= 0"));
         }
-        let attention = matches!(kind, McKind::Attention | McKind::Transformer);
+        // Heads matter if any block is attention (a stack's kinds repeat with period <= 2).
+        let attention = (1..=2).any(|l| matches!(kind.block(l, false), Block::Attention { .. }));
         if attention && (mc.heads == 0 || !raw.width.is_multiple_of(mc.heads)) {
             return Err(Error::invalid(
                 "--heads",
@@ -183,11 +127,16 @@ impl McConfig {
     /// Closed-form summary of block l's branch (gains of its matrices, before beta).
     pub fn proxy_model(&self, l: usize) -> BranchModel {
         let cfg = BranchConfig {
-            kind: self.kind.at(l).closed_form_proxy(),
+            kind: self.block(l).closed_form(),
             gain: None,
             ..self.model.branch
         };
         BranchModel::new(&cfg, None, self.model.inputs.q0, self.model.inputs.c0)
+    }
+
+    /// The branch of block l (1-based).
+    pub fn block(&self, l: usize) -> Block {
+        self.kind.block(l, self.uniform)
     }
 
     /// Init scheme.

@@ -20,6 +20,7 @@
 use super::network::{Backward, Forward, Network};
 use super::rng::Rng;
 use super::sample;
+use crate::branch::Module;
 use crate::metrics::{Metric, eff_depth};
 use crate::theory::paths::PathLengths;
 use nalgebra::DMatrix;

@@ -7,8 +7,6 @@
 //! Matrix products are single-threaded (nalgebra/matrixmultiply without threading), so rayon
 //! owns the cores.
 
-pub mod activation;
-pub mod branch;
 pub mod config;
 pub mod gemm;
 pub mod measure;
@@ -19,7 +17,7 @@ pub mod sample;
 pub mod sampler;
 pub mod stats;
 
-pub use config::{McConfig, McKind, RawMc};
+pub use config::{McConfig, RawMc};
 pub use measure::Quantities;
 
 use crate::Result;

@@ -7,56 +7,57 @@
 //! updated in place (`O(l n)` per block) and squared norms of every source are kept raw and
 //! centered, so `branch_weight` costs `O(l n)` per layer and memory stays `O(L d n)`.
 
-use super::branch::{Branch, Cache};
+use super::gemm::Real;
 use super::norm::{self, NormCache};
+use crate::branch::{Branch, Cache, Module};
 use crate::spec::{InputScale, SkipScale, StackSpec};
 use nalgebra::DMatrix;
 
 /// A network with its weights and input.
 #[derive(Clone, Debug)]
-pub struct Network {
+pub struct Network<T: Real = f64> {
     /// The block model.
     pub spec: StackSpec,
     /// Branch of block l at index l - 1.
-    pub branches: Vec<Branch>,
+    pub branches: Vec<Branch<T>>,
     /// Standard deviation of each weight's init distribution (for perturbations), per block.
     pub weight_stds: Vec<Vec<f64>>,
     /// The input x_0 (d x n).
-    pub input: DMatrix<f64>,
+    pub input: DMatrix<T>,
     /// Norm epsilon.
     pub eps: f64,
 }
 
 /// Per-block values of a forward pass.
 #[derive(Clone, Debug)]
-pub struct BlockPass {
+pub struct BlockPass<T: Real = f64> {
     /// N_in's cache.
-    pub n_in: Option<NormCache>,
+    pub n_in: Option<NormCache<T>>,
     /// Scale after N_in (`1/sqrt(l)` for LayerNorm Scaling, else 1).
     pub in_scale: f64,
-    /// The branch's cache (holds its input u).
-    pub branch: Cache,
+    /// The branch's cache.
+    pub branch: Cache<T>,
     /// The raw branch output `B_l`.
-    pub out: DMatrix<f64>,
+    pub out: DMatrix<T>,
     /// N_br's cache.
-    pub n_br: Option<NormCache>,
+    pub n_br: Option<NormCache<T>>,
     /// The skip scale used (Admin's omega is profiled on this network).
     pub alpha: f64,
     /// The branch multiplier.
     pub lambda: f64,
     /// N_out's cache.
-    pub n_out: Option<NormCache>,
+    pub n_out: Option<NormCache<T>>,
 }
 
 /// A whole forward pass: the streams `x_0..=x_L` and every block's values.
 #[derive(Clone, Debug)]
-pub struct Forward {
+pub struct Forward<T: Real = f64> {
     /// `x_l`, l = 0..=L.
-    pub xs: Vec<DMatrix<f64>>,
+    pub xs: Vec<DMatrix<T>>,
     /// Block l at index l - 1.
-    pub blocks: Vec<BlockPass>,
+    pub blocks: Vec<BlockPass<T>>,
     /// The final Norm's cache, if the preset has one.
-    pub final_norm: Option<NormCache>,
+    pub final_norm: Option<NormCache<T>>,
 }
 
 /// The running decomposition `x_l = sum_j C_{l,j} B~_j` at the current layer.
@@ -73,13 +74,13 @@ pub struct Decomposition {
 }
 
 impl Decomposition {
-    fn add_source(&mut self, b: &DMatrix<f64>, coef: Vec<f64>, centered: bool) {
+    fn add_source<T: Real>(&mut self, b: &DMatrix<T>, coef: Vec<f64>, centered: bool) {
         let d = b.nrows() as f64;
-        let raw: Vec<f64> = b.column_iter().map(|c| c.norm_squared()).collect();
+        let raw: Vec<f64> = b.column_iter().map(|c| c.norm_squared().as_f64()).collect();
         let cen: Vec<f64> = b
             .column_iter()
             .zip(&raw)
-            .map(|(c, r)| (r - c.sum().powi(2) / d).max(0.0))
+            .map(|(c, r)| (r - c.sum().as_f64().powi(2) / d).max(0.0))
             .collect();
         self.coef.push(coef);
         self.centered.push(centered);
@@ -98,7 +99,7 @@ impl Decomposition {
     }
 
     /// `x_l` rebuilt from its sources (tests).
-    pub fn rebuild(&self, sources: &[&DMatrix<f64>]) -> DMatrix<f64> {
+    pub fn rebuild<T: Real>(&self, sources: &[&DMatrix<T>]) -> DMatrix<T> {
         let mut x = DMatrix::zeros(sources[0].nrows(), sources[0].ncols());
         for (j, b) in sources.iter().enumerate() {
             let mut v = (*b).clone();
@@ -106,7 +107,7 @@ impl Decomposition {
                 norm::center(&mut v);
             }
             for (t, mut col) in v.column_iter_mut().enumerate() {
-                col *= self.coef[j][t];
+                col *= T::of(self.coef[j][t]);
             }
             x += v;
         }
@@ -114,12 +115,12 @@ impl Decomposition {
     }
 }
 
-fn apply_norm(
+fn apply_norm<T: Real>(
     slot_norm: bool,
     kind: crate::spec::NormKind,
     eps: f64,
-    z: &DMatrix<f64>,
-) -> (Option<NormCache>, DMatrix<f64>) {
+    z: &DMatrix<T>,
+) -> (Option<NormCache<T>>, DMatrix<T>) {
     if slot_norm {
         let c = norm::forward(kind, eps, z);
         let y = c.y.clone();
@@ -129,14 +130,14 @@ fn apply_norm(
     }
 }
 
-fn jac(c: &Option<NormCache>, v: &DMatrix<f64>) -> DMatrix<f64> {
+fn jac<T: Real>(c: &Option<NormCache<T>>, v: &DMatrix<T>) -> DMatrix<T> {
     match c {
         Some(c) => norm::jacobian(c, v),
         None => v.clone(),
     }
 }
 
-impl Network {
+impl<T: Real> Network<T> {
     /// Depth L.
     pub fn depth(&self) -> usize {
         self.spec.depth
@@ -146,15 +147,15 @@ impl Network {
     pub fn branch_input(
         &self,
         l: usize,
-        x: &DMatrix<f64>,
-    ) -> (Option<NormCache>, f64, DMatrix<f64>) {
+        x: &DMatrix<T>,
+    ) -> (Option<NormCache<T>>, f64, DMatrix<T>) {
         let b = self.spec.block(l);
         let (c, mut u) = apply_norm(b.n_in.is_norm(), self.spec.norm, self.eps, x);
         let s = match b.in_scale {
             InputScale::One => 1.0,
             InputScale::InvSqrtLayer => {
                 let s = 1.0 / (l as f64).sqrt();
-                u *= s;
+                u *= T::of(s);
                 s
             }
         };
@@ -165,8 +166,8 @@ impl Network {
     /// decomposition at that layer.
     pub fn forward(
         &self,
-        mut on_layer: impl FnMut(usize, &DMatrix<f64>, &Decomposition),
-    ) -> Forward {
+        mut on_layer: impl FnMut(usize, &DMatrix<T>, &Decomposition),
+    ) -> Forward<T> {
         let n = self.input.ncols();
         let d = self.input.nrows() as f64;
         let mut dec = Decomposition::default();
@@ -187,13 +188,13 @@ impl Network {
                 SkipScale::AdminOmega => (1.0 + admin_sum).sqrt(),
             };
             let lambda = spec.lambda.value();
-            let z = x * alpha + &br * lambda;
+            let z = x * T::of(alpha) + &br * T::of(lambda);
             let (n_out, y) = apply_norm(spec.n_out.is_norm(), self.spec.norm, self.eps, &z);
             // Decomposition: old sources times alpha, the new one lambda (/sigma_br), then
             // everything times 1/sigma_out; LN centers what it touches.
             let ln = self.spec.norm == crate::spec::NormKind::Layer;
             let br_coef: Vec<f64> = (0..n)
-                .map(|t| lambda * n_br.as_ref().map_or(1.0, |c| c.inv_sigma[t]))
+                .map(|t| lambda * n_br.as_ref().map_or(1.0, |c| c.inv_sigma[t].as_f64()))
                 .collect();
             for c in dec.coef.iter_mut() {
                 c.iter_mut().for_each(|v| *v *= alpha);
@@ -201,14 +202,16 @@ impl Network {
             dec.add_source(&out, br_coef, ln && n_br.is_some());
             if let Some(c) = &n_out {
                 for cj in dec.coef.iter_mut() {
-                    cj.iter_mut().zip(&c.inv_sigma).for_each(|(v, s)| *v *= s);
+                    cj.iter_mut()
+                        .zip(&c.inv_sigma)
+                        .for_each(|(v, s)| *v *= s.as_f64());
                 }
                 if ln {
                     dec.centered.iter_mut().for_each(|f| *f = true);
                 }
             }
             if spec.skip == SkipScale::AdminOmega {
-                admin_sum += out.norm_squared() / (d * n as f64);
+                admin_sum += out.norm_squared().as_f64() / (d * n as f64);
             }
             on_layer(l, &y, &dec);
             xs.push(y);
@@ -240,33 +243,35 @@ impl Network {
     /// J_out lambda J_br (J_F J_in dx + dF/dW dW))`.
     pub fn block_jvp(
         &self,
-        fw: &Forward,
+        fw: &Forward<T>,
         l: usize,
-        dx: Option<&DMatrix<f64>>,
-        dw: Option<&[DMatrix<f64>]>,
-    ) -> (Option<DMatrix<f64>>, DMatrix<f64>) {
+        dx: Option<&DMatrix<T>>,
+        dw: Option<&[DMatrix<T>]>,
+    ) -> (Option<DMatrix<T>>, DMatrix<T>) {
         let b = &fw.blocks[l - 1];
-        let skip = dx.map(|dx| jac(&b.n_out, &(dx * b.alpha)));
-        let du = dx.map(|dx| jac(&b.n_in, dx) * b.in_scale);
+        let (alpha, lambda) = (T::of(b.alpha), T::of(b.lambda));
+        let skip = dx.map(|dx| jac(&b.n_out, &(dx * alpha)));
+        let du = dx.map(|dx| jac(&b.n_in, dx) * T::of(b.in_scale));
         let df = self.branches[l - 1].jvp(&b.branch, du.as_ref(), dw);
-        let br = jac(&b.n_br, &df) * b.lambda;
+        let br = jac(&b.n_br, &df) * lambda;
         (skip, jac(&b.n_out, &br))
     }
 
     /// Backprop of an output gradient `g` (at the network output, after the final Norm if
     /// any): `grads[l]` is `dL/dx_l` for l = 0..=L, `weight_grads[l-1]` the gradients of block
-    /// l's weights (in [`Branch::weights`] order).
-    pub fn backward(&self, fw: &Forward, g: &DMatrix<f64>) -> Backward {
+    /// l's weights (in [`Module::params`] order).
+    pub fn backward(&self, fw: &Forward<T>, g: &DMatrix<T>) -> Backward<T> {
         let depth = self.depth();
         let mut grads = vec![DMatrix::zeros(0, 0); depth + 1];
         let mut weight_grads = vec![Vec::new(); depth];
         grads[depth] = jac(&fw.final_norm, g);
         for l in (1..=depth).rev() {
             let b = &fw.blocks[l - 1];
+            let (alpha, lambda) = (T::of(b.alpha), T::of(b.lambda));
             let gz = jac(&b.n_out, &grads[l]);
-            let g_out = jac(&b.n_br, &(&gz * b.lambda));
+            let g_out = jac(&b.n_br, &(&gz * lambda));
             let (gu, gw) = self.branches[l - 1].backward(&b.branch, &g_out);
-            let gx = &gz * b.alpha + jac(&b.n_in, &(gu * b.in_scale));
+            let gx = &gz * alpha + jac(&b.n_in, &(gu * T::of(b.in_scale)));
             grads[l - 1] = gx;
             weight_grads[l - 1] = gw;
         }
@@ -279,9 +284,9 @@ impl Network {
 
 /// The result of [`Network::backward`].
 #[derive(Clone, Debug)]
-pub struct Backward {
+pub struct Backward<T: Real = f64> {
     /// `dL/dx_l`, l = 0..=L.
-    pub grads: Vec<DMatrix<f64>>,
+    pub grads: Vec<DMatrix<T>>,
     /// Weight gradients of block l at index l - 1.
-    pub weight_grads: Vec<Vec<DMatrix<f64>>>,
+    pub weight_grads: Vec<Vec<DMatrix<T>>>,
 }

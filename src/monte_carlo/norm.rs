@@ -6,23 +6,24 @@
 //! A norm is a linear map (P) followed by a per-token scalar `1/sigma`, which makes the
 //! decomposition `x_l = sum_j C_{l,j} B_j` exact per token (THEORY.md section 5).
 
+use super::gemm::Real;
 use crate::spec::NormKind;
 use nalgebra::DMatrix;
 
 /// What a forward pass keeps for the Jacobian.
 #[derive(Clone, Debug)]
-pub struct NormCache {
+pub struct NormCache<T: Real = f64> {
     /// The output y.
-    pub y: DMatrix<f64>,
+    pub y: DMatrix<T>,
     /// `1/sigma` per token.
-    pub inv_sigma: Vec<f64>,
+    pub inv_sigma: Vec<T>,
     /// Which norm.
     pub kind: NormKind,
 }
 
 /// Subtracts each column's mean (P z), in place.
-pub fn center(z: &mut DMatrix<f64>) {
-    let d = z.nrows() as f64;
+pub fn center<T: Real>(z: &mut DMatrix<T>) {
+    let d = T::of(z.nrows() as f64);
     for mut c in z.column_iter_mut() {
         let m = c.sum() / d;
         c.add_scalar_mut(-m);
@@ -30,15 +31,16 @@ pub fn center(z: &mut DMatrix<f64>) {
 }
 
 /// The norm of every column.
-pub fn forward(kind: NormKind, eps: f64, z: &DMatrix<f64>) -> NormCache {
-    let d = z.nrows() as f64;
+pub fn forward<T: Real>(kind: NormKind, eps: f64, z: &DMatrix<T>) -> NormCache<T> {
+    let d = T::of(z.nrows() as f64);
+    let eps = T::of(eps);
     let mut y = z.clone();
     if kind == NormKind::Layer {
         center(&mut y);
     }
     let mut inv_sigma = Vec::with_capacity(y.ncols());
     for mut c in y.column_iter_mut() {
-        let s = 1.0 / (c.norm_squared() / d + eps).sqrt();
+        let s = T::one() / (c.norm_squared() / d + eps).sqrt();
         c *= s;
         inv_sigma.push(s);
     }
@@ -46,8 +48,8 @@ pub fn forward(kind: NormKind, eps: f64, z: &DMatrix<f64>) -> NormCache {
 }
 
 /// `J dz` (equal to `J^T dz`): `(1/sigma) [P dz - y <y, P dz>/d]` per column.
-pub fn jacobian(cache: &NormCache, dz: &DMatrix<f64>) -> DMatrix<f64> {
-    let d = dz.nrows() as f64;
+pub fn jacobian<T: Real>(cache: &NormCache<T>, dz: &DMatrix<T>) -> DMatrix<T> {
+    let d = T::of(dz.nrows() as f64);
     let mut out = dz.clone();
     if cache.kind == NormKind::Layer {
         center(&mut out);
@@ -55,7 +57,7 @@ pub fn jacobian(cache: &NormCache, dz: &DMatrix<f64>) -> DMatrix<f64> {
     for (t, mut c) in out.column_iter_mut().enumerate() {
         let y = cache.y.column(t);
         let k = y.dot(&c) / d;
-        c.axpy(-k, &y, 1.0);
+        c.axpy(-k, &y, T::one());
         c *= cache.inv_sigma[t];
     }
     out

@@ -2,14 +2,19 @@
 //! the `--gain` rescaling of the output matrix (so the expected forward gain is g, as in the
 //! closed form) and DeepNet's beta on the scaled matrices.
 
-use super::branch::Branch;
-use super::config::{McConfig, McKind};
+use super::config::McConfig;
+use super::gemm::Real;
 use super::network::Network;
 use super::rng::Rng;
 use super::sample;
+use crate::branch::attention::Attention;
+use crate::branch::cross_attention::CrossAttention;
 use crate::branch::init::truncation_factor;
-use crate::branch::{Activation, Init};
+use crate::branch::linear::Linear;
+use crate::branch::mlp::Mlp;
+use crate::branch::{Block, Branch, Init};
 use crate::spec::StackSpec;
+use nalgebra::DMatrix;
 
 /// Standard deviation of one entry of a `rows x cols` matrix drawn by [`sample::matrix`].
 fn entry_std(init: Init, rows: usize, cols: usize, scale: f64) -> f64 {
@@ -21,22 +26,23 @@ fn entry_std(init: Init, rows: usize, cols: usize, scale: f64) -> f64 {
     v.sqrt() * scale
 }
 
-/// Samples network `spec` under `cfg` from `rng`.
-pub fn network(spec: &StackSpec, cfg: &McConfig, rng: &mut Rng) -> Network {
+/// Samples network `spec` under `cfg` from `rng`, in float type `T` (weights are drawn in
+/// f64 and rounded, so an f32 network is the f64 one rounded).
+pub fn network<T: Real>(spec: &StackSpec, cfg: &McConfig, rng: &mut Rng) -> Network<T> {
     let m = &cfg.model;
     let (d, n) = (m.branch.width, m.branch.tokens);
     let (q0, c0) = (m.inputs.q0, m.inputs.c0);
-    let input = sample::tokens(rng, d, n, q0, c0);
+    let cast = |x: DMatrix<f64>| x.map(T::of);
+    let input = cast(sample::tokens(rng, d, n, q0, c0));
     let beta = spec.beta.unwrap_or(1.0);
     let init = cfg.init();
     let mut branches = Vec::with_capacity(spec.depth);
     let mut stds = Vec::with_capacity(spec.depth);
-    let memory_mean = (cfg.kind == McKind::CrossAttention).then(|| {
+    let memory_mean = (cfg.block(1) == Block::CrossAttention).then(|| {
         let mem = sample::tokens(rng, d, n, q0, c0);
-        mem.column_mean()
+        mem.column_mean().map(T::of)
     });
     for l in 1..=spec.depth {
-        let kind = cfg.kind.at(l);
         let gain_scale = match m.branch.gain {
             Some(g) => {
                 let unit = cfg.proxy_model(l).nominal_gain;
@@ -46,54 +52,45 @@ pub fn network(spec: &StackSpec, cfg: &McConfig, rng: &mut Rng) -> Network {
         };
         let mut mat = |rows: usize, cols: usize, scale: f64, out: &mut Vec<f64>| {
             out.push(entry_std(init, rows, cols, scale));
-            sample::matrix(rng, init, rows, cols, scale)
+            cast(sample::matrix(rng, init, rows, cols, scale))
         };
         let mut s = Vec::new();
-        let b = match kind {
-            McKind::Linear => Branch::Linear {
+        let b = match cfg.block(l) {
+            Block::Linear => Branch::Linear(Linear {
                 w: mat(d, d, gain_scale * beta, &mut s),
-            },
-            McKind::ReluMlp | McKind::GeluMlp => {
+            }),
+            Block::Mlp(act) => {
                 let h = (m.branch.hidden_ratio * d as f64).round().max(1.0) as usize;
                 let w1 = mat(h, d, beta, &mut s);
                 let w2 = mat(d, h, gain_scale * beta, &mut s);
-                let act = if kind == McKind::ReluMlp {
-                    Activation::Relu
-                } else {
-                    Activation::Gelu
-                };
-                Branch::Mlp { w1, w2, act }
+                Branch::Mlp(Mlp { w1, w2, act })
             }
-            McKind::Attention => {
-                let (wq, wk) = if cfg.uniform {
-                    (
-                        nalgebra::DMatrix::zeros(0, 0),
-                        nalgebra::DMatrix::zeros(0, 0),
-                    )
+            Block::Attention { uniform } => {
+                let (wq, wk) = if uniform {
+                    (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0))
                 } else {
                     (mat(d, d, 1.0, &mut s), mat(d, d, 1.0, &mut s))
                 };
                 let wv = mat(d, d, beta, &mut s);
                 let wo = mat(d, d, gain_scale * beta, &mut s);
-                Branch::Attention {
+                Branch::Attention(Attention {
                     wq,
                     wk,
                     wv,
                     wo,
                     heads: cfg.heads,
-                    uniform: cfg.uniform,
-                }
+                    uniform,
+                })
             }
-            McKind::CrossAttention => {
+            Block::CrossAttention => {
                 let wv = mat(d, d, beta, &mut s);
                 let wo = mat(d, d, gain_scale * beta, &mut s);
-                Branch::Cross {
+                Branch::Cross(CrossAttention {
                     wv,
                     wo,
                     memory_mean: memory_mean.clone().expect("memory drawn"),
-                }
+                })
             }
-            McKind::Transformer => unreachable!("resolved per block"),
         };
         branches.push(b);
         stds.push(s);

@@ -119,7 +119,13 @@ pub fn expand(spec: &StackSpec, model: &BranchModel, q0: f64, subs: &Subs) -> Re
     let mut g_poly = subs.poly(Sym::G);
     if let Some(b) = spec.beta {
         values[Sym::Beta.index()] = b;
-        for _ in 0..2 * model.kind.beta_matrices() {
+        // beta^2 per matrix it scales: both (FFN, attention's V and O) or the last only.
+        let scaled = if model.kernel().beta_scales_first() {
+            2
+        } else {
+            1
+        };
+        for _ in 0..2 * scaled {
             g_poly = g_poly.mul(&subs.poly(Sym::Beta));
         }
     }

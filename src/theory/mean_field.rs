@@ -28,7 +28,7 @@
 
 use super::logsum::{Mag, PrefixSum, ln0};
 use super::split::Energy;
-use crate::branch::{BranchKind, BranchModel};
+use crate::branch::BranchModel;
 use crate::spec::{InputScale, SkipScale, StackSpec};
 use crate::{Error, Result};
 use std::ops::{Add, Div, Mul};
@@ -58,14 +58,8 @@ struct BranchAt {
     perturbation: Mag,
 }
 
-/// Whether `F(t u)` scales the branch's moments by `t^2` (so they can be evaluated at unit
-/// input and scaled exactly), or the moments do not depend on the input at all.
-fn scale_free(kind: BranchKind) -> bool {
-    !matches!(kind, BranchKind::GeluMlp | BranchKind::CrossAttention)
-}
-
 fn branch_at(model: &BranchModel, q: Mag, c: f64, layer: usize) -> Result<BranchAt> {
-    if scale_free(model.kind) {
+    if model.scale_free() {
         let (out, kappa) = model.forward(1.0, c);
         Ok(BranchAt {
             out: Mag::new(out).mul(q),
@@ -327,7 +321,7 @@ impl MeanField {
         };
         let (qa, qb, m) = (qa * in_scale, qb * in_scale, m * in_scale);
         // Moments are relative to q_l; scale back where the branch is not scale-free.
-        let scale = if scale_free(model.kind) || next.n_in.is_norm() {
+        let scale = if model.scale_free() || next.n_in.is_norm() {
             1.0
         } else {
             self.q[l].value()
