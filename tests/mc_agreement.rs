@@ -71,7 +71,7 @@ fn agree_all_metrics(preset: &str, branch: &str) {
         c0: 0.2,
         ..RawModel::default()
     };
-    let bad = disagreements(preset, &raw, sampling(), &Metric::ALL, &LayerSpec::All);
+    let bad = disagreements(preset, &raw, sampling(), Metric::ALL, &LayerSpec::All);
     assert!(bad.is_empty(), "{branch}:\n{}", bad.join("\n"));
 }
 

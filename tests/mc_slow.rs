@@ -83,7 +83,7 @@ fn wide_deep_agreement() {
         ..RawMc::default()
     };
     for p in ["pre", "post", "deepnorm", "admin"] {
-        let bad = disagreements(p, &raw, mc.clone(), &Metric::ALL, &LayerSpec::Log(6));
+        let bad = disagreements(p, &raw, mc.clone(), Metric::ALL, &LayerSpec::Log(6));
         assert!(bad.is_empty(), "{}", bad.join("\n"));
     }
 }

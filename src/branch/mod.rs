@@ -153,14 +153,14 @@ impl BranchKind {
 
     /// Parses a name or alias of a branch the closed form has.
     pub fn parse_closed_form(s: &str) -> Result<Self> {
-        match Self::parse(s) {
-            Ok(k) if k.info().closed_form => Ok(k),
-            _ => Err(Error::Unknown {
+        Self::parse(s)
+            .ok()
+            .filter(|k| k.info().closed_form)
+            .ok_or_else(|| Error::Unknown {
                 kind: "branch",
                 name: s.to_string(),
                 valid: Self::names(true),
-            }),
-        }
+            })
     }
 
     /// The branch block l (1-based) of a stack of this kind computes; `uniform` forces

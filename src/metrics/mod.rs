@@ -12,7 +12,7 @@
 //! Forms derived from another metric's raw quantity are computed by one function of the
 //! metric file that both engines call (`angular_dist::from_cos`, `eff_depth::mean_length`).
 //!
-//! The [`registry!`] invocation below is the only list of metrics: it defines [`Metric`],
+//! The `registry!` invocation below is the only list of metrics: it defines [`Metric`],
 //! [`Metric::ALL`] and the exhaustive dispatch to each file, so a new metric is one file plus
 //! one line there, and the compiler names every function the file must provide.
 
@@ -269,6 +269,12 @@ impl Metric {
     }
 }
 
+impl std::fmt::Display for Metric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,11 +291,5 @@ mod tests {
     fn parse_list_names_the_unknown_metric() {
         let e = Metric::parse_list("stream_sq,foo").unwrap_err().to_string();
         assert!(e.contains("foo") && e.contains("stream_sq"), "{e}");
-    }
-}
-
-impl std::fmt::Display for Metric {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }

@@ -218,7 +218,7 @@ fn output_change(net: &Network, fw: &Forward, plan: &Plan, rng: &mut Rng) -> Vec
     if plan.selected[0] {
         out[0] = Some(0.0);
     }
-    for l in 1..=depth {
+    for (l, slot) in out.iter_mut().enumerate().skip(1) {
         let dw: Vec<DMatrix<f64>> = net.branches[l - 1]
             .weights()
             .iter()
@@ -237,7 +237,7 @@ fn output_change(net: &Network, fw: &Forward, plan: &Plan, rng: &mut Rng) -> Vec
             } else {
                 next.clone()
             };
-            out[l] = Some(energy(&o) / (n * d));
+            *slot = Some(energy(&o) / (n * d));
         }
         t = Some(next);
     }

@@ -20,8 +20,9 @@ use nalgebra::DMatrix;
 fn entry_std(init: Init, rows: usize, cols: usize, scale: f64) -> f64 {
     let (fan_in, fan_out) = (cols as f64, rows as f64);
     let v = match init {
+        // BERT's variance is of the truncated law (its nominal 0.02 is before truncation).
         Init::Bert => crate::branch::init::BERT_STD.powi(2) * truncation_factor(2.0),
-        _ => init.variance(fan_in, fan_out),
+        Init::Xavier | Init::He | Init::TorchDefault => init.variance(fan_in, fan_out),
     };
     v.sqrt() * scale
 }
