@@ -46,7 +46,7 @@ pub struct Config {
     /// Init schemes of the init table.
     pub inits: Vec<String>,
     /// Norms compared by Monte Carlo.
-    pub norms: Vec<String>,
+    pub norms: Vec<crate::spec::NormKind>,
     /// Branch and init of the norm comparison.
     pub norm_model: Model,
     /// Monte Carlo settings.
@@ -97,7 +97,7 @@ impl super::AnalysisConfig for Config {
             mc_gains: vec![0.25, 1.0, 4.0],
             branches: s(&["linear", "relu-mlp", "gelu-mlp"]),
             inits: s(&["xavier", "he", "torch-default", "bert"]),
-            norms: s(&["layer", "rms"]),
+            norms: vec![crate::spec::NormKind::Layer, crate::spec::NormKind::Rms],
             norm_model: Model::relu_mlp(),
             mc: Mc::full(),
         }
@@ -133,13 +133,13 @@ impl super::AnalysisConfig for Config {
         }
         for b in &self.branches {
             for i in &self.inits {
-                let m = Model::new(b, i, "layer");
+                let m = Model::new(b, i, crate::spec::NormKind::Layer);
                 common::check(&self.presets, &m, &self.mc, self.depth)?;
             }
         }
         for n in &self.norms {
             let m = Model {
-                norm: n.clone(),
+                norm: *n,
                 ..self.norm_model.clone()
             };
             common::check(&self.presets, &m, &self.mc, self.depth)?;
@@ -219,7 +219,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let mut tex = Vec::new();
     for b in &c.branches {
         for i in &c.inits {
-            let m = Model::new(b, i, "layer");
+            let m = Model::new(b, i, crate::spec::NormKind::Layer);
             let g = m.gain(&c.mc)?;
             let rows = rows_at(c, &m, None, EngineKind::Theory)?;
             for p in &c.presets {
@@ -278,7 +278,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let mut tex = Vec::new();
     for n in &c.norms {
         let m = Model {
-            norm: n.clone(),
+            norm: *n,
             ..c.norm_model.clone()
         };
         let rows = rows_at(c, &m, None, EngineKind::Mc)?;
@@ -290,7 +290,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 .unwrap_or(f64::NAN);
             tex.push(vec![
                 common::label(p).to_string(),
-                latex::escape(n),
+                latex::escape(n.name()),
                 latex::num(th),
                 ed.map_or("--".into(), latex::pm_row),
                 latex::num(grad_ratio(&th_norm, p, c.depth)),

@@ -9,6 +9,7 @@ use crate::monte_carlo::{McConfig, RawMc};
 use crate::output::figure::{LinePlot, MC_COLOR, Series};
 use crate::profile::EngineKind;
 use crate::profile::Row;
+use crate::spec::NormKind;
 use crate::tables::{self, mc_rows};
 use crate::theory::ClosedForm;
 use crate::{Error, Result};
@@ -23,27 +24,27 @@ pub struct Model {
     /// Init scheme.
     pub init: String,
     /// `layer`, `rms` or `identity`.
-    pub norm: String,
+    pub norm: NormKind,
 }
 
 impl Model {
     /// A model from its three names (checked later, by [`check`]).
-    pub fn new(branch: &str, init: &str, norm: &str) -> Self {
+    pub fn new(branch: &str, init: &str, norm: NormKind) -> Self {
         Model {
             branch: branch.into(),
             init: init.into(),
-            norm: norm.into(),
+            norm,
         }
     }
 
     /// The seeds' setting: a linear branch with Xavier init (g = 1) and LayerNorm.
     pub fn seeds() -> Self {
-        Model::new("linear", "xavier", "layer")
+        Model::new("linear", "xavier", NormKind::Layer)
     }
 
     /// A ReLU MLP (hidden 4d, He init) with LayerNorm.
     pub fn relu_mlp() -> Self {
-        Model::new("relu-mlp", "he", "layer")
+        Model::new("relu-mlp", "he", NormKind::Layer)
     }
 
     /// The branch gain g of this model (`E||F(u)||^2 / ||u||^2` at unit input), as the closed
@@ -69,7 +70,7 @@ impl Model {
             depth,
             branch: self.branch.clone(),
             init: self.init.clone(),
-            norm: self.norm.clone(),
+            norm: self.norm,
             width: mc.width,
             tokens: mc.tokens,
             ..RawModel::default()

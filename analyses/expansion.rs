@@ -13,7 +13,7 @@ use super::{Analysis, Out};
 use crate::branch::BranchModel;
 use crate::output::latex;
 use crate::output::table::column;
-use crate::run::{ExpandFormat, expand};
+use crate::symbolic::render::{Format, render};
 use crate::symbolic::{self, Subs, Sym};
 use crate::{Error, Result};
 use polars::prelude::*;
@@ -122,11 +122,11 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             "\n% {} ({name}), exact at init:\n",
             common::label(name)
         ));
-        doc.push_str(&String::from_utf8_lossy(&expand(
+        doc.push_str(&String::from_utf8_lossy(&render(
             p,
             &model,
             &Subs::default(),
-            ExpandFormat::Latex,
+            Format::Latex,
             &mut notes,
         )?));
         let mut seed_terms = Vec::new();

@@ -28,14 +28,14 @@ pub struct Config {
     /// Init scheme.
     pub init: String,
     /// Norm.
-    pub norm: String,
+    pub norm: crate::spec::NormKind,
     /// Monte Carlo settings.
     pub mc: Mc,
 }
 
 impl Config {
     fn model(&self, branch: &str) -> Model {
-        Model::new(branch, &self.init, &self.norm)
+        Model::new(branch, &self.init, self.norm)
     }
 }
 
@@ -47,7 +47,7 @@ impl super::AnalysisConfig for Config {
                 .to_vec(),
             depth: 64,
             init: "xavier".into(),
-            norm: "layer".into(),
+            norm: crate::spec::NormKind::Layer,
             mc: Mc::full(),
         }
     }

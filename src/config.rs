@@ -1,5 +1,7 @@
-//! Checked configuration: raw values (from flags or, later, TOML) are validated here into
-//! types the engines trust. Every error names the field and what it accepts.
+//! Checked configuration: raw values (from command-line flags, or from an analysis's TOML
+//! configuration) are validated here into types the engines trust. Every error names the field
+//! and what it accepts. [`RawModel::default`] holds every default, once: the command line
+//! shows and uses the same values.
 
 use crate::branch::{BranchConfig, BranchKind, Init};
 use crate::layers::LayerSpec;
@@ -9,7 +11,30 @@ use crate::spec::{NormKind, StackSpec};
 use crate::theory::Inputs;
 use crate::{Error, Result};
 
-/// The raw model parameters shared by `theory` and `expand` (and, later, `mc`).
+/// Whether the network output gets a final Norm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum FinalNorm {
+    /// The preset's own choice.
+    Auto,
+    /// Always.
+    On,
+    /// Never.
+    Off,
+}
+
+impl FinalNorm {
+    /// The override: `None` keeps the preset's choice.
+    pub fn forced(self) -> Option<bool> {
+        match self {
+            FinalNorm::Auto => None,
+            FinalNorm::On => Some(true),
+            FinalNorm::Off => Some(false),
+        }
+    }
+}
+
+/// The raw model parameters shared by `theory`, `expand`, `mc` and `compare`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawModel {
     /// Depth L.
@@ -36,10 +61,10 @@ pub struct RawModel {
     pub tokens: usize,
     /// Width d.
     pub width: usize,
-    /// `layer` or `rms`.
-    pub norm: String,
-    /// `auto`, `on` or `off`.
-    pub final_norm: String,
+    /// The normalizer of every norm slot.
+    pub norm: NormKind,
+    /// Final Norm on the network output.
+    pub final_norm: FinalNorm,
 }
 
 impl Default for RawModel {
@@ -58,8 +83,8 @@ impl Default for RawModel {
             c0: 0.0,
             tokens: b.tokens,
             width: b.width,
-            norm: "layer".into(),
-            final_norm: "auto".into(),
+            norm: NormKind::Layer,
+            final_norm: FinalNorm::Auto,
         }
     }
 }
@@ -117,12 +142,7 @@ impl RawModel {
         if self.width == 0 {
             return Err(Error::invalid("--width", 0, "an integer >= 1"));
         }
-        let final_norm = match self.final_norm.as_str() {
-            "auto" => None,
-            "on" => Some(true),
-            "off" => Some(false),
-            other => return Err(Error::invalid("--final-norm", other, "auto, on or off")),
-        };
+        let final_norm = self.final_norm.forced();
         Ok(ModelConfig {
             depth: self.depth,
             branch: BranchConfig {
@@ -143,7 +163,7 @@ impl RawModel {
                 q0: self.q0,
                 c0: self.c0,
             },
-            norm: NormKind::parse(&self.norm)?,
+            norm: self.norm,
         })
     }
 }

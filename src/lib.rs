@@ -7,34 +7,70 @@
 //! x_l = N_out( alpha_l x_{l-1} + lambda_l N_br( F_l( N_in(x_{l-1}) ) ) )
 //! ```
 //!
-//! Data flows one way:
+//! ## A tour: data flows one way
 //!
 //! ```text
-//! placement (presets) -> spec::StackSpec -> branch::BranchModel
-//!     -> theory::MeanField (closed form)   -> profile::Row -> output (CSV, figures)
-//!     -> symbolic::expand (exact algebra)  -> text / LaTeX / CSV
-//!     -> monte_carlo (sampled networks)    -> profile::Row (with CIs) -> run::compare
+//! placement (presets) -> spec::StackSpec ---------------+
+//! branch (BranchKind: MeanFieldBranch + Module<T>) -----+-> engine::Engine::profile(spec, plan)
+//!                                                       |     theory::ClosedForm   (exact)
+//!                                                       |     monte_carlo::MonteCarlo (95% CIs)
+//!                                                       |   -> profile::Profile (keyed by metrics::Metric)
+//!                                                       |   -> profile::Row -> output (CSV, figures, LaTeX)
+//!                                                       +-> symbolic::expand (exact algebra) -> symbolic::render
 //! ```
 //!
-//! - [`spec`]: the declarative block and stack.
-//! - [`placement`]: one file per preset (pre, post, deepnorm, sandwich/peri, lns, admin, mixln,
-//!   rezero) and the registry everything iterates.
-//! - [`branch`]: inits, activation kernels, and the branch's mean-field summary.
-//! - [`theory`]: the infinite-width recursion in log space, path-length laws, tidy rows.
-//! - [`symbolic`]: exact coefficients `C_{L,j}` as products of rational powers.
-//! - [`monte_carlo`]: sampled finite-width networks with forward, JVP and backward passes, every
-//!   metric with a 95% confidence interval, seeded per network for byte-identical output.
-//! - [`mod@bench`]: the reference workload against plain PyTorch.
-//! - [`metrics`]: the metric registry (names shared by every engine).
-//! - [`output`]: polars CSV, plotters figures, atomic writes.
-//! - [`config`], [`cli`], [`run`]: checked configuration, the clap front end, the commands.
-//! - [`analyses`]: the analyses that regenerate `data/` and `figures/` (source in `analyses/`).
+//! - [`spec`]: the declarative block and stack; [`placement`]: one file per preset and the
+//!   registry everything iterates.
+//! - [`branch`]: one file per branch (`linear`, `mlp`, `attention`, `cross_attention`,
+//!   `transformer`), each with its mean-field kernel ([`branch::MeanFieldBranch`]) and its
+//!   sampled module ([`branch::Module`], generic over f32/f64); the one activation
+//!   definition; inits.
+//! - [`engine`]: the one interface of both engines, [`engine::Engine::profile`] on a checked
+//!   [`spec::StackSpec`] and an [`engine::Plan`].
+//! - [`theory`]: the closed form, the infinite-width recursion in log space and path-length
+//!   laws.
+//! - [`monte_carlo`]: sampled finite-width networks with forward, JVP and backward passes,
+//!   seeded per network for byte-identical output at any thread count.
+//! - [`metrics`]: one file per metric (definition, equation, source, the raw quantities it
+//!   needs from each engine, its finite-width allowance), behind one registry.
+//! - [`profile`]: the typed per-layer table and the tidy row; [`tables`]: rows of many
+//!   presets; [`compare`]: the two engines joined key by key.
+//! - [`symbolic`]: exact coefficients `C_{L,j}` as products of rational powers, rendered as
+//!   text, LaTeX or CSV.
+//! - [`output`]: polars CSV, plotters figures, LaTeX tables, atomic writes, progress bar.
+//! - [`config`], [`layers`], [`error`]: checked configuration (every error names its field).
+//! - [`analyses`]: the analyses that regenerate `data/` and `figures/` (source in
+//!   `analyses/`).
+//!
+//! The `normscope` binary (`src/bin/normscope/`: clap types, command glue, the PyTorch bench
+//! runner) is the application over this library.
+//!
+//! ## Recipes
+//!
+//! **A metric** (2 files): add `src/metrics/<name>.rs` with its definition and source in the
+//! module docs, an [`metrics::Info`] (`INFO`: name, layers, source column, the raw quantities
+//! it needs, its allowance reach and scale) and `closed_form(q, l, put)` and
+//! `sampled(q, l, put)`; then in `src/metrics/mod.rs` add `pub mod <name>;` and one line to
+//! the `registry!` invocation. The CLI, help text, table parser, the engines and the
+//! agreement tests pick it up from [`metrics::Metric::ALL`]. If it needs a raw quantity no
+//! pass computes yet, add a [`metrics::Needs`] flag and its pass in
+//! [`monte_carlo::measure`] (or [`theory::Quantities`]).
+//!
+//! **A branch** (1 new file, 3 edited): add `src/branch/<name>.rs` with its registry entry
+//! ([`branch::KindInfo`]), its mean-field kernel (a [`branch::MeanFieldBranch`], if the closed
+//! form has it) and its sampled module (a [`branch::Module`]); then add its
+//! [`branch::BranchKind`] variant in `src/branch/mod.rs`, a [`branch::Branch`] variant in
+//! `src/branch/module.rs`, and the arm that draws its weights in
+//! `src/monte_carlo/sampler.rs`. Every match over kinds is exhaustive, so the compiler lists
+//! each arm to add (`info`, `block`, `closed_form_proxy`, `summary`, the dispatch).
+//!
+//! **A preset** (2 files): add `src/placement/<name>.rs` with its equation, source and
+//! `build(depth) -> StackSpec`, then its `mod` line and its line in
+//! [`placement::REGISTRY`] in `src/placement/mod.rs`.
 
 #![warn(missing_docs)]
 
-pub mod bench;
 pub mod branch;
-pub mod cli;
 pub mod compare;
 pub mod config;
 pub mod engine;
@@ -45,7 +81,6 @@ pub mod monte_carlo;
 pub mod output;
 pub mod placement;
 pub mod profile;
-pub mod run;
 pub mod spec;
 pub mod symbolic;
 pub mod tables;

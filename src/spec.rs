@@ -26,36 +26,28 @@ impl Slot {
 }
 
 /// Which normalizer a [`Slot::Norm`] is. Identical at infinite width (the closed form); the Monte
-/// Carlo engine distinguishes them (LayerNorm also centers).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Carlo engine distinguishes them (LayerNorm also centers). In configuration files and on the
+/// command line: `layer` (or `ln`, `layernorm`), `rms` (or `rmsnorm`), `identity` (or `none`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum NormKind {
     /// LayerNorm without affine (Ba et al. 2016).
+    #[serde(alias = "ln", alias = "layernorm")]
+    #[cfg_attr(feature = "cli", value(alias = "ln", alias = "layernorm"))]
     Layer,
     /// RMSNorm without affine (Zhang and Sennrich 2019).
+    #[serde(alias = "rmsnorm")]
+    #[cfg_attr(feature = "cli", value(alias = "rmsnorm"))]
     Rms,
     /// No normalization: every norm slot of the preset, the final one included, becomes the
     /// identity (the un-normalized baseline of a placement).
+    #[serde(alias = "none")]
+    #[cfg_attr(feature = "cli", value(alias = "none"))]
     Identity,
 }
 
 impl NormKind {
-    /// Names accepted by `--norm`.
-    pub const NAMES: &'static str = "layer, rms, identity";
-
-    /// Parses `layer` or `rms`.
-    pub fn parse(s: &str) -> crate::Result<Self> {
-        match s {
-            "layer" | "layernorm" | "ln" => Ok(NormKind::Layer),
-            "rms" | "rmsnorm" => Ok(NormKind::Rms),
-            "identity" | "none" => Ok(NormKind::Identity),
-            _ => Err(crate::Error::Unknown {
-                kind: "norm",
-                name: s.to_string(),
-                valid: Self::NAMES.to_string(),
-            }),
-        }
-    }
-
     /// Canonical name.
     pub fn name(self) -> &'static str {
         match self {
@@ -63,6 +55,12 @@ impl NormKind {
             NormKind::Rms => "rms",
             NormKind::Identity => "identity",
         }
+    }
+}
+
+impl std::fmt::Display for NormKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

@@ -246,3 +246,64 @@ fn mc_runs_every_branch_and_fills_the_interval_columns() {
         assert!(lo <= v && v <= hi, "{row}");
     }
 }
+
+#[test]
+fn help_lists_every_registered_metric_branch_and_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    for cmd in ["theory", "mc"] {
+        let o = normscope(&[cmd, "--help"], dir.path());
+        assert!(o.status.success());
+        let help = String::from_utf8_lossy(&o.stdout);
+        for m in normscope::metrics::Metric::ALL {
+            assert!(help.contains(m.name()), "{cmd} --help lacks {}", m.name());
+        }
+        for k in normscope::branch::BranchKind::ALL {
+            assert!(help.contains(k.name()), "{cmd} --help lacks {}", k.name());
+        }
+        for p in normscope::placement::REGISTRY {
+            assert!(help.contains(p.name), "{cmd} --help lacks {}", p.name);
+        }
+        assert!(!help.contains("(soon)"), "{cmd} --help still says (soon)");
+    }
+}
+
+#[test]
+fn value_enums_take_their_aliases_and_refuse_others_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = [
+        "theory",
+        "--depth",
+        "2",
+        "--metrics",
+        "stream_sq",
+        "--layers",
+        "last",
+    ];
+    let run = |extra: &[&str]| {
+        let mut a = base.to_vec();
+        a.extend_from_slice(extra);
+        normscope(&a, dir.path())
+    };
+    let reference = run(&["--norm", "layer"]).stdout;
+    for alias in ["ln", "layernorm"] {
+        let o = run(&["--norm", alias]);
+        assert!(o.status.success(), "{alias}: {}", stderr(&o));
+        assert_eq!(o.stdout, reference, "--norm {alias} is --norm layer");
+    }
+    for (flag, bad) in [("--norm", "batch"), ("--final-norm", "maybe")] {
+        let o = run(&[flag, bad]);
+        assert_eq!(o.status.code(), Some(2));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(flag) && err.contains("possible values"),
+            "{err}"
+        );
+    }
+    let o = normscope(&["expand", "--depth", "1", "--format", "tex"], dir.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("\\begin{align*}"));
+    let o = normscope(&["expand", "--format", "pdf"], dir.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+}

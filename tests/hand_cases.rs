@@ -419,7 +419,7 @@ fn identity_norm_removes_every_norm() {
     // --norm identity: Post-Norm becomes x_l = x_{l-1} + F(x_{l-1}), so q_l = (1 + g)^l q0
     // = 2^l, a^2 = 1, b^2 = g = 1, and grad_sq at x_0 = 2^L (no final norm).
     let raw = normscope::config::RawModel {
-        norm: "identity".into(),
+        norm: normscope::spec::NormKind::Identity,
         ..seeds_model(5)
     };
     let t = table("post", &raw);

@@ -7,6 +7,7 @@ use normscope::branch::{Branch, Module};
 use normscope::config::RawModel;
 use normscope::monte_carlo::network::Network;
 use normscope::monte_carlo::{McConfig, RawMc, rng, sample, sampler};
+use normscope::spec::NormKind;
 use rand::SeedableRng;
 
 fn net(preset: &str, branch: &str, depth: usize, eps: f64, raw: RawModel) -> Network {
@@ -57,9 +58,9 @@ fn decomposition_sums_back_to_the_stream() {
     // x_l = sum_j C_{l,j} B~_j per token, to 1e-10 relative, for every preset and branch.
     for p in normscope::placement::REGISTRY {
         for b in BRANCHES {
-            for norm in ["layer", "rms", "identity"] {
+            for norm in [NormKind::Layer, NormKind::Rms, NormKind::Identity] {
                 let raw = RawModel {
-                    norm: norm.into(),
+                    norm,
                     lambda: (p.name == "rezero").then_some(0.7),
                     ..RawModel::default()
                 };

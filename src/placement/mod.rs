@@ -113,3 +113,19 @@ pub fn build(name: &str, depth: usize, ov: &Overrides) -> Result<StackSpec> {
     }
     Ok(spec)
 }
+
+/// A tab-separated table of the presets: name, aliases, equation, source
+/// (`normscope presets`).
+pub fn table() -> String {
+    let mut s = String::from("preset\taliases\tequation\tsource\n");
+    for p in REGISTRY {
+        s.push_str(&format!(
+            "{}\t{}\t{}\t{}\n",
+            p.name,
+            p.aliases.join(","),
+            p.equation,
+            p.source
+        ));
+    }
+    s
+}

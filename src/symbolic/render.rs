@@ -1,4 +1,5 @@
-//! The commands as library functions: the CLI, the analyses and the tests all call these.
+//! Renders the exact expansion `x_L = sum_j C_{L,j} B_j` of a preset as text, a LaTeX
+//! `align*` block, or a tidy CSV (`normscope expand` and the `expansion` analysis).
 
 use crate::branch::BranchModel;
 use crate::config::ModelConfig;
@@ -7,29 +8,15 @@ use crate::{Error, Result};
 
 /// Output format of `expand`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExpandFormat {
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum Format {
     /// Plain text.
     Text,
     /// A LaTeX `align*` block ready to `\input`.
+    #[cfg_attr(feature = "cli", value(alias = "tex"))]
     Latex,
     /// A tidy CSV: `preset,depth,layer,source,expression,latex,value`.
     Csv,
-}
-
-impl ExpandFormat {
-    /// Parses `text`, `latex` or `csv`.
-    pub fn parse(s: &str) -> Result<Self> {
-        match s {
-            "text" => Ok(ExpandFormat::Text),
-            "latex" | "tex" => Ok(ExpandFormat::Latex),
-            "csv" => Ok(ExpandFormat::Csv),
-            _ => Err(Error::Unknown {
-                kind: "format",
-                name: s.to_string(),
-                valid: "text, latex, csv".into(),
-            }),
-        }
-    }
 }
 
 fn source_name(j: usize, latex: bool) -> String {
@@ -47,11 +34,11 @@ pub const MAX_EXPAND_DEPTH: usize = 10_000;
 
 /// Renders the exact expansion of preset `name` in `format`. Notes (e.g. a substituted symbol
 /// whose value differs from the configured one) go to `notes`.
-pub fn expand(
+pub fn render(
     name: &str,
     model: &ModelConfig,
     subs: &Subs,
-    format: ExpandFormat,
+    format: Format,
     notes: &mut Vec<String>,
 ) -> Result<Vec<u8>> {
     if model.depth > MAX_EXPAND_DEPTH {
@@ -109,7 +96,7 @@ pub fn expand(
     );
     let mut out = String::new();
     match format {
-        ExpandFormat::Text => {
+        Format::Text => {
             out.push_str(&format!("# {header}\n"));
             let terms: Vec<String> = (0..=l)
                 .map(|j| format!("C_{{{l},{j}}} {}", source_name(j, false)))
@@ -119,7 +106,7 @@ pub fn expand(
                 out.push_str(&format!("C_{{{l},{j}}} = {} = {}\n", c.text(), ex.value(j)));
             }
         }
-        ExpandFormat::Latex => {
+        Format::Latex => {
             out.push_str(&format!("% normscope expand: {header}\n"));
             out.push_str("\\begin{align*}\n");
             for (j, c) in ex.coefs.iter().enumerate() {
@@ -137,7 +124,7 @@ pub fn expand(
             }
             out.push_str("\\end{align*}\n");
         }
-        ExpandFormat::Csv => {
+        Format::Csv => {
             use polars::prelude::*;
             let n = l + 1;
             let mut df = DataFrame::new_infer_height(vec![
@@ -164,19 +151,4 @@ pub fn expand(
         }
     }
     Ok(out.into_bytes())
-}
-
-/// A table of the presets: name, aliases, equation, source.
-pub fn presets_text() -> String {
-    let mut s = String::from("preset\taliases\tequation\tsource\n");
-    for p in crate::placement::REGISTRY {
-        s.push_str(&format!(
-            "{}\t{}\t{}\t{}\n",
-            p.name,
-            p.aliases.join(","),
-            p.equation,
-            p.source
-        ));
-    }
-    s
 }

@@ -1,14 +1,67 @@
-//! The clap front end. Raw arguments become [`crate::config`] values before anything runs.
+//! The clap front end. Raw arguments become [`normscope::config`] values before anything runs.
+//! Defaults come from [`RawModel::default`] and [`RawMc::default`], and the lists of metrics,
+//! branches, inits and presets in the help text from the library's registries.
 
-use crate::config::RawModel;
 use clap::{Args, Parser, Subcommand};
+use normscope::branch::{BranchKind, Init};
+use normscope::config::{FinalNorm, RawModel};
+use normscope::metrics::Metric;
+use normscope::monte_carlo::RawMc;
+use normscope::spec::NormKind;
+use normscope::symbolic::render::Format;
 use std::path::PathBuf;
+
+/// `--branch` help: the closed form's branches, and those only Monte Carlo runs.
+fn branch_help() -> String {
+    let mc_only: Vec<&str> = BranchKind::ALL
+        .iter()
+        .filter(|k| !k.info().closed_form)
+        .map(|k| k.name())
+        .collect();
+    format!(
+        "Branch F: {}; Monte Carlo (mc, compare) also {}",
+        BranchKind::names(true),
+        mc_only.join(", ")
+    )
+}
+
+/// `--metrics` help, from the metric registry.
+fn metrics_help() -> String {
+    format!(
+        "Metrics: all, or a comma-separated list of {}",
+        Metric::names()
+    )
+}
+
+/// `--preset` help, from the preset registry.
+fn presets_help() -> String {
+    let names: Vec<&str> = normscope::placement::REGISTRY
+        .iter()
+        .map(|p| p.name)
+        .collect();
+    format!(
+        "Comma-separated presets ({}); their rows are stacked",
+        names.join(", ")
+    )
+}
+
+/// `--init` help.
+fn init_help() -> String {
+    format!("Init scheme: {}", Init::NAMES)
+}
 
 /// normscope: where does normalization belong in a residual network?
 ///
-/// Exact expansions, infinite-width closed forms and (soon) Monte Carlo for Pre-Norm,
-/// Post-Norm, DeepNorm and their relatives. With no command, regenerates the default analyses
-/// into data/ and figures/ (same as `normscope reproduce`).
+/// Exact expansions, infinite-width closed forms and Monte Carlo on sampled finite-width
+/// networks for Pre-Norm, Post-Norm, DeepNorm and their relatives. With no command,
+/// regenerates the default analyses into data/ and figures/ (same as `normscope reproduce`).
+///
+/// Examples:
+///   normscope theory --preset pre,post --depth 256 --metrics eff_depth --layers last
+///   normscope mc --preset post --branch relu-mlp --init he --depth 64 --samples 16
+///   normscope compare --preset deepnorm --depth 32 --metrics grad_sq --layers log:6
+///   normscope expand --preset post --depth 4 --format latex
+///   normscope reproduce --quick --out-dir /tmp/normscope
 #[derive(Debug, Parser)]
 #[command(name = "normscope", version, about, long_about)]
 pub struct Cli {
@@ -36,21 +89,20 @@ pub enum Command {
     Bench(BenchArgs),
 }
 
-/// Model flags shared by `theory` and `expand`.
+/// Model flags shared by `theory`, `expand`, `mc` and `compare`.
 #[derive(Debug, Args)]
 pub struct ModelArgs {
     /// Number of residual blocks L (a Transformer layer is two blocks).
-    #[arg(long, default_value_t = 64, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawModel::default().depth, allow_negative_numbers = true)]
     pub depth: usize,
-    /// Branch F: linear, relu-mlp, gelu-mlp, uniform-attention, cross-attention; Monte Carlo
-    /// also attention (softmax) and transformer (attention and ReLU-MLP blocks alternating).
-    #[arg(long, default_value = "linear")]
+    /// Branch F (see the list below).
+    #[arg(long, default_value_t = RawModel::default().branch, help = branch_help())]
     pub branch: String,
-    /// Init scheme: xavier, he, torch-default, bert.
-    #[arg(long, default_value = "xavier")]
+    /// Init scheme.
+    #[arg(long, default_value_t = RawModel::default().init, help = init_help())]
     pub init: String,
     /// MLP hidden width as a multiple of d.
-    #[arg(long, default_value_t = 4.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawModel::default().hidden_ratio, allow_negative_numbers = true)]
     pub hidden_ratio: f64,
     /// Override the derived gain g = E||F(u)||^2/||u||^2 of the unscaled branch (at unit input).
     #[arg(long, allow_negative_numbers = true)]
@@ -65,23 +117,24 @@ pub struct ModelArgs {
     #[arg(long, allow_negative_numbers = true)]
     pub lambda: Option<f64>,
     /// Input second moment q0 = E||x_0||^2/d.
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawModel::default().q0, allow_negative_numbers = true)]
     pub q0: f64,
     /// Correlation of the two inputs / tokens, in [-1, 1].
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawModel::default().c0, allow_negative_numbers = true)]
     pub c0: f64,
     /// Tokens n (attention branches; every token is a sample in Monte Carlo).
-    #[arg(long, default_value_t = 32, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawModel::default().tokens, allow_negative_numbers = true)]
     pub tokens: usize,
     /// Width d (Monte Carlo; in the closed form only the BERT init's gain depends on it).
-    #[arg(long, default_value_t = 256, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawModel::default().width, allow_negative_numbers = true)]
     pub width: usize,
-    /// Normalizer: layer, rms (identical in the closed form), or identity (no norms).
-    #[arg(long, default_value = "layer")]
-    pub norm: String,
+    /// Normalizer of every norm slot: layer and rms (identical in the closed form), or
+    /// identity (no norms at all: the un-normalized baseline).
+    #[arg(long, value_enum, default_value_t = RawModel::default().norm)]
+    pub norm: NormKind,
     /// Final Norm on the network output: auto (the preset's), on, off.
-    #[arg(long, default_value = "auto")]
-    pub final_norm: String,
+    #[arg(long, value_enum, default_value_t = RawModel::default().final_norm)]
+    pub final_norm: FinalNorm,
 }
 
 impl ModelArgs {
@@ -100,8 +153,8 @@ impl ModelArgs {
             c0: self.c0,
             tokens: self.tokens,
             width: self.width,
-            norm: self.norm.clone(),
-            final_norm: self.final_norm.clone(),
+            norm: self.norm,
+            final_norm: self.final_norm,
         }
     }
 }
@@ -109,13 +162,11 @@ impl ModelArgs {
 /// What a table command writes: presets, metrics, layers, destination.
 #[derive(Debug, Args)]
 pub struct TableArgs {
-    /// Comma-separated presets (see `normscope presets`); their rows are stacked.
-    #[arg(long, default_value = "pre,post,deepnorm")]
+    /// Comma-separated presets (see `normscope presets`).
+    #[arg(long, default_value = "pre,post,deepnorm", help = presets_help())]
     pub preset: String,
-    /// Metrics: all, or a comma-separated list (stream_sq, corr, coef, branch_weight,
-    /// skip_gain, branch_gain, grad_sq, weight_grad_sq, path_len, eff_depth, rel_update,
-    /// cos_prev, angular_dist, merge_error, output_change).
-    #[arg(long, default_value = "all")]
+    /// Metrics (see the list below).
+    #[arg(long, default_value = "all", help = metrics_help())]
     pub metrics: String,
     /// Layers written: all, last, log:K, or a list like 1,4,16.
     #[arg(long, default_value = "all")]
@@ -140,29 +191,29 @@ pub struct TheoryArgs {
 #[derive(Debug, Args)]
 pub struct SamplingArgs {
     /// Independent networks S (>= 2).
-    #[arg(long, default_value_t = 32, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawMc::default().samples, allow_negative_numbers = true)]
     pub samples: usize,
     /// Base seed; network i draws from a stream seeded by (seed, configuration, i).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = RawMc::default().seed)]
     pub seed: u64,
     /// Norm epsilon (0 allowed).
-    #[arg(long, default_value_t = 1e-5, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawMc::default().eps, allow_negative_numbers = true)]
     pub eps: f64,
     /// Attention heads (must divide --width).
-    #[arg(long, default_value_t = 4, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawMc::default().heads, allow_negative_numbers = true)]
     pub heads: usize,
     /// Uniform attention: W_Q = W_K = 0.
     #[arg(long)]
     pub uniform: bool,
     /// Exact path polynomial up to this depth; a factorized estimator beyond.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = RawMc::default().path_max)]
     pub path_max: usize,
 }
 
 impl SamplingArgs {
     /// The raw values.
-    pub fn raw(&self) -> crate::monte_carlo::RawMc {
-        crate::monte_carlo::RawMc {
+    pub fn raw(&self) -> RawMc {
+        RawMc {
             samples: self.samples,
             seed: self.seed,
             eps: self.eps,
@@ -213,9 +264,9 @@ pub struct ExpandArgs {
     /// Model parameters.
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Output format: text, latex, csv.
-    #[arg(long, default_value = "text")]
-    pub format: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
     /// Replace symbols by exact values before simplifying, e.g. g=1,q0=1.
     #[arg(long, default_value = "")]
     pub subs: String,

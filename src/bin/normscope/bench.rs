@@ -8,12 +8,13 @@
 //! gradient giving `grad_sq` and `weight_grad_sq` per layer. Nominal FLOPs are the GEMMs:
 //! `12 r d^2 n` per block (2 forward, 2 input-gradient and 2 weight-gradient products).
 
-use crate::config::RawModel;
-use crate::layers::LayerSpec;
-use crate::metrics::Metric;
-use crate::monte_carlo::{self, McConfig, RawMc};
-use crate::{Error, Result};
 use nalgebra::DMatrix;
+use normscope::config::RawModel;
+use normscope::engine::Plan;
+use normscope::layers::LayerSpec;
+use normscope::metrics::Metric;
+use normscope::monte_carlo::{self, McConfig, RawMc};
+use normscope::{Error, Result};
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -99,8 +100,8 @@ pub fn normscope_seconds(w: Workload) -> Result<f64> {
         cfg: &cfg,
         progress: &(),
     };
-    let plan = crate::engine::Plan::new(&metrics, LayerSpec::All);
-    let rows = crate::tables::rows(&engine, &cfg.model, &presets, &plan, &mut Vec::new())?;
+    let plan = Plan::new(&metrics, LayerSpec::All);
+    let rows = normscope::tables::rows(&engine, &cfg.model, &presets, &plan, &mut Vec::new())?;
     let secs = start.elapsed().as_secs_f64();
     std::hint::black_box(rows);
     Ok(secs)

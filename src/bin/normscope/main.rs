@@ -1,11 +1,16 @@
 //! The `normscope` binary: parse, validate, run; exit 2 on bad input, 1 on other failures.
+//! The application lives here (clap types in [`cli`], the PyTorch bench runner in [`bench`]);
+//! everything it computes comes from the `normscope` library.
+
+mod bench;
+mod cli;
 
 use clap::Parser;
-use normscope::cli::{Cli, Command, ReproduceArgs};
+use cli::{Cli, Command, ReproduceArgs};
 use normscope::config::{RawModel, TheoryConfig};
 use normscope::output::{atomic, table};
-use normscope::run::{self, ExpandFormat};
 use normscope::symbolic::Subs;
+use normscope::symbolic::render;
 use normscope::{Error, analyses};
 use std::io::Write;
 use std::process::ExitCode;
@@ -27,7 +32,7 @@ type McRequest = (
     normscope::layers::LayerSpec,
 );
 
-fn mc_request(a: &normscope::cli::McArgs) -> normscope::Result<McRequest> {
+fn mc_request(a: &cli::McArgs) -> normscope::Result<McRequest> {
     let presets = normscope::config::parse_presets(&a.table.preset)?;
     let cfg = normscope::monte_carlo::McConfig::new(&a.model.raw(), &a.sampling.raw())?;
     let metrics = normscope::metrics::Metric::parse_list(&a.table.metrics)?;
@@ -36,8 +41,8 @@ fn mc_request(a: &normscope::cli::McArgs) -> normscope::Result<McRequest> {
     Ok((presets, cfg, metrics, layers))
 }
 
-fn bench(a: &normscope::cli::BenchArgs) -> normscope::Result<()> {
-    use normscope::bench::{self, Workload};
+fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
+    use bench::Workload;
     let w = if a.quick {
         Workload::QUICK
     } else {
@@ -68,7 +73,7 @@ fn bench(a: &normscope::cli::BenchArgs) -> normscope::Result<()> {
     Ok(())
 }
 
-fn run(cli: Cli) -> normscope::Result<()> {
+fn dispatch(cli: Cli) -> normscope::Result<()> {
     let mut notes = Vec::new();
     let result = match cli
         .command
@@ -86,7 +91,6 @@ fn run(cli: Cli) -> normscope::Result<()> {
         }
         Command::Expand(a) => {
             let model = a.model.raw().check()?;
-            let format = ExpandFormat::parse(&a.format)?;
             let subs = Subs::parse(&a.subs)?;
             let preset = normscope::config::parse_presets(&a.preset)?;
             if preset.len() != 1 {
@@ -96,10 +100,10 @@ fn run(cli: Cli) -> normscope::Result<()> {
                     "exactly one preset for expand",
                 ));
             }
-            let bytes = run::expand(&preset[0], &model, &subs, format, &mut notes)?;
+            let bytes = render::render(&preset[0], &model, &subs, a.format, &mut notes)?;
             emit(a.out.as_deref(), &bytes)
         }
-        Command::Presets => emit(None, run::presets_text().as_bytes()),
+        Command::Presets => emit(None, normscope::placement::table().as_bytes()),
         Command::Mc(a) => {
             let (presets, cfg, metrics, layers) = mc_request(&a)?;
             let rows = normscope::tables::mc_rows(&presets, &cfg, &metrics, &layers)?;
@@ -142,8 +146,34 @@ fn run(cli: Cli) -> normscope::Result<()> {
     result
 }
 
+/// A clap parse error as one line (`error: ... [possible values: ...]`), without the usage and
+/// `--help` hint lines; help and version requests print as clap renders them.
+fn parse_args() -> Result<Cli, ExitCode> {
+    Cli::try_parse().map_err(|e| {
+        use clap::error::ErrorKind;
+        if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        let text = e.render().to_string();
+        let line: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| {
+                !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+            })
+            .collect();
+        eprintln!("{}", line.join(" "));
+        ExitCode::from(2)
+    })
+}
+
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = match parse_args() {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    match dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
