@@ -1,10 +1,10 @@
 //! What the analyses share: the model and Monte Carlo settings of their configurations, the
 //! two engines over many presets and depths, and turning rows into plotted series.
 
-use crate::config::RawModel;
 use crate::engine::Plan;
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
+use crate::model::RawModel;
 use crate::monte_carlo::{McConfig, RawMc};
 use crate::output::figure::{LinePlot, MC_COLOR, Series};
 use crate::profile::EngineKind;

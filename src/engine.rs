@@ -5,7 +5,7 @@
 //! - [`crate::monte_carlo::MonteCarlo`]: sampled finite-width networks (estimates with 95%
 //!   confidence intervals).
 //!
-//! Callers build each stack once per run ([`crate::config::ModelConfig::stack`]) and hand the
+//! Callers build each stack once per run ([`crate::model::ModelConfig::stack`]) and hand the
 //! same spec to either engine; [`crate::compare`] joins the two profiles key by key.
 
 use crate::layers::LayerSpec;

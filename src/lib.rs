@@ -38,7 +38,8 @@
 //! - [`symbolic`]: exact coefficients `C_{L,j}` as products of rational powers, rendered as
 //!   text, LaTeX or CSV.
 //! - [`output`]: polars CSV, plotters figures, LaTeX tables, atomic writes, progress bar.
-//! - [`config`], [`layers`], [`error`]: checked configuration (every error names its field).
+//! - [`model`], [`layers`], [`error`]: checked model parameters and layer selections (every
+//!   error names its field).
 //! - [`analyses`]: the analyses that regenerate `data/` and `figures/` (source in
 //!   `analyses/`).
 //!
@@ -72,11 +73,11 @@
 
 pub mod branch;
 pub mod compare;
-pub mod config;
 pub mod engine;
 pub mod error;
 pub mod layers;
 pub mod metrics;
+pub mod model;
 pub mod monte_carlo;
 pub mod output;
 pub mod placement;

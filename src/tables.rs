@@ -2,10 +2,10 @@
 //! ([`ModelConfig::stack`]) and profiled ([`crate::engine::Engine`]), and the profiles become
 //! rows. The CLI's `theory` and `mc`, the analyses and the tests call these.
 
-use crate::config::{ModelConfig, TheoryConfig};
 use crate::engine::{Engine, Plan};
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
+use crate::model::{ModelConfig, TheoryConfig};
 use crate::monte_carlo::{McConfig, MonteCarlo};
 use crate::output::progress::DelayedBar;
 use crate::profile::Row;

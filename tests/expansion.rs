@@ -2,7 +2,7 @@
 //! seed 002's DeepNorm normalizer.
 
 use normscope::branch::BranchModel;
-use normscope::config::RawModel;
+use normscope::model::RawModel;
 use normscope::symbolic::{self, Expansion, Expr, Poly, Subs};
 use num_rational::{BigRational, Ratio};
 

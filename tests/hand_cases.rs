@@ -339,7 +339,7 @@ fn lns_scales_the_branch_input() {
 fn relu_branch_correlation_map() {
     // A ReLU MLP maps correlation 0 to kappa(0) = 1/pi (arc-cosine kernel, Cho and Saul 2009).
     // Post at depth 1: c_1 = (q0 c0 + m kappa(0)) / s with m = g q0: c_1 = g/pi/(1 + g).
-    let raw = normscope::config::RawModel {
+    let raw = normscope::model::RawModel {
         branch: "relu-mlp".into(),
         ..seeds_model(1)
     };
@@ -357,7 +357,7 @@ fn uniform_attention_pre_norm_depth_one() {
     // output is the same for all tokens (kappa = 1): c_1 = (1 * 1/2 + 9/16 * 1)/(25/16) = 17/25.
     // Backward, each token's output gradient reaches its own input with weight 1/n:
     // b^2 = sV sO / n / q0 = 1/8.
-    let raw = normscope::config::RawModel {
+    let raw = normscope::model::RawModel {
         branch: "uniform-attention".into(),
         tokens: 8,
         c0: 0.5,
@@ -382,7 +382,7 @@ fn cross_attention_does_not_depend_on_the_stream() {
     // every token (kappa = 1), and its Jacobian w.r.t. the stream is zero: b^2 = 0, so no
     // Jacobian path takes a branch (eff_depth = 0) although the branch carries
     // (1/4)/(1 + 1/4) = 1/5 of the stream at layer 1.
-    let raw = normscope::config::RawModel {
+    let raw = normscope::model::RawModel {
         branch: "cross-attention".into(),
         tokens: 4,
         ..seeds_model(3)
@@ -399,14 +399,14 @@ fn he_and_torch_default_gains() {
     // He ReLU MLP: s1 = s2 = 2, g = s1 s2/2 = 2 (He et al. 2015). Post at depth 1: the branch
     // carries g/(1+g) = 2/3 of x_1. torch-default linear: Var = 1/(3 fan_in), g = 1/3:
     // Pre at depth 1: q_1 = 1 + 1/3.
-    let he = normscope::config::RawModel {
+    let he = normscope::model::RawModel {
         branch: "relu-mlp".into(),
         init: "he".into(),
         ..seeds_model(1)
     };
     let t = table("post", &he);
     assert_close(get(&t, "branch_weight", 1, Some(1)), 2.0 / 3.0, EXACT, "He");
-    let torch = normscope::config::RawModel {
+    let torch = normscope::model::RawModel {
         init: "torch-default".into(),
         ..seeds_model(1)
     };
@@ -418,7 +418,7 @@ fn he_and_torch_default_gains() {
 fn identity_norm_removes_every_norm() {
     // --norm identity: Post-Norm becomes x_l = x_{l-1} + F(x_{l-1}), so q_l = (1 + g)^l q0
     // = 2^l, a^2 = 1, b^2 = g = 1, and grad_sq at x_0 = 2^L (no final norm).
-    let raw = normscope::config::RawModel {
+    let raw = normscope::model::RawModel {
         norm: normscope::spec::NormKind::Identity,
         ..seeds_model(5)
     };

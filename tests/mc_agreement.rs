@@ -5,9 +5,9 @@
 
 mod common;
 use common::disagreements;
-use normscope::config::RawModel;
 use normscope::layers::LayerSpec;
 use normscope::metrics::Metric;
+use normscope::model::RawModel;
 use normscope::monte_carlo::RawMc;
 
 fn sampling() -> RawMc {

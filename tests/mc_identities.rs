@@ -4,7 +4,7 @@
 
 use nalgebra::DMatrix;
 use normscope::branch::{Branch, Module};
-use normscope::config::RawModel;
+use normscope::model::RawModel;
 use normscope::monte_carlo::network::Network;
 use normscope::monte_carlo::{McConfig, RawMc, rng, sample, sampler};
 use normscope::spec::NormKind;

@@ -1,8 +1,8 @@
 //! Large cases, opt-in: `cargo test --release -- --include-ignored` (what `.ci/run` runs).
 
-use normscope::config::RawModel;
 use normscope::layers::LayerSpec;
 use normscope::metrics::Metric;
+use normscope::model::RawModel;
 mod common;
 use common::disagreements;
 use normscope::monte_carlo::{McConfig, RawMc};

@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use normscope::config::{RawModel, TheoryConfig};
+use normscope::model::{RawModel, TheoryConfig};
 use normscope::placement::REGISTRY;
 use normscope::tables;
 

@@ -3,7 +3,7 @@
 mod common;
 use common::*;
 use normscope::branch::BranchModel;
-use normscope::config::RawModel;
+use normscope::model::RawModel;
 use normscope::placement::REGISTRY;
 use normscope::symbolic::{self, Subs};
 use normscope::theory::MeanField;
@@ -102,7 +102,7 @@ proptest! {
         let spec = model.stack(p).unwrap();
         let bm = BranchModel::new(&model.branch, spec.beta, q0, 0.0);
         let ex = symbolic::expand(&spec, &bm, q0, &Subs::default()).unwrap();
-        let mf = MeanField::run(&spec, &bm, model.inputs).unwrap();
+        let mf = MeanField::new(&spec, &bm, model.inputs).unwrap();
         for j in 0..=depth {
             let (s, n) = (ex.value(j), mf.coef(depth, j));
             prop_assert!(close(s, n, 1e-11), "{p} C[{depth},{j}]: symbolic {s} numeric {n} ({})", ex.coefs[j].text());

@@ -7,7 +7,6 @@
 //! Matrix products are single-threaded (nalgebra/matrixmultiply without threading), so rayon
 //! owns the cores.
 
-pub mod config;
 pub mod gemm;
 pub mod measure;
 pub mod network;
@@ -15,10 +14,11 @@ pub mod norm;
 pub mod rng;
 pub mod sample;
 pub mod sampler;
+pub mod sampling;
 pub mod stats;
 
-pub use config::{McConfig, RawMc};
 pub use measure::Quantities;
+pub use sampling::{McConfig, RawMc};
 
 use crate::Result;
 use crate::engine::{Engine, Plan};

@@ -2,11 +2,11 @@
 //! the `--gain` rescaling of the output matrix (so the expected forward gain is g, as in the
 //! closed form) and DeepNet's beta on the scaled matrices.
 
-use super::config::McConfig;
 use super::gemm::Real;
 use super::network::Network;
 use super::rng::Rng;
 use super::sample;
+use super::sampling::McConfig;
 use crate::branch::attention::Attention;
 use crate::branch::cross_attention::CrossAttention;
 use crate::branch::init::truncation_factor;

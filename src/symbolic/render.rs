@@ -2,7 +2,7 @@
 //! `align*` block, or a tidy CSV (`normscope expand` and the `expansion` analysis).
 
 use crate::branch::BranchModel;
-use crate::config::ModelConfig;
+use crate::model::ModelConfig;
 use crate::symbolic::{self, Subs};
 use crate::{Error, Result};
 

@@ -22,7 +22,7 @@ pub struct ClosedForm<'a> {
 
 impl<'a> ClosedForm<'a> {
     /// The closed form of a checked model.
-    pub fn new(model: &'a crate::config::ModelConfig) -> Self {
+    pub fn new(model: &'a crate::model::ModelConfig) -> Self {
         ClosedForm {
             branch: &model.branch,
             inputs: model.inputs,
@@ -32,7 +32,7 @@ impl<'a> ClosedForm<'a> {
     /// The mean-field recursion of `spec`.
     pub fn mean_field(&self, spec: &StackSpec) -> Result<MeanField> {
         let branch = BranchModel::new(self.branch, spec.beta, self.inputs.q0, self.inputs.c0);
-        MeanField::run(spec, &branch, self.inputs)
+        MeanField::new(spec, &branch, self.inputs)
     }
 }
 

@@ -139,7 +139,7 @@ pub struct MeanField {
 
 impl MeanField {
     /// Runs the recursion for `spec` with branch `model` and input law `inputs`.
-    pub fn run(spec: &StackSpec, model: &BranchModel, inputs: Inputs) -> Result<Self> {
+    pub fn new(spec: &StackSpec, model: &BranchModel, inputs: Inputs) -> Result<Self> {
         let depth = spec.depth;
         let nan = f64::NAN;
         let q0 = Mag::new(inputs.q0);

@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use normscope::config::{RawModel, TheoryConfig};
+use normscope::model::{RawModel, TheoryConfig};
 use normscope::{compare, tables};
 use std::collections::HashMap;
 

@@ -9,10 +9,10 @@
 //! `12 r d^2 n` per block (2 forward, 2 input-gradient and 2 weight-gradient products).
 
 use nalgebra::DMatrix;
-use normscope::config::RawModel;
 use normscope::engine::Plan;
 use normscope::layers::LayerSpec;
 use normscope::metrics::Metric;
+use normscope::model::RawModel;
 use normscope::monte_carlo::{self, McConfig, RawMc};
 use normscope::{Error, Result};
 use rayon::prelude::*;

@@ -4,8 +4,8 @@
 
 use clap::{Args, Parser, Subcommand};
 use normscope::branch::{BranchKind, Init};
-use normscope::config::{FinalNorm, RawModel};
 use normscope::metrics::Metric;
+use normscope::model::{FinalNorm, RawModel};
 use normscope::monte_carlo::RawMc;
 use normscope::spec::NormKind;
 use normscope::symbolic::render::Format;

@@ -7,7 +7,7 @@ mod cli;
 
 use clap::Parser;
 use cli::{Cli, Command, ReproduceArgs};
-use normscope::config::{RawModel, TheoryConfig};
+use normscope::model::{RawModel, TheoryConfig};
 use normscope::output::{atomic, table};
 use normscope::symbolic::Subs;
 use normscope::symbolic::render;
@@ -33,7 +33,7 @@ type McRequest = (
 );
 
 fn mc_request(a: &cli::McArgs) -> normscope::Result<McRequest> {
-    let presets = normscope::config::parse_presets(&a.table.preset)?;
+    let presets = normscope::model::parse_presets(&a.table.preset)?;
     let cfg = normscope::monte_carlo::McConfig::new(&a.model.raw(), &a.sampling.raw())?;
     let metrics = normscope::metrics::Metric::parse_list(&a.table.metrics)?;
     let layers = normscope::layers::LayerSpec::parse(&a.table.layers)?;
@@ -92,7 +92,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
         Command::Expand(a) => {
             let model = a.model.raw().check()?;
             let subs = Subs::parse(&a.subs)?;
-            let preset = normscope::config::parse_presets(&a.preset)?;
+            let preset = normscope::model::parse_presets(&a.preset)?;
             if preset.len() != 1 {
                 return Err(Error::invalid(
                     "--preset",

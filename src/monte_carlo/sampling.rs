@@ -1,9 +1,9 @@
-//! Monte Carlo configuration: the closed form's model parameters plus width, tokens, samples,
-//! seed, norm epsilon, heads and the branch kinds only sampling can run (softmax attention,
-//! transformer stacks).
+//! Sampling settings of the Monte Carlo engine: the closed form's model parameters plus width,
+//! tokens, samples, seed, norm epsilon, heads and the branch kinds only sampling can run
+//! (softmax attention, transformer stacks).
 
 use crate::branch::{Block, BranchConfig, BranchKind, BranchModel, Init};
-use crate::config::{ModelConfig, RawModel};
+use crate::model::{ModelConfig, RawModel};
 use crate::{Error, Result};
 
 /// Raw Monte Carlo settings (from flags).

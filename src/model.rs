@@ -1,6 +1,6 @@
-//! Checked configuration: raw values (from command-line flags, or from an analysis's TOML
-//! configuration) are validated here into types the engines trust. Every error names the field
-//! and what it accepts. [`RawModel::default`] holds every default, once: the command line
+//! The model's parameters, checked: raw values (from command-line flags, or from an
+//! analysis's TOML configuration) are validated here into types the engines trust. Every error
+//! names the field and what it accepts. [`RawModel::default`] holds every default, once: the command line
 //! shows and uses the same values.
 
 use crate::branch::{BranchConfig, BranchKind, Init};
