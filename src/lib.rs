@@ -40,6 +40,7 @@
 //! - [`output`]: polars CSV, plotters figures, LaTeX tables, atomic writes, progress bar.
 //! - [`model`], [`layers`], [`error`]: checked model parameters and layer selections (every
 //!   error names its field).
+//! - [`tolerance`]: the test suites' tolerances, named once with their reasons.
 //! - [`analyses`]: the analyses that regenerate `data/` and `figures/` (source in
 //!   `analyses/`).
 //!
@@ -86,6 +87,7 @@ pub mod spec;
 pub mod symbolic;
 pub mod tables;
 pub mod theory;
+pub mod tolerance;
 
 #[path = "../analyses/mod.rs"]
 pub mod analyses;

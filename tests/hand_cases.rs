@@ -10,6 +10,7 @@
 
 mod common;
 use common::*;
+use normscope::tolerance::EXACT;
 
 /// Expected depth-1 values, in the order of the fields.
 struct Depth1 {

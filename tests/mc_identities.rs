@@ -48,14 +48,14 @@ fn post_ln_stream_has_squared_norm_d_per_token() {
     let fw = n.forward(|_, _, _| {});
     for x in &fw.xs[1..] {
         for c in x.column_iter() {
-            assert!((c.norm_squared() - 24.0).abs() < 1e-10);
+            assert!((c.norm_squared() - 24.0).abs() < normscope::tolerance::TWO_ROUTES_DEEP);
         }
     }
 }
 
 #[test]
 fn decomposition_sums_back_to_the_stream() {
-    // x_l = sum_j C_{l,j} B~_j per token, to 1e-10 relative, for every preset and branch.
+    // x_l = sum_j C_{l,j} B~_j per token, to TWO_ROUTES_DEEP relative, for every preset and branch.
     for p in normscope::placement::REGISTRY {
         for b in BRANCHES {
             for norm in [NormKind::Layer, NormKind::Rms, NormKind::Identity] {
@@ -75,7 +75,11 @@ fn decomposition_sums_back_to_the_stream() {
                     .enumerate()
                     .map(|(l, (x, dec))| (&dec.rebuild(&sources[..=l]) - x).norm() / x.norm())
                     .fold(0.0, f64::max);
-                assert!(err < 1e-10, "{} {b} {norm}: {err}", p.name);
+                assert!(
+                    err < normscope::tolerance::TWO_ROUTES_DEEP,
+                    "{} {b} {norm}: {err}",
+                    p.name
+                );
             }
         }
     }
@@ -106,15 +110,22 @@ fn branch_jvp_and_vjp_match_finite_differences() {
         let j = br.jvp(&c, Some(&du), None);
         if b != "cross-attention" {
             // ReLU's kink: the sample avoids pre-activations within h of 0 almost surely.
-            assert!(fd_check(f, &u, &du, &j) < 1e-6, "{b} input JVP");
+            assert!(
+                fd_check(f, &u, &du, &j) < normscope::tolerance::FINITE_DIFFERENCE,
+                "{b} input JVP"
+            );
         } else {
-            assert!(j.norm() < 1e-300, "cross-attention ignores the stream");
+            assert!(
+                j.norm() < normscope::tolerance::ZERO,
+                "cross-attention ignores the stream"
+            );
         }
         // VJP: <g, J du> = <J^T g, du>, and weight gradients against weight JVPs.
         let g = sample::gaussian(&mut r, 24, 5);
         let (gu, gw) = br.backward(&c, &g);
         assert!(
-            (g.dot(&j) - gu.dot(&du)).abs() < 1e-10 * (1.0 + g.dot(&j).abs()),
+            (g.dot(&j) - gu.dot(&du)).abs()
+                < normscope::tolerance::TWO_ROUTES_DEEP * (1.0 + g.dot(&j).abs()),
             "{b} VJP"
         );
         let dw: Vec<DMatrix<f64>> = br
@@ -126,7 +137,7 @@ fn branch_jvp_and_vjp_match_finite_differences() {
         let lhs = g.dot(&jw);
         let rhs: f64 = gw.iter().zip(&dw).map(|(a, b)| a.dot(b)).sum();
         assert!(
-            (lhs - rhs).abs() < 1e-10 * (1.0 + lhs.abs()),
+            (lhs - rhs).abs() < normscope::tolerance::TWO_ROUTES_DEEP * (1.0 + lhs.abs()),
             "{b} weight VJP: {lhs} vs {rhs}"
         );
     }
@@ -153,7 +164,7 @@ fn network_jvp_vjp_and_path_polynomial() {
                 f.xs[4].clone()
             };
             assert!(
-                fd_check(whole, &n.input, &dx, &t) < 1e-6,
+                fd_check(whole, &n.input, &dx, &t) < normscope::tolerance::FINITE_DIFFERENCE,
                 "{p} {b} network JVP"
             );
             // Path polynomial: tangents per path length sum to the full JVP.
@@ -168,7 +179,10 @@ fn network_jvp_vjp_and_path_polynomial() {
                 paths = next;
             }
             let sum = paths.iter().fold(DMatrix::zeros(24, 5), |a, b| a + b);
-            assert!((&sum - &t).norm() < 1e-12 * t.norm(), "{p} {b} path sum");
+            assert!(
+                (&sum - &t).norm() < normscope::tolerance::ACCUMULATED * t.norm(),
+                "{p} {b} path sum"
+            );
             // Backward: <g, J dx> = <J^T g, dx> through the final norm too.
             let g = sample::gaussian(&mut r, 24, 5);
             let bw = n.backward(&fw, &g);
@@ -178,7 +192,7 @@ fn network_jvp_vjp_and_path_polynomial() {
             };
             let (a, c) = (g.dot(&jt), bw.grads[0].dot(&dx));
             assert!(
-                (a - c).abs() < 1e-10 * (1.0 + a.abs()),
+                (a - c).abs() < normscope::tolerance::TWO_ROUTES_DEEP * (1.0 + a.abs()),
                 "{p} {b} backward: {a} vs {c}"
             );
         }
@@ -221,7 +235,11 @@ fn deepnorm_equals_post_with_scaled_branch_on_the_same_weights() {
     }
     let a = deep.forward(|_, _, _| {}).xs[6].clone();
     let b = post.forward(|_, _, _| {}).xs[6].clone();
-    assert!((&a - &b).norm() < 1e-12 * a.norm(), "{}", (&a - &b).norm());
+    assert!(
+        (&a - &b).norm() < normscope::tolerance::ACCUMULATED * a.norm(),
+        "{}",
+        (&a - &b).norm()
+    );
     // The tutorial variant with alpha on the branch, Norm(x + alpha F(x)), is a different
     // network: its x_L differs.
     let mut wrong = post.clone();
@@ -229,7 +247,7 @@ fn deepnorm_equals_post_with_scaled_branch_on_the_same_weights() {
         blk.block.lambda = normscope::spec::BranchScale::Lambda(alpha * beta * beta);
     }
     let c = wrong.forward(|_, _, _| {}).xs[6].clone();
-    assert!((&a - &c).norm() > 1e-3 * a.norm());
+    assert!((&a - &c).norm() > normscope::tolerance::VISIBLY_DIFFERENT * a.norm());
 }
 
 #[test]

@@ -48,13 +48,28 @@ fn deep_closed_forms_match_hand_values() {
             .collect::<std::collections::HashMap<_, _>>()
     };
     let lf = l as f64;
-    assert_close(t("post")["eff_depth"], lf / 2.0, 1e-12, "post eff");
-    assert_close(t("pre")["stream_sq"], 1.0 + lf, 1e-12, "pre q_L");
-    assert_close(t("pre")["grad_sq"], 1.0 / (1.0 + lf), 1e-12, "pre r_L");
+    assert_close(
+        t("post")["eff_depth"],
+        lf / 2.0,
+        normscope::tolerance::DEPTH_MILLION,
+        "post eff",
+    );
+    assert_close(
+        t("pre")["stream_sq"],
+        1.0 + lf,
+        normscope::tolerance::DEPTH_MILLION,
+        "pre q_L",
+    );
+    assert_close(
+        t("pre")["grad_sq"],
+        1.0 / (1.0 + lf),
+        normscope::tolerance::DEPTH_MILLION,
+        "pre r_L",
+    );
     assert_close(
         t("deepnorm")["eff_depth"],
         lf / (2.0 * lf + 1.0),
-        1e-12,
+        normscope::tolerance::DEPTH_MILLION,
         "deepnorm eff",
     );
 }

@@ -43,10 +43,10 @@ proptest! {
             let mut sum = 0.0;
             for j in 0..=l {
                 let w = get(&t, "branch_weight", l, Some(j));
-                prop_assert!((-1e-15..=1.0 + 1e-12).contains(&w), "{p} w[{l},{j}] = {w}");
+                prop_assert!((-normscope::tolerance::ROUNDING..=1.0 + normscope::tolerance::ACCUMULATED).contains(&w), "{p} w[{l},{j}] = {w}");
                 sum += w;
             }
-            prop_assert!(close(sum, 1.0, 1e-12), "{p} layer {l}: sum {sum}");
+            prop_assert!(close(sum, 1.0, normscope::tolerance::ACCUMULATED), "{p} layer {l}: sum {sum}");
         }
     }
 
@@ -64,15 +64,15 @@ proptest! {
             let w = post[k];
             match k.0.as_str() {
                 "coef" if k.2 != Some(0) => {
-                    prop_assert!(close(*v * beta * beta, w, 1e-11), "{k:?}: {v} vs {w}");
+                    prop_assert!(close(*v * beta * beta, w, normscope::tolerance::TWO_ROUTES), "{k:?}: {v} vs {w}");
                 }
                 // weight_grad_sq: DeepNorm's last matrix beta W2 sees the input beta a and the
                 // gradient (1/alpha) dl/dy, Post's W2 sees a and lambda dl/dy with
                 // lambda = beta^2/alpha: ||dW||^2 differs by exactly 1/beta^2.
                 "weight_grad_sq" => {
-                    prop_assert!(close(*v * beta * beta, w, 1e-11), "{k:?}: {v} vs {w}");
+                    prop_assert!(close(*v * beta * beta, w, normscope::tolerance::TWO_ROUTES), "{k:?}: {v} vs {w}");
                 }
-                _ => prop_assert!(close(*v, w, 1e-11), "{k:?}: {v} vs {w}"),
+                _ => prop_assert!(close(*v, w, normscope::tolerance::TWO_ROUTES), "{k:?}: {v} vs {w}"),
             }
         }
     }
@@ -88,7 +88,7 @@ proptest! {
         let t = table(p, &raw(depth, g, alpha, b));
         let own: f64 = (1..=depth as u64).map(|l| get(&t, "branch_weight", l, Some(l))).sum();
         let eff = get(&t, "eff_depth", depth as u64, None);
-        prop_assert!(close(eff, own, 1e-12), "{p}: eff {eff} vs sum {own}");
+        prop_assert!(close(eff, own, normscope::tolerance::ACCUMULATED), "{p}: eff {eff} vs sum {own}");
     }
 
     /// The exact symbolic coefficients evaluate to the numeric engine's values.
@@ -105,7 +105,7 @@ proptest! {
         let mf = MeanField::new(&spec, &bm, model.inputs).unwrap();
         for j in 0..=depth {
             let (s, n) = (ex.value(j), mf.coef(depth, j));
-            prop_assert!(close(s, n, 1e-11), "{p} C[{depth},{j}]: symbolic {s} numeric {n} ({})", ex.coefs[j].text());
+            prop_assert!(close(s, n, normscope::tolerance::TWO_ROUTES), "{p} C[{depth},{j}]: symbolic {s} numeric {n} ({})", ex.coefs[j].text());
         }
     }
 
@@ -121,7 +121,7 @@ proptest! {
                 mean += k as f64 * v;
             }
         }
-        prop_assert!(close(total, 1.0, 1e-12));
-        prop_assert!(close(mean, get(&t, "eff_depth", l, None), 1e-10));
+        prop_assert!(close(total, 1.0, normscope::tolerance::ACCUMULATED));
+        prop_assert!(close(mean, get(&t, "eff_depth", l, None), normscope::tolerance::TWO_ROUTES_DEEP));
     }
 }

@@ -11,14 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// Closed-form tables: a few ulps of libm difference between machines, nothing more.
-const THEORY_REL: f64 = 1e-12;
-/// Monte Carlo tables: the same seeds give the same networks, and on one machine the tables are
-/// bit-identical. The GEMM kernel matrixmultiply picks at run time (AVX2/FMA or not) can change
-/// the last bits of a product on another CPU; 1e-10 relative leaves room for that to grow
-/// through the network, and `golden_tables_of_the_quick_run` checks it stays 100x below the
-/// narrowest 95% interval in the golden tables.
-const MC_REL: f64 = 1e-10;
+use normscope::tolerance::{GOLDEN_MC_REL as MC_REL, GOLDEN_THEORY_REL as THEORY_REL};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

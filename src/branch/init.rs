@@ -83,12 +83,12 @@ mod tests {
     fn truncated_normal_variance_matches_reference() {
         // Var of N(0,1) truncated at +-2 is 0.7737413... (Johnson, Kotz, Balakrishnan 1994,
         // eq. 13.134 with a = -b = 2).
-        assert!((truncation_factor(2.0) - 0.773_741_3).abs() < 1e-6);
+        assert!((truncation_factor(2.0) - 0.773_741_3).abs() < crate::tolerance::PRINTED_7_DIGITS);
     }
 
     #[test]
     fn xavier_square_matrix_has_unit_gain() {
-        assert!((Init::Xavier.fan_in_gain(512.0, 512.0) - 1.0).abs() < 1e-15);
-        assert!((Init::He.fan_in_gain(512.0, 2048.0) - 2.0).abs() < 1e-15);
+        assert!((Init::Xavier.fan_in_gain(512.0, 512.0) - 1.0).abs() < crate::tolerance::ROUNDING);
+        assert!((Init::He.fan_in_gain(512.0, 2048.0) - 2.0).abs() < crate::tolerance::ROUNDING);
     }
 }

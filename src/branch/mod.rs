@@ -413,13 +413,19 @@ mod tests {
     fn derived_gains_match_hand_values() {
         // Xavier ReLU MLP, ratio r: s1 = 2/(1+r), s2 = 2r/(1+r), g = s1 s2 / 2 = 2r/(1+r)^2.
         let m = model(BranchKind::ReluMlp, Init::Xavier);
-        assert!((m.nominal_gain - 8.0 / 25.0).abs() < 1e-15);
+        assert!((m.nominal_gain - 8.0 / 25.0).abs() < crate::tolerance::ROUNDING);
         // He ReLU MLP: s1 = s2 = 2, g = 2.
-        assert!((model(BranchKind::ReluMlp, Init::He).nominal_gain - 2.0).abs() < 1e-15);
+        assert!(
+            (model(BranchKind::ReluMlp, Init::He).nominal_gain - 2.0).abs()
+                < crate::tolerance::ROUNDING
+        );
         // Xavier linear d x d: g = 1; torch default: 1/3.
-        assert!((model(BranchKind::Linear, Init::Xavier).nominal_gain - 1.0).abs() < 1e-15);
+        assert!(
+            (model(BranchKind::Linear, Init::Xavier).nominal_gain - 1.0).abs()
+                < crate::tolerance::ROUNDING
+        );
         let t = model(BranchKind::Linear, Init::TorchDefault).nominal_gain;
-        assert!((t - 1.0 / 3.0).abs() < 1e-15);
+        assert!((t - 1.0 / 3.0).abs() < crate::tolerance::ROUNDING);
     }
 
     #[test]
@@ -430,15 +436,15 @@ mod tests {
             ..BranchConfig::default()
         };
         let m = BranchModel::new(&cfg, Some(0.5), 1.0, 0.0);
-        assert!((m.nominal_gain - 1.5).abs() < 1e-14);
+        assert!((m.nominal_gain - 1.5).abs() < crate::tolerance::ROUNDING_CHAIN);
         // Two matrices scaled by beta: forward gain g beta^4.
         let (q, _) = m.forward(1.0, 0.0);
-        assert!((q - 1.5 * 0.5f64.powi(4)).abs() < 1e-14);
+        assert!((q - 1.5 * 0.5f64.powi(4)).abs() < crate::tolerance::ROUNDING_CHAIN);
     }
 
     #[test]
     fn relu_backward_gain_equals_forward_gain() {
         let m = model(BranchKind::ReluMlp, Init::Xavier);
-        assert!((m.backward_gain(3.0) - m.nominal_gain).abs() < 1e-15);
+        assert!((m.backward_gain(3.0) - m.nominal_gain).abs() < crate::tolerance::ROUNDING);
     }
 }

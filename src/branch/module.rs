@@ -242,9 +242,7 @@ mod tests {
 
     #[test]
     fn f32_modules_agree_with_f64() {
-        // Unit-scale inputs through at most three products of width <= 16 and a softmax:
-        // a few f32 roundings (6e-8 each) per entry, far below this bound.
-        const F32_REL: f64 = 1e-5;
+        use crate::tolerance::F32_REL;
         let u = mat(8, 3, 1.1) * 3.0;
         let du = mat(8, 3, 1.7);
         let g = mat(8, 3, 2.3);
@@ -289,7 +287,7 @@ mod tests {
             let rhs = gu.dot(&du) + gw.iter().zip(&dw).map(|(g, d)| g.dot(d)).sum::<f64>();
             // Sums of O(100) unit-size products in f64.
             assert!(
-                (lhs - rhs).abs() < 1e-12 * (1.0 + lhs.abs()),
+                (lhs - rhs).abs() < crate::tolerance::ACCUMULATED * (1.0 + lhs.abs()),
                 "{b:?}: {lhs} vs {rhs}"
             );
         }

@@ -168,8 +168,7 @@ mod tests {
         let b = DMatrix::from_fn(6, 5, |i, j| ((i + 3 * j) as f64 * 0.71).cos());
         let exact = tn(&a, &b);
         let single = tn(&a.map(|x| x as f32), &b.map(|x| x as f32)).map(f64::from);
-        // Six products of unit-size f32 values: a few f32 ulps (1.2e-7) each.
-        assert!((exact - single).norm() < 1e-5);
+        assert!((exact - single).norm() < crate::tolerance::F32_REL);
     }
 
     #[test]
@@ -177,10 +176,15 @@ mod tests {
         let a = DMatrix::from_fn(5, 3, |i, j| (i * 3 + j) as f64 - 4.0);
         let b = DMatrix::from_fn(5, 4, |i, j| (i + 2 * j) as f64 * 0.5);
         let c = DMatrix::from_fn(3, 4, |i, j| (i * j) as f64 + 1.0);
-        assert!((tn(&a, &b) - a.transpose() * &b).norm() < 1e-12);
-        assert!((nn(&a, &c) - &a * &c).norm() < 1e-12);
-        assert!((nt(&c, &b) - &c * b.transpose()).norm() < 1e-12);
-        assert!((mul(&b, true, &a, false) - b.transpose() * &a).norm() < 1e-12);
-        assert!((mul(&c, true, &a, true) - c.transpose() * a.transpose()).norm() < 1e-12);
+        assert!((tn(&a, &b) - a.transpose() * &b).norm() < crate::tolerance::ACCUMULATED);
+        assert!((nn(&a, &c) - &a * &c).norm() < crate::tolerance::ACCUMULATED);
+        assert!((nt(&c, &b) - &c * b.transpose()).norm() < crate::tolerance::ACCUMULATED);
+        assert!(
+            (mul(&b, true, &a, false) - b.transpose() * &a).norm() < crate::tolerance::ACCUMULATED
+        );
+        assert!(
+            (mul(&c, true, &a, true) - c.transpose() * a.transpose()).norm()
+                < crate::tolerance::ACCUMULATED
+        );
     }
 }

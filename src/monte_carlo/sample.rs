@@ -68,8 +68,7 @@ mod tests {
         let x = tokens(&mut rng, 20_000, 3, 2.0, 0.5);
         let q = x.column(0).norm_squared() / 20_000.0;
         let c = x.column(0).dot(&x.column(1)) / 20_000.0 / 2.0;
-        // Standard errors at d = 2e4: q ~ 2 sqrt(2/d) = 0.02, c ~ 0.012; 4 sigma.
-        assert!((q - 2.0).abs() < 0.08, "{q}");
-        assert!((c - 0.5).abs() < 0.05, "{c}");
+        assert!((q - 2.0).abs() < crate::tolerance::SAMPLE_Q_4SE, "{q}");
+        assert!((c - 0.5).abs() < crate::tolerance::SAMPLE_C_4SE, "{c}");
     }
 }

@@ -52,8 +52,8 @@ mod tests {
         // (Student's t table, e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2).
         let e = estimate(&[1.0, 2.0, 3.0, 4.0]);
         let se = (5.0f64 / 3.0).sqrt() / 2.0;
-        assert!((e.mean - 2.5).abs() < 1e-15);
-        assert!((e.stderr - se).abs() < 1e-15);
-        assert!((e.ci_high - (2.5 + 3.182_446 * se)).abs() < 1e-5);
+        assert!((e.mean - 2.5).abs() < crate::tolerance::ROUNDING);
+        assert!((e.stderr - se).abs() < crate::tolerance::ROUNDING);
+        assert!((e.ci_high - (2.5 + 3.182_446 * se)).abs() < crate::tolerance::T_TABLE);
     }
 }

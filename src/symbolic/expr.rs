@@ -341,6 +341,6 @@ mod tests {
         assert_eq!(b.text(), "(1 + g)^(-3/2)");
         let mut vals = [1.0; NSYM];
         vals[Sym::G.index()] = 3.0;
-        assert!((b.eval(&vals) - 0.125).abs() < 1e-15);
+        assert!((b.eval(&vals) - 0.125).abs() < crate::tolerance::ROUNDING);
     }
 }

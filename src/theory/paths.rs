@@ -182,9 +182,9 @@ mod tests {
         let v: Vec<f64> = d.iter().map(|x| x.1 * 16.0).collect();
         assert_eq!(v.len(), 5);
         for (a, b) in v.iter().zip([1.0, 4.0, 6.0, 4.0, 1.0]) {
-            assert!((a - b).abs() < 1e-12);
+            assert!((a - b).abs() < crate::tolerance::ACCUMULATED);
         }
-        assert!((d.mean() - 2.0).abs() < 1e-12);
+        assert!((d.mean() - 2.0).abs() < crate::tolerance::ACCUMULATED);
     }
 
     #[test]
@@ -198,9 +198,9 @@ mod tests {
         }
         for ((k1, v1), (k2, v2)) in s.iter().zip(p.iter()) {
             assert_eq!(k1, k2);
-            assert!((v1 - v2).abs() < 1e-15);
+            assert!((v1 - v2).abs() < crate::tolerance::ROUNDING);
         }
-        assert!((s.mean_length() - p.mean()).abs() < 1e-14);
+        assert!((s.mean_length() - p.mean()).abs() < crate::tolerance::ROUNDING_CHAIN);
     }
 
     #[test]
@@ -215,12 +215,15 @@ mod tests {
         let raw = [1.0, 2.0 * m * g, m * g * g];
         let z: f64 = raw.iter().sum();
         for ((_, v), want) in s.iter().zip(raw) {
-            assert!((v - want / z).abs() < 1e-15);
+            assert!((v - want / z).abs() < crate::tolerance::ROUNDING);
         }
         let mut t = SplitPaths::new(m);
         t.push_mean(1.0, g, 0.0);
         t.push_mean(1.0, g, 0.0);
-        assert!((t.mean_length() - (2.0 * m * g + 2.0 * m * g * g) / z).abs() < 1e-14);
+        assert!(
+            (t.mean_length() - (2.0 * m * g + 2.0 * m * g * g) / z).abs()
+                < crate::tolerance::ROUNDING_CHAIN
+        );
     }
 
     #[test]
@@ -230,8 +233,8 @@ mod tests {
             d.push(0.5);
         }
         let total: f64 = d.iter().map(|x| x.1).sum();
-        assert!((total - 1.0).abs() < 1e-9);
+        assert!((total - 1.0).abs() < crate::tolerance::PMF_TOTAL);
         assert!(d.pmf.len() < 20_000);
-        assert!((d.mean() - 10_000.0).abs() < 1e-6);
+        assert!((d.mean() - 10_000.0).abs() < crate::tolerance::PMF_MEAN);
     }
 }

@@ -36,10 +36,6 @@ pub fn assert_close(a: f64, b: f64, tol: f64, what: &str) {
     assert!(close(a, b, tol), "{what}: got {a}, expected {b}");
 }
 
-/// Rounding allowance for closed-form values that go through a few logs and exps: the
-/// computation is exact up to a handful of ulps.
-pub const EXACT: f64 = 1e-13;
-
 /// Depth-L raw model with the seeds' setting (linear branch, Xavier, so g = 1; q0 = 1; c0 = 0).
 pub fn seeds_model(depth: usize) -> RawModel {
     RawModel {
