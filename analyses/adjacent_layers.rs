@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub const ANALYSIS: Analysis = Analysis {
     id: "adjacent-layers",
     about: "relative update, cosine, angle and merge error between consecutive layers",
-    prepare: super::prepare::<Config>,
+    prepare: |id, s| super::prepare::<Config>(id, s, run),
 };
 
 /// Configuration.
@@ -76,10 +76,6 @@ impl super::AnalysisConfig for Config {
 
     fn seeds(&self) -> Vec<u64> {
         vec![self.mc.seed]
-    }
-
-    fn run(&self, out: &mut Out) -> Result<()> {
-        run(self, out)
     }
 }
 

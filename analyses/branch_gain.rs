@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 pub const ANALYSIS: Analysis = Analysis {
     id: "branch-gain",
     about: "conclusions against the branch gain g, the init scheme and branch, and the norm",
-    prepare: super::prepare::<Config>,
+    prepare: |id, s| super::prepare::<Config>(id, s, run),
 };
 
 /// Configuration.
@@ -149,10 +149,6 @@ impl super::AnalysisConfig for Config {
 
     fn seeds(&self) -> Vec<u64> {
         vec![self.mc.seed]
-    }
-
-    fn run(&self, out: &mut Out) -> Result<()> {
-        run(self, out)
     }
 }
 

@@ -24,7 +24,7 @@ use std::path::Path;
 pub const ANALYSIS: Analysis = Analysis {
     id: "claims",
     about: "the claims ledger: a verdict with numbers for each claim of the seed notes",
-    prepare: super::prepare::<Config>,
+    prepare: |id, s| super::prepare::<Config>(id, s, run),
 };
 
 /// The ledger has no tunable settings; the table exists so `--config` rejects keys clearly.
@@ -630,9 +630,5 @@ impl super::AnalysisConfig for Config {
 
     fn seeds(&self) -> Vec<u64> {
         vec![]
-    }
-
-    fn run(&self, out: &mut Out) -> Result<()> {
-        run(self, out)
     }
 }

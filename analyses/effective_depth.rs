@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 pub const ANALYSIS: Analysis = Analysis {
     id: "effective-depth",
     about: "effective depth (mean path length) against L, and path-length distributions",
-    prepare: super::prepare::<Config>,
+    prepare: |id, s| super::prepare::<Config>(id, s, run),
 };
 
 /// Configuration.
@@ -87,10 +87,6 @@ impl super::AnalysisConfig for Config {
 
     fn seeds(&self) -> Vec<u64> {
         vec![self.mc.seed]
-    }
-
-    fn run(&self, out: &mut Out) -> Result<()> {
-        run(self, out)
     }
 }
 

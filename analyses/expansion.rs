@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 pub const ANALYSIS: Analysis = Analysis {
     id: "expansion",
     about: "exact unrolled expansions x_L = sum_j C_{L,j} B_j, against the seeds' versions",
-    prepare: super::prepare::<Config>,
+    prepare: |id, s| super::prepare::<Config>(id, s, run),
 };
 
 /// Configuration (the same for `--quick`: it is exact algebra and takes milliseconds).
@@ -95,10 +95,6 @@ impl super::AnalysisConfig for Config {
 
     fn seeds(&self) -> Vec<u64> {
         vec![]
-    }
-
-    fn run(&self, out: &mut Out) -> Result<()> {
-        run(self, out)
     }
 }
 

@@ -80,9 +80,9 @@ impl Prepared {
     }
 }
 
-/// An analysis's configuration: its defaults, checks and work. [`prepare`] is the one
-/// `prepare` of every analysis: it lays the `--config` file's table over the full or quick
-/// defaults, checks the result, and wraps the work.
+/// An analysis's configuration: its defaults and checks. [`prepare`] is the one `prepare` of
+/// every analysis: it lays the `--config` file's table over the full or quick defaults, checks
+/// the result, and wraps the work.
 pub trait AnalysisConfig: Serialize + DeserializeOwned + 'static {
     /// The full-run defaults (`cargo run --release`).
     fn full() -> Self;
@@ -94,16 +94,19 @@ pub trait AnalysisConfig: Serialize + DeserializeOwned + 'static {
     fn check(&self) -> Result<()>;
     /// Base seeds of its Monte Carlo runs (recorded in the manifest).
     fn seeds(&self) -> Vec<u64>;
-    /// Runs the analysis, writing through [`Out`].
-    fn run(&self, out: &mut Out) -> Result<()>;
 }
 
-/// Resolves, checks and wraps the configuration of analysis `C` (see [`AnalysisConfig`]).
-pub fn prepare<C: AnalysisConfig>(id: &str, s: &Settings) -> Result<Prepared> {
+/// Resolves and checks the configuration of analysis `C` (see [`AnalysisConfig`]) and wraps
+/// it with `run`, the work that writes through [`Out`].
+pub fn prepare<C: AnalysisConfig>(
+    id: &str,
+    s: &Settings,
+    run: fn(&C, &mut Out) -> Result<()>,
+) -> Result<Prepared> {
     let c: C = s.resolve(id, C::full(), C::quick())?;
     c.check()?;
     let seeds = c.seeds();
-    Ok(Prepared::new(c, seeds, C::run))
+    Ok(Prepared::new(c, seeds, run))
 }
 
 /// A registered analysis.

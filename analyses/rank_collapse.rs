@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 pub const ANALYSIS: Analysis = Analysis {
     id: "rank-collapse",
     about: "token correlation against depth with attention branches (rank collapse)",
-    prepare: super::prepare::<Config>,
+    prepare: |id, s| super::prepare::<Config>(id, s, run),
 };
 
 /// Configuration.
@@ -73,10 +73,6 @@ impl super::AnalysisConfig for Config {
 
     fn seeds(&self) -> Vec<u64> {
         vec![self.mc.seed]
-    }
-
-    fn run(&self, out: &mut Out) -> Result<()> {
-        run(self, out)
     }
 }
 
