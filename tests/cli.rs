@@ -202,15 +202,7 @@ fn presets_lists_the_registry() {
 #[test]
 fn mc_runs_every_branch_and_fills_the_interval_columns() {
     let dir = tempfile::tempdir().unwrap();
-    for b in [
-        "linear",
-        "relu-mlp",
-        "gelu-mlp",
-        "attention",
-        "uniform-attention",
-        "cross-attention",
-        "transformer",
-    ] {
+    for b in normscope::branch::BranchKind::ALL.map(|k| k.name()) {
         let o = normscope(
             &[
                 "mc",

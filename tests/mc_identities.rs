@@ -32,14 +32,12 @@ fn net(preset: &str, branch: &str, depth: usize, eps: f64, raw: RawModel) -> Net
     sampler::network(&spec, &cfg, &mut rng::Rng::seed_from_u64(11))
 }
 
-const BRANCHES: [&str; 6] = [
-    "linear",
-    "relu-mlp",
-    "gelu-mlp",
-    "attention",
-    "uniform-attention",
-    "cross-attention",
-];
+/// Every branch of the registry (a transformer stack's block 1 is attention, block 2 an MLP).
+fn branches() -> impl Iterator<Item = &'static str> {
+    normscope::branch::BranchKind::ALL
+        .into_iter()
+        .map(|k| k.name())
+}
 
 #[test]
 fn post_ln_stream_has_squared_norm_d_per_token() {
@@ -57,7 +55,7 @@ fn post_ln_stream_has_squared_norm_d_per_token() {
 fn decomposition_sums_back_to_the_stream() {
     // x_l = sum_j C_{l,j} B~_j per token, to TWO_ROUTES_DEEP relative, for every preset and branch.
     for p in normscope::placement::REGISTRY {
-        for b in BRANCHES {
+        for b in branches() {
             for norm in [NormKind::Layer, NormKind::Rms, NormKind::Identity] {
                 let raw = RawModel {
                     norm,
@@ -100,7 +98,7 @@ fn fd_check(
 #[test]
 fn branch_jvp_and_vjp_match_finite_differences() {
     let mut r = rng::Rng::seed_from_u64(5);
-    for b in BRANCHES {
+    for b in branches() {
         let n = net("pre", b, 1, 0.0, RawModel::default());
         let br = &n.branches[0];
         let u = sample::gaussian(&mut r, 24, 5);
