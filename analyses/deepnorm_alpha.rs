@@ -45,7 +45,7 @@ pub fn constants(depth: usize) -> Result<(f64, f64)> {
     let spec = placement::build("deepnorm", depth, &Overrides::default())?;
     let alpha = match spec.block(1).skip {
         SkipScale::Alpha(a) => a,
-        _ => 1.0,
+        SkipScale::One | SkipScale::AdminOmega => 1.0,
     };
     Ok((alpha, spec.beta.unwrap_or(1.0)))
 }

@@ -276,3 +276,41 @@ fn depth_one_thousand_stays_finite() {
         );
     }
 }
+
+#[test]
+fn f32_networks_follow_f64_networks() {
+    // The same seed draws the same weights (f32 = f64 rounded), so an f32 network's forward
+    // and backward passes track the f64 ones within f32 rounding, for every branch.
+    use normscope::tolerance::F32_REL;
+    for b in branches() {
+        let raw = RawModel {
+            branch: b.into(),
+            depth: 4,
+            width: 16,
+            tokens: 3,
+            ..RawModel::default()
+        };
+        let cfg = McConfig::new(
+            &raw,
+            &RawMc {
+                eps: 1e-5,
+                ..RawMc::default()
+            },
+        )
+        .unwrap();
+        let spec = cfg.model.stack("post").unwrap();
+        let n64 = sampler::network::<f64>(&spec, &cfg, &mut rng::Rng::seed_from_u64(3));
+        let n32 = sampler::network::<f32>(&spec, &cfg, &mut rng::Rng::seed_from_u64(3));
+        let (f64_, f32_) = (n64.forward(|_, _, _| {}), n32.forward(|_, _, _| {}));
+        let rel = |a: &DMatrix<f64>, b: &DMatrix<f32>| {
+            (a - b.map(f64::from)).norm() / a.norm().max(f64::MIN_POSITIVE)
+        };
+        assert!(rel(&f64_.xs[4], &f32_.xs[4]) < F32_REL, "{b} forward");
+        let g = DMatrix::from_fn(16, 3, |i, j| ((i + 7 * j) as f64 * 0.3).sin());
+        let (g64, g32) = (
+            n64.backward(&f64_, &g),
+            n32.backward(&f32_, &g.map(|x| x as f32)),
+        );
+        assert!(rel(&g64.grads[0], &g32.grads[0]) < F32_REL, "{b} backward");
+    }
+}
