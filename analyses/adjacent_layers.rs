@@ -70,7 +70,8 @@ impl super::AnalysisConfig for Config {
             "adjacent-layers.depth/mc_depth",
             &[self.depth, self.mc_depth],
         )?;
-        common::check(&self.presets, &self.model, &self.mc, 1)?;
+        common::check(&self.presets, &self.model, &self.mc, self.mc_depth)?;
+        crate::budget::check_closed_form(self.depth)?;
         Ok(())
     }
 

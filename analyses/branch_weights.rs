@@ -83,7 +83,9 @@ impl super::AnalysisConfig for Config {
         )?;
         common::check(&self.presets, &self.model, &self.mc, 1)?;
         common::check(&self.heatmap_presets, &self.model, &self.mc, 1)?;
-        common::check(&self.mc_presets, &self.model, &self.mc, 1)?;
+        let deepest = common::deepest(&self.mc_depths);
+        common::check(&self.mc_presets, &self.model, &self.mc, deepest)?;
+        crate::budget::check_closed_form(self.max_depth.max(self.heatmap_depth))?;
         Ok(())
     }
 

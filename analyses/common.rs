@@ -135,7 +135,8 @@ pub fn check_depths(field: &'static str, depths: &[usize]) -> Result<()> {
 }
 
 /// Checks presets, model and Monte Carlo settings by building the Monte Carlo configuration of
-/// every preset at `depth` (this also validates the closed-form model).
+/// every preset at `depth` (this also validates the closed-form model), and that a network and
+/// a closed form of that depth fit in memory ([`crate::budget`]).
 pub fn check(presets: &[String], model: &Model, mc: &Mc, depth: usize) -> Result<()> {
     if presets.is_empty() {
         return Err(Error::invalid(
@@ -148,7 +149,9 @@ pub fn check(presets: &[String], model: &Model, mc: &Mc, depth: usize) -> Result
     for p in presets {
         cfg.model.stack(p)?;
     }
-    Ok(())
+    // A network of this depth must fit (its tables are checked when the run knows them).
+    crate::budget::check_mc(&cfg, depth.max(1), Metric::ALL, 0)?;
+    crate::budget::check_closed_form(depth)
 }
 
 /// The Monte Carlo configuration of `raw` with the settings of `mc`.
@@ -441,4 +444,9 @@ pub fn log_depths(max: usize, count: usize) -> Vec<usize> {
 /// A number for titles and captions: at most four decimals, no trailing zeros (`1`, `0.32`).
 pub fn short(v: f64) -> String {
     format!("{}", (v * 1e4).round() / 1e4)
+}
+
+/// The largest of some depths (0 if none).
+pub fn deepest(depths: &[usize]) -> usize {
+    depths.iter().copied().max().unwrap_or(0)
 }

@@ -81,7 +81,9 @@ impl super::AnalysisConfig for Config {
             &[self.max_depth, self.depth_count, self.mc_path_depth],
         )?;
         common::check(&self.presets, &self.model, &self.mc, 1)?;
-        common::check(&self.mc_presets, &self.model, &self.mc, 1)?;
+        let deepest = common::deepest(&self.mc_depths).max(self.mc_path_depth);
+        common::check(&self.mc_presets, &self.model, &self.mc, deepest)?;
+        crate::budget::check_closed_form(self.max_depth)?;
         Ok(())
     }
 

@@ -61,7 +61,9 @@ impl super::AnalysisConfig for Config {
             "output-change.max_depth/depth_count",
             &[self.max_depth, self.depth_count],
         )?;
-        common::check(&self.presets, &self.model, &self.mc, 1)?;
+        let deepest = common::deepest(&self.mc_depths);
+        common::check(&self.presets, &self.model, &self.mc, deepest)?;
+        crate::budget::check_closed_form(self.max_depth)?;
         Ok(())
     }
 

@@ -76,7 +76,9 @@ impl super::AnalysisConfig for Config {
             "stream-and-gradients.depth/mc_depth/max_depth/depth_count",
             &[self.depth, self.mc_depth, self.max_depth, self.depth_count],
         )?;
-        common::check(&self.presets, &self.model, &self.mc, 1)?;
+        let deepest = common::deepest(&self.mc_depths).max(self.mc_depth);
+        common::check(&self.presets, &self.model, &self.mc, deepest)?;
+        crate::budget::check_closed_form(self.max_depth.max(self.depth))?;
         Ok(())
     }
 

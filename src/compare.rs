@@ -40,6 +40,8 @@ pub fn compare(
             "the closed form has no softmax attention (random W_Q, W_K); compare with --uniform or --branch uniform-attention".into(),
         ));
     }
+    crate::tables::check_mc_fits(cfg, metrics, layers)?;
+    crate::budget::check_closed_form(cfg.model.depth)?;
     let plan = Plan::new(metrics, layers.clone());
     let bar = DelayedBar::networks((cfg.samples * presets.len()) as u64);
     let mc_engine = MonteCarlo {

@@ -1,5 +1,5 @@
-//! Typed library errors. Binaries add context with `anyhow`; callers of the library can match on
-//! [`enum@Error`] to tell bad input (exit status 2) from failures while running.
+//! Typed library errors. The binary prints one as a single line; callers of the library can
+//! match on [`enum@Error`] to tell bad input (exit status 2) from failures while running.
 
 use thiserror::Error;
 
@@ -33,6 +33,9 @@ pub enum Error {
     /// A quantity is mathematically undefined for this configuration.
     #[error("undefined: {0}")]
     Undefined(String),
+    /// A run that would not fit in this machine's memory, refused before allocating.
+    #[error("too large: {0}")]
+    TooLarge(String),
     /// A number left the range of f64 even in log space.
     #[error("overflow: {0}")]
     Overflow(String),
@@ -76,6 +79,7 @@ impl Error {
                 | Error::Unsupported(_)
                 | Error::Undefined(_)
                 | Error::Config { .. }
+                | Error::TooLarge(_)
         )
     }
 

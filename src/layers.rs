@@ -47,10 +47,15 @@ impl LayerSpec {
             LayerSpec::Last => vec![depth],
             LayerSpec::Log(k) => {
                 let k = *k;
+                let top = (depth as f64).ln();
                 if k == 1 {
                     vec![depth]
+                } else if (k - 1) as f64 > depth as f64 * top {
+                    // Consecutive log-spaced points are less than 1 apart everywhere (the
+                    // widest gap, at the top, is below depth ln(depth) / (k - 1)), so rounding
+                    // hits every layer: the same set as the loop below, without k steps.
+                    (1..=depth).collect()
                 } else {
-                    let top = (depth as f64).ln();
                     (0..k)
                         .map(|i| (top * i as f64 / (k - 1) as f64).exp().round() as usize)
                         .map(|l| l.clamp(1, depth))
@@ -82,6 +87,23 @@ mod tests {
     fn log_spacing_hits_both_ends() {
         let v = LayerSpec::parse("log:5").unwrap().resolve(10_000).unwrap();
         assert_eq!(v, vec![1, 10, 100, 1000, 10_000]);
+    }
+
+    #[test]
+    fn huge_log_counts_select_every_layer_without_iterating() {
+        // The shortcut gives exactly what the log-spaced loop gives just above its threshold.
+        for depth in [1, 2, 7, 64, 1000] {
+            let k = (depth as f64 * (depth as f64).ln()) as usize + 2;
+            let shortcut = LayerSpec::Log(usize::MAX).resolve(depth).unwrap();
+            let top = (depth as f64).ln();
+            let mut looped: Vec<usize> = (0..k)
+                .map(|i| (top * i as f64 / (k - 1).max(1) as f64).exp().round() as usize)
+                .map(|l| l.clamp(1, depth))
+                .collect();
+            looped.sort_unstable();
+            looped.dedup();
+            assert_eq!(shortcut, looped, "depth {depth}");
+        }
     }
 
     #[test]

@@ -40,6 +40,7 @@
 //! - [`output`]: polars CSV, plotters figures, LaTeX tables, atomic writes, progress bar.
 //! - [`model`], [`layers`], [`error`]: checked model parameters and layer selections (every
 //!   error names its field).
+//! - [`budget`]: memory estimates checked before a run allocates anything.
 //! - [`tolerance`]: the test suites' tolerances, named once with their reasons.
 //! - [`analyses`]: the analyses that regenerate `data/` and `figures/` (source in
 //!   `analyses/`).
@@ -73,6 +74,7 @@
 #![warn(missing_docs)]
 
 pub mod branch;
+pub mod budget;
 pub mod compare;
 pub mod engine;
 pub mod error;

@@ -36,6 +36,7 @@ pub fn rows(
 
 /// The closed-form table of a `theory` request, refusing tables over [`MAX_ROWS`] rows.
 pub fn theory_rows(cfg: &TheoryConfig, notes: &mut Vec<String>) -> Result<Vec<Row>> {
+    crate::budget::check_closed_form(cfg.model.depth)?;
     let layers = cfg.layers.resolve(cfg.model.depth)?;
     let estimate = estimate_rows(&cfg.metrics, &layers) * cfg.presets.len() as u128;
     if estimate > MAX_ROWS {
@@ -68,6 +69,7 @@ pub fn mc_rows(
     metrics: &[Metric],
     layers: &LayerSpec,
 ) -> Result<Vec<Row>> {
+    check_mc_fits(cfg, metrics, layers)?;
     let bar = DelayedBar::networks((cfg.samples * presets.len()) as u64);
     let engine = MonteCarlo {
         cfg,
@@ -77,4 +79,13 @@ pub fn mc_rows(
     let rows = rows(&engine, &cfg.model, presets, &plan, &mut Vec::new());
     bar.finish();
     rows
+}
+
+/// Refuses a Monte Carlo run of `cfg` that cannot fit in memory ([`crate::budget`]).
+pub fn check_mc_fits(cfg: &McConfig, metrics: &[Metric], layers: &LayerSpec) -> Result<()> {
+    let depth = cfg.model.depth;
+    // The networks first: a depth too large for them is refused before the layers are listed.
+    crate::budget::check_mc(cfg, depth, metrics, 0)?;
+    let rows = estimate_rows(metrics, &layers.resolve(depth)?);
+    crate::budget::check_mc(cfg, depth, metrics, rows)
 }

@@ -299,3 +299,95 @@ fn value_enums_take_their_aliases_and_refuse_others_in_one_line() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
 }
+
+/// Sizes that cannot fit in memory (issue "Robustness", part 1): each estimate is at least
+/// 1e11 bytes (100 GB), so on the project's 24 GiB machines they are refused at once, before
+/// anything is allocated (the whole test takes milliseconds; it would fail only on a machine
+/// with over 100 GB free).
+#[test]
+fn sizes_that_cannot_fit_are_refused_before_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[&[&str]] = &[
+        &["mc", "--depth", "2", "--width", "100000", "--samples", "2"],
+        &["mc", "--depth", "2", "--width", "8", "--tokens", "100000"],
+        &[
+            "mc",
+            "--depth",
+            "2",
+            "--branch",
+            "relu-mlp",
+            "--hidden-ratio",
+            "1000000",
+        ],
+        &["mc", "--depth", "1000000000000"],
+        &[
+            "mc",
+            "--depth",
+            "64",
+            "--width",
+            "8",
+            "--samples",
+            "1000000000",
+        ],
+        &["compare", "--depth", "2", "--width", "100000"],
+        &["theory", "--depth", "1000000000000"],
+    ];
+    for args in cases {
+        let mut a = args.to_vec();
+        a.extend(["--out", "out.csv"]);
+        let o = normscope(&a, dir.path());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("too large") && err.contains("GB") && err.contains("lower"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !dir.path().join("out.csv").exists(),
+            "{args:?} wrote a file"
+        );
+    }
+    // A huge log:K selects every layer instead of overflowing.
+    let o = normscope(
+        &[
+            "theory",
+            "--depth",
+            "8",
+            "--metrics",
+            "stream_sq",
+            "--layers",
+            "log:18446744073709551615",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).lines().count(),
+        1 + 3 * 8
+    );
+    // The same sizes in a --config file are refused before any analysis writes.
+    std::fs::write(
+        dir.path().join("big.toml"),
+        "[effective-depth.mc]\nwidth = 100000\n",
+    )
+    .unwrap();
+    let o = normscope(
+        &[
+            "reproduce",
+            "--only",
+            "effective-depth",
+            "--config",
+            "big.toml",
+            "--out-dir",
+            "run",
+        ],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("too large"), "{}", stderr(&o));
+    assert!(
+        !dir.path().join("run").exists(),
+        "reproduce wrote before refusing"
+    );
+}

@@ -37,7 +37,7 @@ fn mc_request(a: &cli::McArgs) -> normscope::Result<McRequest> {
     let cfg = normscope::monte_carlo::McConfig::new(&a.model.raw(), &a.sampling.raw())?;
     let metrics = normscope::metrics::Metric::parse_list(&a.table.metrics)?;
     let layers = normscope::layers::LayerSpec::parse(&a.table.layers)?;
-    layers.resolve(cfg.model.depth)?;
+    normscope::tables::check_mc_fits(&cfg, &metrics, &layers)?;
     Ok((presets, cfg, metrics, layers))
 }
 

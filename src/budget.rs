@@ -1,0 +1,155 @@
+//! Sizes checked before anything is allocated: an estimate of the peak memory of a run, refused
+//! with the estimate, the machine's available memory and the settings to lower when it cannot
+//! fit ([`crate::Error::TooLarge`], exit status 2).
+//!
+//! The estimates are upper bounds of the large buffers (f64 matrices and per-network tables);
+//! small bookkeeping is left out.
+
+use crate::branch::Block;
+use crate::metrics::Metric;
+use crate::monte_carlo::McConfig;
+use crate::{Error, Result};
+
+/// Bytes per f64.
+const F64: u128 = 8;
+
+/// Bytes per entry of a per-network table (`BTreeMap<(Metric, usize, Option<usize>), f64>`:
+/// key, value and node overhead), plus its value in the aggregation.
+const TABLE_ENTRY: u128 = 64;
+
+/// Bytes the closed form keeps per layer (about 20 f64 sequences over depth, some in double-
+/// double or log-magnitude form; measured ~220 bytes per layer).
+pub const CLOSED_FORM_PER_LAYER: u128 = 256;
+
+/// Bytes this process may use: `MemAvailable` of `/proc/meminfo`, or `None` where it is not
+/// known (then nothing is refused).
+pub fn available() -> Option<u128> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u128 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn gb(bytes: u128) -> String {
+    format!("{:.1} GB", bytes as f64 / 1e9)
+}
+
+/// Refuses a run whose estimated peak `bytes` exceeds the available memory.
+pub fn check(bytes: u128, what: &str, lower: &str) -> Result<()> {
+    match available() {
+        Some(avail) if bytes > avail => Err(Error::TooLarge(format!(
+            "{what} needs about {} of memory, more than the {} this machine has available: lower {lower}",
+            gb(bytes),
+            gb(avail)
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Floats of block l's weight matrices.
+fn weight_floats(cfg: &McConfig, l: usize) -> u128 {
+    let d = cfg.model.branch.width as u128;
+    let h = (cfg.model.branch.hidden_ratio * d as f64).round().max(1.0) as u128;
+    match cfg.block(l) {
+        Block::Linear => d * d,
+        Block::Mlp(_) => 2 * h * d,
+        Block::Attention { uniform: true } => 2 * d * d,
+        Block::Attention { uniform: false } => 4 * d * d,
+        Block::CrossAttention => 2 * d * d + d,
+    }
+}
+
+/// Floats block l keeps from the forward pass: its input, output and up to three norm
+/// caches, plus the branch's own intermediates.
+fn activation_floats(cfg: &McConfig, l: usize) -> u128 {
+    let d = cfg.model.branch.width as u128;
+    let n = cfg.model.branch.tokens as u128;
+    let h = (cfg.model.branch.hidden_ratio * d as f64).round().max(1.0) as u128;
+    let own = match cfg.block(l) {
+        Block::Linear => 0,
+        Block::Mlp(_) => 2 * h * n,
+        Block::Attention { .. } => 4 * d * n + cfg.heads as u128 * n * n,
+        Block::CrossAttention => d,
+    };
+    5 * d * n + own
+}
+
+/// Peak bytes of one sampled network of depth `depth` measuring `metrics`.
+pub fn network_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric]) -> u128 {
+    let d = cfg.model.branch.width as u128;
+    let n = cfg.model.branch.tokens as u128;
+    let stream = (depth as u128 + 1) * d * n;
+    // A stack's blocks repeat with period at most 2 (odd and even blocks of a transformer),
+    // so depth 10^12 costs two evaluations, not 10^12.
+    let (odd, even) = ((depth as u128).div_ceil(2), depth as u128 / 2);
+    let per_depth = |f: fn(&McConfig, usize) -> u128| odd * f(cfg, 1) + even * f(cfg, 2);
+    let weights = per_depth(weight_floats);
+    let acts = per_depth(activation_floats);
+    let needs = Metric::needs(metrics);
+    // The input's n x n token covariance and its Cholesky factor.
+    let tokens = 2 * n * n;
+    let mut floats = weights + acts + stream + tokens;
+    if needs.backward {
+        floats += stream + weights;
+    }
+    if needs.paths && depth <= cfg.path_max {
+        floats += 2 * stream;
+    }
+    F64 * floats
+}
+
+/// Peak bytes of a Monte Carlo run of one stack: the networks in flight (one per thread) and
+/// every network's table of values (`rows` per network, an upper bound).
+pub fn mc_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric], rows: u128) -> u128 {
+    let threads = rayon::current_num_threads().min(cfg.samples).max(1) as u128;
+    network_bytes(cfg, depth, metrics) * threads + cfg.samples as u128 * rows * TABLE_ENTRY
+}
+
+/// Refuses a Monte Carlo run of `depth` blocks that cannot fit.
+pub fn check_mc(cfg: &McConfig, depth: usize, metrics: &[Metric], rows: u128) -> Result<()> {
+    check(
+        mc_bytes(cfg, depth, metrics, rows),
+        &format!(
+            "Monte Carlo at width {}, {} tokens, depth {depth}, {} networks",
+            cfg.model.branch.width, cfg.model.branch.tokens, cfg.samples
+        ),
+        "--width, --tokens, --depth, --hidden-ratio, --samples, or the metrics and --layers written",
+    )
+}
+
+/// Refuses a closed form of `depth` blocks that cannot fit.
+pub fn check_closed_form(depth: usize) -> Result<()> {
+    check(
+        CLOSED_FORM_PER_LAYER * (depth as u128 + 1),
+        &format!("the closed form at depth {depth}"),
+        "--depth",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RawModel;
+    use crate::monte_carlo::RawMc;
+
+    #[test]
+    fn the_estimate_grows_with_every_size_and_counts_the_weights() {
+        let raw = |width, depth| RawModel {
+            width,
+            depth,
+            branch: "relu-mlp".into(),
+            ..RawModel::default()
+        };
+        let cfg = |w, l| McConfig::new(&raw(w, l), &RawMc::default()).unwrap();
+        let m = [Metric::GradSq];
+        let small = network_bytes(&cfg(64, 8), 8, &m);
+        // Weights and their gradients alone: 2 x 8 blocks x 2 (4d x d) f64 matrices.
+        assert!(small >= 2 * 8 * 2 * 4 * 64 * 64 * 8);
+        assert!(network_bytes(&cfg(128, 8), 8, &m) > small);
+        assert!(network_bytes(&cfg(64, 16), 16, &m) > small);
+        // The reported case: d = 100000 is ~1.3 TB per 2-block network, refused on any machine
+        // this project runs on.
+        let huge = cfg(100_000, 2);
+        assert!(network_bytes(&huge, 2, &m) > 1_000_000_000_000);
+    }
+}
