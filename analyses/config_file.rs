@@ -29,9 +29,10 @@ impl ConfigFile {
     /// Reads and parses `path`, checking that every top-level key is one of `ids` and a table.
     pub fn load(path: &Path, ids: &[&str]) -> Result<Self> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+        // A missing, unreadable or binary file is bad input (exit 2), not an I/O failure.
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Config {
             path: shown.clone(),
-            source: e,
+            message: format!("cannot read it as a UTF-8 TOML file: {e}"),
         })?;
         let tables: toml::Table = text.parse().map_err(|e: toml::de::Error| Error::Config {
             path: shown.clone(),
@@ -66,11 +67,27 @@ impl ConfigFile {
             path: self.path.clone(),
             message,
         };
-        let mut merged = toml::Value::try_from(base).expect("configs serialize to TOML");
+        let base = toml::Value::try_from(base).expect("configs serialize to TOML");
+        let mut merged = base.clone();
         overlay(&mut merged, user, id).map_err(fail)?;
-        merged
-            .try_into::<C>()
-            .map_err(|e| fail(format!("[{id}]: {}", e.message())))
+        merged.try_into::<C>().map_err(|e| {
+            // Name the key: lay the user's values over the defaults one at a time.
+            let culprit = leaves(user, id)
+                .into_iter()
+                .find_map(|(table, key, value)| {
+                    let mut one = base.clone();
+                    let path: Vec<&str> = table.split('.').skip(1).collect();
+                    let mut slot = &mut one;
+                    for p in &path {
+                        slot = slot.get_mut(*p)?;
+                    }
+                    slot.as_table_mut()?.insert(key.clone(), value);
+                    one.try_into::<C>()
+                        .err()
+                        .map(|err| format!("[{table}] {key}: {}", err.message()))
+                });
+            fail(culprit.unwrap_or_else(|| format!("[{id}]: {}", e.message())))
+        })
     }
 }
 
@@ -81,6 +98,21 @@ fn round_trip<C: Serialize + DeserializeOwned>(base: &C) -> C {
         .expect("configs serialize to TOML")
         .try_into()
         .expect("configs deserialize from their own TOML")
+}
+
+/// Every non-table value of a user table: `(table path, key, value)`.
+fn leaves(user: &toml::Value, at: &str) -> Vec<(String, String, toml::Value)> {
+    let mut out = Vec::new();
+    if let Some(t) = user.as_table() {
+        for (k, v) in t {
+            if v.is_table() {
+                out.extend(leaves(v, &format!("{at}.{k}")));
+            } else {
+                out.push((at.to_string(), k.clone(), v.clone()));
+            }
+        }
+    }
+    out
 }
 
 fn overlay(
@@ -96,10 +128,12 @@ fn overlay(
         let Some(slot) = b.get_mut(k) else {
             let mut keys: Vec<&str> = b.keys().map(|s| s.as_str()).collect();
             keys.sort_unstable();
-            return Err(format!(
-                "unknown key `{k}` in [{at}]; accepted: {}",
+            let accepted = if keys.is_empty() {
+                "none (this table has no settings)".to_string()
+            } else {
                 keys.join(", ")
-            ));
+            };
+            return Err(format!("unknown key `{k}` in [{at}]; accepted: {accepted}"));
         };
         if slot.is_table() != v.is_table() {
             return Err(format!(

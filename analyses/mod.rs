@@ -214,6 +214,13 @@ pub struct Request {
 /// Runs the requested analyses: resolves every configuration first (bad input writes nothing),
 /// then runs each and writes its manifest. Progress goes to stderr.
 pub fn reproduce(req: &Request) -> Result<()> {
+    if req.root.exists() && !req.root.is_dir() {
+        return Err(Error::invalid(
+            "--out-dir",
+            req.root.display(),
+            "a folder (created if missing), not a file",
+        ));
+    }
     let file = match &req.config {
         Some(p) => ConfigFile::load(p, &ids())?,
         None => ConfigFile::default(),

@@ -7,7 +7,7 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum Error {
     /// A configuration field has a value outside its accepted range.
-    #[error("invalid {field} = {value}: {accepted}")]
+    #[error("invalid {field} = {}: {accepted}", shown(.value))]
     InvalidParam {
         /// The flag or config key, e.g. `--depth`.
         field: &'static str,
@@ -17,7 +17,7 @@ pub enum Error {
         accepted: String,
     },
     /// A name (preset, metric, branch, ...) that is not in its registry.
-    #[error("unknown {kind} '{name}'; valid: {valid}")]
+    #[error("unknown {kind} '{}'; valid: {valid}", shown(.name))]
     Unknown {
         /// What kind of name, e.g. `preset`.
         kind: &'static str,
@@ -90,6 +90,18 @@ impl Error {
             value: value.to_string(),
             accepted: accepted.to_string(),
         }
+    }
+}
+
+/// The longest value an error message repeats whole.
+pub const SHOWN_VALUE: usize = 80;
+
+/// A value as an error message shows it: whole up to [`SHOWN_VALUE`] characters, else its
+/// start and its length (a 10 MB value is not echoed back).
+fn shown(value: &str) -> String {
+    match value.char_indices().nth(SHOWN_VALUE) {
+        Some((cut, _)) => format!("{}... ({} bytes)", &value[..cut], value.len()),
+        None => value.to_string(),
     }
 }
 

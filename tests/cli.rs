@@ -391,3 +391,90 @@ fn sizes_that_cannot_fit_are_refused_before_allocating() {
         "reproduce wrote before refusing"
     );
 }
+
+/// Issue "Robustness", part 4: every bad input exits 2 with one line naming the field, before
+/// anything is written.
+#[test]
+fn bad_paths_values_and_flag_combinations_exit_2_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("adir")).unwrap();
+    std::fs::write(dir.path().join("afile"), "x").unwrap();
+    std::fs::write(dir.path().join("bin.toml"), [0xff, 0xfe, 0x00, 0x9c]).unwrap();
+    std::fs::write(dir.path().join("claims.toml"), "[claims]\nx = 1\n").unwrap();
+    std::fs::write(
+        dir.path().join("neg.toml"),
+        "[effective-depth.mc]\nsamples = -3\n",
+    )
+    .unwrap();
+    let long = format!(
+        "[effective-depth]\npresets = [\"{}\"]\n",
+        "x".repeat(1_000_000)
+    );
+    std::fs::write(dir.path().join("long.toml"), long).unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["theory", "--depth", "2", "--out", "adir"], "--out"),
+        (
+            &["theory", "--depth", "2", "--out", "missing/x.csv"],
+            "--out",
+        ),
+        (
+            &["reproduce", "--config", "nope.toml", "--out-dir", "r"],
+            "nope.toml",
+        ),
+        (
+            &["reproduce", "--config", "bin.toml", "--out-dir", "r"],
+            "bin.toml",
+        ),
+        (
+            &["reproduce", "--out-dir", "afile", "--only", "expansion"],
+            "--out-dir",
+        ),
+        (&["theory", "--beta", "-inf"], "--beta"),
+        (&["mc", "--eps", "-1e-5"], "--eps"),
+        (&["mc", "--seed", "-1"], "--seed"),
+        (&["theory", "--metrics", "all,foo"], "'foo'"),
+        (&["expand", "--subs", "g=1,g=2"], "--subs"),
+        (&["mc", "--uniform", "--branch", "linear"], "--uniform"),
+        (
+            &["reproduce", "--config", "claims.toml", "--out-dir", "r"],
+            "accepted: none",
+        ),
+        (
+            &["reproduce", "--config", "neg.toml", "--out-dir", "r"],
+            "[effective-depth.mc] samples",
+        ),
+    ];
+    for (args, field) in cases {
+        let o = normscope(args, dir.path());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("error:") && err.contains(field),
+            "{args:?}: {err}"
+        );
+        assert!(!dir.path().join("r").exists() && !dir.path().join("missing").exists());
+    }
+    let o = normscope(
+        &["reproduce", "--config", "long.toml", "--out-dir", "r"],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).len() < 2_000, "a long value is echoed whole");
+    // `-` is standard output.
+    let o = normscope(
+        &[
+            "theory",
+            "--depth",
+            "2",
+            "--metrics",
+            "stream_sq",
+            "--layers",
+            "last",
+            "--out",
+            "-",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success() && o.stdout.starts_with(b"preset,"));
+}

@@ -313,7 +313,7 @@ fn bad_config_is_refused_before_anything_is_written() {
         ("[nope]\nx = 1\n", "unknown analysis [nope]"),
         (
             "[effective-depth.mc]\nsamples = \"many\"\n",
-            "[effective-depth]",
+            "[effective-depth.mc] samples",
         ),
         (
             "[effective-depth.mc]\nwidht = 3\n",

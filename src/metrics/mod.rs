@@ -242,20 +242,24 @@ impl Metric {
             .join(", ")
     }
 
-    /// Parses `all` or a comma-separated list of names.
+    /// Parses a comma-separated list of names, where `all` stands for every metric; an unknown
+    /// name is an error naming it.
     pub fn parse_list(s: &str) -> Result<Vec<Metric>> {
-        if s.trim() == "all" {
-            return Ok(Self::ALL.to_vec());
-        }
         let mut out = Vec::new();
         for part in s.split(',').map(str::trim) {
-            let m = Self::from_name(part).ok_or_else(|| Error::Unknown {
-                kind: "metric",
-                name: part.to_string(),
-                valid: format!("all, {}", Self::names()),
-            })?;
-            if !out.contains(&m) {
-                out.push(m);
+            let found = if part == "all" {
+                Self::ALL.to_vec()
+            } else {
+                vec![Self::from_name(part).ok_or_else(|| Error::Unknown {
+                    kind: "metric",
+                    name: part.to_string(),
+                    valid: format!("all, {}", Self::names()),
+                })?]
+            };
+            for m in found {
+                if !out.contains(&m) {
+                    out.push(m);
+                }
             }
         }
         Ok(out)
@@ -290,6 +294,12 @@ mod tests {
     #[test]
     fn parse_list_names_the_unknown_metric() {
         let e = Metric::parse_list("stream_sq,foo").unwrap_err().to_string();
-        assert!(e.contains("foo") && e.contains("stream_sq"), "{e}");
+        assert!(e.contains("'foo'") && e.contains("stream_sq"), "{e}");
+        let e = Metric::parse_list("all,foo").unwrap_err().to_string();
+        assert!(e.contains("'foo'"), "{e}");
+        assert_eq!(
+            Metric::parse_list("all,corr").unwrap(),
+            Metric::ALL.to_vec()
+        );
     }
 }

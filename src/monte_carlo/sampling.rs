@@ -85,6 +85,16 @@ impl McConfig {
         }
         // Heads matter if any block is attention (a stack's kinds repeat with period <= 2).
         let attention = (1..=2).any(|l| matches!(kind.block(l, false), Block::Attention { .. }));
+        if mc.uniform && !attention {
+            return Err(Error::invalid(
+                "--uniform",
+                "set",
+                format!(
+                    "only with an attention branch (attention, transformer); --branch {} has no W_Q, W_K",
+                    raw.branch
+                ),
+            ));
+        }
         if attention && (mc.heads == 0 || !raw.width.is_multiple_of(mc.heads)) {
             return Err(Error::invalid(
                 "--heads",

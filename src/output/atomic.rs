@@ -12,6 +12,36 @@ fn io_err(path: &Path, source: std::io::Error) -> Error {
     }
 }
 
+/// Checks, before anything runs, that `path` can take a file the user asked for (`field`, e.g.
+/// `--out`): its folder exists, and it is not a folder, symlink, FIFO or device (those are
+/// never replaced). Bad input, so exit status 2.
+pub fn check_target(field: &'static str, path: &Path) -> Result<()> {
+    if let Ok(meta) = std::fs::symlink_metadata(path)
+        && !meta.file_type().is_file()
+    {
+        return Err(Error::invalid(
+            field,
+            path.display(),
+            "a path to a regular file (an existing folder, symlink, FIFO or device is not replaced)",
+        ));
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(Error::invalid(
+            field,
+            path.display(),
+            format!(
+                "a path in an existing folder ({} is not one)",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Creates `path`'s parent directories.
 pub fn ensure_parent(path: &Path) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {

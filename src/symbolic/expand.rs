@@ -66,6 +66,13 @@ impl Subs {
             let r = parse_rational(v)
                 .filter(|r| *r >= BigRational::zero())
                 .ok_or_else(|| Error::invalid("--subs", part, accepted))?;
+            if out.values[sym.index()].is_some() {
+                return Err(Error::invalid(
+                    "--subs",
+                    s,
+                    format!("each symbol at most once ({} is given twice)", sym.name()),
+                ));
+            }
             out.values[sym.index()] = Some(r);
         }
         Ok(out)

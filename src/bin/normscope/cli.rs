@@ -93,7 +93,7 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct ModelArgs {
     /// Number of residual blocks L (a Transformer layer is two blocks).
-    #[arg(long, default_value_t = RawModel::default().depth, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawModel::default().depth, allow_hyphen_values = true)]
     pub depth: usize,
     /// Branch F (see the list below).
     #[arg(long, default_value_t = RawModel::default().branch, help = branch_help())]
@@ -102,31 +102,31 @@ pub struct ModelArgs {
     #[arg(long, default_value_t = RawModel::default().init, help = init_help())]
     pub init: String,
     /// MLP hidden width as a multiple of d.
-    #[arg(long, default_value_t = RawModel::default().hidden_ratio, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawModel::default().hidden_ratio, allow_hyphen_values = true)]
     pub hidden_ratio: f64,
     /// Override the derived gain g = E||F(u)||^2/||u||^2 of the unscaled branch (at unit input).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_hyphen_values = true)]
     pub gain: Option<f64>,
     /// Override the skip scale alpha of every block.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_hyphen_values = true)]
     pub alpha: Option<f64>,
     /// Set DeepNet's branch-weight scale beta.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_hyphen_values = true)]
     pub beta: Option<f64>,
     /// Override the branch multiplier lambda of every block.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_hyphen_values = true)]
     pub lambda: Option<f64>,
     /// Input second moment q0 = E||x_0||^2/d.
-    #[arg(long, default_value_t = RawModel::default().q0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawModel::default().q0, allow_hyphen_values = true)]
     pub q0: f64,
     /// Correlation of the two inputs / tokens, in [-1, 1].
-    #[arg(long, default_value_t = RawModel::default().c0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawModel::default().c0, allow_hyphen_values = true)]
     pub c0: f64,
     /// Tokens n (attention branches; every token is a sample in Monte Carlo).
-    #[arg(long, default_value_t = RawModel::default().tokens, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawModel::default().tokens, allow_hyphen_values = true)]
     pub tokens: usize,
     /// Width d (Monte Carlo; in the closed form only the BERT init's gain depends on it).
-    #[arg(long, default_value_t = RawModel::default().width, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawModel::default().width, allow_hyphen_values = true)]
     pub width: usize,
     /// Normalizer of every norm slot: layer and rms (identical in the closed form), or
     /// identity (no norms at all: the un-normalized baseline).
@@ -191,22 +191,22 @@ pub struct TheoryArgs {
 #[derive(Debug, Args)]
 pub struct SamplingArgs {
     /// Independent networks S (>= 2).
-    #[arg(long, default_value_t = RawMc::default().samples, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawMc::default().samples, allow_hyphen_values = true)]
     pub samples: usize,
     /// Base seed; network i draws from a stream seeded by (seed, configuration, i).
-    #[arg(long, default_value_t = RawMc::default().seed)]
+    #[arg(long, default_value_t = RawMc::default().seed, allow_hyphen_values = true)]
     pub seed: u64,
     /// Norm epsilon (0 allowed).
-    #[arg(long, default_value_t = RawMc::default().eps, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawMc::default().eps, allow_hyphen_values = true)]
     pub eps: f64,
     /// Attention heads (must divide --width).
-    #[arg(long, default_value_t = RawMc::default().heads, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = RawMc::default().heads, allow_hyphen_values = true)]
     pub heads: usize,
     /// Uniform attention: W_Q = W_K = 0.
     #[arg(long)]
     pub uniform: bool,
     /// Exact path polynomial up to this depth; a factorized estimator beyond.
-    #[arg(long, default_value_t = RawMc::default().path_max)]
+    #[arg(long, default_value_t = RawMc::default().path_max, allow_hyphen_values = true)]
     pub path_max: usize,
 }
 

@@ -13,6 +13,7 @@ use normscope::symbolic::Subs;
 use normscope::symbolic::render;
 use normscope::{Error, analyses};
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 fn emit(out: Option<&std::path::Path>, bytes: &[u8]) -> normscope::Result<()> {
@@ -73,6 +74,15 @@ fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
     Ok(())
 }
 
+/// The `--out` of a command, checked before anything runs; `-` means standard output.
+fn out_path(out: &Option<PathBuf>) -> normscope::Result<Option<&Path>> {
+    match out.as_deref() {
+        Some(p) if p.as_os_str() == "-" => Ok(None),
+        Some(p) => atomic::check_target("--out", p).map(|()| Some(p)),
+        None => Ok(None),
+    }
+}
+
 fn dispatch(cli: Cli) -> normscope::Result<()> {
     let mut notes = Vec::new();
     let result = match cli
@@ -80,6 +90,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
         .unwrap_or(Command::Reproduce(ReproduceArgs::default()))
     {
         Command::Theory(a) => {
+            let out = out_path(&a.table.out)?;
             let raw: RawModel = a.model.raw();
             let t = &a.table;
             let cfg = TheoryConfig::new(&t.preset, &raw, &t.metrics, &t.layers)?;
@@ -87,9 +98,10 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             let mut df = table::frame(rows)?;
             let mut buf = Vec::new();
             table::write_csv(&mut df, &mut buf)?;
-            emit(a.table.out.as_deref(), &buf)
+            emit(out, &buf)
         }
         Command::Expand(a) => {
+            let out = out_path(&a.out)?;
             let model = a.model.raw().check()?;
             let subs = Subs::parse(&a.subs)?;
             let preset = normscope::model::parse_presets(&a.preset)?;
@@ -101,19 +113,21 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
                 ));
             }
             let bytes = render::render(&preset[0], &model, &subs, a.format, &mut notes)?;
-            emit(a.out.as_deref(), &bytes)
+            emit(out, &bytes)
         }
         Command::Presets => emit(None, normscope::placement::table().as_bytes()),
         Command::Mc(a) => {
+            let out = out_path(&a.table.out)?;
             let (presets, cfg, metrics, layers) = mc_request(&a)?;
             let rows = normscope::tables::mc_rows(&presets, &cfg, &metrics, &layers)?;
             let mut df = table::frame(rows)?;
             let mut buf = Vec::new();
             table::write_csv(&mut df, &mut buf)?;
-            emit(a.table.out.as_deref(), &buf)
+            emit(out, &buf)
         }
         Command::Bench(a) => bench(&a),
         Command::Compare(a) => {
+            let out = out_path(&a.table.out)?;
             let (presets, cfg, metrics, layers) = mc_request(&a)?;
             let rows = normscope::compare::compare(&presets, &cfg, &metrics, &layers)?;
             let bad = rows.iter().filter(|r| !r.agree).count();
@@ -122,10 +136,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
                 rows.len() - bad,
                 rows.len()
             ));
-            emit(
-                a.table.out.as_deref(),
-                &normscope::compare::compare_csv(&rows)?,
-            )
+            emit(out, &normscope::compare::compare_csv(&rows)?)
         }
         Command::Reproduce(a) if a.list => {
             for x in analyses::REGISTRY {
