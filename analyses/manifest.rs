@@ -93,12 +93,15 @@ pub fn hashes(root: &Path, outputs: &[String]) -> Result<BTreeMap<String, String
         .collect()
 }
 
+/// The manifest's file name in `data/<id>/`.
+pub const FILE: &str = "manifest.json";
+
 /// Writes `root/data/<id>/manifest.json` atomically.
 pub fn write(root: &Path, m: &Manifest) -> Result<()> {
     let mut text = serde_json::to_string_pretty(m).expect("manifest serializes");
     text.push('\n');
     atomic::write_bytes(
-        &root.join("data").join(m.analysis).join("manifest.json"),
+        &root.join("data").join(m.analysis).join(FILE),
         text.as_bytes(),
     )
 }

@@ -211,6 +211,29 @@ pub struct Request {
     pub config: Option<PathBuf>,
 }
 
+/// Removes the files of `data/<id>/` and `figures/<id>/` that this run did not write (outputs
+/// of an earlier run with other settings, e.g. fewer path depths), so that the folders hold
+/// exactly what the manifest lists. Only regular files directly in those folders are touched.
+fn remove_stale(root: &Path, id: &str, outputs: &[String]) -> Result<()> {
+    for kind in ["data", "figures"] {
+        let dir = root.join(kind).join(id);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let rel = format!("{kind}/{id}/{}", e.file_name().to_string_lossy());
+            let keep = outputs.contains(&rel) || rel == format!("data/{id}/{}", manifest::FILE);
+            if !keep && e.file_type().is_ok_and(|t| t.is_file()) {
+                std::fs::remove_file(e.path()).map_err(|err| Error::Io {
+                    path: e.path().display().to_string(),
+                    source: err,
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Runs the requested analyses: resolves every configuration first (bad input writes nothing),
 /// then runs each and writes its manifest. Progress goes to stderr.
 pub fn reproduce(req: &Request) -> Result<()> {
@@ -249,6 +272,7 @@ pub fn reproduce(req: &Request) -> Result<()> {
             outputs: Vec::new(),
         };
         (p.work)(&mut out)?;
+        remove_stale(&req.root, a.id, &out.outputs)?;
         manifest::write(
             &req.root,
             &manifest::Manifest {

@@ -402,3 +402,58 @@ fn config_overrides_reach_the_manifest_and_only_runs_one() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("run the `"));
 }
+
+/// Issue "Robustness", part 3: a rerun with fewer outputs removes the earlier run's extra files,
+/// so an analysis's folders hold exactly what its manifest lists.
+#[test]
+fn a_rerun_removes_outputs_its_manifest_does_not_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |depths: &str| {
+        std::fs::write(
+            dir.path().join("c.toml"),
+            format!("[effective-depth]\npath_depths = [{depths}]\nmc_path_depth = 16\n"),
+        )
+        .unwrap();
+        let o = run_in(
+            dir.path(),
+            &[
+                "reproduce",
+                "--quick",
+                "--only",
+                "effective-depth",
+                "--config",
+                "c.toml",
+                "--out-dir",
+                "out",
+            ],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    run("16, 64");
+    let fig = dir.path().join("out/figures/effective-depth");
+    assert!(fig.join("path_len_L64.png").exists());
+    std::fs::write(dir.path().join("out/data/effective-depth/old.csv"), "stale").unwrap();
+    run("16");
+    assert!(!fig.join("path_len_L64.png").exists() && !fig.join("path_len_L64.svg").exists());
+    let m: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("out/data/effective-depth/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    let listed: BTreeSet<String> = m["outputs"]
+        .as_object()
+        .expect("outputs by path")
+        .keys()
+        .cloned()
+        .chain(["data/effective-depth/manifest.json".to_string()])
+        .collect();
+    let mut present = BTreeSet::new();
+    for kind in ["data", "figures"] {
+        for e in
+            std::fs::read_dir(dir.path().join("out").join(kind).join("effective-depth")).unwrap()
+        {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            present.insert(format!("{kind}/effective-depth/{name}"));
+        }
+    }
+    assert_eq!(present, listed);
+}
