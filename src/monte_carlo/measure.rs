@@ -29,9 +29,10 @@ use std::collections::BTreeMap;
 /// (metric, layer, source) -> value, for one network.
 pub type Values = BTreeMap<crate::profile::Key, f64>;
 
-/// Which layers and metrics to measure on each network.
+/// Which layers and metrics to measure on each network (the engine's [`crate::engine::Plan`],
+/// resolved against one stack).
 #[derive(Clone, Debug)]
-pub struct Plan {
+pub struct NetworkPlan {
     /// Metrics.
     pub metrics: Vec<Metric>,
     /// `selected[l]`: whether layer l is written.
@@ -111,7 +112,7 @@ fn energy(m: &DMatrix<f64>) -> f64 {
 
 /// Measures one network: every requested metric at every selected layer it has rows at.
 /// Non-finite values are left out.
-pub fn measure(net: &Network, plan: &Plan, rng: &mut Rng) -> Values {
+pub fn measure(net: &Network, plan: &NetworkPlan, rng: &mut Rng) -> Values {
     let depth = net.depth();
     let (d, n) = (net.input.nrows(), net.input.ncols());
     let needs = Metric::needs(&plan.metrics);
@@ -210,7 +211,12 @@ pub fn measure(net: &Network, plan: &Plan, rng: &mut Rng) -> Values {
 
 /// `||t_l||^2 / (n d)` of the first-order change of the depth-l output (through the final
 /// Norm, if any) at the selected layers.
-fn output_change(net: &Network, fw: &Forward, plan: &Plan, rng: &mut Rng) -> Vec<Option<f64>> {
+fn output_change(
+    net: &Network,
+    fw: &Forward,
+    plan: &NetworkPlan,
+    rng: &mut Rng,
+) -> Vec<Option<f64>> {
     let depth = net.depth();
     let (d, n) = (net.input.nrows() as f64, net.input.ncols() as f64);
     let mut out = vec![None; depth + 1];
@@ -257,7 +263,7 @@ pub const PATH_CLASS_FLOOR: f64 = 1e-12;
 fn path_polynomial(
     net: &Network,
     fw: &Forward,
-    plan: &Plan,
+    plan: &NetworkPlan,
     rng: &mut Rng,
 ) -> BTreeMap<usize, PathLaw> {
     let depth = net.depth();

@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 pub fn measure_network(
     spec: &StackSpec,
     cfg: &McConfig,
-    plan: &measure::Plan,
+    plan: &measure::NetworkPlan,
     index: u64,
 ) -> Values {
     let hash = rng::config_hash(&cfg.canonical(&spec.preset));
@@ -94,7 +94,7 @@ impl Engine for MonteCarlo<'_> {
         for l in plan.resolve(spec.depth)? {
             selected[l] = true;
         }
-        let mplan = measure::Plan {
+        let mplan = measure::NetworkPlan {
             metrics: plan.metrics.clone(),
             selected,
             path_max: self.cfg.path_max,
