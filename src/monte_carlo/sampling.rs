@@ -154,3 +154,91 @@ impl McConfig {
         self.model.branch.init
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::FinalNorm;
+    use crate::spec::NormKind;
+
+    /// The canonical text seeds every network, so it is pinned: these strings were printed by
+    /// the code before the branch redesign (commit c16cd4c, `McKind` and the closed-form
+    /// proxy's `{:?}`), and must never change, or every Monte Carlo table would.
+    #[test]
+    fn canonical_text_is_pinned() {
+        let cases = [
+            (
+                "post",
+                RawModel::default(),
+                RawMc::default(),
+                "normscope-mc-v1|preset=post|model=ModelConfig { depth: 64, branch: BranchConfig { kind: Linear, init: Xavier, hidden_ratio: 4.0, gain: None, width: 256, tokens: 32 }, overrides: Overrides { alpha: None, beta: None, lambda: None, final_norm: None }, inputs: Inputs { q0: 1.0, c0: 0.0 }, norm: Layer }|kind=Linear|uniform=false|heads=4|eps=1e-5",
+            ),
+            (
+                "pre",
+                RawModel {
+                    branch: "uniform-attention".into(),
+                    width: 16,
+                    tokens: 3,
+                    ..RawModel::default()
+                },
+                RawMc {
+                    heads: 2,
+                    ..RawMc::default()
+                },
+                "normscope-mc-v1|preset=pre|model=ModelConfig { depth: 64, branch: BranchConfig { kind: UniformAttention, init: Xavier, hidden_ratio: 4.0, gain: None, width: 16, tokens: 3 }, overrides: Overrides { alpha: None, beta: None, lambda: None, final_norm: None }, inputs: Inputs { q0: 1.0, c0: 0.0 }, norm: Layer }|kind=Attention|uniform=true|heads=2|eps=1e-5",
+            ),
+            (
+                "deepnorm",
+                RawModel {
+                    branch: "transformer".into(),
+                    init: "bert".into(),
+                    gain: Some(1.5),
+                    depth: 12,
+                    norm: NormKind::Rms,
+                    final_norm: FinalNorm::On,
+                    ..RawModel::default()
+                },
+                RawMc {
+                    eps: 1e-6,
+                    heads: 2,
+                    samples: 8,
+                    seed: 7,
+                    ..RawMc::default()
+                },
+                "normscope-mc-v1|preset=deepnorm|model=ModelConfig { depth: 12, branch: BranchConfig { kind: ReluMlp, init: Bert, hidden_ratio: 4.0, gain: Some(1.5), width: 256, tokens: 32 }, overrides: Overrides { alpha: None, beta: None, lambda: None, final_norm: Some(true) }, inputs: Inputs { q0: 1.0, c0: 0.0 }, norm: Rms }|kind=Transformer|uniform=false|heads=2|eps=1e-6",
+            ),
+            (
+                "peri",
+                RawModel {
+                    branch: "mlp".into(),
+                    init: "he".into(),
+                    hidden_ratio: 2.0,
+                    c0: 0.5,
+                    q0: 2.0,
+                    alpha: Some(0.9),
+                    beta: Some(0.5),
+                    lambda: Some(0.25),
+                    ..RawModel::default()
+                },
+                RawMc::default(),
+                "normscope-mc-v1|preset=peri|model=ModelConfig { depth: 64, branch: BranchConfig { kind: ReluMlp, init: He, hidden_ratio: 2.0, gain: None, width: 256, tokens: 32 }, overrides: Overrides { alpha: Some(0.9), beta: Some(0.5), lambda: Some(0.25), final_norm: None }, inputs: Inputs { q0: 2.0, c0: 0.5 }, norm: Layer }|kind=ReluMlp|uniform=false|heads=4|eps=1e-5",
+            ),
+            (
+                "post",
+                RawModel {
+                    branch: "cross-attention".into(),
+                    ..RawModel::default()
+                },
+                RawMc {
+                    eps: 0.0,
+                    ..RawMc::default()
+                },
+                "normscope-mc-v1|preset=post|model=ModelConfig { depth: 64, branch: BranchConfig { kind: CrossAttention, init: Xavier, hidden_ratio: 4.0, gain: None, width: 256, tokens: 32 }, overrides: Overrides { alpha: None, beta: None, lambda: None, final_norm: None }, inputs: Inputs { q0: 1.0, c0: 0.0 }, norm: Layer }|kind=CrossAttention|uniform=false|heads=4|eps=0.0",
+            ),
+        ];
+        for (preset, raw, mc, expected) in cases {
+            let cfg = McConfig::new(&raw, &mc).unwrap();
+            assert_eq!(cfg.canonical(preset), expected, "--branch {}", raw.branch);
+        }
+    }
+}
