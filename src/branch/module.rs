@@ -185,23 +185,32 @@ mod tests {
         })
     }
 
+    /// One module of every sampled block: both activations, softmax and uniform attention.
     fn branches() -> Vec<Branch<f64>> {
         let d = 8;
-        vec![
-            Branch::Linear(Linear { w: mat(d, d, 0.1) }),
+        let mlp = |act| {
             Branch::Mlp(Mlp {
                 w1: mat(2 * d, d, 0.2),
                 w2: mat(d, 2 * d, 0.3),
-                act: Activation::Gelu,
-            }),
+                act,
+            })
+        };
+        let attention = |uniform| {
             Branch::Attention(Attention {
                 wq: mat(d, d, 0.4),
                 wk: mat(d, d, 0.5),
                 wv: mat(d, d, 0.6),
                 wo: mat(d, d, 0.7),
                 heads: 2,
-                uniform: false,
-            }),
+                uniform,
+            })
+        };
+        vec![
+            Branch::Linear(Linear { w: mat(d, d, 0.1) }),
+            mlp(Activation::Relu),
+            mlp(Activation::Gelu),
+            attention(false),
+            attention(true),
             Branch::Cross(CrossAttention {
                 wv: mat(d, d, 0.8),
                 wo: mat(d, d, 0.9),
