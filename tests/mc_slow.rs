@@ -6,10 +6,22 @@ use normscope::model::RawModel;
 mod common;
 use common::disagreements;
 use normscope::monte_carlo::{McConfig, RawMc};
+use std::sync::Mutex;
+
+/// The slow cases run one at a time: the depth-1000 case alone holds about 17 GB (two
+/// 1000-block networks with every weight and its gradient), and the memory check
+/// (`normscope::budget`) refuses a run that the memory then available cannot hold. Running
+/// them side by side would make that check, or the machine, fail by timing.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 #[test]
 #[ignore = "slow: 1000-block networks at d = 256, every metric (about 30 s in release)"]
 fn depth_one_thousand_every_metric_is_finite() {
+    let _serial = exclusive();
     // DeepNet scale. path_len/eff_depth use the factorized estimator beyond --path-max 256.
     let raw = RawModel {
         depth: 1000,
@@ -45,6 +57,7 @@ fn depth_one_thousand_every_metric_is_finite() {
 #[test]
 #[ignore = "slow: factorized path estimator against the closed form (about 10 s)"]
 fn factorized_path_estimator_agrees_with_the_closed_form() {
+    let _serial = exclusive();
     // --path-max 4 on a 24-block stack forces the factorized estimator (per-network
     // Poisson-binomial of measured p_l); it must still agree with the closed form.
     let raw = RawModel {
@@ -70,6 +83,7 @@ fn factorized_path_estimator_agrees_with_the_closed_form() {
 #[test]
 #[ignore = "slow: agreement at d = 512, 32 blocks, 32 networks, every metric (about 2 min)"]
 fn wide_deep_agreement() {
+    let _serial = exclusive();
     let raw = RawModel {
         depth: 32,
         width: 512,
