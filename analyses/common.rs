@@ -173,13 +173,17 @@ pub fn theory(
 ) -> Result<Vec<Row>> {
     let model = raw.check()?;
     let plan = Plan::new(metrics, layers.clone());
-    tables::rows(
-        &ClosedForm::new(&model),
-        &model,
-        presets,
-        &plan,
-        &mut Vec::new(),
-    )
+    let mut notes = Vec::new();
+    let rows = tables::rows(&ClosedForm::new(&model), &model, presets, &plan, &mut notes);
+    print_notes(notes);
+    rows
+}
+
+/// Prints an analysis's notes (missing values, skipped metrics) under its progress line.
+fn print_notes(notes: Vec<String>) {
+    for n in notes {
+        eprintln!("      note: {n}");
+    }
 }
 
 /// Monte Carlo rows of `presets` (95% CIs over `mc.samples` networks).
@@ -190,7 +194,10 @@ pub fn monte_carlo(
     metrics: &[Metric],
     layers: &LayerSpec,
 ) -> Result<Vec<Row>> {
-    mc_rows(presets, &mc_config(raw, mc)?, metrics, layers)
+    let mut notes = Vec::new();
+    let rows = mc_rows(presets, &mc_config(raw, mc)?, metrics, layers, &mut notes);
+    print_notes(notes);
+    rows
 }
 
 /// Rows of `presets` from `engine`.

@@ -128,6 +128,12 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         let mut seed_terms = Vec::new();
         for j in 0..=ex.depth {
             let seed = seed_coef(name, ex.depth, j, alpha);
+            if let Some(reason) = ex.beyond_f64(j) {
+                return Err(crate::Error::Overflow(format!(
+                    "expansion: C_{{{},{j}}} of {name}: {reason}",
+                    ex.depth
+                )));
+            }
             let v = ex.value(j);
             preset.push(name.clone());
             source.push(j as u64);

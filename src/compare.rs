@@ -28,12 +28,14 @@ pub struct Comparison {
     pub agree: bool,
 }
 
-/// Runs both engines on every preset's stack and compares them where both have a value.
+/// Runs both engines on every preset's stack and compares them where both have a value
+/// (cells where either is missing are counted in a note, not compared).
 pub fn compare(
     presets: &[String],
     cfg: &McConfig,
     metrics: &[Metric],
     layers: &LayerSpec,
+    notes: &mut Vec<String>,
 ) -> Result<Vec<Comparison>> {
     if (1..=2).any(|l| cfg.block(l) == Block::Attention { uniform: false }) {
         return Err(Error::Unsupported(
@@ -54,11 +56,18 @@ pub fn compare(
         let spec = cfg.model.stack(p)?;
         let mc = mc_engine.profile(&spec, &plan)?;
         let theory = theory_engine.profile(&spec, &plan)?;
+        notes.extend(mc.notes.iter().chain(&theory.notes).cloned());
         let rows = mc.rows();
+        let mut missing = 0;
         for ((key, _), row) in mc.values.iter().zip(rows) {
             let Some(&Value::Exact(t)) = theory.values.get(key) else {
+                missing += usize::from(theory.values.contains_key(key));
                 continue;
             };
+            if row.missing.is_some() {
+                missing += 1;
+                continue;
+            }
             let a = allowance::allowance(&spec, key.0, key.1, t, cfg.model.branch.width);
             let (lo, hi) = row.interval();
             out.push(Comparison {
@@ -68,6 +77,11 @@ pub fn compare(
                 agree: t >= lo - a && t <= hi + a,
                 mc: row,
             });
+        }
+        if missing > 0 {
+            notes.push(format!(
+                "{p}: {missing} cell(s) not compared (missing in one engine)"
+            ));
         }
     }
     bar.finish();

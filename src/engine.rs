@@ -8,11 +8,11 @@
 //! Callers build each stack once per run ([`crate::model::ModelConfig::stack`]) and hand the
 //! same spec to either engine; [`crate::compare`] joins the two profiles key by key.
 
+use crate::Result;
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
 use crate::profile::{EngineKind, Profile};
 use crate::spec::StackSpec;
-use crate::{Error, Result};
 
 /// What to measure: metrics and layers.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,23 +62,4 @@ pub trait Engine {
 
     /// The profile of `spec` for `plan`.
     fn profile(&self, spec: &StackSpec, plan: &Plan) -> Result<Profile>;
-}
-
-/// Fails if a profile holds a value beyond f64 (infinite): it would be written as a number.
-pub fn check_finite(p: &Profile) -> Result<()> {
-    use crate::profile::Value;
-    for (&(m, l, _), v) in &p.values {
-        let x = match v {
-            Value::Exact(x) => *x,
-            Value::Estimate(e) => e.mean,
-        };
-        if x.is_infinite() {
-            return Err(Error::Overflow(format!(
-                "{} at layer {l} of {} is beyond f64",
-                m.name(),
-                p.preset
-            )));
-        }
-    }
-    Ok(())
 }

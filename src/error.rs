@@ -70,7 +70,9 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the error is the user's input (exit status 2) rather than a failure while running.
+    /// Whether the error is the user's input (exit status 2) rather than a failure while running
+    /// (exit status 1: the environment, e.g. I/O). A numerical overflow or undefined value is
+    /// caused by the parameters given, so it counts as input.
     pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
@@ -80,7 +82,15 @@ impl Error {
                 | Error::Undefined(_)
                 | Error::Config { .. }
                 | Error::TooLarge(_)
+                | Error::Overflow(_)
         )
+    }
+
+    /// Whether the error is a numerical failure of one stack's computation (an overflow beyond
+    /// f64 even in log space, or a quantity undefined for that stack), which a table of many
+    /// presets reports for that preset alone.
+    pub fn is_numerical(&self) -> bool {
+        matches!(self, Error::Overflow(_) | Error::Undefined(_))
     }
 
     /// Shorthand for [`Error::InvalidParam`].

@@ -139,6 +139,20 @@ impl RawModel {
         if self.tokens == 0 {
             return Err(Error::invalid("--tokens", 0, "an integer >= 1"));
         }
+        // n tokens with pairwise correlation c0 have a positive definite covariance only for
+        // c0 > -1/(n-1) (c0 = 1: identical tokens); both engines take the same inputs.
+        let n = self.tokens as f64;
+        if self.c0 < 1.0 && self.tokens > 1 && self.c0 <= -1.0 / (n - 1.0) {
+            return Err(Error::invalid(
+                "--c0",
+                self.c0,
+                format!(
+                    "a correlation > -1/(n-1) = {} for n = {} tokens (--tokens)",
+                    -1.0 / (n - 1.0),
+                    self.tokens
+                ),
+            ));
+        }
         if self.width == 0 {
             return Err(Error::invalid("--width", 0, "an integer >= 1"));
         }

@@ -2,9 +2,12 @@
 //! [`Metric`], layer and source; and the tidy [`Row`] it becomes in tables.
 //!
 //! Row columns, in order ([`crate::output::table::COLUMNS`]):
-//! `preset,engine,depth,layer,source,metric,value,stderr,ci_low,ci_high,n`. `source` is j
+//! `preset,engine,depth,layer,source,metric,value,stderr,ci_low,ci_high,n,missing`. `source` is j
 //! (0 = x_0) for `coef` and `branch_weight`, the path length k for `path_len`, empty otherwise;
-//! `stderr,ci_low,ci_high,n` are empty for exact (closed-form) values.
+//! `stderr,ci_low,ci_high,n` are empty for exact (closed-form) values. `missing` is empty for a
+//! value; when a quantity could not be computed (it is not finite: beyond f64's range, or 0/0),
+//! the value columns are empty and `missing` gives the reason. A non-finite number is never
+//! written.
 
 use crate::metrics::Metric;
 use crate::monte_carlo::stats::Estimate;
@@ -39,12 +42,46 @@ impl EngineKind {
 }
 
 /// One value of a profile.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// An exact (closed-form) value.
     Exact(f64),
     /// A Monte Carlo estimate with its standard error and 95% interval.
     Estimate(Estimate),
+    /// No value: the quantity is not finite here, for the reason given (written as empty
+    /// value columns and the reason in the `missing` column).
+    Missing(String),
+}
+
+/// Reason for an exact value that is infinite.
+pub const OVERFLOW: &str = "overflow: beyond the range of f64 even in log space";
+/// Reason for a Monte Carlo estimate whose mean is infinite.
+pub const MC_OVERFLOW: &str = "overflow: a sampled network's value is beyond the range of f64 (lower --q0, --gain, --alpha or --lambda)";
+/// Reason for a Monte Carlo estimate whose mean is finite but whose spread is not.
+pub const MC_SPREAD_OVERFLOW: &str =
+    "overflow: the samples' variance is beyond the range of f64 (lower --q0 or --gain)";
+/// Reason for a Monte Carlo estimate that is 0/0 in some sampled network.
+pub const MC_UNDEFINED: &str = "undefined: 0/0, inf - inf or an underflowed denominator (below 1e-280) in a sampled network (a zero, vanishing or overflowing stream or branch output)";
+
+impl Value {
+    /// The reason this value cannot be written as a number, if any: it, its standard error or
+    /// an end of its interval is not finite. `metric` names the 0/0 case of exact values.
+    pub fn non_finite_reason(&self, metric: Metric) -> Option<String> {
+        match self {
+            Value::Exact(x) if x.is_nan() => {
+                Some(format!("undefined: {}", metric.info().undefined))
+            }
+            Value::Exact(x) if x.is_infinite() => Some(OVERFLOW.to_string()),
+            Value::Estimate(e) if e.mean.is_nan() => Some(MC_UNDEFINED.to_string()),
+            Value::Estimate(e) if e.mean.is_infinite() => Some(MC_OVERFLOW.to_string()),
+            Value::Estimate(e)
+                if !(e.stderr.is_finite() && e.ci_low.is_finite() && e.ci_high.is_finite()) =>
+            {
+                Some(MC_SPREAD_OVERFLOW.to_string())
+            }
+            _ => None,
+        }
+    }
 }
 
 /// `(metric, layer, source)`: the key of a profile entry.
@@ -77,6 +114,42 @@ impl Profile {
         }
     }
 
+    /// Replaces every value that is not finite by [`Value::Missing`] with its reason (the one
+    /// check every engine applies before its values become rows), notes how many values are
+    /// missing and why; returns how many it replaced.
+    pub fn settle(&mut self) -> usize {
+        let mut converted = 0;
+        for (&(metric, _, _), v) in self.values.iter_mut() {
+            if let Some(reason) = v.non_finite_reason(metric) {
+                *v = Value::Missing(reason);
+                converted += 1;
+            }
+        }
+        let count = self
+            .values
+            .values()
+            .filter(|v| matches!(v, Value::Missing(_)))
+            .count();
+        if count > 0 {
+            let mut reasons: Vec<&str> = self
+                .values
+                .values()
+                .filter_map(|v| match v {
+                    Value::Missing(r) => Some(r.as_str()),
+                    _ => None,
+                })
+                .collect();
+            reasons.sort_unstable();
+            reasons.dedup();
+            self.notes.push(format!(
+                "{}: {count} value(s) written as missing ({})",
+                self.preset,
+                reasons.join("; ")
+            ));
+        }
+        converted
+    }
+
     /// The tidy rows, in key order.
     pub fn rows(&self) -> Vec<Row> {
         self.values
@@ -94,9 +167,11 @@ impl Profile {
                     ci_low: None,
                     ci_high: None,
                     n: None,
+                    missing: None,
                 };
                 match v {
                     Value::Exact(x) => r.value = *x,
+                    Value::Missing(reason) => r.missing = Some(reason.clone()),
                     Value::Estimate(e) => {
                         r.value = e.mean;
                         r.stderr = Some(e.stderr);
@@ -136,9 +211,40 @@ pub struct Row {
     pub ci_high: Option<f64>,
     /// Number of independent samples (Monte Carlo only).
     pub n: Option<u64>,
+    /// Why there is no value (then `value` is NaN and is written empty), see [`Value::Missing`].
+    pub missing: Option<String>,
 }
 
 impl Row {
+    /// A row with no value, for `reason`.
+    pub fn missing(
+        preset: &str,
+        engine: EngineKind,
+        depth: usize,
+        (metric, layer): (Metric, usize),
+        reason: String,
+    ) -> Row {
+        Row {
+            preset: preset.to_string(),
+            engine,
+            depth: depth as u64,
+            layer: layer as u64,
+            source: None,
+            metric,
+            value: f64::NAN,
+            stderr: None,
+            ci_low: None,
+            ci_high: None,
+            n: None,
+            missing: Some(reason),
+        }
+    }
+
+    /// The value, unless it is missing.
+    pub fn finite(&self) -> Option<f64> {
+        self.missing.is_none().then_some(self.value)
+    }
+
     /// The 95% interval `(ci_low, ci_high)`; an exact row's is the point itself.
     pub fn interval(&self) -> (f64, f64) {
         (

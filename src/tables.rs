@@ -16,7 +16,13 @@ use crate::{Error, Result};
 /// Refuse tables larger than this many rows (ask for fewer layers or metrics instead).
 pub const MAX_ROWS: u128 = 20_000_000;
 
-/// Rows of every preset from `engine`; notes on skipped metrics go to `notes`.
+/// Rows of every preset from `engine`; notes on skipped metrics and missing values go to
+/// `notes`.
+///
+/// A preset whose computation fails numerically ([`Error::is_numerical`]: an overflow beyond
+/// f64 even in log space, or a quantity undefined for its stack) does not discard the other
+/// presets: its cells are written as missing with the error as the reason, and a note names
+/// it. Only when every preset fails is the (first) error returned.
 pub fn rows(
     engine: &dyn Engine,
     model: &ModelConfig,
@@ -25,11 +31,32 @@ pub fn rows(
     notes: &mut Vec<String>,
 ) -> Result<Vec<Row>> {
     let mut out = Vec::new();
+    let mut failed = Vec::new();
     for p in presets {
         let spec = model.stack(p)?;
-        let profile = engine.profile(&spec, plan)?;
-        notes.extend(profile.notes.iter().cloned());
-        out.extend(profile.rows());
+        match engine.profile(&spec, plan) {
+            Ok(profile) => {
+                notes.extend(profile.notes.iter().cloned());
+                out.extend(profile.rows());
+            }
+            Err(e) if e.is_numerical() => {
+                let layers = plan.resolve(spec.depth)?;
+                let reason = e.to_string();
+                notes.push(format!("{p}: every value written as missing ({reason})"));
+                out.extend(
+                    plan.cells(&layers, spec.depth).into_iter().map(|cell| {
+                        Row::missing(p, engine.kind(), spec.depth, cell, reason.clone())
+                    }),
+                );
+                failed.push(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if failed.len() == presets.len()
+        && let Some(e) = failed.into_iter().next()
+    {
+        return Err(e);
     }
     Ok(out)
 }
@@ -62,12 +89,14 @@ pub fn theory_rows(cfg: &TheoryConfig, notes: &mut Vec<String>) -> Result<Vec<Ro
     )
 }
 
-/// Monte Carlo rows of every preset, with a progress bar on long runs.
+/// Monte Carlo rows of every preset, with a progress bar on long runs; notes (missing values)
+/// go to `notes`.
 pub fn mc_rows(
     presets: &[String],
     cfg: &McConfig,
     metrics: &[Metric],
     layers: &LayerSpec,
+    notes: &mut Vec<String>,
 ) -> Result<Vec<Row>> {
     check_mc_fits(cfg, metrics, layers)?;
     let bar = DelayedBar::networks((cfg.samples * presets.len()) as u64);
@@ -76,7 +105,7 @@ pub fn mc_rows(
         progress: &bar,
     };
     let plan = Plan::new(metrics, layers.clone());
-    let rows = rows(&engine, &cfg.model, presets, &plan, &mut Vec::new());
+    let rows = rows(&engine, &cfg.model, presets, &plan, notes);
     bar.finish();
     rows
 }

@@ -34,13 +34,6 @@ pub const TWO_ROUTES: f64 = 1e-11;
 /// `erfc` in `mu Phi(mu/s) + s phi(mu/s)`): measured ~6e-12 relative against mpmath.
 pub const ERFC_CANCELLATION: f64 = 1e-11;
 
-/// Gauss-Hermite rule (96 nodes) on `E[z^4] = 3`: the outer nodes (|z| up to ~13) carry tiny
-/// weights times large powers, so rounding grows with the moment.
-pub const QUADRATURE_Z4: f64 = 1e-11;
-
-/// The same rule on `E[z^6] = 15`.
-pub const QUADRATURE_Z6: f64 = 1e-10;
-
 /// Two deep routes: the path-length law's mean against the effective-depth recursion, or
 /// sampled per-token quantities carried through ~5 blocks of norms and sums (the
 /// decomposition, a norm's fixed squared norm `d`, the adjoint identity `<v, J u> = <J^T v, u>`

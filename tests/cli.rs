@@ -38,7 +38,7 @@ fn theory_writes_the_tidy_schema_deterministically() {
         .to_string();
     assert_eq!(
         header,
-        "preset,engine,depth,layer,source,metric,value,stderr,ci_low,ci_high,n"
+        "preset,engine,depth,layer,source,metric,value,stderr,ci_low,ci_high,n,missing"
     );
     let o = normscope(
         &[
@@ -179,7 +179,7 @@ fn expand_prints_the_seed_formula_in_every_format() {
     );
     let csv = String::from_utf8(o.stdout).unwrap();
     assert!(
-        csv.starts_with("preset,depth,layer,source,expression,latex,value\n"),
+        csv.starts_with("preset,depth,layer,source,expression,latex,value,missing\n"),
         "{csv}"
     );
     assert_eq!(csv.lines().count(), 4);
@@ -227,7 +227,8 @@ fn mc_runs_every_branch_and_fills_the_interval_columns() {
         let text = String::from_utf8(o.stdout).unwrap();
         let row = text.lines().find(|l| l.contains(",grad_sq,")).unwrap();
         let f: Vec<&str> = row.split(',').collect();
-        assert_eq!(f.len(), 11, "{row}");
+        assert_eq!(f.len(), 12, "{row}");
+        assert_eq!(f[11], "", "no missing reason: {row}");
         assert_eq!(f[1], "mc");
         assert_eq!(f[10], "3", "n = samples: {row}");
         let (v, lo, hi): (f64, f64, f64) = (

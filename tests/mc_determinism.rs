@@ -25,9 +25,9 @@ fn csv_is_byte_identical_across_thread_counts() {
     assert_eq!(one, mc("2", "42", dir.path(), "two.csv"));
     assert_eq!(one, mc("3", "42", dir.path(), "three.csv"));
     let text = String::from_utf8(one).unwrap();
-    assert!(
-        text.starts_with("preset,engine,depth,layer,source,metric,value,stderr,ci_low,ci_high,n\n")
-    );
+    assert!(text.starts_with(
+        "preset,engine,depth,layer,source,metric,value,stderr,ci_low,ci_high,n,missing\n"
+    ));
     assert!(text.contains(",mc,6,"));
 }
 

@@ -39,7 +39,14 @@ fn depth_one_thousand_every_metric_is_finite() {
     )
     .unwrap();
     let presets: Vec<String> = ["pre", "post", "deepnorm"].map(String::from).to_vec();
-    let rows = normscope::tables::mc_rows(&presets, &cfg, Metric::ALL, &LayerSpec::Log(8)).unwrap();
+    let rows = normscope::tables::mc_rows(
+        &presets,
+        &cfg,
+        Metric::ALL,
+        &LayerSpec::Log(8),
+        &mut Vec::new(),
+    )
+    .unwrap();
     for &m in Metric::ALL {
         assert!(rows.iter().any(|r| r.metric == m), "no {}", m.name());
     }

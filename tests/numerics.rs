@@ -75,15 +75,29 @@ fn deep_closed_forms_match_hand_values() {
 }
 
 #[test]
-fn overflow_is_an_error_not_a_number() {
-    // ReZero with lambda = 1 and no norm doubles q every block: q_2000 = 2^2000 is beyond f64.
+fn overflow_is_written_as_missing_with_its_reason_not_as_a_number() {
+    // ReZero with lambda = 1 and no norm doubles q every block: q_2000 = 2^2000 is beyond f64;
+    // its log is exact, so the reason gives the power of ten: 2000 log10(2) = 602.06.
     let raw = RawModel {
         lambda: Some(1.0),
         ..seeds_model(2000)
     };
     let cfg = TheoryConfig::new("rezero", &raw, "stream_sq", "last").unwrap();
-    let err = tables::theory_rows(&cfg, &mut Vec::new()).unwrap_err();
-    assert!(err.to_string().contains("stream_sq"), "{err}");
+    let mut notes = Vec::new();
+    let rows = tables::theory_rows(&cfg, &mut notes).unwrap();
+    assert_eq!(rows.len(), 1);
+    let reason = rows[0].missing.as_deref().expect("q_2000 is missing");
+    assert!(
+        reason.starts_with("overflow: e^") && reason.contains("10^602.1"),
+        "{reason}"
+    );
+    assert!(rows[0].finite().is_none());
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("rezero: 1 value(s) written as missing")),
+        "{notes:?}"
+    );
     // The ratios stay finite: branch weights are still computed in log space.
     let cfg = TheoryConfig::new("rezero", &raw, "branch_weight,eff_depth", "last").unwrap();
     let rows = tables::theory_rows(&cfg, &mut Vec::new()).unwrap();

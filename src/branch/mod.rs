@@ -40,7 +40,6 @@ pub mod init;
 pub mod linear;
 pub mod mlp;
 pub mod module;
-pub mod quadrature;
 pub mod transformer;
 
 pub use activation::Activation;

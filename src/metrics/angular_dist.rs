@@ -18,6 +18,7 @@ pub static INFO: Info = Info {
     needs: Needs::FORWARD,
     reach: Reach::Forward,
     scale: Scale::Angle,
+    undefined: "the angle to a zero stream (x_l or x_{l-1} is 0)",
 };
 
 /// `arccos(clamp(cos, -1, 1)) / pi`.

@@ -21,6 +21,7 @@ pub static INFO: Info = Info {
     },
     reach: Reach::Block,
     scale: Scale::Linear,
+    undefined: "the branch's norm Jacobian at a zero branch input (0/0)",
 };
 
 /// `b_l^2`.

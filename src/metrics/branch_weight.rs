@@ -22,6 +22,7 @@ pub static INFO: Info = Info {
     },
     reach: Reach::Forward,
     scale: Scale::Linear,
+    undefined: "the share of a zero stream (E||x_l||^2 = 0)",
 };
 
 /// `C_{l,j}^2 m_j / q_l`, j = 0..=l.

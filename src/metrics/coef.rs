@@ -23,6 +23,7 @@ pub static INFO: Info = Info {
     },
     reach: Reach::Forward,
     scale: Scale::Linear,
+    undefined: "0/0 in the block's skip or branch scale",
 };
 
 /// `C_{l,j}`, j = 0..=l.

@@ -12,6 +12,7 @@
 //! (undefined for one token, which writes no row).
 
 use super::{Info, Layers, Needs, Put, Reach, Scale};
+use crate::monte_carlo::measure::ratio;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -22,6 +23,7 @@ pub static INFO: Info = Info {
     needs: Needs::FORWARD,
     reach: Reach::Forward,
     scale: Scale::Linear,
+    undefined: "the correlation of zero tokens (q_l = 0)",
 };
 
 /// `c_l`.
@@ -35,6 +37,6 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
     if n >= 2.0 {
         let e = q.energy(l);
         let s = q.fw.xs[l].column_sum().norm_squared();
-        put(None, (s - e) / ((n - 1.0) * e));
+        put(None, ratio(s - e, (n - 1.0) * e));
     }
 }

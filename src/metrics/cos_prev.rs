@@ -17,6 +17,7 @@ pub static INFO: Info = Info {
     needs: Needs::FORWARD,
     reach: Reach::Forward,
     scale: Scale::Linear,
+    undefined: "the cosine with a zero stream (x_l or x_{l-1} is 0)",
 };
 
 /// `n_l alpha_l sqrt(q_{l-1} / q_l)`.

@@ -23,6 +23,7 @@ pub static INFO: Info = Info {
     },
     reach: Reach::Forward,
     scale: Scale::Linear,
+    undefined: "the mean path length of a zero Jacobian (every path has gain 0)",
 };
 
 /// The mean `sum_k k P(k)` of a path-length law given as `(k, P(k))` pairs.

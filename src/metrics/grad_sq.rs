@@ -9,6 +9,7 @@
 //! `||dL/dx_l||^2 / (n d)` for one Gaussian output gradient.
 
 use super::{Info, Layers, Needs, Put, Reach, Scale};
+use crate::monte_carlo::measure::resolved;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -22,6 +23,7 @@ pub static INFO: Info = Info {
     },
     reach: Reach::Backward,
     scale: Scale::Linear,
+    undefined: "0/0 in a norm's Jacobian at a zero input",
 };
 
 /// `r_l`.
@@ -32,6 +34,9 @@ pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
 /// `||dL/dx_l||^2 / (n d)`.
 pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
     if let Some(bw) = &q.backward {
-        put(None, bw.grads[l].norm_squared() / (q.tokens * q.width));
+        put(
+            None,
+            resolved(bw.grads[l].norm_squared()) / (q.tokens * q.width),
+        );
     }
 }

@@ -10,6 +10,7 @@
 //! network's own weights.
 
 use super::{Info, Layers, Needs, Put, Reach, Scale};
+use crate::monte_carlo::measure::ratio;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -20,6 +21,7 @@ pub static INFO: Info = Info {
     needs: Needs::FORWARD,
     reach: Reach::Forward,
     scale: Scale::Linear,
+    undefined: "the branch output is zero (g = 0 or beta = 0, so its relative error is 0/0)",
 };
 
 /// From the pair kernel.
@@ -31,8 +33,5 @@ pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
 pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
     let f_prev = q.next_branch_on_previous(l);
     let f = &q.fw.blocks[l].out;
-    let den = f.norm_squared();
-    if den > 0.0 {
-        put(None, (f - f_prev).norm_squared() / den);
-    }
+    put(None, ratio((f - f_prev).norm_squared(), f.norm_squared()));
 }

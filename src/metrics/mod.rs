@@ -143,6 +143,8 @@ pub struct Info {
     pub reach: Reach,
     /// How the allowance enters.
     pub scale: Scale,
+    /// When the metric is 0/0 (the reason written in the `missing` column).
+    pub undefined: &'static str,
 }
 
 /// Receives one value of a metric at a layer: `(source, value)`.

@@ -24,6 +24,7 @@ pub static INFO: Info = Info {
     },
     reach: Reach::ForwardToOutput,
     scale: Scale::Linear,
+    undefined: "0/0 in a norm's Jacobian at a zero input",
 };
 
 /// The recursion's value.

@@ -22,6 +22,7 @@ pub static INFO: Info = Info {
     },
     reach: Reach::Forward,
     scale: Scale::Linear,
+    undefined: "the share of a zero Jacobian (every path has gain 0)",
 };
 
 /// The law at layer l (absent beyond the computed layers).

@@ -7,6 +7,7 @@
 //! Sampled over all tokens of the network.
 
 use super::{Info, Layers, Needs, Put, Reach, Scale};
+use crate::monte_carlo::measure::ratio;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -17,6 +18,7 @@ pub static INFO: Info = Info {
     needs: Needs::FORWARD,
     reach: Reach::Forward,
     scale: Scale::Root,
+    undefined: "the relative change of a zero stream (x_{l-1} = 0)",
 };
 
 /// The recursion's root of the ratio of mean squares.
@@ -27,5 +29,5 @@ pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
 /// `||x_l - x_{l-1}||_F / ||x_{l-1}||_F`.
 pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
     let (x, xp) = (&q.fw.xs[l], &q.fw.xs[l - 1]);
-    put(None, ((x - xp).norm_squared() / q.energy(l - 1)).sqrt());
+    put(None, ratio((x - xp).norm_squared(), q.energy(l - 1)).sqrt());
 }

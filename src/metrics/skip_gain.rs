@@ -21,6 +21,7 @@ pub static INFO: Info = Info {
     },
     reach: Reach::Block,
     scale: Scale::Linear,
+    undefined: "the skip path's norm Jacobian at a zero input (0/0)",
 };
 
 /// `a_l^2`.

@@ -8,6 +8,7 @@
 //! `sum_t ||x_{l,t}||^2 / (n d)` over the network's n tokens.
 
 use super::{Info, Layers, Needs, Put, Reach, Scale};
+use crate::monte_carlo::measure::resolved;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -18,6 +19,7 @@ pub static INFO: Info = Info {
     needs: Needs::FORWARD,
     reach: Reach::Forward,
     scale: Scale::Linear,
+    undefined: "0/0 in a norm at a zero input",
 };
 
 /// `q_l`.
@@ -27,5 +29,5 @@ pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
 
 /// `||x_l||_F^2 / (n d)`.
 pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
-    put(None, q.energy(l) / (q.tokens * q.width));
+    put(None, resolved(q.energy(l)) / (q.tokens * q.width));
 }

@@ -24,6 +24,7 @@ pub static INFO: Info = Info {
     },
     reach: Reach::BackwardThroughBlock,
     scale: Scale::Linear,
+    undefined: "0/0 in a norm's Jacobian at a zero input",
 };
 
 /// `E||dL/dW_last||^2 / d^2`.

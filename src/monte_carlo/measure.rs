@@ -81,6 +81,31 @@ pub struct Quantities<'a> {
     pub backward: Option<Backward>,
 }
 
+/// The smallest denominator a sampled ratio divides by: below it the squared entries that
+/// make it up are subnormal (or it is zero), so the ratio has lost its digits or is 0/0, and
+/// [`ratio`] returns NaN, which the profile writes as missing ([`crate::profile::MC_UNDEFINED`]).
+/// 1e-280 leaves 28 decades above f64's smallest normal number for the up to ~1e9 terms of a sum.
+pub const RATIO_FLOOR: f64 = 1e-280;
+
+/// `num / den`, or NaN when `den` is below [`RATIO_FLOOR`] (underflow or 0/0).
+pub fn ratio(num: f64, den: f64) -> f64 {
+    if den >= RATIO_FLOOR {
+        num / den
+    } else {
+        f64::NAN
+    }
+}
+
+/// A sum of squares `energy`, or NaN when it is below [`RATIO_FLOOR`]: its terms have
+/// underflowed, so a small value (or 0) would be written as if it were a result.
+pub fn resolved(energy: f64) -> f64 {
+    if energy >= RATIO_FLOOR {
+        energy
+    } else {
+        f64::NAN
+    }
+}
+
 impl Quantities<'_> {
     /// `||x_l||_F^2`.
     pub fn energy(&self, l: usize) -> f64 {
@@ -90,7 +115,15 @@ impl Quantities<'_> {
     /// `cos(x_l, x_{l-1})` over all tokens, clamped to [-1, 1].
     pub fn cos_prev(&self, l: usize) -> f64 {
         let (x, xp) = (&self.fw.xs[l], &self.fw.xs[l - 1]);
-        (x.dot(xp) / (self.energy(l) * self.energy(l - 1)).sqrt()).clamp(-1.0, 1.0)
+        let (a, b) = (self.energy(l), self.energy(l - 1));
+        // sqrt(a b) while the product is a normal number (the historical rounding), else the
+        // product of the roots, which cannot overflow or underflow.
+        let den = if (a * b).is_normal() {
+            (a * b).sqrt()
+        } else {
+            a.sqrt() * b.sqrt()
+        };
+        ratio(x.dot(xp), den).clamp(-1.0, 1.0)
     }
 
     /// `F_{l+1}` on block l+1's branch input of `x_{l-1}` (the other side of `merge_error`).
@@ -198,10 +231,11 @@ pub fn measure(net: &Network, plan: &NetworkPlan, rng: &mut Rng) -> Values {
     for l in (0..=depth).filter(|&l| sel(l)) {
         for &m in &plan.metrics {
             if m.info().layers.contains(l, depth) {
+                // Non-finite values are kept: the estimate over networks becomes non-finite
+                // and is written as missing with its reason (Profile::settle), rather than
+                // silently averaging over the networks where it happened to be finite.
                 m.sampled(&q, l, &mut |s, x| {
-                    if x.is_finite() {
-                        v.insert((m, l, s), x);
-                    }
+                    v.insert((m, l, s), x);
                 });
             }
         }

@@ -109,6 +109,7 @@ impl Engine for MonteCarlo<'_> {
             .collect();
         let mut profile = Profile::new(EngineKind::Mc, &spec.preset, spec.depth);
         profile.values = aggregate(&per_net);
+        profile.settle();
         Ok(profile)
     }
 }

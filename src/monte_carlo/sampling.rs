@@ -102,18 +102,6 @@ impl McConfig {
                 format!("a divisor of --width = {} (>= 1)", raw.width),
             ));
         }
-        let n = raw.tokens as f64;
-        if raw.c0 < 1.0 && raw.tokens > 1 && raw.c0 <= -1.0 / (n - 1.0) {
-            return Err(Error::invalid(
-                "--c0",
-                raw.c0,
-                format!(
-                    "a correlation > -1/(n-1) = {} for n = {} tokens",
-                    -1.0 / (n - 1.0),
-                    raw.tokens
-                ),
-            ));
-        }
         Ok(McConfig {
             model,
             kind,

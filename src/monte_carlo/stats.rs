@@ -28,8 +28,21 @@ pub fn estimate(values: &[f64]) -> Estimate {
     assert!(n >= 2, "an interval needs at least two samples");
     let nf = n as f64;
     let mean = values.iter().sum::<f64>() / nf;
-    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (nf - 1.0);
-    let stderr = (var / nf).sqrt();
+    // The deviations are scaled by the largest |value| before squaring, so the spread of
+    // values near 1e-300 (or 1e300) does not underflow to 0 (or overflow); exact in binary
+    // when the scale is a power of two, which it is made to be.
+    let top = values.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let scale = if top > 0.0 && top.is_finite() {
+        2f64.powi((top.log2().ceil() as i32).clamp(-1022, 1023))
+    } else {
+        1.0
+    };
+    let var = values
+        .iter()
+        .map(|v| ((v - mean) / scale).powi(2))
+        .sum::<f64>()
+        / (nf - 1.0);
+    let stderr = (var / nf).sqrt() * scale;
     let t = StudentsT::new(0.0, 1.0, nf - 1.0)
         .expect("n - 1 >= 1 degrees of freedom")
         .inverse_cdf(0.5 + LEVEL / 2.0);

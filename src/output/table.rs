@@ -34,10 +34,12 @@ pub mod col {
     pub const CI_HIGH: &str = "ci_high";
     /// Number of samples.
     pub const N: &str = "n";
+    /// Why there is no value (empty when there is one).
+    pub const MISSING: &str = "missing";
 }
 
 /// The tidy column names, in order.
-pub const COLUMNS: [&str; 11] = [
+pub const COLUMNS: [&str; 12] = [
     col::PRESET,
     col::ENGINE,
     col::DEPTH,
@@ -49,6 +51,7 @@ pub const COLUMNS: [&str; 11] = [
     col::CI_LOW,
     col::CI_HIGH,
     col::N,
+    col::MISSING,
 ];
 
 /// A named polars column from an iterator of values.
@@ -75,11 +78,12 @@ fn unsorted_frame(rows: &[Row]) -> Result<DataFrame> {
         column(col::LAYER, rows.iter().map(|r| r.layer)),
         column(col::SOURCE, rows.iter().map(|r| r.source)),
         column(col::METRIC, rows.iter().map(|r| r.metric.name())),
-        column(col::VALUE, rows.iter().map(|r| r.value)),
+        column(col::VALUE, rows.iter().map(|r| r.finite())),
         column(col::STDERR, rows.iter().map(|r| r.stderr)),
         column(col::CI_LOW, rows.iter().map(|r| r.ci_low)),
         column(col::CI_HIGH, rows.iter().map(|r| r.ci_high)),
         column(col::N, rows.iter().map(|r| r.n)),
+        column(col::MISSING, rows.iter().map(|r| r.missing.as_deref())),
     ])?;
     Ok(df)
 }
@@ -174,6 +178,14 @@ pub fn read_tagged(path: &Path, tags: &[&str]) -> Result<Vec<(Vec<f64>, Row)>> {
     .map(f64s);
     let (depth, layer, source, value) = (depth?, layer?, source?, value?);
     let (stderr, ci_low, ci_high, n) = (stderr?, ci_low?, ci_high?, n?);
+    // An all-empty `missing` column is read as nulls of whatever type polars infers.
+    let missing: Vec<Option<String>> = df
+        .column(col::MISSING)?
+        .cast(&DataType::String)?
+        .str()?
+        .iter()
+        .map(|s| s.filter(|s| !s.is_empty()).map(str::to_string))
+        .collect();
     let tag_cols: Vec<Vec<Option<f64>>> = tags.iter().map(|t| f64s(t)).collect::<Result<_>>()?;
     let mut out = Vec::with_capacity(df.height());
     for i in 0..df.height() {
@@ -196,6 +208,7 @@ pub fn read_tagged(path: &Path, tags: &[&str]) -> Result<Vec<(Vec<f64>, Row)>> {
                 ci_low: ci_low[i],
                 ci_high: ci_high[i],
                 n: int(n[i]),
+                missing: missing[i].clone(),
             },
         ));
     }

@@ -105,9 +105,48 @@ pub struct Expansion {
 }
 
 impl Expansion {
-    /// `C_{L,j}` evaluated.
+    /// `C_{L,j}` evaluated (`inf` or 0 when beyond f64: see [`Self::beyond_f64`]).
     pub fn value(&self, j: usize) -> f64 {
         self.coefs[j].eval(&self.values)
+    }
+
+    /// Why `C_{L,j}` cannot be written as an f64 though its logarithm is exact (`10^x` above
+    /// f64's largest or below its smallest positive number), or None.
+    pub fn beyond_f64(&self, j: usize) -> Option<String> {
+        let (_, ln) = self.coefs[j].ln_eval(&self.values);
+        let v = self.value(j).abs();
+        let log10 = ln / std::f64::consts::LN_10;
+        if !ln.is_finite() {
+            None
+        } else if v.is_infinite() {
+            Some(format!("overflow: |value| = 10^{log10:.3} is beyond f64"))
+        } else if v < f64::MIN_POSITIVE {
+            Some(format!(
+                "underflow: |value| = 10^{log10:.3} is below f64's smallest number"
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// `C_{L,j}` as text: the number, or, beyond f64, its sign and decimal exponent from the
+    /// exact logarithm (`1.2345678901e3010`), never `inf`.
+    pub fn value_text(&self, j: usize) -> String {
+        if self.beyond_f64(j).is_none() {
+            let v = self.value(j);
+            // Plain decimals in the usual range, scientific notation outside it (Display
+            // would print 1e-300 with 300 zeros).
+            return if v == 0.0 || (1e-5..1e16).contains(&v.abs()) {
+                v.to_string()
+            } else {
+                format!("{v:e}")
+            };
+        }
+        let (sign, ln) = self.coefs[j].ln_eval(&self.values);
+        let log10 = ln / std::f64::consts::LN_10;
+        let e = log10.floor();
+        let m = 10f64.powf(log10 - e);
+        format!("{}{m:.10}e{e}", if sign < 0.0 { "-" } else { "" })
     }
 }
 

@@ -169,10 +169,20 @@ impl Expr {
         out
     }
 
-    /// Value at `vals` (indexed by [`Sym::index`]), accumulated in log space.
+    /// Value at `vals` (indexed by [`Sym::index`]), accumulated in log space: `inf` or 0 when
+    /// it is beyond f64's range (see [`Self::ln_eval`] for its exact logarithm).
     pub fn eval(&self, vals: &[f64; NSYM]) -> f64 {
+        let (sign, ln) = self.ln_eval(vals);
+        sign * ln.exp()
+    }
+
+    /// `(sign, ln |value|)` at `vals`: the product of the rational, the symbols' powers and the
+    /// polynomials' powers summed as logs, so that values beyond f64 (alpha = 1e300, or
+    /// alpha = 2 at depth 10^4) keep an exact logarithm. A polynomial whose plain value is a
+    /// normal number enters as `ln(value)`, else through [`Poly::ln_eval`].
+    pub fn ln_eval(&self, vals: &[f64; NSYM]) -> (f64, f64) {
         if self.is_zero() {
-            return 0.0;
+            return (1.0, f64::NEG_INFINITY);
         }
         let ln = |x: f64| x.ln();
         let r = |e: &Exp| *e.numer() as f64 / *e.denom() as f64;
@@ -187,10 +197,16 @@ impl Expr {
             }
         }
         for (p, e) in &self.polys {
-            acc += r(e) * ln(p.eval(vals));
+            let plain = p.eval(vals);
+            let lp = if plain.is_normal() {
+                ln(plain)
+            } else {
+                p.ln_eval(vals)
+            };
+            acc += r(e) * lp;
         }
         let sign = if self.coeff.is_negative() { -1.0 } else { 1.0 };
-        sign * acc.exp()
+        (sign, acc)
     }
 
     /// Symbols that appear.

@@ -206,6 +206,31 @@ impl Poly {
             .sum()
     }
 
+    /// `ln` of the value at `vals`, for a value beyond f64's range: each term's log, then a
+    /// log-sum-exp (terms of either sign). NaN when the value is not positive.
+    pub fn ln_eval(&self, vals: &[f64; NSYM]) -> f64 {
+        let terms: Vec<(f64, f64)> = self
+            .terms
+            .iter()
+            .map(|(e, c)| {
+                let mut ln = rat_to_f64(&c.abs()).ln();
+                for i in 0..NSYM {
+                    if e[i] != 0 {
+                        ln += e[i] as f64 * vals[i].abs().ln();
+                    }
+                }
+                let sign = if c.is_negative() { -1.0 } else { 1.0 };
+                (sign, ln)
+            })
+            .collect();
+        let top = terms.iter().fold(f64::NEG_INFINITY, |m, t| m.max(t.1));
+        if top == f64::NEG_INFINITY {
+            return f64::NEG_INFINITY;
+        }
+        let sum: f64 = terms.iter().map(|(s, ln)| s * (ln - top).exp()).sum();
+        top + sum.ln()
+    }
+
     fn sorted_terms(&self) -> Vec<(&Exps, &BigRational)> {
         let mut v: Vec<_> = self.terms.iter().collect();
         v.sort_by_key(|(e, _)| {

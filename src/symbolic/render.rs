@@ -103,7 +103,11 @@ pub fn render(
                 .collect();
             out.push_str(&format!("x_{l} = {}\n", terms.join(" + ")));
             for (j, c) in ex.coefs.iter().enumerate() {
-                out.push_str(&format!("C_{{{l},{j}}} = {} = {}\n", c.text(), ex.value(j)));
+                out.push_str(&format!(
+                    "C_{{{l},{j}}} = {} = {}\n",
+                    c.text(),
+                    ex.value_text(j)
+                ));
             }
         }
         Format::Latex => {
@@ -142,7 +146,13 @@ pub fn render(
                 ),
                 Column::new(
                     "value".into(),
-                    (0..n).map(|j| ex.value(j)).collect::<Vec<_>>(),
+                    (0..n)
+                        .map(|j| ex.beyond_f64(j).is_none().then(|| ex.value(j)))
+                        .collect::<Vec<_>>(),
+                ),
+                Column::new(
+                    "missing".into(),
+                    (0..n).map(|j| ex.beyond_f64(j)).collect::<Vec<_>>(),
                 ),
             ])?;
             let mut buf = Vec::new();

@@ -4,7 +4,7 @@
 use super::mean_field::{Inputs, MeanField};
 use super::paths::{MAX_PATH_LAYER, SplitPaths};
 use crate::branch::{BranchConfig, BranchModel};
-use crate::engine::{Engine, Plan, check_finite};
+use crate::engine::{Engine, Plan};
 use crate::metrics::Metric;
 use crate::profile::{EngineKind, Profile, Value};
 use crate::spec::StackSpec;
@@ -49,6 +49,37 @@ pub struct Quantities<'a> {
 }
 
 impl<'a> Quantities<'a> {
+    /// For the metrics the recursion carries in log space (`stream_sq`, `grad_sq`,
+    /// `weight_grad_sq`, `output_change`): the reason the value at layer l cannot be written
+    /// as a number though its logarithm is exact, `e^x` above f64's largest number or below its
+    /// smallest positive one (a true zero, log = -inf, is written as 0).
+    pub fn beyond_f64(&self, m: Metric, l: usize) -> Option<String> {
+        let mag = match m {
+            Metric::StreamSq => self.mf.q[l],
+            Metric::GradSq => self.mf.grad[l],
+            Metric::WeightGradSq => self.mf.weight_grad[l],
+            Metric::OutputChange => self.mf.output_change[l],
+            _ => return None,
+        };
+        let (v, ln) = (mag.value(), mag.ln());
+        if !ln.is_finite() {
+            return None;
+        }
+        if v == 0.0 || v < f64::MIN_POSITIVE {
+            Some(format!(
+                "underflow: e^{ln:.1} = 10^{:.1} is below f64's smallest number (its log is exact)",
+                ln / std::f64::consts::LN_10
+            ))
+        } else if v.is_infinite() {
+            Some(format!(
+                "overflow: e^{ln:.1} = 10^{:.1} is beyond f64's largest number (its log is exact)",
+                ln / std::f64::consts::LN_10
+            ))
+        } else {
+            None
+        }
+    }
+
     /// Computes what `metrics` need at `layers` (sorted); notes on skipped layers go to `notes`.
     pub fn new(
         mf: &'a MeanField,
@@ -143,10 +174,14 @@ impl Engine for ClosedForm<'_> {
         )?;
         for (m, l) in plan.cells(&layers, spec.depth) {
             m.closed_form(&q, l, &mut |s, v| {
-                profile.values.insert((m, l, s), Value::Exact(v));
+                let value = match q.beyond_f64(m, l) {
+                    Some(reason) => Value::Missing(reason),
+                    None => Value::Exact(v),
+                };
+                profile.values.insert((m, l, s), value);
             });
         }
-        check_finite(&profile)?;
+        profile.settle();
         Ok(profile)
     }
 }

@@ -72,9 +72,13 @@ fn branch_at(model: &BranchModel, q: Mag, c: f64, layer: usize) -> Result<Branch
     } else {
         let qv = q.value();
         if !qv.is_finite() {
+            let size = if q.ln().is_finite() {
+                format!("e^{:.1}", q.ln())
+            } else {
+                "beyond f64 even as a logarithm".to_string()
+            };
             return Err(Error::Overflow(format!(
-                "branch input second moment at block {layer} is e^{:.1}, beyond f64, and the {} branch is not scale-free",
-                q.ln(),
+                "the branch input's second moment at block {layer} is {size}; the {} branch is not scale-free, so its moments need it as a number (lower --depth, --gain or --q0, or use a norm)",
                 model.kind.name()
             )));
         }
@@ -200,9 +204,11 @@ impl MeanField {
             let skip_part = alpha_sq.mul(qp);
             let br_part = lambda_sq.mul(q_br);
             let s = skip_part.add(br_part);
-            if s.value() == 0.0 {
+            // Zero only when both parts are exactly zero; a tiny s (alpha = 1e-8 over many
+            // blocks) lives on in log space.
+            if s.ln() == f64::NEG_INFINITY {
                 return Err(Error::Undefined(format!(
-                    "x_{l} is identically zero (alpha = 0 and no branch contribution at block {l})"
+                    "x_{l} is identically zero (skip scale 0 and no branch contribution at block {l})"
                 )));
             }
             let c = skip_part.ratio(s) * cp + br_part.ratio(s) * br.kappa;

@@ -54,8 +54,14 @@ pub fn disagreements(
     layers: &normscope::layers::LayerSpec,
 ) -> Vec<String> {
     let cfg = normscope::monte_carlo::McConfig::new(raw, &mc).expect("valid config");
-    let rows =
-        compare::compare(&[preset.to_string()], &cfg, metrics, layers).expect("compare runs");
+    let rows = compare::compare(
+        &[preset.to_string()],
+        &cfg,
+        metrics,
+        layers,
+        &mut Vec::new(),
+    )
+    .expect("compare runs");
     for m in metrics {
         let applies = rows.iter().any(|r| r.mc.metric == *m);
         // merge_error needs l < L, skip/branch gains and weight gradients need l >= 1: with

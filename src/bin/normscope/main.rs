@@ -119,7 +119,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
         Command::Mc(a) => {
             let out = out_path(&a.table.out)?;
             let (presets, cfg, metrics, layers) = mc_request(&a)?;
-            let rows = normscope::tables::mc_rows(&presets, &cfg, &metrics, &layers)?;
+            let rows = normscope::tables::mc_rows(&presets, &cfg, &metrics, &layers, &mut notes)?;
             let mut df = table::frame(rows)?;
             let mut buf = Vec::new();
             table::write_csv(&mut df, &mut buf)?;
@@ -129,7 +129,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
         Command::Compare(a) => {
             let out = out_path(&a.table.out)?;
             let (presets, cfg, metrics, layers) = mc_request(&a)?;
-            let rows = normscope::compare::compare(&presets, &cfg, &metrics, &layers)?;
+            let rows = normscope::compare::compare(&presets, &cfg, &metrics, &layers, &mut notes)?;
             let bad = rows.iter().filter(|r| !r.agree).count();
             notes.push(format!(
                 "{} of {} comparisons agree within CI + allowance",
