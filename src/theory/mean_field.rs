@@ -75,7 +75,7 @@ fn branch_at(model: &BranchModel, q: Mag, c: f64, layer: usize) -> Result<Branch
             let size = if q.ln().is_finite() {
                 format!("e^{:.1}", q.ln())
             } else {
-                "beyond f64 even as a logarithm".to_string()
+                "beyond f64".to_string()
             };
             return Err(Error::Overflow(format!(
                 "the branch input's second moment at block {layer} is {size}; the {} branch is not scale-free, so its moments need it as a number (lower --depth, --gain or --q0, or use a norm)",
