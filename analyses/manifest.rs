@@ -1,7 +1,7 @@
 //! `data/<id>/manifest.json`: analysis id, crate version, source commit, whether the quick
 //! defaults were used, the resolved configuration, seeds, and the sha256 of every output
-//! (paths relative to the output root). No timestamps, so an unchanged rerun leaves the file
-//! byte-identical.
+//! (paths relative to the output root; the hash of the bytes the run wrote, not a re-read of
+//! the disk). No timestamps, so an unchanged rerun leaves the file byte-identical.
 //!
 //! The source commit is the last commit that touched the code (`src`, `analyses`, `Cargo.toml`,
 //! `Cargo.lock`) in the repository the binary was built from, with `dirty: true` when that code
@@ -10,7 +10,6 @@
 //! the same checkout reproduces the manifest byte for byte.
 
 use crate::Result;
-use crate::output::atomic;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -76,32 +75,26 @@ pub struct Manifest<'a> {
     pub outputs: BTreeMap<String, String>,
 }
 
+/// sha256 of bytes, hex.
+pub fn sha256(bytes: &[u8]) -> String {
+    format!("{:x}", Sha256::digest(bytes))
+}
+
 /// sha256 of a file, hex.
 pub fn sha256_file(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path).map_err(|e| crate::Error::Io {
         path: path.display().to_string(),
         source: e,
     })?;
-    Ok(format!("{:x}", Sha256::digest(&bytes)))
-}
-
-/// sha256 of each output (paths relative to `root`).
-pub fn hashes(root: &Path, outputs: &[String]) -> Result<BTreeMap<String, String>> {
-    outputs
-        .iter()
-        .map(|rel| Ok((rel.clone(), sha256_file(&root.join(rel))?)))
-        .collect()
+    Ok(sha256(&bytes))
 }
 
 /// The manifest's file name in `data/<id>/`.
 pub const FILE: &str = "manifest.json";
 
-/// Writes `root/data/<id>/manifest.json` atomically.
-pub fn write(root: &Path, m: &Manifest) -> Result<()> {
+/// The bytes of `data/<id>/manifest.json` (pretty JSON and a final newline).
+pub fn to_bytes(m: &Manifest) -> Vec<u8> {
     let mut text = serde_json::to_string_pretty(m).expect("manifest serializes");
     text.push('\n');
-    atomic::write_bytes(
-        &root.join("data").join(m.analysis).join(FILE),
-        text.as_bytes(),
-    )
+    text.into_bytes()
 }

@@ -6,6 +6,12 @@
 //! Every configuration is resolved and validated before anything runs, so bad input writes no
 //! file. Adding an analysis is one new file here, its `pub mod` line and its line in
 //! [`REGISTRY`].
+//!
+//! [`reproduce`] holds the output folder's lock ([`crate::output::lock`]) for the whole run, so
+//! a second writer is refused. Each analysis writes into a staging folder
+//! ([`crate::output::staging`]) and its two folders, `figures/<id>` and `data/<id>` (with the
+//! manifest), are moved into place whole when it ends; an error, SIGINT or SIGTERM discards
+//! the staging folder and leaves the analysis's earlier outputs as they were.
 
 pub mod adjacent_layers;
 pub mod branch_gain;
@@ -21,12 +27,15 @@ pub mod output_change;
 pub mod rank_collapse;
 pub mod stream_gradients;
 
-use crate::output::{atomic, figure, table};
+use crate::output::lock::OutputLock;
+use crate::output::staging::{self, Stage};
+use crate::output::{figure, table};
 use crate::profile::Row;
 use crate::{Error, Result};
 use config_file::ConfigFile;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// How a run was asked for: quick or full defaults, and an optional configuration file.
@@ -119,35 +128,40 @@ pub struct Analysis {
     pub prepare: fn(&str, &Settings) -> Result<Prepared>,
 }
 
-/// Where an analysis writes, and the list of what it wrote (for the manifest).
+/// Where an analysis writes, and what it wrote (for the manifest). Writes go to a staging
+/// folder at their final relative paths; reads of earlier analyses' outputs go to
+/// [`Out::root`].
 pub struct Out {
     root: PathBuf,
+    stage: Stage,
     id: &'static str,
-    outputs: Vec<String>,
+    /// Relative path -> sha256 of the bytes written.
+    outputs: BTreeMap<String, String>,
 }
 
 impl Out {
-    fn record(&mut self, rel: String) -> PathBuf {
-        let path = self.root.join(&rel);
-        self.outputs.push(rel);
-        path
+    /// Writes `bytes` to `rel` in the stage and records their hash.
+    fn put(&mut self, rel: String, bytes: &[u8]) -> Result<()> {
+        self.stage.write(&rel, bytes)?;
+        self.outputs.insert(rel, manifest::sha256(bytes));
+        Ok(())
     }
 
-    /// The output root (`--out-dir`).
+    /// The output root (`--out-dir`), to read the outputs of analyses that ran before (they
+    /// are in place there). This analysis's own outputs are not there until it has ended.
     pub fn root(&self) -> &Path {
         &self.root
     }
 
     /// Writes tidy rows to `data/<id>/<name>` (sorted, the standard columns).
     pub fn rows(&mut self, name: &str, rows: Vec<Row>) -> Result<()> {
-        let path = self.record(format!("data/{}/{name}", self.id));
-        table::write_rows(rows, &path)
+        let bytes = table::rows_csv(rows)?;
+        self.bytes(name, &bytes)
     }
 
     /// Writes bytes (another CSV, LaTeX, Markdown) to `data/<id>/<name>`.
     pub fn bytes(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
-        let path = self.record(format!("data/{}/{name}", self.id));
-        atomic::write_bytes(&path, bytes)
+        self.put(format!("data/{}/{name}", self.id), bytes)
     }
 
     /// Writes a polars frame as CSV to `data/<id>/<name>`.
@@ -160,10 +174,9 @@ impl Out {
     /// Draws `figures/<id>/<stem>.png` and `.svg`.
     pub fn figure(&mut self, stem: &str, fig: &impl figure::Figure) -> Result<()> {
         let rel = format!("figures/{}/{stem}", self.id);
-        figure::save(fig, &self.root.join(&rel))?;
-        self.outputs.push(format!("{rel}.png"));
-        self.outputs.push(format!("{rel}.svg"));
-        Ok(())
+        let r = figure::render(fig, &self.root.join(&rel))?;
+        self.put(format!("{rel}.png"), &r.png)?;
+        self.put(format!("{rel}.svg"), &r.svg)
     }
 }
 
@@ -211,31 +224,12 @@ pub struct Request {
     pub config: Option<PathBuf>,
 }
 
-/// Removes the files of `data/<id>/` and `figures/<id>/` that this run did not write (outputs
-/// of an earlier run with other settings, e.g. fewer path depths), so that the folders hold
-/// exactly what the manifest lists. Only regular files directly in those folders are touched.
-fn remove_stale(root: &Path, id: &str, outputs: &[String]) -> Result<()> {
-    for kind in ["data", "figures"] {
-        let dir = root.join(kind).join(id);
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let rel = format!("{kind}/{id}/{}", e.file_name().to_string_lossy());
-            let keep = outputs.contains(&rel) || rel == format!("data/{id}/{}", manifest::FILE);
-            if !keep && e.file_type().is_ok_and(|t| t.is_file()) {
-                std::fs::remove_file(e.path()).map_err(|err| Error::Io {
-                    path: e.path().display().to_string(),
-                    source: err,
-                })?;
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Runs the requested analyses: resolves every configuration first (bad input writes nothing),
-/// then runs each and writes its manifest. Progress goes to stderr.
+/// then takes the output folder's lock ([`Error::Busy`] if another run holds it), removes what
+/// killed runs left ([`staging::remove_leftovers`]), and runs each analysis into a staging
+/// folder, whose `figures/<id>` and `data/<id>` (with the manifest) then replace the ones in
+/// the root whole, so the folders hold exactly what the manifest lists (outputs of an earlier
+/// run with other settings are gone). Progress goes to stderr.
 pub fn reproduce(req: &Request) -> Result<()> {
     if req.root.exists() && !req.root.is_dir() {
         return Err(Error::invalid(
@@ -262,34 +256,38 @@ pub fn reproduce(req: &Request) -> Result<()> {
         .map(|a| (a.prepare)(a.id, &settings))
         .collect::<Result<_>>()?;
     let source = manifest::Source::detect();
+    let _lock = OutputLock::acquire(&req.root)?;
+    staging::remove_leftovers(&req.root, &ids())?;
     let total = std::time::Instant::now();
     for (i, (a, p)) in selected.iter().zip(prepared).enumerate() {
         eprintln!("[{}/{}] {}: {}", i + 1, selected.len(), a.id, a.about);
         let t = std::time::Instant::now();
         let mut out = Out {
             root: req.root.clone(),
+            stage: Stage::new(&req.root, a.id)?,
             id: a.id,
-            outputs: Vec::new(),
+            outputs: BTreeMap::new(),
         };
         (p.work)(&mut out)?;
-        remove_stale(&req.root, a.id, &out.outputs)?;
-        manifest::write(
-            &req.root,
-            &manifest::Manifest {
-                analysis: a.id,
-                crate_version: env!("CARGO_PKG_VERSION"),
-                source: source.clone(),
-                quick: req.quick,
-                config: p.config,
-                seeds: p.seeds,
-                outputs: manifest::hashes(&req.root, &out.outputs)?,
-            },
+        let Out { stage, outputs, .. } = out;
+        let files = outputs.len();
+        let m = manifest::Manifest {
+            analysis: a.id,
+            crate_version: env!("CARGO_PKG_VERSION"),
+            source: source.clone(),
+            quick: req.quick,
+            config: p.config,
+            seeds: p.seeds,
+            outputs,
+        };
+        let (data, figures) = (format!("data/{}", a.id), format!("figures/{}", a.id));
+        stage.write(
+            &format!("{data}/{}", manifest::FILE),
+            &manifest::to_bytes(&m),
         )?;
-        eprintln!(
-            "      {} files in {:.1} s",
-            out.outputs.len(),
-            t.elapsed().as_secs_f64()
-        );
+        // The data folder holds the manifest: last in, first out.
+        stage.commit(&req.root, &[&figures, &data])?;
+        eprintln!("      {files} files in {:.1} s", t.elapsed().as_secs_f64());
     }
     eprintln!("done in {:.1} s", total.elapsed().as_secs_f64());
     Ok(())

@@ -48,6 +48,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// Another process is writing into the output folder (it holds the folder's lock). Not bad
+    /// input: exit status 1, like other failures of the environment.
+    #[error(
+        "{path}: another normscope run is writing into this folder; wait for it to end or choose another --out-dir"
+    )]
+    Busy {
+        /// The output folder.
+        path: String,
+    },
     /// A table operation in polars failed.
     #[error("table: {0}")]
     Table(#[from] polars::error::PolarsError),

@@ -1,5 +1,6 @@
-//! Atomic file output: write a temporary file in the target's directory, then rename it over
-//! the target, so a failure never leaves a partial or truncated file.
+//! Atomic file output: write a temporary file with a unique name (`.normscope-XXXXXX`) in the
+//! target's directory, then rename it over the target, so a failure never leaves a partial or
+//! truncated file. Every error names the target file (a full disk included).
 
 use crate::{Error, Result};
 use std::io::Write;
@@ -60,7 +61,7 @@ pub fn write_with(path: &Path, fill: impl FnOnce(&mut dyn Write) -> Result<()>) 
     let mut tmp = tempfile::Builder::new()
         .prefix(".normscope-")
         .tempfile_in(dir)
-        .map_err(|e| io_err(dir, e))?;
+        .map_err(|e| io_err(path, e))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -182,29 +182,52 @@ pub trait Figure {
         DB::ErrorType: 'static;
 }
 
-/// Writes `stem.png` and `stem.svg` atomically (temp file, then rename).
-pub fn save(fig: &impl Figure, stem: &Path) -> Result<()> {
+/// A figure drawn in memory.
+#[derive(Clone, Debug)]
+pub struct Rendered {
+    /// The PNG file's bytes (the encoding plotters' bitmap backend writes to a file).
+    pub png: Vec<u8>,
+    /// The SVG file's bytes.
+    pub svg: Vec<u8>,
+}
+
+/// Draws `fig` in memory as PNG and SVG; `stem` (the path without extension) only names it in
+/// errors. Nothing touches the file system.
+pub fn render(fig: &impl Figure, stem: &Path) -> Result<Rendered> {
     register_font();
-    for ext in ["png", "svg"] {
-        let path = stem.with_extension(ext);
-        super::atomic::ensure_parent(&path)?;
-        let tmp = path.with_extension(format!("{ext}.tmp.{ext}"));
-        let fail = |message: String| Error::Figure {
-            path: path.display().to_string(),
-            message,
-        };
-        let drawn = if ext == "png" {
-            fig.draw(BitMapBackend::new(&tmp, fig.size()).into_drawing_area())
-        } else {
-            fig.draw(SVGBackend::new(&tmp, fig.size()).into_drawing_area())
-        };
-        if let Err(m) = drawn {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(fail(m));
-        }
-        std::fs::rename(&tmp, &path).map_err(|e| fail(e.to_string()))?;
-    }
-    Ok(())
+    let (w, h) = fig.size();
+    let fail = |ext: &str, message: String| Error::Figure {
+        path: stem.with_extension(ext).display().to_string(),
+        message,
+    };
+    let mut rgb = vec![0u8; 3 * w as usize * h as usize];
+    fig.draw(BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area())
+        .map_err(|m| fail("png", m))?;
+    let mut png = std::io::Cursor::new(Vec::new());
+    image::write_buffer_with_format(
+        &mut png,
+        &rgb,
+        w,
+        h,
+        image::ColorType::Rgb8,
+        image::ImageFormat::Png,
+    )
+    .map_err(|e| fail("png", e.to_string()))?;
+    let mut svg = String::new();
+    fig.draw(SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area())
+        .map_err(|m| fail("svg", m))?;
+    Ok(Rendered {
+        png: png.into_inner(),
+        svg: svg.into_bytes(),
+    })
+}
+
+/// Writes `stem.png` and `stem.svg`, each atomically ([`super::atomic`]); an error names the
+/// file.
+pub fn save(fig: &impl Figure, stem: &Path) -> Result<()> {
+    let r = render(fig, stem)?;
+    super::atomic::write_bytes(&stem.with_extension("png"), &r.png)?;
+    super::atomic::write_bytes(&stem.with_extension("svg"), &r.svg)
 }
 
 impl LinePlot {

@@ -1,9 +1,11 @@
 //! Everything that leaves the process: tidy CSV tables (polars), figures (plotters), LaTeX
-//! tables, atomic writes, the progress bar.
+//! tables, atomic writes, staging and the output folder's lock, the progress bar.
 
 pub mod atomic;
 pub mod figure;
 pub mod heatmap;
 pub mod latex;
+pub mod lock;
 pub mod progress;
+pub mod staging;
 pub mod table;

@@ -94,10 +94,17 @@ pub fn write_csv(df: &mut DataFrame, w: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-/// Writes rows as a tidy CSV file, atomically.
-pub fn write_rows(rows: Vec<Row>, path: &Path) -> Result<()> {
+/// The CSV bytes of tidy rows, as [`write_rows`] writes them.
+pub fn rows_csv(rows: Vec<Row>) -> Result<Vec<u8>> {
     let mut df = frame(rows)?;
-    super::atomic::write_with(path, |w| write_csv(&mut df, w))
+    let mut buf = Vec::new();
+    write_csv(&mut df, &mut buf)?;
+    Ok(buf)
+}
+
+/// Writes rows as a tidy CSV file, atomically (an error while writing names the file).
+pub fn write_rows(rows: Vec<Row>, path: &Path) -> Result<()> {
+    super::atomic::write_bytes(path, &rows_csv(rows)?)
 }
 
 /// Reads a CSV written by [`write_rows`] (or any CSV) into a frame.

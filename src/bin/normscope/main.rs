@@ -179,11 +179,26 @@ fn parse_args() -> Result<Cli, ExitCode> {
     })
 }
 
+/// SIGINT, SIGTERM, SIGHUP: discards the staging folders of a `reproduce` in flight (a write
+/// or move already under way finishes first, so each analysis is in place whole or not at all)
+/// and exits with status 130.
+fn on_interrupt() {
+    normscope::output::staging::abandon();
+    let _ = writeln!(
+        std::io::stderr(),
+        "\ninterrupted: outputs not yet in place were discarded"
+    );
+    std::process::exit(130);
+}
+
 fn main() -> ExitCode {
     let cli = match parse_args() {
         Ok(c) => c,
         Err(code) => return code,
     };
+    // Without the handler (it cannot be installed) a signal still ends the run, and the next
+    // run removes its staging folders.
+    let _ = ctrlc::set_handler(on_interrupt);
     match dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -1,0 +1,45 @@
+//! The output folder's lock: one `reproduce` writes into a folder at a time.
+//!
+//! The lock is an advisory lock ([`std::fs::File::try_lock`]) on the file [`FILE`] in the output
+//! root, held until the [`OutputLock`] is dropped or the process ends (however it ends, so a
+//! killed run never leaves the folder locked). The file itself is left in place: removing it
+//! would let a run that opened it just before lock a file no other run sees.
+
+use crate::{Error, Result};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::path::Path;
+
+/// The lock file's name in the output root.
+pub const FILE: &str = ".normscope.lock";
+
+/// The held lock of an output folder.
+#[derive(Debug)]
+pub struct OutputLock {
+    _file: File,
+}
+
+impl OutputLock {
+    /// Creates `root` if missing and locks it, or fails at once with [`Error::Busy`] if another
+    /// process (or another lock in this one) holds it.
+    pub fn acquire(root: &Path) -> Result<OutputLock> {
+        let io_err = |path: &Path, source| Error::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(root).map_err(|e| io_err(root, e))?;
+        let path = root.join(FILE);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io_err(&path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(OutputLock { _file: file }),
+            Err(TryLockError::WouldBlock) => Err(Error::Busy {
+                path: root.display().to_string(),
+            }),
+            Err(TryLockError::Error(e)) => Err(io_err(&path, e)),
+        }
+    }
+}
