@@ -371,7 +371,7 @@ impl MeanField {
             Ok((self.skip_gain[l], bm, bf))
         } else {
             Err(Error::Undefined(format!(
-                "path_len/eff_depth: block {l}'s Jacobian is zero (a^2 = b^2 = 0)"
+                "path_len/eff_depth: block {l}'s Jacobian gains are a^2 = b^2 = 0 in f64 (a zero skip scale and branch, or gains below f64's smallest number, e.g. behind a norm whose input has grown huge)"
             )))
         }
     }
