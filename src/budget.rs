@@ -13,8 +13,13 @@ use crate::{Error, Result};
 /// Bytes per f64.
 const F64: u128 = 8;
 
-/// Bytes per entry of a per-network table (`BTreeMap<(Metric, usize, Option<usize>), f64>`:
-/// key, value and node overhead), plus its value in the aggregation.
+/// Bytes per value kept for the estimator (one f64 per network and row, in
+/// [`crate::monte_carlo::Columns`]).
+const COLUMN_ENTRY: u128 = 8;
+
+/// Bytes per entry of a per-network table in flight (`BTreeMap<(Metric, usize, Option<usize>),
+/// f64>`: key, value and node overhead); at most
+/// [`crate::monte_carlo::BATCH_PER_THREAD`] tables per thread are alive at once.
 const TABLE_ENTRY: u128 = 64;
 
 /// Bytes the closed form keeps per layer (about 20 f64 sequences over depth, some in double-
@@ -98,11 +103,15 @@ pub fn network_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric]) -> u128 {
     F64 * floats
 }
 
-/// Peak bytes of a Monte Carlo run of one stack: the networks in flight (one per thread) and
-/// every network's table of values (`rows` per network, an upper bound).
+/// Peak bytes of a Monte Carlo run of one stack: the networks in flight (one per thread), the
+/// per-network tables of one batch, and one f64 per network and row for the estimator (`rows`
+/// per network, an upper bound).
 pub fn mc_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric], rows: u128) -> u128 {
     let threads = rayon::current_num_threads().min(cfg.samples).max(1) as u128;
-    network_bytes(cfg, depth, metrics) * threads + cfg.samples as u128 * rows * TABLE_ENTRY
+    let batch = (threads * crate::monte_carlo::BATCH_PER_THREAD as u128).min(cfg.samples as u128);
+    network_bytes(cfg, depth, metrics) * threads
+        + batch * rows * TABLE_ENTRY
+        + cfg.samples as u128 * rows * COLUMN_ENTRY
 }
 
 /// Refuses a Monte Carlo run of `depth` blocks that cannot fit.
@@ -117,7 +126,41 @@ pub fn check_mc(cfg: &McConfig, depth: usize, metrics: &[Metric], rows: u128) ->
     )
 }
 
-/// Refuses a closed form of `depth` blocks that cannot fit.
+/// Blocks per second one preset's closed form streams through (measured: 3 presets at depth
+/// 3e7 in 14 s on the project's 2-core machine, about 6e6 per second each; GELU and attention
+/// are slower, so this is optimistic by up to ~3x).
+pub const CLOSED_FORM_BLOCKS_PER_SECOND: f64 = 6e6;
+
+/// The longest closed-form run accepted without asking for fewer blocks: one hour.
+pub const CLOSED_FORM_MAX_SECONDS: f64 = 3600.0;
+
+/// Refuses a closed form that cannot fit or would run for hours, before anything runs:
+/// memory from what `keep` holds per layer plus the kept layers (`kept` of them), work from
+/// the blocks streamed (twice when the backward pass recomputes the forward recursion).
+pub fn check_closed_form_plan(
+    depth: usize,
+    keep: &crate::theory::Keep,
+    kept: u128,
+    presets: usize,
+) -> Result<()> {
+    let passes = if keep.backward { 2.0 } else { 1.0 };
+    let seconds = depth as f64 * presets as f64 * passes / CLOSED_FORM_BLOCKS_PER_SECOND;
+    if seconds > CLOSED_FORM_MAX_SECONDS {
+        return Err(Error::TooLarge(format!(
+            "the closed form at depth {depth} for {presets} preset(s) streams about {:.0} hours of blocks (at ~{CLOSED_FORM_BLOCKS_PER_SECOND:.0e} blocks/s; the limit is {:.0} hour); lower --depth or the presets",
+            seconds / 3600.0,
+            CLOSED_FORM_MAX_SECONDS / 3600.0
+        )));
+    }
+    let sqrt = ((depth as f64 + 1.0).sqrt().ceil()) as u128;
+    check(
+        keep.bytes_per_layer() * (depth as u128 + 1) + CLOSED_FORM_PER_LAYER * (kept + sqrt),
+        &format!("the closed form at depth {depth}"),
+        "--depth, or --layers and the metrics (coef, branch_weight, path_len and eff_depth keep every layer)",
+    )
+}
+
+/// Refuses a closed form of `depth` blocks with every sequence kept that cannot fit.
 pub fn check_closed_form(depth: usize) -> Result<()> {
     check(
         CLOSED_FORM_PER_LAYER * (depth as u128 + 1),

@@ -43,7 +43,9 @@ pub fn compare(
         ));
     }
     crate::tables::check_mc_fits(cfg, metrics, layers)?;
-    crate::budget::check_closed_form(cfg.model.depth)?;
+    let probe = crate::theory::closed_form::keep(metrics, &[]);
+    let kept = layers.max_count(cfg.model.depth);
+    crate::budget::check_closed_form_plan(cfg.model.depth, &probe, kept, presets.len())?;
     let plan = Plan::new(metrics, layers.clone());
     let bar = DelayedBar::networks((cfg.samples * presets.len()) as u64);
     let mc_engine = MonteCarlo {

@@ -40,6 +40,18 @@ impl LayerSpec {
         }
     }
 
+    /// An upper bound on the number of layers [`Self::resolve`] returns, without listing them
+    /// (to refuse a selection before allocating it).
+    pub fn max_count(&self, depth: usize) -> u128 {
+        let all = depth as u128 + 1;
+        match self {
+            LayerSpec::All => all,
+            LayerSpec::Last => 1,
+            LayerSpec::Log(k) => (*k as u128).min(all),
+            LayerSpec::List(v) => (v.len() as u128).min(all),
+        }
+    }
+
     /// Sorted, unique layers in `0..=depth`.
     pub fn resolve(&self, depth: usize) -> Result<Vec<usize>> {
         let mut v: Vec<usize> = match self {

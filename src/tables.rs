@@ -63,8 +63,20 @@ pub fn rows(
 
 /// The closed-form table of a `theory` request, refusing tables over [`MAX_ROWS`] rows.
 pub fn theory_rows(cfg: &TheoryConfig, notes: &mut Vec<String>) -> Result<Vec<Row>> {
-    crate::budget::check_closed_form(cfg.model.depth)?;
-    let layers = cfg.layers.resolve(cfg.model.depth)?;
+    let depth = cfg.model.depth;
+    let count = cfg.layers.max_count(depth);
+    let probe = crate::theory::closed_form::keep(&cfg.metrics, &[]);
+    crate::budget::check_closed_form_plan(depth, &probe, count, cfg.presets.len())?;
+    if count > MAX_ROWS {
+        return Err(Error::invalid(
+            "--layers",
+            format!("{count} layers"),
+            format!(
+                "at most {MAX_ROWS} rows per table: pick fewer layers (e.g. --layers log:20 or last)"
+            ),
+        ));
+    }
+    let layers = cfg.layers.resolve(depth)?;
     let estimate = estimate_rows(&cfg.metrics, &layers) * cfg.presets.len() as u128;
     if estimate > MAX_ROWS {
         return Err(Error::invalid(

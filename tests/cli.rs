@@ -341,7 +341,9 @@ fn sizes_that_cannot_fit_are_refused_before_allocating() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(
-            err.contains("too large") && err.contains("GB") && err.contains("lower"),
+            err.contains("too large")
+                && (err.contains("GB") || err.contains("hours"))
+                && err.contains("lower"),
             "{args:?}: {err}"
         );
         assert!(

@@ -102,6 +102,19 @@ fn overflow_is_written_as_missing_with_its_reason_not_as_a_number() {
     let cfg = TheoryConfig::new("rezero", &raw, "branch_weight,eff_depth", "last").unwrap();
     let rows = tables::theory_rows(&cfg, &mut Vec::new()).unwrap();
     assert!(rows.iter().all(|r| r.value.is_finite()));
+    // A coefficient beyond f64 is missing with its exact log too: Pre-LN with alpha = 2 has
+    // C_{L,0} = 2^L (then C_{L,j} = 2^(L-j)), 10^602.1 at L = 2000; the last sources fit.
+    let raw = RawModel {
+        alpha: Some(2.0),
+        ..seeds_model(2000)
+    };
+    let cfg = TheoryConfig::new("pre", &raw, "coef", "last").unwrap();
+    let rows = tables::theory_rows(&cfg, &mut Vec::new()).unwrap();
+    let first = rows.iter().find(|r| r.source == Some(0)).unwrap();
+    let reason = first.missing.as_deref().expect("C_{2000,0} is missing");
+    assert!(reason.starts_with("overflow: e^") && reason.contains("10^602.1"), "{reason}");
+    let last = rows.iter().find(|r| r.source == Some(2000)).unwrap();
+    assert_eq!(last.finite(), Some(1.0));
 }
 
 #[test]

@@ -42,28 +42,61 @@ pub fn measure_network(
     measure::measure(&net, plan, &mut r)
 }
 
-/// Aggregates per-network values into estimates, keys in order. A `path_len` length that some
-/// networks pruned counts as 0 for them; a key with fewer than two values is left out.
-pub fn aggregate(per_net: &[Values]) -> BTreeMap<Key, Value> {
-    let mut keys: BTreeMap<Key, Vec<f64>> = BTreeMap::new();
-    for v in per_net {
-        for k in v.keys() {
-            keys.entry(*k).or_default();
+/// Networks measured in parallel per batch, per thread: each batch's tables are folded into
+/// [`Columns`] in network order before the next batch starts, so at most this many
+/// per-network tables per thread are alive at once, whatever `--samples` is.
+pub const BATCH_PER_THREAD: usize = 8;
+
+/// Per-network values kept as one column per key, in network order: the only per-network
+/// record the estimator needs (one f64 per network and key, read twice by the two-pass
+/// variance of [`stats::estimate`]). A `path_len` length that some networks pruned counts as
+/// 0 for them; other keys skip the networks that lack them (non-finite values).
+#[derive(Default)]
+pub struct Columns {
+    cols: BTreeMap<Key, Vec<f64>>,
+    networks: usize,
+}
+
+impl Columns {
+    /// Appends the next network's values.
+    pub fn push(&mut self, values: Values) {
+        let before = self.networks;
+        for (k, x) in values {
+            let col = self.cols.entry(k).or_insert_with(|| {
+                // A path length first seen now was 0 in every earlier network.
+                if k.0 == Metric::PathLen {
+                    vec![0.0; before]
+                } else {
+                    Vec::new()
+                }
+            });
+            col.push(x);
         }
-    }
-    for (k, vals) in keys.iter_mut() {
-        for v in per_net {
-            match v.get(k) {
-                Some(x) => vals.push(*x),
-                None if k.0 == Metric::PathLen => vals.push(0.0),
-                None => {}
+        self.networks += 1;
+        for (k, col) in self.cols.iter_mut() {
+            if k.0 == Metric::PathLen && col.len() < self.networks {
+                col.push(0.0);
             }
         }
     }
-    keys.into_iter()
-        .filter(|(_, vals)| vals.len() >= 2)
-        .map(|(k, vals)| (k, Value::Estimate(stats::estimate(&vals))))
-        .collect()
+
+    /// The estimates, keys in order; a key with fewer than two values is left out.
+    pub fn estimates(self) -> BTreeMap<Key, Value> {
+        self.cols
+            .into_iter()
+            .filter(|(_, vals)| vals.len() >= 2)
+            .map(|(k, vals)| (k, Value::Estimate(stats::estimate(&vals))))
+            .collect()
+    }
+}
+
+/// Aggregates per-network values into estimates, keys in order (see [`Columns`]).
+pub fn aggregate(per_net: &[Values]) -> BTreeMap<Key, Value> {
+    let mut cols = Columns::default();
+    for v in per_net {
+        cols.push(v.clone());
+    }
+    cols.estimates()
 }
 
 /// Progress reporting for [`MonteCarlo`]: called once per finished network.
@@ -99,17 +132,58 @@ impl Engine for MonteCarlo<'_> {
             selected,
             path_max: self.cfg.path_max,
         };
-        let per_net: Vec<Values> = (0..self.cfg.samples as u64)
-            .into_par_iter()
-            .map(|i| {
-                let v = measure_network(spec, self.cfg, &mplan, i);
-                self.progress.tick();
-                v
-            })
-            .collect();
+        let batch = (rayon::current_num_threads() * BATCH_PER_THREAD).max(1) as u64;
+        let samples = self.cfg.samples as u64;
+        let mut cols = Columns::default();
+        let mut start = 0;
+        while start < samples {
+            let end = samples.min(start + batch);
+            let tables: Vec<Values> = (start..end)
+                .into_par_iter()
+                .map(|i| {
+                    let v = measure_network(spec, self.cfg, &mplan, i);
+                    self.progress.tick();
+                    v
+                })
+                .collect();
+            for v in tables {
+                cols.push(v);
+            }
+            start = end;
+        }
         let mut profile = Profile::new(EngineKind::Mc, &spec.preset, spec.depth);
-        profile.values = aggregate(&per_net);
+        profile.values = cols.estimates();
         profile.settle();
         Ok(profile)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_fill_pruned_path_lengths_with_zero_and_skip_other_gaps() {
+        let (p, s) = ((Metric::PathLen, 4, Some(3)), (Metric::StreamSq, 4, None));
+        let nets: Vec<Values> = vec![
+            [(s, 1.0)].into_iter().collect(),
+            [(p, 0.5)].into_iter().collect(),
+            [(s, 3.0)].into_iter().collect(),
+            [(s, 5.0), (p, 0.25)].into_iter().collect(),
+        ];
+        let mut cols = Columns::default();
+        for v in nets {
+            cols.push(v);
+        }
+        assert_eq!(cols.cols[&p], vec![0.0, 0.5, 0.0, 0.25]);
+        assert_eq!(cols.cols[&s], vec![1.0, 3.0, 5.0]);
+        let est = cols.estimates();
+        match (&est[&p], &est[&s]) {
+            (Value::Estimate(a), Value::Estimate(b)) => {
+                assert_eq!((a.n, b.n), (4, 3));
+                assert_eq!((a.mean, b.mean), (0.1875, 3.0));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The closed-form engine: the mean-field recursion of one stack ([`MeanField`]) and the raw
 //! quantities its metrics read ([`Quantities`]), turned into an exact [`Profile`].
 
+use super::layered::Keep;
 use super::mean_field::{Inputs, MeanField};
 use super::paths::{MAX_PATH_LAYER, SplitPaths};
 use crate::branch::{BranchConfig, BranchModel};
@@ -29,10 +30,10 @@ impl<'a> ClosedForm<'a> {
         }
     }
 
-    /// The mean-field recursion of `spec`.
-    pub fn mean_field(&self, spec: &StackSpec) -> Result<MeanField> {
+    /// The mean-field recursion of `spec`, keeping what `keep` selects.
+    pub fn mean_field(&self, spec: &StackSpec, keep: &Keep) -> Result<MeanField> {
         let branch = BranchModel::new(self.branch, spec.beta, self.inputs.q0, self.inputs.c0);
-        MeanField::new(spec, &branch, self.inputs)
+        MeanField::run(spec, &branch, self.inputs, keep)
     }
 }
 
@@ -50,34 +51,24 @@ pub struct Quantities<'a> {
 
 impl<'a> Quantities<'a> {
     /// For the metrics the recursion carries in log space (`stream_sq`, `grad_sq`,
-    /// `weight_grad_sq`, `output_change`): the reason the value at layer l cannot be written
-    /// as a number though its logarithm is exact, `e^x` above f64's largest number or below its
-    /// smallest positive one (a true zero, log = -inf, is written as 0).
-    pub fn beyond_f64(&self, m: Metric, l: usize) -> Option<String> {
-        let mag = match m {
-            Metric::StreamSq => self.mf.q[l],
-            Metric::GradSq => self.mf.grad[l],
-            Metric::WeightGradSq => self.mf.weight_grad[l],
-            Metric::OutputChange => self.mf.output_change[l],
+    /// `weight_grad_sq`, `output_change`, and per source `coef` and `branch_weight`): the
+    /// reason the value at layer l (source `s`) cannot be written as a number though its
+    /// logarithm is exact, `e^x` above f64's largest number or below its smallest positive
+    /// normal one (a true zero, log = -inf, is written as 0). A coefficient or branch weight
+    /// below f64's range is a negligible share of the stream, not a vanished one, so it is
+    /// written as f64 rounds it (0 at depth 10^6 for Post-LN's `x_0`); only its overflow is
+    /// a reason.
+    pub fn beyond_f64(&self, m: Metric, l: usize, s: Option<usize>) -> Option<String> {
+        let ln = match (m, s) {
+            (Metric::StreamSq, _) => self.mf.q[l].ln(),
+            (Metric::GradSq, _) => self.mf.grad[l].ln(),
+            (Metric::WeightGradSq, _) => self.mf.weight_grad[l].ln(),
+            (Metric::OutputChange, _) => self.mf.output_change[l].ln(),
+            (Metric::Coef, Some(j)) => self.mf.ln_coef(l, j).max(0.0),
+            (Metric::BranchWeight, Some(j)) => self.mf.ln_branch_weight(l, j).max(0.0),
             _ => return None,
         };
-        let (v, ln) = (mag.value(), mag.ln());
-        if !ln.is_finite() {
-            return None;
-        }
-        if v == 0.0 || v < f64::MIN_POSITIVE {
-            Some(format!(
-                "underflow: e^{ln:.1} = 10^{:.1} is below f64's smallest number (its log is exact)",
-                ln / std::f64::consts::LN_10
-            ))
-        } else if v.is_infinite() {
-            Some(format!(
-                "overflow: e^{ln:.1} = 10^{:.1} is beyond f64's largest number (its log is exact)",
-                ln / std::f64::consts::LN_10
-            ))
-        } else {
-            None
-        }
+        ln_beyond_f64(ln)
     }
 
     /// Computes what `metrics` need at `layers` (sorted); notes on skipped layers go to `notes`.
@@ -161,8 +152,8 @@ impl Engine for ClosedForm<'_> {
     }
 
     fn profile(&self, spec: &StackSpec, plan: &Plan) -> Result<Profile> {
-        let mf = self.mean_field(spec)?;
         let layers = plan.resolve(spec.depth)?;
+        let mf = self.mean_field(spec, &keep(&plan.metrics, &layers))?;
         let mut profile = Profile::new(EngineKind::Theory, &spec.preset, spec.depth);
         let q = Quantities::new(
             &mf,
@@ -174,7 +165,7 @@ impl Engine for ClosedForm<'_> {
         )?;
         for (m, l) in plan.cells(&layers, spec.depth) {
             m.closed_form(&q, l, &mut |s, v| {
-                let value = match q.beyond_f64(m, l) {
+                let value = match q.beyond_f64(m, l, s) {
                     Some(reason) => Value::Missing(reason),
                     None => Value::Exact(v),
                 };
@@ -183,6 +174,41 @@ impl Engine for ClosedForm<'_> {
         }
         profile.settle();
         Ok(profile)
+    }
+}
+
+/// Why `e^ln` cannot be written as an f64 though `ln` is exact: above f64's largest number or
+/// below its smallest positive normal one; None for a number in range, a true zero
+/// (`ln = -inf`) or a NaN `ln` (which the row's own check reports as undefined).
+pub fn ln_beyond_f64(ln: f64) -> Option<String> {
+    if !ln.is_finite() {
+        return None;
+    }
+    let v = ln.exp();
+    let log10 = ln / std::f64::consts::LN_10;
+    if v < f64::MIN_POSITIVE {
+        Some(format!(
+            "underflow: e^{ln:.1} = 10^{log10:.1} is below f64's smallest number (its log is exact)"
+        ))
+    } else if v.is_infinite() {
+        Some(format!(
+            "overflow: e^{ln:.1} = 10^{log10:.1} is beyond f64's largest number (its log is exact)"
+        ))
+    } else {
+        None
+    }
+}
+
+/// What the recursion must keep for `metrics` at `layers`: only those layers, plus the whole
+/// sequences that sources and path laws read, and the backward pass only for gradients.
+pub fn keep(metrics: &[Metric], layers: &[usize]) -> Keep {
+    let any = |ms: &[Metric]| ms.iter().any(|m| metrics.contains(m));
+    Keep {
+        layers: Some(layers.iter().copied().collect()),
+        sources: any(&[Metric::Coef, Metric::BranchWeight]),
+        gains: any(&[Metric::PathLen, Metric::EffDepth]),
+        backward: any(&[Metric::GradSq, Metric::WeightGradSq]),
+        merge: any(&[Metric::MergeError]),
     }
 }
 

@@ -26,6 +26,7 @@
 //!
 //! Every product over depth is a sum of logs; `C_{l,j}` comes from double-double prefix sums.
 
+use super::layered::{Keep, Layered};
 use super::logsum::{Mag, PrefixSum, ln0};
 use super::split::Energy;
 use crate::branch::BranchModel;
@@ -83,243 +84,209 @@ fn branch_at(model: &BranchModel, q: Mag, c: f64, layer: usize) -> Result<Branch
             )));
         }
         let (out, kappa) = model.forward(qv, c);
-        Ok(BranchAt {
+        let at = BranchAt {
             out: Mag::new(out),
             kappa,
             backward_gain: model.backward_gain(qv),
             split: model.jacobian_split(qv),
             last_input: Mag::new(model.last_input_sq(qv, c)),
             perturbation: Mag::new(model.perturbation_sq(qv, c)),
-        })
+        };
+        let numbers = [
+            out,
+            kappa,
+            at.backward_gain,
+            at.split.0,
+            at.split.1,
+            at.last_input.value(),
+            at.perturbation.value(),
+        ];
+        if numbers.iter().any(|x| !x.is_finite()) {
+            return Err(Error::Overflow(format!(
+                "the {} branch's moments at block {layer} (input second moment {qv:e}) are beyond f64 (lower --depth, --gain or --q0, or use a norm)",
+                model.kind.name()
+            )));
+        }
+        Ok(at)
     }
 }
 
-/// One block's Jacobian on a split energy.
-fn self_step(mf: &MeanField, l: usize, e: Energy) -> Energy {
-    let (bm, bf) = mf.branch_split[l];
-    e.scale(Mag::new(mf.skip_gain[l])) + e.transfer((Mag::new(bm), Mag::new(bf)))
+/// One block's Jacobian on a split energy: `a^2 e + (b_mean^2 e.mean, b_fluct^2 e.fluct)`.
+fn jacobian_step(a2: f64, split: (f64, f64), e: Energy) -> Energy {
+    e.scale(Mag::new(a2)) + e.transfer((Mag::new(split.0), Mag::new(split.1)))
 }
 
-/// All per-layer sequences of the closed form for one stack.
-///
-/// Vectors indexed by layer `l = 0..=L` hold a layer-0 value; those indexed by block
-/// `l = 1..=L` hold `NaN` (or zero) at index 0.
-#[derive(Clone, Debug)]
-pub struct MeanField {
-    /// Depth L.
-    pub depth: usize,
-    /// `q_l`, l = 0..=L.
-    pub q: Vec<Mag>,
-    /// `c_l`, l = 0..=L.
-    pub corr: Vec<f64>,
-    /// `m_j`, the per-coordinate second moment of source j (`m_0 = q0`), j = 0..=L.
-    pub m: Vec<Mag>,
-    /// `ln C_{j,j}`, j = 0..=L (`C_{0,0} = 1`).
-    pub ln_coef_new: Vec<f64>,
-    /// Prefix sums of `ln(n_l alpha_l)`: `ln C_{l,j} = ln C_{j,j} + P_l - P_j`.
-    pub skip_prefix: PrefixSum,
-    /// `a_l^2`, l = 1..=L.
-    pub skip_gain: Vec<f64>,
-    /// `b_l^2`, l = 1..=L: the branch path's gain for a tangent with independent tokens.
-    pub branch_gain: Vec<f64>,
-    /// The branch path's gains on the token-mean part and the fluctuation of a tangent,
-    /// `(b_mean^2, b_fluct^2)`, l = 1..=L (equal for per-token branches).
-    pub branch_split: Vec<(f64, f64)>,
-    /// Tokens n.
-    pub tokens: f64,
-    /// `r_l`, the mean-square gradient at x_l, l = 0..=L.
-    pub grad: Vec<Mag>,
-    /// `E||d loss / d W_last||_F^2 / d^2` of block l, l = 1..=L.
-    pub weight_grad: Vec<Mag>,
-    /// `||x_l - x_{l-1}|| / ||x_{l-1}||` (root of the ratio of mean squares), l = 1..=L.
-    pub rel_update: Vec<f64>,
-    /// `cos(x_l, x_{l-1})`, l = 1..=L.
-    pub cos_prev: Vec<f64>,
-    /// The seeds' merge error for `F_{l+1}`, l = 1..=L-1.
-    pub merge_error: Vec<f64>,
-    /// Output change per squared relative weight perturbation, l = 0..=L.
-    pub output_change: Vec<Mag>,
+/// What the forward recursion carries from block to block.
+#[derive(Clone, Copy, Debug)]
+struct State {
+    /// `q_l`.
+    q: Mag,
+    /// `c_l`.
+    corr: f64,
+    /// Admin's `omega^2` for the next block.
+    admin_omega_sq: Mag,
+    /// The output change's split energy `O_l` (before the final norm).
+    o: Energy,
 }
 
-impl MeanField {
-    /// Runs the recursion for `spec` with branch `model` and input law `inputs`.
-    pub fn new(spec: &StackSpec, model: &BranchModel, inputs: Inputs) -> Result<Self> {
-        let depth = spec.depth;
-        let nan = f64::NAN;
-        let q0 = Mag::new(inputs.q0);
-        let mut mf = MeanField {
-            depth,
-            q: Vec::with_capacity(depth + 1),
-            corr: Vec::with_capacity(depth + 1),
-            m: Vec::with_capacity(depth + 1),
-            ln_coef_new: Vec::with_capacity(depth + 1),
-            skip_prefix: PrefixSum::new(depth),
-            skip_gain: vec![nan],
-            branch_gain: vec![nan],
-            branch_split: vec![(nan, nan)],
-            tokens: model.tokens,
-            grad: vec![Mag::one(); depth + 1],
-            weight_grad: vec![Mag::zero(); depth + 1],
-            rel_update: vec![nan],
-            cos_prev: vec![nan],
-            merge_error: vec![nan; depth + 1],
-            output_change: vec![Mag::zero(); depth + 1],
+/// Everything block l contributes, computed from the state after block l-1.
+#[derive(Clone, Copy, Debug)]
+struct Local {
+    q: Mag,
+    corr: f64,
+    m: Mag,
+    ln_coef_new: f64,
+    skip_prefix: f64,
+    a2: f64,
+    branch_gain: f64,
+    split: (f64, f64),
+    to_stream: Mag,
+    last_in: Mag,
+    rel_update: f64,
+    cos_prev: f64,
+    output_change: Mag,
+}
+
+/// The fixed inputs of the recursion.
+struct Ctx<'a> {
+    spec: &'a StackSpec,
+    model: &'a BranchModel,
+}
+
+impl Ctx<'_> {
+    /// The final norm's mean-square Jacobian gain at a stream of second moment q: `1/q`, or 1.
+    fn fin(&self, q: Mag) -> Mag {
+        if self.spec.final_norm.is_norm() {
+            Mag::one().div(q)
+        } else {
+            Mag::one()
+        }
+    }
+
+    /// Block l of the recursion (module docs): the state after it and its contributions.
+    fn step(&self, l: usize, st: State) -> Result<(State, Local)> {
+        let (spec, model) = (self.spec, self.model);
+        let b = spec.block(l);
+        let qp = st.q;
+        let cp = st.corr;
+        let in_scale = match b.in_scale {
+            InputScale::One => Mag::one(),
+            InputScale::InvSqrtLayer => Mag::new(1.0 / l as f64),
         };
-        mf.q.push(q0);
-        mf.corr.push(inputs.c0);
-        mf.m.push(q0);
-        mf.ln_coef_new.push(0.0);
-        // Mean-square gain from the raw branch output B_l to x_l, the branch's perturbation
-        // moment, and the second moment of its last matrix's input.
-        let mut to_stream = vec![Mag::zero(); depth + 1];
-        let mut pert = vec![Mag::zero(); depth + 1];
-        let mut last_in = vec![Mag::zero(); depth + 1];
+        let qu = if b.n_in.is_norm() { Mag::one() } else { qp }.mul(in_scale);
+        let br = branch_at(model, qu, cp, l)?;
+        let zero_branch = br.out.value() == 0.0;
+        // Second moment of N_br(F(u)) and the mean-square gain of N_br's Jacobian.
+        let (q_br, br_jac) = match (b.n_br.is_norm(), zero_branch) {
+            (true, false) => (Mag::one(), Mag::one().div(br.out)),
+            (true, true) => (Mag::zero(), Mag::zero()),
+            (false, _) => (br.out, Mag::one()),
+        };
+        let alpha_sq = match b.skip {
+            SkipScale::One => Mag::one(),
+            SkipScale::Alpha(a) => Mag::new(a * a),
+            SkipScale::AdminOmega => st.admin_omega_sq,
+        };
+        let lambda = b.lambda.value();
+        let lambda_sq = Mag::new(lambda * lambda);
+        let skip_part = alpha_sq.mul(qp);
+        let br_part = lambda_sq.mul(q_br);
+        let s = skip_part.add(br_part);
+        // Zero only when both parts are exactly zero; a tiny s (alpha = 1e-8 over many
+        // blocks) lives on in log space.
+        if s.ln() == f64::NEG_INFINITY {
+            return Err(Error::Undefined(format!(
+                "x_{l} is identically zero (skip scale 0 and no branch contribution at block {l})"
+            )));
+        }
+        let c = skip_part.ratio(s) * cp + br_part.ratio(s) * br.kappa;
+        // n^2: the mean-square gain of N_out's Jacobian (1/s_l), or 1.
+        let n_sq = if b.n_out.is_norm() {
+            Mag::one().div(s)
+        } else {
+            Mag::one()
+        };
+        let ql = if b.n_out.is_norm() { Mag::one() } else { s };
+        let ln_nbr = if b.n_br.is_norm() && !zero_branch {
+            -0.5 * br.out.ln()
+        } else {
+            0.0
+        };
+        let a2 = n_sq.mul(alpha_sq);
+        let in_jac = if b.n_in.is_norm() {
+            in_scale.div(qp)
+        } else {
+            Mag::one()
+        };
+        // Mean-square gain from the raw branch output B_l to x_l.
+        let to = n_sq.mul(lambda_sq).mul(br_jac);
+        let factor = to.mul(in_jac);
+        let split = (
+            factor.mul(Mag::new(br.split.0)).value(),
+            factor.mul(Mag::new(br.split.1)).value(),
+        );
         // Share of a branch perturbation's energy in the token mean.
-        let mut pert_mean_share = vec![0.0; depth + 1];
-        let mut admin_omega_sq = Mag::one();
-        for l in 1..=depth {
-            let b = spec.block(l);
-            let qp = mf.q[l - 1];
-            let cp = mf.corr[l - 1];
-            let in_scale = match b.in_scale {
-                InputScale::One => Mag::one(),
-                InputScale::InvSqrtLayer => Mag::new(1.0 / l as f64),
-            };
-            let qu = if b.n_in.is_norm() { Mag::one() } else { qp }.mul(in_scale);
-            let br = branch_at(model, qu, cp, l)?;
-            let zero_branch = br.out.value() == 0.0;
-            // Second moment of N_br(F(u)) and the mean-square gain of N_br's Jacobian.
-            let (q_br, br_jac) = match (b.n_br.is_norm(), zero_branch) {
-                (true, false) => (Mag::one(), Mag::one().div(br.out)),
-                (true, true) => (Mag::zero(), Mag::zero()),
-                (false, _) => (br.out, Mag::one()),
-            };
-            let alpha_sq = match b.skip {
-                SkipScale::One => Mag::one(),
-                SkipScale::Alpha(a) => Mag::new(a * a),
-                SkipScale::AdminOmega => admin_omega_sq,
-            };
-            let lambda = b.lambda.value();
-            let lambda_sq = Mag::new(lambda * lambda);
-            let skip_part = alpha_sq.mul(qp);
-            let br_part = lambda_sq.mul(q_br);
-            let s = skip_part.add(br_part);
-            // Zero only when both parts are exactly zero; a tiny s (alpha = 1e-8 over many
-            // blocks) lives on in log space.
-            if s.ln() == f64::NEG_INFINITY {
-                return Err(Error::Undefined(format!(
-                    "x_{l} is identically zero (skip scale 0 and no branch contribution at block {l})"
-                )));
-            }
-            let c = skip_part.ratio(s) * cp + br_part.ratio(s) * br.kappa;
-            // n^2: the mean-square gain of N_out's Jacobian (1/s_l), or 1.
-            let n_sq = if b.n_out.is_norm() {
-                Mag::one().div(s)
-            } else {
-                Mag::one()
-            };
-            let ql = if b.n_out.is_norm() { Mag::one() } else { s };
-            mf.q.push(ql);
-            mf.corr.push(c.clamp(-1.0, 1.0));
-            mf.m.push(br.out);
-            let ln_nbr = if b.n_br.is_norm() && !zero_branch {
-                -0.5 * br.out.ln()
-            } else {
-                0.0
-            };
-            mf.ln_coef_new.push(0.5 * n_sq.ln() + ln0(lambda) + ln_nbr);
-            mf.skip_prefix.push(0.5 * (n_sq.ln() + alpha_sq.ln()));
-            let a2 = n_sq.mul(alpha_sq);
-            mf.skip_gain.push(a2.value());
-            let in_jac = if b.n_in.is_norm() {
-                in_scale.div(qp)
-            } else {
-                Mag::one()
-            };
-            let to = n_sq.mul(lambda_sq).mul(br_jac);
-            let factor = to.mul(in_jac);
-            mf.branch_gain
-                .push(factor.mul(Mag::new(br.backward_gain)).value());
-            mf.branch_split.push((
-                factor.mul(Mag::new(br.split.0)).value(),
-                factor.mul(Mag::new(br.split.1)).value(),
-            ));
-            pert_mean_share[l] = if model.mixes_tokens() {
-                1.0
-            } else {
-                1.0 / model.tokens + (1.0 - 1.0 / model.tokens) * br.kappa.max(0.0)
-            };
-            to_stream[l] = to;
-            pert[l] = br.perturbation;
-            last_in[l] = br.last_input;
-            // ||x_l - x_{l-1}||^2 / ||x_{l-1}||^2 = (n alpha - 1)^2 + n^2 lambda^2 q_br / q.
-            let k = a2.value().sqrt();
-            let ru = (k - 1.0).powi(2) + n_sq.mul(br_part).ratio(qp);
-            mf.rel_update.push(ru.sqrt());
-            // cos = n alpha q / sqrt(q_l q).
-            mf.cos_prev.push((a2.mul(qp).ratio(ql)).sqrt().min(1.0));
-            if b.skip == SkipScale::AdminOmega {
-                admin_omega_sq = admin_omega_sq.add(br.out);
-            }
-        }
-        // Backward from an isotropic output gradient, split into token mean and fluctuation:
-        // r_L = (1/n, 1 - 1/n) / q_L with a final Norm, then
-        // r_{l-1} = a_l^2 r_l + (b_mean^2 r_l.mean, b_fluct^2 r_l.fluct).
-        let n = model.tokens;
-        let fin = |l: usize| {
-            if spec.final_norm.is_norm() {
-                Mag::one().div(mf.q[l])
-            } else {
-                Mag::one()
-            }
+        let pert_mean_share = if model.mixes_tokens() {
+            1.0
+        } else {
+            1.0 / model.tokens + (1.0 - 1.0 / model.tokens) * br.kappa.max(0.0)
         };
-        let mut r = Energy::isotropic(n).scale(fin(depth));
-        mf.grad[depth] = r.total();
-        for l in (1..=depth).rev() {
-            let delta = r.scale(to_stream[l]);
-            // E||dL/dW||^2/(n d^2): per-token branches sum token outer products with
-            // uncorrelated gradients; attention's last matrix sees one input for all tokens,
-            // so its gradient is n (mean of delta) a^T.
-            mf.weight_grad[l] = if model.mixes_tokens() {
-                delta.mean.mul(Mag::new(n)).mul(last_in[l])
-            } else {
-                delta.total().mul(last_in[l])
-            };
-            r = self_step(&mf, l, r);
-            mf.grad[l - 1] = r.total();
-        }
+        // ||x_l - x_{l-1}||^2 / ||x_{l-1}||^2 = (n alpha - 1)^2 + n^2 lambda^2 q_br / q.
+        let k = a2.value().sqrt();
+        let ru = (k - 1.0).powi(2) + n_sq.mul(br_part).ratio(qp);
         // Output change: O_l = J_l O_{l-1} + pert_l gain(B_l -> x_l) (split by the
         // perturbation's token correlation), then the final Norm's 1/q_l.
-        let mut o = Energy::zero();
-        for l in 1..=depth {
-            let p = pert[l].mul(to_stream[l]);
-            let share = pert_mean_share[l];
-            o = self_step(&mf, l, o)
-                + Energy {
-                    mean: p.mul(Mag::new(share)),
-                    fluct: p.mul(Mag::new(1.0 - share)),
-                };
-            mf.output_change[l] = o.total().mul(fin(l));
-        }
-        for l in 1..depth {
-            mf.merge_error[l] = mf.merge(spec, model, l)?;
-        }
-        Ok(mf)
+        let p = br.perturbation.mul(to);
+        let o = jacobian_step(a2.value(), split, st.o)
+            + Energy {
+                mean: p.mul(Mag::new(pert_mean_share)),
+                fluct: p.mul(Mag::new(1.0 - pert_mean_share)),
+            };
+        let admin_omega_sq = if b.skip == SkipScale::AdminOmega {
+            st.admin_omega_sq.add(br.out)
+        } else {
+            st.admin_omega_sq
+        };
+        let local = Local {
+            q: ql,
+            corr: c.clamp(-1.0, 1.0),
+            m: br.out,
+            ln_coef_new: 0.5 * n_sq.ln() + ln0(lambda) + ln_nbr,
+            skip_prefix: 0.5 * (n_sq.ln() + alpha_sq.ln()),
+            a2: a2.value(),
+            branch_gain: factor.mul(Mag::new(br.backward_gain)).value(),
+            split,
+            to_stream: to,
+            last_in: br.last_input,
+            rel_update: ru.sqrt(),
+            // cos = n alpha q / sqrt(q_l q).
+            cos_prev: (a2.mul(qp).ratio(ql)).sqrt().min(1.0),
+            output_change: o.total().mul(self.fin(ql)),
+        };
+        let next = State {
+            q: ql,
+            corr: local.corr,
+            admin_omega_sq,
+            o,
+        };
+        Ok((next, local))
     }
 
-    /// `||F_{l+1}(N(x_l)) - F_{l+1}(N(x_{l-1}))||^2 / ||F_{l+1}(N(x_l))||^2` with N block l+1's
-    /// branch input, from the pair kernel of `F_{l+1}` at the moments of the two inputs:
+    /// `||F_{l+1}(N(x_l)) - F_{l+1}(N(x_{l-1}))||^2 / ||F_{l+1}(N(x_l))||^2` with N block
+    /// l+1's branch input, from the pair kernel of `F_{l+1}` at the moments of the two inputs:
     /// `E<x_l, x_{l-1}>/d = n_l alpha_l q_{l-1}` for the same token and
-    /// `n_l alpha_l q_{l-1} c_{l-1}` across tokens (the branch term is uncorrelated with x_{l-1}).
-    fn merge(&self, spec: &StackSpec, model: &BranchModel, l: usize) -> Result<f64> {
+    /// `n_l alpha_l q_{l-1} c_{l-1}` across tokens (the branch term is uncorrelated with
+    /// x_{l-1}). `prev` is the state after block l-1, `local` block l's contributions.
+    fn merge(&self, l: usize, prev: &State, local: &Local) -> Result<f64> {
+        let (spec, model) = (self.spec, self.model);
         let next = spec.block(l + 1);
         let in_scale = match next.in_scale {
             InputScale::One => 1.0,
             InputScale::InvSqrtLayer => 1.0 / (l + 1) as f64,
         };
         // Cross moment of x_l and x_{l-1}, same token, relative to q_l: cos * sqrt(q_{l-1}/q_l).
-        let ratio = self.q[l - 1].ratio(self.q[l]);
-        let cos = self.cos_prev[l];
+        let ratio = prev.q.ratio(local.q);
+        let cos = local.cos_prev;
         let (qa, qb, m) = if next.n_in.is_norm() {
             (1.0, 1.0, cos)
         } else {
@@ -330,7 +297,7 @@ impl MeanField {
         let scale = if model.scale_free() || next.n_in.is_norm() {
             1.0
         } else {
-            self.q[l].value()
+            local.q.value()
         };
         if !scale.is_finite() {
             return Err(Error::Overflow(format!(
@@ -338,7 +305,7 @@ impl MeanField {
             )));
         }
         let (qa, qb, m) = (qa * scale, qb * scale, m * scale);
-        let (ca, cb) = (self.corr[l], self.corr[l - 1]);
+        let (ca, cb) = (local.corr, prev.corr);
         let kaa = model.pair(qa, qa, qa, qa * ca).0;
         let kbb = model.pair(qb, qb, qb, qb * cb).0;
         let kab = model.pair(qa, qb, m, m * cb).0;
@@ -346,6 +313,189 @@ impl MeanField {
             return Ok(f64::NAN);
         }
         Ok(((kaa + kbb - 2.0 * kab) / kaa).max(0.0))
+    }
+}
+
+/// All per-layer sequences of the closed form for one stack, at the layers its [`Keep`]
+/// selects.
+///
+/// Sequences indexed by layer `l = 0..=L` hold a layer-0 value; those indexed by block
+/// `l = 1..=L` hold `NaN` (or zero) at index 0. Indexing a layer that was not kept panics.
+#[derive(Clone, Debug)]
+pub struct MeanField {
+    /// Depth L.
+    pub depth: usize,
+    /// `q_l`, l = 0..=L.
+    pub q: Layered<Mag>,
+    /// `c_l`, l = 0..=L.
+    pub corr: Layered<f64>,
+    /// `m_j`, the per-coordinate second moment of source j (`m_0 = q0`), j = 0..=L.
+    pub m: Layered<Mag>,
+    /// `ln C_{j,j}`, j = 0..=L (`C_{0,0} = 1`).
+    pub ln_coef_new: Layered<f64>,
+    /// Prefix sums of `ln(n_l alpha_l)`: `ln C_{l,j} = ln C_{j,j} + P_l - P_j` (every layer
+    /// when [`Keep::sources`], else empty).
+    pub skip_prefix: PrefixSum,
+    /// `a_l^2`, l = 1..=L.
+    pub skip_gain: Layered<f64>,
+    /// `b_l^2`, l = 1..=L: the branch path's gain for a tangent with independent tokens.
+    pub branch_gain: Layered<f64>,
+    /// The branch path's gains on the token-mean part and the fluctuation of a tangent,
+    /// `(b_mean^2, b_fluct^2)`, l = 1..=L (equal for per-token branches).
+    pub branch_split: Layered<(f64, f64)>,
+    /// Tokens n.
+    pub tokens: f64,
+    /// `r_l`, the mean-square gradient at x_l, l = 0..=L (if [`Keep::backward`]).
+    pub grad: Layered<Mag>,
+    /// `E||d loss / d W_last||_F^2 / d^2` of block l, l = 1..=L (if [`Keep::backward`]).
+    pub weight_grad: Layered<Mag>,
+    /// `||x_l - x_{l-1}|| / ||x_{l-1}||` (root of the ratio of mean squares), l = 1..=L.
+    pub rel_update: Layered<f64>,
+    /// `cos(x_l, x_{l-1})`, l = 1..=L.
+    pub cos_prev: Layered<f64>,
+    /// The seeds' merge error for `F_{l+1}`, l = 1..=L-1 (if [`Keep::merge`]).
+    pub merge_error: Layered<f64>,
+    /// Output change per squared relative weight perturbation, l = 0..=L.
+    pub output_change: Layered<Mag>,
+}
+
+impl MeanField {
+    /// Runs the recursion for `spec` with branch `model` and input law `inputs`, keeping every
+    /// sequence at every layer.
+    pub fn new(spec: &StackSpec, model: &BranchModel, inputs: Inputs) -> Result<Self> {
+        Self::run(spec, model, inputs, &Keep::all())
+    }
+
+    /// Runs the recursion keeping what `keep` selects. The forward recursion streams over
+    /// depth; the backward pass (gradients from the output, a product over the blocks above)
+    /// recomputes the forward recursion segment by segment from checkpoints every
+    /// `ceil(sqrt(L + 1))` blocks, so memory is O(sqrt L) plus the kept layers, and every value
+    /// is computed by the same operations in the same order as with everything kept.
+    pub fn run(spec: &StackSpec, model: &BranchModel, inputs: Inputs, keep: &Keep) -> Result<Self> {
+        let depth = spec.depth;
+        let nan = f64::NAN;
+        let len = depth + 1;
+        let q0 = Mag::new(inputs.q0);
+        let mut mf = MeanField {
+            depth,
+            q: keep.storage(false, len, q0),
+            corr: keep.storage(false, len, inputs.c0),
+            m: keep.storage(keep.sources, len, q0),
+            ln_coef_new: keep.storage(keep.sources, len, 0.0),
+            skip_prefix: PrefixSum::new(if keep.sources { depth } else { 0 }),
+            skip_gain: keep.storage(keep.gains, len, nan),
+            branch_gain: keep.storage(false, len, nan),
+            branch_split: keep.storage(keep.gains, len, (nan, nan)),
+            tokens: model.tokens,
+            grad: keep.storage(false, len, Mag::one()),
+            weight_grad: keep.storage(false, len, Mag::zero()),
+            rel_update: keep.storage(false, len, nan),
+            cos_prev: keep.storage(false, len, nan),
+            merge_error: keep.storage(false, len, nan),
+            output_change: keep.storage(false, len, Mag::zero()),
+        };
+        let ctx = Ctx { spec, model };
+        let start = State {
+            q: q0,
+            corr: inputs.c0,
+            admin_omega_sq: Mag::one(),
+            o: Energy::zero(),
+        };
+        if keep.has(0) {
+            mf.q.set(0, q0);
+            mf.corr.set(0, inputs.c0);
+            mf.output_change.set(0, Mag::zero());
+        }
+        if keep.sources || keep.has(0) {
+            mf.m.set(0, q0);
+            mf.ln_coef_new.set(0, 0.0);
+        }
+        let every = (len as f64).sqrt().ceil().max(1.0) as usize;
+        let mut checkpoints = vec![start];
+        let mut st = start;
+        for l in 1..=depth {
+            let (next, loc) = ctx.step(l, st)?;
+            if keep.has(l) {
+                mf.q.set(l, loc.q);
+                mf.corr.set(l, loc.corr);
+                mf.branch_gain.set(l, loc.branch_gain);
+                mf.rel_update.set(l, loc.rel_update);
+                mf.cos_prev.set(l, loc.cos_prev);
+                mf.output_change.set(l, loc.output_change);
+                if keep.merge && l < depth {
+                    mf.merge_error.set(l, ctx.merge(l, &st, &loc)?);
+                }
+            }
+            if keep.sources || keep.has(l) {
+                mf.m.set(l, loc.m);
+                mf.ln_coef_new.set(l, loc.ln_coef_new);
+            }
+            if keep.sources {
+                mf.skip_prefix.push(loc.skip_prefix);
+            }
+            if keep.gains || keep.has(l) {
+                mf.skip_gain.set(l, loc.a2);
+                mf.branch_split.set(l, loc.split);
+            }
+            st = next;
+            if keep.backward && l % every == 0 && l < depth {
+                checkpoints.push(st);
+            }
+        }
+        if keep.backward {
+            mf.backward(&ctx, &checkpoints, every, st.q, keep)?;
+        }
+        Ok(mf)
+    }
+
+    /// Backward from an isotropic output gradient, split into token mean and fluctuation:
+    /// `r_L = (1/n, 1 - 1/n) / q_L` with a final Norm, then
+    /// `r_{l-1} = a_l^2 r_l + (b_mean^2 r_l.mean, b_fluct^2 r_l.fluct)`; each segment of
+    /// `every` blocks is recomputed from its checkpoint (the state before it).
+    fn backward(
+        &mut self,
+        ctx: &Ctx,
+        checkpoints: &[State],
+        every: usize,
+        q_last: Mag,
+        keep: &Keep,
+    ) -> Result<()> {
+        let depth = self.depth;
+        let n = ctx.model.tokens;
+        let mut r = Energy::isotropic(n).scale(ctx.fin(q_last));
+        if keep.has(depth) {
+            self.grad.set(depth, r.total());
+        }
+        for (i, &from) in checkpoints.iter().enumerate().rev() {
+            let first = i * every + 1;
+            let last = ((i + 1) * every).min(depth);
+            let mut locals = Vec::with_capacity(last + 1 - first);
+            let mut st = from;
+            for l in first..=last {
+                let (next, loc) = ctx.step(l, st)?;
+                locals.push(loc);
+                st = next;
+            }
+            for (l, loc) in (first..last + 1).zip(&locals).rev() {
+                let delta = r.scale(loc.to_stream);
+                // E||dL/dW||^2/(n d^2): per-token branches sum token outer products with
+                // uncorrelated gradients; attention's last matrix sees one input for all
+                // tokens, so its gradient is n (mean of delta) a^T.
+                if keep.has(l) {
+                    let wg = if ctx.model.mixes_tokens() {
+                        delta.mean.mul(Mag::new(n)).mul(loc.last_in)
+                    } else {
+                        delta.total().mul(loc.last_in)
+                    };
+                    self.weight_grad.set(l, wg);
+                }
+                r = jacobian_step(loc.a2, loc.split, r);
+                if keep.has(l - 1) {
+                    self.grad.set(l - 1, r.total());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `ln C_{l,j}`.
@@ -360,7 +510,12 @@ impl MeanField {
 
     /// Share of `E||x_l||^2` carried by source j: `C_{l,j}^2 m_j / q_l`.
     pub fn branch_weight(&self, l: usize, j: usize) -> f64 {
-        (2.0 * self.ln_coef(l, j) + self.m[j].ln() - self.q[l].ln()).exp()
+        self.ln_branch_weight(l, j).exp()
+    }
+
+    /// `ln` of [`Self::branch_weight`], exact where the weight is below f64's range.
+    pub fn ln_branch_weight(&self, l: usize, j: usize) -> f64 {
+        2.0 * self.ln_coef(l, j) + self.m[j].ln() - self.q[l].ln()
     }
 
     /// Skip gain and split branch gains of block l, `(a^2, b_mean^2, b_fluct^2)`, checking that
