@@ -81,8 +81,15 @@ fn rows_at(c: &Config, model: &Model, gain: Option<f64>, engine: EngineKind) -> 
 }
 
 /// [`common::weight_grad_ratio`], NaN where a row is missing (printed as `--`).
-fn grad_ratio(rows: &[Row], preset: &str, depth: usize) -> f64 {
-    common::weight_grad_ratio(rows, preset, depth).unwrap_or(f64::NAN)
+/// The first/last weight-gradient ratio, or None when a row is missing (written empty, and
+/// `--` in LaTeX).
+fn grad_ratio(rows: &[Row], preset: &str, depth: usize) -> Option<f64> {
+    common::weight_grad_ratio(rows, preset, depth)
+}
+
+/// [`latex::num`] of a value that may be missing.
+fn tex_num(v: Option<f64>) -> String {
+    v.map_or("--".into(), latex::num)
 }
 
 impl super::AnalysisConfig for Config {
@@ -219,10 +226,8 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             let g = m.gain(&c.mc)?;
             let rows = rows_at(c, &m, None, EngineKind::Theory)?;
             for p in &c.presets {
-                let ed = common::value(&rows, p, Metric::EffDepth, c.depth, c.depth, None)
-                    .unwrap_or(f64::NAN);
-                let x0 = common::value(&rows, p, Metric::BranchWeight, c.depth, c.depth, Some(0))
-                    .unwrap_or(f64::NAN);
+                let ed = common::value(&rows, p, Metric::EffDepth, c.depth, c.depth, None);
+                let x0 = common::value(&rows, p, Metric::BranchWeight, c.depth, c.depth, Some(0));
                 let ratio = grad_ratio(&rows, p, c.depth);
                 tb.push(b.clone());
                 ti.push(i.clone());
@@ -236,9 +241,9 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                     latex::escape(i),
                     common::label(p).to_string(),
                     latex::num(g),
-                    latex::num(ed / c.depth as f64),
-                    latex::num(x0),
-                    latex::num(ratio),
+                    tex_num(ed.map(|e| e / c.depth as f64)),
+                    tex_num(x0),
+                    tex_num(ratio),
                 ]);
             }
         }
@@ -282,15 +287,15 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             let ed = rows
                 .iter()
                 .find(|r| &r.preset == p && r.metric == Metric::EffDepth);
-            let th = common::value(&th_norm, p, Metric::EffDepth, c.depth, c.depth, None)
-                .unwrap_or(f64::NAN);
+            let th = common::value(&th_norm, p, Metric::EffDepth, c.depth, c.depth, None);
             tex.push(vec![
                 common::label(p).to_string(),
                 latex::escape(n.name()),
-                latex::num(th),
-                ed.map_or("--".into(), latex::pm_row),
-                latex::num(grad_ratio(&th_norm, p, c.depth)),
-                latex::num(grad_ratio(&rows, p, c.depth)),
+                tex_num(th),
+                ed.filter(|r| r.missing.is_none())
+                    .map_or("--".into(), latex::pm_row),
+                tex_num(grad_ratio(&th_norm, p, c.depth)),
+                tex_num(grad_ratio(&rows, p, c.depth)),
             ]);
         }
         out.rows(&format!("norm_{n}_mc.csv"), rows)?;

@@ -130,7 +130,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             title: common::label(p).to_string(),
             cells: heat
                 .iter()
-                .filter(|r| &r.preset == p && r.layer >= 1)
+                .filter(|r| &r.preset == p && r.layer >= 1 && r.missing.is_none())
                 .map(|r| (r.source.unwrap_or(0), r.layer, r.value))
                 .collect(),
         })

@@ -90,12 +90,19 @@ fn get<'a>(
     layer: u64,
     source: Option<u64>,
 ) -> Result<&'a Row> {
-    common::find(rows, preset, m, depth, layer, source).ok_or_else(|| {
-        Error::Undefined(format!(
+    match common::find_any(rows, preset, m, depth, layer, source) {
+        Some(r) => match &r.missing {
+            None => Ok(r),
+            Some(why) => Err(Error::Undefined(format!(
+                "claims: the {} row for {preset} at depth {depth}, layer {layer} has no value ({why})",
+                m.name()
+            ))),
+        },
+        None => Err(Error::Undefined(format!(
             "claims: no {} row for {preset} at depth {depth}, layer {layer}",
             m.name()
-        ))
-    })
+        ))),
+    }
 }
 
 /// The largest depth present for `preset` and `m`.
@@ -138,7 +145,7 @@ fn claim1(d: &Data) -> Result<Claim> {
     let mut gs: Vec<(f64, f64, f64)> = Vec::new(); // (g, pre ratio, post ratio)
     for (t, r) in gain
         .iter()
-        .filter(|(_, r)| r.preset == "post" && r.metric == ed)
+        .filter(|(_, r)| r.preset == "post" && r.metric == ed && r.missing.is_none())
     {
         let p = gain
             .iter()
@@ -205,7 +212,7 @@ fn claim2(d: &Data) -> Result<Claim> {
     let lm = max_depth(&mc, "pre", sq)?;
     let mc_pts: Vec<&Row> = mc
         .iter()
-        .filter(|r| r.preset == "pre" && r.metric == sq && r.layer >= 4)
+        .filter(|r| r.preset == "pre" && r.metric == sq && r.layer >= 4 && r.missing.is_none())
         .collect();
     let (first, last) = (mc_pts.first(), mc_pts.last());
     let p_mc = match (first, last) {
@@ -279,7 +286,7 @@ fn claim3(d: &Data) -> Result<Claim> {
     let mut sweep = Vec::new();
     for (t, r) in gain
         .iter()
-        .filter(|(_, r)| r.preset == "post" && r.metric == bw)
+        .filter(|(_, r)| r.preset == "post" && r.metric == bw && r.missing.is_none())
     {
         sweep.push((t[0], factor(r.value, r.depth)));
     }

@@ -343,7 +343,7 @@ pub fn points<T: AsRow>(
         .iter()
         .filter(|t| {
             let r = t.row();
-            r.preset == preset && r.metric == metric && keep(r)
+            r.preset == preset && r.metric == metric && r.missing.is_none() && keep(r)
         })
         .map(|t| {
             let r = t.row();
@@ -357,8 +357,21 @@ pub fn points<T: AsRow>(
     v
 }
 
-/// The row with key (preset, metric, depth, layer, source), if present.
+/// The row with key (preset, metric, depth, layer, source), if present and not missing (a
+/// missing row has no value to plot or compare; [`find_any`] returns it too).
 pub fn find<'a>(
+    rows: &'a [Row],
+    preset: &str,
+    metric: Metric,
+    depth: u64,
+    layer: u64,
+    source: Option<u64>,
+) -> Option<&'a Row> {
+    find_any(rows, preset, metric, depth, layer, source).filter(|r| r.missing.is_none())
+}
+
+/// The row with key (preset, metric, depth, layer, source), if present, missing or not.
+pub fn find_any<'a>(
     rows: &'a [Row],
     preset: &str,
     metric: Metric,

@@ -150,7 +150,11 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         let mut v: Vec<(f64, f64, f64, f64)> = rows
             .iter()
             .filter(|(t, r)| {
-                r.metric == m && r.source == src && (t[3] > 0.5) == beta_one && keep(r)
+                r.metric == m
+                    && r.source == src
+                    && (t[3] > 0.5) == beta_one
+                    && r.missing.is_none()
+                    && keep(r)
             })
             .map(|(t, r)| {
                 let (lo, hi) = r.interval();

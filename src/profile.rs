@@ -54,7 +54,7 @@ pub enum Value {
 }
 
 /// Reason for an exact value that is infinite.
-pub const OVERFLOW: &str = "overflow: beyond the range of f64 even in log space";
+pub const OVERFLOW: &str = "overflow: infinite in f64 (a quantity the closed form does not carry in log space, or whose log is infinite too)";
 /// Reason for a Monte Carlo estimate whose mean is infinite.
 pub const MC_OVERFLOW: &str = "overflow: a sampled network's value is beyond the range of f64 (lower --q0, --gain, --alpha or --lambda)";
 /// Reason for a Monte Carlo estimate whose mean is finite but whose spread is not.

@@ -3,7 +3,7 @@
 //! independent route whose accuracy does not depend on v.
 
 use normscope::branch::Activation;
-use normscope::branch::activation::{gelu, gelu_prime};
+use normscope::branch::activation::{SCALED_ABOVE, gelu, gelu_pair_scaled, gelu_prime};
 use normscope::tolerance;
 use proptest::prelude::*;
 
@@ -132,5 +132,42 @@ proptest! {
         prop_assert!(e.is_finite() && e.abs() <= bound * (1.0 + tolerance::ACCUMULATED));
         let up = Activation::Gelu.pair_moment(a, b, (rho + 0.01) * (a * b).sqrt());
         prop_assert!(up > e, "a={a} b={b} rho={rho}: {up} <= {e}");
+    }
+
+    /// Where the direct form still works (variances 1e-3 to 1e60), the rescaled form used above
+    /// [`SCALED_ABOVE`] agrees with it to 1e-12 relative, or the pair's own conditioning near a
+    /// sign change (as in the mpmath test).
+    #[test]
+    fn rescaled_pair_agrees_with_the_direct_form(log_a in -3.0f64..60.0, log_b in -3.0f64..60.0, rho in -1.0f64..1.0) {
+        let (a, b) = (10f64.powf(log_a), 10f64.powf(log_b));
+        let c = rho * a.sqrt() * b.sqrt();
+        let direct = Activation::Gelu.pair_moment(a, b, c);
+        let scaled = gelu_pair_scaled(a, b, c);
+        let tol = tolerance::ACCUMULATED.max(10.0 * conditioning(a, b, c, direct));
+        prop_assert!(((scaled - direct) / direct).abs() <= tol, "a={a} b={b} rho={rho}: {scaled} vs {direct}");
+    }
+
+    /// Up to f64's limit (variances 1e60 to 1e300) every kernel is finite and, since GELU is
+    /// ReLU up to O(1) where |x| >> 1, the pair kernel equals the arc-cosine kernel of ReLU
+    /// (Cho and Saul 2009, written out here independently) to 1e-12 of `sqrt(a b)`; the
+    /// normalized correlation stays in [-1, 1].
+    #[test]
+    fn kernels_stay_finite_up_to_1e300(log_a in 60.0f64..300.0, log_b in 60.0f64..300.0, rho in -1.0f64..1.0) {
+        let (a, b) = (10f64.powf(log_a), 10f64.powf(log_b));
+        prop_assert!(a.max(b) > SCALED_ABOVE);
+        let root = a.sqrt() * b.sqrt();
+        let c = rho * root;
+        let e = Activation::Gelu.pair_moment(a, b, c);
+        let (qa, qb) = (Activation::Gelu.second_moment(a), Activation::Gelu.second_moment(b));
+        let d = Activation::Gelu.deriv_second_moment(a);
+        prop_assert!(e.is_finite() && qa.is_finite() && qb.is_finite() && d.is_finite());
+        let theta = rho.clamp(-1.0, 1.0).acos();
+        let relu = root * ((1.0 - rho * rho).max(0.0).sqrt() + (std::f64::consts::PI - theta) * rho)
+            / (2.0 * std::f64::consts::PI);
+        prop_assert!((e - relu).abs() <= tolerance::ACCUMULATED * root, "a={a} b={b} rho={rho}: {e} vs {relu}");
+        let kappa = e / (qa.sqrt() * qb.sqrt());
+        prop_assert!(kappa.abs() <= 1.0 + tolerance::ACCUMULATED, "kappa {kappa}");
+        prop_assert!((qa / (a / 2.0) - 1.0).abs() < tolerance::ACCUMULATED, "second moment {qa} at {a}");
+        prop_assert!((d - 0.5).abs() < tolerance::ACCUMULATED, "derivative moment {d} at {a}");
     }
 }

@@ -207,3 +207,72 @@ fn expand_writes_values_beyond_f64_from_their_logarithm() {
         "{first}"
     );
 }
+
+#[test]
+fn expand_takes_logarithms_of_huge_rationals_exactly_and_refuses_undefined_values() {
+    let dir = tempfile::tempdir().unwrap();
+    // Post-LN with g = 10^6 by substitution: C_{L,0} = (1 + g)^(-L/2) (q0 = 1), whose rational
+    // has 3301 digits (beyond f64, so it used to print 0). Its decimal exponent and mantissa
+    // follow from log10(1000001) alone.
+    let o = normscope(
+        &[
+            "expand",
+            "--preset",
+            "post",
+            "--subs",
+            "g=1000000",
+            "--depth",
+            "1100",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(!text.contains("inf") && !text.contains("NaN"));
+    assert!(
+        !text.lines().any(|l| l.ends_with("= 0")),
+        "a coefficient printed as 0"
+    );
+    let log10 = -550.0 * 1_000_001f64.log10();
+    let want = format!(
+        "{:.10}e{}",
+        10f64.powf(log10 - log10.floor()),
+        log10.floor()
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("C_{1100,0} ="))
+        .unwrap();
+    assert!(
+        line.ends_with(&format!("= {want}")),
+        "{want}: ...{}",
+        &line[line.len() - 40..]
+    );
+    // DeepNorm with alpha = 2 by substitution: C_{L,0} has a rational beyond f64 times a
+    // polynomial power beyond f64; their logs cancel to a finite coefficient, never inf.
+    let o = normscope(
+        &[
+            "expand", "--preset", "deepnorm", "--subs", "alpha=2", "--depth", "1100",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(!text.contains("inf") && !text.contains("NaN"));
+    // Post-LN with alpha = 0 and g = 0 normalizes a zero stream: undefined, exit 2, one line.
+    let o = normscope(
+        &["expand", "--alpha", "0", "--gain", "0", "--depth", "3"],
+        dir.path(),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("undefined"), "{err}");
+    assert!(o.stdout.is_empty());
+    // A substituted value that f64 cannot hold is refused by name, not read as 0.
+    let tiny = format!("g=1/1{}", "0".repeat(400));
+    let o = normscope(&["expand", "--subs", &tiny, "--depth", "3"], dir.path());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--subs"), "{err}");
+}

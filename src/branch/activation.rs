@@ -62,8 +62,19 @@ fn gelu_angle(v: f64) -> f64 {
 /// + v^2 / (pi (1+v) sqrt(1+2v))`, the pair kernel at `a = b = c = v` (every term positive).
 pub fn gelu_second_moment(v: f64) -> f64 {
     let r = (1.0 + 2.0 * v).sqrt();
-    v / 4.0 + v * gelu_angle(v) / (2.0 * PI) + v * v / (PI * (1.0 + v) * r)
+    let last = if v > SCALED_ABOVE {
+        // `v^2` would overflow past 1e154; `v / (1 + v)` first keeps every factor finite.
+        v * (v / (1.0 + v)) / (PI * r)
+    } else {
+        v * v / (PI * (1.0 + v) * r)
+    };
+    v / 4.0 + v * gelu_angle(v) / (2.0 * PI) + last
 }
+
+/// Above this variance or covariance (2^200, about 1.6e60) the GELU kernels are evaluated in
+/// rescaled variables, because products such as `a b D^2` (of order `v^4`) would overflow f64
+/// from about 1e77. Below it the direct form is used, so results there are unchanged.
+pub const SCALED_ABOVE: f64 = 1.606_938_044_258_990_3e60;
 
 /// `E[gelu'(x)^2]` for `x ~ N(0, v)`: expanding `(Phi + x phi)^2`, `E[Phi(x)^2] = 1/4 +
 /// arcsin(v/(1+v))/(2 pi)`, `E[x Phi(x) phi(x)] = v / (2 pi (1+v) sqrt(1+2v))` and
@@ -101,6 +112,9 @@ fn t_minus_atan(t: f64) -> f64 {
 /// `2 pi E = u (T - atan T) - (s^2 - a b + w (1 + s)) / (P D)`, two terms of at most
 /// comparable size.
 pub fn gelu_pair(a: f64, b: f64, c: f64) -> f64 {
+    if a.max(b).max(c.abs()) > SCALED_ABOVE {
+        return gelu_pair_scaled(a, b, c);
+    }
     let s = 1.0 + a + b;
     let ab = a * b;
     let c2 = c * c;
@@ -117,6 +131,37 @@ pub fn gelu_pair(a: f64, b: f64, c: f64) -> f64 {
     two_pi_e / (2.0 * PI)
 }
 
+/// [`gelu_pair`] for variances beyond [`SCALED_ABOVE`]: the same two forms in the variables
+/// `A = a m`, `B = b m`, `C = c m` with `m = 2^-k` (an exact scaling, `2^k >= max(a, b, |c|)`),
+/// so every intermediate stays within f64 up to `a, b = f64::MAX`. With `Dm = D m`,
+/// `Pm2 = P m^2 = (m + A)(m + B)` and `Sm2 = s m^2 = m (m + A + B)`:
+///
+/// - `(a b D^2 + c^2) / (P D) = (A B / Pm2) (Dm / m) + (C^2 / Pm2) (m / Dm)`;
+/// - `(s^2 - a b + w (1 + s)) / (P D) = (s D^2 - c^2) / (P D)
+///   = (Sm2 / Pm2) (Dm / m) - (C^2 / Pm2) (m / Dm)`.
+pub fn gelu_pair_scaled(a: f64, b: f64, c: f64) -> f64 {
+    let top = a.max(b).max(c.abs());
+    let k = top.log2().ceil() as i32;
+    let m = 2f64.powi(-k);
+    let (sa, sb, sc) = (a * m, b * m, c * m);
+    let c2 = sc * sc;
+    let c2_err = sc.mul_add(sc, -c2);
+    let w = (sa.mul_add(sb, -c2) - c2_err).max(0.0);
+    let sm2 = m * (m + sa + sb);
+    let pm2 = (m + sa) * (m + sb);
+    let dm = (sm2 + w).sqrt();
+    let d_true = dm / m;
+    let inv_d = m / dm;
+    let u = -sc;
+    let two_pi_e = if u > dm {
+        let t = dm / u;
+        -c * t_minus_atan(t) - ((sm2 / pm2) * d_true - (c2 / pm2) * inv_d)
+    } else {
+        c * dm.atan2(-sc) + (sa * sb / pm2) * d_true + (c2 / pm2) * inv_d
+    };
+    two_pi_e / (2.0 * PI)
+}
+
 impl Activation {
     /// `E[phi(x) phi(y)]` for centered Gaussians with `Var x = va`, `Var y = vb`, `Cov = cab`.
     pub fn pair_moment(self, va: f64, vb: f64, cab: f64) -> f64 {
@@ -125,8 +170,15 @@ impl Activation {
         }
         match self {
             Activation::Relu => {
-                let rho = (cab / (va * vb).sqrt()).clamp(-1.0, 1.0);
-                (va * vb).sqrt() * ((1.0 - rho * rho).sqrt() + (PI - rho.acos()) * rho) / (2.0 * PI)
+                // sqrt(va vb), taken factor by factor only when the product would overflow.
+                let product = va * vb;
+                let root = if product.is_finite() {
+                    product.sqrt()
+                } else {
+                    va.sqrt() * vb.sqrt()
+                };
+                let rho = (cab / root).clamp(-1.0, 1.0);
+                root * ((1.0 - rho * rho).sqrt() + (PI - rho.acos()) * rho) / (2.0 * PI)
             }
             Activation::Gelu => gelu_pair(va, vb, cab),
         }

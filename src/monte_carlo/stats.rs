@@ -27,16 +27,17 @@ pub fn estimate(values: &[f64]) -> Estimate {
     let n = values.len();
     assert!(n >= 2, "an interval needs at least two samples");
     let nf = n as f64;
-    let mean = values.iter().sum::<f64>() / nf;
-    // The deviations are scaled by the largest |value| before squaring, so the spread of
-    // values near 1e-300 (or 1e300) does not underflow to 0 (or overflow); exact in binary
-    // when the scale is a power of two, which it is made to be.
+    // The values are scaled by a power of two near the largest |value| before summing and
+    // squaring, so the mean of values near 1e308 does not overflow and the spread of values
+    // near 1e-300 (or 1e300) does not underflow to 0 (or overflow). Scaling by a power of two
+    // is exact, so in range the sums round exactly as unscaled ones would.
     let top = values.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     let scale = if top > 0.0 && top.is_finite() {
         2f64.powi((top.log2().ceil() as i32).clamp(-1022, 1023))
     } else {
         1.0
     };
+    let mean = values.iter().map(|v| v / scale).sum::<f64>() / nf * scale;
     let var = values
         .iter()
         .map(|v| ((v - mean) / scale).powi(2))
@@ -68,5 +69,18 @@ mod tests {
         assert!((e.mean - 2.5).abs() < crate::tolerance::ROUNDING);
         assert!((e.stderr - se).abs() < crate::tolerance::ROUNDING);
         assert!((e.ci_high - (2.5 + 3.182_446 * se)).abs() < crate::tolerance::T_TABLE);
+    }
+
+    #[test]
+    fn values_near_f64s_limits_keep_their_mean_and_spread() {
+        // 1e308 + 1.5e308 overflows f64; the scaled sum does not. Mean 1.25e308, s = 0.5e308 /
+        // sqrt(2), se = s / sqrt(2) = 0.25e308.
+        let e = estimate(&[1e308, 1.5e308]);
+        assert!((e.mean / 1.25e308 - 1.0).abs() < crate::tolerance::ROUNDING);
+        assert!((e.stderr / 0.25e308 - 1.0).abs() < crate::tolerance::ROUNDING);
+        // And near the bottom: 1e-300 and 3e-300, mean 2e-300, se 1e-300.
+        let e = estimate(&[1e-300, 3e-300]);
+        assert!((e.mean / 2e-300 - 1.0).abs() < crate::tolerance::ROUNDING);
+        assert!((e.stderr / 1e-300 - 1.0).abs() < crate::tolerance::ROUNDING);
     }
 }

@@ -112,29 +112,46 @@ impl Stage {
     /// stage, from the last entry to the first, then every staged entry is moved into `root`,
     /// from the first to the last. An entry the stage does not hold is only removed from
     /// `root`. Put the entry holding the manifest last: it is then the first to go and the last
-    /// to arrive. The stage, with the old entries, is removed afterwards.
+    /// to arrive. The stage, with the old entries, is removed afterwards. If a move fails, the
+    /// moves already made are undone (best effort), so `root` keeps its previous outputs, and
+    /// the first error is returned.
     pub fn commit(self, root: &Path, entries: &[&str]) -> Result<()> {
         let reg = in_flight();
         let old = self.dir.join(".old");
         std::fs::create_dir(&old).map_err(|e| io_err(&old, e))?;
-        for (i, rel) in entries.iter().enumerate().rev() {
-            let target = root.join(rel);
-            if std::fs::symlink_metadata(&target).is_ok() {
-                step();
-                std::fs::rename(&target, old.join(i.to_string()))
-                    .map_err(|e| io_err(&target, e))?;
+        // What has moved so far, so that a failed rename (disk error, permissions) can put
+        // everything back: the old outputs return, the new ones go back into the stage.
+        let mut aside: Vec<(PathBuf, PathBuf)> = Vec::new();
+        let mut placed: Vec<(PathBuf, PathBuf)> = Vec::new();
+        let result = (|| -> Result<()> {
+            for (i, rel) in entries.iter().enumerate().rev() {
+                let target = root.join(rel);
+                if std::fs::symlink_metadata(&target).is_ok() {
+                    step();
+                    let kept = old.join(i.to_string());
+                    std::fs::rename(&target, &kept).map_err(|e| io_err(&target, e))?;
+                    aside.push((kept, target));
+                }
             }
-        }
-        for rel in entries {
-            let (staged, target) = (self.dir.join(rel), root.join(rel));
-            if std::fs::symlink_metadata(&staged).is_ok() {
-                atomic::ensure_parent(&target)?;
-                step();
-                std::fs::rename(&staged, &target).map_err(|e| io_err(&target, e))?;
+            for rel in entries {
+                let (staged, target) = (self.dir.join(rel), root.join(rel));
+                if std::fs::symlink_metadata(&staged).is_ok() {
+                    atomic::ensure_parent(&target)?;
+                    step();
+                    std::fs::rename(&staged, &target).map_err(|e| io_err(&target, e))?;
+                    placed.push((target, staged));
+                }
+            }
+            Ok(())
+        })();
+        if result.is_err() {
+            // Best effort, newest first; the error reported is the first one.
+            for (from, to) in placed.iter().rev().chain(aside.iter().rev()) {
+                let _ = std::fs::rename(from, to);
             }
         }
         drop(reg);
-        Ok(())
+        result
     }
 }
 
@@ -195,4 +212,30 @@ pub fn remove_leftovers(root: &Path, ids: &[&str]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_commit_puts_the_old_outputs_back() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path();
+        std::fs::create_dir(root.join("a")).unwrap();
+        std::fs::write(root.join("a/x.csv"), "old").unwrap();
+        // `b` is a regular file, so the staged `b/y/z.csv` cannot be moved under it.
+        std::fs::write(root.join("b"), "a file").unwrap();
+        let stage = Stage::new(root, "test").unwrap();
+        stage.write("a/x.csv", b"new").unwrap();
+        stage.write("b/y/z.csv", b"new").unwrap();
+        assert!(stage.commit(root, &["a", "b/y"]).is_err());
+        assert_eq!(
+            std::fs::read_to_string(root.join("a/x.csv")).unwrap(),
+            "old"
+        );
+        assert_eq!(std::fs::read_to_string(root.join("b")).unwrap(), "a file");
+        let left: Vec<_> = std::fs::read_dir(root).unwrap().flatten().collect();
+        assert_eq!(left.len(), 2, "{left:?}");
+    }
 }

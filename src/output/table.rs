@@ -90,6 +90,22 @@ fn unsorted_frame(rows: &[Row]) -> Result<DataFrame> {
 
 /// Writes a frame as CSV to any writer.
 pub fn write_csv(df: &mut DataFrame, w: &mut dyn Write) -> Result<()> {
+    // The last guard of "a non-finite number is never written as a result": a value without
+    // a number is null (written empty, with its reason where the table has a missing column).
+    for col in df.columns() {
+        if let Ok(values) = col.f64()
+            && let Some(i) = values
+                .iter()
+                .position(|v| v.is_some_and(|x| !x.is_finite()))
+        {
+            return Err(Error::Undefined(format!(
+                "refusing to write a non-finite number: column '{}', row {} ({})",
+                col.name(),
+                i + 1,
+                values.get(i).unwrap_or(f64::NAN)
+            )));
+        }
+    }
     CsvWriter::new(w).include_header(true).finish(df)?;
     Ok(())
 }

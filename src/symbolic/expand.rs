@@ -243,7 +243,17 @@ pub fn expand(spec: &StackSpec, model: &BranchModel, q0: f64, subs: &Subs) -> Re
     }
     for s in Sym::ALL {
         if let Some(r) = subs.get(s) {
-            values[s.index()] = super::poly::rat_to_f64(r);
+            let v = super::poly::rat_to_f64(r);
+            if !v.is_finite() || (v == 0.0 && !r.is_zero()) {
+                return Err(Error::InvalidParam {
+                    field: "--subs",
+                    value: format!("{}={r}", s.name()),
+                    accepted:
+                        "a value within f64's range (between about 1e-307 and 1e308 in magnitude)"
+                            .into(),
+                });
+            }
+            values[s.index()] = v;
         }
     }
     let mut symbols: Vec<Sym> = coefs.iter().flat_map(|c| c.symbols()).collect();
@@ -251,6 +261,13 @@ pub fn expand(spec: &StackSpec, model: &BranchModel, q0: f64, subs: &Subs) -> Re
     symbols.dedup();
     if values.iter().any(|v| !v.is_finite()) {
         return Err(Error::Overflow("a symbol's value is not finite".into()));
+    }
+    if let Some((j, why)) = coefs
+        .iter()
+        .enumerate()
+        .find_map(|(j, c)| c.undefined_at(&values).map(|w| (j, w)))
+    {
+        return Err(Error::Undefined(format!("C_{{{depth},{j}}} = {why}")));
     }
     Ok(Expansion {
         depth,

@@ -3,7 +3,7 @@
 //! primes fold into the rational, so every coefficient prints in one simplified form, e.g.
 //! `q0^(-1/2) * (1 + g)^(-3/2)` or, with g = q0 = 1 substituted, `2^(-3/2)`.
 
-use super::poly::{NSYM, Poly, Sym, rat_text, rat_to_f64};
+use super::poly::{NSYM, Poly, Sym, rat_text};
 use num_bigint::{BigInt, BigUint};
 use num_rational::{BigRational, Ratio};
 use num_traits::{One, Signed, ToPrimitive, Zero};
@@ -184,29 +184,67 @@ impl Expr {
         if self.is_zero() {
             return (1.0, f64::NEG_INFINITY);
         }
-        let ln = |x: f64| x.ln();
         let r = |e: &Exp| *e.numer() as f64 / *e.denom() as f64;
-        let mut acc = ln(rat_to_f64(&self.coeff.abs()));
+        // A negative base to an odd integer power flips the sign; to a fractional power it
+        // has no real value.
+        let mut sign = if self.coeff.is_negative() { -1.0 } else { 1.0 };
+        let mut flip = |base_sign: f64, e: &Exp| -> f64 {
+            if base_sign >= 0.0 {
+                0.0
+            } else if !e.is_integer() {
+                f64::NAN
+            } else {
+                if e.numer() % 2 != 0 {
+                    sign = -sign;
+                }
+                0.0
+            }
+        };
+        let mut acc = super::poly::ln_abs_rat(&self.coeff);
         for (p, e) in &self.primes {
-            acc += r(e) * ln(p.to_f64().unwrap_or(f64::INFINITY));
+            acc += r(e) * super::poly::ln_biguint(p);
         }
         for s in Sym::ALL {
             let e = &self.syms[s.index()];
             if !e.is_zero() {
-                acc += r(e) * ln(vals[s.index()]);
+                let v = vals[s.index()];
+                acc += r(e) * v.abs().ln() + flip(v, e);
             }
         }
         for (p, e) in &self.polys {
             let plain = p.eval(vals);
-            let lp = if plain.is_normal() {
-                ln(plain)
+            let (ps, lp) = if plain.is_normal() {
+                (plain.signum(), plain.abs().ln())
             } else {
                 p.ln_eval(vals)
             };
-            acc += r(e) * lp;
+            acc += r(e) * lp + flip(ps, e);
         }
-        let sign = if self.coeff.is_negative() { -1.0 } else { 1.0 };
         (sign, acc)
+    }
+
+    /// Why this coefficient has no value at `vals`, or None: a zero factor to a negative power
+    /// (`0^(-k)`, alone or against another zero factor, e.g. Post-LN with `alpha = 0` and
+    /// `g = 0`, where the norm's input is 0), or a negative base to a fractional power.
+    pub fn undefined_at(&self, vals: &[f64; NSYM]) -> Option<String> {
+        let (_, ln) = self.ln_eval(vals);
+        // NaN: 0 * inf; +inf: a division by zero (an infinite coefficient).
+        (ln.is_nan() || ln == f64::INFINITY).then(|| {
+            let names: Vec<String> = Sym::ALL
+                .into_iter()
+                .filter(|s| !self.syms[s.index()].is_zero())
+                .map(|s| format!("{} = {}", s.name(), vals[s.index()]))
+                .collect();
+            format!(
+                "{} is undefined at {} (a zero to a negative power, e.g. a norm of a zero stream, or a negative base to a fractional power)",
+                self.text(),
+                if names.is_empty() {
+                    "these values".to_string()
+                } else {
+                    names.join(", ")
+                }
+            )
+        })
     }
 
     /// Symbols that appear.

@@ -76,6 +76,26 @@ pub fn rat_to_f64(r: &BigRational) -> f64 {
     })
 }
 
+/// `ln n` of a positive integer of any size: exact to f64 rounding, through its top 64 bits
+/// and its bit length (`n = m 2^k` with `m < 2^64`, so `ln n = ln m + k ln 2`). `-inf` for 0.
+pub fn ln_biguint(n: &num_bigint::BigUint) -> f64 {
+    let bits = n.bits();
+    if bits <= 64 {
+        return n.to_f64().map_or(f64::NAN, f64::ln);
+    }
+    let shift = bits - 64;
+    let top = (n >> shift).to_f64().map_or(f64::NAN, f64::ln);
+    top + shift as f64 * std::f64::consts::LN_2
+}
+
+/// `ln |r|` of a rational of any size (where [`rat_to_f64`] would saturate to inf or 0).
+pub fn ln_abs_rat(r: &BigRational) -> f64 {
+    if let Some(v) = r.to_f64().filter(|v| v.is_normal()) {
+        return v.abs().ln();
+    }
+    ln_biguint(r.numer().magnitude()) - ln_biguint(r.denom().magnitude())
+}
+
 impl Poly {
     /// The zero polynomial.
     pub fn zero() -> Self {
@@ -206,29 +226,34 @@ impl Poly {
             .sum()
     }
 
-    /// `ln` of the value at `vals`, for a value beyond f64's range: each term's log, then a
-    /// log-sum-exp (terms of either sign). NaN when the value is not positive.
-    pub fn ln_eval(&self, vals: &[f64; NSYM]) -> f64 {
+    /// `(sign, ln |value|)` at `vals`, for a value beyond f64's range: each term's exact log
+    /// ([`ln_abs_rat`] for its coefficient), then a log-sum-exp over terms of either sign.
+    /// `(1, -inf)` when the value is 0; `ln` is NaN only when a symbol's log is.
+    pub fn ln_eval(&self, vals: &[f64; NSYM]) -> (f64, f64) {
         let terms: Vec<(f64, f64)> = self
             .terms
             .iter()
             .map(|(e, c)| {
-                let mut ln = rat_to_f64(&c.abs()).ln();
+                let mut ln = ln_abs_rat(c);
+                let mut sign = if c.is_negative() { -1.0 } else { 1.0 };
                 for i in 0..NSYM {
                     if e[i] != 0 {
                         ln += e[i] as f64 * vals[i].abs().ln();
+                        if vals[i] < 0.0 && e[i] % 2 != 0 {
+                            sign = -sign;
+                        }
                     }
                 }
-                let sign = if c.is_negative() { -1.0 } else { 1.0 };
                 (sign, ln)
             })
             .collect();
         let top = terms.iter().fold(f64::NEG_INFINITY, |m, t| m.max(t.1));
-        if top == f64::NEG_INFINITY {
-            return f64::NEG_INFINITY;
+        if top == f64::NEG_INFINITY || top.is_nan() {
+            return (1.0, top);
         }
         let sum: f64 = terms.iter().map(|(s, ln)| s * (ln - top).exp()).sum();
-        top + sum.ln()
+        let sign = if sum < 0.0 { -1.0 } else { 1.0 };
+        (sign, top + sum.abs().ln())
     }
 
     fn sorted_terms(&self) -> Vec<(&Exps, &BigRational)> {

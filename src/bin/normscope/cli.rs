@@ -119,7 +119,9 @@ pub struct ModelArgs {
     /// Input second moment q0 = E||x_0||^2/d.
     #[arg(long, default_value_t = RawModel::default().q0, allow_hyphen_values = true)]
     pub q0: f64,
-    /// Correlation of the two inputs / tokens, in [-1, 1].
+    /// Correlation of the two inputs / tokens: in [-1, 1], and above -1/(n-1) for n = --tokens
+    /// (n tokens with one pairwise correlation must have a positive definite covariance; both
+    /// engines check it, so --tokens 2 admits every c0 > -1).
     #[arg(long, default_value_t = RawModel::default().c0, allow_hyphen_values = true)]
     pub c0: f64,
     /// Tokens n (attention branches; every token is a sample in Monte Carlo).
