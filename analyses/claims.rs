@@ -54,23 +54,26 @@ pub struct Claim {
 /// Tables read by the ledger, relative to the output root.
 struct Data<'a> {
     root: &'a Path,
+    /// Every file read, relative to the root (`data/<id>/<file>`), for the manifest.
+    read: std::cell::RefCell<std::collections::BTreeSet<String>>,
 }
 
 impl Data<'_> {
-    fn rows(&self, rel: &str) -> Result<Vec<Row>> {
+    fn path(&self, rel: &str) -> Result<std::path::PathBuf> {
         let path = self.root.join("data").join(rel);
         if !path.exists() {
             return Err(missing(rel));
         }
-        read_rows(&path)
+        self.read.borrow_mut().insert(format!("data/{rel}"));
+        Ok(path)
+    }
+
+    fn rows(&self, rel: &str) -> Result<Vec<Row>> {
+        read_rows(&self.path(rel)?)
     }
 
     fn tagged(&self, rel: &str, tags: &[&str]) -> Result<Vec<(Vec<f64>, Row)>> {
-        let path = self.root.join("data").join(rel);
-        if !path.exists() {
-            return Err(missing(rel));
-        }
-        read_tagged(&path, tags)
+        read_tagged(&self.path(rel)?, tags)
     }
 }
 
@@ -561,8 +564,16 @@ fn claim10(d: &Data) -> Result<Claim> {
 
 /// Computes the ledger from the tables under `root`.
 pub fn ledger(root: &Path) -> Result<Vec<Claim>> {
-    let d = Data { root };
-    Ok(vec![
+    Ok(ledger_and_inputs(root)?.0)
+}
+
+/// The ledger and the files it read (relative to `root`).
+fn ledger_and_inputs(root: &Path) -> Result<(Vec<Claim>, Vec<String>)> {
+    let d = Data {
+        root,
+        read: Default::default(),
+    };
+    let claims = vec![
         claim1(&d)?,
         claim2(&d)?,
         claim3(&d)?,
@@ -588,11 +599,15 @@ pub fn ledger(root: &Path) -> Result<Vec<Claim>> {
             "pre-training then fine-tuning runs on a downstream task",
         ),
         claim10(&d)?,
-    ])
+    ];
+    Ok((claims, d.read.into_inner().into_iter().collect()))
 }
 
 fn run(_: &Config, out: &mut Out) -> Result<()> {
-    let claims = ledger(out.root())?;
+    let (claims, inputs) = ledger_and_inputs(out.root())?;
+    for rel in inputs {
+        out.read_input(&rel)?;
+    }
     let mut df = DataFrame::new_infer_height(vec![
         column("claim", claims.iter().map(|c| c.id)),
         column("statement", claims.iter().map(|c| c.statement)),

@@ -128,6 +128,42 @@ impl super::AnalysisConfig for Config {
     }
 }
 
+/// One curve of a figure, `(alpha, value, ci_low, ci_high)` sorted by alpha: metric `m` (source
+/// `src`) on the family `beta_one` (alpha alone) or the path to DeepNorm. Rows exist at layers 0
+/// and L: the gradient is read at x_0 (layer 0), every other curve at x_L (at layer 0, x_0's
+/// weight is trivially 1; mixing the two drew a sawtooth).
+fn curve(
+    rows: &[(Vec<f64>, Row)],
+    m: Metric,
+    src: Option<u64>,
+    beta_one: bool,
+) -> Vec<(f64, f64, f64, f64)> {
+    let at_layer = |r: &Row| {
+        if r.metric == Metric::GradSq {
+            r.layer == 0
+        } else {
+            r.layer == r.depth
+        }
+    };
+    let mut v: Vec<(f64, f64, f64, f64)> = rows
+        .iter()
+        .filter(|(t, r)| {
+            r.metric == m
+                && r.source == src
+                && (t[3] > 0.5) == beta_one
+                && r.missing.is_none()
+                && at_layer(r)
+                && keep(r)
+        })
+        .map(|(t, r)| {
+            let (lo, hi) = r.interval();
+            (t[1], r.value, lo, hi)
+        })
+        .collect();
+    v.sort_by(|x, y| x.0.total_cmp(&y.0));
+    v
+}
+
 fn run(c: &Config, out: &mut Out) -> Result<()> {
     let (a, b) = constants(c.depth)?;
     // (s, alpha, beta, alpha_only): the path to DeepNorm, and alpha alone at beta = 1.
@@ -145,25 +181,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let (theory, mc) = common::sweep(&grid, &mc_grid, |(s, alpha, beta, only), engine| {
         at(c, s, alpha, beta, only, engine)
     })?;
-    // x = alpha; family by the alpha_only tag.
-    let pick = |rows: &[(Vec<f64>, Row)], m: Metric, src: Option<u64>, beta_one: bool| {
-        let mut v: Vec<(f64, f64, f64, f64)> = rows
-            .iter()
-            .filter(|(t, r)| {
-                r.metric == m
-                    && r.source == src
-                    && (t[3] > 0.5) == beta_one
-                    && r.missing.is_none()
-                    && keep(r)
-            })
-            .map(|(t, r)| {
-                let (lo, hi) = r.interval();
-                (t[1], r.value, lo, hi)
-            })
-            .collect();
-        v.sort_by(|x, y| x.0.total_cmp(&y.0));
-        v
-    };
+    let pick = curve;
     let line = |label: &str, color, pts: Vec<(f64, f64, f64, f64)>, dashed: bool| Series {
         label: label.into(),
         points: pts.iter().map(|p| (p.0, p.1)).collect(),
@@ -224,4 +242,34 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     }
     out.frame("theory.csv", &mut tagged_frame(&TAGS, theory)?)?;
     out.frame("mc.csv", &mut tagged_frame(&TAGS, mc)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyses::AnalysisConfig;
+
+    #[test]
+    fn each_curve_has_one_point_per_alpha() {
+        let c = Config::quick();
+        let (a, b) = constants(c.depth).unwrap();
+        let mut rows = Vec::new();
+        for i in 0..c.steps {
+            let s = i as f64 / (c.steps - 1) as f64;
+            rows.extend(at(&c, s, a.powf(s), b.powf(s), false, EngineKind::Theory).unwrap());
+        }
+        for (m, src) in [
+            (Metric::BranchWeight, Some(0)),
+            (Metric::BranchWeight, Some(1)),
+            (Metric::EffDepth, None),
+            (Metric::GradSq, None),
+        ] {
+            let pts = curve(&rows, m, src, false);
+            assert_eq!(pts.len(), c.steps, "{m:?} {src:?}: {pts:?}");
+            assert!(pts.windows(2).all(|w| w[0].0 < w[1].0), "{m:?}: {pts:?}");
+        }
+        // x_0's share of x_L at the Post-LN end is below 1 (its layer-0 share is 1).
+        let x0 = curve(&rows, Metric::BranchWeight, Some(0), false);
+        assert!(x0[0].1 < 1.0, "{x0:?}");
+    }
 }

@@ -1,5 +1,7 @@
-//! `data/<id>/manifest.json`: analysis id, crate version, source commit, whether the quick
-//! defaults were used, the resolved configuration, seeds, and the sha256 of every output
+//! `data/<id>/manifest.json`: analysis id, crate version, source commit, toolchain (rustc
+//! version and target), the command line, whether the quick defaults were used, the resolved
+//! configuration, seeds, the sha256 of every input read from earlier analyses and of every
+//! output
 //! (paths relative to the output root; the hash of the bytes the run wrote, not a re-read of
 //! the disk). No timestamps, so an unchanged rerun leaves the file byte-identical.
 //!
@@ -16,7 +18,26 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The code paths whose last commit identifies the source.
-pub const CODE_PATHS: [&str; 4] = ["src", "analyses", "Cargo.toml", "Cargo.lock"];
+pub const CODE_PATHS: [&str; 5] = ["src", "analyses", "build.rs", "Cargo.toml", "Cargo.lock"];
+
+/// The toolchain the binary was built with (recorded by `build.rs`).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Build {
+    /// `rustc --version` at build time.
+    pub rustc: &'static str,
+    /// The target triple.
+    pub target: &'static str,
+}
+
+impl Build {
+    /// This binary's.
+    pub const fn current() -> Self {
+        Build {
+            rustc: env!("NORMSCOPE_RUSTC"),
+            target: env!("NORMSCOPE_TARGET"),
+        }
+    }
+}
 
 /// Where the code came from.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
@@ -65,14 +86,47 @@ pub struct Manifest<'a> {
     pub crate_version: &'a str,
     /// Source commit.
     pub source: Source,
+    /// Toolchain.
+    pub build: Build,
+    /// The command line that made the outputs (`normscope` and its arguments).
+    pub invocation: String,
     /// Whether the `--quick` defaults were used.
     pub quick: bool,
     /// Resolved configuration.
     pub config: serde_json::Value,
     /// Base seeds.
     pub seeds: Vec<u64>,
+    /// Input path (relative to the root) -> sha256, for analyses that read earlier ones'
+    /// outputs (the claims ledger).
+    pub inputs: BTreeMap<String, String>,
     /// Output path (relative to the root) -> sha256.
     pub outputs: BTreeMap<String, String>,
+}
+
+/// The command line as run: `normscope` followed by the arguments, each quoted when it holds
+/// a space or quote. The `--out-dir` folder is written as `DIR`: where the outputs went does
+/// not change them, and the manifest of a rerun elsewhere stays byte-identical.
+pub fn invocation() -> String {
+    let mut after_out_dir = false;
+    let args = std::env::args().skip(1).map(|a| {
+        if std::mem::take(&mut after_out_dir) {
+            return "DIR".to_string();
+        }
+        if a == "--out-dir" {
+            after_out_dir = true;
+        } else if a.starts_with("--out-dir=") {
+            return "--out-dir=DIR".to_string();
+        }
+        if a.is_empty() || a.contains([' ', '"', '\'', '\\']) {
+            format!("{a:?}")
+        } else {
+            a
+        }
+    });
+    std::iter::once("normscope".to_string())
+        .chain(args)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// sha256 of bytes, hex.

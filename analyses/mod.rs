@@ -45,6 +45,8 @@ pub struct Settings {
     pub quick: bool,
     /// Overrides from `--config`.
     pub file: ConfigFile,
+    /// `--seed`: replaces every base seed of every analysis (after the file's values).
+    pub seed: Option<u64>,
 }
 
 impl Settings {
@@ -56,8 +58,30 @@ impl Settings {
         full: C,
         quick: C,
     ) -> Result<C> {
-        self.file
-            .resolve(id, if self.quick { &quick } else { &full })
+        let c = self
+            .file
+            .resolve(id, if self.quick { &quick } else { &full })?;
+        match self.seed {
+            None => Ok(c),
+            Some(seed) => {
+                let mut v = toml::Value::try_from(&c).expect("configs serialize to TOML");
+                set_seeds(&mut v, seed);
+                Ok(v.try_into().expect("a seed keeps the config's shape"))
+            }
+        }
+    }
+}
+
+/// Sets every `seed` key in `v` (at any depth) to `seed`.
+fn set_seeds(v: &mut toml::Value, seed: u64) {
+    if let Some(t) = v.as_table_mut() {
+        for (k, x) in t.iter_mut() {
+            if k == "seed" && x.is_integer() {
+                *x = toml::Value::Integer(seed as i64);
+            } else {
+                set_seeds(x, seed);
+            }
+        }
     }
 }
 
@@ -68,6 +92,8 @@ pub type Work = Box<dyn FnOnce(&mut Out) -> Result<()>>;
 pub struct Prepared {
     /// The resolved configuration, recorded in the manifest.
     pub config: serde_json::Value,
+    /// The same as TOML, as `reproduce --print-config` prints it.
+    pub toml: toml::Value,
     /// Base seeds of its Monte Carlo runs.
     pub seeds: Vec<u64>,
     /// The work; writes through [`Out`].
@@ -83,6 +109,7 @@ impl Prepared {
     ) -> Self {
         Prepared {
             config: serde_json::to_value(&config).expect("configs serialize to JSON"),
+            toml: toml::Value::try_from(&config).expect("configs serialize to TOML"),
             seeds,
             work: Box::new(move |out| run(&config, out)),
         }
@@ -137,6 +164,8 @@ pub struct Out {
     id: &'static str,
     /// Relative path -> sha256 of the bytes written.
     outputs: BTreeMap<String, String>,
+    /// Relative path -> sha256 of the files read from earlier analyses.
+    inputs: BTreeMap<String, String>,
 }
 
 impl Out {
@@ -151,6 +180,14 @@ impl Out {
     /// are in place there). This analysis's own outputs are not there until it has ended.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Records that `rel` (relative to the root) was read as an input, with the sha256 of its
+    /// bytes, for the manifest.
+    pub fn read_input(&mut self, rel: &str) -> Result<()> {
+        let hash = manifest::sha256_file(&self.root.join(rel))?;
+        self.inputs.insert(rel.to_string(), hash);
+        Ok(())
     }
 
     /// Writes tidy rows to `data/<id>/<name>` (sorted, the standard columns).
@@ -211,6 +248,20 @@ pub fn find(id: &str) -> Result<&'static Analysis> {
         })
 }
 
+/// The resolved configurations as one TOML file, one `[id]` table per analysis, ready to edit
+/// and pass back with `--config`.
+pub fn config_toml(selected: &[&Analysis], prepared: &[Prepared], quick: bool) -> String {
+    let mut root = toml::map::Map::new();
+    for (a, p) in selected.iter().zip(prepared) {
+        root.insert(a.id.to_string(), p.toml.clone());
+    }
+    format!(
+        "# normscope reproduce{}: the resolved configuration of each analysis. Edit and pass\n# back with `normscope reproduce --config FILE`; keys left out keep their defaults.\n\n{}",
+        if quick { " --quick" } else { "" },
+        toml::to_string(&toml::Value::Table(root)).expect("TOML tables print")
+    )
+}
+
 /// What `reproduce` was asked to do.
 #[derive(Clone, Debug, Default)]
 pub struct Request {
@@ -222,6 +273,10 @@ pub struct Request {
     pub quick: bool,
     /// `--config` file.
     pub config: Option<PathBuf>,
+    /// `--seed`: every analysis's base seed.
+    pub seed: Option<u64>,
+    /// Print the resolved configurations as TOML and run nothing.
+    pub print_config: bool,
 }
 
 /// Runs the requested analyses: resolves every configuration first (bad input writes nothing),
@@ -250,11 +305,16 @@ pub fn reproduce(req: &Request) -> Result<()> {
     let settings = Settings {
         quick: req.quick,
         file,
+        seed: req.seed,
     };
     let prepared: Vec<Prepared> = selected
         .iter()
         .map(|a| (a.prepare)(a.id, &settings))
         .collect::<Result<_>>()?;
+    if req.print_config {
+        print!("{}", config_toml(&selected, &prepared, req.quick));
+        return Ok(());
+    }
     let source = manifest::Source::detect();
     let _lock = OutputLock::acquire(&req.root)?;
     staging::remove_leftovers(&req.root, &ids())?;
@@ -267,17 +327,26 @@ pub fn reproduce(req: &Request) -> Result<()> {
             stage: Stage::new(&req.root, a.id)?,
             id: a.id,
             outputs: BTreeMap::new(),
+            inputs: BTreeMap::new(),
         };
         (p.work)(&mut out)?;
-        let Out { stage, outputs, .. } = out;
+        let Out {
+            stage,
+            outputs,
+            inputs,
+            ..
+        } = out;
         let files = outputs.len();
         let m = manifest::Manifest {
             analysis: a.id,
             crate_version: env!("CARGO_PKG_VERSION"),
             source: source.clone(),
+            build: manifest::Build::current(),
+            invocation: manifest::invocation(),
             quick: req.quick,
             config: p.config,
             seeds: p.seeds,
+            inputs,
             outputs,
         };
         let (data, figures) = (format!("data/{}", a.id), format!("figures/{}", a.id));

@@ -481,3 +481,64 @@ fn bad_paths_values_and_flag_combinations_exit_2_naming_the_field() {
     );
     assert!(o.status.success() && o.stdout.starts_with(b"preset,"));
 }
+
+/// Every example in the `--help` of `theory`, `expand`, `mc` and `compare` runs as printed
+/// (exit 0), so the help cannot drift from the flags.
+#[test]
+fn every_help_example_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ran = 0;
+    for cmd in ["theory", "expand", "mc", "compare"] {
+        let help = Command::new(env!("CARGO_BIN_EXE_normscope"))
+            .args([cmd, "--help"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8(help.stdout).unwrap();
+        let examples: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("  normscope "))
+            .collect();
+        assert!(!examples.is_empty(), "{cmd} --help has no examples");
+        for ex in examples {
+            let o = Command::new(env!("CARGO_BIN_EXE_normscope"))
+                .args(ex.split_whitespace())
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "{ex}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            ran += 1;
+        }
+    }
+    assert!(ran >= 10, "{ran}");
+}
+
+#[test]
+fn names_ignore_case_and_mc_only_branches_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_normscope"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let a = run(&[
+        "theory", "--preset", "Pre,POST", "--init", "He", "--branch", "ReLU-MLP", "--depth", "4",
+    ]);
+    let b = run(&[
+        "theory", "--preset", "pre,post", "--init", "he", "--branch", "relu-mlp", "--depth", "4",
+    ]);
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert_eq!(a.stdout, b.stdout);
+    let o = run(&["theory", "--branch", "transformer"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("Monte Carlo only") && err.contains("normscope mc"),
+        "{err}"
+    );
+}

@@ -112,7 +112,10 @@ fn overflow_is_written_as_missing_with_its_reason_not_as_a_number() {
     let rows = tables::theory_rows(&cfg, &mut Vec::new()).unwrap();
     let first = rows.iter().find(|r| r.source == Some(0)).unwrap();
     let reason = first.missing.as_deref().expect("C_{2000,0} is missing");
-    assert!(reason.starts_with("overflow: e^") && reason.contains("10^602.1"), "{reason}");
+    assert!(
+        reason.starts_with("overflow: e^") && reason.contains("10^602.1"),
+        "{reason}"
+    );
     let last = rows.iter().find(|r| r.source == Some(2000)).unwrap();
     assert_eq!(last.finite(), Some(1.0));
 }

@@ -457,3 +457,96 @@ fn a_rerun_removes_outputs_its_manifest_does_not_list() {
     }
     assert_eq!(present, listed);
 }
+
+#[test]
+fn manifests_record_toolchain_invocation_and_the_ledgers_inputs() {
+    let read = |id: &str| -> serde_json::Value {
+        serde_json::from_slice(
+            &std::fs::read(shared().join(format!("data/{id}/manifest.json"))).unwrap(),
+        )
+        .unwrap()
+    };
+    let m = read("effective-depth");
+    assert!(
+        m["build"]["rustc"].as_str().unwrap().starts_with("rustc "),
+        "{m}"
+    );
+    assert!(!m["build"]["target"].as_str().unwrap().is_empty());
+    let inv = m["invocation"].as_str().unwrap();
+    assert_eq!(inv, "normscope reproduce --quick --out-dir DIR");
+    assert_eq!(m["inputs"], serde_json::json!({}));
+    // The ledger lists every table it read, each with the hash of the bytes on disk.
+    let claims = read("claims");
+    let inputs = claims["inputs"].as_object().unwrap();
+    assert!(inputs.len() >= 5, "{inputs:?}");
+    for (rel, hash) in inputs {
+        assert!(
+            rel.starts_with("data/") && !rel.starts_with("data/claims/"),
+            "{rel}"
+        );
+        assert_eq!(
+            hash.as_str().unwrap(),
+            sha(&std::fs::read(shared().join(rel)).unwrap()),
+            "{rel}"
+        );
+    }
+}
+
+#[test]
+fn print_config_round_trips_and_seed_reaches_every_analysis() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let o = run_in(dir.path(), args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let printed = run(&["reproduce", "--print-config", "--seed", "7"]);
+    // Every analysis has a table, and every seed in it is 7.
+    let v: toml::Value = toml::from_str(&printed).unwrap();
+    for id in normscope::analyses::ids() {
+        assert!(v.get(id).is_some(), "no [{id}]");
+    }
+    let seeds: Vec<&str> = printed
+        .lines()
+        .filter(|l| l.starts_with("seed ="))
+        .collect();
+    assert!(
+        !seeds.is_empty() && seeds.iter().all(|l| *l == "seed = 7"),
+        "{seeds:?}"
+    );
+    // Fed back through --config, it resolves to itself (nothing was lost or renamed).
+    std::fs::write(dir.path().join("c.toml"), &printed).unwrap();
+    let again = run(&["reproduce", "--print-config", "--config", "c.toml"]);
+    assert_eq!(again, printed);
+    // It ran nothing.
+    assert!(!dir.path().join("data").exists());
+}
+
+#[test]
+fn version_names_the_commit_and_completions_print() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_in(dir.path(), &["--version"]);
+    let v = String::from_utf8_lossy(&o.stdout);
+    assert!(v.starts_with("normscope 0.1.0 (commit "), "{v}");
+    let commit = v
+        .split("commit ")
+        .nth(1)
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap();
+    assert!(
+        commit == "unknown"
+            || (commit.len() == 40 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{commit}"
+    );
+    for shell in ["bash", "zsh", "fish"] {
+        let o = run_in(dir.path(), &["completions", shell]);
+        assert!(o.status.success());
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            text.contains("reproduce") && text.contains("print-config"),
+            "{shell}"
+        );
+    }
+}

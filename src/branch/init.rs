@@ -28,9 +28,9 @@ impl Init {
     /// Names accepted by `--init`.
     pub const NAMES: &'static str = "xavier, he, torch-default, bert";
 
-    /// Parses a name.
+    /// Parses a name, ignoring ASCII case (`He`, `Xavier`).
     pub fn parse(s: &str) -> Result<Self> {
-        match s {
+        match s.to_ascii_lowercase().as_str() {
             "xavier" | "glorot" => Ok(Init::Xavier),
             "he" | "kaiming" => Ok(Init::He),
             "torch-default" | "torch" => Ok(Init::TorchDefault),

@@ -138,8 +138,10 @@ impl BranchKind {
             .join(", ")
     }
 
-    /// Parses a name or alias of any branch.
+    /// Parses a name or alias of any branch, ignoring ASCII case.
     pub fn parse(s: &str) -> Result<Self> {
+        let lower = s.to_ascii_lowercase();
+        let s = lower.as_str();
         Self::ALL
             .into_iter()
             .find(|k| k.name() == s || k.info().aliases.contains(&s))
@@ -150,16 +152,22 @@ impl BranchKind {
             })
     }
 
-    /// Parses a name or alias of a branch the closed form has.
+    /// Parses a name or alias of a branch the closed form has; a Monte Carlo-only branch
+    /// (`transformer`, softmax `attention`) is refused with that explanation.
     pub fn parse_closed_form(s: &str) -> Result<Self> {
-        Self::parse(s)
-            .ok()
-            .filter(|k| k.info().closed_form)
-            .ok_or_else(|| Error::Unknown {
+        match Self::parse(s) {
+            Ok(k) if k.info().closed_form => Ok(k),
+            Ok(k) => Err(Error::Unsupported(format!(
+                "the {} branch has no closed form (Monte Carlo only: use `normscope mc` or `normscope compare`); the closed form's branches are {}",
+                k.name(),
+                Self::names(true)
+            ))),
+            Err(_) => Err(Error::Unknown {
                 kind: "branch",
                 name: s.to_string(),
                 valid: Self::names(true),
-            })
+            }),
+        }
     }
 
     /// The branch block l (1-based) of a stack of this kind computes; `uniform` forces

@@ -60,11 +60,14 @@ pub fn valid_names() -> String {
         .join(", ")
 }
 
-/// Looks a preset up by name or alias.
+/// Looks a preset up by name or alias, ignoring ASCII case (`Pre`, `POST`, `DeepNorm`).
 pub fn find(name: &str) -> Result<&'static Preset> {
     REGISTRY
         .iter()
-        .find(|p| p.name == name || p.aliases.contains(&name))
+        .find(|p| {
+            p.name.eq_ignore_ascii_case(name)
+                || p.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+        })
         .ok_or_else(|| Error::Unknown {
             kind: "preset",
             name: name.to_string(),

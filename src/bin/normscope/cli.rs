@@ -50,6 +50,19 @@ fn init_help() -> String {
     format!("Init scheme: {}", Init::NAMES)
 }
 
+/// `--version`: the crate version, the git commit it was built from and the toolchain (all
+/// recorded at build time by `build.rs`).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("NORMSCOPE_BUILD_COMMIT"),
+    "; ",
+    env!("NORMSCOPE_RUSTC"),
+    "; ",
+    env!("NORMSCOPE_TARGET"),
+    ")"
+);
+
 /// normscope: where does normalization belong in a residual network?
 ///
 /// Exact expansions, infinite-width closed forms and Monte Carlo on sampled finite-width
@@ -58,12 +71,12 @@ fn init_help() -> String {
 ///
 /// Examples:
 ///   normscope theory --preset pre,post --depth 256 --metrics eff_depth --layers last
-///   normscope mc --preset post --branch relu-mlp --init he --depth 64 --samples 16
+///   normscope mc --preset post --branch relu-mlp --init he --depth 64 --samples 16 --layers last
 ///   normscope compare --preset deepnorm --depth 32 --metrics grad_sq --layers log:6
 ///   normscope expand --preset post --depth 4 --format latex
 ///   normscope reproduce --quick --out-dir /tmp/normscope
 #[derive(Debug, Parser)]
-#[command(name = "normscope", version, about, long_about)]
+#[command(name = "normscope", version = VERSION, about, long_about)]
 pub struct Cli {
     /// The command (default: reproduce).
     #[command(subcommand)]
@@ -74,19 +87,48 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Closed-form (infinite-width) metrics of every layer as a tidy CSV.
+    #[command(after_help = "Examples:
+  normscope theory --preset pre,post,deepnorm --depth 256 --metrics eff_depth --layers last
+  normscope theory --preset post --branch relu-mlp --init he --depth 64 --metrics grad_sq --layers all --out grad.csv
+  normscope theory --preset pre --depth 1000000 --metrics stream_sq --layers log:12")]
     Theory(TheoryArgs),
     /// Exact symbolic expansion x_L = sum_j C_{L,j} B_j with simplified coefficients.
+    #[command(after_help = "Examples:
+  normscope expand --preset post --depth 4
+  normscope expand --preset deepnorm --depth 3 --format latex --out deepnorm.tex
+  normscope expand --preset post --depth 8 --subs g=1,q0=1 --format csv")]
     Expand(ExpandArgs),
     /// List the presets with their equations and sources.
     Presets,
     /// Regenerate the default analyses into data/ and figures/.
+    #[command(after_help = "Examples:
+  normscope reproduce                                  # everything, into ./data and ./figures
+  normscope reproduce --quick --out-dir /tmp/ns        # reduced Monte Carlo, under a minute
+  normscope reproduce --only effective-depth,claims --seed 7
+  normscope reproduce --print-config > my.toml && normscope reproduce --config my.toml")]
     Reproduce(ReproduceArgs),
     /// Monte Carlo metrics on sampled finite-width networks, with 95% confidence intervals.
+    #[command(after_help = "Examples:
+  normscope mc --preset post --branch relu-mlp --init he --depth 64 --samples 16 --layers last
+  normscope mc --preset pre,post --branch transformer --depth 24 --width 128 --tokens 16 --metrics corr
+  normscope mc --preset deepnorm --depth 32 --metrics eff_depth --layers last --seed 3")]
     Mc(McArgs),
     /// Closed form against Monte Carlo per metric and layer: difference, CI, allowance, verdict.
+    #[command(after_help = "Examples:
+  normscope compare --preset deepnorm --depth 32 --metrics grad_sq --layers log:6
+  normscope compare --preset pre,post --branch relu-mlp --init he --depth 16 --width 64 --samples 32")]
     Compare(McArgs),
     /// Time the reference workload against plain PyTorch and the machine's GEMM rate.
+    #[command(after_help = "Examples:
+  normscope bench --no-torch
+  normscope bench --python /path/to/venv/bin/python")]
     Bench(BenchArgs),
+    /// Print a shell completion script, e.g. `normscope completions bash > ~/.local/share/bash-completion/completions/normscope`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Model flags shared by `theory`, `expand`, `mc` and `compare`.
@@ -296,4 +338,12 @@ pub struct ReproduceArgs {
     /// List the analyses and their ids, then exit.
     #[arg(long)]
     pub list: bool,
+    /// Base seed of every analysis's Monte Carlo runs (replaces the defaults and the
+    /// --config file's values; recorded in each manifest).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print the resolved configuration of the selected analyses as TOML (the defaults with
+    /// --quick, --config and --seed applied), ready to edit and pass to --config; runs nothing.
+    #[arg(long)]
+    pub print_config: bool,
 }

@@ -126,6 +126,12 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             emit(out, &buf)
         }
         Command::Bench(a) => bench(&a),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "normscope", &mut buf);
+            emit(None, &buf)
+        }
         Command::Compare(a) => {
             let out = out_path(&a.table.out)?;
             let (presets, cfg, metrics, layers) = mc_request(&a)?;
@@ -149,6 +155,8 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             only: a.only,
             quick: a.quick,
             config: a.config,
+            seed: a.seed,
+            print_config: a.print_config,
         }),
     };
     for n in notes {
