@@ -80,7 +80,6 @@ fn rows_at(c: &Config, model: &Model, gain: Option<f64>, engine: EngineKind) -> 
     Ok(rows)
 }
 
-/// [`common::weight_grad_ratio`], NaN where a row is missing (printed as `--`).
 /// The first/last weight-gradient ratio, or None when a row is missing (written empty, and
 /// `--` in LaTeX).
 fn grad_ratio(rows: &[Row], preset: &str, depth: usize) -> Option<f64> {

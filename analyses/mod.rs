@@ -213,7 +213,8 @@ impl Out {
         let rel = format!("figures/{}/{stem}", self.id);
         let r = figure::render(fig, &self.root.join(&rel))?;
         self.put(format!("{rel}.png"), &r.png)?;
-        self.put(format!("{rel}.svg"), &r.svg)
+        self.put(format!("{rel}.svg"), &r.svg)?;
+        self.put(format!("{rel}.pdf"), &r.pdf)
     }
 }
 

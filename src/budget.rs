@@ -26,6 +26,10 @@ const TABLE_ENTRY: u128 = 64;
 /// double or log-magnitude form; measured ~220 bytes per layer).
 pub const CLOSED_FORM_PER_LAYER: u128 = 256;
 
+/// Bytes per kept layer when the closed form keeps few layers (B-tree entries, leaves about
+/// half full: about three times [`CLOSED_FORM_PER_LAYER`]).
+pub const SPARSE_PER_KEPT_LAYER: u128 = 3 * CLOSED_FORM_PER_LAYER;
+
 /// Bytes this process may use: `MemAvailable` of `/proc/meminfo`, or `None` where it is not
 /// known (then nothing is refused).
 pub fn available() -> Option<u128> {
@@ -153,8 +157,16 @@ pub fn check_closed_form_plan(
         )));
     }
     let sqrt = ((depth as f64 + 1.0).sqrt().ceil()) as u128;
+    let len = depth as u128 + 1;
+    // Kept layers: dense vectors over every layer when they are a quarter or more of them
+    // (Keep::dense), else B-tree entries at about three times a slot's bytes each.
+    let kept_bytes = if kept.saturating_mul(4) >= len {
+        CLOSED_FORM_PER_LAYER * len
+    } else {
+        SPARSE_PER_KEPT_LAYER * kept
+    };
     check(
-        keep.bytes_per_layer() * (depth as u128 + 1) + CLOSED_FORM_PER_LAYER * (kept + sqrt),
+        keep.bytes_per_layer() * len + kept_bytes + CLOSED_FORM_PER_LAYER * sqrt,
         &format!("the closed form at depth {depth}"),
         "--depth, or --layers and the metrics (coef, branch_weight, path_len and eff_depth keep every layer)",
     )

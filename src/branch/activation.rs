@@ -55,13 +55,23 @@ pub fn gelu_prime(x: f64) -> f64 {
 /// `atan(v / sqrt(1 + 2v)) = arcsin(v / (1 + v))`, the angle in GELU's moments, in the form that
 /// stays accurate as `v / (1 + v)` approaches 1.
 fn gelu_angle(v: f64) -> f64 {
-    (v / (1.0 + 2.0 * v).sqrt()).atan()
+    (v / root_1_2v(v)).atan()
+}
+
+/// `sqrt(1 + 2v)`, as `sqrt(2) sqrt(v) sqrt(1 + 1/(2v))` above [`SCALED_ABOVE`] so that it stays
+/// finite up to `v = f64::MAX` (`1 + 2v` overflows above 9e307).
+fn root_1_2v(v: f64) -> f64 {
+    if v > SCALED_ABOVE {
+        std::f64::consts::SQRT_2 * v.sqrt() * (1.0 + 0.5 / v).sqrt()
+    } else {
+        (1.0 + 2.0 * v).sqrt()
+    }
 }
 
 /// `E[gelu(x)^2]` for `x ~ N(0, v)`: `v/4 + v arcsin(v/(1+v)) / (2 pi)
 /// + v^2 / (pi (1+v) sqrt(1+2v))`, the pair kernel at `a = b = c = v` (every term positive).
 pub fn gelu_second_moment(v: f64) -> f64 {
-    let r = (1.0 + 2.0 * v).sqrt();
+    let r = root_1_2v(v);
     let last = if v > SCALED_ABOVE {
         // `v^2` would overflow past 1e154; `v / (1 + v)` first keeps every factor finite.
         v * (v / (1.0 + v)) / (PI * r)
@@ -80,7 +90,7 @@ pub const SCALED_ABOVE: f64 = 1.606_938_044_258_990_3e60;
 /// arcsin(v/(1+v))/(2 pi)`, `E[x Phi(x) phi(x)] = v / (2 pi (1+v) sqrt(1+2v))` and
 /// `E[x^2 phi(x)^2] = v / (2 pi (1+2v)^(3/2))` (each a Gaussian integral in closed form).
 pub fn gelu_deriv_second_moment(v: f64) -> f64 {
-    let r = (1.0 + 2.0 * v).sqrt();
+    let r = root_1_2v(v);
     0.25 + gelu_angle(v) / (2.0 * PI) + v / (PI * (1.0 + v) * r) + v / (2.0 * PI * r * r * r)
 }
 
@@ -141,7 +151,8 @@ pub fn gelu_pair(a: f64, b: f64, c: f64) -> f64 {
 ///   = (Sm2 / Pm2) (Dm / m) - (C^2 / Pm2) (m / Dm)`.
 pub fn gelu_pair_scaled(a: f64, b: f64, c: f64) -> f64 {
     let top = a.max(b).max(c.abs());
-    let k = top.log2().ceil() as i32;
+    // 2^-1022 at most: 2^-1024 would be subnormal-rounded to 0 by powi. A, B <= 2 then.
+    let k = (top.log2().ceil() as i32).min(1022);
     let m = 2f64.powi(-k);
     let (sa, sb, sc) = (a * m, b * m, c * m);
     let c2 = sc * sc;

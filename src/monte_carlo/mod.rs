@@ -55,20 +55,31 @@ pub const BATCH_PER_THREAD: usize = 8;
 pub struct Columns {
     cols: BTreeMap<Key, Vec<f64>>,
     networks: usize,
+    /// Networks expected: each column is allocated once at this capacity (no doubling).
+    capacity: usize,
 }
 
 impl Columns {
+    /// Columns for `networks` networks, each allocated exactly once.
+    pub fn with_capacity(networks: usize) -> Self {
+        Columns {
+            capacity: networks,
+            ..Columns::default()
+        }
+    }
+
     /// Appends the next network's values.
     pub fn push(&mut self, values: Values) {
         let before = self.networks;
         for (k, x) in values {
+            let capacity = self.capacity.max(before + 1);
             let col = self.cols.entry(k).or_insert_with(|| {
+                let mut col = Vec::with_capacity(capacity);
                 // A path length first seen now was 0 in every earlier network.
                 if k.0 == Metric::PathLen {
-                    vec![0.0; before]
-                } else {
-                    Vec::new()
+                    col.resize(before, 0.0);
                 }
+                col
             });
             col.push(x);
         }
@@ -134,7 +145,7 @@ impl Engine for MonteCarlo<'_> {
         };
         let batch = (rayon::current_num_threads() * BATCH_PER_THREAD).max(1) as u64;
         let samples = self.cfg.samples as u64;
-        let mut cols = Columns::default();
+        let mut cols = Columns::with_capacity(self.cfg.samples);
         let mut start = 0;
         while start < samples {
             let end = samples.min(start + batch);

@@ -40,7 +40,7 @@ pub fn estimate(values: &[f64]) -> Estimate {
     let mean = values.iter().map(|v| v / scale).sum::<f64>() / nf * scale;
     let var = values
         .iter()
-        .map(|v| ((v - mean) / scale).powi(2))
+        .map(|v| (v / scale - mean / scale).powi(2))
         .sum::<f64>()
         / (nf - 1.0);
     let stderr = (var / nf).sqrt() * scale;

@@ -1,8 +1,10 @@
-//! Figures through plotters, as PNG and SVG, with DejaVu Sans embedded (the `dejavu` crate) and
-//! registered for plotters' `ab_glyph` text, so no system font or package is needed.
+//! Figures through plotters, as PNG, SVG and PDF, with DejaVu Sans embedded (the `dejavu` crate)
+//! and registered for plotters' `ab_glyph` text, so no system font or package is needed.
 //!
-//! Sized for one column of a two-column paper: 1000 x 700 px (3.3 in at 300 dpi), labels
-//! 26-30 px.
+//! Sized for a paper at [`DPI`] = 300: one-column figures [`ONE_COLUMN_IN`] = 3.3 in wide
+//! (990 px), two-column ones [`TWO_COLUMN_IN`] = 6.9 in (2070 px); every text at least 7 pt at
+//! that size ([`TICK_PX`] = 30 px = 7.2 pt). The PNG records its 300 dpi (pHYs chunk); the PDF
+//! is converted from the SVG by `svg2pdf` (vector, the font subset embedded).
 
 use crate::{Error, Result};
 use plotters::coord::Shift;
@@ -12,6 +14,36 @@ use std::sync::OnceLock;
 
 /// The family name the embedded font is registered under.
 pub const FONT: &str = "sans-serif";
+
+/// Resolution of the PNG files, recorded in them.
+pub const DPI: f64 = 300.0;
+/// Width of a one-column figure in a two-column paper, inches.
+pub const ONE_COLUMN_IN: f64 = 3.3;
+/// Width of a two-column (full-width) figure, inches.
+pub const TWO_COLUMN_IN: f64 = 6.9;
+
+/// Pixels of a length in inches at [`DPI`].
+pub const fn inches(x: f64) -> u32 {
+    (x * DPI) as u32
+}
+
+/// Pixels of a font size in points at [`DPI`], rounded up (so the size is at least that).
+pub const fn points(pt: f64) -> u32 {
+    let px = pt * DPI / 72.0;
+    let floor = px as u32;
+    if (floor as f64) < px {
+        floor + 1
+    } else {
+        floor
+    }
+}
+
+/// Tick labels and legend entries: 7 pt, the smallest text a figure has.
+pub const TICK_PX: u32 = points(7.0);
+/// Axis descriptions: 8 pt.
+pub const LABEL_PX: u32 = points(8.0);
+/// Titles: 7.5 pt (a title holds the setting and may be long).
+pub const TITLE_PX: u32 = points(7.5);
 
 /// Registers DejaVu Sans once per process.
 pub fn register_font() {
@@ -111,12 +143,14 @@ pub enum Legend {
     LowerLeft,
     /// Lower right corner.
     LowerRight,
+    /// Below the axes, in two columns: where no corner is free of data.
+    Outside,
 }
 
 impl Legend {
     fn position(self) -> SeriesLabelPosition {
         match self {
-            Legend::Auto => SeriesLabelPosition::UpperLeft,
+            Legend::Auto | Legend::Outside => SeriesLabelPosition::UpperLeft,
             Legend::UpperLeft => SeriesLabelPosition::UpperLeft,
             Legend::UpperRight => SeriesLabelPosition::UpperRight,
             Legend::LowerLeft => SeriesLabelPosition::LowerLeft,
@@ -144,8 +178,22 @@ pub struct LinePlot {
     pub series: Vec<Series>,
 }
 
-/// Default size: one column of a two-column paper at 300 dpi.
-pub const SIZE: (u32, u32) = (1000, 700);
+/// Default size: one column of a two-column paper at 300 dpi (3.3 in x 2.5 in).
+pub const SIZE: (u32, u32) = (inches(ONE_COLUMN_IN), inches(2.5));
+
+/// Layout of a [`LinePlot`] in pixels: margins, label areas and the caption's height, from
+/// which the plotting area's size follows.
+const MARGIN: u32 = 15;
+const MARGIN_RIGHT: u32 = 40;
+const X_LABEL_AREA: u32 = 80;
+const Y_LABEL_AREA: u32 = 125;
+/// Most ticks on the x and y axes (plotters picks round values).
+const X_TICKS: usize = 6;
+const Y_TICKS: usize = 8;
+/// Height of one legend entry.
+const LEGEND_ROW: u32 = TICK_PX + 10;
+/// Width of a legend entry's line or marker sample, and the gap after it.
+const LEGEND_GLYPH: u32 = 40;
 
 /// Compact tick text: `1e6` style outside [0.01, 10^4), trailing `.0` dropped inside.
 pub fn tick(v: f64) -> String {
@@ -185,14 +233,97 @@ pub trait Figure {
 /// A figure drawn in memory.
 #[derive(Clone, Debug)]
 pub struct Rendered {
-    /// The PNG file's bytes (the encoding plotters' bitmap backend writes to a file).
+    /// The PNG file's bytes, with its [`DPI`] recorded (pHYs).
     pub png: Vec<u8>,
     /// The SVG file's bytes.
     pub svg: Vec<u8>,
+    /// The PDF file's bytes: the SVG converted by `svg2pdf` at [`DPI`], so the page has the
+    /// figure's size in inches; the font subset is embedded.
+    pub pdf: Vec<u8>,
 }
 
-/// Draws `fig` in memory as PNG and SVG; `stem` (the path without extension) only names it in
-/// errors. Nothing touches the file system.
+/// PNG bytes of an RGB buffer, with the resolution [`DPI`] recorded (pixels per metre).
+fn encode_png(rgb: &[u8], (w, h): (u32, u32)) -> std::result::Result<Vec<u8>, String> {
+    let ppm = (DPI / 0.0254).round() as u32;
+    let mut bytes = Vec::new();
+    let mut enc = png::Encoder::new(&mut bytes, w, h);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    enc.set_pixel_dims(Some(png::PixelDimensions {
+        xppu: ppm,
+        yppu: ppm,
+        unit: png::Unit::Meter,
+    }));
+    let mut writer = enc.write_header().map_err(|e| e.to_string())?;
+    writer.write_image_data(rgb).map_err(|e| e.to_string())?;
+    writer.finish().map_err(|e| e.to_string())?;
+    Ok(bytes)
+}
+
+/// PDF bytes of an SVG drawn with [`FONT`] (DejaVu Sans, the only font loaded, so no system
+/// font is read).
+fn svg_to_pdf(svg: &str) -> std::result::Result<Vec<u8>, String> {
+    static FONTS: OnceLock<std::sync::Arc<usvg::fontdb::Database>> = OnceLock::new();
+    let fonts = FONTS.get_or_init(|| {
+        let mut db = usvg::fontdb::Database::new();
+        db.load_font_data(dejavu::sans::regular().to_vec());
+        db.set_sans_serif_family("DejaVu Sans");
+        std::sync::Arc::new(db)
+    });
+    let opt = usvg::Options {
+        fontdb: fonts.clone(),
+        ..usvg::Options::default()
+    };
+    let tree = usvg::Tree::from_str(svg, &opt).map_err(|e| e.to_string())?;
+    let pdf = svg2pdf::to_pdf(
+        &tree,
+        svg2pdf::ConversionOptions::default(),
+        svg2pdf::PageOptions { dpi: DPI as f32 },
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(sort_resource_entries(pdf))
+}
+
+/// svg2pdf 0.13 writes the entries of a resource dictionary (`/xo3 14 0 R` lines) in the
+/// iteration order of a `HashMap`, which differs from run to run. Sorting each run of such
+/// lines outside streams makes the bytes deterministic without changing the document: the
+/// entries of a PDF dictionary are unordered, and the object keeps its length, so the
+/// cross-reference offsets stay valid.
+fn sort_resource_entries(pdf: Vec<u8>) -> Vec<u8> {
+    let entry = |l: &[u8]| {
+        let t = l.trim_ascii_start();
+        t.len() < l.len() && t.first() == Some(&b'/') && t.ends_with(b" 0 R") && t.is_ascii()
+    };
+    let mut lines: Vec<&[u8]> = pdf.split(|b| *b == b'\n').collect();
+    let mut in_stream = false;
+    let mut i = 0;
+    while i < lines.len() {
+        if in_stream {
+            in_stream = lines[i] != b"endstream";
+            i += 1;
+            continue;
+        }
+        if lines[i] == b"stream" {
+            in_stream = true;
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < lines.len() && entry(lines[i]) {
+            i += 1;
+        }
+        if i > start + 1 {
+            lines[start..i].sort_unstable();
+        }
+        if i == start {
+            i += 1;
+        }
+    }
+    lines.join(&b'\n')
+}
+
+/// Draws `fig` in memory as PNG, SVG and PDF; `stem` (the path without extension) only names
+/// it in errors. Nothing touches the file system.
 pub fn render(fig: &impl Figure, stem: &Path) -> Result<Rendered> {
     register_font();
     let (w, h) = fig.size();
@@ -203,31 +334,64 @@ pub fn render(fig: &impl Figure, stem: &Path) -> Result<Rendered> {
     let mut rgb = vec![0u8; 3 * w as usize * h as usize];
     fig.draw(BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area())
         .map_err(|m| fail("png", m))?;
-    let mut png = std::io::Cursor::new(Vec::new());
-    image::write_buffer_with_format(
-        &mut png,
-        &rgb,
-        w,
-        h,
-        image::ColorType::Rgb8,
-        image::ImageFormat::Png,
-    )
-    .map_err(|e| fail("png", e.to_string()))?;
+    let png = encode_png(&rgb, (w, h)).map_err(|m| fail("png", m))?;
     let mut svg = String::new();
     fig.draw(SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area())
         .map_err(|m| fail("svg", m))?;
+    let pdf = svg_to_pdf(&svg).map_err(|m| fail("pdf", m))?;
     Ok(Rendered {
-        png: png.into_inner(),
+        png,
         svg: svg.into_bytes(),
+        pdf,
     })
 }
 
-/// Writes `stem.png` and `stem.svg`, each atomically ([`super::atomic`]); an error names the
-/// file.
+/// Writes `stem.png`, `stem.svg` and `stem.pdf`, each atomically ([`super::atomic`]); an error
+/// names the file.
 pub fn save(fig: &impl Figure, stem: &Path) -> Result<()> {
     let r = render(fig, stem)?;
     super::atomic::write_bytes(&stem.with_extension("png"), &r.png)?;
-    super::atomic::write_bytes(&stem.with_extension("svg"), &r.svg)
+    super::atomic::write_bytes(&stem.with_extension("svg"), &r.svg)?;
+    super::atomic::write_bytes(&stem.with_extension("pdf"), &r.pdf)
+}
+
+/// Width in pixels of `text` at `px` in [`FONT`], as plotters lays it out.
+pub fn text_width(text: &str, px: u32) -> u32 {
+    register_font();
+    (FONT, px)
+        .into_font()
+        .box_size(text)
+        .map_or(text.chars().count() as u32 * px, |b| b.0)
+}
+
+/// Whether the segment `p`-`q` meets the rectangle `[x0, x1] x [y0, y1]` (Liang-Barsky
+/// clipping; a point is a segment of length 0).
+fn segment_meets(p: (f64, f64), q: (f64, f64), (x0, x1, y0, y1): (f64, f64, f64, f64)) -> bool {
+    let (dx, dy) = (q.0 - p.0, q.1 - p.1);
+    let (mut t0, mut t1) = (0.0f64, 1.0f64);
+    for (pp, qq) in [
+        (-dx, p.0 - x0),
+        (dx, x1 - p.0),
+        (-dy, p.1 - y0),
+        (dy, y1 - p.1),
+    ] {
+        if pp.abs() < f64::MIN_POSITIVE {
+            if qq < 0.0 {
+                return false;
+            }
+        } else {
+            let t = qq / pp;
+            if pp < 0.0 {
+                t0 = t0.max(t);
+            } else {
+                t1 = t1.min(t);
+            }
+            if t0 > t1 {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 impl LinePlot {
@@ -244,11 +408,29 @@ impl LinePlot {
         }
     }
 
-    /// The corner whose legend box would cover the fewest drawn samples: every point, interval
-    /// end, and 20 samples along each line segment, in axis-normalized coordinates. The box is
-    /// sized from the number of entries and the longest label. Ties go to upper left, upper
-    /// right, lower left, lower right, in that order.
-    pub fn auto_legend(&self, x: (f64, f64), y: (f64, f64)) -> Legend {
+    /// Height of the legend strip below the axes: 0 unless the legend goes outside.
+    fn strip_height(&self) -> u32 {
+        let n = self.series.iter().filter(|s| !s.label.is_empty()).count() as u32;
+        if n > 0 && self.chosen_legend() == Legend::Outside {
+            n.div_ceil(2) * LEGEND_ROW + 2 * MARGIN
+        } else {
+            0
+        }
+    }
+
+    /// The plotting area's size in pixels: the figure (without a legend strip) minus the
+    /// caption, margins and label areas of [`LinePlot::draw`].
+    fn plot_area(&self) -> (f64, f64) {
+        let (w, h) = SIZE;
+        (
+            (w - MARGIN - MARGIN_RIGHT - Y_LABEL_AREA) as f64,
+            (h - 2 * MARGIN - X_LABEL_AREA - TITLE_PX - 10) as f64,
+        )
+    }
+
+    /// Every segment drawn, in axis-normalized coordinates: line pieces, points (segments of
+    /// length 0) and interval bars.
+    fn drawn_segments(&self, x: (f64, f64), y: (f64, f64)) -> Vec<((f64, f64), (f64, f64))> {
         let norm = |v: f64, (lo, hi): (f64, f64), log: bool| {
             if log {
                 (v / lo).ln() / (hi / lo).ln()
@@ -256,60 +438,101 @@ impl LinePlot {
                 (v - lo) / (hi - lo)
             }
         };
-        let labelled: Vec<&Series> = self.series.iter().filter(|s| !s.label.is_empty()).collect();
-        let longest = labelled
-            .iter()
-            .map(|s| s.label.chars().count())
-            .max()
-            .unwrap_or(0);
-        // Plot area is about 800 x 540 px; an entry is ~30 px tall, a character ~11 px wide.
-        let w = ((longest as f64 * 11.0 + 70.0) / 800.0).min(1.0);
-        let h = ((labelled.len() as f64 * 30.0 + 20.0) / 540.0).min(1.0);
-        let mut samples = Vec::new();
+        let at = |p: (f64, f64)| (norm(p.0, x, self.x_log), norm(p.1, y, self.y_log));
+        let ok = |p: &(f64, f64)| p.0.is_finite() && p.1.is_finite();
+        let mut segs = Vec::new();
         for s in &self.series {
-            let pts: Vec<(f64, f64)> = s
-                .points
-                .iter()
-                .filter(|p| p.0.is_finite() && p.1.is_finite())
-                .map(|p| (norm(p.0, x, self.x_log), norm(p.1, y, self.y_log)))
-                .filter(|p| p.0.is_finite() && p.1.is_finite())
-                .collect();
-            samples.extend(pts.iter().copied());
-            if matches!(s.mark, Mark::Line | Mark::Dashed) {
-                for w2 in pts.windows(2) {
-                    for k in 1..20 {
-                        let t = k as f64 / 20.0;
-                        samples.push((
-                            w2[0].0 + t * (w2[1].0 - w2[0].0),
-                            w2[0].1 + t * (w2[1].1 - w2[0].1),
-                        ));
+            let pts: Vec<(f64, f64)> = s.points.iter().map(|p| at(*p)).filter(ok).collect();
+            match &s.mark {
+                Mark::Line | Mark::Dashed => {
+                    segs.extend(pts.windows(2).map(|w| (w[0], w[1])));
+                    if pts.len() == 1 {
+                        segs.push((pts[0], pts[0]));
                     }
                 }
-            }
-            if let Mark::Points { ci } = &s.mark {
-                for (p, c) in s.points.iter().zip(ci) {
-                    for v in [c.0, c.1] {
-                        samples.push((norm(p.0, x, self.x_log), norm(v, y, self.y_log)));
+                Mark::Points { ci } => {
+                    for (p, c) in s.points.iter().zip(ci) {
+                        let (a, b, mid) = (at((p.0, c.0)), at((p.0, c.1)), at(*p));
+                        if ok(&a) && ok(&b) {
+                            segs.push((a, b));
+                        }
+                        if ok(&mid) {
+                            segs.push((mid, mid));
+                        }
                     }
                 }
             }
         }
+        segs
+    }
+
+    /// The legend box `(width, height)` as fractions of the plotting area: one row of
+    /// [`LEGEND_ROW`] px per labelled series, the longest label measured in the embedded font,
+    /// plus plotters' padding; grown by a marker's radius on each side.
+    fn legend_box(&self) -> (f64, f64) {
+        let (pw, ph) = self.plot_area();
+        let labels: Vec<&str> = self
+            .series
+            .iter()
+            .filter(|s| !s.label.is_empty())
+            .map(|s| s.label.as_str())
+            .collect();
+        let text = labels
+            .iter()
+            .map(|l| text_width(l, TICK_PX))
+            .max()
+            .unwrap_or(0);
+        let w = (LEGEND_GLYPH + 20 + text + 30) as f64 / pw;
+        let h = (labels.len() as u32 * LEGEND_ROW + 30) as f64 / ph;
+        (w.min(1.0), h.min(1.0))
+    }
+
+    /// Where the legend goes: the first corner (upper left, upper right, lower left, lower
+    /// right) whose box meets nothing drawn (every line piece, point and interval bar, tested
+    /// exactly), else [`Legend::Outside`], below the axes.
+    pub fn auto_legend(&self, x: (f64, f64), y: (f64, f64)) -> Legend {
+        if self.series.iter().all(|s| s.label.is_empty()) {
+            return Legend::UpperLeft;
+        }
+        let (w, h) = self.legend_box();
+        let segs = self.drawn_segments(x, y);
         let corners = [
-            (Legend::UpperLeft, (0.0, w), (1.0 - h, 1.0)),
-            (Legend::UpperRight, (1.0 - w, 1.0), (1.0 - h, 1.0)),
-            (Legend::LowerLeft, (0.0, w), (0.0, h)),
-            (Legend::LowerRight, (1.0 - w, 1.0), (0.0, h)),
+            (Legend::UpperLeft, (0.0, w, 1.0 - h, 1.0)),
+            (Legend::UpperRight, (1.0 - w, 1.0, 1.0 - h, 1.0)),
+            (Legend::LowerLeft, (0.0, w, 0.0, h)),
+            (Legend::LowerRight, (1.0 - w, 1.0, 0.0, h)),
         ];
-        let covered = |(_, (a, b), (c, d)): &(Legend, (f64, f64), (f64, f64))| {
-            samples
-                .iter()
-                .filter(|p| p.0 >= *a && p.0 <= *b && p.1 >= *c && p.1 <= *d)
-                .count()
-        };
         corners
             .iter()
-            .min_by_key(|c| covered(c))
-            .map_or(Legend::UpperLeft, |c| c.0)
+            .find(|(_, r)| !segs.iter().any(|s| segment_meets(s.0, s.1, *r)))
+            .map_or(Legend::Outside, |c| c.0)
+    }
+
+    /// Whether the legend at `legend` meets anything drawn (false for [`Legend::Outside`]).
+    pub fn legend_covers_data(&self, legend: Legend) -> bool {
+        let ((x0, x1), (y0, y1)) = self.ranges();
+        let (w, h) = self.legend_box();
+        let r = match legend {
+            Legend::UpperLeft | Legend::Auto => (0.0, w, 1.0 - h, 1.0),
+            Legend::UpperRight => (1.0 - w, 1.0, 1.0 - h, 1.0),
+            Legend::LowerLeft => (0.0, w, 0.0, h),
+            Legend::LowerRight => (1.0 - w, 1.0, 0.0, h),
+            Legend::Outside => return false,
+        };
+        self.drawn_segments((x0, x1), (y0, y1))
+            .iter()
+            .any(|s| segment_meets(s.0, s.1, r))
+    }
+
+    /// The legend this plot draws (its own, or [`Self::auto_legend`]'s choice).
+    pub fn chosen_legend(&self) -> Legend {
+        match self.legend {
+            Legend::Auto => {
+                let ((x0, x1), (y0, y1)) = self.ranges();
+                self.auto_legend((x0, x1), (y0, y1))
+            }
+            fixed => fixed,
+        }
     }
 
     fn ranges(&self) -> ((f64, f64), (f64, f64)) {
@@ -349,6 +572,15 @@ impl LinePlot {
 }
 
 impl Figure for LinePlot {
+    /// [`SIZE`], taller by the legend strip when the legend goes below the axes (the axes keep
+    /// their size).
+    fn size(&self) -> (u32, u32) {
+        (SIZE.0, SIZE.1 + self.strip_height())
+    }
+
+    /// Log axes are drawn as linear axes in log10 units, with ticks chosen there and labelled
+    /// with the value (`1e-14`): plotters' own log axis labels only a few decades of a range
+    /// that spans dozens.
     fn draw<DB: DrawingBackend>(
         &self,
         root: DrawingArea<DB, Shift>,
@@ -359,125 +591,234 @@ impl Figure for LinePlot {
         let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
         root.fill(&WHITE).map_err(e)?;
         let ((x0, x1), (y0, y1)) = self.ranges();
-        let legend = match self.legend {
-            Legend::Auto => self.auto_legend((x0, x1), (y0, y1)),
-            fixed => fixed,
+        let legend = self.chosen_legend();
+        let labelled: Vec<&Series> = self.series.iter().filter(|s| !s.label.is_empty()).collect();
+        // An outside legend takes a strip below the axes: two entries per row.
+        let (area, strip) = if self.strip_height() > 0 {
+            let (_, h) = root.dim_in_pixel();
+            let (a, b) = root.split_vertically(h - self.strip_height());
+            (a, Some(b))
+        } else {
+            (root.clone(), None)
         };
-        let mut builder = ChartBuilder::on(&root);
-        builder
-            .caption(&self.title, (FONT, 30))
-            .margin(20)
-            .margin_right(45)
-            .x_label_area_size(70)
-            .y_label_area_size(110);
         let (x_log, y_log) = (self.x_log, self.y_log);
+        let tx = move |v: f64| if x_log { v.log10() } else { v };
+        let ty = move |v: f64| if y_log { v.log10() } else { v };
+        let at = move |p: (f64, f64)| (tx(p.0), ty(p.1));
         let keep = move |p: &(f64, f64)| {
             p.0.is_finite()
                 && p.1.is_finite()
                 && (!x_log || p.0 > 0.0)
                 && (!y_log || (p.1 >= y0 && p.1 <= y1))
         };
-        macro_rules! body {
-            ($chart:expr) => {{
-                let mut chart = $chart;
-                chart
-                    .configure_mesh()
-                    .x_desc(&self.x_label)
-                    .y_desc(&self.y_label)
-                    .label_style((FONT, 22))
-                    .x_label_formatter(&|v| tick(*v))
-                    .y_label_formatter(&|v| tick(*v))
-                    .axis_desc_style((FONT, 26))
-                    .light_line_style(WHITE.mix(0.0))
-                    .draw()
-                    .map_err(e)?;
-                for s in &self.series {
-                    let c = PALETTE[s.color % PALETTE.len()];
-                    let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(keep).collect();
-                    match &s.mark {
-                        Mark::Line | Mark::Dashed => {
-                            let dashed = matches!(s.mark, Mark::Dashed);
-                            let style = c.stroke_width(3);
-                            let anno = if dashed {
-                                chart
-                                    .draw_series(DashedLineSeries::new(pts, 12, 8, style))
-                                    .map_err(e)?
-                            } else {
-                                chart.draw_series(LineSeries::new(pts, style)).map_err(e)?
-                            };
-                            if !s.label.is_empty() {
-                                anno.label(s.label.clone()).legend(move |(x, y)| {
-                                    PathElement::new(vec![(x, y), (x + 30, y)], c.stroke_width(3))
-                                });
-                            }
-                        }
-                        Mark::Points { ci } => {
-                            let bars: Vec<_> = s
-                                .points
-                                .iter()
-                                .zip(ci)
-                                .filter(|(p, _)| keep(p))
-                                .map(|(p, c)| {
-                                    let lo = if y_log && c.0 <= 0.0 { p.1 } else { c.0 };
-                                    (p.0, lo, p.1, c.1)
-                                })
-                                .collect();
-                            chart
-                                .draw_series(bars.iter().map(|b| {
-                                    ErrorBar::new_vertical(
-                                        b.0,
-                                        b.1,
-                                        b.2,
-                                        b.3,
-                                        c.stroke_width(2),
-                                        12,
-                                    )
-                                }))
-                                .map_err(e)?;
-                            let anno = chart
-                                .draw_series(
-                                    pts.iter()
-                                        .map(|p| Circle::new(*p, 6, c.filled().stroke_width(1))),
-                                )
-                                .map_err(e)?;
-                            if !s.label.is_empty() {
-                                anno.label(s.label.clone())
-                                    .legend(move |(x, y)| Circle::new((x + 15, y), 6, c.filled()));
-                            }
-                        }
+        let label = |log: bool| move |v: &f64| if log { tick(10f64.powf(*v)) } else { tick(*v) };
+        let mut chart = ChartBuilder::on(&area)
+            .caption(&self.title, (FONT, TITLE_PX))
+            .margin(MARGIN)
+            .margin_right(MARGIN_RIGHT)
+            .x_label_area_size(X_LABEL_AREA)
+            .y_label_area_size(Y_LABEL_AREA)
+            .build_cartesian_2d(tx(x0)..tx(x1), ty(y0)..ty(y1))
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_desc(&self.x_label)
+            .y_desc(&self.y_label)
+            .label_style((FONT, TICK_PX))
+            // At most 6 (x) and 8 (y) ticks at round values of the (log10) axis: whole decades,
+            // every 1, 2, 5, 10, ... of them, across the whole range.
+            .x_labels(ticks(tx(x0), tx(x1), x_log, X_TICKS))
+            .y_labels(ticks(ty(y0), ty(y1), y_log, Y_TICKS))
+            .x_label_formatter(&label(x_log))
+            .y_label_formatter(&label(y_log))
+            .axis_desc_style((FONT, LABEL_PX))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(e)?;
+        for s in &self.series {
+            let c = PALETTE[s.color % PALETTE.len()];
+            let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(keep).map(at).collect();
+            match &s.mark {
+                Mark::Line | Mark::Dashed => {
+                    let dashed = matches!(s.mark, Mark::Dashed);
+                    let style = c.stroke_width(3);
+                    let anno = if dashed {
+                        chart
+                            .draw_series(DashedLineSeries::new(pts, 12, 8, style))
+                            .map_err(e)?
+                    } else {
+                        chart.draw_series(LineSeries::new(pts, style)).map_err(e)?
+                    };
+                    if !s.label.is_empty() {
+                        anno.label(s.label.clone()).legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 30, y)], c.stroke_width(3))
+                        });
                     }
                 }
-                chart
-                    .configure_series_labels()
-                    .position(legend.position())
-                    .label_font((FONT, 20))
-                    .legend_area_size(40)
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK)
-                    .draw()
-                    .map_err(e)?;
-            }};
+                Mark::Points { ci } => {
+                    let bars: Vec<_> = s
+                        .points
+                        .iter()
+                        .zip(ci)
+                        .filter(|(p, _)| keep(p))
+                        .map(|(p, c)| {
+                            let lo = if y_log && c.0 <= 0.0 { p.1 } else { c.0 };
+                            (tx(p.0), ty(lo), ty(p.1), ty(c.1))
+                        })
+                        .collect();
+                    chart
+                        .draw_series(bars.iter().map(|b| {
+                            ErrorBar::new_vertical(b.0, b.1, b.2, b.3, c.stroke_width(2), 12)
+                        }))
+                        .map_err(e)?;
+                    let anno = chart
+                        .draw_series(
+                            pts.iter()
+                                .map(|p| Circle::new(*p, 6, c.filled().stroke_width(1))),
+                        )
+                        .map_err(e)?;
+                    if !s.label.is_empty() {
+                        anno.label(s.label.clone())
+                            .legend(move |(x, y)| Circle::new((x + 15, y), 6, c.filled()));
+                    }
+                }
+            }
         }
-        let x = x0..x1;
-        let y = y0..y1;
-        match (x_log, y_log) {
-            (true, true) => body!(
-                builder
-                    .build_cartesian_2d(x.log_scale(), y.log_scale())
-                    .map_err(e)?
-            ),
-            (true, false) => body!(builder.build_cartesian_2d(x.log_scale(), y).map_err(e)?),
-            (false, true) => body!(builder.build_cartesian_2d(x, y.log_scale()).map_err(e)?),
-            (false, false) => body!(builder.build_cartesian_2d(x, y).map_err(e)?),
+        if strip.is_none() && !labelled.is_empty() {
+            chart
+                .configure_series_labels()
+                .position(legend.position())
+                .label_font((FONT, TICK_PX))
+                .legend_area_size(LEGEND_GLYPH as i32)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .draw()
+                .map_err(e)?;
+        }
+        if let Some(strip) = strip {
+            draw_legend_strip(&strip, &labelled).map_err(e)?;
         }
         root.present().map_err(e)?;
         Ok(())
     }
 }
 
+/// How many ticks to ask plotters for on an axis from `lo` to `hi` (log10 units when `log`):
+/// `most`, except that a log axis spanning two decades or more asks for at most one per decade,
+/// so that its ticks fall on whole decades (10, 100, not 31.6).
+fn ticks(lo: f64, hi: f64, log: bool, most: usize) -> usize {
+    let decades = hi - lo;
+    if log && decades >= 2.0 {
+        (decades.floor() as usize + 1).min(most)
+    } else {
+        most
+    }
+}
+
+/// A legend below the axes: each labelled series' sample (line, dashed line or marker) and
+/// label, two per row.
+fn draw_legend_strip<DB: DrawingBackend>(
+    strip: &DrawingArea<DB, Shift>,
+    labelled: &[&Series],
+) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let (w, _) = strip.dim_in_pixel();
+    let col = (w - 2 * MARGIN) / 2;
+    for (i, s) in labelled.iter().enumerate() {
+        let c = PALETTE[s.color % PALETTE.len()];
+        let x = (MARGIN + Y_LABEL_AREA / 2 + (i as u32 % 2) * col) as i32;
+        let y = (MARGIN + (i as u32 / 2) * LEGEND_ROW + LEGEND_ROW / 2) as i32;
+        let g = LEGEND_GLYPH as i32 - 10;
+        match s.mark {
+            Mark::Line => strip.draw(&PathElement::new(
+                vec![(x, y), (x + g, y)],
+                c.stroke_width(3),
+            ))?,
+            Mark::Dashed => {
+                for k in 0..2 {
+                    let a = x + k * (g / 2 + 2);
+                    strip.draw(&PathElement::new(
+                        vec![(a, y), (a + g / 2 - 4, y)],
+                        c.stroke_width(3),
+                    ))?;
+                }
+            }
+            Mark::Points { .. } => strip.draw(&Circle::new((x + g / 2, y), 6, c.filled()))?,
+        }
+        strip.draw(&Text::new(
+            s.label.clone(),
+            (x + LEGEND_GLYPH as i32, y - (TICK_PX as i32 * 2) / 3),
+            (FONT, TICK_PX),
+        ))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_segment_is_caught_between_its_ends() {
+        // A long diagonal crossing the box's corner, with both ends far outside it: sampling
+        // the segment would miss it, clipping does not.
+        let r = (0.0, 0.2, 0.8, 1.0);
+        assert!(segment_meets((-0.5, 0.4), (0.5, 1.4), r));
+        assert!(!segment_meets((0.3, 0.0), (1.0, 0.9), r));
+        // A point is a segment of length 0.
+        assert!(segment_meets((0.1, 0.9), (0.1, 0.9), r));
+        assert!(!segment_meets((0.3, 0.9), (0.3, 0.9), r));
+    }
+
+    #[test]
+    fn with_no_free_corner_the_legend_goes_below_and_the_figure_grows() {
+        // An X through the whole area and a flat line along the top and bottom leave no corner
+        // free.
+        let mut plot = LinePlot::new("t", "x", "y");
+        plot.x_log = false;
+        plot.series
+            .push(Series::line("a", 0, vec![(0.0, 0.0), (1.0, 1.0)]));
+        plot.series
+            .push(Series::line("b", 1, vec![(0.0, 1.0), (1.0, 0.0)]));
+        plot.series.push(Series::line(
+            "c",
+            2,
+            vec![(0.0, 0.5), (0.5, 0.5), (1.0, 0.5)],
+        ));
+        assert_eq!(plot.chosen_legend(), Legend::Outside);
+        assert!(plot.size().1 > SIZE.1);
+        for corner in [
+            Legend::UpperLeft,
+            Legend::UpperRight,
+            Legend::LowerLeft,
+            Legend::LowerRight,
+        ] {
+            assert!(plot.legend_covers_data(corner), "{corner:?}");
+        }
+        assert!(!plot.legend_covers_data(Legend::Outside));
+        // Rendering works and the PDF is deterministic.
+        let a = render(&plot, Path::new("t")).unwrap();
+        let b = render(&plot, Path::new("t")).unwrap();
+        assert!(a.svg == b.svg, "the SVG differs between renders");
+        assert!(a.pdf == b.pdf, "the PDF differs between renders");
+        assert!(a.pdf.starts_with(b"%PDF"));
+        // The PNG records 300 dpi: pHYs with 11811 pixels per metre on both axes.
+        let phys = a
+            .png
+            .windows(4)
+            .position(|w| w == b"pHYs")
+            .expect("pHYs chunk");
+        let ppm = u32::from_be_bytes(a.png[phys + 4..phys + 8].try_into().unwrap());
+        assert_eq!(ppm, 11811);
+    }
+
+    #[test]
+    fn text_is_at_least_7_points_at_the_stated_size() {
+        // 990 px is 3.3 in at 300 dpi; 7 pt is 29.2 px there.
+        assert_eq!(SIZE.0, 990);
+        for px in [TICK_PX, LABEL_PX, TITLE_PX] {
+            assert!(px as f64 * 72.0 / DPI >= 7.0, "{px}");
+        }
+    }
 
     #[test]
     fn auto_legend_avoids_the_data() {

@@ -1,7 +1,7 @@
 //! Heatmaps (one panel per preset, shared log colour scale and colour bar), drawn with plotters'
 //! Viridis colour map, saved through [`super::figure::save`].
 
-use super::figure::{FONT, Figure, tick};
+use super::figure::{FONT, Figure, LABEL_PX, TICK_PX, TITLE_PX, TWO_COLUMN_IN, inches, tick};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -38,9 +38,13 @@ impl Heatmap {
     }
 }
 
+/// Width of the colour bar's area (tick labels, bar, caption above).
+const COLOUR_BAR_AREA: u32 = 330;
+
 impl Figure for Heatmap {
     fn size(&self) -> (u32, u32) {
-        (700 * self.panels.len() as u32 + 260, 760)
+        // Two columns of a paper (6.9 in at 300 dpi), the colour bar included.
+        (inches(TWO_COLUMN_IN), 760)
     }
 
     fn draw<DB: DrawingBackend>(
@@ -53,16 +57,16 @@ impl Figure for Heatmap {
         let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
         root.fill(&WHITE).map_err(e)?;
         let (w, _) = root.dim_in_pixel();
-        let (left, bar) = root.split_horizontally(w - 260);
+        let (left, bar) = root.split_horizontally(w - COLOUR_BAR_AREA);
         let panels = left.split_evenly((1, self.panels.len().max(1)));
         for (area, p) in panels.iter().zip(&self.panels) {
             let nx = p.cells.iter().map(|c| c.0).max().unwrap_or(0) + 1;
             let ny = p.cells.iter().map(|c| c.1).max().unwrap_or(0) + 1;
             let mut chart = ChartBuilder::on(area)
-                .caption(&p.title, (FONT, 30))
+                .caption(&p.title, (FONT, TITLE_PX))
                 .margin(15)
-                .x_label_area_size(70)
-                .y_label_area_size(90)
+                .x_label_area_size(85)
+                .y_label_area_size(100)
                 .build_cartesian_2d(0f64..nx as f64, 0f64..ny as f64)
                 .map_err(e)?;
             chart
@@ -70,8 +74,8 @@ impl Figure for Heatmap {
                 .disable_mesh()
                 .x_desc(&self.x_label)
                 .y_desc(&self.y_label)
-                .label_style((FONT, 22))
-                .axis_desc_style((FONT, 26))
+                .label_style((FONT, TICK_PX))
+                .axis_desc_style((FONT, LABEL_PX))
                 .x_label_formatter(&|v| tick(*v))
                 .y_label_formatter(&|v| tick(*v))
                 .draw()
@@ -84,19 +88,20 @@ impl Figure for Heatmap {
                 .map_err(e)?;
         }
         let (lo, hi) = self.log10_range;
+        // The bar's label is its caption, right above it.
         let mut cb = ChartBuilder::on(&bar)
-            .margin_top(60)
-            .margin_bottom(85)
-            .margin_right(20)
-            .y_label_area_size(130)
+            .caption(&self.value_label, (FONT, TICK_PX))
+            .margin_top(15)
+            .top_x_label_area_size(20)
+            .margin_bottom(100)
+            .margin_right(60)
+            .y_label_area_size(100)
             .build_cartesian_2d(0f64..1.0, lo..hi)
             .map_err(e)?;
         cb.configure_mesh()
             .disable_mesh()
             .disable_x_axis()
-            .y_desc(&self.value_label)
-            .label_style((FONT, 22))
-            .axis_desc_style((FONT, 26))
+            .label_style((FONT, TICK_PX))
             .y_label_formatter(&|v| format!("1e{}", v.round() as i64))
             .draw()
             .map_err(e)?;

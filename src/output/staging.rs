@@ -146,8 +146,25 @@ impl Stage {
         })();
         if result.is_err() {
             // Best effort, newest first; the error reported is the first one.
+            let mut lost = false;
             for (from, to) in placed.iter().rev().chain(aside.iter().rev()) {
-                let _ = std::fs::rename(from, to);
+                lost |= std::fs::rename(from, to).is_err();
+            }
+            if lost {
+                // Some old outputs could not go back: keep them out of the stage (which is
+                // removed on drop) under a name no cleanup touches, and say where.
+                let keep = root.join(format!(
+                    "normscope-recovered-{}",
+                    self.dir
+                        .file_name()
+                        .map_or("stage".into(), |n| n.to_string_lossy().into_owned())
+                ));
+                if std::fs::rename(&old, &keep).is_ok() {
+                    eprintln!(
+                        "warning: some earlier outputs could not be put back; they are in {}",
+                        keep.display()
+                    );
+                }
             }
         }
         drop(reg);

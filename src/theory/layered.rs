@@ -39,10 +39,19 @@ impl Keep {
         self.layers.as_ref().is_none_or(|s| s.contains(&l))
     }
 
-    /// Storage for a sequence over `len` layers: every layer if `dense` or every layer is
-    /// kept, else only the kept ones.
+    /// Whether kept sequences are stored densely: every layer is kept, or at least a quarter
+    /// of them (a B-tree entry costs about 3 times a vector slot, so sparse storage only saves
+    /// memory below that share).
+    pub fn dense(&self, len: usize) -> bool {
+        self.layers
+            .as_ref()
+            .is_none_or(|s| s.len().saturating_mul(4) >= len)
+    }
+
+    /// Storage for a sequence over `len` layers: every layer if `dense` or [`Self::dense`],
+    /// else only the kept ones.
     pub fn storage<T: Clone>(&self, dense: bool, len: usize, fill: T) -> Layered<T> {
-        if dense || self.layers.is_none() {
+        if dense || self.dense(len) {
             Layered::Dense(vec![fill; len])
         } else {
             Layered::Sparse(BTreeMap::new())
