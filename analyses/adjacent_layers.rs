@@ -107,7 +107,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             ("_mc", c.mc_depth, &mc_th, &mc[..]),
         ] {
             let mut plot = LinePlot::new(
-                &format!("{} at L = {depth} (ReLU MLP, He init)", m.name()),
+                &format!("{} at L = {depth} (ReLU MLP, He init)", common::title(m)),
                 "layer t",
                 what,
             );

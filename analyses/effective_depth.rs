@@ -15,6 +15,9 @@ use crate::output::figure::LinePlot;
 use crate::output::latex;
 use serde::{Deserialize, Serialize};
 
+/// The path-length figures show lengths whose share reaches this fraction of the peak.
+pub const PATH_LEN_SHOWN: f64 = 1e-3;
+
 /// Registry entry.
 pub const ANALYSIS: Analysis = Analysis {
     id: "effective-depth",
@@ -197,6 +200,8 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             |r| r.source.unwrap_or(0) as f64,
             at,
         );
+        // Steps, cut to where the mass is (values of at least 1e-3 of the peak).
+        plot.discrete(PATH_LEN_SHOWN);
         out.figure(&format!("path_len_L{d}"), &plot)?;
     }
     out.rows("theory.csv", theory)?;

@@ -128,7 +128,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 continue;
             }
             let mut plot = LinePlot::new(
-                &format!("{} per layer at L = {depth} ({setting})", m.name()),
+                &format!("{} per layer at L = {depth} ({setting})", common::title(m)),
                 "layer l",
                 what,
             );

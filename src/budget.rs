@@ -55,10 +55,23 @@ pub fn check(bytes: u128, what: &str, lower: &str) -> Result<()> {
     }
 }
 
+/// The largest width, token count or hidden width the estimates use: any size above it needs
+/// more memory than any machine has, so capping it keeps every product below u128's range
+/// (2^31 per factor, at most four factors and a depth below 2^40) while still refusing it.
+const SIZE_CAP: u128 = 1 << 31;
+
+/// Width d, tokens n and hidden width h of the branch, each capped at [`SIZE_CAP`].
+fn sizes(cfg: &McConfig) -> (u128, u128, u128) {
+    let d = (cfg.model.branch.width as u128).min(SIZE_CAP);
+    let n = (cfg.model.branch.tokens as u128).min(SIZE_CAP);
+    // `as` saturates a huge float; the cap then applies.
+    let h = ((cfg.model.branch.hidden_ratio * d as f64).round().max(1.0) as u128).min(SIZE_CAP);
+    (d, n, h)
+}
+
 /// Floats of block l's weight matrices.
 fn weight_floats(cfg: &McConfig, l: usize) -> u128 {
-    let d = cfg.model.branch.width as u128;
-    let h = (cfg.model.branch.hidden_ratio * d as f64).round().max(1.0) as u128;
+    let (d, _, h) = sizes(cfg);
     match cfg.block(l) {
         Block::Linear => d * d,
         Block::Mlp(_) => 2 * h * d,
@@ -71,13 +84,11 @@ fn weight_floats(cfg: &McConfig, l: usize) -> u128 {
 /// Floats block l keeps from the forward pass: its input, output and up to three norm
 /// caches, plus the branch's own intermediates.
 fn activation_floats(cfg: &McConfig, l: usize) -> u128 {
-    let d = cfg.model.branch.width as u128;
-    let n = cfg.model.branch.tokens as u128;
-    let h = (cfg.model.branch.hidden_ratio * d as f64).round().max(1.0) as u128;
+    let (d, n, h) = sizes(cfg);
     let own = match cfg.block(l) {
         Block::Linear => 0,
         Block::Mlp(_) => 2 * h * n,
-        Block::Attention { .. } => 4 * d * n + cfg.heads as u128 * n * n,
+        Block::Attention { .. } => 4 * d * n + (cfg.heads as u128).min(SIZE_CAP) * n * n,
         Block::CrossAttention => d,
     };
     5 * d * n + own
@@ -85,12 +96,12 @@ fn activation_floats(cfg: &McConfig, l: usize) -> u128 {
 
 /// Peak bytes of one sampled network of depth `depth` measuring `metrics`.
 pub fn network_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric]) -> u128 {
-    let d = cfg.model.branch.width as u128;
-    let n = cfg.model.branch.tokens as u128;
-    let stream = (depth as u128 + 1) * d * n;
+    let (d, n, _) = sizes(cfg);
+    let depth = (depth as u128).min(1 << 40);
+    let stream = (depth + 1) * d * n;
     // A stack's blocks repeat with period at most 2 (odd and even blocks of a transformer),
     // so depth 10^12 costs two evaluations, not 10^12.
-    let (odd, even) = ((depth as u128).div_ceil(2), depth as u128 / 2);
+    let (odd, even) = (depth.div_ceil(2), depth / 2);
     let per_depth = |f: fn(&McConfig, usize) -> u128| odd * f(cfg, 1) + even * f(cfg, 2);
     let weights = per_depth(weight_floats);
     let acts = per_depth(activation_floats);
@@ -101,7 +112,7 @@ pub fn network_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric]) -> u128 {
     if needs.backward {
         floats += stream + weights;
     }
-    if needs.paths && depth <= cfg.path_max {
+    if needs.paths && depth <= cfg.path_max as u128 {
         floats += 2 * stream;
     }
     F64 * floats
@@ -113,9 +124,15 @@ pub fn network_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric]) -> u128 {
 pub fn mc_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric], rows: u128) -> u128 {
     let threads = rayon::current_num_threads().min(cfg.samples).max(1) as u128;
     let batch = (threads * crate::monte_carlo::BATCH_PER_THREAD as u128).min(cfg.samples as u128);
-    network_bytes(cfg, depth, metrics) * threads
-        + batch * rows * TABLE_ENTRY
-        + cfg.samples as u128 * rows * COLUMN_ENTRY
+    // Saturating: a sum beyond u128 is refused like any other that does not fit.
+    network_bytes(cfg, depth, metrics)
+        .saturating_mul(threads)
+        .saturating_add(batch.saturating_mul(rows).saturating_mul(TABLE_ENTRY))
+        .saturating_add(
+            (cfg.samples as u128)
+                .saturating_mul(rows)
+                .saturating_mul(COLUMN_ENTRY),
+        )
 }
 
 /// Refuses a Monte Carlo run of `depth` blocks that cannot fit.

@@ -70,6 +70,34 @@ pub const PALETTE: [RGBColor; 8] = [
 /// Palette index of the grey "Monte Carlo, 95% CI" legend entry.
 pub const MC_COLOR: usize = 7;
 
+/// Dash patterns `(dash, gap)` in pixels by palette index (`(0, 0)`: solid), so that lines
+/// stay apart in greyscale and for colour-blind readers: solid, long dash, short dash, dots.
+pub const DASHES: [(u32, u32); 4] = [(0, 0), (16, 8), (7, 6), (2, 6)];
+
+/// Unicode for the ASCII math in labels: `||x||` to `‖x‖`, `^2` to `²`, `alpha`/`beta`/`lambda`
+/// to `α`/`β`/`λ`, ` - ` to ` − `, `sqrt` to `√`.
+pub fn math(text: &str) -> String {
+    text.replace("||", "‖")
+        .replace("^2", "²")
+        .replace("alpha", "α")
+        .replace("beta", "β")
+        .replace("lambda", "λ")
+        .replace(" - ", " − ")
+        .replace("sqrt", "√")
+}
+
+/// A legend sample 33 px long from `(x, y)`: three pieces of line, joined for a solid line
+/// (`dash == 0`), else each at most 9 px with gaps, as the series' pattern.
+fn line_glyph<'a, DB: DrawingBackend + 'a>(
+    (x, y): (i32, i32),
+    c: RGBColor,
+    dash: u32,
+) -> DynElement<'a, DB, (i32, i32)> {
+    let len = if dash == 0 { 11 } else { dash.min(9) as i32 };
+    let piece = |k: i32| PathElement::new(vec![(11 * k, 0), (11 * k + len, 0)], c.stroke_width(3));
+    (EmptyElement::at((x, y)) + piece(0) + piece(1) + piece(2)).into_dyn()
+}
+
 /// How a series is drawn.
 #[derive(Clone, Debug)]
 pub enum Mark {
@@ -77,6 +105,9 @@ pub enum Mark {
     Line,
     /// A dashed line (a second closed-form family).
     Dashed,
+    /// A step line, each point `(k, y)` a level from `k - 1/2` to `k + 1/2` (a discrete
+    /// distribution).
+    Steps,
     /// Markers with vertical 95% confidence bars `(low, high)` per point (Monte Carlo).
     Points {
         /// The interval of each point, in the order of `points`.
@@ -120,6 +151,15 @@ impl Series {
         }
     }
 
+    /// The line's dash pattern: [`DASHES`] by palette index, the long dash for
+    /// [`Mark::Dashed`].
+    pub fn pattern(&self) -> (u32, u32) {
+        match self.mark {
+            Mark::Dashed => DASHES[1],
+            _ => DASHES[self.color % DASHES.len()],
+        }
+    }
+
     /// Every y value this series draws (points and interval ends).
     fn ys(&self) -> Vec<f64> {
         let mut v: Vec<f64> = self.points.iter().map(|p| p.1).collect();
@@ -145,18 +185,6 @@ pub enum Legend {
     LowerRight,
     /// Below the axes, in two columns: where no corner is free of data.
     Outside,
-}
-
-impl Legend {
-    fn position(self) -> SeriesLabelPosition {
-        match self {
-            Legend::Auto | Legend::Outside => SeriesLabelPosition::UpperLeft,
-            Legend::UpperLeft => SeriesLabelPosition::UpperLeft,
-            Legend::UpperRight => SeriesLabelPosition::UpperRight,
-            Legend::LowerLeft => SeriesLabelPosition::LowerLeft,
-            Legend::LowerRight => SeriesLabelPosition::LowerRight,
-        }
-    }
 }
 
 /// A line plot: closed form as lines, Monte Carlo as points with 95% CI bars.
@@ -193,7 +221,9 @@ const Y_TICKS: usize = 8;
 /// Height of one legend entry.
 const LEGEND_ROW: u32 = TICK_PX + 10;
 /// Width of a legend entry's line or marker sample, and the gap after it.
-const LEGEND_GLYPH: u32 = 40;
+const LEGEND_GLYPH: u32 = 45;
+/// Gap between a corner legend's box and the axes.
+const LEGEND_INSET: u32 = 8;
 
 /// Compact tick text: `1e6` style outside [0.01, 10^4), trailing `.0` dropped inside.
 pub fn tick(v: f64) -> String {
@@ -364,6 +394,15 @@ pub fn text_width(text: &str, px: u32) -> u32 {
         .map_or(text.chars().count() as u32 * px, |b| b.0)
 }
 
+/// The corners of a step line through `points` (x increasing): each `(k, y)` a level from
+/// `k - 1/2` to `k + 1/2`, joined by vertical rises.
+pub fn step_path(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    points
+        .iter()
+        .flat_map(|&(k, y)| [(k - 0.5, y), (k + 0.5, y)])
+        .collect()
+}
+
 /// Whether the segment `p`-`q` meets the rectangle `[x0, x1] x [y0, y1]` (Liang-Barsky
 /// clipping; a point is a segment of length 0).
 fn segment_meets(p: (f64, f64), q: (f64, f64), (x0, x1, y0, y1): (f64, f64, f64, f64)) -> bool {
@@ -408,6 +447,82 @@ impl LinePlot {
         }
     }
 
+    /// The plot as drawn: its text in Unicode math ([`math`]), and a line that coincides with an
+    /// earlier labelled line (the same points to 1e-9 relative) folded into that line's legend
+    /// entry (`Pre-LN = Peri-LN`), its own entry dropped; it is still drawn, in the colour of
+    /// that entry, so no curve hides another without a word.
+    pub fn merged(&self) -> LinePlot {
+        let mut p = self.clone();
+        p.title = math(&p.title);
+        p.x_label = math(&p.x_label);
+        p.y_label = math(&p.y_label);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+        let line = |s: &Series| !s.label.is_empty() && !matches!(s.mark, Mark::Points { .. });
+        let same = |a: &Series, b: &Series| {
+            !a.points.is_empty()
+                && a.points.len() == b.points.len()
+                && a.points
+                    .iter()
+                    .zip(&b.points)
+                    .all(|(u, v)| close(u.0, v.0) && close(u.1, v.1))
+        };
+        for i in 0..p.series.len() {
+            if !line(&p.series[i]) {
+                continue;
+            }
+            if let Some(j) =
+                (0..i).find(|&j| line(&p.series[j]) && same(&p.series[j], &p.series[i]))
+            {
+                let extra = std::mem::take(&mut p.series[i].label);
+                p.series[j].label = format!("{} = {extra}", p.series[j].label);
+                // The folded preset is drawn in the colour and pattern of the entry that
+                // names it, its Monte Carlo points included.
+                let (from, to) = (p.series[i].color, p.series[j].color);
+                for s in &mut p.series {
+                    if s.color == from && from != MC_COLOR {
+                        s.color = to;
+                    }
+                }
+            }
+        }
+        for s in &mut p.series {
+            s.label = math(&s.label);
+        }
+        p
+    }
+
+    /// Makes the plot a discrete distribution: lines become steps, and every series is cut to
+    /// the x range where some value reaches `floor` times the largest (plus one step each side).
+    pub fn discrete(&mut self, floor: f64) {
+        let top = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .filter(|y| y.is_finite())
+            .fold(0.0f64, f64::max);
+        let xs: Vec<f64> = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .filter(|p| p.1.is_finite() && p.1 >= floor * top)
+            .map(|p| p.0)
+            .collect();
+        let lo = xs.iter().copied().fold(f64::INFINITY, f64::min) - 1.0;
+        let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max) + 1.0;
+        for s in &mut self.series {
+            if matches!(s.mark, Mark::Line) {
+                s.mark = Mark::Steps;
+            }
+            let keep: Vec<bool> = s.points.iter().map(|p| p.0 >= lo && p.0 <= hi).collect();
+            let mut it = keep.iter();
+            s.points.retain(|_| *it.next().unwrap_or(&false));
+            if let Mark::Points { ci } = &mut s.mark {
+                let mut it = keep.iter();
+                ci.retain(|_| *it.next().unwrap_or(&false));
+            }
+        }
+    }
+
     /// Height of the legend strip below the axes: 0 unless the legend goes outside.
     fn strip_height(&self) -> u32 {
         let n = self.series.iter().filter(|s| !s.label.is_empty()).count() as u32;
@@ -442,9 +557,13 @@ impl LinePlot {
         let ok = |p: &(f64, f64)| p.0.is_finite() && p.1.is_finite();
         let mut segs = Vec::new();
         for s in &self.series {
-            let pts: Vec<(f64, f64)> = s.points.iter().map(|p| at(*p)).filter(ok).collect();
+            let raw = match s.mark {
+                Mark::Steps => step_path(&s.points),
+                _ => s.points.clone(),
+            };
+            let pts: Vec<(f64, f64)> = raw.into_iter().map(at).filter(ok).collect();
             match &s.mark {
-                Mark::Line | Mark::Dashed => {
+                Mark::Line | Mark::Dashed | Mark::Steps => {
                     segs.extend(pts.windows(2).map(|w| (w[0], w[1])));
                     if pts.len() == 1 {
                         segs.push((pts[0], pts[0]));
@@ -466,11 +585,9 @@ impl LinePlot {
         segs
     }
 
-    /// The legend box `(width, height)` as fractions of the plotting area: one row of
-    /// [`LEGEND_ROW`] px per labelled series, the longest label measured in the embedded font,
-    /// plus plotters' padding; grown by a marker's radius on each side.
-    fn legend_box(&self) -> (f64, f64) {
-        let (pw, ph) = self.plot_area();
+    /// The legend box's size in pixels as drawn: one row of [`LEGEND_ROW`] px per labelled
+    /// series, the longest label measured in the embedded font, a line sample and padding.
+    fn legend_pixels(&self) -> (u32, u32) {
         let labels: Vec<&str> = self
             .series
             .iter()
@@ -482,9 +599,22 @@ impl LinePlot {
             .map(|l| text_width(l, TICK_PX))
             .max()
             .unwrap_or(0);
-        let w = (LEGEND_GLYPH + 20 + text + 30) as f64 / pw;
-        let h = (labels.len() as u32 * LEGEND_ROW + 30) as f64 / ph;
-        (w.min(1.0), h.min(1.0))
+        (
+            LEGEND_GLYPH + text + 30,
+            labels.len() as u32 * LEGEND_ROW + 20,
+        )
+    }
+
+    /// The region a corner legend takes, `(width, height)` as fractions of the plotting area:
+    /// the box and its inset from the axes, plus a marker's radius.
+    fn legend_box(&self) -> (f64, f64) {
+        let (pw, ph) = self.plot_area();
+        let (bw, bh) = self.legend_pixels();
+        let pad = (LEGEND_INSET + 8) as f64;
+        (
+            ((bw as f64 + pad) / pw).min(1.0),
+            ((bh as f64 + pad) / ph).min(1.0),
+        )
     }
 
     /// Where the legend goes: the first corner (upper left, upper right, lower left, lower
@@ -575,7 +705,7 @@ impl Figure for LinePlot {
     /// [`SIZE`], taller by the legend strip when the legend goes below the axes (the axes keep
     /// their size).
     fn size(&self) -> (u32, u32) {
-        (SIZE.0, SIZE.1 + self.strip_height())
+        (SIZE.0, SIZE.1 + self.merged().strip_height())
     }
 
     /// Log axes are drawn as linear axes in log10 units, with ticks chosen there and labelled
@@ -590,18 +720,20 @@ impl Figure for LinePlot {
     {
         let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
         root.fill(&WHITE).map_err(e)?;
-        let ((x0, x1), (y0, y1)) = self.ranges();
-        let legend = self.chosen_legend();
-        let labelled: Vec<&Series> = self.series.iter().filter(|s| !s.label.is_empty()).collect();
+        let merged = self.merged();
+        let this = &merged;
+        let ((x0, x1), (y0, y1)) = this.ranges();
+        let legend = this.chosen_legend();
+        let labelled: Vec<&Series> = this.series.iter().filter(|s| !s.label.is_empty()).collect();
         // An outside legend takes a strip below the axes: two entries per row.
-        let (area, strip) = if self.strip_height() > 0 {
+        let (area, strip) = if this.strip_height() > 0 {
             let (_, h) = root.dim_in_pixel();
-            let (a, b) = root.split_vertically(h - self.strip_height());
+            let (a, b) = root.split_vertically(h - this.strip_height());
             (a, Some(b))
         } else {
             (root.clone(), None)
         };
-        let (x_log, y_log) = (self.x_log, self.y_log);
+        let (x_log, y_log) = (this.x_log, this.y_log);
         let tx = move |v: f64| if x_log { v.log10() } else { v };
         let ty = move |v: f64| if y_log { v.log10() } else { v };
         let at = move |p: (f64, f64)| (tx(p.0), ty(p.1));
@@ -613,7 +745,7 @@ impl Figure for LinePlot {
         };
         let label = |log: bool| move |v: &f64| if log { tick(10f64.powf(*v)) } else { tick(*v) };
         let mut chart = ChartBuilder::on(&area)
-            .caption(&self.title, (FONT, TITLE_PX))
+            .caption(&this.title, (FONT, TITLE_PX))
             .margin(MARGIN)
             .margin_right(MARGIN_RIGHT)
             .x_label_area_size(X_LABEL_AREA)
@@ -622,8 +754,8 @@ impl Figure for LinePlot {
             .map_err(e)?;
         chart
             .configure_mesh()
-            .x_desc(&self.x_label)
-            .y_desc(&self.y_label)
+            .x_desc(&this.x_label)
+            .y_desc(&this.y_label)
             .label_style((FONT, TICK_PX))
             // At most 6 (x) and 8 (y) ticks at round values of the (log10) axis: whole decades,
             // every 1, 2, 5, 10, ... of them, across the whole range.
@@ -635,24 +767,23 @@ impl Figure for LinePlot {
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(e)?;
-        for s in &self.series {
+        for s in &this.series {
             let c = PALETTE[s.color % PALETTE.len()];
-            let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(keep).map(at).collect();
+            let kept: Vec<(f64, f64)> = s.points.iter().copied().filter(keep).collect();
+            let pts: Vec<(f64, f64)> = match s.mark {
+                Mark::Steps => step_path(&kept).into_iter().map(at).collect(),
+                _ => kept.iter().copied().map(at).collect(),
+            };
             match &s.mark {
-                Mark::Line | Mark::Dashed => {
-                    let dashed = matches!(s.mark, Mark::Dashed);
+                Mark::Line | Mark::Dashed | Mark::Steps => {
+                    let (dash, gap) = s.pattern();
                     let style = c.stroke_width(3);
-                    let anno = if dashed {
-                        chart
-                            .draw_series(DashedLineSeries::new(pts, 12, 8, style))
-                            .map_err(e)?
+                    if dash == 0 {
+                        chart.draw_series(LineSeries::new(pts, style)).map_err(e)?;
                     } else {
-                        chart.draw_series(LineSeries::new(pts, style)).map_err(e)?
-                    };
-                    if !s.label.is_empty() {
-                        anno.label(s.label.clone()).legend(move |(x, y)| {
-                            PathElement::new(vec![(x, y), (x + 30, y)], c.stroke_width(3))
-                        });
+                        chart
+                            .draw_series(DashedLineSeries::new(pts, dash, gap, style))
+                            .map_err(e)?;
                     }
                 }
                 Mark::Points { ci } => {
@@ -671,29 +802,18 @@ impl Figure for LinePlot {
                             ErrorBar::new_vertical(b.0, b.1, b.2, b.3, c.stroke_width(2), 12)
                         }))
                         .map_err(e)?;
-                    let anno = chart
+                    chart
                         .draw_series(
                             pts.iter()
                                 .map(|p| Circle::new(*p, 6, c.filled().stroke_width(1))),
                         )
                         .map_err(e)?;
-                    if !s.label.is_empty() {
-                        anno.label(s.label.clone())
-                            .legend(move |(x, y)| Circle::new((x + 15, y), 6, c.filled()));
-                    }
                 }
             }
         }
         if strip.is_none() && !labelled.is_empty() {
-            chart
-                .configure_series_labels()
-                .position(legend.position())
-                .label_font((FONT, TICK_PX))
-                .legend_area_size(LEGEND_GLYPH as i32)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .draw()
-                .map_err(e)?;
+            let area = chart.plotting_area().strip_coord_spec();
+            draw_legend_box(&area, &labelled, legend, this.legend_pixels()).map_err(e)?;
         }
         if let Some(strip) = strip {
             draw_legend_strip(&strip, &labelled).map_err(e)?;
@@ -724,31 +844,55 @@ fn draw_legend_strip<DB: DrawingBackend>(
     let (w, _) = strip.dim_in_pixel();
     let col = (w - 2 * MARGIN) / 2;
     for (i, s) in labelled.iter().enumerate() {
-        let c = PALETTE[s.color % PALETTE.len()];
         let x = (MARGIN + Y_LABEL_AREA / 2 + (i as u32 % 2) * col) as i32;
         let y = (MARGIN + (i as u32 / 2) * LEGEND_ROW + LEGEND_ROW / 2) as i32;
-        let g = LEGEND_GLYPH as i32 - 10;
-        match s.mark {
-            Mark::Line => strip.draw(&PathElement::new(
-                vec![(x, y), (x + g, y)],
-                c.stroke_width(3),
-            ))?,
-            Mark::Dashed => {
-                for k in 0..2 {
-                    let a = x + k * (g / 2 + 2);
-                    strip.draw(&PathElement::new(
-                        vec![(a, y), (a + g / 2 - 4, y)],
-                        c.stroke_width(3),
-                    ))?;
-                }
-            }
-            Mark::Points { .. } => strip.draw(&Circle::new((x + g / 2, y), 6, c.filled()))?,
-        }
-        strip.draw(&Text::new(
-            s.label.clone(),
-            (x + LEGEND_GLYPH as i32, y - (TICK_PX as i32 * 2) / 3),
-            (FONT, TICK_PX),
-        ))?;
+        draw_legend_entry(strip, (x, y), s)?;
+    }
+    Ok(())
+}
+
+/// One legend entry centred vertically on `y`: the series' sample (its line pattern, or its
+/// marker) from `x`, then its label.
+fn draw_legend_entry<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    (x, y): (i32, i32),
+    s: &Series,
+) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let c = PALETTE[s.color % PALETTE.len()];
+    match s.mark {
+        Mark::Points { .. } => area.draw(&Circle::new((x + 15, y), 6, c.filled()))?,
+        _ => area.draw(&line_glyph::<DB>((x, y), c, s.pattern().0))?,
+    }
+    area.draw(&Text::new(
+        s.label.clone(),
+        (x + LEGEND_GLYPH as i32, y - (TICK_PX as i32 * 2) / 3),
+        (FONT, TICK_PX),
+    ))
+}
+
+/// A legend in a corner of the plotting `area` (pixel coordinates): a white, framed box of
+/// `(w, h)` px, [`LEGEND_INSET`] px from the axes, one entry per row.
+fn draw_legend_box<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    labelled: &[&Series],
+    legend: Legend,
+    (w, h): (u32, u32),
+) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let (aw, ah) = area.dim_in_pixel();
+    let inset = LEGEND_INSET as i32;
+    let (right, bottom) = (aw as i32 - w as i32 - inset, ah as i32 - h as i32 - inset);
+    let (x0, y0) = match legend {
+        Legend::UpperRight => (right, inset),
+        Legend::LowerLeft => (inset, bottom),
+        Legend::LowerRight => (right, bottom),
+        _ => (inset, inset),
+    };
+    let corners = [(x0, y0), (x0 + w as i32, y0 + h as i32)];
+    area.draw(&Rectangle::new(corners, WHITE.mix(0.9).filled()))?;
+    area.draw(&Rectangle::new(corners, BLACK.stroke_width(1)))?;
+    for (i, s) in labelled.iter().enumerate() {
+        let y = y0 + 10 + (i as u32 * LEGEND_ROW + LEGEND_ROW / 2) as i32;
+        draw_legend_entry(area, (x0 + 10, y), s)?;
     }
     Ok(())
 }
@@ -818,6 +962,47 @@ mod tests {
         for px in [TICK_PX, LABEL_PX, TITLE_PX] {
             assert!(px as f64 * 72.0 / DPI >= 7.0, "{px}");
         }
+    }
+
+    #[test]
+    fn coinciding_lines_share_one_legend_entry_in_unicode() {
+        let mut plot = LinePlot::new("||x_L||^2 against alpha", "x", "y");
+        let pts = vec![(1.0, 2.0), (2.0, 3.0)];
+        plot.series.push(Series::line("Pre-LN", 0, pts.clone()));
+        plot.series
+            .push(Series::line("Post-LN", 1, vec![(1.0, 2.0), (2.0, 5.0)]));
+        plot.series.push(Series::line("Peri-LN", 3, pts));
+        let m = plot.merged();
+        let labels: Vec<&str> = m.series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["Pre-LN = Peri-LN", "Post-LN", ""]);
+        assert_eq!(m.title, "‖x_L‖² against α");
+        // Every line is still drawn, and the first four presets' patterns differ.
+        assert_eq!(m.series.iter().filter(|s| !s.points.is_empty()).count(), 3);
+        let patterns: Vec<(u32, u32)> = (0..4)
+            .map(|c| Series::line("", c, vec![]).pattern())
+            .collect();
+        for i in 0..4 {
+            for j in 0..i {
+                assert_ne!(patterns[i], patterns[j]);
+            }
+        }
+    }
+
+    #[test]
+    fn distributions_are_steps_cut_to_their_mass() {
+        let mut plot = LinePlot::new("t", "k", "share");
+        plot.x_log = false;
+        let law: Vec<(f64, f64)> = (0..60)
+            .map(|k| (k as f64, if (10..=14).contains(&k) { 0.2 } else { 1e-9 }))
+            .collect();
+        plot.series.push(Series::line("a", 0, law));
+        plot.discrete(1e-3);
+        let s = &plot.series[0];
+        assert!(matches!(s.mark, Mark::Steps));
+        let xs: Vec<f64> = s.points.iter().map(|p| p.0).collect();
+        assert_eq!(xs.first(), Some(&9.0));
+        assert_eq!(xs.last(), Some(&15.0));
+        assert_eq!(step_path(&[(1.0, 0.5)]), vec![(0.5, 0.5), (1.5, 0.5)]);
     }
 
     #[test]
