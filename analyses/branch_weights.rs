@@ -139,7 +139,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     out.figure(
         "heatmap",
         &Heatmap {
-            x_label: "source j (0 = x_0, j = branch F_j)".into(),
+            x_label: "source j (0: x_0; j: F_j)".into(),
             y_label: "layer l".into(),
             value_label: "share of ||x_l||^2".into(),
             log10_range: (-6.0, 0.0),

@@ -102,20 +102,27 @@ pub fn network_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric]) -> u128 {
     // A stack's blocks repeat with period at most 2 (odd and even blocks of a transformer),
     // so depth 10^12 costs two evaluations, not 10^12.
     let (odd, even) = (depth.div_ceil(2), depth / 2);
-    let per_depth = |f: fn(&McConfig, usize) -> u128| odd * f(cfg, 1) + even * f(cfg, 2);
+    let per_depth = |f: fn(&McConfig, usize) -> u128| {
+        odd.saturating_mul(f(cfg, 1))
+            .saturating_add(even.saturating_mul(f(cfg, 2)))
+    };
     let weights = per_depth(weight_floats);
     let acts = per_depth(activation_floats);
     let needs = Metric::needs(metrics);
     // The input's n x n token covariance and its Cholesky factor.
     let tokens = 2 * n * n;
-    let mut floats = weights + acts + stream + tokens;
+    // Saturating: a total beyond u128 is refused like any other that does not fit.
+    let mut floats = weights
+        .saturating_add(acts)
+        .saturating_add(stream)
+        .saturating_add(tokens);
     if needs.backward {
-        floats += stream + weights;
+        floats = floats.saturating_add(stream).saturating_add(weights);
     }
     if needs.paths && depth <= cfg.path_max as u128 {
-        floats += 2 * stream;
+        floats = floats.saturating_add(stream.saturating_mul(2));
     }
-    F64 * floats
+    F64.saturating_mul(floats)
 }
 
 /// Peak bytes of a Monte Carlo run of one stack: the networks in flight (one per thread), the

@@ -27,9 +27,15 @@ pub const fn inches(x: f64) -> u32 {
     (x * DPI) as u32
 }
 
-/// Pixels of a font size in points at [`DPI`], rounded up (so the size is at least that).
+/// How much larger plotters' font size must be than the type size drawn: its SVG backend
+/// writes `font-size = size / 1.24` (plotters-svg 0.3, `svg.rs`), and the PNG scales the
+/// font's full height, 2384/2048 = 1.16 of the type size for DejaVu Sans. The larger factor
+/// is used, so both formats reach the size asked for.
+pub const PLOTTERS_FONT_SCALE: f64 = 1.24;
+
+/// The plotters font size that draws text of `pt` points at [`DPI`], rounded up.
 pub const fn points(pt: f64) -> u32 {
-    let px = pt * DPI / 72.0;
+    let px = pt * DPI / 72.0 * PLOTTERS_FONT_SCALE;
     let floor = px as u32;
     if (floor as f64) < px {
         floor + 1
@@ -38,7 +44,8 @@ pub const fn points(pt: f64) -> u32 {
     }
 }
 
-/// Tick labels and legend entries: 7 pt, the smallest text a figure has.
+/// Tick labels and legend entries: 7 pt, the smallest text a figure has (37 px at 300 dpi
+/// in plotters' units).
 pub const TICK_PX: u32 = points(7.0);
 /// Axis descriptions: 8 pt.
 pub const LABEL_PX: u32 = points(8.0);
@@ -74,16 +81,48 @@ pub const MC_COLOR: usize = 7;
 /// stay apart in greyscale and for colour-blind readers: solid, long dash, short dash, dots.
 pub const DASHES: [(u32, u32); 4] = [(0, 0), (16, 8), (7, 6), (2, 6)];
 
-/// Unicode for the ASCII math in labels: `||x||` to `‖x‖`, `^2` to `²`, `alpha`/`beta`/`lambda`
-/// to `α`/`β`/`λ`, ` - ` to ` − `, `sqrt` to `√`.
+/// Unicode for the ASCII math in labels: `||x||` to `‖x‖`, ` - ` to ` − `, `^2` to `²` (not
+/// in `^20`), and the whole words `alpha`, `beta`, `lambda`, `sqrt` to `α`, `β`, `λ`, `√` (not
+/// inside other words).
 pub fn math(text: &str) -> String {
-    text.replace("||", "‖")
-        .replace("^2", "²")
-        .replace("alpha", "α")
-        .replace("beta", "β")
-        .replace("lambda", "λ")
-        .replace(" - ", " − ")
-        .replace("sqrt", "√")
+    let mut s = text.replace("||", "‖").replace(" - ", " − ");
+    s = replace_where(&s, "^2", "²", |before, after| {
+        let _ = before;
+        !after.is_some_and(|c| c.is_ascii_digit())
+    });
+    for (word, symbol) in [
+        ("alpha", "α"),
+        ("beta", "β"),
+        ("lambda", "λ"),
+        ("sqrt", "√"),
+    ] {
+        s = replace_where(&s, word, symbol, |before, after| {
+            !before.is_some_and(char::is_alphabetic) && !after.is_some_and(char::is_alphabetic)
+        });
+    }
+    s
+}
+
+/// `text` with each `from` replaced by `to` where `ok(char before, char after)` holds.
+fn replace_where(
+    text: &str,
+    from: &str,
+    to: &str,
+    ok: impl Fn(Option<char>, Option<char>) -> bool,
+) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (i, _) in text.match_indices(from) {
+        let before = text[..i].chars().next_back();
+        let after = text[i + from.len()..].chars().next();
+        if i >= last && ok(before, after) {
+            out.push_str(&text[last..i]);
+            out.push_str(to);
+            last = i + from.len();
+        }
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 /// A legend sample 33 px long from `(x, y)`: three pieces of line, joined for a solid line
@@ -173,7 +212,7 @@ impl Series {
 /// Where a plot's legend goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Legend {
-    /// The corner with the least data under it (see [`LinePlot::auto_legend`]).
+    /// The first corner free of data, else below the axes (see [`LinePlot::auto_legend`]).
     Auto,
     /// Upper left corner.
     UpperLeft,
@@ -213,8 +252,8 @@ pub const SIZE: (u32, u32) = (inches(ONE_COLUMN_IN), inches(2.5));
 /// which the plotting area's size follows.
 const MARGIN: u32 = 15;
 const MARGIN_RIGHT: u32 = 40;
-const X_LABEL_AREA: u32 = 80;
-const Y_LABEL_AREA: u32 = 125;
+const X_LABEL_AREA: u32 = 100;
+const Y_LABEL_AREA: u32 = 150;
 /// Most ticks on the x and y axes (plotters picks round values).
 const X_TICKS: usize = 6;
 const Y_TICKS: usize = 8;
@@ -488,6 +527,11 @@ impl LinePlot {
         for s in &mut p.series {
             s.label = math(&s.label);
         }
+        // A log axis over less than two decades gets plotters' half-decade ticks (3.162): draw
+        // it linear instead, where its ticks are round.
+        let ((x0, x1), (y0, y1)) = p.ranges();
+        p.x_log &= x1 / x0 >= 100.0;
+        p.y_log &= y1 / y0 >= 100.0;
         p
     }
 
@@ -537,9 +581,15 @@ impl LinePlot {
     /// caption, margins and label areas of [`LinePlot::draw`].
     fn plot_area(&self) -> (f64, f64) {
         let (w, h) = SIZE;
+        // plotters' caption takes the title's text height plus 5 px above and below.
+        register_font();
+        let title_h = (FONT, TITLE_PX)
+            .into_font()
+            .box_size(&self.title)
+            .map_or(TITLE_PX + 10, |b| b.1);
         (
             (w - MARGIN - MARGIN_RIGHT - Y_LABEL_AREA) as f64,
-            (h - 2 * MARGIN - X_LABEL_AREA - TITLE_PX - 10) as f64,
+            h.saturating_sub(2 * MARGIN + X_LABEL_AREA + title_h + 10) as f64,
         )
     }
 
@@ -555,11 +605,18 @@ impl LinePlot {
         };
         let at = |p: (f64, f64)| (norm(p.0, x, self.x_log), norm(p.1, y, self.y_log));
         let ok = |p: &(f64, f64)| p.0.is_finite() && p.1.is_finite();
+        // The points [`Figure::draw`] keeps: finite, and on a log axis positive and within the
+        // axis (values beyond its 60 decades are not drawn, and their neighbours are joined).
+        let (x_log, y_log) = (self.x_log, self.y_log);
+        let keep = |p: &(f64, f64)| {
+            ok(p) && (!x_log || p.0 > 0.0) && (!y_log || (p.1 >= y.0 && p.1 <= y.1))
+        };
         let mut segs = Vec::new();
         for s in &self.series {
+            let kept: Vec<(f64, f64)> = s.points.iter().copied().filter(keep).collect();
             let raw = match s.mark {
-                Mark::Steps => step_path(&s.points),
-                _ => s.points.clone(),
+                Mark::Steps => step_path(&kept),
+                _ => kept,
             };
             let pts: Vec<(f64, f64)> = raw.into_iter().map(at).filter(ok).collect();
             match &s.mark {
@@ -570,8 +627,11 @@ impl LinePlot {
                     }
                 }
                 Mark::Points { ci } => {
-                    for (p, c) in s.points.iter().zip(ci) {
-                        let (a, b, mid) = (at((p.0, c.0)), at((p.0, c.1)), at(*p));
+                    for (p, c) in s.points.iter().zip(ci).filter(|(p, _)| keep(p)) {
+                        // As drawn: on a log axis a bar whose low end is not positive starts
+                        // at the point.
+                        let low = if y_log && c.0 <= 0.0 { p.1 } else { c.0 };
+                        let (a, b, mid) = (at((p.0, low)), at((p.0, c.1)), at(*p));
                         if ok(&a) && ok(&b) {
                             segs.push((a, b));
                         }
@@ -677,19 +737,30 @@ impl LinePlot {
                 (if log { 0.1 } else { 0.0 }, 1.0)
             } else if log {
                 // At most 60 decades (plotters' log axis misbehaves near subnormals); smaller
-                // values are not drawn.
-                let lo = lo.max(hi * 1e-60);
-                let pad = (hi / lo).powf(0.04).max(1.5);
-                (lo / pad, hi * pad)
+                // values are not drawn. The padding is taken in log10 units and the top kept
+                // below f64's largest number (an infinite end would hang plotters' ticks).
+                let l1 = hi.log10();
+                let l0 = lo.log10().max(l1 - 60.0);
+                let pad = (0.04 * (l1 - l0)).max(1.5f64.log10());
+                (
+                    10f64.powf((l0 - pad).max(-307.0)),
+                    10f64.powf((l1 + pad).min(308.0)),
+                )
             } else {
-                let pad = 0.05 * (hi - lo).max(1e-9 * hi.abs().max(1.0));
-                (lo - pad, hi + pad)
+                // Half the span on each side is computed first, so hi - lo cannot overflow.
+                let half = hi / 2.0 - lo / 2.0;
+                let pad = 0.1 * half.max(1e-9 * (hi.abs() / 2.0).max(0.5));
+                ((lo - pad).max(-f64::MAX), (hi + pad).min(f64::MAX))
             }
         };
         let xs = self
             .series
             .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .flat_map(|s| match s.mark {
+                // A step reaches half a unit beyond its point on each side.
+                Mark::Steps => step_path(&s.points).into_iter().map(|p| p.0).collect(),
+                _ => s.points.iter().map(|p| p.0).collect::<Vec<_>>(),
+            })
             .collect();
         let ys = self.series.iter().flat_map(|s| s.ys()).collect();
         (span(xs, self.x_log), span(ys, self.y_log))
@@ -957,11 +1028,24 @@ mod tests {
 
     #[test]
     fn text_is_at_least_7_points_at_the_stated_size() {
-        // 990 px is 3.3 in at 300 dpi; 7 pt is 29.2 px there.
+        // 990 px is 3.3 in at 300 dpi; 7 pt is 29.2 px there. Read what is drawn: every
+        // font-size in the SVG (and so in the PDF made from it).
         assert_eq!(SIZE.0, 990);
-        for px in [TICK_PX, LABEL_PX, TITLE_PX] {
-            assert!(px as f64 * 72.0 / DPI >= 7.0, "{px}");
-        }
+        let mut plot = LinePlot::new("title", "x label", "y label");
+        plot.series.push(Series::line(
+            "legend entry",
+            0,
+            vec![(1.0, 1.0), (10.0, 2.0)],
+        ));
+        let svg = String::from_utf8(render(&plot, Path::new("t")).unwrap().svg).unwrap();
+        let sizes: Vec<f64> = svg
+            .split("font-size=\"")
+            .skip(1)
+            .map(|s| s.split('"').next().unwrap().parse().unwrap())
+            .collect();
+        assert!(sizes.len() >= 5, "{sizes:?}");
+        let min_px = 7.0 * DPI / 72.0;
+        assert!(sizes.iter().all(|&s| s >= min_px), "{sizes:?} < {min_px}");
     }
 
     #[test]
@@ -976,6 +1060,7 @@ mod tests {
         let labels: Vec<&str> = m.series.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(labels, ["Pre-LN = Peri-LN", "Post-LN", ""]);
         assert_eq!(m.title, "‖x_L‖² against α");
+        assert_eq!(math("alphabet at 10^20, beta^2"), "alphabet at 10^20, β²");
         // Every line is still drawn, and the first four presets' patterns differ.
         assert_eq!(m.series.iter().filter(|s| !s.points.is_empty()).count(), 3);
         let patterns: Vec<(u32, u32)> = (0..4)

@@ -1,7 +1,7 @@
 //! Heatmaps (one panel per preset, shared log colour scale and colour bar), drawn with plotters'
 //! Viridis colour map, saved through [`super::figure::save`].
 
-use super::figure::{FONT, Figure, LABEL_PX, TICK_PX, TITLE_PX, TWO_COLUMN_IN, inches, tick};
+use super::figure::{FONT, Figure, LABEL_PX, TICK_PX, TITLE_PX, TWO_COLUMN_IN, inches, math, tick};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -63,7 +63,7 @@ impl Figure for Heatmap {
             let nx = p.cells.iter().map(|c| c.0).max().unwrap_or(0) + 1;
             let ny = p.cells.iter().map(|c| c.1).max().unwrap_or(0) + 1;
             let mut chart = ChartBuilder::on(area)
-                .caption(&p.title, (FONT, TITLE_PX))
+                .caption(math(&p.title), (FONT, TITLE_PX))
                 .margin(15)
                 .x_label_area_size(85)
                 .y_label_area_size(100)
@@ -72,8 +72,8 @@ impl Figure for Heatmap {
             chart
                 .configure_mesh()
                 .disable_mesh()
-                .x_desc(&self.x_label)
-                .y_desc(&self.y_label)
+                .x_desc(math(&self.x_label))
+                .y_desc(math(&self.y_label))
                 .label_style((FONT, TICK_PX))
                 .axis_desc_style((FONT, LABEL_PX))
                 .x_label_formatter(&|v| tick(*v))
@@ -90,7 +90,7 @@ impl Figure for Heatmap {
         let (lo, hi) = self.log10_range;
         // The bar's label is its caption, right above it.
         let mut cb = ChartBuilder::on(&bar)
-            .caption(&self.value_label, (FONT, TICK_PX))
+            .caption(math(&self.value_label), (FONT, TICK_PX))
             .margin_top(15)
             .top_x_label_area_size(20)
             .margin_bottom(100)
