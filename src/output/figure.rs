@@ -3,7 +3,7 @@
 //!
 //! Sized for a paper at [`DPI`] = 300: one-column figures [`ONE_COLUMN_IN`] = 3.3 in wide
 //! (990 px), two-column ones [`TWO_COLUMN_IN`] = 6.9 in (2070 px); every text at least 7 pt at
-//! that size ([`TICK_PX`] = 30 px = 7.2 pt). The PNG records its 300 dpi (pHYs chunk); the PDF
+//! that size ([`TICK_PX`] is 7 pt after plotters' 1/1.24 font scaling, [`PLOTTERS_FONT_SCALE`]). The PNG records its 300 dpi (pHYs chunk); the PDF
 //! is converted from the SVG by `svg2pdf` (vector, the font subset embedded).
 
 use crate::{Error, Result};
@@ -86,8 +86,7 @@ pub const DASHES: [(u32, u32); 4] = [(0, 0), (16, 8), (7, 6), (2, 6)];
 /// inside other words).
 pub fn math(text: &str) -> String {
     let mut s = text.replace("||", "‖").replace(" - ", " − ");
-    s = replace_where(&s, "^2", "²", |before, after| {
-        let _ = before;
+    s = replace_where(&s, "^2", "²", |_, after| {
         !after.is_some_and(|c| c.is_ascii_digit())
     });
     for (word, symbol) in [
@@ -766,7 +765,7 @@ impl LinePlot {
         (span(xs, self.x_log), span(ys, self.y_log))
     }
 
-    /// Writes `stem.png` and `stem.svg`.
+    /// Writes `stem.png`, `stem.svg` and `stem.pdf` (see [`save`]).
     pub fn save(&self, stem: &Path) -> Result<()> {
         save(self, stem)
     }
