@@ -11,7 +11,7 @@ use crate::layers::LayerSpec;
 use crate::metrics::Metric;
 use crate::output::figure::LinePlot;
 use crate::output::latex;
-use crate::output::table::{column, tagged_frame};
+use crate::output::table::{col, column, setup_columns, tagged_frame};
 use crate::profile::EngineKind;
 use crate::profile::Row;
 use crate::{Error, Result};
@@ -33,7 +33,7 @@ pub struct Config {
     pub presets: Vec<String>,
     /// Depth L.
     pub depth: usize,
-    /// Closed form: g log-spaced from `gain_min` to `gain_max`.
+    /// Closed form: g log-spaced from `gain_min` to `gain_max`, and the Monte Carlo gains.
     pub gain_min: f64,
     /// Closed form: largest g.
     pub gain_max: f64,
@@ -52,6 +52,10 @@ pub struct Config {
     /// Monte Carlo settings.
     pub mc: Mc,
 }
+
+/// The tag column of the gain sweep: the `--gain` each row was run with (the `g` column is the
+/// gain the closed form derives from it, equal up to rounding).
+pub const GAIN_TAG: &str = "gain";
 
 /// The metrics at layers 0, 1 and L.
 pub const METRICS: [Metric; 4] = [
@@ -160,7 +164,8 @@ impl super::AnalysisConfig for Config {
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {
     let linear = Model::seeds();
-    let gains: Vec<f64> = (0..c.gain_count)
+    // The closed form also runs at the Monte Carlo gains, so the tables compare them at equal g.
+    let mut gains: Vec<f64> = (0..c.gain_count)
         .map(|i| {
             let t = if c.gain_count > 1 {
                 i as f64 / (c.gain_count - 1) as f64
@@ -169,7 +174,10 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             };
             c.gain_min * (c.gain_max / c.gain_min).powf(t)
         })
+        .chain(c.mc_gains.iter().copied())
         .collect();
+    gains.sort_by(f64::total_cmp);
+    gains.dedup_by(|a, b| a.total_cmp(b).is_eq());
     let (theory, mc) = common::sweep(&gains, &c.mc_gains, |g, engine| {
         let rows = rows_at(c, &linear, Some(g), engine)?;
         Ok(rows.into_iter().map(|r| (vec![g], r)).collect())
@@ -212,12 +220,12 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         );
         out.figure(stem, &plot)?;
     }
-    out.frame("gain_theory.csv", &mut tagged_frame(&["g"], theory)?)?;
-    out.frame("gain_mc.csv", &mut tagged_frame(&["g"], mc)?)?;
+    out.frame("gain_theory.csv", &mut tagged_frame(&[GAIN_TAG], theory)?)?;
+    out.frame("gain_mc.csv", &mut tagged_frame(&[GAIN_TAG], mc)?)?;
 
     // Init table (closed form): which g each branch and init gives, and what follows.
-    let (mut tb, mut ti, mut tp) = (vec![], vec![], vec![]);
-    let (mut tg, mut ted, mut tx0, mut tratio) = (vec![], vec![], vec![], vec![]);
+    let mut reps: Vec<Row> = Vec::new();
+    let (mut ted, mut tx0, mut tratio) = (vec![], vec![], vec![]);
     let mut tex = Vec::new();
     for b in &c.branches {
         for i in &c.inits {
@@ -228,10 +236,11 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 let ed = common::value(&rows, p, Metric::EffDepth, c.depth, c.depth, None);
                 let x0 = common::value(&rows, p, Metric::BranchWeight, c.depth, c.depth, Some(0));
                 let ratio = grad_ratio(&rows, p, c.depth);
-                tb.push(b.clone());
-                ti.push(i.clone());
-                tp.push(p.clone());
-                tg.push(g);
+                // The settings of this cell: any of the preset's rows carries them.
+                let rep = rows.iter().find(|r| &r.preset == p).ok_or_else(|| {
+                    crate::Error::Undefined(format!("branch-gain: no closed-form row for {p}"))
+                })?;
+                reps.push(rep.clone());
                 ted.push(ed);
                 tx0.push(x0);
                 tratio.push(ratio);
@@ -247,16 +256,17 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             }
         }
     }
-    let mut df = DataFrame::new_infer_height(vec![
-        column("branch", tb.iter().map(|s| s.as_str())),
-        column("init", ti.iter().map(|s| s.as_str())),
-        column("preset", tp.iter().map(|s| s.as_str())),
-        column("depth", std::iter::repeat_n(c.depth as u64, tb.len())),
-        column("g", tg),
+    let refs: Vec<&Row> = reps.iter().collect();
+    let mut cols = vec![column(col::PRESET, reps.iter().map(|r| r.preset.as_str()))];
+    cols.extend(setup_columns(&refs));
+    cols.insert(2, column(col::ENGINE, reps.iter().map(|r| r.engine.name())));
+    cols.extend([
+        column(col::DEPTH, reps.iter().map(|r| r.depth)),
         column("eff_depth", ted),
         column("x0_weight", tx0),
         column("weight_grad_first_over_last", tratio),
-    ])?;
+    ]);
+    let mut df = DataFrame::new_infer_height(cols)?;
     out.frame("inits.csv", &mut df)?;
     out.bytes(
         "inits.tex",

@@ -32,7 +32,7 @@ pub struct Config {
     pub heatmap_presets: Vec<String>,
     /// Depth of the heatmaps.
     pub heatmap_depth: usize,
-    /// Closed form: log-spaced depths from 1 to this.
+    /// Closed form: log-spaced depths from 1 to this, and the Monte Carlo depths.
     pub max_depth: usize,
     /// Closed form: how many depths.
     pub depth_count: usize,
@@ -103,7 +103,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         &bw,
         &LayerSpec::All,
     )?;
-    let depths = common::log_depths(c.max_depth, c.depth_count);
+    let depths = common::depth_grid(c.max_depth, c.depth_count, &c.mc_depths);
     let mut theory = common::vs_depth(
         crate::profile::EngineKind::Theory,
         &c.presets,

@@ -144,7 +144,10 @@ fn claim1(d: &Data) -> Result<Claim> {
         get(&mc, "post", ed, lm, lm, None)?,
     );
     // Across the branch gain g (closed form, linear branch).
-    let gain = d.tagged("branch-gain/gain_theory.csv", &["g"])?;
+    let gain = d.tagged(
+        "branch-gain/gain_theory.csv",
+        &[super::branch_gain::GAIN_TAG],
+    )?;
     let mut gs: Vec<(f64, f64, f64)> = Vec::new(); // (g, pre ratio, post ratio)
     for (t, r) in gain
         .iter()
@@ -284,7 +287,10 @@ fn claim3(d: &Data) -> Result<Claim> {
         factor(r.interval().0.max(f64::MIN_POSITIVE), lm),
         factor(r.interval().1, lm),
     );
-    let gain = d.tagged("branch-gain/gain_theory.csv", &["g"])?;
+    let gain = d.tagged(
+        "branch-gain/gain_theory.csv",
+        &[super::branch_gain::GAIN_TAG],
+    )?;
     let target = 0.5f64.sqrt();
     let mut sweep = Vec::new();
     for (t, r) in gain

@@ -480,6 +480,17 @@ pub fn log_depths(max: usize, count: usize) -> Vec<usize> {
         .collect()
 }
 
+/// The closed form's depths of an analysis that also runs Monte Carlo: log-spaced integers from
+/// 1 to `max` ([`log_depths`]) and every Monte Carlo depth, so that the tables compare the two
+/// engines at equal L without interpolation. Sorted, without repeats.
+pub fn depth_grid(max: usize, count: usize, mc_depths: &[usize]) -> Vec<usize> {
+    let mut d = log_depths(max, count);
+    d.extend_from_slice(mc_depths);
+    d.sort_unstable();
+    d.dedup();
+    d
+}
+
 /// A number for titles and captions: at most four decimals, no trailing zeros (`1`, `0.32`).
 pub fn short(v: f64) -> String {
     format!("{}", (v * 1e4).round() / 1e4)

@@ -30,7 +30,7 @@ pub const ANALYSIS: Analysis = Analysis {
 pub struct Config {
     /// Depth L (DeepNorm's constants are those of this depth).
     pub depth: usize,
-    /// Closed form: points s in [0, 1] (evenly spaced).
+    /// Closed form: points s in [0, 1] (evenly spaced), and the Monte Carlo points.
     pub steps: usize,
     /// Monte Carlo: the values of s measured.
     pub mc_s: Vec<f64>,
@@ -168,8 +168,14 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let (a, b) = constants(c.depth)?;
     // (s, alpha, beta, alpha_only): the path to DeepNorm, and alpha alone at beta = 1.
     let mut grid = Vec::new();
-    for i in 0..c.steps {
-        let s = i as f64 / (c.steps - 1) as f64;
+    // The closed form also runs at the Monte Carlo points, so the tables compare them at equal s.
+    let mut points: Vec<f64> = (0..c.steps)
+        .map(|i| i as f64 / (c.steps - 1) as f64)
+        .chain(c.mc_s.iter().copied())
+        .collect();
+    points.sort_by(f64::total_cmp);
+    points.dedup_by(|x, y| x.total_cmp(y).is_eq());
+    for s in points {
         grid.push((s, a.powf(s), b.powf(s), false));
         grid.push((s, a.powf(s), 1.0, true));
     }

@@ -170,9 +170,17 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             ));
         }
     }
+    // The settings columns of the tidy tables that apply to an exact expansion (its `value`
+    // substitutes this branch's g).
+    let n = source.len();
     let mut df = DataFrame::new_infer_height(vec![
         column("preset", preset.iter().map(|s| s.as_str())),
-        column("depth", std::iter::repeat_n(c.depth as u64, source.len())),
+        column("label", preset.iter().map(|s| common::label(s))),
+        column("branch", std::iter::repeat_n(model.branch.kind.name(), n)),
+        column("init", std::iter::repeat_n(model.branch.init.name(), n)),
+        column("g", std::iter::repeat_n(gain, n)),
+        column("norm", std::iter::repeat_n(c.model.norm.name(), n)),
+        column("depth", std::iter::repeat_n(c.depth as u64, n)),
         column("source", source.iter().copied()),
         column("expression", text.iter().map(|s| s.as_str())),
         column("latex", tex.iter().map(|s| s.as_str())),

@@ -190,10 +190,10 @@ impl Out {
         Ok(())
     }
 
-    /// Writes tidy rows to `data/<id>/<name>` (sorted, the standard columns).
+    /// Writes tidy rows to `data/<id>/<name>` (sorted, the standard columns), and as typed
+    /// Parquet beside it (see [`Out::frame`]).
     pub fn rows(&mut self, name: &str, rows: Vec<Row>) -> Result<()> {
-        let bytes = table::rows_csv(rows)?;
-        self.bytes(name, &bytes)
+        self.frame(name, &mut table::frame(rows)?)
     }
 
     /// Writes bytes (another CSV, LaTeX, Markdown) to `data/<id>/<name>`.
@@ -201,11 +201,18 @@ impl Out {
         self.put(format!("data/{}/{name}", self.id), bytes)
     }
 
-    /// Writes a polars frame as CSV to `data/<id>/<name>`.
+    /// Writes a polars frame as CSV to `data/<id>/<name>` (`name` ends in `.csv`), and the same
+    /// table as typed Parquet to `data/<id>/<stem>.parquet`, whose empty columns keep their
+    /// types, so tables of different analyses concatenate without a schema override.
     pub fn frame(&mut self, name: &str, df: &mut polars::prelude::DataFrame) -> Result<()> {
-        let mut buf = Vec::new();
-        table::write_csv(df, &mut buf)?;
-        self.bytes(name, &buf)
+        let stem = name.strip_suffix(".csv").ok_or_else(|| {
+            crate::Error::Undefined(format!("table file name '{name}' must end in .csv"))
+        })?;
+        self.bytes(name, &table::Format::Csv.encode(df)?)?;
+        self.bytes(
+            &format!("{stem}.parquet"),
+            &table::Format::Parquet.encode(df)?,
+        )
     }
 
     /// Draws `figures/<id>/<stem>.png` and `.svg`.

@@ -21,7 +21,7 @@ pub const ANALYSIS: Analysis = Analysis {
 pub struct Config {
     /// Presets.
     pub presets: Vec<String>,
-    /// Closed form: log-spaced depths from 1 to this.
+    /// Closed form: log-spaced depths from 1 to this, and the Monte Carlo depths.
     pub max_depth: usize,
     /// Closed form: how many depths.
     pub depth_count: usize,
@@ -78,7 +78,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         mc_presets: &c.presets,
         model: &c.model,
         mc: &c.mc,
-        depths: common::log_depths(c.max_depth, c.depth_count),
+        depths: common::depth_grid(c.max_depth, c.depth_count, &c.mc_depths),
         mc_depths: &c.mc_depths,
     };
     let (theory, mc, plot) = sweep.run(

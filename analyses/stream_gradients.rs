@@ -31,7 +31,8 @@ pub struct Config {
     pub depth: usize,
     /// Depth of the Monte Carlo per-layer profiles.
     pub mc_depth: usize,
-    /// Closed form: log-spaced depths from 1 to this (first/last weight gradient against L).
+    /// Closed form: log-spaced depths from 1 to this, and the Monte Carlo depths (first/last
+    /// weight gradient against L).
     pub max_depth: usize,
     /// Closed form: how many depths.
     pub depth_count: usize,
@@ -149,7 +150,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
 
     // First and last block's weight gradient, and the gradient at x_0 and x_L, against L.
     let grads = [Metric::WeightGradSq, Metric::GradSq];
-    let depths = common::log_depths(c.max_depth, c.depth_count);
+    let depths = common::depth_grid(c.max_depth, c.depth_count, &c.mc_depths);
     let mut vs_theory = Vec::new();
     for &d in &depths {
         let layers = LayerSpec::List(vec![0, 1, d]);

@@ -90,14 +90,22 @@ pub fn compare(
     Ok(out)
 }
 
-/// The `compare` table as CSV bytes:
-/// `preset,depth,layer,source,metric,theory,mc,stderr,ci_low,ci_high,n,diff,allowance,agree`.
-pub fn compare_csv(rows: &[Comparison]) -> Result<Vec<u8>> {
+/// The `compare` table:
+/// `preset`, the settings and engine columns of the Monte Carlo rows
+/// ([`crate::output::table::SETUP_COLUMNS`]), then
+/// `depth,layer,source,metric,theory,mc,stderr,ci_low,ci_high,n,diff,allowance,agree`.
+pub fn compare_frame(rows: &[Comparison]) -> Result<polars::prelude::DataFrame> {
     use crate::output::table::{col, column};
     use polars::prelude::*;
     let mc = |f: fn(&Row) -> Option<f64>| rows.iter().map(|r| f(&r.mc)).collect::<Vec<_>>();
-    let mut df = DataFrame::new_infer_height(vec![
-        column(col::PRESET, rows.iter().map(|r| r.mc.preset.as_str())),
+    let refs: Vec<&Row> = rows.iter().map(|r| &r.mc).collect();
+    let mut cols = vec![column(
+        col::PRESET,
+        rows.iter().map(|r| r.mc.preset.as_str()),
+    )];
+    // The settings are the Monte Carlo run's (the closed form's are a subset of them).
+    cols.extend(crate::output::table::setup_columns(&refs));
+    cols.extend([
         column(col::DEPTH, rows.iter().map(|r| r.mc.depth)),
         column(col::LAYER, rows.iter().map(|r| r.mc.layer)),
         column(col::SOURCE, rows.iter().map(|r| r.mc.source)),
@@ -117,8 +125,11 @@ pub fn compare_csv(rows: &[Comparison]) -> Result<Vec<u8>> {
         column("diff", rows.iter().map(|r| r.diff)),
         column("allowance", rows.iter().map(|r| r.allowance)),
         column("agree", rows.iter().map(|r| r.agree)),
-    ])?;
-    let mut buf = Vec::new();
-    crate::output::table::write_csv(&mut df, &mut buf)?;
-    Ok(buf)
+    ]);
+    Ok(DataFrame::new_infer_height(cols)?)
+}
+
+/// The `compare` table ([`compare_frame`]) as CSV bytes.
+pub fn compare_csv(rows: &[Comparison]) -> Result<Vec<u8>> {
+    crate::output::table::Format::Csv.encode(&mut compare_frame(rows)?)
 }

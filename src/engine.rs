@@ -11,7 +11,7 @@
 use crate::Result;
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
-use crate::profile::{EngineKind, Profile};
+use crate::profile::{EngineKind, Profile, Setup};
 use crate::spec::StackSpec;
 
 /// What to measure: metrics and layers.
@@ -59,6 +59,9 @@ impl Plan {
 pub trait Engine {
     /// Which engine this is (the `engine` column).
     fn kind(&self) -> EngineKind;
+
+    /// The settings the rows of `spec`'s profile carry ([`Setup`]).
+    fn setup(&self, spec: &StackSpec) -> Setup;
 
     /// The profile of `spec` for `plan`.
     fn profile(&self, spec: &StackSpec, plan: &Plan) -> Result<Profile>;

@@ -2,7 +2,11 @@
 //! [`Metric`], layer and source; and the tidy [`Row`] it becomes in tables.
 //!
 //! Row columns, in order ([`crate::output::table::COLUMNS`]):
-//! `preset,engine,depth,layer,source,metric,value,stderr,ci_low,ci_high,n,missing`. `source` is j
+//! `preset,label,engine,branch,init,g,norm,width,tokens,samples,seed,depth,layer,source,metric,
+//! value,stderr,ci_low,ci_high,n,missing`. The settings columns (`label` to `seed`, a
+//! [`Setup`]) say what every row was computed under, so that tables from different analyses
+//! can be concatenated and filtered without their file names; a setting that does not apply
+//! to the engine is empty. `source` is j
 //! (0 = x_0) for `coef` and `branch_weight`, the path length k for `path_len`, empty otherwise;
 //! `stderr,ci_low,ci_high,n` are empty for exact (closed-form) values. `missing` is empty for a
 //! value; when a quantity could not be computed (it is not finite: beyond f64's range, or 0/0),
@@ -13,6 +17,7 @@ use crate::metrics::Metric;
 use crate::monte_carlo::stats::Estimate;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Which engine produced a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -84,6 +89,42 @@ impl Value {
     }
 }
 
+/// The settings a profile was computed under: the columns `label` to `seed` of every row.
+///
+/// The closed form is exact at infinite width, so its `width`, `tokens`, `samples` and `seed`
+/// are empty, except `width` under BERT's init (whose gain depends on d) and `tokens` for the
+/// attention branches (whose kernels depend on n). Monte Carlo fills them all; its `g` is the
+/// closed form's gain of the same branch, empty for softmax attention and the Transformer
+/// stack, which have none.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Setup {
+    /// The preset's name in papers (`Post-LN`).
+    pub label: String,
+    /// Branch F (`linear`, `relu-mlp`, ...).
+    pub branch: Option<String>,
+    /// Init scheme.
+    pub init: Option<String>,
+    /// Gain g of the unscaled branch at unit input second moment (THEORY.md section 3).
+    pub g: Option<f64>,
+    /// Norm kind (`layer`, `rms`, `identity`).
+    pub norm: Option<String>,
+    /// Width d.
+    pub width: Option<u64>,
+    /// Tokens n.
+    pub tokens: Option<u64>,
+    /// Networks S.
+    pub samples: Option<u64>,
+    /// Base seed.
+    pub seed: Option<u64>,
+}
+
+impl Setup {
+    /// The paper name of preset `name` (`Post-LN`), or the name itself if it has none.
+    pub fn label_of(name: &str) -> String {
+        crate::placement::find(name).map_or_else(|_| name.to_string(), |p| p.label.to_string())
+    }
+}
+
 /// `(metric, layer, source)`: the key of a profile entry.
 pub type Key = (Metric, usize, Option<usize>);
 
@@ -100,17 +141,20 @@ pub struct Profile {
     pub values: BTreeMap<Key, Value>,
     /// What was skipped and why (e.g. `path_len` beyond its layer limit).
     pub notes: Vec<String>,
+    /// The settings every row carries.
+    pub setup: Arc<Setup>,
 }
 
 impl Profile {
     /// An empty profile.
-    pub fn new(engine: EngineKind, preset: &str, depth: usize) -> Self {
+    pub fn new(engine: EngineKind, preset: &str, depth: usize, setup: Setup) -> Self {
         Profile {
             engine,
             preset: preset.to_string(),
             depth,
             values: BTreeMap::new(),
             notes: Vec::new(),
+            setup: Arc::new(setup),
         }
     }
 
@@ -157,6 +201,7 @@ impl Profile {
             .map(|(&(metric, layer, source), v)| {
                 let mut r = Row {
                     preset: self.preset.clone(),
+                    setup: self.setup.clone(),
                     engine: self.engine,
                     depth: self.depth as u64,
                     layer: layer as u64,
@@ -191,6 +236,8 @@ impl Profile {
 pub struct Row {
     /// Preset name.
     pub preset: String,
+    /// The settings it was computed under (shared by a profile's rows).
+    pub setup: Arc<Setup>,
     /// The engine.
     pub engine: EngineKind,
     /// Depth L of the stack.
@@ -219,6 +266,7 @@ impl Row {
     /// A row with no value, for `reason`.
     pub fn missing(
         preset: &str,
+        setup: &Arc<Setup>,
         engine: EngineKind,
         depth: usize,
         (metric, layer): (Metric, usize),
@@ -226,6 +274,7 @@ impl Row {
     ) -> Row {
         Row {
             preset: preset.to_string(),
+            setup: setup.clone(),
             engine,
             depth: depth as u64,
             layer: layer as u64,

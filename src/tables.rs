@@ -42,12 +42,11 @@ pub fn rows(
             Err(e) if e.is_numerical() => {
                 let layers = plan.resolve(spec.depth)?;
                 let reason = e.to_string();
+                let setup = std::sync::Arc::new(engine.setup(&spec));
                 notes.push(format!("{p}: every value written as missing ({reason})"));
-                out.extend(
-                    plan.cells(&layers, spec.depth).into_iter().map(|cell| {
-                        Row::missing(p, engine.kind(), spec.depth, cell, reason.clone())
-                    }),
-                );
+                out.extend(plan.cells(&layers, spec.depth).into_iter().map(|cell| {
+                    Row::missing(p, &setup, engine.kind(), spec.depth, cell, reason.clone())
+                }));
                 failed.push(e);
             }
             Err(e) => return Err(e),

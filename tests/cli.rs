@@ -38,7 +38,19 @@ fn theory_writes_the_tidy_schema_deterministically() {
         .to_string();
     assert_eq!(
         header,
-        "preset,engine,depth,layer,source,metric,value,stderr,ci_low,ci_high,n,missing"
+        "preset,label,engine,branch,init,g,norm,width,tokens,samples,seed,depth,layer,source,metric,value,stderr,ci_low,ci_high,n,missing"
+    );
+    assert_eq!(header, normscope::output::table::COLUMNS.join(","));
+    // The closed form's settings: branch, init, g and norm; no width, tokens, samples or seed
+    // under Xavier init and a linear branch.
+    let row = String::from_utf8_lossy(&a)
+        .lines()
+        .find(|l| l.starts_with("post,"))
+        .unwrap()
+        .to_string();
+    assert!(
+        row.starts_with("post,Post-LN,theory,linear,xavier,1.0,layer,,,,,5,"),
+        "{row}"
     );
     let o = normscope(
         &[
@@ -225,16 +237,40 @@ fn mc_runs_every_branch_and_fills_the_interval_columns() {
         );
         assert!(o.status.success(), "{b}: {}", stderr(&o));
         let text = String::from_utf8(o.stdout).unwrap();
+        let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
         let row = text.lines().find(|l| l.contains(",grad_sq,")).unwrap();
         let f: Vec<&str> = row.split(',').collect();
-        assert_eq!(f.len(), 12, "{row}");
-        assert_eq!(f[11], "", "no missing reason: {row}");
-        assert_eq!(f[1], "mc");
-        assert_eq!(f[10], "3", "n = samples: {row}");
+        let at = |name: &str| f[header.iter().position(|h| *h == name).unwrap()];
+        assert_eq!(f.len(), header.len(), "{row}");
+        assert_eq!(at("missing"), "", "no missing reason: {row}");
+        assert_eq!(at("engine"), "mc");
+        assert_eq!(at("n"), "3", "n = samples: {row}");
+        // Every setting a Monte Carlo run has is in the row.
+        assert_eq!(
+            [
+                at("branch"),
+                at("norm"),
+                at("width"),
+                at("tokens"),
+                at("samples"),
+                at("seed")
+            ],
+            [b, "rms", "32", "4", "3", "0"],
+            "{row}"
+        );
+        let has_gain = normscope::branch::BranchKind::parse(b)
+            .unwrap()
+            .info()
+            .closed_form;
+        assert_eq!(
+            at("g").is_empty(),
+            !has_gain,
+            "g only where it is defined: {row}"
+        );
         let (v, lo, hi): (f64, f64, f64) = (
-            f[6].parse().unwrap(),
-            f[8].parse().unwrap(),
-            f[9].parse().unwrap(),
+            at("value").parse().unwrap(),
+            at("ci_low").parse().unwrap(),
+            at("ci_high").parse().unwrap(),
         );
         assert!(lo <= v && v <= hi, "{row}");
     }

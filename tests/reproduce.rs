@@ -550,3 +550,63 @@ fn version_names_the_commit_and_completions_print() {
         );
     }
 }
+
+#[test]
+fn tables_of_two_analyses_concatenate_without_a_schema_override() {
+    use normscope::output::table::COLUMNS;
+    use polars::prelude::*;
+    let read = |rel: &str| -> DataFrame {
+        let f = std::fs::File::open(shared().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        ParquetReader::new(f).finish().unwrap()
+    };
+    // A closed-form table whose `source`, `width`, ... are all empty, and Monte Carlo tables
+    // of other analyses where they are filled: CSV readers would guess different types.
+    let parts = [
+        "data/effective-depth/theory.parquet",
+        "data/branch-weights/mc.parquet",
+        "data/adjacent-layers/mc.parquet",
+        "data/branch-gain/norm_theory.parquet",
+    ];
+    let mut all = read(parts[0]);
+    let mut height = all.height();
+    for rel in &parts[1..] {
+        let df = read(rel);
+        height += df.height();
+        all.vstack_mut(&df)
+            .unwrap_or_else(|e| panic!("{rel} does not stack under {}: {e}", parts[0]));
+    }
+    assert_eq!(all.height(), height);
+    let names: Vec<String> = all
+        .get_column_names()
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(names, COLUMNS.to_vec());
+    for (name, dtype) in [
+        ("g", DataType::Float64),
+        ("width", DataType::UInt64),
+        ("seed", DataType::UInt64),
+        ("source", DataType::UInt64),
+        ("value", DataType::Float64),
+    ] {
+        assert_eq!(all.column(name).unwrap().dtype(), &dtype, "column {name}");
+    }
+    // Filterable by the settings, with the papers' names.
+    let text = |name: &str, v: &str| all.column(name).unwrap().str().unwrap().equal(v);
+    let post_mc = all
+        .filter(&(text("label", "Post-LN") & text("engine", "mc")))
+        .unwrap();
+    assert!(post_mc.height() > 0);
+    let widths = post_mc.column("width").unwrap().u64().unwrap();
+    assert!(
+        widths.iter().all(|w| w.is_some()),
+        "Monte Carlo rows carry their width"
+    );
+    // Every CSV beside a Parquet file holds the same table.
+    for rel in parts {
+        let csv =
+            normscope::output::table::read_csv(&shared().join(rel.replace(".parquet", ".csv")))
+                .unwrap();
+        assert_eq!(csv.shape(), read(rel).shape(), "{rel}");
+    }
+}

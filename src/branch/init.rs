@@ -28,19 +28,30 @@ impl Init {
     /// Names accepted by `--init`.
     pub const NAMES: &'static str = "xavier, he, torch-default, bert";
 
-    /// Parses a name, ignoring ASCII case (`He`, `Xavier`).
+    /// Every scheme, in help-text order.
+    pub const ALL: [Init; 4] = [Init::Xavier, Init::He, Init::TorchDefault, Init::Bert];
+
+    /// Other names `--init` accepts for this scheme.
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Init::Xavier => &["glorot"],
+            Init::He => &["kaiming"],
+            Init::TorchDefault => &["torch"],
+            Init::Bert => &[],
+        }
+    }
+
+    /// Parses a name or alias, ignoring ASCII case (`He`, `Xavier`, `Glorot`).
     pub fn parse(s: &str) -> Result<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "xavier" | "glorot" => Ok(Init::Xavier),
-            "he" | "kaiming" => Ok(Init::He),
-            "torch-default" | "torch" => Ok(Init::TorchDefault),
-            "bert" => Ok(Init::Bert),
-            _ => Err(Error::Unknown {
+        let lower = s.to_ascii_lowercase();
+        Self::ALL
+            .into_iter()
+            .find(|i| i.name() == lower || i.aliases().contains(&lower.as_str()))
+            .ok_or_else(|| Error::Unknown {
                 kind: "init",
                 name: s.to_string(),
                 valid: Self::NAMES.to_string(),
-            }),
-        }
+            })
     }
 
     /// Canonical name.

@@ -21,9 +21,10 @@ pub use measure::Quantities;
 pub use sampling::{McConfig, RawMc};
 
 use crate::Result;
+use crate::branch::BranchKind;
 use crate::engine::{Engine, Plan};
 use crate::metrics::Metric;
-use crate::profile::{EngineKind, Key, Profile, Value};
+use crate::profile::{EngineKind, Key, Profile, Setup, Value};
 use crate::spec::StackSpec;
 use measure::Values;
 use rayon::prelude::*;
@@ -133,6 +134,34 @@ impl Engine for MonteCarlo<'_> {
         EngineKind::Mc
     }
 
+    fn setup(&self, spec: &StackSpec) -> Setup {
+        let cfg = self.cfg;
+        let b = &cfg.model.branch;
+        let uniform = cfg.uniform && cfg.kind == BranchKind::Attention;
+        let branch = if uniform {
+            BranchKind::UniformAttention
+        } else {
+            cfg.kind
+        };
+        // The closed-form proxy's gain is the sampled branch's only where the closed form has
+        // that branch (softmax attention and the Transformer stack have no gain g).
+        let g = branch.info().closed_form.then(|| {
+            let inputs = cfg.model.inputs;
+            crate::branch::BranchModel::new(b, None, inputs.q0, inputs.c0).nominal_gain
+        });
+        Setup {
+            label: Setup::label_of(&spec.preset),
+            branch: Some(branch.name().to_string()),
+            init: Some(b.init.name().to_string()),
+            g,
+            norm: Some(spec.norm.name().to_string()),
+            width: Some(b.width as u64),
+            tokens: Some(b.tokens as u64),
+            samples: Some(cfg.samples as u64),
+            seed: Some(cfg.seed),
+        }
+    }
+
     fn profile(&self, spec: &StackSpec, plan: &Plan) -> Result<Profile> {
         let mut selected = vec![false; spec.depth + 1];
         for l in plan.resolve(spec.depth)? {
@@ -162,7 +191,7 @@ impl Engine for MonteCarlo<'_> {
             }
             start = end;
         }
-        let mut profile = Profile::new(EngineKind::Mc, &spec.preset, spec.depth);
+        let mut profile = Profile::new(EngineKind::Mc, &spec.preset, spec.depth, self.setup(spec));
         profile.values = cols.estimates();
         profile.settle();
         Ok(profile)

@@ -641,6 +641,13 @@ impl LinePlot {
                 }
             }
         }
+        // The below-floor markers sit on the bottom edge.
+        for (px, _) in self.below_floor(x, y.0) {
+            let p = at((px, y.0));
+            if ok(&p) {
+                segs.push((p, p));
+            }
+        }
         segs
     }
 
@@ -765,6 +772,31 @@ impl LinePlot {
         (span(xs, self.x_log), span(ys, self.y_log))
     }
 
+    /// The points a log y axis cannot show because they are at or below its floor `y0` (zero,
+    /// or more than 60 decades under the largest value), as `(x, series index)`: they are
+    /// marked by a downward triangle on the bottom edge instead of being dropped.
+    fn below_floor(&self, x: (f64, f64), y0: f64) -> Vec<(f64, usize)> {
+        if !self.y_log {
+            return Vec::new();
+        }
+        self.series
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| {
+                s.points
+                    .iter()
+                    .filter(move |p| {
+                        p.0.is_finite()
+                            && (!self.x_log || p.0 > 0.0)
+                            && (x.0..=x.1).contains(&p.0)
+                            && p.1.is_finite()
+                            && p.1 < y0
+                    })
+                    .map(move |p| (p.0, i))
+            })
+            .collect()
+    }
+
     /// Writes `stem.png`, `stem.svg` and `stem.pdf` (see [`save`]).
     pub fn save(&self, stem: &Path) -> Result<()> {
         save(self, stem)
@@ -824,7 +856,11 @@ impl Figure for LinePlot {
             .map_err(e)?;
         chart
             .configure_mesh()
-            .x_desc(&this.x_label)
+            .x_desc(if this.below_floor((x0, x1), y0).is_empty() {
+                this.x_label.clone()
+            } else {
+                format!("{}  (▽ below axis)", this.x_label)
+            })
             .y_desc(&this.y_label)
             .label_style((FONT, TICK_PX))
             // At most 6 (x) and 8 (y) ticks at round values of the (log10) axis: whole decades,
@@ -880,6 +916,17 @@ impl Figure for LinePlot {
                         .map_err(e)?;
                 }
             }
+        }
+        // Values below a log axis's floor: a hollow downward triangle on the bottom edge in
+        // the series' colour (the x label says so).
+        for (px, i) in this.below_floor((x0, x1), y0) {
+            let c = PALETTE[this.series[i].color % PALETTE.len()];
+            let tri = EmptyElement::at((tx(px), ty(y0)))
+                + PathElement::new(
+                    vec![(-7, -14), (7, -14), (0, -1), (-7, -14)],
+                    c.stroke_width(2),
+                );
+            chart.plotting_area().draw(&tri).map_err(e)?;
         }
         if strip.is_none() && !labelled.is_empty() {
             let area = chart.plotting_area().strip_coord_spec();

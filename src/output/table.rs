@@ -3,7 +3,7 @@
 //! Floats are written by polars' default shortest round-trip formatter; empty fields are
 //! nulls. Rows are sorted by key before writing, so equal inputs give byte-identical files.
 
-use crate::profile::{EngineKind, Row, sort_rows};
+use crate::profile::{EngineKind, Row, Setup, sort_rows};
 use crate::{Error, Result};
 use polars::prelude::*;
 use std::io::Write;
@@ -14,8 +14,26 @@ use std::path::Path;
 pub mod col {
     /// Preset name.
     pub const PRESET: &str = "preset";
+    /// The preset's name in papers.
+    pub const LABEL: &str = "label";
     /// `theory` or `mc`.
     pub const ENGINE: &str = "engine";
+    /// Branch F.
+    pub const BRANCH: &str = "branch";
+    /// Init scheme.
+    pub const INIT: &str = "init";
+    /// Branch gain g.
+    pub const G: &str = "g";
+    /// Norm kind.
+    pub const NORM: &str = "norm";
+    /// Width d.
+    pub const WIDTH: &str = "width";
+    /// Tokens n.
+    pub const TOKENS: &str = "tokens";
+    /// Networks S.
+    pub const SAMPLES: &str = "samples";
+    /// Base seed.
+    pub const SEED: &str = "seed";
     /// Depth L.
     pub const DEPTH: &str = "depth";
     /// Layer l.
@@ -38,10 +56,33 @@ pub mod col {
     pub const MISSING: &str = "missing";
 }
 
+/// The settings columns ([`crate::profile::Setup`]), in order; tidy tables put the engine
+/// after the label.
+pub const SETUP_COLUMNS: [&str; 9] = [
+    col::LABEL,
+    col::BRANCH,
+    col::INIT,
+    col::G,
+    col::NORM,
+    col::WIDTH,
+    col::TOKENS,
+    col::SAMPLES,
+    col::SEED,
+];
+
 /// The tidy column names, in order.
-pub const COLUMNS: [&str; 12] = [
+pub const COLUMNS: [&str; 21] = [
     col::PRESET,
+    col::LABEL,
     col::ENGINE,
+    col::BRANCH,
+    col::INIT,
+    col::G,
+    col::NORM,
+    col::WIDTH,
+    col::TOKENS,
+    col::SAMPLES,
+    col::SEED,
     col::DEPTH,
     col::LAYER,
     col::SOURCE,
@@ -69,11 +110,34 @@ pub fn frame(mut rows: Vec<Row>) -> Result<DataFrame> {
     unsorted_frame(&rows)
 }
 
+/// The columns [`SETUP_COLUMNS`] of `rows`.
+pub fn setup_columns(rows: &[&Row]) -> Vec<Column> {
+    let s = |f: fn(&Setup) -> Option<&str>| -> Vec<Option<&str>> {
+        rows.iter().map(|r| f(&r.setup)).collect()
+    };
+    let u = |f: fn(&Setup) -> Option<u64>| -> Vec<Option<u64>> {
+        rows.iter().map(|r| f(&r.setup)).collect()
+    };
+    vec![
+        column(col::LABEL, rows.iter().map(|r| r.setup.label.as_str())),
+        Column::new(col::BRANCH.into(), s(|x| x.branch.as_deref())),
+        Column::new(col::INIT.into(), s(|x| x.init.as_deref())),
+        column(col::G, rows.iter().map(|r| r.setup.g)),
+        Column::new(col::NORM.into(), s(|x| x.norm.as_deref())),
+        Column::new(col::WIDTH.into(), u(|x| x.width)),
+        Column::new(col::TOKENS.into(), u(|x| x.tokens)),
+        Column::new(col::SAMPLES.into(), u(|x| x.samples)),
+        Column::new(col::SEED.into(), u(|x| x.seed)),
+    ]
+}
+
 /// The tidy frame of rows in the order given.
 fn unsorted_frame(rows: &[Row]) -> Result<DataFrame> {
-    let df = DataFrame::new_infer_height(vec![
-        column(col::PRESET, rows.iter().map(|r| r.preset.as_str())),
-        column(col::ENGINE, rows.iter().map(|r| r.engine.name())),
+    let refs: Vec<&Row> = rows.iter().collect();
+    let mut cols = vec![column(col::PRESET, rows.iter().map(|r| r.preset.as_str()))];
+    cols.extend(setup_columns(&refs));
+    cols.insert(2, column(col::ENGINE, rows.iter().map(|r| r.engine.name())));
+    cols.extend([
         column(col::DEPTH, rows.iter().map(|r| r.depth)),
         column(col::LAYER, rows.iter().map(|r| r.layer)),
         column(col::SOURCE, rows.iter().map(|r| r.source)),
@@ -84,14 +148,14 @@ fn unsorted_frame(rows: &[Row]) -> Result<DataFrame> {
         column(col::CI_HIGH, rows.iter().map(|r| r.ci_high)),
         column(col::N, rows.iter().map(|r| r.n)),
         column(col::MISSING, rows.iter().map(|r| r.missing.as_deref())),
-    ])?;
-    Ok(df)
+    ]);
+    Ok(DataFrame::new_infer_height(cols)?)
 }
 
-/// Writes a frame as CSV to any writer.
-pub fn write_csv(df: &mut DataFrame, w: &mut dyn Write) -> Result<()> {
-    // The last guard of "a non-finite number is never written as a result": a value without
-    // a number is null (written empty, with its reason where the table has a missing column).
+/// The last guard of "a non-finite number is never written as a result": a frame with a
+/// non-finite float is refused, naming the column and row (a value without a number is null,
+/// written empty, with its reason where the table has a `missing` column).
+fn check_finite(df: &DataFrame) -> Result<()> {
     for col in df.columns() {
         if let Ok(values) = col.f64()
             && let Some(i) = values
@@ -106,8 +170,55 @@ pub fn write_csv(df: &mut DataFrame, w: &mut dyn Write) -> Result<()> {
             )));
         }
     }
+    Ok(())
+}
+
+/// Writes a frame as CSV to any writer.
+pub fn write_csv(df: &mut DataFrame, w: &mut dyn Write) -> Result<()> {
+    check_finite(df)?;
     CsvWriter::new(w).include_header(true).finish(df)?;
     Ok(())
+}
+
+/// Writes a frame as Parquet to any writer: typed columns (an all-empty column keeps its type,
+/// which CSV readers cannot guess), zstd-compressed, one row group. The same frame gives the
+/// same bytes.
+pub fn write_parquet(df: &mut DataFrame, w: &mut dyn Write) -> Result<()> {
+    check_finite(df)?;
+    ParquetWriter::new(w)
+        .with_compression(ParquetCompression::Zstd(None))
+        .set_parallel(false)
+        .finish(df)?;
+    Ok(())
+}
+
+/// The file format of a table, from the output path's extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Comma-separated text (any extension but `.parquet`, and standard output).
+    Csv,
+    /// Apache Parquet (`.parquet`).
+    Parquet,
+}
+
+impl Format {
+    /// Parquet for a path ending in `.parquet` (any case), CSV otherwise.
+    pub fn of(path: Option<&Path>) -> Self {
+        match path.and_then(|p| p.extension()) {
+            Some(e) if e.eq_ignore_ascii_case("parquet") => Format::Parquet,
+            _ => Format::Csv,
+        }
+    }
+
+    /// The bytes of `df` in this format.
+    pub fn encode(self, df: &mut DataFrame) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        match self {
+            Format::Csv => write_csv(df, &mut buf)?,
+            Format::Parquet => write_parquet(df, &mut buf)?,
+        }
+        Ok(buf)
+    }
 }
 
 /// The CSV bytes of tidy rows, as [`write_rows`] writes them.
@@ -170,24 +281,40 @@ pub fn read_tagged(path: &Path, tags: &[&str]) -> Result<Vec<(Vec<f64>, Row)>> {
             .iter()
             .collect())
     };
-    let preset: Vec<String> = df
-        .column(col::PRESET)?
-        .str()?
-        .iter()
-        .map(|s| s.unwrap_or_default().to_string())
-        .collect();
-    let engine: Vec<String> = df
-        .column(col::ENGINE)?
-        .str()?
-        .iter()
-        .map(|s| s.unwrap_or_default().to_string())
-        .collect();
-    let metric: Vec<String> = df
-        .column(col::METRIC)?
-        .str()?
-        .iter()
-        .map(|s| s.unwrap_or_default().to_string())
-        .collect();
+    // Text columns; an all-empty one is read as nulls of whatever type polars infers, and a
+    // column a file lacks is all nulls.
+    let strs = |name: &str| -> Result<Vec<Option<String>>> {
+        let Ok(c) = df.column(name) else {
+            return Ok(vec![None; df.height()]);
+        };
+        Ok(c.cast(&DataType::String)?
+            .str()?
+            .iter()
+            .map(|s| s.filter(|s| !s.is_empty()).map(str::to_string))
+            .collect())
+    };
+    let opt_f64s = |name: &str| -> Result<Vec<Option<f64>>> {
+        if df.column(name).is_err() {
+            return Ok(vec![None; df.height()]);
+        }
+        f64s(name)
+    };
+    let [preset, label, engine, metric, branch, init, norm, missing] = [
+        col::PRESET,
+        col::LABEL,
+        col::ENGINE,
+        col::METRIC,
+        col::BRANCH,
+        col::INIT,
+        col::NORM,
+        col::MISSING,
+    ]
+    .map(strs);
+    let (preset, label, engine, metric) = (preset?, label?, engine?, metric?);
+    let (branch, init, norm, missing) = (branch?, init?, norm?, missing?);
+    let [g, width, tokens, samples, seed] =
+        [col::G, col::WIDTH, col::TOKENS, col::SAMPLES, col::SEED].map(opt_f64s);
+    let (g, width, tokens, samples, seed) = (g?, width?, tokens?, samples?, seed?);
     let [depth, layer, source, value, stderr, ci_low, ci_high, n] = [
         col::DEPTH,
         col::LAYER,
@@ -201,26 +328,31 @@ pub fn read_tagged(path: &Path, tags: &[&str]) -> Result<Vec<(Vec<f64>, Row)>> {
     .map(f64s);
     let (depth, layer, source, value) = (depth?, layer?, source?, value?);
     let (stderr, ci_low, ci_high, n) = (stderr?, ci_low?, ci_high?, n?);
-    // An all-empty `missing` column is read as nulls of whatever type polars infers.
-    let missing: Vec<Option<String>> = df
-        .column(col::MISSING)?
-        .cast(&DataType::String)?
-        .str()?
-        .iter()
-        .map(|s| s.filter(|s| !s.is_empty()).map(str::to_string))
-        .collect();
     let tag_cols: Vec<Vec<Option<f64>>> = tags.iter().map(|t| f64s(t)).collect::<Result<_>>()?;
     let mut out = Vec::with_capacity(df.height());
     for i in 0..df.height() {
-        let m = crate::metrics::Metric::from_name(&metric[i])
-            .ok_or_else(|| bad(format!("unknown metric '{}'", metric[i])))?;
-        let engine = EngineKind::from_name(&engine[i])
-            .ok_or_else(|| bad(format!("unknown engine '{}'", engine[i])))?;
+        let text = |v: &Option<String>| v.clone().unwrap_or_default();
+        let m = crate::metrics::Metric::from_name(&text(&metric[i]))
+            .ok_or_else(|| bad(format!("unknown metric '{}'", text(&metric[i]))))?;
+        let engine = EngineKind::from_name(&text(&engine[i]))
+            .ok_or_else(|| bad(format!("unknown engine '{}'", text(&engine[i]))))?;
         let int = |v: Option<f64>| v.map(|x| x as u64);
+        let setup = Setup {
+            label: text(&label[i]),
+            branch: branch[i].clone(),
+            init: init[i].clone(),
+            g: g[i],
+            norm: norm[i].clone(),
+            width: int(width[i]),
+            tokens: int(tokens[i]),
+            samples: int(samples[i]),
+            seed: int(seed[i]),
+        };
         out.push((
             tag_cols.iter().map(|c| c[i].unwrap_or(f64::NAN)).collect(),
             Row {
-                preset: preset[i].clone(),
+                preset: text(&preset[i]),
+                setup: std::sync::Arc::new(setup),
                 engine,
                 depth: int(depth[i]).unwrap_or(0),
                 layer: int(layer[i]).unwrap_or(0),

@@ -4,10 +4,10 @@
 use super::layered::Keep;
 use super::mean_field::{Inputs, MeanField};
 use super::paths::{MAX_PATH_LAYER, SplitPaths};
-use crate::branch::{BranchConfig, BranchModel};
+use crate::branch::{BranchConfig, BranchKind, BranchModel, Init};
 use crate::engine::{Engine, Plan};
 use crate::metrics::Metric;
-use crate::profile::{EngineKind, Profile, Value};
+use crate::profile::{EngineKind, Profile, Setup, Value};
 use crate::spec::StackSpec;
 use crate::{Error, Result};
 use std::collections::BTreeMap;
@@ -151,10 +151,35 @@ impl Engine for ClosedForm<'_> {
         EngineKind::Theory
     }
 
+    fn setup(&self, spec: &StackSpec) -> Setup {
+        let b = self.branch;
+        let model = BranchModel::new(b, None, self.inputs.q0, self.inputs.c0);
+        let attends = matches!(
+            b.kind,
+            BranchKind::UniformAttention | BranchKind::CrossAttention
+        );
+        Setup {
+            label: Setup::label_of(&spec.preset),
+            branch: Some(b.kind.name().to_string()),
+            init: Some(b.init.name().to_string()),
+            g: Some(model.nominal_gain),
+            norm: Some(spec.norm.name().to_string()),
+            width: (b.init == Init::Bert).then_some(b.width as u64),
+            tokens: attends.then_some(b.tokens as u64),
+            samples: None,
+            seed: None,
+        }
+    }
+
     fn profile(&self, spec: &StackSpec, plan: &Plan) -> Result<Profile> {
         let layers = plan.resolve(spec.depth)?;
         let mf = self.mean_field(spec, &keep(&plan.metrics, &layers))?;
-        let mut profile = Profile::new(EngineKind::Theory, &spec.preset, spec.depth);
+        let mut profile = Profile::new(
+            EngineKind::Theory,
+            &spec.preset,
+            spec.depth,
+            self.setup(spec),
+        );
         let q = Quantities::new(
             &mf,
             &plan.metrics,

@@ -2,6 +2,7 @@
 //! Defaults come from [`RawModel::default`] and [`RawMc::default`], and the lists of metrics,
 //! branches, inits and presets in the help text from the library's registries.
 
+use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, Parser, Subcommand};
 use normscope::branch::{BranchKind, Init};
 use normscope::metrics::Metric;
@@ -42,6 +43,22 @@ fn presets_help() -> String {
     format!(
         "Comma-separated presets ({}); their rows are stacked",
         names.join(", ")
+    )
+}
+
+/// `--branch` values for clap's value list and completions: every branch with its aliases (any
+/// case); `theory` and `expand` explain when a branch has no closed form.
+fn branch_values() -> PossibleValuesParser {
+    PossibleValuesParser::new(BranchKind::ALL.map(|k| {
+        let i = k.info();
+        PossibleValue::new(i.name).aliases(i.aliases.iter().copied())
+    }))
+}
+
+/// `--init` values for clap's value list and completions, with their aliases (any case).
+fn init_values() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        Init::ALL.map(|i| PossibleValue::new(i.name()).aliases(i.aliases().iter().copied())),
     )
 }
 
@@ -138,10 +155,12 @@ pub struct ModelArgs {
     #[arg(long, default_value_t = RawModel::default().depth, allow_hyphen_values = true)]
     pub depth: usize,
     /// Branch F (see the list below).
-    #[arg(long, default_value_t = RawModel::default().branch, help = branch_help())]
+    #[arg(long, default_value_t = RawModel::default().branch, help = branch_help(),
+          value_parser = branch_values(), ignore_case = true, hide_possible_values = true)]
     pub branch: String,
     /// Init scheme.
-    #[arg(long, default_value_t = RawModel::default().init, help = init_help())]
+    #[arg(long, default_value_t = RawModel::default().init, help = init_help(),
+          value_parser = init_values(), ignore_case = true, hide_possible_values = true)]
     pub init: String,
     /// MLP hidden width as a multiple of d.
     #[arg(long, default_value_t = RawModel::default().hidden_ratio, allow_hyphen_values = true)]
@@ -215,7 +234,8 @@ pub struct TableArgs {
     /// Layers written: all, last, log:K, or a list like 1,4,16.
     #[arg(long, default_value = "all")]
     pub layers: String,
-    /// Output CSV (written atomically); stdout if absent.
+    /// Output file, written atomically: CSV, or typed Parquet if it ends in .parquet; CSV on
+    /// stdout if absent or -.
     #[arg(long)]
     pub out: Option<PathBuf>,
 }

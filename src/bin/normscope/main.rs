@@ -95,10 +95,10 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             let t = &a.table;
             let cfg = TheoryConfig::new(&t.preset, &raw, &t.metrics, &t.layers)?;
             let rows = normscope::tables::theory_rows(&cfg, &mut notes)?;
-            let mut df = table::frame(rows)?;
-            let mut buf = Vec::new();
-            table::write_csv(&mut df, &mut buf)?;
-            emit(out, &buf)
+            emit(
+                out,
+                &table::Format::of(out).encode(&mut table::frame(rows)?)?,
+            )
         }
         Command::Expand(a) => {
             let out = out_path(&a.out)?;
@@ -120,10 +120,10 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             let out = out_path(&a.table.out)?;
             let (presets, cfg, metrics, layers) = mc_request(&a)?;
             let rows = normscope::tables::mc_rows(&presets, &cfg, &metrics, &layers, &mut notes)?;
-            let mut df = table::frame(rows)?;
-            let mut buf = Vec::new();
-            table::write_csv(&mut df, &mut buf)?;
-            emit(out, &buf)
+            emit(
+                out,
+                &table::Format::of(out).encode(&mut table::frame(rows)?)?,
+            )
         }
         Command::Bench(a) => bench(&a),
         Command::Completions { shell } => {
@@ -142,7 +142,8 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
                 rows.len() - bad,
                 rows.len()
             ));
-            emit(out, &normscope::compare::compare_csv(&rows)?)
+            let mut df = normscope::compare::compare_frame(&rows)?;
+            emit(out, &table::Format::of(out).encode(&mut df)?)
         }
         Command::Reproduce(a) if a.list => {
             for x in analyses::REGISTRY {
