@@ -99,10 +99,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         &m,
     )?;
     let mut plot = LinePlot::new(
-        &format!(
-            "Effective depth per block from a placement file ({})",
-            c.model.setting(&c.mc)?
-        ),
+        &format!("Effective depth per block ({})", c.model.setting(&c.mc)?),
         "depth L (residual blocks)",
         "effective depth / L",
     );

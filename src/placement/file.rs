@@ -113,7 +113,7 @@ impl Formula {
 enum Scale {
     One,
     Admin,
-    Formula(Formula),
+    Formula(Box<Formula>),
 }
 
 /// One segment, checked.
@@ -307,7 +307,7 @@ fn scale(
     Ok(if f.is_one() {
         Scale::One
     } else {
-        Scale::Formula(f)
+        Scale::Formula(Box::new(f))
     })
 }
 

@@ -2,7 +2,7 @@
 //! registry that the CLI, the analyses and the tests iterate.
 //!
 //! Adding a preset is one new file plus one line in [`REGISTRY`]. Without writing Rust, a
-//! placement file ([`file`], `--placements FILE`) defines more: [`load`] checks it and adds its
+//! placement file ([`mod@file`], `--placements FILE`) defines more: [`load`] checks it and adds its
 //! presets to this process's registry, after the built-in ones, so [`find`] and [`build`] (and
 //! everything that takes a preset name) accept them.
 
@@ -131,7 +131,7 @@ pub fn find(name: &str) -> Result<&'static Preset> {
     find_builtin(name).or_else(|e| loaded().into_iter().find(|p| matches(p, name)).ok_or(e))
 }
 
-/// Reads placement file `path` ([`file`]), checks it, and adds its presets to the registry;
+/// Reads placement file `path` ([`mod@file`]), checks it, and adds its presets to the registry;
 /// returns them in file order. Loading a file again (or another file with the same
 /// definitions) is a no-op; a name that a different definition already took is an error.
 pub fn load(path: &Path) -> Result<Vec<&'static Preset>> {
@@ -173,11 +173,7 @@ fn install(defs: Vec<file::Placement>) -> Result<Vec<&'static Preset>> {
             aliases: &[],
             label: leak(&def.label),
             equation: leak(&def.equation),
-            source: leak(
-                &format!("{} ({})", def.source, def.path)
-                    .trim_start()
-                    .to_string(),
-            ),
+            source: leak(format!("{} ({})", def.source, def.path).trim_start()),
             build: Builder::File(def),
         }));
         reg.push(preset);

@@ -98,7 +98,7 @@ pub enum Command {
   normscope expand --preset post --depth 4
   normscope expand --preset deepnorm --depth 3 --format latex --out deepnorm.tex
   normscope expand --preset post --depth 8 --subs g=1,q0=1 --format csv
-  normscope expand --placements examples/placements/mixln.toml --preset file-mixln --depth 8")]
+  normscope expand --placements examples/placements/mixln.toml --preset my-mixln --depth 8")]
     Expand(ExpandArgs),
     /// List the presets with their equations and sources.
     #[command(after_help = "Examples:
