@@ -8,6 +8,10 @@
 //! ```
 //!
 //! Each table overrides the analysis's embedded defaults (full or `--quick`) key by key.
+//! One top-level key is not a table: `placements = "my.toml"` (or a list of files), placement
+//! files whose presets the analyses' `presets` lists may name, resolved relative to the
+//! configuration file's folder ([`crate::placement::file`]); each analysis's manifest records
+//! their sha256 among its inputs.
 //! Unknown tables and unknown keys are rejected with the list of accepted ones; a value of the
 //! wrong type is rejected with the key's name.
 
@@ -23,7 +27,13 @@ pub struct ConfigFile {
     pub path: String,
     /// Top-level tables, by analysis id.
     pub tables: toml::Table,
+    /// The `placements` files, as written and as resolved (relative to the file's folder),
+    /// loaded into the preset registry by [`ConfigFile::load`].
+    pub placements: Vec<(String, std::path::PathBuf)>,
 }
+
+/// The top-level key naming placement files.
+pub const PLACEMENTS_KEY: &str = "placements";
 
 impl ConfigFile {
     /// Reads and parses `path`, checking that every top-level key is one of `ids` and a table.
@@ -34,15 +44,41 @@ impl ConfigFile {
             path: shown.clone(),
             message: format!("cannot read it as a UTF-8 TOML file: {e}"),
         })?;
-        let tables: toml::Table = text.parse().map_err(|e: toml::de::Error| Error::Config {
+        let mut tables: toml::Table = text.parse().map_err(|e: toml::de::Error| Error::Config {
             path: shown.clone(),
             message: e.message().to_string(),
         })?;
+        let mut placements = Vec::new();
+        if let Some(v) = tables.remove(PLACEMENTS_KEY) {
+            let bad = || Error::Config {
+                path: shown.clone(),
+                message: format!(
+                    "`{PLACEMENTS_KEY}` must be a file name or a list of file names (placement files, relative to this file's folder), not {v}"
+                ),
+            };
+            let names: Vec<String> = match &v {
+                toml::Value::String(s) => vec![s.clone()],
+                toml::Value::Array(a) => a
+                    .iter()
+                    .map(|x| x.as_str().map(str::to_string).ok_or_else(bad))
+                    .collect::<Result<_>>()?,
+                _ => return Err(bad()),
+            };
+            let dir = path.parent().unwrap_or(Path::new(""));
+            for n in names {
+                let resolved = dir.join(&n);
+                crate::placement::load(&resolved)?;
+                placements.push((n, resolved));
+            }
+        }
         for (k, v) in &tables {
             if !ids.contains(&k.as_str()) {
                 return Err(Error::Config {
                     path: shown,
-                    message: format!("unknown analysis [{k}]; accepted: {}", ids.join(", ")),
+                    message: format!(
+                        "unknown analysis [{k}]; accepted: {}, or the key `{PLACEMENTS_KEY}`",
+                        ids.join(", ")
+                    ),
                 });
             }
             if !v.is_table() {
@@ -55,6 +91,7 @@ impl ConfigFile {
         Ok(ConfigFile {
             path: shown,
             tables,
+            placements,
         })
     }
 

@@ -24,6 +24,7 @@ pub mod effective_depth;
 pub mod expansion;
 pub mod manifest;
 pub mod output_change;
+pub mod placement_file;
 pub mod rank_collapse;
 pub mod stream_gradients;
 
@@ -190,6 +191,12 @@ impl Out {
         Ok(())
     }
 
+    /// Records `bytes` as an input named `rel` (e.g. a file embedded at build time), with
+    /// their sha256, for the manifest.
+    pub fn input_bytes(&mut self, rel: &str, bytes: &[u8]) {
+        self.inputs.insert(rel.to_string(), manifest::sha256(bytes));
+    }
+
     /// Writes tidy rows to `data/<id>/<name>` (sorted, the standard columns), and as typed
     /// Parquet beside it (see [`Out::frame`]).
     pub fn rows(&mut self, name: &str, rows: Vec<Row>) -> Result<()> {
@@ -236,6 +243,7 @@ pub const REGISTRY: &[Analysis] = &[
     deepnorm_alpha::ANALYSIS,
     rank_collapse::ANALYSIS,
     branch_gain::ANALYSIS,
+    placement_file::ANALYSIS,
     claims::ANALYSIS,
 ];
 
@@ -323,6 +331,13 @@ pub fn reproduce(req: &Request) -> Result<()> {
         print!("{}", config_toml(&selected, &prepared, req.quick));
         return Ok(());
     }
+    // Placement files named by the configuration are inputs of every analysis.
+    let placement_inputs: BTreeMap<String, String> = settings
+        .file
+        .placements
+        .iter()
+        .map(|(name, path)| Ok((name.clone(), manifest::sha256_file(path)?)))
+        .collect::<Result<_>>()?;
     let source = manifest::Source::detect();
     let _lock = OutputLock::acquire(&req.root)?;
     staging::remove_leftovers(&req.root, &ids())?;
@@ -335,7 +350,7 @@ pub fn reproduce(req: &Request) -> Result<()> {
             stage: Stage::new(&req.root, a.id)?,
             id: a.id,
             outputs: BTreeMap::new(),
-            inputs: BTreeMap::new(),
+            inputs: placement_inputs.clone(),
         };
         (p.work)(&mut out)?;
         let Out {

@@ -183,9 +183,16 @@ impl RawModel {
 }
 
 impl ModelConfig {
-    /// Builds the stack of preset `name` with these parameters.
+    /// Builds the stack of preset `name` with these parameters. A built-in preset's norms are
+    /// of kind [`Self::norm`]; a placement file's keep the kind its file names, unless
+    /// [`Self::norm`] is [`NormKind::Identity`] (no norms at all).
     pub fn stack(&self, name: &str) -> Result<StackSpec> {
-        Ok(placement::build(name, self.depth, &self.overrides)?.with_norm(self.norm))
+        let spec = placement::build(name, self.depth, &self.overrides)?;
+        let norm = match placement::find(name)?.file() {
+            Some(_) if self.norm != NormKind::Identity => spec.norm,
+            _ => self.norm,
+        };
+        Ok(spec.with_norm(norm))
     }
 }
 

@@ -7,6 +7,33 @@
 //! A [`StackSpec`] is a list of segments of identical [`BlockSpec`]s, so that a stack of depth
 //! 10^6 costs a few bytes. Presets in [`crate::placement`] build stack specs; both engines read
 //! them and nothing else.
+//!
+//! A stack can also be built in code and handed to an engine directly; here a two-segment
+//! stack (Post-Norm blocks 1..=2, then Pre-Norm blocks with skip scale 0.9) through the closed
+//! form:
+//!
+//! ```
+//! use normscope::engine::{Engine, Plan};
+//! use normscope::layers::LayerSpec;
+//! use normscope::metrics::Metric;
+//! use normscope::model::RawModel;
+//! use normscope::spec::{BlockSpec, Segment, SkipScale, Slot, StackSpec};
+//! use normscope::theory::ClosedForm;
+//!
+//! let model = RawModel { depth: 6, ..RawModel::default() }.check()?;
+//! let mut spec = StackSpec::uniform("mine", 6, BlockSpec::PRE, Slot::Norm);
+//! spec.segments = vec![
+//!     Segment { last: 2, block: BlockSpec::POST },
+//!     Segment { last: 6, block: BlockSpec { skip: SkipScale::Alpha(0.9), ..BlockSpec::PRE } },
+//! ];
+//! assert_eq!(spec.block(3).skip, SkipScale::Alpha(0.9));
+//! let plan = Plan::new(&[Metric::EffDepth], LayerSpec::Last);
+//! let profile = ClosedForm::new(&model).profile(&spec, &plan)?;
+//! let row = &profile.rows()[0];
+//! assert_eq!((row.preset.as_str(), row.layer), ("mine", 6));
+//! assert!(row.value > 0.0 && row.value < 6.0);
+//! # Ok::<(), normscope::Error>(())
+//! ```
 
 /// Where a normalizer sits: either a norm of the stack's [`NormKind`] or the identity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,6 +195,11 @@ pub struct StackSpec {
     pub beta: Option<f64>,
     /// Which normalizer every [`Slot::Norm`] is.
     pub norm: NormKind,
+    /// The preset name Monte Carlo seeds this stack's networks with, if not [`Self::preset`]: a
+    /// placement file's stack that equals a built-in preset's stack at this depth (with the
+    /// same overrides) is seeded as that preset, so it draws the same networks
+    /// ([`crate::placement::build`]).
+    pub seed_as: Option<String>,
 }
 
 impl StackSpec {
@@ -178,11 +210,18 @@ impl StackSpec {
             "block index {l} out of 1..={}",
             self.depth
         );
+        // Segments are sorted by `last`; a binary search keeps stacks with one segment per
+        // block (l-dependent scales from a placement file) O(L log L) to walk.
+        let i = self.segments.partition_point(|s| s.last < l);
         self.segments
-            .iter()
-            .find(|s| l <= s.last)
+            .get(i)
             .map(|s| s.block)
             .expect("segments cover 1..=depth")
+    }
+
+    /// The name Monte Carlo seeds this stack's networks with: [`Self::seed_as`] or the preset.
+    pub fn seed_name(&self) -> &str {
+        self.seed_as.as_deref().unwrap_or(&self.preset)
     }
 
     /// A stack of `depth` identical blocks.
@@ -194,6 +233,7 @@ impl StackSpec {
             final_norm,
             beta: None,
             norm: NormKind::Layer,
+            seed_as: None,
         }
     }
 

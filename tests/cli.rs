@@ -523,6 +523,14 @@ fn bad_paths_values_and_flag_combinations_exit_2_naming_the_field() {
 #[test]
 fn every_help_example_runs() {
     let dir = tempfile::tempdir().unwrap();
+    // The `--placements` examples name the crate's example files, relative to its root.
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/placements");
+    let copy = dir.path().join("examples/placements");
+    std::fs::create_dir_all(&copy).unwrap();
+    for f in std::fs::read_dir(&examples).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, copy.join(f.file_name().unwrap())).unwrap();
+    }
     let mut ran = 0;
     for cmd in ["theory", "expand", "mc", "compare"] {
         let help = Command::new(env!("CARGO_BIN_EXE_normscope"))

@@ -37,7 +37,7 @@ pub fn measure_network(
     plan: &measure::NetworkPlan,
     index: u64,
 ) -> Values {
-    let hash = rng::config_hash(&cfg.canonical(&spec.preset));
+    let hash = rng::config_hash(&cfg.canonical(spec.seed_name()));
     let mut r = rng::network_rng(cfg.seed, hash, index);
     let net = sampler::network(spec, cfg, &mut r);
     measure::measure(&net, plan, &mut r)

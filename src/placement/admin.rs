@@ -14,7 +14,7 @@ pub(super) const PRESET: Preset = Preset {
     label: "Admin",
     equation: "x_l = Norm(omega_l x_{l-1} + F_l(x_{l-1})), omega_l^2 = 1 + sum_{j<l} Var F_j",
     source: "Liu et al. 2020, Admin (arXiv:2004.08249)",
-    build,
+    build: super::Builder::BuiltIn(build),
 };
 
 fn build(depth: usize) -> StackSpec {

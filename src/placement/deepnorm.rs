@@ -25,7 +25,7 @@ pub(super) const PRESET: Preset = Preset {
     label: "DeepNorm",
     equation: "x_l = Norm(alpha x_{l-1} + F_l(x_{l-1})), alpha = (2N)^(1/4), branch weights * beta = (8N)^(-1/4), N = L/2",
     source: "Wang et al. 2022, DeepNet (arXiv:2203.00555), encoder-only/decoder-only constants",
-    build,
+    build: super::Builder::BuiltIn(build),
 };
 
 pub(super) const ENCDEC_ENCODER: Preset = Preset {
@@ -34,7 +34,7 @@ pub(super) const ENCDEC_ENCODER: Preset = Preset {
     label: "DeepNorm (enc-dec, encoder)",
     equation: "DeepNorm with alpha = 0.81 (N^4 M)^(1/16), beta = 0.87 (N^4 M)^(-1/16), N = M = L/2",
     source: "Wang et al. 2022, DeepNet (arXiv:2203.00555), encoder-decoder constants (encoder)",
-    build: build_encdec_encoder,
+    build: super::Builder::BuiltIn(build_encdec_encoder),
 };
 
 pub(super) const ENCDEC_DECODER: Preset = Preset {
@@ -43,7 +43,7 @@ pub(super) const ENCDEC_DECODER: Preset = Preset {
     label: "DeepNorm (enc-dec, decoder)",
     equation: "DeepNorm with alpha = (3M)^(1/4), beta = (12M)^(-1/4), M = L/3",
     source: "Wang et al. 2022, DeepNet (arXiv:2203.00555), encoder-decoder constants (decoder)",
-    build: build_encdec_decoder,
+    build: super::Builder::BuiltIn(build_encdec_decoder),
 };
 
 fn with_constants(name: &str, depth: usize, alpha: f64, beta: f64) -> StackSpec {

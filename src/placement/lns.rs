@@ -11,7 +11,7 @@ pub(super) const PRESET: Preset = Preset {
     label: "LayerNorm Scaling",
     equation: "x_l = x_{l-1} + F_l(Norm(x_{l-1}) / sqrt(l)); output Norm(x_L)",
     source: "Sun et al. 2025, The Curse of Depth (arXiv:2502.05795)",
-    build,
+    build: super::Builder::BuiltIn(build),
 };
 
 fn build(depth: usize) -> StackSpec {

@@ -1,10 +1,14 @@
 //! Presets: one file per placement, each documenting its equation and its paper, plus the
 //! registry that the CLI, the analyses and the tests iterate.
 //!
-//! Adding a preset is one new file plus one line in [`REGISTRY`].
+//! Adding a preset is one new file plus one line in [`REGISTRY`]. Without writing Rust, a
+//! placement file ([`mod@file`], `--placements FILE`) defines more: [`load`] checks it and adds its
+//! presets to this process's registry, after the built-in ones, so [`find`] and [`build`] (and
+//! everything that takes a preset name) accept them.
 
 mod admin;
 mod deepnorm;
+pub mod file;
 mod lns;
 mod mixln;
 mod post;
@@ -14,6 +18,17 @@ mod sandwich;
 
 use crate::spec::{BranchScale, SkipScale, Slot, StackSpec};
 use crate::{Error, Result};
+use std::path::Path;
+use std::sync::RwLock;
+
+/// How a preset builds its stack.
+#[derive(Clone, Copy)]
+pub enum Builder {
+    /// A built-in preset's function of the depth L (L >= 1).
+    BuiltIn(fn(usize) -> StackSpec),
+    /// A placement file's definition.
+    File(&'static file::Placement),
+}
 
 /// A named placement of normalization.
 pub struct Preset {
@@ -27,8 +42,28 @@ pub struct Preset {
     pub equation: &'static str,
     /// The paper it comes from.
     pub source: &'static str,
-    /// Builds the stack for depth L (L >= 1).
-    pub build: fn(usize) -> StackSpec,
+    /// Builds the stack.
+    pub build: Builder,
+}
+
+impl Preset {
+    /// The stack at depth L >= 1, named after the preset, before overrides.
+    pub fn stack(&self, depth: usize) -> Result<StackSpec> {
+        let mut spec = match self.build {
+            Builder::BuiltIn(f) => f(depth),
+            Builder::File(p) => p.build(depth)?,
+        };
+        spec.preset = self.name.to_string();
+        Ok(spec)
+    }
+
+    /// The placement-file definition, if the preset comes from one.
+    pub fn file(&self) -> Option<&'static file::Placement> {
+        match self.build {
+            Builder::BuiltIn(_) => None,
+            Builder::File(p) => Some(p),
+        }
+    }
 }
 
 /// Every preset, in the order tables list them.
@@ -45,9 +80,23 @@ pub const REGISTRY: &[Preset] = &[
     rezero::PRESET,
 ];
 
+/// Presets loaded from placement files in this process ([`load`]), in load order. They live
+/// as long as the process (a command loads its files once).
+static LOADED: RwLock<Vec<&'static Preset>> = RwLock::new(Vec::new());
+
+/// The presets loaded from placement files so far.
+pub fn loaded() -> Vec<&'static Preset> {
+    LOADED.read().map(|v| v.clone()).unwrap_or_default()
+}
+
+/// Every preset: the built-in ones, then those loaded from placement files.
+pub fn all() -> Vec<&'static Preset> {
+    REGISTRY.iter().chain(loaded()).collect()
+}
+
 /// Comma-separated list of valid names (for error messages).
 pub fn valid_names() -> String {
-    REGISTRY
+    all()
         .iter()
         .map(|p| {
             if p.aliases.is_empty() {
@@ -60,19 +109,85 @@ pub fn valid_names() -> String {
         .join(", ")
 }
 
-/// Looks a preset up by name or alias, ignoring ASCII case (`Pre`, `POST`, `DeepNorm`).
-pub fn find(name: &str) -> Result<&'static Preset> {
+fn matches(p: &Preset, name: &str) -> bool {
+    p.name.eq_ignore_ascii_case(name) || p.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+}
+
+/// A built-in preset by name or alias, ignoring ASCII case.
+pub fn find_builtin(name: &str) -> Result<&'static Preset> {
     REGISTRY
         .iter()
-        .find(|p| {
-            p.name.eq_ignore_ascii_case(name)
-                || p.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
-        })
+        .find(|p| matches(p, name))
         .ok_or_else(|| Error::Unknown {
             kind: "preset",
             name: name.to_string(),
             valid: valid_names(),
         })
+}
+
+/// Looks a preset up by name or alias, ignoring ASCII case (`Pre`, `POST`, `DeepNorm`): the
+/// built-in ones, then those loaded from placement files.
+pub fn find(name: &str) -> Result<&'static Preset> {
+    find_builtin(name).or_else(|e| loaded().into_iter().find(|p| matches(p, name)).ok_or(e))
+}
+
+/// Reads placement file `path` ([`mod@file`]), checks it, and adds its presets to the registry;
+/// returns them in file order. Loading a file again (or another file with the same
+/// definitions) is a no-op; a name that a different definition already took is an error.
+pub fn load(path: &Path) -> Result<Vec<&'static Preset>> {
+    install(file::read(path)?)
+}
+
+/// Like [`load`], for a placement file's text; `path` names it in messages and in
+/// `normscope presets`.
+pub fn load_text(text: &str, path: &str) -> Result<Vec<&'static Preset>> {
+    install(file::parse(text, path)?)
+}
+
+fn install(defs: Vec<file::Placement>) -> Result<Vec<&'static Preset>> {
+    let mut reg = LOADED.write().unwrap_or_else(|e| e.into_inner());
+    let mut out = Vec::new();
+    for def in defs {
+        if let Some(p) = reg.iter().find(|p| matches(p, &def.name)) {
+            match p.file() {
+                Some(old) if *old == def => {
+                    out.push(*p);
+                    continue;
+                }
+                _ => {
+                    return Err(Error::Config {
+                        path: def.path.clone(),
+                        message: format!(
+                            "[[placement]] \"{}\": `name` is already defined differently by {}",
+                            def.name,
+                            p.file().map_or("another file", |o| o.path.as_str())
+                        ),
+                    });
+                }
+            }
+        }
+        let def: &'static file::Placement = Box::leak(Box::new(def));
+        let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+        let preset: &'static Preset = Box::leak(Box::new(Preset {
+            name: leak(&def.name),
+            aliases: &[],
+            label: leak(&def.label),
+            equation: leak(&def.equation),
+            source: leak(format!("{} ({})", def.source, def.path).trim_start()),
+            build: Builder::File(def),
+        }));
+        reg.push(preset);
+        out.push(preset);
+    }
+    Ok(out)
+}
+
+/// Loads every file of `paths` ([`load`]).
+pub fn load_all<P: AsRef<Path>>(paths: &[P]) -> Result<()> {
+    for p in paths {
+        load(p.as_ref())?;
+    }
+    Ok(())
 }
 
 /// User overrides applied on top of a preset (`--alpha`, `--beta`, `--lambda`, `--final-norm`).
@@ -89,13 +204,37 @@ pub struct Overrides {
 }
 
 /// Builds preset `name` at depth `depth` and applies `ov`.
+///
+/// A placement file's stack that equals a built-in preset's stack at this depth (with the same
+/// overrides) records that preset in [`StackSpec::seed_as`], so Monte Carlo draws the same
+/// networks for it: a file that reproduces a preset reproduces its numbers.
 pub fn build(name: &str, depth: usize, ov: &Overrides) -> Result<StackSpec> {
     if depth == 0 {
         return Err(Error::invalid("--depth", 0, "an integer >= 1"));
     }
     let p = find(name)?;
-    let mut spec = (p.build)(depth);
-    spec.preset = p.name.to_string();
+    let spec = apply(p.stack(depth)?, ov);
+    if p.file().is_none() {
+        return Ok(spec);
+    }
+    let same = |b: &StackSpec| {
+        StackSpec {
+            preset: spec.preset.clone(),
+            ..b.clone()
+        } == spec
+    };
+    for b in REGISTRY {
+        if same(&apply(b.stack(depth)?, ov)) {
+            return Ok(StackSpec {
+                seed_as: Some(b.name.to_string()),
+                ..spec
+            });
+        }
+    }
+    Ok(spec)
+}
+
+fn apply(mut spec: StackSpec, ov: &Overrides) -> StackSpec {
     if let Some(a) = ov.alpha {
         spec.map_blocks(|mut b| {
             b.skip = SkipScale::Alpha(a);
@@ -114,14 +253,14 @@ pub fn build(name: &str, depth: usize, ov: &Overrides) -> Result<StackSpec> {
     if let Some(f) = ov.final_norm {
         spec.final_norm = if f { Slot::Norm } else { Slot::Identity };
     }
-    Ok(spec)
+    spec
 }
 
 /// A tab-separated table of the presets: name, aliases, equation, source
 /// (`normscope presets`).
 pub fn table() -> String {
     let mut s = String::from("preset\taliases\tequation\tsource\n");
-    for p in REGISTRY {
+    for p in all() {
         s.push_str(&format!(
             "{}\t{}\t{}\t{}\n",
             p.name,

@@ -11,7 +11,7 @@ pub(super) const PRESET: Preset = Preset {
     label: "Post-LN",
     equation: "x_l = Norm(x_{l-1} + F_l(x_{l-1}))",
     source: "Vaswani et al. 2017 (arXiv:1706.03762); seeds 000-004",
-    build,
+    build: super::Builder::BuiltIn(build),
 };
 
 fn build(depth: usize) -> StackSpec {

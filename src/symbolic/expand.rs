@@ -150,7 +150,31 @@ impl Expansion {
     }
 }
 
-/// Expands `spec` with branch `model` and input second moment `q0`.
+/// The symbols `alpha` and `lambda` stand for one value each: a stack whose blocks give one of
+/// them different values (an l-dependent scale from a placement file) has no expansion in
+/// these symbols, and is refused rather than written with the last block's value.
+fn one_value(
+    seen: &mut Option<(usize, f64)>,
+    v: f64,
+    l: usize,
+    sym: &str,
+    what: &str,
+) -> Result<()> {
+    match *seen {
+        None => *seen = Some((l, v)),
+        Some((first, w)) if w.to_bits() != v.to_bits() => {
+            return Err(Error::Unsupported(format!(
+                "the expansion writes the {what} as one symbol {sym}, but this stack's {what} differs between blocks ({sym} = {w} at block {first}, {v} at block {l}); use `normscope theory --metrics coef` for its numeric coefficients"
+            )));
+        }
+        Some(_) => {}
+    }
+    Ok(())
+}
+
+/// Expands `spec` with branch `model` and input second moment `q0`. A stack whose skip scales
+/// ([`SkipScale::Alpha`]) or branch multipliers ([`BranchScale::Lambda`]) take more than one
+/// value is [`Error::Unsupported`]: the expansion has one symbol for each.
 pub fn expand(spec: &StackSpec, model: &BranchModel, q0: f64, subs: &Subs) -> Result<Expansion> {
     if !model.kind.has_constant_gain() {
         return Err(Error::Unsupported(format!(
@@ -180,6 +204,7 @@ pub fn expand(spec: &StackSpec, model: &BranchModel, q0: f64, subs: &Subs) -> Re
     let mut admin_acc = Poly::one();
     let mut new_coef = vec![Expr::one()];
     let mut skip = vec![Expr::one()];
+    let (mut alpha_seen, mut lambda_seen) = (None, None);
     for l in 1..=depth {
         let b = spec.block(l);
         let mut q_u = if b.n_in.is_norm() {
@@ -202,6 +227,7 @@ pub fn expand(spec: &StackSpec, model: &BranchModel, q0: f64, subs: &Subs) -> Re
         let (alpha_sq, alpha) = match b.skip {
             SkipScale::One => (Poly::one(), Expr::one()),
             SkipScale::Alpha(a) => {
+                one_value(&mut alpha_seen, a, l, "alpha", "skip scale")?;
                 values[Sym::Alpha.index()] = a;
                 let p = subs.poly(Sym::Alpha);
                 (p.mul(&p), Expr::pow_poly(&p, Exp::one()))
@@ -211,6 +237,7 @@ pub fn expand(spec: &StackSpec, model: &BranchModel, q0: f64, subs: &Subs) -> Re
         let (lam_sq, lam) = match b.lambda {
             BranchScale::One => (Poly::one(), Expr::one()),
             BranchScale::Lambda(v) => {
+                one_value(&mut lambda_seen, v, l, "lambda", "branch multiplier")?;
                 values[Sym::Lambda.index()] = v;
                 let p = subs.poly(Sym::Lambda);
                 (p.mul(&p), Expr::pow_poly(&p, Exp::one()))

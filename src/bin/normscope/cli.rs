@@ -41,7 +41,7 @@ fn presets_help() -> String {
         .map(|p| p.name)
         .collect();
     format!(
-        "Comma-separated presets ({}); their rows are stacked",
+        "Comma-separated presets ({}, or a --placements file's); their rows are stacked",
         names.join(", ")
     )
 }
@@ -107,16 +107,21 @@ pub enum Command {
     #[command(after_help = "Examples:
   normscope theory --preset pre,post,deepnorm --depth 256 --metrics eff_depth --layers last
   normscope theory --preset post --branch relu-mlp --init he --depth 64 --metrics grad_sq --layers all --out grad.csv
-  normscope theory --preset pre --depth 1000000 --metrics stream_sq --layers log:12")]
+  normscope theory --preset pre --depth 1000000 --metrics stream_sq --layers log:12
+  normscope theory --placements examples/placements/depth-mup.toml --preset pre,depth-mup --depth 256 --metrics eff_depth --layers last")]
     Theory(TheoryArgs),
     /// Exact symbolic expansion x_L = sum_j C_{L,j} B_j with simplified coefficients.
     #[command(after_help = "Examples:
   normscope expand --preset post --depth 4
   normscope expand --preset deepnorm --depth 3 --format latex --out deepnorm.tex
-  normscope expand --preset post --depth 8 --subs g=1,q0=1 --format csv")]
+  normscope expand --preset post --depth 8 --subs g=1,q0=1 --format csv
+  normscope expand --placements examples/placements/mixln.toml --preset my-mixln --depth 8")]
     Expand(ExpandArgs),
     /// List the presets with their equations and sources.
-    Presets,
+    #[command(after_help = "Examples:
+  normscope presets
+  normscope presets --placements examples/placements/depth-mup.toml")]
+    Presets(PresetsArgs),
     /// Regenerate the default analyses into data/ and figures/.
     #[command(after_help = "Examples:
   normscope reproduce                                  # everything, into ./data and ./figures
@@ -128,12 +133,14 @@ pub enum Command {
     #[command(after_help = "Examples:
   normscope mc --preset post --branch relu-mlp --init he --depth 64 --samples 16 --layers last
   normscope mc --preset pre,post --branch transformer --depth 24 --width 128 --tokens 16 --metrics corr
-  normscope mc --preset deepnorm --depth 32 --metrics eff_depth --layers last --seed 3")]
+  normscope mc --preset deepnorm --depth 32 --metrics eff_depth --layers last --seed 3
+  normscope mc --placements examples/placements/depth-mup.toml --preset depth-mup --depth 64 --layers last")]
     Mc(McArgs),
     /// Closed form against Monte Carlo per metric and layer: difference, CI, allowance, verdict.
     #[command(after_help = "Examples:
   normscope compare --preset deepnorm --depth 32 --metrics grad_sq --layers log:6
-  normscope compare --preset pre,post --branch relu-mlp --init he --depth 16 --width 64 --samples 32")]
+  normscope compare --preset pre,post --branch relu-mlp --init he --depth 16 --width 64 --samples 32
+  normscope compare --placements examples/placements/depth-mup.toml --preset depth-mup --depth 16 --metrics eff_depth")]
     Compare(McArgs),
     /// Time the reference workload against plain PyTorch and the machine's GEMM rate.
     #[command(after_help = "Examples:
@@ -192,9 +199,14 @@ pub struct ModelArgs {
     #[arg(long, default_value_t = RawModel::default().width, allow_hyphen_values = true)]
     pub width: usize,
     /// Normalizer of every norm slot: layer and rms (identical in the closed form), or
-    /// identity (no norms at all: the un-normalized baseline).
-    #[arg(long, value_enum, default_value_t = RawModel::default().norm)]
-    pub norm: NormKind,
+    /// identity (no norms at all: the un-normalized baseline). Default: layer; a placement
+    /// file's presets use the kind their file names (identity still removes their norms).
+    #[arg(long, value_enum)]
+    pub norm: Option<NormKind>,
+    /// A placement file (TOML) whose presets join the built-in ones for --preset; repeatable.
+    /// See the README's "Your own placement" and examples/placements/.
+    #[arg(long, value_name = "FILE")]
+    pub placements: Vec<PathBuf>,
     /// Final Norm on the network output: auto (the preset's), on, off.
     #[arg(long, value_enum, default_value_t = RawModel::default().final_norm)]
     pub final_norm: FinalNorm,
@@ -216,7 +228,7 @@ impl ModelArgs {
             c0: self.c0,
             tokens: self.tokens,
             width: self.width,
-            norm: self.norm,
+            norm: self.norm.unwrap_or(RawModel::default().norm),
             final_norm: self.final_norm,
         }
     }
@@ -300,6 +312,14 @@ pub struct McArgs {
     /// Presets, metrics, layers, output.
     #[command(flatten)]
     pub table: TableArgs,
+}
+
+/// `normscope presets`.
+#[derive(Debug, Args)]
+pub struct PresetsArgs {
+    /// A placement file (TOML) whose presets are listed after the built-in ones; repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub placements: Vec<PathBuf>,
 }
 
 /// `normscope bench`.

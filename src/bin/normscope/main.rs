@@ -33,8 +33,39 @@ type McRequest = (
     normscope::layers::LayerSpec,
 );
 
+/// Loads the `--placements` files of a command, before its presets are looked up.
+fn load_placements(m: &cli::ModelArgs) -> normscope::Result<()> {
+    normscope::placement::load_all(&m.placements)
+}
+
+/// An explicit `--norm layer|rms` that differs from the norm kind a placement file names for
+/// one of `presets` is refused (the file's kind would win; `--norm identity` is honoured).
+fn check_norm_flag(m: &cli::ModelArgs, presets: &[String]) -> normscope::Result<()> {
+    let Some(k) = m.norm.filter(|&k| k != normscope::spec::NormKind::Identity) else {
+        return Ok(());
+    };
+    for p in presets {
+        if let Some(f) = normscope::placement::find(p)?.file()
+            && f.has_norm
+            && f.norm != k
+        {
+            return Err(Error::invalid(
+                "--norm",
+                k,
+                format!(
+                    "{} or identity for preset {} (its placement file {} names its norms {}; a file's norm kind is its own)",
+                    f.norm, f.name, f.path, f.norm
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn mc_request(a: &cli::McArgs) -> normscope::Result<McRequest> {
+    load_placements(&a.model)?;
     let presets = normscope::model::parse_presets(&a.table.preset)?;
+    check_norm_flag(&a.model, &presets)?;
     let cfg = normscope::monte_carlo::McConfig::new(&a.model.raw(), &a.sampling.raw())?;
     let metrics = normscope::metrics::Metric::parse_list(&a.table.metrics)?;
     let layers = normscope::layers::LayerSpec::parse(&a.table.layers)?;
@@ -91,9 +122,11 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
     {
         Command::Theory(a) => {
             let out = out_path(&a.table.out)?;
+            load_placements(&a.model)?;
             let raw: RawModel = a.model.raw();
             let t = &a.table;
             let cfg = TheoryConfig::new(&t.preset, &raw, &t.metrics, &t.layers)?;
+            check_norm_flag(&a.model, &cfg.presets)?;
             let rows = normscope::tables::theory_rows(&cfg, &mut notes)?;
             emit(
                 out,
@@ -102,9 +135,11 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
         }
         Command::Expand(a) => {
             let out = out_path(&a.out)?;
+            load_placements(&a.model)?;
             let model = a.model.raw().check()?;
             let subs = Subs::parse(&a.subs)?;
             let preset = normscope::model::parse_presets(&a.preset)?;
+            check_norm_flag(&a.model, &preset)?;
             if preset.len() != 1 {
                 return Err(Error::invalid(
                     "--preset",
@@ -115,7 +150,10 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             let bytes = render::render(&preset[0], &model, &subs, a.format, &mut notes)?;
             emit(out, &bytes)
         }
-        Command::Presets => emit(None, normscope::placement::table().as_bytes()),
+        Command::Presets(a) => {
+            normscope::placement::load_all(&a.placements)?;
+            emit(None, normscope::placement::table().as_bytes())
+        }
         Command::Mc(a) => {
             let out = out_path(&a.table.out)?;
             let (presets, cfg, metrics, layers) = mc_request(&a)?;
