@@ -92,7 +92,7 @@ pub fn compare(
 
 /// The `compare` table:
 /// `preset`, the settings and engine columns of the Monte Carlo rows
-/// ([`crate::output::table::SETUP_COLUMNS`]), then
+/// ([`crate::output::table::setup_columns`]), then
 /// `depth,layer,source,metric,theory,mc,stderr,ci_low,ci_high,n,diff,allowance,agree`.
 pub fn compare_frame(rows: &[Comparison]) -> Result<polars::prelude::DataFrame> {
     use crate::output::table::{col, column};

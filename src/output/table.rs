@@ -56,20 +56,6 @@ pub mod col {
     pub const MISSING: &str = "missing";
 }
 
-/// The settings columns ([`crate::profile::Setup`]), in order; tidy tables put the engine
-/// after the label.
-pub const SETUP_COLUMNS: [&str; 9] = [
-    col::LABEL,
-    col::BRANCH,
-    col::INIT,
-    col::G,
-    col::NORM,
-    col::WIDTH,
-    col::TOKENS,
-    col::SAMPLES,
-    col::SEED,
-];
-
 /// The tidy column names, in order.
 pub const COLUMNS: [&str; 21] = [
     col::PRESET,
@@ -110,7 +96,8 @@ pub fn frame(mut rows: Vec<Row>) -> Result<DataFrame> {
     unsorted_frame(&rows)
 }
 
-/// The columns [`SETUP_COLUMNS`] of `rows`.
+/// The settings columns of `rows` ([`crate::profile::Setup`]: `label` and `branch` to `seed`
+/// of [`COLUMNS`]; tidy tables put the engine after the label).
 pub fn setup_columns(rows: &[&Row]) -> Vec<Column> {
     let s = |f: fn(&Setup) -> Option<&str>| -> Vec<Option<&str>> {
         rows.iter().map(|r| f(&r.setup)).collect()
