@@ -132,14 +132,14 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             common::short(c.model.gain(&c.mc)?)
         ),
         "tab:eff-depth",
-        &["preset", "$L$", "CF", "MC", "CF$/L$"],
+        &["$L$", "CF", "MC", "CF$/L$"],
     );
     for p in &c.mc_presets {
+        table.group(common::label(p));
         for &d in &c.mc_depths {
             let th = common::value(&mc_th, p, Metric::EffDepth, d, d, None).unwrap_or(f64::NAN);
             let m = mc.iter().find(|r| &r.preset == p && r.depth == d as u64);
             table.row(vec![
-                Cell::Text(common::label(p).to_string()),
                 Cell::Int(d as i64),
                 Cell::Num(th),
                 m.map_or(Cell::Missing, Cell::pm_row),

@@ -4,6 +4,9 @@
 //! `\small` in a 10 pt two-column article and at `\normalsize` in a 9 pt one (extarticle),
 //! and the expansions (`align*` blocks) in both layouts; plus `normscope expand --format latex`.
 //!
+//! `NORMSCOPE_LATEX_DIR=/tmp/x cargo test --release --test latex` checks the `.tex` of an
+//! existing `reproduce --out-dir /tmp/x` (e.g. the full run) instead of a fresh quick run.
+//!
 //! Skipped, with the reason printed, when `pdflatex` is not on PATH (CI machines may lack a
 //! TeX installation). Debian: `apt-get install texlive-latex-base texlive-latex-recommended
 //! texlive-latex-extra texlive-science`.
@@ -74,19 +77,26 @@ fn every_tex_compiles_in_one_and_two_columns() {
     if !nine_pt {
         println!("note: extarticle.cls not found; the 9 pt layout is not checked");
     }
+    // NORMSCOPE_LATEX_DIR=<out-dir> checks an existing run (e.g. the full one) instead.
     let out = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_normscope"))
-        .args(["reproduce", "--quick", "--out-dir"])
-        .arg(out.path())
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "reproduce --quick failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let root = match std::env::var_os("NORMSCOPE_LATEX_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => {
+            let o = Command::new(env!("CARGO_BIN_EXE_normscope"))
+                .args(["reproduce", "--quick", "--out-dir"])
+                .arg(out.path())
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "reproduce --quick failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            out.path().to_path_buf()
+        }
+    };
     let mut files = Vec::new();
-    tex_files(&out.path().join("data"), &mut files);
+    tex_files(&root.join("data"), &mut files);
     // `normscope expand --format latex` too, with a long-coefficient preset.
     let work = tempfile::tempdir().unwrap();
     for preset in ["admin", "deepnorm"] {

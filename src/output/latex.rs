@@ -10,10 +10,10 @@
 //!
 //! * integers ([`Cell::Int`]) print as they are;
 //! * point values ([`Cell::Num`]): see [`NumFormat::of`] -- fixed-point with the decimals that
-//!   give the column's smallest magnitude [`SIG`] significant figures when the column spans at
-//!   most [`MAX_SPAN`] decades (scaled by a per-column power of ten, shown in the header, when
-//!   every entry is below 0.01 or at least 10^5), else scientific notation with [`SIG`]
-//!   significant figures in every entry;
+//!   give the column's largest magnitude [`SIG`] significant figures and its smallest at least
+//!   [`MIN_SIG`], when the column spans at most [`MAX_SPAN`] decades (scaled by a per-column
+//!   power of ten, shown in the header, when every entry is below 0.01 or at least 10^5), else
+//!   scientific notation with [`SIG`] significant figures in every entry;
 //! * Monte Carlo estimates ([`Cell::Pm`]) print as `value(uncertainty)` (siunitx's compact
 //!   form, e.g. `1.293(9)` for 1.293 +- 0.009), the uncertainty rounded by
 //!   [`round_uncertainty`] and the value rounded to the same decimal place; a per-column power
@@ -21,8 +21,12 @@
 
 use std::fmt::Write as _;
 
-/// Significant figures of a point value (the smallest in its column).
+/// Significant figures of a point value: of the largest magnitude in a fixed-point column, and
+/// of every entry in a scientific one.
 pub const SIG: i32 = 4;
+
+/// Fewest significant figures of the smallest magnitude in a fixed-point column.
+pub const MIN_SIG: i32 = 3;
 
 /// Widest span, in decades, of a fixed-point column (between the exponents of its largest and
 /// smallest nonzero magnitudes); wider columns go scientific.
@@ -117,9 +121,10 @@ fn column_scale(e_lo: i32, e_hi: i32) -> i32 {
 impl NumFormat {
     /// The format of a column of point values: with `e_lo`, `e_hi` the decimal exponents of
     /// its smallest and largest nonzero finite magnitudes, fixed-point when
-    /// `e_hi - e_lo <= MAX_SPAN`, with the decimals that give the smallest [`SIG`] significant
-    /// figures (after a per-column power of ten when every magnitude is below 0.01 or at
-    /// least 10^5); scientific with [`SIG`] significant figures otherwise.
+    /// `e_hi - e_lo <= MAX_SPAN`, with the decimals that give the largest [`SIG`] significant
+    /// figures and the smallest at least [`MIN_SIG`] (so at most `MIN_SIG + MAX_SPAN` digits
+    /// anywhere), after a per-column power of ten when every magnitude is below 0.01 or at
+    /// least 10^5; scientific with [`SIG`] significant figures otherwise.
     pub fn of(values: &[f64]) -> NumFormat {
         let mags: Vec<f64> = values
             .iter()
@@ -142,7 +147,9 @@ impl NumFormat {
         }
         let scale = column_scale(e_lo, e_hi);
         NumFormat::Fixed {
-            decimals: (SIG - 1 - (e_lo - scale)).max(0) as usize,
+            decimals: (SIG - 1 - (e_hi - scale))
+                .max(MIN_SIG - 1 - (e_lo - scale))
+                .max(0) as usize,
             scale,
         }
     }
@@ -590,7 +597,7 @@ mod tests {
         assert_eq!(
             NumFormat::of(&[1.283, 500.0, 0.4444]),
             NumFormat::Fixed {
-                decimals: 4,
+                decimals: 3,
                 scale: 0
             }
         );
@@ -599,6 +606,14 @@ mod tests {
             NumFormat::Fixed {
                 decimals: 3,
                 scale: -3
+            }
+        );
+        // 4 figures for the largest, at least 3 for the smallest.
+        assert_eq!(
+            NumFormat::of(&[0.9939, 46.87, 1.0]),
+            NumFormat::Fixed {
+                decimals: 3,
+                scale: 0
             }
         );
         assert_eq!(
@@ -636,11 +651,11 @@ mod tests {
         ]);
         let s = t.tabular();
         assert!(s.contains("S[table-format=4]"), "{s}");
-        assert!(s.contains("S[table-format=3.3]"), "{s}");
+        assert!(s.contains("S[table-format=3.2]"), "{s}");
         assert!(s.contains("S[table-format=3.3(2)]"), "{s}");
-        assert!(s.contains("Pre-LN & 4 & 1.283 & 1.293(9) \\\\"), "{s}");
+        assert!(s.contains("Pre-LN & 4 & 1.28 & 1.293(9) \\\\"), "{s}");
         assert!(
-            s.contains("Post-LN & 1000 & 500.000 & 498.93(10) \\\\"),
+            s.contains("Post-LN & 1000 & 500.00 & 498.93(10) \\\\"),
             "{s}"
         );
         let [(a, full), (b, bare)] = t.files("x");
