@@ -1,8 +1,9 @@
-//! Every `.tex` that `normscope reproduce --quick` writes compiles with pdflatex, in a
-//! one-column and a two-column article, without errors or overfull boxes: each table as its
-//! complete float (`<name>.tex`), and its bare tabular (`<name>_tabular.tex`) in a `table` at
-//! `\small` in a 10 pt two-column article and at `\normalsize` in a 9 pt one (extarticle),
-//! and the expansions (`align*` blocks) in both layouts; plus `normscope expand --format latex`.
+//! Every `.tex` that `normscope reproduce --quick` writes compiles with pdflatex without errors
+//! or overfull boxes: each table's complete float (`<name>.tex`) in a one-column and a
+//! two-column 10 pt article; its bare tabular (`<name>_tabular.tex`) in a `table` in a one-column
+//! 10 pt article, at `\small` and at `\normalsize` in a two-column 10 pt one and at
+//! `\normalsize` in a two-column 9 pt `extarticle`, and in a `table*`; the expansions
+//! (`align*` blocks) in both layouts; plus `normscope expand --format latex`.
 //!
 //! `NORMSCOPE_LATEX_DIR=/tmp/x cargo test --release --test latex` checks the `.tex` of an
 //! existing `reproduce --out-dir /tmp/x` (e.g. the full run) instead of a fresh quick run.
@@ -137,6 +138,7 @@ fn every_tex_compiles_in_one_and_two_columns() {
             };
             cases.push(("article", "10pt", wrap("")));
             cases.push(("article", "twocolumn,10pt", wrap("\\small")));
+            cases.push(("article", "twocolumn,10pt", wrap("")));
             cases.push((
                 "article",
                 "twocolumn,10pt",

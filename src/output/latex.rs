@@ -13,7 +13,7 @@
 //!   give the column's largest magnitude [`SIG`] significant figures and its smallest at least
 //!   [`MIN_SIG`], when the column spans at most [`MAX_SPAN`] decades (scaled by a per-column
 //!   power of ten, shown in the header, when every entry is below 0.01 or at least 10^5), else
-//!   scientific notation with [`SIG`] significant figures in every entry;
+//!   scientific notation with [`SCI_SIG`] significant figures in every entry;
 //! * Monte Carlo estimates ([`Cell::Pm`]) print as `value(uncertainty)` (siunitx's compact
 //!   form, e.g. `1.293(9)` for 1.293 +- 0.009), the uncertainty rounded by
 //!   [`round_uncertainty`] and the value rounded to the same decimal place; a per-column power
@@ -21,9 +21,12 @@
 
 use std::fmt::Write as _;
 
-/// Significant figures of a point value: of the largest magnitude in a fixed-point column, and
-/// of every entry in a scientific one.
+/// Significant figures of the largest magnitude in a fixed-point column.
 pub const SIG: i32 = 4;
+
+/// Significant figures of every entry in a scientific column (one spanning more than
+/// [`MAX_SPAN`] decades, where the exponent carries the information).
+pub const SCI_SIG: i32 = 3;
 
 /// Fewest significant figures of the smallest magnitude in a fixed-point column.
 pub const MIN_SIG: i32 = 3;
@@ -124,7 +127,7 @@ impl NumFormat {
     /// `e_hi - e_lo <= MAX_SPAN`, with the decimals that give the largest [`SIG`] significant
     /// figures and the smallest at least [`MIN_SIG`] (so at most `MIN_SIG + MAX_SPAN` digits
     /// anywhere), after a per-column power of ten when every magnitude is below 0.01 or at
-    /// least 10^5; scientific with [`SIG`] significant figures otherwise.
+    /// least 10^5; scientific with [`SCI_SIG`] significant figures otherwise.
     pub fn of(values: &[f64]) -> NumFormat {
         let mags: Vec<f64> = values
             .iter()
@@ -142,7 +145,7 @@ impl NumFormat {
         let (e_lo, e_hi) = (exp10(lo), exp10(hi));
         if e_hi - e_lo > MAX_SPAN {
             return NumFormat::Sci {
-                decimals: (SIG - 1) as usize,
+                decimals: (SCI_SIG - 1) as usize,
             };
         }
         let scale = column_scale(e_lo, e_hi);
@@ -618,11 +621,11 @@ mod tests {
         );
         assert_eq!(
             NumFormat::of(&[5.4e-20, 0.6]),
-            NumFormat::Sci { decimals: 3 }
+            NumFormat::Sci { decimals: 2 }
         );
         let f = NumFormat::of(&[5.4e-20, 0.6]);
-        assert_eq!(f.input(5.421e-20), "5.421e-20");
-        assert_eq!(f.input(0.99996), "1.000e0");
+        assert_eq!(f.input(5.421e-20), "5.42e-20");
+        assert_eq!(f.input(0.9996), "1.00e0");
         assert_eq!(f.input(f64::NAN), "{--}");
         assert_eq!(
             NumFormat::Fixed {
