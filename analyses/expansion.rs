@@ -201,3 +201,27 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     out.bytes("expansion.tex", doc.as_bytes())?;
     table.write(out, "coefficients")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::seed_coef;
+
+    #[test]
+    fn seed_latex_is_simplified() {
+        let t = |p, j| seed_coef(p, 4, j, 2f64.sqrt()).unwrap().1;
+        assert_eq!(t("pre", 2), "1");
+        assert_eq!(t("post", 0), "\\frac{1}{4}");
+        assert_eq!(t("post", 2), "\\frac{1}{2^{3/2}}");
+        assert_eq!(t("post", 4), "\\frac{1}{\\sqrt{2}}");
+        assert_eq!(t("deepnorm", 3), "\\frac{\\alpha}{2}");
+        assert_eq!(t("deepnorm", 4), "\\frac{1}{\\sqrt{2}}");
+        for j in 0..=4 {
+            let s = t("deepnorm", j);
+            assert!(
+                !s.contains("^{0}") && !s.contains("^{1}") && !s.contains("\\sqrt{2}^"),
+                "{s}"
+            );
+        }
+        assert!(seed_coef("admin", 4, 0, 1.0).is_none());
+    }
+}
