@@ -10,7 +10,7 @@ use super::{Analysis, Out};
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
 use crate::output::figure::LinePlot;
-use crate::output::latex;
+use crate::output::latex::{self, Cell, Table};
 use crate::output::table::{col, column, setup_columns, tagged_frame};
 use crate::profile::EngineKind;
 use crate::profile::Row;
@@ -88,11 +88,6 @@ fn rows_at(c: &Config, model: &Model, gain: Option<f64>, engine: EngineKind) -> 
 /// `--` in LaTeX).
 fn grad_ratio(rows: &[Row], preset: &str, depth: usize) -> Option<f64> {
     common::weight_grad_ratio(rows, preset, depth)
-}
-
-/// [`latex::num`] of a value that may be missing.
-fn tex_num(v: Option<f64>) -> String {
-    v.map_or("--".into(), latex::num)
 }
 
 impl super::AnalysisConfig for Config {
@@ -226,11 +221,31 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     // Init table (closed form): which g each branch and init gives, and what follows.
     let mut reps: Vec<Row> = Vec::new();
     let (mut ted, mut tx0, mut tratio) = (vec![], vec![], vec![]);
-    let mut tex = Vec::new();
+    // One table per branch (so each fits a column), a group of presets per init.
+    let mut tex: Vec<(String, Table)> = Vec::new();
     for b in &c.branches {
+        let mut t = Table::new(
+            format!(
+                "Closed form at $L = {}$, {} branch, by init (the gain $g$ it gives): effective depth$/L$, the weight of $x_0$ in $x_L$, and the first/last block weight-gradient ratio.",
+                c.depth,
+                common::branch_label(b)
+            ),
+            format!("tab:inits-{}", b.replace('_', "-")),
+            &[
+                "preset",
+                "eff.\\ depth\n$/L$",
+                "weight\nof $x_0$",
+                "grad\nfirst/last",
+            ],
+        );
         for i in &c.inits {
             let m = Model::new(b, i, crate::spec::NormKind::Layer);
             let g = m.gain(&c.mc)?;
+            t.group(format!(
+                "{}, $g = \\num{{{}}}$",
+                common::init_label(i),
+                latex::plain(g)
+            ));
             let rows = rows_at(c, &m, None, EngineKind::Theory)?;
             for p in &c.presets {
                 let ed = common::value(&rows, p, Metric::EffDepth, c.depth, c.depth, None);
@@ -244,17 +259,15 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 ted.push(ed);
                 tx0.push(x0);
                 tratio.push(ratio);
-                tex.push(vec![
-                    latex::escape(b),
-                    latex::escape(i),
-                    common::label(p).to_string(),
-                    latex::num(g),
-                    tex_num(ed.map(|e| e / c.depth as f64)),
-                    tex_num(x0),
-                    tex_num(ratio),
+                t.row(vec![
+                    Cell::Text(common::label(p).to_string()),
+                    Cell::opt(ed.map(|e| e / c.depth as f64)),
+                    Cell::opt(x0),
+                    Cell::opt(ratio),
                 ]);
             }
         }
+        tex.push((format!("inits_{}", b.replace('-', "_")), t));
     }
     let refs: Vec<&Row> = reps.iter().collect();
     let mut cols = vec![column(col::PRESET, reps.iter().map(|r| r.preset.as_str()))];
@@ -268,25 +281,30 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     ]);
     let mut df = DataFrame::new_infer_height(cols)?;
     out.frame("inits.csv", &mut df)?;
-    out.bytes(
-        "inits.tex",
-        latex::booktabs(
-            &format!(
-                "Closed form at $L = {}$ by branch and init: the gain $g$ the init gives, effective depth$/L$, the weight of $x_0$ in $x_L$, and the first/last block weight-gradient ratio.",
-                c.depth
-            ),
-            "tab:inits",
-            &["branch", "init", "preset", "$g$", "eff.\\ depth$/L$", "weight of $x_0$", "grad first/last"],
-            3,
-            &tex,
-        )
-        .as_bytes(),
-    )?;
+    for (name, t) in &tex {
+        t.write(out, name)?;
+    }
 
     // Norms by Monte Carlo (identical in the closed form).
     let th_norm = rows_at(c, &c.norm_model, None, EngineKind::Theory)?;
-    let mut tex = Vec::new();
+    let mut t = Table::new(
+        format!(
+            "LayerNorm against RMSNorm ({} branch, {} init, $L = {}$, Monte Carlo $d = {}$, {} networks, 95\\% CI): effective depth and first/last block weight-gradient ratio, closed form (CF) and Monte Carlo (MC).",
+            common::branch_label(&c.norm_model.branch),
+            common::init_label(&c.norm_model.init),
+            c.depth,
+            c.mc.width,
+            c.mc.samples
+        ),
+        "tab:norms",
+        &["preset", "CF", "MC", "CF", "MC"],
+    );
+    t.spans = vec![
+        ("eff.\\ depth".into(), 1, 2),
+        ("grad first/last".into(), 3, 2),
+    ];
     for n in &c.norms {
+        t.group(n.label());
         let m = Model {
             norm: *n,
             ..c.norm_model.clone()
@@ -297,35 +315,17 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 .iter()
                 .find(|r| &r.preset == p && r.metric == Metric::EffDepth);
             let th = common::value(&th_norm, p, Metric::EffDepth, c.depth, c.depth, None);
-            tex.push(vec![
-                common::label(p).to_string(),
-                latex::escape(n.name()),
-                tex_num(th),
+            t.row(vec![
+                Cell::Text(common::label(p).to_string()),
+                Cell::opt(th),
                 ed.filter(|r| r.missing.is_none())
-                    .map_or("--".into(), latex::pm_row),
-                tex_num(grad_ratio(&th_norm, p, c.depth)),
-                tex_num(grad_ratio(&rows, p, c.depth)),
+                    .map_or(Cell::Missing, Cell::pm_row),
+                Cell::opt(grad_ratio(&th_norm, p, c.depth)),
+                Cell::opt(grad_ratio(&rows, p, c.depth)),
             ]);
         }
         out.rows(&format!("norm_{n}_mc.csv"), rows)?;
     }
     out.rows("norm_theory.csv", th_norm)?;
-    out.bytes(
-        "norms.tex",
-        latex::booktabs(
-            &format!(
-                "LayerNorm against RMSNorm ({} branch, {} init, $L = {}$, Monte Carlo $d = {}$, {} networks, 95\\% CI): effective depth and first/last block weight-gradient ratio.",
-                latex::escape(&c.norm_model.branch),
-                latex::escape(&c.norm_model.init),
-                c.depth,
-                c.mc.width,
-                c.mc.samples
-            ),
-            "tab:norms",
-            &["preset", "norm", "eff.\\ depth (closed form)", "eff.\\ depth (MC)", "grad first/last (closed form)", "grad first/last (MC)"],
-            2,
-            &tex,
-        )
-        .as_bytes(),
-    )
+    t.write(out, "norms")
 }

@@ -164,6 +164,18 @@ pub fn label(preset: &str) -> &str {
     crate::placement::find(preset).map_or(preset, |p| p.label)
 }
 
+/// The typeset name of a branch (`ReLU MLP`), or the name escaped for LaTeX if unknown.
+pub fn branch_label(name: &str) -> String {
+    crate::branch::BranchKind::parse(name)
+        .map_or_else(|_| crate::output::latex::escape(name), |k| k.label().into())
+}
+
+/// The typeset name of an init scheme (`He`), or the name escaped for LaTeX if unknown.
+pub fn init_label(name: &str) -> String {
+    crate::branch::Init::parse(name)
+        .map_or_else(|_| crate::output::latex::escape(name), |i| i.label().into())
+}
+
 /// Closed-form rows of `presets` at depth `raw.depth`, for `metrics` at `layers`.
 pub fn theory(
     presets: &[String],

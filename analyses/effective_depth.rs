@@ -12,7 +12,7 @@ use crate::Result;
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
 use crate::output::figure::LinePlot;
-use crate::output::latex;
+use crate::output::latex::{self, Cell};
 use serde::{Deserialize, Serialize};
 
 /// The path-length figures show lengths whose share reaches this fraction of the peak.
@@ -122,38 +122,32 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     out.figure("eff_depth_vs_depth", &plot)?;
 
     // Headline table: closed form and Monte Carlo at the Monte Carlo depths.
-    let mut rows = Vec::new();
+    let mut table = latex::Table::new(
+        format!(
+            "Effective depth (mean path length) at init, closed form (CF) and Monte Carlo (MC; $d = {}$, $n = {}$, {} networks, 95\\% CI), {} branch with $g = {}$.",
+            c.mc.width,
+            c.mc.tokens,
+            c.mc.samples,
+            common::branch_label(&c.model.branch),
+            common::short(c.model.gain(&c.mc)?)
+        ),
+        "tab:eff-depth",
+        &["$L$", "CF", "MC", "CF$/L$"],
+    );
     for p in &c.mc_presets {
+        table.group(common::label(p));
         for &d in &c.mc_depths {
             let th = common::value(&mc_th, p, Metric::EffDepth, d, d, None).unwrap_or(f64::NAN);
             let m = mc.iter().find(|r| &r.preset == p && r.depth == d as u64);
-            rows.push(vec![
-                common::label(p).to_string(),
-                format!("${d}$"),
-                latex::num(th),
-                m.map_or("--".into(), latex::pm_row),
-                latex::num(th / d as f64),
+            table.row(vec![
+                Cell::Int(d as i64),
+                Cell::Num(th),
+                m.map_or(Cell::Missing, Cell::pm_row),
+                Cell::Num(th / d as f64),
             ]);
         }
     }
-    out.bytes(
-        "eff_depth.tex",
-        latex::booktabs(
-            &format!(
-                "Effective depth (mean path length) at init, closed form and Monte Carlo ($d = {}$, $n = {}$, {} networks, 95\\% CI), {} branch with $g = {}$.",
-                c.mc.width,
-                c.mc.tokens,
-                c.mc.samples,
-                c.model.branch,
-                common::short(c.model.gain(&c.mc)?)
-            ),
-            "tab:eff-depth",
-            &["preset", "$L$", "closed form", "Monte Carlo", "closed form$/L$"],
-            2,
-            &rows,
-        )
-        .as_bytes(),
-    )?;
+    table.write(out, "eff_depth")?;
 
     // Path-length distributions.
     let pl = [Metric::PathLen];

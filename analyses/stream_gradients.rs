@@ -11,7 +11,7 @@ use crate::Result;
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
 use crate::output::figure::LinePlot;
-use crate::output::latex;
+use crate::output::latex::{self, Cell};
 use serde::{Deserialize, Serialize};
 
 /// Registry entry.
@@ -202,7 +202,15 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     }
 
     // Headline table: first/last weight-gradient ratio at each Monte Carlo depth.
-    let mut table = Vec::new();
+    let mut table = latex::Table::new(
+        format!(
+            "Mean-square weight gradient of the last block, and the ratio first block / last block (closed form and Monte Carlo point estimate), at init with $g = {}$.",
+            common::short(c.model.gain(&c.mc)?)
+        ),
+        "tab:weight-grad",
+        &["preset", "$L$", "last block", "closed form", "MC"],
+    );
+    table.spans = vec![("first/last".into(), 3, 2)];
     for p in &c.presets {
         for &d in &c.mc_depths {
             let th = common::theory(
@@ -211,31 +219,16 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 &grads,
                 &LayerSpec::List(vec![1, d]),
             )?;
-            table.push(vec![
-                common::label(p).to_string(),
-                format!("${d}$"),
-                latex::num(
-                    common::value(&th, p, Metric::WeightGradSq, d, d, None).unwrap_or(f64::NAN),
-                ),
-                latex::num(common::weight_grad_ratio(&th, p, d).unwrap_or(f64::NAN)),
-                latex::num(common::weight_grad_ratio(&vs_mc, p, d).unwrap_or(f64::NAN)),
+            table.row(vec![
+                Cell::Text(common::label(p).to_string()),
+                Cell::Int(d as i64),
+                Cell::opt(common::value(&th, p, Metric::WeightGradSq, d, d, None)),
+                Cell::opt(common::weight_grad_ratio(&th, p, d)),
+                Cell::opt(common::weight_grad_ratio(&vs_mc, p, d)),
             ]);
         }
     }
-    out.bytes(
-        "weight_grad.tex",
-        latex::booktabs(
-            &format!(
-                "Mean-square weight gradient of the last block, and the ratio first block / last block (closed form and Monte Carlo point estimate), at init with $g = {}$.",
-                common::short(c.model.gain(&c.mc)?)
-            ),
-            "tab:weight-grad",
-            &["preset", "$L$", "last block", "first/last (closed form)", "first/last (MC)"],
-            2,
-            &table,
-        )
-        .as_bytes(),
-    )?;
+    table.write(out, "weight_grad")?;
     out.rows("theory.csv", theory)?;
     out.rows("mc.csv", mc)?;
     out.rows("vs_depth_theory.csv", vs_theory)?;

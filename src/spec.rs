@@ -83,6 +83,15 @@ impl NormKind {
             NormKind::Identity => "identity",
         }
     }
+
+    /// Typeset name for tables and captions, e.g. `RMSNorm`.
+    pub fn label(self) -> &'static str {
+        match self {
+            NormKind::Layer => "LayerNorm",
+            NormKind::Rms => "RMSNorm",
+            NormKind::Identity => "no norm",
+        }
+    }
 }
 
 impl std::fmt::Display for NormKind {

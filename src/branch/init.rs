@@ -64,6 +64,16 @@ impl Init {
         }
     }
 
+    /// Typeset name for tables and captions, e.g. `He`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Init::Xavier => "Xavier",
+            Init::He => "He",
+            Init::TorchDefault => "PyTorch default",
+            Init::Bert => "BERT",
+        }
+    }
+
     /// Entry variance of a `fan_in -> fan_out` matrix.
     pub fn variance(self, fan_in: f64, fan_out: f64) -> f64 {
         match self {

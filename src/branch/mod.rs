@@ -128,6 +128,19 @@ impl BranchKind {
         self.info().name
     }
 
+    /// Typeset name for tables and captions, e.g. `ReLU MLP`.
+    pub fn label(self) -> &'static str {
+        match self {
+            BranchKind::Linear => "linear",
+            BranchKind::ReluMlp => "ReLU MLP",
+            BranchKind::GeluMlp => "GELU MLP",
+            BranchKind::Attention => "softmax attention",
+            BranchKind::UniformAttention => "uniform attention",
+            BranchKind::CrossAttention => "cross-attention",
+            BranchKind::Transformer => "Transformer",
+        }
+    }
+
     /// The names `--branch` takes, comma-separated: the closed form's only, or every branch.
     pub fn names(closed_form_only: bool) -> String {
         Self::ALL

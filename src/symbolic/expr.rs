@@ -301,35 +301,23 @@ impl Expr {
         }
     }
 
-    /// LaTeX: positive powers over negative ones in a `\frac`, `x^{1/2}` as `\sqrt{x}`.
+    /// LaTeX: positive powers over negative ones in a `\frac`, `x^{1/2}` as `\sqrt{x}`, no
+    /// factor 1 and no exponent 1; a sum is parenthesized when raised to a power or next to
+    /// another factor, and not when it is alone over or under a fraction bar
+    /// (`\frac{1}{1 + g}`). A coefficient that is a bare sum keeps its parentheses, so that it
+    /// can stand before a source (`\left(1 + g\right) \, x_0`).
     pub fn latex(&self) -> String {
         if self.is_zero() {
             return "0".into();
         }
-        let mut num: Vec<String> = Vec::new();
-        let mut den: Vec<String> = Vec::new();
+        // (base, is a sum, |exponent|) per factor.
+        let mut num: Vec<(String, bool, Exp)> = Vec::new();
+        let mut den: Vec<(String, bool, Exp)> = Vec::new();
         let mut put = |base: String, multi: bool, e: &Exp| {
-            let a = e.abs();
-            let t = if a == Exp::new(1, 2) {
-                format!("\\sqrt{{{base}}}")
-            } else {
-                let b = if multi {
-                    format!("\\left({base}\\right)")
-                } else {
-                    base
-                };
-                if a.is_one() {
-                    b
-                } else if a.is_integer() {
-                    format!("{b}^{{{}}}", a.numer())
-                } else {
-                    format!("{b}^{{{}/{}}}", a.numer(), a.denom())
-                }
-            };
             if e.is_positive() {
-                num.push(t)
+                num.push((base, multi, e.abs()))
             } else {
-                den.push(t)
+                den.push((base, multi, e.abs()))
             }
         };
         for (p, e) in &self.primes {
@@ -346,17 +334,49 @@ impl Expr {
         }
         let c = self.coeff.abs();
         let sign = if self.coeff.is_negative() { "-" } else { "" };
-        if !c.numer().is_one() || num.is_empty() {
-            num.insert(0, c.numer().to_string());
-        }
-        if !c.denom().is_one() {
-            den.insert(0, c.denom().to_string());
-        }
-        let n = num.join(" \\, ");
-        if den.is_empty() {
-            format!("{sign}{n}")
+        let fraction = !c.denom().is_one() || !den.is_empty();
+        // One side of the fraction (or the whole product): `lead` is its integer factor.
+        let side = |lead: &BigInt, factors: &[(String, bool, Exp)], in_frac: bool| {
+            let alone = factors.len() == 1 && lead.is_one() && in_frac;
+            let mut parts: Vec<String> = Vec::new();
+            if !lead.is_one() || factors.is_empty() {
+                parts.push(lead.to_string());
+            }
+            for (base, multi, a) in factors {
+                parts.push(if *a == Exp::new(1, 2) {
+                    format!("\\sqrt{{{base}}}")
+                } else {
+                    let b = if *multi && !(alone && a.is_one()) {
+                        format!("\\left({base}\\right)")
+                    } else {
+                        base.clone()
+                    };
+                    if a.is_one() {
+                        b
+                    } else if a.is_integer() {
+                        format!("{b}^{{{}}}", a.numer())
+                    } else {
+                        format!("{b}^{{{}/{}}}", a.numer(), a.denom())
+                    }
+                });
+            }
+            // An integer before a root or a symbol reads without a thin space: `2 \sqrt{2}`.
+            let mut out = String::new();
+            for (i, p) in parts.iter().enumerate() {
+                if i > 0 {
+                    let numeral = i == 1 && parts[0].chars().all(|ch| ch.is_ascii_digit());
+                    out.push_str(if numeral { " " } else { " \\, " });
+                }
+                out.push_str(p);
+            }
+            out
+        };
+        let n = side(c.numer(), &num, fraction);
+        if fraction {
+            let d = side(c.denom(), &den, true);
+            format!("{sign}\\frac{{{n}}}{{{d}}}")
         } else {
-            format!("{sign}\\frac{{{n}}}{{{}}}", den.join(" \\, "))
+            format!("{sign}{n}")
         }
     }
 }
@@ -393,8 +413,47 @@ mod tests {
         let a = Expr::pow_poly(&one_g, Exp::new(-1, 2));
         let b = a.mul(&a).mul(&a);
         assert_eq!(b.text(), "(1 + g)^(-3/2)");
+        assert_eq!(b.latex(), "\\frac{1}{\\left(1 + g\\right)^{3/2}}");
         let mut vals = [1.0; NSYM];
         vals[Sym::G.index()] = 3.0;
         assert!((b.eval(&vals) - 0.125).abs() < crate::tolerance::ROUNDING);
+    }
+
+    #[test]
+    fn latex_has_no_redundant_ones_or_parentheses() {
+        let one_g = Poly::one().add(&Poly::symbol(Sym::G));
+        let two = Poly::constant(BigRational::from_integer(2.into()));
+        let alpha = Poly::symbol(Sym::Alpha);
+        let q0 = Poly::symbol(Sym::Q0);
+        // A lone sum under the bar: no parentheses.
+        assert_eq!(
+            Expr::pow_poly(&one_g, Exp::from(-1)).latex(),
+            "\\frac{1}{1 + g}"
+        );
+        // Next to another factor: parentheses.
+        let e = Expr::pow_poly(&one_g, Exp::from(-1)).mul(&Expr::pow_poly(&q0, Exp::new(-1, 2)));
+        assert_eq!(e.latex(), "\\frac{1}{\\sqrt{q_0} \\, \\left(1 + g\\right)}");
+        assert_eq!(e.latex().matches("\\left(").count(), 1);
+        // A bare sum as a whole coefficient keeps them (it multiplies a source).
+        assert_eq!(
+            Expr::pow_poly(&one_g, Exp::one()).latex(),
+            "\\left(1 + g\\right)"
+        );
+        // alpha^1 is alpha, alpha^0 vanishes, sqrt(2)^k folds.
+        assert_eq!(Expr::pow_poly(&alpha, Exp::one()).latex(), "\\alpha");
+        assert_eq!(Expr::pow_poly(&alpha, Exp::zero()).latex(), "1");
+        let s = |k: i64| Expr::pow_poly(&two, Exp::new(-k, 2)).latex();
+        assert_eq!(s(1), "\\frac{1}{\\sqrt{2}}");
+        assert_eq!(s(2), "\\frac{1}{2}");
+        assert_eq!(s(3), "\\frac{1}{2^{3/2}}");
+        assert_eq!(s(4), "\\frac{1}{4}");
+        let a3 = Expr::pow_poly(&alpha, Exp::from(3)).mul(&Expr::pow_poly(&two, Exp::new(-3, 2)));
+        assert_eq!(a3.latex(), "\\frac{\\alpha^{3}}{2^{3/2}}");
+        for l in [s(1), s(4), a3.latex()] {
+            assert!(
+                !l.contains("^{1}") && !l.contains("^{0}") && !l.contains("1 \\,"),
+                "{l}"
+            );
+        }
     }
 }

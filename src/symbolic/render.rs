@@ -28,6 +28,39 @@ fn source_name(j: usize, latex: bool) -> String {
     }
 }
 
+/// A coefficient times a source in LaTeX: `x_0` for a coefficient `1`, `-F_{2}` for `-1`,
+/// else `coef \, source`. A negative term starts with `-`.
+pub fn latex_term(coef: &str, source: &str) -> String {
+    match coef {
+        "1" => source.to_string(),
+        "-1" => format!("-{source}"),
+        c => format!("{c} \\, {source}"),
+    }
+}
+
+/// The LaTeX of `terms` (from [`latex_term`]) as an `align*` body: the first after
+/// `lhs &relation `, each further one on its own line after `&\quad + ` (or `-`).
+pub fn latex_align(lhs: &str, relation: &str, terms: &[String]) -> String {
+    let mut out = String::from("\\begin{align*}\n");
+    for (j, t) in terms.iter().enumerate() {
+        if j == 0 {
+            out.push_str(&format!("{lhs} &{relation} {t}"));
+        } else {
+            match t.strip_prefix('-') {
+                Some(rest) => out.push_str(&format!("&\\quad - {rest}")),
+                None => out.push_str(&format!("&\\quad + {t}")),
+            }
+        }
+        out.push_str(if j + 1 == terms.len() {
+            "\n"
+        } else {
+            " \\\\\n"
+        });
+    }
+    out.push_str("\\end{align*}\n");
+    out
+}
+
 /// Largest depth `expand` accepts: it prints one exact coefficient per source, and the exact
 /// polynomial algebra of some presets (Pre-Norm with an alpha override) is O(L^2).
 pub const MAX_EXPAND_DEPTH: usize = 10_000;
@@ -112,21 +145,19 @@ pub fn render(
         }
         Format::Latex => {
             out.push_str(&format!("% normscope expand: {header}\n"));
-            out.push_str("\\begin{align*}\n");
-            for (j, c) in ex.coefs.iter().enumerate() {
-                let lead = if j == 0 {
-                    format!("x_{{{l}}} &= ")
-                } else {
-                    "&\\quad + ".into()
-                };
-                let end = if j == l { "" } else { " \\\\" };
-                out.push_str(&format!(
-                    "{lead}{} \\, {}{end}\n",
-                    c.latex(),
-                    source_name(j, true)
-                ));
-            }
-            out.push_str("\\end{align*}\n");
+            out.push_str(&format!(
+                "\\noindent {}, {} branch, {} init:\n",
+                crate::placement::find(&spec.preset).map_or(spec.preset.as_str(), |p| p.label),
+                model.branch.kind.label(),
+                model.branch.init.label()
+            ));
+            let terms: Vec<String> = ex
+                .coefs
+                .iter()
+                .enumerate()
+                .map(|(j, c)| latex_term(&c.latex(), &source_name(j, true)))
+                .collect();
+            out.push_str(&latex_align(&format!("x_{{{l}}}"), "=", &terms));
         }
         Format::Csv => {
             use polars::prelude::*;
@@ -161,4 +192,25 @@ pub fn render(
         }
     }
     Ok(out.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latex_terms_drop_unit_coefficients() {
+        assert_eq!(latex_term("1", "x_0"), "x_0");
+        assert_eq!(latex_term("-1", "F_{2}"), "-F_{2}");
+        assert_eq!(latex_term("\\lambda", "F_{1}"), "\\lambda \\, F_{1}");
+        let a = latex_align(
+            "x_{2}",
+            "=",
+            &["x_0".into(), "-F_{1}".into(), "\\lambda \\, F_{2}".into()],
+        );
+        assert_eq!(
+            a,
+            "\\begin{align*}\nx_{2} &= x_0 \\\\\n&\\quad - F_{1} \\\\\n&\\quad + \\lambda \\, F_{2}\n\\end{align*}\n"
+        );
+    }
 }
