@@ -25,10 +25,19 @@ fn csv_is_byte_identical_across_thread_counts() {
     assert_eq!(one, mc("2", "42", dir.path(), "two.csv"));
     assert_eq!(one, mc("3", "42", dir.path(), "three.csv"));
     let text = String::from_utf8(one).unwrap();
-    assert!(text.starts_with(
-        "preset,engine,depth,layer,source,metric,value,stderr,ci_low,ci_high,n,missing\n"
-    ));
-    assert!(text.contains(",mc,6,"));
+    let header = format!("{}\n", normscope::output::table::COLUMNS.join(","));
+    assert!(text.starts_with(&header), "{text}");
+    // preset,label,engine,branch,init,g,norm,width,tokens,samples,seed,depth,...
+    assert!(text.contains("pre,Pre-LN,mc,relu-mlp,xavier,"), "{text}");
+    assert!(text.contains(",layer,64,8,6,42,6,"), "{text}");
+}
+
+#[test]
+fn parquet_is_byte_identical_across_thread_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = mc("1", "42", dir.path(), "one.parquet");
+    assert_eq!(one, mc("3", "42", dir.path(), "three.parquet"));
+    assert!(one.starts_with(b"PAR1") && one.ends_with(b"PAR1"));
 }
 
 #[test]
