@@ -9,15 +9,36 @@ use proptest::test_runner::RngSeed;
 use std::process::Command;
 
 mod non_finite_check {
+    /// The fields of a CSV line; a quoted field (a label such as `"DeepNorm (enc-dec,
+    /// encoder)"`, a reason) may hold commas and doubled quotes.
+    fn fields(line: &str) -> Vec<String> {
+        let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' if quoted && chars.peek() == Some(&'"') => {
+                    cur.push('"');
+                    chars.next();
+                }
+                '"' => quoted = !quoted,
+                ',' if !quoted => out.push(std::mem::take(&mut cur)),
+                _ => cur.push(c),
+            }
+        }
+        out.push(cur);
+        out
+    }
+
     /// Every numeric cell of a tidy table is finite; an empty value has a reason.
     pub fn check(csv: &str) {
         let mut lines = csv.lines();
-        let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
-        let col = |n: &str| header.iter().position(|h| *h == n).expect(n);
+        let header: Vec<String> = fields(lines.next().expect("a header"));
+        let col = |n: &str| header.iter().position(|h| h == n).expect(n);
         let numeric = ["value", "stderr", "ci_low", "ci_high"].map(col);
         let (value, missing) = (col("value"), col("missing"));
         for line in lines {
-            let f: Vec<&str> = line.splitn(header.len(), ',').collect();
+            let f = fields(line);
+            assert_eq!(f.len(), header.len(), "{line}");
             for &i in &numeric {
                 if !f[i].is_empty() {
                     let x: f64 = f[i].parse().unwrap_or_else(|_| panic!("{line}"));
