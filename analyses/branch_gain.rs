@@ -260,7 +260,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 tx0.push(x0);
                 tratio.push(ratio);
                 t.row(vec![
-                    Cell::Text(common::label(p).to_string()),
+                    Cell::Text(common::tex_label(p)),
                     Cell::opt(ed.map(|e| e / c.depth as f64)),
                     Cell::opt(x0),
                     Cell::opt(ratio),
@@ -316,7 +316,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 .find(|r| &r.preset == p && r.metric == Metric::EffDepth);
             let th = common::value(&th_norm, p, Metric::EffDepth, c.depth, c.depth, None);
             t.row(vec![
-                Cell::Text(common::label(p).to_string()),
+                Cell::Text(common::tex_label(p)),
                 Cell::opt(th),
                 ed.filter(|r| r.missing.is_none())
                     .map_or(Cell::Missing, Cell::pm_row),

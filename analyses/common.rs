@@ -176,6 +176,11 @@ pub fn init_label(name: &str) -> String {
         .map_or_else(|_| crate::output::latex::escape(name), |i| i.label().into())
 }
 
+/// [`label`] as LaTeX text (`%`, `&`, `_`, `#` escaped: a placement file's label may hold them).
+pub fn tex_label(preset: &str) -> String {
+    crate::output::latex::escape(label(preset))
+}
+
 /// Closed-form rows of `presets` at depth `raw.depth`, for `metrics` at `layers`.
 pub fn theory(
     presets: &[String],

@@ -135,7 +135,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         &["$L$", "CF", "MC", "CF$/L$"],
     );
     for p in &c.mc_presets {
-        table.group(common::label(p));
+        table.group(common::tex_label(p));
         for &d in &c.mc_depths {
             let th = common::value(&mc_th, p, Metric::EffDepth, d, d, None).unwrap_or(f64::NAN);
             let m = mc.iter().find(|r| &r.preset == p && r.depth == d as u64);

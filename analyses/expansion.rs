@@ -167,7 +167,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 };
                 seed_terms.push(latex_term(st, &b));
                 if j == 0 {
-                    table.group(common::label(name));
+                    table.group(common::tex_label(name));
                 }
                 table.row(vec![
                     Cell::Text(format!("$C_{{{},{j}}}$", ex.depth)),

@@ -88,7 +88,7 @@ impl super::AnalysisConfig for Config {
 fn run(c: &Config, out: &mut Out) -> Result<()> {
     out.input_bytes(FILE, TEXT.as_bytes());
     let m = [Metric::EffDepth];
-    let depths = common::log_depths(c.max_depth, c.depth_count);
+    let depths = common::depth_grid(c.max_depth, c.depth_count, &c.mc_depths);
     let theory = common::vs_depth(EngineKind::Theory, &c.presets, &c.model, &c.mc, &depths, &m)?;
     let mc = common::vs_depth(
         EngineKind::Mc,

@@ -220,7 +220,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 &LayerSpec::List(vec![1, d]),
             )?;
             table.row(vec![
-                Cell::Text(common::label(p).to_string()),
+                Cell::Text(common::tex_label(p)),
                 Cell::Int(d as i64),
                 Cell::opt(common::value(&th, p, Metric::WeightGradSq, d, d, None)),
                 Cell::opt(common::weight_grad_ratio(&th, p, d)),

@@ -60,13 +60,9 @@ fn example_stacks_equal_the_builtins_at_every_depth() {
                 let a = placement::build(mine, d, ov).unwrap();
                 let b = placement::build(builtin, d, ov).unwrap();
                 assert_eq!(a.preset, mine);
-                // Seeded as the first built-in with this stack: mixln is pre below L = 4.
-                let seeded = if builtin == "mixln" && d < 4 {
-                    "pre"
-                } else {
-                    builtin
-                };
-                assert_eq!(a.seed_name(), seeded, "{mine} at L = {d}");
+                // Seeded as the preset the file names in `reproduces`, also where its stack is
+                // another built-in's too (mixln's is pre's below L = 4).
+                assert_eq!(a.seed_name(), builtin, "{mine} at L = {d}");
                 assert_eq!(
                     without_name(a),
                     without_name(b),
@@ -144,12 +140,13 @@ fn theory_output_is_byte_identical() {
 
 #[test]
 fn mc_output_is_byte_identical() {
-    for (file, mine, builtin) in PAIRS {
+    // L = 2: mixln's stack is pre's there, and the file's `reproduces` picks mixln's draws.
+    for ((file, mine, builtin), depth) in PAIRS.iter().flat_map(|p| [(*p, "2"), (*p, "8")]) {
         same_output(
             &[
                 "mc",
                 "--depth",
-                "8",
+                depth,
                 "--samples",
                 "4",
                 "--width",
@@ -251,6 +248,26 @@ fn bad_files_exit_2_naming_the_key() {
             &["`until`"],
         ),
         ("not TOML", "[[placement]\n".into(), &["line 1"]),
+        (
+            "wrong type names its key",
+            "[[placement]]\nname = \"x\"\n[[placement.segment]]\nuntil = \"0.5\"\nafter_sum = \"layer\"\n[[placement.segment]]\n".into(),
+            &["`until`", "line 4"],
+        ),
+        (
+            "unary minus before a power",
+            format!("[[placement]]\nname = \"x\"\n{seg}skip = \"-2^2 + 5\"\n"),
+            &["`skip`", "`-2^2`", "-(2^2)", "(-2)^2"],
+        ),
+        (
+            "unary minus before a power of l",
+            format!("[[placement]]\nname = \"x\"\n{seg}skip = \"3*l - 2*-l^2\"\n"),
+            &["`skip`", "`-l^2`"],
+        ),
+        (
+            "reproduces a preset that is not built in",
+            format!("[[placement]]\nname = \"x\"\nreproduces = \"prex\"\n{seg}"),
+            &["`reproduces`", "prex", "mixln"],
+        ),
     ];
     for (what, text, needles) in cases {
         let (code, err, written) = theory_on(text, "x");
@@ -388,4 +405,43 @@ fn presets_lists_the_file_and_reproduce_config_accepts_it() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("missing.toml"));
+}
+
+#[test]
+fn until_is_the_decimal_written_and_powers_keep_their_sign() {
+    use normscope::placement::file::until_block;
+    // 0.29 * 100.0 is 28.999999999999996 in f64; the file means floor(29) = 29.
+    assert_eq!(until_block(0.29, 100), 29);
+    assert_eq!(until_block(0.25, 7), 1);
+    for d in 1..=2000usize {
+        assert_eq!(
+            until_block(0.25, d),
+            (0.25 * d as f64).floor() as usize,
+            "L = {d}"
+        );
+        for k in 1..100usize {
+            assert_eq!(
+                until_block(k as f64 / 100.0, d),
+                k * d / 100,
+                "{k}/100 at L = {d}"
+            );
+        }
+    }
+    // A minus that is not unary, and a negative exponent, are plain arithmetic.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.toml");
+    std::fs::write(
+        &file,
+        "[[placement]]\nname = \"signs\"\n[[placement.segment]]\nafter_sum = \"layer\"\nskip = \"l - 2^2 + 4 + (-1)^2 - 1 + 2^-1 - 0.5\"\n",
+    )
+    .unwrap();
+    placement::load(&file).unwrap();
+    let s = placement::build("signs", 3, &Overrides::default()).unwrap();
+    let skips: Vec<_> = (1..=3).map(|l| s.block(l).skip).collect();
+    assert_eq!(
+        skips,
+        [1.0, 2.0, 3.0]
+            .map(normscope::spec::SkipScale::Alpha)
+            .to_vec()
+    );
 }

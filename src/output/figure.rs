@@ -94,12 +94,58 @@ pub fn math(text: &str) -> String {
         ("beta", "β"),
         ("lambda", "λ"),
         ("sqrt", "√"),
+        ("pi", "π"),
     ] {
         s = replace_where(&s, word, symbol, |before, after| {
             !before.is_some_and(char::is_alphabetic) && !after.is_some_and(char::is_alphabetic)
         });
     }
-    s
+    subscripts(&s)
+}
+
+/// The Unicode subscript of `c`, where DejaVu Sans has one.
+fn subscript(c: char) -> Option<char> {
+    const FROM: &str = "0123456789+-=()aeoxhklmnpstj";
+    const TO: &str = "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₒₓₕₖₗₘₙₚₛₜⱼ";
+    FROM.chars()
+        .position(|f| f == c)
+        .and_then(|i| TO.chars().nth(i))
+}
+
+/// `x_{t-1}` as `xₜ₋₁` and `x_0` as `x₀` where every character has a subscript; others (`x_L`)
+/// stay as written.
+fn subscripts(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == '_' && i > 0 && chars[i - 1].is_alphanumeric() {
+            if chars.get(i + 1) == Some(&'{')
+                && let Some(len) = chars[i + 2..].iter().position(|&c| c == '}')
+            {
+                let inner = &chars[i + 2..i + 2 + len];
+                if let Some(sub) = inner
+                    .iter()
+                    .map(|&c| subscript(c))
+                    .collect::<Option<String>>()
+                {
+                    out.push_str(&sub);
+                    i += len + 3;
+                    continue;
+                }
+            } else if let Some(&c) = chars.get(i + 1)
+                && !chars.get(i + 2).is_some_and(|n| n.is_alphanumeric())
+                && let Some(sub) = subscript(c)
+            {
+                out.push(sub);
+                i += 2;
+                continue;
+            }
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
 }
 
 /// `text` with each `from` replaced by `to` where `ok(char before, char after)` holds.
@@ -423,6 +469,34 @@ pub fn save(fig: &impl Figure, stem: &Path) -> Result<()> {
     super::atomic::write_bytes(&stem.with_extension("pdf"), &r.pdf)
 }
 
+/// The title of a figure `width` px wide in lines that each fit beside the margins: one line
+/// if it fits, else broken before its parenthesized setting (`Title (linear branch, g = 1)`)
+/// when both parts fit, else at the spaces, as few lines as fit.
+pub fn title_lines(title: &str, width: u32) -> Vec<String> {
+    let room = width.saturating_sub(2 * MARGIN);
+    let fits = |t: &str| text_width(t, TITLE_PX) <= room;
+    if fits(title) {
+        return vec![title.to_string()];
+    }
+    if let Some(i) = title.find(" (") {
+        let (a, b) = (&title[..i], &title[i + 1..]);
+        if fits(a) && fits(b) {
+            return vec![a.to_string(), b.to_string()];
+        }
+    }
+    let mut lines: Vec<String> = Vec::new();
+    for word in title.split(' ') {
+        match lines.last_mut() {
+            Some(line) if fits(&format!("{line} {word}")) => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
 /// Width in pixels of `text` at `px` in [`FONT`], as plotters lays it out.
 pub fn text_width(text: &str, px: u32) -> u32 {
     register_font();
@@ -586,9 +660,10 @@ impl LinePlot {
             .into_font()
             .box_size(&self.title)
             .map_or(TITLE_PX + 10, |b| b.1);
+        let lines = title_lines(&self.title, w).len() as u32;
         (
             (w - MARGIN - MARGIN_RIGHT - Y_LABEL_AREA) as f64,
-            h.saturating_sub(2 * MARGIN + X_LABEL_AREA + title_h + 10) as f64,
+            h.saturating_sub(2 * MARGIN + X_LABEL_AREA + lines * title_h + 10) as f64,
         )
     }
 
@@ -846,8 +921,25 @@ impl Figure for LinePlot {
                 && (!y_log || (p.1 >= y0 && p.1 <= y1))
         };
         let label = |log: bool| move |v: &f64| if log { tick(10f64.powf(*v)) } else { tick(*v) };
+        // A title too wide for one line: the lines before the last are drawn above the
+        // chart, whose caption is the last line.
+        let (w, _) = area.dim_in_pixel();
+        let lines = title_lines(&this.title, w);
+        let line_h = (FONT, TITLE_PX)
+            .into_font()
+            .box_size(&this.title)
+            .map_or(TITLE_PX + 10, |b| b.1);
+        use plotters::style::text_anchor::{HPos, Pos, VPos};
+        let centred =
+            TextStyle::from((FONT, TITLE_PX).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+        for (i, line) in lines[..lines.len() - 1].iter().enumerate() {
+            let y = 5 + (i as u32 * line_h) as i32;
+            area.draw_text(line, &centred, ((w / 2) as i32, y))
+                .map_err(e)?;
+        }
+        let area = area.margin((lines.len() as u32 - 1) * line_h, 0, 0, 0);
         let mut chart = ChartBuilder::on(&area)
-            .caption(&this.title, (FONT, TITLE_PX))
+            .caption(&lines[lines.len() - 1], (FONT, TITLE_PX))
             .margin(MARGIN)
             .margin_right(MARGIN_RIGHT)
             .x_label_area_size(X_LABEL_AREA)
@@ -1107,6 +1199,30 @@ mod tests {
         assert_eq!(labels, ["Pre-LN = Peri-LN", "Post-LN", ""]);
         assert_eq!(m.title, "‖x_L‖² against α");
         assert_eq!(math("alphabet at 10^20, beta^2"), "alphabet at 10^20, β²");
+        // A title too wide for the figure breaks before its setting, every line within it.
+        let long = "Angular distance of adjacent layers at L = 1000 (ReLU MLP, He init)";
+        let lines = title_lines(long, SIZE.0);
+        assert_eq!(
+            lines,
+            [
+                "Angular distance of adjacent layers at L = 1000",
+                "(ReLU MLP, He init)"
+            ]
+        );
+        let wordy = ["word"; 60].join(" ");
+        let lines = title_lines(&wordy, SIZE.0);
+        assert!(
+            lines.len() > 1
+                && lines
+                    .iter()
+                    .all(|l| text_width(l, TITLE_PX) <= SIZE.0 - 2 * MARGIN)
+        );
+        assert_eq!(lines.join(" "), wordy);
+        assert_eq!(title_lines("Short", SIZE.0), ["Short"]);
+        assert_eq!(
+            math("angle(x_t, x_{t-1}) / pi, x_0 of x_L, x_{L-1}, pipe_2"),
+            "angle(xₜ, xₜ₋₁) / π, x₀ of x_L, x_{L-1}, pipe₂"
+        );
         // Every line is still drawn, and the first four presets' patterns differ.
         assert_eq!(m.series.iter().filter(|s| !s.points.is_empty()).count(), 3);
         let patterns: Vec<(u32, u32)> = (0..4)

@@ -6,7 +6,8 @@
 //! says so.
 //!
 //! Numeric columns are siunitx `S` columns with a `table-format` computed from the column's
-//! data, so numbers align on the decimal marker and every column has one precision:
+//! data, so numbers align on the decimal marker; a column of point values has one precision,
+//! and a column of Monte Carlo estimates gives each value the precision of its own uncertainty:
 //!
 //! * integers ([`Cell::Int`]) print as they are;
 //! * point values ([`Cell::Num`]): see [`NumFormat::of`] -- fixed-point with the decimals that

@@ -4,6 +4,8 @@
 //! [[placement]]
 //! name = "my-mixln"            # required; not a built-in preset's name or alias
 //! label = "My Mix-LN"          # legends and tables (default: the name)
+//! reproduces = "mixln"         # the built-in it reproduces: Monte Carlo draws its networks
+//!                              # where the stacks are equal (optional)
 //! equation = "..."             # free text for `normscope presets` (optional)
 //! source = "..."               # free text for `normscope presets` (optional)
 //! final_norm = "layer"         # norm on x_L: layer, rms or none (default none)
@@ -29,7 +31,8 @@
 //! at that depth; an `l`-dependent one gives each block its own value (consecutive equal blocks
 //! share a segment), which the closed form and Monte Carlo take as given and `expand` refuses
 //! (its `alpha` and `lambda` are one symbol each). Every value must be finite and `>= 0` at
-//! every block; that is checked when a stack is built, since it depends on L.
+//! every block; that is checked when a stack is built, since it depends on L. A unary minus
+//! before a power (`-l^2`), which exmex reads as `(-l)^2`, is refused: write `-(l^2)`.
 //!
 //! A stack has one norm kind: the slots and the final norm of one placement may name `layer`
 //! or `rms`, not both.
@@ -59,6 +62,7 @@ struct RawPlacement {
     source: Option<String>,
     final_norm: Option<String>,
     beta: Option<String>,
+    reproduces: Option<String>,
     segment: Vec<RawSegment>,
 }
 
@@ -146,6 +150,9 @@ pub struct Placement {
     pub norm: NormKind,
     /// Whether some slot (or the final norm) normalizes.
     pub has_norm: bool,
+    /// The built-in preset this placement is written to reproduce (`reproduces = "mixln"`):
+    /// where their stacks are equal, Monte Carlo draws that preset's networks.
+    pub reproduces: Option<String>,
     raw: RawPlacement,
     final_norm: Slot,
     beta: Option<Formula>,
@@ -156,6 +163,25 @@ impl PartialEq for Placement {
     /// Same definition (as written), wherever it was read from.
     fn eq(&self, other: &Self) -> bool {
         self.raw == other.raw
+    }
+}
+
+/// `floor(until * depth)` for the decimal `until` as written (its shortest round-trip
+/// digits), in integer arithmetic: `until = 0.29` at L = 100 ends at block 29, where
+/// `0.29 * 100.0` is 28.999999999999996 in f64. For Mix-LN's 0.25 it equals
+/// `(0.25 * L as f64).floor()`.
+pub fn until_block(until: f64, depth: usize) -> usize {
+    let text = format!("{until}");
+    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let digits = format!("{int}{frac}");
+    match (
+        digits.parse::<u128>(),
+        10u128.checked_pow(frac.len() as u32),
+    ) {
+        (Ok(num), Some(den)) => num
+            .checked_mul(depth as u128)
+            .map_or(depth, |p| ((p / den) as usize).min(depth)),
+        _ => ((until * depth as f64).floor() as usize).min(depth),
     }
 }
 
@@ -175,13 +201,22 @@ pub fn parse(text: &str, path: &str) -> Result<Vec<Placement>> {
         message,
     };
     let raw: RawFile = toml::from_str(text).map_err(|e| {
-        let line = e
-            .span()
-            .map(|s| format!(" (line {})", text[..s.start].matches('\n').count() + 1));
+        // The line of the error, and the key written on it (`until = "0.5"` names `until`).
+        let line = e.span().map(|s| {
+            let n = text[..s.start].matches('\n').count();
+            let key = text
+                .lines()
+                .nth(n)
+                .and_then(|l| l.split_once('='))
+                .map(|(k, _)| k.trim())
+                .filter(|k| !k.is_empty() && !k.starts_with('['))
+                .map_or(String::new(), |k| format!("`{k}`: "));
+            (key, format!(" (line {})", n + 1))
+        });
+        let (key, line) = line.unwrap_or_default();
         fail(format!(
-            "{}{}",
-            e.message().trim().replace('\n', " "),
-            line.unwrap_or_default()
+            "{key}{}{line}",
+            e.message().trim().replace('\n', " ")
         ))
     })?;
     if raw.placement.is_empty() {
@@ -255,6 +290,57 @@ fn slot(
     }
 }
 
+/// The first unary minus whose operand is raised to a power (`-2^2`, `-l^2`, `-(l+1)^2`), as
+/// written: exmex evaluates it as `(-a)^b`, where arithmetic means `-(a^b)`.
+fn unary_minus_power(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut prev: Option<u8> = None;
+    for i in 0..b.len() {
+        let c = b[i];
+        if c == b' ' {
+            continue;
+        }
+        let unary = c == b'-' && prev.is_none_or(|p| b"(+-*/^,".contains(&p));
+        prev = Some(c);
+        if !unary {
+            continue;
+        }
+        // The operand: a parenthesized group, or a run of name/number characters (with a
+        // function call's parentheses).
+        let mut j = i + 1;
+        while j < b.len() && b[j] == b' ' {
+            j += 1;
+        }
+        let mut depth = 0usize;
+        while j < b.len() {
+            match b[j] {
+                b'(' => depth += 1,
+                b')' if depth > 0 => {
+                    depth -= 1;
+                    if depth == 0 {
+                        j += 1;
+                        break;
+                    }
+                }
+                c if depth == 0 && !(c.is_ascii_alphanumeric() || c == b'.' || c == b'_') => break,
+                _ => {}
+            }
+            j += 1;
+        }
+        let mut k = j;
+        while k < b.len() && b[k] == b' ' {
+            k += 1;
+        }
+        if k < b.len() && b[k] == b'^' {
+            let end = text[k + 1..]
+                .find(|c: char| "+-*/,)".contains(c))
+                .map_or(text.len(), |e| k + 1 + e);
+            return Some(text[i..end].trim().to_string());
+        }
+    }
+    None
+}
+
 fn formula(
     name: &str,
     segment: Option<usize>,
@@ -263,6 +349,13 @@ fn formula(
     allow_l: bool,
 ) -> std::result::Result<Formula, String> {
     let here = at(name, segment, key);
+    if let Some(op) = unary_minus_power(text) {
+        let body = op[1..].trim();
+        return Err(format!(
+            "{here} = \"{text}\": `{op}` is ambiguous (the parser binds a leading minus before `^`, so -2^2 would be 4): write -({body}) or (-{}",
+            body.replacen('^', ")^", 1)
+        ));
+    }
     let ex = exmex::parse::<f64>(text)
         .map_err(|e| format!("{here} = \"{text}\": not an expression ({e})"))?;
     let (mut l, mut big_l) = (None, None);
@@ -394,6 +487,25 @@ fn check(p: RawPlacement) -> std::result::Result<Placement, String> {
         path: String::new(),
         norm: kind.as_ref().map_or(NormKind::Layer, |k| k.0),
         has_norm: kind.is_some(),
+        reproduces: match &p.reproduces {
+            Some(r) => Some(
+                super::find_builtin(r)
+                    .map_err(|_| {
+                        format!(
+                            "{} = \"{r}\": not a built-in preset; accepted: {}",
+                            at(&name, None, "reproduces"),
+                            super::REGISTRY
+                                .iter()
+                                .map(|b| b.name)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    })?
+                    .name
+                    .to_string(),
+            ),
+            None => None,
+        },
         name,
         raw: p,
         final_norm,
@@ -468,7 +580,7 @@ impl Placement {
         let mut first = 1;
         for (i, s) in self.segments.iter().enumerate() {
             let end = match s.until {
-                Some(u) => ((u * depth as f64).floor() as usize).min(depth),
+                Some(u) => until_block(u, depth),
                 None => depth,
             };
             if end < first {

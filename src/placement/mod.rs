@@ -223,7 +223,12 @@ pub fn build(name: &str, depth: usize, ov: &Overrides) -> Result<StackSpec> {
             ..b.clone()
         } == spec
     };
-    for b in REGISTRY {
+    // The preset the file says it reproduces first, then every built-in in order.
+    let named = p
+        .file()
+        .and_then(|f| f.reproduces.as_deref())
+        .and_then(|r| find_builtin(r).ok());
+    for b in named.into_iter().chain(REGISTRY) {
         if same(&apply(b.stack(depth)?, ov)) {
             return Ok(StackSpec {
                 seed_as: Some(b.name.to_string()),

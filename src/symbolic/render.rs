@@ -147,7 +147,9 @@ pub fn render(
             out.push_str(&format!("% normscope expand: {header}\n"));
             out.push_str(&format!(
                 "\\noindent {}, {} branch, {} init:\n",
-                crate::placement::find(&spec.preset).map_or(spec.preset.as_str(), |p| p.label),
+                crate::output::latex::escape(
+                    crate::placement::find(&spec.preset).map_or(spec.preset.as_str(), |p| p.label)
+                ),
                 model.branch.kind.label(),
                 model.branch.init.label()
             ));
