@@ -586,13 +586,46 @@ impl LinePlot {
                 (0..i).find(|&j| line(&p.series[j]) && same(&p.series[j], &p.series[i]))
             {
                 let extra = std::mem::take(&mut p.series[i].label);
+                let first = p.series[j]
+                    .label
+                    .split(" = ")
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
                 p.series[j].label = format!("{} = {extra}", p.series[j].label);
                 // The folded preset is drawn in the colour and pattern of the entry that
-                // names it, its Monte Carlo points included.
+                // names it, its Monte Carlo points included when they coincide too; points
+                // that differ keep their colour and get a legend entry of their own.
                 let (from, to) = (p.series[i].color, p.series[j].color);
-                for s in &mut p.series {
-                    if s.color == from && from != MC_COLOR {
-                        s.color = to;
+                let points_of = |p: &LinePlot, c: usize| -> Vec<usize> {
+                    (0..p.series.len())
+                        .filter(|&k| {
+                            p.series[k].color == c
+                                && matches!(p.series[k].mark, Mark::Points { .. })
+                        })
+                        .collect()
+                };
+                let (pf, pt) = (points_of(&p, from), points_of(&p, to));
+                let agree = pf.len() == pt.len()
+                    && pf
+                        .iter()
+                        .zip(&pt)
+                        .all(|(&a, &b)| same(&p.series[a], &p.series[b]));
+                if agree || from == MC_COLOR {
+                    for s in &mut p.series {
+                        if s.color == from && from != MC_COLOR {
+                            s.color = to;
+                        }
+                    }
+                } else {
+                    p.series[i].color = to;
+                    for k in pf {
+                        p.series[k].label = format!("{extra}, Monte Carlo");
+                    }
+                    for k in pt {
+                        if p.series[k].label.is_empty() {
+                            p.series[k].label = format!("{first}, Monte Carlo");
+                        }
                     }
                 }
             }
@@ -644,10 +677,20 @@ impl LinePlot {
     fn strip_height(&self) -> u32 {
         let n = self.series.iter().filter(|s| !s.label.is_empty()).count() as u32;
         if n > 0 && self.chosen_legend() == Legend::Outside {
-            n.div_ceil(2) * LEGEND_ROW + 2 * MARGIN
+            n.div_ceil(self.strip_columns()) * LEGEND_ROW + 2 * MARGIN
         } else {
             0
         }
+    }
+
+    /// Entries per row of the legend strip: two when every label fits half the width, else one.
+    fn strip_columns(&self) -> u32 {
+        let col = (SIZE.0 - 2 * MARGIN) / 2;
+        let fits =
+            self.series.iter().filter(|s| !s.label.is_empty()).all(|s| {
+                Y_LABEL_AREA / 2 + LEGEND_GLYPH + text_width(&s.label, TICK_PX) + 10 <= col
+            });
+        if fits { 2 } else { 1 }
     }
 
     /// The plotting area's size in pixels: the figure (without a legend strip) minus the
@@ -1025,7 +1068,7 @@ impl Figure for LinePlot {
             draw_legend_box(&area, &labelled, legend, this.legend_pixels()).map_err(e)?;
         }
         if let Some(strip) = strip {
-            draw_legend_strip(&strip, &labelled).map_err(e)?;
+            draw_legend_strip(&strip, &labelled, this.strip_columns()).map_err(e)?;
         }
         root.present().map_err(e)?;
         Ok(())
@@ -1049,12 +1092,13 @@ fn ticks(lo: f64, hi: f64, log: bool, most: usize) -> usize {
 fn draw_legend_strip<DB: DrawingBackend>(
     strip: &DrawingArea<DB, Shift>,
     labelled: &[&Series],
+    columns: u32,
 ) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let (w, _) = strip.dim_in_pixel();
     let col = (w - 2 * MARGIN) / 2;
     for (i, s) in labelled.iter().enumerate() {
-        let x = (MARGIN + Y_LABEL_AREA / 2 + (i as u32 % 2) * col) as i32;
-        let y = (MARGIN + (i as u32 / 2) * LEGEND_ROW + LEGEND_ROW / 2) as i32;
+        let x = (MARGIN + Y_LABEL_AREA / 2 + (i as u32 % columns) * col) as i32;
+        let y = (MARGIN + (i as u32 / columns) * LEGEND_ROW + LEGEND_ROW / 2) as i32;
         draw_legend_entry(strip, (x, y), s)?;
     }
     Ok(())
@@ -1199,6 +1243,44 @@ mod tests {
         assert_eq!(labels, ["Pre-LN = Peri-LN", "Post-LN", ""]);
         assert_eq!(m.title, "‖x_L‖² against α");
         assert_eq!(math("alphabet at 10^20, beta^2"), "alphabet at 10^20, β²");
+        // Coinciding lines whose Monte Carlo points differ: one line entry, and the points
+        // keep their presets' colours with entries of their own.
+        let mut mixed = LinePlot::new("t", "x", "y");
+        let line = vec![(1.0, 1.0), (2.0, 1.0)];
+        mixed.series.push(Series::line("Pre-LN", 0, line.clone()));
+        mixed.series.push(Series::line("Post-LN", 1, line));
+        mixed
+            .series
+            .push(Series::points("", 0, &[(1.0, 1.0, 0.9, 1.1)]));
+        mixed
+            .series
+            .push(Series::points("", 1, &[(1.0, 1.8, 1.5, 2.1)]));
+        let mm = mixed.merged();
+        let entries: Vec<(&str, usize)> = mm
+            .series
+            .iter()
+            .filter(|s| !s.label.is_empty())
+            .map(|s| (s.label.as_str(), s.color))
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                ("Pre-LN = Post-LN", 0),
+                ("Pre-LN, Monte Carlo", 0),
+                ("Post-LN, Monte Carlo", 1)
+            ]
+        );
+        // A legend strip of long labels takes one entry per row.
+        let mut wide = LinePlot::new("t", "x", "y");
+        wide.legend = Legend::Outside;
+        wide.series.push(Series::line("short", 0, vec![(1.0, 1.0)]));
+        assert_eq!(wide.strip_columns(), 2);
+        wide.series.push(Series::line(
+            "a label far too long for half the width",
+            1,
+            vec![(1.0, 2.0)],
+        ));
+        assert_eq!(wide.strip_columns(), 1);
         // A title too wide for the figure breaks before its setting, every line within it.
         let long = "Angular distance of adjacent layers at L = 1000 (ReLU MLP, He init)";
         let lines = title_lines(long, SIZE.0);
