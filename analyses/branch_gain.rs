@@ -182,7 +182,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         (
             "eff_depth_vs_gain",
             Metric::EffDepth,
-            "effective depth (mean path length)",
+            "effective depth (mean path)",
             d,
         ),
         (

@@ -146,14 +146,14 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             panels,
         },
     )?;
-    for (source, stem, what) in [
-        (0, "x0_weight_vs_depth", "x_0"),
-        (1, "first_branch_weight_vs_depth", "first branch F_1"),
+    for (source, stem, what, symbol) in [
+        (0, "x0_weight_vs_depth", "x_0", "x_0"),
+        (1, "first_branch_weight_vs_depth", "first branch F_1", "F_1"),
     ] {
         let mut plot = LinePlot::new(
             &format!("Weight of {what} in x_L at init ({setting})"),
             "depth L (residual blocks)",
-            &format!("share of ||x_L||^2 carried by {what}"),
+            &format!("share of ||x_L||^2 carried by {symbol}"),
         );
         plot.y_log = true;
         common::add_both(

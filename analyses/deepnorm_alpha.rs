@@ -203,7 +203,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             "eff_depth_vs_alpha",
             Metric::EffDepth,
             None,
-            "effective depth (mean path length)",
+            "effective depth (mean path)",
         ),
         (
             "x0_weight_vs_alpha",

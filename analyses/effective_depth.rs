@@ -109,7 +109,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let (theory, mc, plot) = sweep.run(
         Metric::EffDepth,
         &format!("Effective depth at init ({setting})"),
-        "effective depth (mean path length)",
+        "effective depth (mean path)",
     )?;
     let mc_th = common::vs_depth(
         crate::profile::EngineKind::Theory,
@@ -181,7 +181,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         let mut plot = LinePlot::new(
             &format!("Path-length distribution at L = {d} ({setting})"),
             "path length k (branches on the path)",
-            "share of the Jacobian's mean-square norm",
+            "share of E||J||^2 (Jacobian)",
         );
         plot.x_log = false;
         let at = move |r: &crate::profile::Row| r.depth == d as u64;

@@ -87,7 +87,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             "Output change under a weight perturbation ({})",
             c.model.setting(&c.mc)?
         ),
-        "E||f(W + dW) - f(W)||^2 (per unit perturbation)",
+        "E||Δf||^2 / (d ε^2)",
     )?;
     out.figure("output_change_vs_depth", &plot)?;
     out.rows("theory.csv", theory)?;

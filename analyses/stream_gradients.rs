@@ -114,15 +114,9 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         )?
     };
     for (m, what) in [
-        (
-            Metric::StreamSq,
-            "stream second moment q_l = E||x_l||^2 / d",
-        ),
+        (Metric::StreamSq, "q_l = E||x_l||^2 / d"),
         (Metric::GradSq, "mean-square gradient at x_l"),
-        (
-            Metric::WeightGradSq,
-            "mean-square gradient of block l's weights",
-        ),
+        (Metric::WeightGradSq, "E||dloss/dW_l||^2 / d^2"),
     ] {
         for (stem, depth, th) in [("", c.depth, &theory), ("_mc_depth", c.mc_depth, &mc_th)] {
             if th.is_empty() {

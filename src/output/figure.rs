@@ -296,6 +296,9 @@ pub const SIZE: (u32, u32) = (inches(ONE_COLUMN_IN), inches(2.5));
 /// Layout of a [`LinePlot`] in pixels: margins, label areas and the caption's height, from
 /// which the plotting area's size follows.
 const MARGIN: u32 = 15;
+/// Top of a title's first line when the title takes several lines (glyphs such as `T` reach
+/// above the text box plotters measures).
+const TITLE_TOP: u32 = 12;
 const MARGIN_RIGHT: u32 = 40;
 const X_LABEL_AREA: u32 = 100;
 const Y_LABEL_AREA: u32 = 150;
@@ -569,6 +572,7 @@ impl LinePlot {
         p.x_label = math(&p.x_label);
         p.y_label = math(&p.y_label);
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+        let orig: Vec<usize> = p.series.iter().map(|s| s.color).collect();
         let line = |s: &Series| !s.label.is_empty() && !matches!(s.mark, Mark::Points { .. });
         let same = |a: &Series, b: &Series| {
             !a.points.is_empty()
@@ -594,31 +598,44 @@ impl LinePlot {
                     .to_string();
                 p.series[j].label = format!("{} = {extra}", p.series[j].label);
                 // The folded preset is drawn in the colour and pattern of the entry that
-                // names it, its Monte Carlo points included when they coincide too; points
-                // that differ keep their colour and get a legend entry of their own.
-                let (from, to) = (p.series[i].color, p.series[j].color);
+                // names it, its Monte Carlo points included when they agree too (overlapping
+                // intervals); points that differ keep their colour and get a legend entry of
+                // their own.
+                // Colours as given (earlier folds recolour series): a preset's own points.
+                let (from, to) = (orig[i], orig[j]);
                 let points_of = |p: &LinePlot, c: usize| -> Vec<usize> {
                     (0..p.series.len())
                         .filter(|&k| {
-                            p.series[k].color == c
+                            orig[k] == c
+                                && !p.series[k].points.is_empty()
                                 && matches!(p.series[k].mark, Mark::Points { .. })
                         })
                         .collect()
+                };
+                // Points agree when, at every x they share, their 95% intervals overlap.
+                let overlap = |a: &Series, b: &Series| match (&a.mark, &b.mark) {
+                    (Mark::Points { ci: ca }, Mark::Points { ci: cb }) => {
+                        a.points.iter().zip(ca).all(|(u, cu)| {
+                            b.points
+                                .iter()
+                                .zip(cb)
+                                .all(|(v, cv)| !close(u.0, v.0) || cu.0.max(cv.0) <= cu.1.min(cv.1))
+                        })
+                    }
+                    _ => false,
                 };
                 let (pf, pt) = (points_of(&p, from), points_of(&p, to));
                 let agree = pf.len() == pt.len()
                     && pf
                         .iter()
                         .zip(&pt)
-                        .all(|(&a, &b)| same(&p.series[a], &p.series[b]));
-                if agree || from == MC_COLOR {
-                    for s in &mut p.series {
-                        if s.color == from && from != MC_COLOR {
-                            s.color = to;
-                        }
+                        .all(|(&a, &b)| overlap(&p.series[a], &p.series[b]));
+                p.series[i].color = to;
+                if agree {
+                    for k in pf {
+                        p.series[k].color = to;
                     }
                 } else {
-                    p.series[i].color = to;
                     for k in pf {
                         p.series[k].label = format!("{extra}, Monte Carlo");
                     }
@@ -704,9 +721,10 @@ impl LinePlot {
             .box_size(&self.title)
             .map_or(TITLE_PX + 10, |b| b.1);
         let lines = title_lines(&self.title, w).len() as u32;
+        let extra = if lines > 1 { TITLE_TOP } else { 0 };
         (
             (w - MARGIN - MARGIN_RIGHT - Y_LABEL_AREA) as f64,
-            h.saturating_sub(2 * MARGIN + X_LABEL_AREA + lines * title_h + 10) as f64,
+            h.saturating_sub(2 * MARGIN + X_LABEL_AREA + lines * title_h + 10 + extra) as f64,
         )
     }
 
@@ -942,6 +960,16 @@ impl Figure for LinePlot {
         root.fill(&WHITE).map_err(e)?;
         let merged = self.merged();
         let this = &merged;
+        // An axis label longer than its axis would be clipped: refuse to draw it.
+        let (pw, ph) = this.plot_area();
+        for (label, room) in [(&this.x_label, pw), (&this.y_label, ph)] {
+            if f64::from(text_width(label, LABEL_PX)) > room {
+                return Err(format!(
+                    "axis label '{label}' is wider than its axis ({} > {room:.0} px): shorten it",
+                    text_width(label, LABEL_PX)
+                ));
+            }
+        }
         let ((x0, x1), (y0, y1)) = this.ranges();
         let legend = this.chosen_legend();
         let labelled: Vec<&Series> = this.series.iter().filter(|s| !s.label.is_empty()).collect();
@@ -976,11 +1004,12 @@ impl Figure for LinePlot {
         let centred =
             TextStyle::from((FONT, TITLE_PX).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
         for (i, line) in lines[..lines.len() - 1].iter().enumerate() {
-            let y = 5 + (i as u32 * line_h) as i32;
+            let y = (TITLE_TOP + i as u32 * line_h) as i32;
             area.draw_text(line, &centred, ((w / 2) as i32, y))
                 .map_err(e)?;
         }
-        let area = area.margin((lines.len() as u32 - 1) * line_h, 0, 0, 0);
+        let extra = if lines.len() > 1 { TITLE_TOP } else { 0 };
+        let area = area.margin((lines.len() as u32 - 1) * line_h + extra, 0, 0, 0);
         let mut chart = ChartBuilder::on(&area)
             .caption(&lines[lines.len() - 1], (FONT, TITLE_PX))
             .margin(MARGIN)
@@ -1269,6 +1298,43 @@ mod tests {
                 ("Pre-LN, Monte Carlo", 0),
                 ("Post-LN, Monte Carlo", 1)
             ]
+        );
+        // Three coinciding lines: points that agree (overlapping intervals) take the merged
+        // colour; points that differ keep theirs, once each; empty point series get no entry.
+        let mut three = LinePlot::new("t", "x", "y");
+        for (name, c) in [("Pre-LN", 0), ("Peri-LN", 3), ("Admin", 4)] {
+            three
+                .series
+                .push(Series::line(name, c, vec![(1.0, 1.0), (2.0, 1.0)]));
+        }
+        three
+            .series
+            .push(Series::points("", 0, &[(1.0, 1.0, 0.9, 1.1)]));
+        three
+            .series
+            .push(Series::points("", 3, &[(1.0, 1.05, 0.95, 1.15)]));
+        three
+            .series
+            .push(Series::points("", 4, &[(1.0, 2.0, 1.8, 2.2)]));
+        three.series.push(Series::points("", 1, &[]));
+        let m3 = three.merged();
+        let entries: Vec<(&str, usize)> = m3
+            .series
+            .iter()
+            .filter(|s| !s.label.is_empty())
+            .map(|s| (s.label.as_str(), s.color))
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                ("Pre-LN = Peri-LN = Admin", 0),
+                ("Pre-LN, Monte Carlo", 0),
+                ("Admin, Monte Carlo", 4)
+            ]
+        );
+        assert_eq!(
+            m3.series[4].color, 0,
+            "Peri-LN's agreeing points take the merged colour"
         );
         // A legend strip of long labels takes one entry per row.
         let mut wide = LinePlot::new("t", "x", "y");
