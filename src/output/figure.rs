@@ -74,6 +74,10 @@ pub const PALETTE: [RGBColor; 8] = [
     RGBColor(110, 110, 110),
 ];
 
+/// Relative difference below which two presets' Monte Carlo points count as one point in a
+/// merged legend entry (1%: indistinguishable at the figure's size).
+pub const SAME_POINT: f64 = 0.01;
+
 /// Palette index of the grey "Monte Carlo, 95% CI" legend entry.
 pub const MC_COLOR: usize = 7;
 
@@ -612,14 +616,17 @@ impl LinePlot {
                         })
                         .collect()
                 };
-                // Points agree when, at every x they share, their 95% intervals overlap.
+                // Points agree when, at every x they share, their 95% intervals overlap or
+                // their values are within [`SAME_POINT`] of each other (indistinguishable as
+                // drawn, e.g. a stream normalized to 1 with an interval of width 1e-12).
                 let overlap = |a: &Series, b: &Series| match (&a.mark, &b.mark) {
                     (Mark::Points { ci: ca }, Mark::Points { ci: cb }) => {
                         a.points.iter().zip(ca).all(|(u, cu)| {
-                            b.points
-                                .iter()
-                                .zip(cb)
-                                .all(|(v, cv)| !close(u.0, v.0) || cu.0.max(cv.0) <= cu.1.min(cv.1))
+                            b.points.iter().zip(cb).all(|(v, cv)| {
+                                !close(u.0, v.0)
+                                    || cu.0.max(cv.0) <= cu.1.min(cv.1)
+                                    || (u.1 - v.1).abs() <= SAME_POINT * u.1.abs().max(v.1.abs())
+                            })
                         })
                     }
                     _ => false,
