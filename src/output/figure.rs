@@ -699,7 +699,7 @@ impl LinePlot {
 
     /// Height of the legend strip below the axes: 0 unless the legend goes outside.
     fn strip_height(&self) -> u32 {
-        let n = self.series.iter().filter(|s| !s.label.is_empty()).count() as u32;
+        let n = self.labelled().count() as u32;
         if n > 0 && self.chosen_legend() == Legend::Outside {
             n.div_ceil(self.strip_columns()) * LEGEND_ROW + 2 * MARGIN
         } else {
@@ -710,10 +710,9 @@ impl LinePlot {
     /// Entries per row of the legend strip: two when every label fits half the width, else one.
     fn strip_columns(&self) -> u32 {
         let col = (SIZE.0 - 2 * MARGIN) / 2;
-        let fits =
-            self.series.iter().filter(|s| !s.label.is_empty()).all(|s| {
-                Y_LABEL_AREA / 2 + LEGEND_GLYPH + text_width(&s.label, TICK_PX) + 10 <= col
-            });
+        let fits = self
+            .labelled()
+            .all(|s| Y_LABEL_AREA / 2 + LEGEND_GLYPH + text_width(&s.label, TICK_PX) + 10 <= col);
         if fits { 2 } else { 1 }
     }
 
@@ -797,12 +796,7 @@ impl LinePlot {
     /// The legend box's size in pixels as drawn: one row of [`LEGEND_ROW`] px per labelled
     /// series, the longest label measured in the embedded font, a line sample and padding.
     fn legend_pixels(&self) -> (u32, u32) {
-        let labels: Vec<&str> = self
-            .series
-            .iter()
-            .filter(|s| !s.label.is_empty())
-            .map(|s| s.label.as_str())
-            .collect();
+        let labels: Vec<&str> = self.labelled().map(|s| s.label.as_str()).collect();
         let text = labels
             .iter()
             .map(|l| text_width(l, TICK_PX))
@@ -940,6 +934,11 @@ impl LinePlot {
             .collect()
     }
 
+    /// The series with a legend entry, in legend order.
+    fn labelled(&self) -> impl Iterator<Item = &Series> {
+        self.series.iter().filter(|s| !s.label.is_empty())
+    }
+
     /// Writes `stem.png`, `stem.svg` and `stem.pdf` (see [`save`]).
     pub fn save(&self, stem: &Path) -> Result<()> {
         save(self, stem)
@@ -979,7 +978,7 @@ impl Figure for LinePlot {
         }
         let ((x0, x1), (y0, y1)) = this.ranges();
         let legend = this.chosen_legend();
-        let labelled: Vec<&Series> = this.series.iter().filter(|s| !s.label.is_empty()).collect();
+        let labelled: Vec<&Series> = this.labelled().collect();
         // An outside legend takes a strip below the axes: two entries per row.
         let (area, strip) = if this.strip_height() > 0 {
             let (_, h) = root.dim_in_pixel();
@@ -1292,12 +1291,8 @@ mod tests {
             .series
             .push(Series::points("", 1, &[(1.0, 1.8, 1.5, 2.1)]));
         let mm = mixed.merged();
-        let entries: Vec<(&str, usize)> = mm
-            .series
-            .iter()
-            .filter(|s| !s.label.is_empty())
-            .map(|s| (s.label.as_str(), s.color))
-            .collect();
+        let entries: Vec<(&str, usize)> =
+            mm.labelled().map(|s| (s.label.as_str(), s.color)).collect();
         assert_eq!(
             entries,
             [
@@ -1325,12 +1320,8 @@ mod tests {
             .push(Series::points("", 4, &[(1.0, 2.0, 1.8, 2.2)]));
         three.series.push(Series::points("", 1, &[]));
         let m3 = three.merged();
-        let entries: Vec<(&str, usize)> = m3
-            .series
-            .iter()
-            .filter(|s| !s.label.is_empty())
-            .map(|s| (s.label.as_str(), s.color))
-            .collect();
+        let entries: Vec<(&str, usize)> =
+            m3.labelled().map(|s| (s.label.as_str(), s.color)).collect();
         assert_eq!(
             entries,
             [
