@@ -97,6 +97,11 @@ pub struct Attention<T: Real> {
     pub heads: usize,
     /// `W_Q = W_K = 0`: token averaging.
     pub uniform: bool,
+    /// Token i attends only to tokens `j <= i` of its sequence (a decoder's causal mask).
+    pub causal: bool,
+    /// Tokens per sequence: the columns are `n / seq` sequences of `seq` tokens each, and a
+    /// token attends only within its own sequence; 0 means all columns are one sequence.
+    pub seq: usize,
 }
 
 /// What the forward pass keeps.
@@ -112,15 +117,21 @@ pub struct AttentionCache<T: Real> {
     pub v: DMatrix<T>,
     /// `[O_1; ...; O_H]`, the input of `W_O`.
     pub o: DMatrix<T>,
-    /// Attention weights per head (n x n, row = query).
+    /// Attention weights per head and sequence (`seq x seq`, row = query), at index
+    /// `h * sequences + s`.
     pub attn: Vec<DMatrix<T>>,
 }
 
-fn row_softmax<T: Real>(s: &mut DMatrix<T>) {
+/// Softmax of every row in place; `causal` zeroes the entries right of the diagonal (a score
+/// of minus infinity) before normalizing.
+fn row_softmax<T: Real>(s: &mut DMatrix<T>, causal: bool) {
     for i in 0..s.nrows() {
         let mut row = s.row_mut(i);
-        let m = row.max();
-        row.apply(|x| *x = (*x - m).exp());
+        let last = if causal { i + 1 } else { row.len() };
+        let m = row.columns(0, last).max();
+        for (j, x) in row.iter_mut().enumerate() {
+            *x = if j < last { (*x - m).exp() } else { T::zero() };
+        }
         let z = row.sum();
         row /= z;
     }
@@ -142,6 +153,15 @@ impl<T: Real> Attention<T> {
     /// `(heads, rows per head)` at width d.
     fn head_rows(&self, d: usize) -> (usize, usize) {
         (self.heads, d / self.heads)
+    }
+
+    /// `(sequences, tokens per sequence)` for n columns.
+    fn sequences(&self, n: usize) -> (usize, usize) {
+        if self.seq == 0 || self.seq >= n {
+            (1, n)
+        } else {
+            (n / self.seq, self.seq)
+        }
     }
 
     fn scale(dh: usize) -> T {
@@ -176,27 +196,40 @@ impl<T: Real> Module<T> for Attention<T> {
     fn forward(&self, u: &DMatrix<T>) -> (DMatrix<T>, AttentionCache<T>) {
         let (d, n) = (u.nrows(), u.ncols());
         let (heads, dh) = self.head_rows(d);
+        let (seqs, len) = self.sequences(n);
         let v = nn(&self.wv, u);
         let (q, k) = if self.uniform {
             (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0))
         } else {
             (nn(&self.wq, u), nn(&self.wk, u))
         };
-        let mut attn = Vec::with_capacity(heads);
+        let mut attn = Vec::with_capacity(heads * seqs);
         let mut o = DMatrix::zeros(d, n);
         let scale = Self::scale(dh);
         for h in 0..heads {
             let r = h * dh;
-            let a = if self.uniform {
-                DMatrix::from_element(n, n, T::of(1.0 / n as f64))
-            } else {
-                let mut s = q.rows(r, dh).transpose() * k.rows(r, dh) * scale;
-                row_softmax(&mut s);
-                s
-            };
-            o.rows_mut(r, dh)
-                .copy_from(&(v.rows(r, dh) * a.transpose()));
-            attn.push(a);
+            for s in 0..seqs {
+                let c0 = s * len;
+                let a = if self.uniform {
+                    DMatrix::from_fn(len, len, |i, j| {
+                        if self.causal && j > i {
+                            T::zero()
+                        } else if self.causal {
+                            T::of(1.0 / (i + 1) as f64)
+                        } else {
+                            T::of(1.0 / len as f64)
+                        }
+                    })
+                } else {
+                    let mut sc =
+                        q.view((r, c0), (dh, len)).transpose() * k.view((r, c0), (dh, len)) * scale;
+                    row_softmax(&mut sc, self.causal);
+                    sc
+                };
+                o.view_mut((r, c0), (dh, len))
+                    .copy_from(&(v.view((r, c0), (dh, len)) * a.transpose()));
+                attn.push(a);
+            }
         }
         let out = nn(&self.wo, &o);
         let c = AttentionCache {
@@ -238,19 +271,22 @@ impl<T: Real> Module<T> for Attention<T> {
             (lin(&self.wq, dwq), lin(&self.wk, dwk))
         };
         let scale = Self::scale(dh);
+        let (seqs, len) = self.sequences(n);
         let mut d_o = DMatrix::zeros(d, n);
         for h in 0..heads {
             let r = h * dh;
-            let a = &c.attn[h];
-            let mut t = dv.rows(r, dh) * a.transpose();
-            if !self.uniform {
-                let ds = (dq.rows(r, dh).transpose() * c.k.rows(r, dh)
-                    + c.q.rows(r, dh).transpose() * dk.rows(r, dh))
-                    * scale;
-                let da = softmax_jacobian(a, &ds);
-                t += c.v.rows(r, dh) * da.transpose();
+            for s in 0..seqs {
+                let (c0, a) = (s * len, &c.attn[h * seqs + s]);
+                let blk = |m: &DMatrix<T>| m.view((r, c0), (dh, len)).into_owned();
+                let mut t = blk(&dv) * a.transpose();
+                if !self.uniform {
+                    let ds = (blk(&dq).transpose() * blk(&c.k) + blk(&c.q).transpose() * blk(&dk))
+                        * scale;
+                    let da = softmax_jacobian(a, &ds);
+                    t += blk(&c.v) * da.transpose();
+                }
+                d_o.view_mut((r, c0), (dh, len)).copy_from(&t);
             }
-            d_o.rows_mut(r, dh).copy_from(&t);
         }
         let mut out = nn(&self.wo, &d_o);
         if let Some(dwo) = dwo {
@@ -269,17 +305,21 @@ impl<T: Real> Module<T> for Attention<T> {
         let mut gq = DMatrix::zeros(qk_rows, n);
         let mut gk = DMatrix::zeros(qk_rows, n);
         let scale = Self::scale(dh);
+        let (seqs, len) = self.sequences(n);
         for h in 0..heads {
             let r = h * dh;
-            let a = &c.attn[h];
-            let go_h = go.rows(r, dh);
-            gv.rows_mut(r, dh).copy_from(&(go_h * a));
-            if !self.uniform {
-                let ga = go_h.transpose() * c.v.rows(r, dh);
-                let gs = softmax_jacobian(a, &ga) * scale;
-                gq.rows_mut(r, dh)
-                    .copy_from(&(c.k.rows(r, dh) * gs.transpose()));
-                gk.rows_mut(r, dh).copy_from(&(c.q.rows(r, dh) * gs));
+            for s in 0..seqs {
+                let (c0, a) = (s * len, &c.attn[h * seqs + s]);
+                let go_h = go.view((r, c0), (dh, len));
+                gv.view_mut((r, c0), (dh, len)).copy_from(&(go_h * a));
+                if !self.uniform {
+                    let ga = go_h.transpose() * c.v.view((r, c0), (dh, len));
+                    let gs = softmax_jacobian(a, &ga) * scale;
+                    gq.view_mut((r, c0), (dh, len))
+                        .copy_from(&(c.k.view((r, c0), (dh, len)) * gs.transpose()));
+                    gk.view_mut((r, c0), (dh, len))
+                        .copy_from(&(c.q.view((r, c0), (dh, len)) * gs));
+                }
             }
         }
         let mut gu = tn(&self.wv, &gv);
@@ -292,5 +332,69 @@ impl<T: Real> Module<T> for Attention<T> {
             let gwk = nt(&gk, &c.u);
             (gu, vec![gwq, gwk, gwv, gwo])
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mat(r: usize, c: usize, seed: f64) -> DMatrix<f64> {
+        DMatrix::from_fn(r, c, |i, j| ((i * c + j) as f64 * 0.37 + seed).sin())
+    }
+
+    fn attention(causal: bool, seq: usize) -> Attention<f64> {
+        let d = 6;
+        let s = 1.0 / (d as f64).sqrt();
+        Attention {
+            wq: mat(d, d, 0.1) * s,
+            wk: mat(d, d, 0.2) * s,
+            wv: mat(d, d, 0.3) * s,
+            wo: mat(d, d, 0.4) * s,
+            heads: 3,
+            uniform: false,
+            causal,
+            seq,
+        }
+    }
+
+    #[test]
+    fn sequences_attend_only_within_themselves() {
+        // Two sequences of 4 tokens side by side give each sequence's own output, forward and
+        // backward.
+        let u = mat(6, 8, 0.5);
+        let g = mat(6, 8, 0.9);
+        for causal in [false, true] {
+            let both = attention(causal, 4);
+            let one = attention(causal, 0);
+            let (y, c) = both.forward(&u);
+            let (gu, gw) = both.backward(&c, &g);
+            let mut gw_sum = vec![DMatrix::zeros(6, 6); 4];
+            for s in 0..2 {
+                let part = u.columns(4 * s, 4).into_owned();
+                let (ys, cs) = one.forward(&part);
+                assert!((y.columns(4 * s, 4) - &ys).norm() < crate::tolerance::ROUNDING_CHAIN);
+                let (gus, gws) = one.backward(&cs, &g.columns(4 * s, 4).into_owned());
+                assert!((gu.columns(4 * s, 4) - &gus).norm() < crate::tolerance::ROUNDING_CHAIN);
+                for (acc, w) in gw_sum.iter_mut().zip(&gws) {
+                    *acc += w;
+                }
+            }
+            for (a, b) in gw.iter().zip(&gw_sum) {
+                assert!((a - b).norm() < crate::tolerance::EXACT);
+            }
+        }
+    }
+
+    #[test]
+    fn causal_output_ignores_later_tokens() {
+        let a = attention(true, 0);
+        let u = mat(6, 5, 0.5);
+        let mut later = u.clone();
+        later.column_mut(4).fill(3.0);
+        let (y, _) = a.forward(&u);
+        let (y2, _) = a.forward(&later);
+        assert!((y.columns(0, 4) - y2.columns(0, 4)).norm() < crate::tolerance::ROUNDING);
+        assert!((y.column(4) - y2.column(4)).norm() > crate::tolerance::VISIBLY_DIFFERENT);
     }
 }

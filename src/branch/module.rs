@@ -195,7 +195,7 @@ mod tests {
                 act,
             })
         };
-        let attention = |uniform| {
+        let attention = |uniform, causal| {
             Branch::Attention(Attention {
                 wq: mat(d, d, 0.4),
                 wk: mat(d, d, 0.5),
@@ -203,14 +203,18 @@ mod tests {
                 wo: mat(d, d, 0.7),
                 heads: 2,
                 uniform,
+                causal,
+                seq: 0,
             })
         };
         vec![
             Branch::Linear(Linear { w: mat(d, d, 0.1) }),
             mlp(Activation::Relu),
             mlp(Activation::Gelu),
-            attention(false),
-            attention(true),
+            attention(false, false),
+            attention(true, false),
+            attention(false, true),
+            attention(true, true),
             Branch::Cross(CrossAttention {
                 wv: mat(d, d, 0.8),
                 wo: mat(d, d, 0.9),
@@ -235,6 +239,8 @@ mod tests {
                 wo: c(&m.wo),
                 heads: m.heads,
                 uniform: m.uniform,
+                causal: m.causal,
+                seq: m.seq,
             }),
             Branch::Cross(m) => Branch::Cross(CrossAttention {
                 wv: c(&m.wv),

@@ -81,6 +81,8 @@ pub fn network<T: Real>(spec: &StackSpec, cfg: &McConfig, rng: &mut Rng) -> Netw
                     wo,
                     heads: cfg.heads,
                     uniform,
+                    causal: false,
+                    seq: 0,
                 })
             }
             Block::CrossAttention => {
