@@ -90,6 +90,7 @@ pub mod symbolic;
 pub mod tables;
 pub mod theory;
 pub mod tolerance;
+pub mod train;
 
 #[path = "../analyses/mod.rs"]
 pub mod analyses;

@@ -8,6 +8,10 @@
 //! - [`task`]: teacher-student regression, next-token prediction from a random teacher
 //!   Transformer, copy / reverse / sort; every batch drawn from a seed.
 
-pub mod optim;
-pub mod schedule;
-pub mod task;
+// pub mod optim;
+// pub mod schedule;
+// pub mod task;
+pub mod init;
+pub mod layer_norm;
+pub mod model;
+pub mod pass;

@@ -1,0 +1,129 @@
+//! Initial weights of a trainable model: the body is drawn by the Monte Carlo engine's sampler
+//! ([`crate::monte_carlo::sampler::network`]), so every preset's recipe is the one the
+//! init-time analyses measure:
+//!
+//! - the branch matrices from the init scheme (`--init`, Xavier by default);
+//! - DeepNet (Wang et al. 2022, arXiv:2203.00555, Sec. 3 and Fig. 2): `beta = (8N)^(-1/4)` on
+//!   the FFN matrices and attention's value and output projections (not queries and keys),
+//!   `alpha = (2N)^(1/4)` on the skip, N = L/2 layers ([`crate::placement`]'s `deepnorm`);
+//! - Admin (Liu et al. 2020, arXiv:2004.08249): `omega_l^2 = 1 + sum_{j<l} Var F_j`, profiled
+//!   by one forward pass over the first training batch ([`admin_omegas`]), then learnable;
+//! - ReZero (Bachlechner et al. 2020, arXiv:2003.04887): learnable `lambda_l = 0`;
+//! - LayerNorm-Scaling (Sun et al. 2025, arXiv:2502.05795): `1/sqrt(l)` after `N_in`;
+//! - Mix-LN (Li et al. 2024, arXiv:2412.13795): Post-LN for the first quarter of the blocks,
+//!   Pre-LN after.
+//!
+//! Weights are drawn from a stream seeded by the training seed alone (not the preset), so
+//! presets whose shapes match start from the same draws, each scaled by its own recipe. The
+//! token and position embeddings are `N(0, 1/2)` each, so `x_0` has per-coordinate second
+//! moment 1 (the Monte Carlo engine's `q0 = 1`); the input map of regression is `N(0, 1/d_in)`,
+//! the head is drawn from the init scheme (fan-in d).
+
+use super::model::{InputMap, TrainModel};
+use crate::branch::Branch;
+use crate::monte_carlo::network::Network;
+use crate::monte_carlo::rng::{Rng, config_hash, splitmix64};
+use crate::monte_carlo::sample;
+use crate::monte_carlo::sampling::McConfig;
+use crate::spec::{SkipScale, StackSpec};
+use nalgebra::DMatrix;
+use rand::SeedableRng;
+
+/// What the model reads and writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Io {
+    /// Token sequences over a vocabulary, `seq` tokens per sequence.
+    Tokens {
+        /// Vocabulary size.
+        vocab: usize,
+        /// Tokens per sequence.
+        seq: usize,
+    },
+    /// Vectors in, vectors out.
+    Vectors {
+        /// Input dimension.
+        d_in: usize,
+        /// Output dimension.
+        d_out: usize,
+    },
+}
+
+/// The stream of initial weights of training seed `seed` (independent of the preset).
+pub fn weight_rng(seed: u64) -> Rng {
+    Rng::seed_from_u64(splitmix64(
+        splitmix64(seed) ^ config_hash("normscope-train-weights-v1"),
+    ))
+}
+
+/// The body: the Monte Carlo sampler's network for `spec` under `cfg`, its attention made
+/// causal within sequences of `seq` tokens for a sequence task.
+pub fn body(spec: &StackSpec, cfg: &McConfig, io: Io, rng: &mut Rng) -> Network<f64> {
+    let mut net = crate::monte_carlo::sampler::network::<f64>(spec, cfg, rng);
+    if let Io::Tokens { seq, .. } = io {
+        for b in &mut net.branches {
+            if let Branch::Attention(a) = b {
+                a.causal = true;
+                a.seq = seq;
+            }
+        }
+    }
+    net
+}
+
+/// Admin's profiled `omega_l` (Liu et al. 2020): `omega_l^2 = 1 + sum_{j<l} Var F_j` with `Var
+/// F_j` the per-coordinate second moment of branch j's output on the stream `x0` (the first
+/// training batch), as the Monte Carlo engine computes it; 1 for blocks without Admin's skip.
+pub fn admin_omegas(net: &Network<f64>, x0: &DMatrix<f64>) -> Vec<f64> {
+    if !(1..=net.depth()).any(|l| net.spec.block(l).skip == SkipScale::AdminOmega) {
+        return vec![1.0; net.depth()];
+    }
+    let mut n = net.clone();
+    n.input = x0.clone();
+    n.forward(|_, _, _| {})
+        .blocks
+        .iter()
+        .map(|b| b.alpha)
+        .collect()
+}
+
+/// The input map and head for `io` at width d, drawn after the body from `rng`.
+pub fn ends(cfg: &McConfig, io: Io, rng: &mut Rng) -> (InputMap, DMatrix<f64>) {
+    let d = cfg.model.branch.width;
+    let (input, outputs) = match io {
+        Io::Tokens { vocab, seq } => {
+            let s = 0.5f64.sqrt();
+            let tokens = sample::gaussian(rng, d, vocab) * s;
+            let positions = sample::gaussian(rng, d, seq) * s;
+            (InputMap::Embedding { tokens, positions }, vocab)
+        }
+        Io::Vectors { d_in, d_out } => (
+            InputMap::Linear(sample::gaussian(rng, d, d_in) / (d_in as f64).sqrt()),
+            d_out,
+        ),
+    };
+    let head = sample::matrix(rng, cfg.init(), outputs, d, 1.0);
+    (input, head)
+}
+
+/// The trainable model of `spec` for training seed `seed`: body, ends, Admin's profiling on
+/// `x0_of(input map)` (the first batch's stream).
+pub fn model(
+    spec: &StackSpec,
+    cfg: &McConfig,
+    io: Io,
+    affine: bool,
+    seed: u64,
+    first_batch: impl FnOnce(&TrainModel) -> DMatrix<f64>,
+) -> TrainModel {
+    let mut rng = weight_rng(seed);
+    let net = body(spec, cfg, io, &mut rng);
+    let (input, head) = ends(cfg, io, &mut rng);
+    let ones = vec![1.0; net.depth()];
+    let mut m = TrainModel::from_network(net.clone(), input, head, affine, &ones);
+    if (1..=spec.depth).any(|l| spec.block(l).skip == SkipScale::AdminOmega) {
+        let x0 = first_batch(&m);
+        let omegas = admin_omegas(&net, &x0);
+        m = TrainModel::from_network(net, m.input, m.head, affine, &omegas);
+    }
+    m
+}

@@ -1,0 +1,265 @@
+//! A trainable model: an input map, the L blocks of a [`StackSpec`] with the Monte Carlo
+//! engine's branch modules, the preset's output norm and an output head,
+//!
+//! ```text
+//! x_0 = E[:, token_t] + P[:, t]            (sequence tasks)   or   x_0 = W_in x   (regression)
+//! x_l = N_out( alpha_l ⊙ x_{l-1} + lambda_l N_br( F_l( s_l N_in(x_{l-1}) ) ) ),  l = 1..L
+//! f   = H N_final(x_L)                     (logits over the vocabulary, or the regression output)
+//! ```
+//!
+//! (THEORY.md section 2). Every norm slot may carry a learnable gain and bias
+//! ([`super::layer_norm`]); a preset's symbols become parameters where its paper trains them:
+//! ReZero's `lambda_l` (a scalar, 0 at init; Bachlechner et al. 2020) and Admin's `omega_l` (a
+//! d-vector initialized from the profiling pass; Liu et al. 2020). DeepNet's `alpha` and
+//! LayerNorm-Scaling's `s_l = 1/sqrt(l)` are constants, as in their papers. The body is built
+//! from the Monte Carlo engine's sampled [`Network`], so at init a trainable model and the
+//! network the engine measures are the same object ([`TrainModel::from_network`]).
+
+use super::layer_norm::NormLayer;
+use crate::branch::{Branch, Module};
+use crate::monte_carlo::network::Network;
+use crate::spec::{BranchScale, InputScale, SkipScale, StackSpec};
+use nalgebra::DMatrix;
+
+/// The map from the task's input to the stream `x_0`.
+#[derive(Clone, Debug)]
+pub enum InputMap {
+    /// Token and learned position embeddings, `x_0 = E[:, token] + P[:, position]`.
+    Embedding {
+        /// `E`, d x vocab.
+        tokens: DMatrix<f64>,
+        /// `P`, d x seq.
+        positions: DMatrix<f64>,
+    },
+    /// A linear map `x_0 = W_in x` (d x d_in).
+    Linear(DMatrix<f64>),
+}
+
+/// A skip scale: a constant, or Admin's learnable d-vector `omega`.
+#[derive(Clone, Debug)]
+pub enum Skip {
+    /// A constant `alpha` (1, DeepNet's `alpha`).
+    Fixed(f64),
+    /// A learnable per-coordinate scale (d x 1).
+    Learnable(DMatrix<f64>),
+}
+
+/// A branch multiplier: a constant, or a learnable scalar (ReZero's `lambda`, 1 x 1).
+#[derive(Clone, Debug)]
+pub enum Multiplier {
+    /// A constant.
+    Fixed(f64),
+    /// A learnable scalar.
+    Learnable(DMatrix<f64>),
+}
+
+impl Multiplier {
+    /// Its current value.
+    pub fn value(&self) -> f64 {
+        match self {
+            Multiplier::Fixed(v) => *v,
+            Multiplier::Learnable(m) => m[(0, 0)],
+        }
+    }
+}
+
+/// One trainable block.
+#[derive(Clone, Debug)]
+pub struct TrainBlock {
+    /// `N_in` (with its affine), if a norm.
+    pub n_in: Option<NormLayer>,
+    /// `s_l` after `N_in`.
+    pub in_scale: f64,
+    /// The branch `F_l`.
+    pub branch: Branch<f64>,
+    /// `N_br`, if a norm.
+    pub n_br: Option<NormLayer>,
+    /// `alpha_l`.
+    pub skip: Skip,
+    /// `lambda_l`.
+    pub lambda: Multiplier,
+    /// `N_out`, if a norm.
+    pub n_out: Option<NormLayer>,
+}
+
+/// Where a parameter sits, for per-block statistics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamInfo {
+    /// 0 for the input map, l for block l, L + 1 for the output norm and head.
+    pub layer: usize,
+    /// Its name within the layer, e.g. `wq`, `n_in.gain`, `omega`, `head`.
+    pub name: String,
+    /// Whether AdamW's decoupled weight decay applies (matrices only, not gains, biases or
+    /// scalars).
+    pub decay: bool,
+}
+
+/// A trainable model.
+#[derive(Clone, Debug)]
+pub struct TrainModel {
+    /// The block model it was built from.
+    pub spec: StackSpec,
+    /// Norm epsilon.
+    pub eps: f64,
+    /// The input map.
+    pub input: InputMap,
+    /// Block l at index l - 1.
+    pub blocks: Vec<TrainBlock>,
+    /// The output norm, if the preset has one.
+    pub final_norm: Option<NormLayer>,
+    /// The head `H` (outputs x d).
+    pub head: DMatrix<f64>,
+}
+
+impl TrainModel {
+    /// The body of a sampled Monte Carlo network with an input map and a head. Norm slots get
+    /// learnable affine parameters when `affine`; ReZero-style `lambda` (a
+    /// [`BranchScale::Lambda`]) becomes a learnable scalar; Admin's `omega`
+    /// ([`SkipScale::AdminOmega`]) becomes a learnable d-vector filled with `omegas[l-1]`
+    /// (from [`super::init::admin_omegas`]; ignored for other skips).
+    pub fn from_network(
+        net: Network<f64>,
+        input: InputMap,
+        head: DMatrix<f64>,
+        affine: bool,
+        omegas: &[f64],
+    ) -> Self {
+        let spec = net.spec.clone();
+        let d = net.input.nrows();
+        let kind = spec.norm;
+        let slot = |s: crate::spec::Slot| s.is_norm().then(|| NormLayer::new(kind, d, affine));
+        let blocks = net
+            .branches
+            .into_iter()
+            .enumerate()
+            .map(|(i, branch)| {
+                let b = spec.block(i + 1);
+                TrainBlock {
+                    n_in: slot(b.n_in),
+                    in_scale: match b.in_scale {
+                        InputScale::One => 1.0,
+                        InputScale::InvSqrtLayer => 1.0 / ((i + 1) as f64).sqrt(),
+                    },
+                    branch,
+                    n_br: slot(b.n_br),
+                    skip: match b.skip {
+                        SkipScale::One => Skip::Fixed(1.0),
+                        SkipScale::Alpha(a) => Skip::Fixed(a),
+                        SkipScale::AdminOmega => {
+                            Skip::Learnable(DMatrix::from_element(d, 1, omegas[i]))
+                        }
+                    },
+                    lambda: match b.lambda {
+                        BranchScale::One => Multiplier::Fixed(1.0),
+                        BranchScale::Lambda(v) => {
+                            Multiplier::Learnable(DMatrix::from_element(1, 1, v))
+                        }
+                    },
+                    n_out: slot(b.n_out),
+                }
+            })
+            .collect();
+        TrainModel {
+            final_norm: slot(spec.final_norm),
+            spec,
+            eps: net.eps,
+            input,
+            blocks,
+            head,
+        }
+    }
+
+    /// Depth L.
+    pub fn depth(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Width d.
+    pub fn width(&self) -> usize {
+        self.head.ncols()
+    }
+
+    /// Every parameter with where it sits, in the order of [`Self::params_mut`] and of the
+    /// gradients [`super::forward`] returns.
+    pub fn params(&self) -> Vec<(ParamInfo, &DMatrix<f64>)> {
+        let mut out: Vec<(ParamInfo, &DMatrix<f64>)> = Vec::new();
+        macro_rules! put {
+            ($layer:expr, $name:expr, $m:expr, $decay:expr) => {
+                out.push((
+                    ParamInfo {
+                        layer: $layer,
+                        name: $name,
+                        decay: $decay,
+                    },
+                    $m,
+                ))
+            };
+        }
+        match &self.input {
+            InputMap::Embedding { tokens, positions } => {
+                put!(0, "embedding".into(), tokens, true);
+                put!(0, "positions".into(), positions, true);
+            }
+            InputMap::Linear(w) => put!(0, "w_in".into(), w, true),
+        }
+        for (i, b) in self.blocks.iter().enumerate() {
+            let l = i + 1;
+            for (name, m) in b.branch.params() {
+                put!(l, name.into(), m, true);
+            }
+            for (slot, n) in [("n_in", &b.n_in), ("n_br", &b.n_br), ("n_out", &b.n_out)] {
+                for (name, m) in n.iter().flat_map(|n| n.params()) {
+                    put!(l, format!("{slot}.{name}"), m, false);
+                }
+            }
+            if let Skip::Learnable(m) = &b.skip {
+                put!(l, "omega".into(), m, false);
+            }
+            if let Multiplier::Learnable(m) = &b.lambda {
+                put!(l, "lambda".into(), m, false);
+            }
+        }
+        let top = self.depth() + 1;
+        for (name, m) in self.final_norm.iter().flat_map(|n| n.params()) {
+            put!(top, format!("final.{name}"), m, false);
+        }
+        put!(top, "head".into(), &self.head, true);
+        out
+    }
+
+    /// The parameters, mutable, in [`Self::params`] order.
+    pub fn params_mut(&mut self) -> Vec<&mut DMatrix<f64>> {
+        let mut out: Vec<&mut DMatrix<f64>> = Vec::new();
+        match &mut self.input {
+            InputMap::Embedding { tokens, positions } => {
+                out.push(tokens);
+                out.push(positions);
+            }
+            InputMap::Linear(w) => out.push(w),
+        }
+        for b in &mut self.blocks {
+            out.extend(b.branch.params_mut());
+            for n in [&mut b.n_in, &mut b.n_br, &mut b.n_out] {
+                if let Some(n) = n {
+                    out.extend(n.params_mut());
+                }
+            }
+            if let Skip::Learnable(m) = &mut b.skip {
+                out.push(m);
+            }
+            if let Multiplier::Learnable(m) = &mut b.lambda {
+                out.push(m);
+            }
+        }
+        if let Some(n) = &mut self.final_norm {
+            out.extend(n.params_mut());
+        }
+        out.push(&mut self.head);
+        out
+    }
+
+    /// Number of scalar parameters.
+    pub fn size(&self) -> usize {
+        self.params().iter().map(|(_, m)| m.len()).sum()
+    }
+}

@@ -1,0 +1,368 @@
+//! Forward, backward and forward-mode (JVP) passes of a whole [`TrainModel`]: input map, every
+//! block, output norm and head, and the loss. Backward reuses each branch module's own
+//! backward ([`crate::branch::Module::backward`]) and the norms' symmetric Jacobians; the
+//! gradients come back in [`TrainModel::params`] order.
+//!
+//! Per block (THEORY.md section 2, with the affine maps of [`super::layer_norm`]):
+//!
+//! ```text
+//! u = s A_in(N_in(x)),  o = F(u),  b = A_br(N_br(o)),  z = alpha ⊙ x + lambda b,  y = A_out(N_out(z))
+//! dL/dz = J_out^T A_out^T g,   dL/dx = alpha ⊙ dL/dz + J_in^T A_in^T s J_F^T J_br^T A_br^T lambda dL/dz
+//! dL/dalpha = sum_t dL/dz ⊙ x,   dL/dlambda = <dL/dz, b>
+//! ```
+
+use super::layer_norm::{NormLayer, row_sums};
+use super::model::{InputMap, Multiplier, Skip, TrainModel};
+use crate::branch::{Cache, Module};
+use crate::monte_carlo::norm::{self, NormCache};
+use nalgebra::DMatrix;
+
+/// What the model reads.
+#[derive(Clone, Copy, Debug)]
+pub enum Input<'a> {
+    /// Token ids, sequence-major (`b * seq + t`), `seq` tokens per sequence.
+    Tokens {
+        /// The ids.
+        ids: &'a [u32],
+        /// Tokens per sequence.
+        seq: usize,
+    },
+    /// One example per column.
+    Vectors(&'a DMatrix<f64>),
+}
+
+/// What the loss compares the output with.
+#[derive(Clone, Copy, Debug)]
+pub enum Target<'a> {
+    /// Softmax cross-entropy `sum_t w_t (logsumexp(f_t) - f_t[y_t]) / sum_t w_t`.
+    Classes {
+        /// Target ids, one per column.
+        ids: &'a [u32],
+        /// Weights `w_t` (0 where the loss does not count).
+        weights: &'a [f64],
+    },
+    /// Mean squared error over every entry, `mean (f - y)^2` (`torch.nn.MSELoss()`).
+    Values(&'a DMatrix<f64>),
+}
+
+/// One block's values from the forward pass.
+#[derive(Clone, Debug)]
+pub struct BlockCache {
+    /// `N_in`'s cache.
+    pub n_in: Option<NormCache<f64>>,
+    /// The branch's cache.
+    pub branch: Cache<f64>,
+    /// The raw branch output `o = F(u)`.
+    pub out: DMatrix<f64>,
+    /// `N_br`'s cache.
+    pub n_br: Option<NormCache<f64>>,
+    /// `b = A_br(N_br(o))`.
+    pub br: DMatrix<f64>,
+    /// `N_out`'s cache.
+    pub n_out: Option<NormCache<f64>>,
+    /// Mean square of `z`, the input of `N_out` (whether or not it is a norm).
+    pub z_sq: f64,
+}
+
+/// A forward pass.
+#[derive(Clone, Debug)]
+pub struct Pass {
+    /// The streams `x_0..=x_L`.
+    pub xs: Vec<DMatrix<f64>>,
+    /// Block l at index l - 1.
+    pub blocks: Vec<BlockCache>,
+    /// The output norm's cache.
+    pub final_norm: Option<NormCache<f64>>,
+    /// The head's input `A_final(N_final(x_L))` (or `x_L`).
+    pub top: DMatrix<f64>,
+    /// The output `f` (outputs x columns).
+    pub output: DMatrix<f64>,
+}
+
+fn slot(
+    n: &Option<NormLayer>,
+    eps: f64,
+    z: &DMatrix<f64>,
+) -> (Option<NormCache<f64>>, DMatrix<f64>) {
+    match n {
+        Some(n) => {
+            let (c, y) = n.forward(eps, z);
+            (Some(c), y)
+        }
+        None => (None, z.clone()),
+    }
+}
+
+fn slot_back(
+    n: &Option<NormLayer>,
+    c: &Option<NormCache<f64>>,
+    g: &DMatrix<f64>,
+    grads: &mut Vec<DMatrix<f64>>,
+) -> DMatrix<f64> {
+    match (n, c) {
+        (Some(n), Some(c)) => {
+            let (gz, gp) = n.backward(c, g);
+            grads.extend(gp);
+            gz
+        }
+        _ => g.clone(),
+    }
+}
+
+/// `d/dt [gamma ⊙ N(z) + b]` for tangents `dz`, `dgamma`, `db` (taken from `tangents`).
+fn slot_jvp<'a>(
+    n: &Option<NormLayer>,
+    c: &Option<NormCache<f64>>,
+    dz: &DMatrix<f64>,
+    tangents: &mut impl Iterator<Item = &'a DMatrix<f64>>,
+) -> DMatrix<f64> {
+    let (Some(n), Some(c)) = (n, c) else {
+        return dz.clone();
+    };
+    let mut dy = norm::jacobian(c, dz);
+    if let Some(g) = &n.gain {
+        let dg = tangents.next().expect("a gain tangent");
+        for (mut col, ycol) in dy.column_iter_mut().zip(c.y.column_iter()) {
+            col.component_mul_assign(&g.column(0));
+            col += ycol.component_mul(&dg.column(0));
+        }
+    }
+    if n.bias.is_some() {
+        let db = tangents.next().expect("a bias tangent");
+        for mut col in dy.column_iter_mut() {
+            col += db.column(0);
+        }
+    }
+    dy
+}
+
+fn scale_rows(x: &DMatrix<f64>, s: &DMatrix<f64>) -> DMatrix<f64> {
+    let mut out = x.clone();
+    for mut col in out.column_iter_mut() {
+        col.component_mul_assign(&s.column(0));
+    }
+    out
+}
+
+impl TrainModel {
+    /// `x_0` for an input.
+    pub fn embed(&self, input: Input) -> DMatrix<f64> {
+        match (&self.input, input) {
+            (InputMap::Embedding { tokens, positions }, Input::Tokens { ids, seq }) => {
+                DMatrix::from_fn(self.width(), ids.len(), |i, t| {
+                    tokens[(i, ids[t] as usize)] + positions[(i, t % seq)]
+                })
+            }
+            (InputMap::Linear(w), Input::Vectors(x)) => crate::monte_carlo::gemm::nn(w, x),
+            _ => panic!("the input does not match the model's input map"),
+        }
+    }
+
+    /// The forward pass from the stream `x_0`.
+    pub fn forward_from(&self, x0: DMatrix<f64>) -> Pass {
+        let mut xs = Vec::with_capacity(self.depth() + 1);
+        xs.push(x0);
+        let mut blocks = Vec::with_capacity(self.depth());
+        for b in &self.blocks {
+            let x = xs.last().expect("x_0");
+            let (n_in, mut u) = slot(&b.n_in, self.eps, x);
+            if b.in_scale != 1.0 {
+                u *= b.in_scale;
+            }
+            let (out, branch) = b.branch.forward(&u);
+            let (n_br, br) = slot(&b.n_br, self.eps, &out);
+            let lambda = b.lambda.value();
+            // The Monte Carlo engine's order of operations: x * alpha + br * lambda.
+            let z = match &b.skip {
+                Skip::Fixed(a) => x * *a + &br * lambda,
+                Skip::Learnable(a) => scale_rows(x, a) + &br * lambda,
+            };
+            let z_sq = z.norm_squared() / z.len() as f64;
+            let (n_out, y) = slot(&b.n_out, self.eps, &z);
+            blocks.push(BlockCache {
+                n_in,
+                branch,
+                out,
+                n_br,
+                br,
+                n_out,
+                z_sq,
+            });
+            xs.push(y);
+        }
+        let (final_norm, top) = slot(&self.final_norm, self.eps, xs.last().expect("x_L"));
+        let output = crate::monte_carlo::gemm::nn(&self.head, &top);
+        Pass {
+            xs,
+            blocks,
+            final_norm,
+            top,
+            output,
+        }
+    }
+
+    /// The forward pass of an input.
+    pub fn forward(&self, input: Input) -> Pass {
+        self.forward_from(self.embed(input))
+    }
+
+    /// `(dL/dx_0, gradients of every parameter except the input map's, in [`Self::params`]
+    /// order)` for the output gradient `g = dL/df`.
+    fn backward_body(&self, p: &Pass, g: &DMatrix<f64>) -> (DMatrix<f64>, Vec<Vec<DMatrix<f64>>>) {
+        let depth = self.depth();
+        // Per layer 1..=L+1, each in params() order.
+        let mut per_layer: Vec<Vec<DMatrix<f64>>> = vec![Vec::new(); depth + 1];
+        let g_head = crate::monte_carlo::gemm::nt(g, &p.top);
+        let g_top = crate::monte_carlo::gemm::tn(&self.head, g);
+        let mut top_grads = Vec::new();
+        let mut gx = slot_back(&self.final_norm, &p.final_norm, &g_top, &mut top_grads);
+        top_grads.push(g_head);
+        per_layer[depth] = top_grads;
+        for l in (1..=depth).rev() {
+            let (b, c) = (&self.blocks[l - 1], &p.blocks[l - 1]);
+            let x = &p.xs[l - 1];
+            let mut out_grads = Vec::new();
+            let gz = slot_back(&b.n_out, &c.n_out, &gx, &mut out_grads);
+            let lambda = b.lambda.value();
+            let mut br_grads = Vec::new();
+            let g_o = slot_back(&b.n_br, &c.n_br, &(&gz * lambda), &mut br_grads);
+            let (mut gu, gw) = b.branch.backward(&c.branch, &g_o);
+            if b.in_scale != 1.0 {
+                gu *= b.in_scale;
+            }
+            let mut in_grads = Vec::new();
+            let g_in = slot_back(&b.n_in, &c.n_in, &gu, &mut in_grads);
+            let (skip_part, skip_grad) = match &b.skip {
+                Skip::Fixed(a) => (&gz * *a, None),
+                Skip::Learnable(a) => (scale_rows(&gz, a), Some(row_sums(&gz.component_mul(x)))),
+            };
+            gx = skip_part + g_in;
+            let mut grads = gw;
+            grads.extend(in_grads);
+            grads.extend(br_grads);
+            grads.extend(out_grads);
+            grads.extend(skip_grad);
+            if let Multiplier::Learnable(_) = b.lambda {
+                grads.push(DMatrix::from_element(1, 1, gz.dot(&c.br)));
+            }
+            per_layer[l - 1] = grads;
+        }
+        (gx, per_layer)
+    }
+
+    /// Gradients of every parameter, in [`Self::params`] order, for the output gradient
+    /// `g = dL/df` of a pass of `input`.
+    pub fn backward(&self, input: Input, p: &Pass, g: &DMatrix<f64>) -> Vec<DMatrix<f64>> {
+        let (g0, per_layer) = self.backward_body(p, g);
+        let mut out = match (&self.input, input) {
+            (InputMap::Embedding { tokens, positions }, Input::Tokens { ids, seq }) => {
+                let mut ge = DMatrix::zeros(tokens.nrows(), tokens.ncols());
+                let mut gp = DMatrix::zeros(positions.nrows(), positions.ncols());
+                for (t, col) in g0.column_iter().enumerate() {
+                    let mut e = ge.column_mut(ids[t] as usize);
+                    e += col;
+                    let mut q = gp.column_mut(t % seq);
+                    q += col;
+                }
+                vec![ge, gp]
+            }
+            (InputMap::Linear(_), Input::Vectors(x)) => {
+                vec![crate::monte_carlo::gemm::nt(&g0, x)]
+            }
+            _ => panic!("the input does not match the model's input map"),
+        };
+        out.extend(per_layer.into_iter().flatten());
+        out
+    }
+
+    /// The output tangent `df` for parameter tangents `dw` (in [`Self::params`] order) at the
+    /// pass `p` of `input`: forward-mode differentiation of the whole model.
+    pub fn jvp(&self, input: Input, p: &Pass, dw: &[DMatrix<f64>]) -> DMatrix<f64> {
+        let mut t = dw.iter();
+        let mut dx = match &self.input {
+            InputMap::Embedding { .. } => {
+                let (de, dp) = (t.next().expect("dE"), t.next().expect("dP"));
+                let Input::Tokens { ids, seq } = input else {
+                    panic!("the input does not match the model's input map")
+                };
+                DMatrix::from_fn(self.width(), ids.len(), |i, c| {
+                    de[(i, ids[c] as usize)] + dp[(i, c % seq)]
+                })
+            }
+            InputMap::Linear(_) => {
+                let Input::Vectors(x) = input else {
+                    panic!("the input does not match the model's input map")
+                };
+                crate::monte_carlo::gemm::nn(t.next().expect("dW_in"), x)
+            }
+        };
+        for (l, (b, c)) in self.blocks.iter().zip(&p.blocks).enumerate() {
+            let x = &p.xs[l];
+            let n_weights = b.branch.params().len();
+            let dwb: Vec<DMatrix<f64>> = (0..n_weights)
+                .map(|_| t.next().expect("a branch tangent").clone())
+                .collect();
+            let mut du = slot_jvp(&b.n_in, &c.n_in, &dx, &mut t);
+            if b.in_scale != 1.0 {
+                du *= b.in_scale;
+            }
+            let d_o = b.branch.jvp(&c.branch, Some(&du), Some(&dwb));
+            let d_br = slot_jvp(&b.n_br, &c.n_br, &d_o, &mut t);
+            // params() lists n_in, n_br, n_out, then omega and lambda: take n_out's tangents
+            // now and apply them after z.
+            let n_out_t: Vec<&DMatrix<f64>> = b
+                .n_out
+                .iter()
+                .flat_map(|n| n.params())
+                .map(|_| t.next().expect("an n_out tangent"))
+                .collect();
+            let mut dz = match &b.skip {
+                Skip::Fixed(a) => &dx * *a,
+                Skip::Learnable(a) => {
+                    let da = t.next().expect("an omega tangent");
+                    scale_rows(&dx, a) + scale_rows(x, da)
+                }
+            };
+            dz += &d_br * b.lambda.value();
+            if let Multiplier::Learnable(_) = b.lambda {
+                dz += &c.br * t.next().expect("a lambda tangent")[(0, 0)];
+            }
+            dx = slot_jvp(&b.n_out, &c.n_out, &dz, &mut n_out_t.into_iter());
+        }
+        let d_top = slot_jvp(&self.final_norm, &p.final_norm, &dx, &mut t);
+        let dh = t.next().expect("dH");
+        assert!(t.next().is_none(), "more tangents than parameters");
+        crate::monte_carlo::gemm::nn(&self.head, &d_top) + crate::monte_carlo::gemm::nn(dh, &p.top)
+    }
+}
+
+/// `(loss, dL/df)` of an output against its target.
+pub fn loss(f: &DMatrix<f64>, target: Target) -> (f64, DMatrix<f64>) {
+    match target {
+        Target::Classes { ids, weights } => {
+            let total: f64 = weights.iter().sum();
+            let mut g = DMatrix::zeros(f.nrows(), f.ncols());
+            let mut sum = 0.0;
+            for (t, col) in f.column_iter().enumerate() {
+                let w = weights[t];
+                if w == 0.0 {
+                    continue;
+                }
+                let m = col.max();
+                let z: f64 = col.iter().map(|v| (v - m).exp()).sum();
+                let lse = m + z.ln();
+                sum += w * (lse - col[ids[t] as usize]);
+                for (i, v) in col.iter().enumerate() {
+                    g[(i, t)] = w / total * (v - lse).exp();
+                }
+                g[(ids[t] as usize, t)] -= w / total;
+            }
+            (sum / total, g)
+        }
+        Target::Values(y) => {
+            let r = f - y;
+            let n = r.len() as f64;
+            (r.norm_squared() / n, r * (2.0 / n))
+        }
+    }
+}

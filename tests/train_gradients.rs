@@ -1,0 +1,246 @@
+//! The trainable model's whole-model gradients, for every preset x branch on small sizes:
+//! against central finite differences of the loss, by the adjoint identity `<v, J u> = <J^T
+//! v, u>` between the JVP and backward, and the init-time equivalence with the Monte Carlo
+//! engine's network on the same seed (issue 11, item 1-2).
+
+use nalgebra::DMatrix;
+use normscope::branch::Module;
+use normscope::model::RawModel;
+use normscope::monte_carlo::rng;
+use normscope::monte_carlo::sampling::{McConfig, RawMc};
+use normscope::placement;
+use normscope::tolerance;
+use normscope::train::init::{self, Io};
+use normscope::train::model::TrainModel;
+use normscope::train::pass::{self, Input, Target};
+use rand::SeedableRng;
+
+/// Branches the trainable model supports, with the input they are trained on.
+const BRANCHES: [&str; 6] = [
+    "linear",
+    "relu-mlp",
+    "gelu-mlp",
+    "attention",
+    "uniform-attention",
+    "transformer",
+];
+
+const D: usize = 8;
+const DEPTH: usize = 4;
+const VOCAB: usize = 5;
+const SEQ: usize = 3;
+const BATCH: usize = 2;
+
+fn config(branch: &str) -> McConfig {
+    let raw = RawModel {
+        depth: DEPTH,
+        branch: branch.into(),
+        width: D,
+        tokens: SEQ,
+        ..RawModel::default()
+    };
+    McConfig::new(
+        &raw,
+        &RawMc {
+            heads: 2,
+            ..RawMc::default()
+        },
+    )
+    .expect("valid config")
+}
+
+fn batch() -> (Vec<u32>, Vec<u32>, Vec<f64>) {
+    let n = BATCH * SEQ;
+    let ids = (0..n).map(|t| ((t * 3 + 1) % VOCAB) as u32).collect();
+    let targets = (0..n).map(|t| ((t * 2 + 3) % VOCAB) as u32).collect();
+    let weights = (0..n).map(|t| if t % 3 == 0 { 0.0 } else { 1.0 }).collect();
+    (ids, targets, weights)
+}
+
+/// Every (preset, branch) model at seed 1, with every parameter moved off its init (so that
+/// gains differ from 1, ReZero's lambda from 0, and no gradient vanishes by symmetry).
+fn models() -> Vec<(String, TrainModel)> {
+    let mut out = Vec::new();
+    for p in placement::REGISTRY {
+        for branch in BRANCHES {
+            let cfg = config(branch);
+            let spec = cfg.model.stack(p.name).expect("stack");
+            let io = Io::Tokens {
+                vocab: VOCAB,
+                seq: SEQ,
+            };
+            let (ids, _, _) = batch();
+            let mut m = init::model(&spec, &cfg, io, true, 1, |m| {
+                m.embed(Input::Tokens {
+                    ids: &ids,
+                    seq: SEQ,
+                })
+            });
+            let mut r = rng::Rng::seed_from_u64(7);
+            for w in m.params_mut() {
+                let noise = normscope::monte_carlo::sample::gaussian(&mut r, w.nrows(), w.ncols());
+                *w += noise * 0.1;
+            }
+            out.push((format!("{} x {branch}", p.name), m));
+        }
+    }
+    out
+}
+
+fn loss_of(m: &TrainModel) -> f64 {
+    let (ids, targets, weights) = batch();
+    let input = Input::Tokens {
+        ids: &ids,
+        seq: SEQ,
+    };
+    let p = m.forward(input);
+    pass::loss(
+        &p.output,
+        Target::Classes {
+            ids: &targets,
+            weights: &weights,
+        },
+    )
+    .0
+}
+
+fn direction(m: &TrainModel, seed: u64) -> Vec<DMatrix<f64>> {
+    let mut r = rng::Rng::seed_from_u64(seed);
+    m.params()
+        .iter()
+        .map(|(_, w)| normscope::monte_carlo::sample::gaussian(&mut r, w.nrows(), w.ncols()))
+        .collect()
+}
+
+fn moved(m: &TrainModel, dir: &[DMatrix<f64>], h: f64) -> TrainModel {
+    let mut out = m.clone();
+    for (w, d) in out.params_mut().into_iter().zip(dir) {
+        *w += d * h;
+    }
+    out
+}
+
+fn dot(a: &[DMatrix<f64>], b: &[DMatrix<f64>]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x.dot(y)).sum()
+}
+
+#[test]
+fn gradients_match_central_finite_differences() {
+    let (ids, targets, weights) = batch();
+    let input = Input::Tokens {
+        ids: &ids,
+        seq: SEQ,
+    };
+    for (name, m) in models() {
+        let p = m.forward(input);
+        let (_, g) = pass::loss(
+            &p.output,
+            Target::Classes {
+                ids: &targets,
+                weights: &weights,
+            },
+        );
+        let grads = m.backward(input, &p, &g);
+        let infos = m.params();
+        assert_eq!(grads.len(), infos.len(), "{name}");
+        // One direction per parameter tensor (so a wrong gradient is named), and one over all.
+        let all = direction(&m, 11);
+        for i in 0..=infos.len() {
+            let dir: Vec<DMatrix<f64>> = all
+                .iter()
+                .enumerate()
+                .map(|(j, d)| {
+                    if i == infos.len() || i == j {
+                        d.clone()
+                    } else {
+                        d * 0.0
+                    }
+                })
+                .collect();
+            let h = 1e-5;
+            let fd = (loss_of(&moved(&m, &dir, h)) - loss_of(&moved(&m, &dir, -h))) / (2.0 * h);
+            let an = dot(&grads, &dir);
+            let what = infos.get(i).map_or("all".to_string(), |(p, _)| {
+                format!("block {} {}", p.layer, p.name)
+            });
+            // Central differences: truncation O(h^2) ~ 1e-10 and rounding ~1e-16/h ~ 1e-11 of
+            // unit-size losses; FINITE_DIFFERENCE (1e-6) leaves room for curvature.
+            assert!(
+                (fd - an).abs() <= tolerance::FINITE_DIFFERENCE * (1.0 + an.abs()),
+                "{name} {what}: finite difference {fd} vs backward {an}"
+            );
+        }
+    }
+}
+
+#[test]
+fn adjoint_identity_holds_for_the_whole_model() {
+    let (ids, _, _) = batch();
+    let input = Input::Tokens {
+        ids: &ids,
+        seq: SEQ,
+    };
+    for (name, m) in models() {
+        let p = m.forward(input);
+        let u = direction(&m, 21);
+        let ju = m.jvp(input, &p, &u);
+        let v = normscope::monte_carlo::sample::gaussian(
+            &mut rng::Rng::seed_from_u64(31),
+            p.output.nrows(),
+            p.output.ncols(),
+        );
+        let jtv = m.backward(input, &p, &v);
+        let (lhs, rhs) = (v.dot(&ju), dot(&jtv, &u));
+        assert!(
+            (lhs - rhs).abs() <= tolerance::ACCUMULATED * (1.0 + lhs.abs()),
+            "{name}: <v, J u> = {lhs} vs <J^T v, u> = {rhs}"
+        );
+    }
+}
+
+#[test]
+fn at_init_the_trainable_model_is_the_monte_carlo_network() {
+    // The Monte Carlo engine's network 0 of each stack (its own seed stream), made into a
+    // trainable model: the streams and the branch weights' gradients are the engine's, bit for
+    // bit (affine gains 1 and biases 0 act exactly).
+    for p in placement::REGISTRY {
+        for branch in BRANCHES {
+            let cfg = config(branch);
+            let spec = cfg.model.stack(p.name).expect("stack");
+            let hash = rng::config_hash(&cfg.canonical(spec.seed_name()));
+            let mut r = rng::network_rng(cfg.seed, hash, 0);
+            let net = normscope::monte_carlo::sampler::network::<f64>(&spec, &cfg, &mut r);
+            let fw = net.forward(|_, _, _| {});
+            let omegas: Vec<f64> = fw.blocks.iter().map(|b| b.alpha).collect();
+            let head = normscope::monte_carlo::sample::gaussian(&mut r, 3, D);
+            let input = normscope::train::model::InputMap::Linear(DMatrix::identity(D, D));
+            let m = TrainModel::from_network(net.clone(), input, head.clone(), true, &omegas);
+            let pass = m.forward(Input::Vectors(&net.input));
+            for (l, (a, b)) in pass.xs.iter().zip(&fw.xs).enumerate() {
+                assert_eq!(a, b, "{} x {branch}: stream x_{l}", p.name);
+            }
+            let g = normscope::monte_carlo::sample::gaussian(&mut r, 3, net.input.ncols());
+            let grads = m.backward(Input::Vectors(&net.input), &pass, &g);
+            // Network::backward takes dL/d(output) after the final norm: the head's H^T g.
+            let bw = net.backward(&fw, &normscope::monte_carlo::gemm::tn(&head, &g));
+            let infos = m.params();
+            for (l, wg) in bw.weight_grads.iter().enumerate() {
+                let names: Vec<&str> = net.branches[l].params().iter().map(|p| p.0).collect();
+                for (k, want) in wg.iter().enumerate() {
+                    let i = infos
+                        .iter()
+                        .position(|(p, _)| p.layer == l + 1 && p.name == names[k])
+                        .expect("parameter listed");
+                    let got = &grads[i];
+                    assert!(
+                        (got - want).norm() <= tolerance::ROUNDING_CHAIN * (1.0 + want.norm()),
+                        "{} x {branch}: block {} {} gradient",
+                        p.name,
+                        l + 1,
+                        names[k]
+                    );
+                }
+            }
+        }
+    }
+}
