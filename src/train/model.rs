@@ -68,8 +68,8 @@ impl Multiplier {
 pub struct TrainBlock {
     /// `N_in` (with its affine), if a norm.
     pub n_in: Option<NormLayer>,
-    /// `s_l` after `N_in`.
-    pub in_scale: f64,
+    /// `s_l` after `N_in` (LayerNorm-Scaling's `1/sqrt(l)`), if any.
+    pub in_scale: Option<f64>,
     /// The branch `F_l`.
     pub branch: Branch<f64>,
     /// `N_br`, if a norm.
@@ -137,8 +137,8 @@ impl TrainModel {
                 TrainBlock {
                     n_in: slot(b.n_in),
                     in_scale: match b.in_scale {
-                        InputScale::One => 1.0,
-                        InputScale::InvSqrtLayer => 1.0 / ((i + 1) as f64).sqrt(),
+                        InputScale::One => None,
+                        InputScale::InvSqrtLayer => Some(1.0 / ((i + 1) as f64).sqrt()),
                     },
                     branch,
                     n_br: slot(b.n_br),
@@ -239,10 +239,8 @@ impl TrainModel {
         }
         for b in &mut self.blocks {
             out.extend(b.branch.params_mut());
-            for n in [&mut b.n_in, &mut b.n_br, &mut b.n_out] {
-                if let Some(n) = n {
-                    out.extend(n.params_mut());
-                }
+            for n in [&mut b.n_in, &mut b.n_br, &mut b.n_out].into_iter().flatten() {
+                out.extend(n.params_mut());
             }
             if let Skip::Learnable(m) = &mut b.skip {
                 out.push(m);

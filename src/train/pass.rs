@@ -166,8 +166,8 @@ impl TrainModel {
         for b in &self.blocks {
             let x = xs.last().expect("x_0");
             let (n_in, mut u) = slot(&b.n_in, self.eps, x);
-            if b.in_scale != 1.0 {
-                u *= b.in_scale;
+            if let Some(s) = b.in_scale {
+                u *= s;
             }
             let (out, branch) = b.branch.forward(&u);
             let (n_br, br) = slot(&b.n_br, self.eps, &out);
@@ -227,8 +227,8 @@ impl TrainModel {
             let mut br_grads = Vec::new();
             let g_o = slot_back(&b.n_br, &c.n_br, &(&gz * lambda), &mut br_grads);
             let (mut gu, gw) = b.branch.backward(&c.branch, &g_o);
-            if b.in_scale != 1.0 {
-                gu *= b.in_scale;
+            if let Some(s) = b.in_scale {
+                gu *= s;
             }
             let mut in_grads = Vec::new();
             let g_in = slot_back(&b.n_in, &c.n_in, &gu, &mut in_grads);
@@ -303,8 +303,8 @@ impl TrainModel {
                 .map(|_| t.next().expect("a branch tangent").clone())
                 .collect();
             let mut du = slot_jvp(&b.n_in, &c.n_in, &dx, &mut t);
-            if b.in_scale != 1.0 {
-                du *= b.in_scale;
+            if let Some(s) = b.in_scale {
+                du *= s;
             }
             let d_o = b.branch.jvp(&c.branch, Some(&du), Some(&dwb));
             let d_br = slot_jvp(&b.n_br, &c.n_br, &d_o, &mut t);
