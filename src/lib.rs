@@ -42,6 +42,8 @@
 //!   error names its field).
 //! - [`budget`]: memory estimates checked before a run allocates anything.
 //! - [`tolerance`]: the test suites' tolerances, named once with their reasons.
+//! - [`train`]: trainable models of the same stacks, their gradients, optimizers, schedules,
+//!   seeded tasks and the training log (README "Training", `../shared/TRAINING.md`).
 //! - [`analyses`]: the analyses that regenerate `data/` and `figures/` (source in
 //!   `analyses/`).
 //!

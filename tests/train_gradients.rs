@@ -10,9 +10,10 @@ use normscope::monte_carlo::rng;
 use normscope::monte_carlo::sampling::{McConfig, RawMc};
 use normscope::placement;
 use normscope::tolerance;
-use normscope::train::init::{self, Io};
+use normscope::train::init;
 use normscope::train::model::TrainModel;
 use normscope::train::pass::{self, Input, Target};
+use normscope::train::task::Io;
 use rand::SeedableRng;
 
 /// Branches the trainable model supports, with the input they are trained on.

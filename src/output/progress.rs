@@ -18,16 +18,23 @@ pub struct DelayedBar {
 impl DelayedBar {
     /// A hidden bar over `len` networks.
     pub fn networks(len: u64) -> Self {
+        Self::with_template(len, "mc [{bar:30}] {pos}/{len} networks, eta {eta}")
+    }
+
+    /// A hidden bar over `len` training updates (of every run).
+    pub fn steps(len: u64) -> Self {
+        Self::with_template(len, "train [{bar:30}] {pos}/{len} updates, eta {eta}")
+    }
+
+    fn with_template(len: u64, template: &str) -> Self {
         let bar = indicatif::ProgressBar::with_draw_target(
             Some(len),
             indicatif::ProgressDrawTarget::hidden(),
         );
         bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "mc [{bar:30}] {pos}/{len} networks, eta {eta}",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
+            indicatif::ProgressStyle::with_template(template)
+                .expect("valid template")
+                .progress_chars("=> "),
         );
         DelayedBar {
             bar,

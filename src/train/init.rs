@@ -20,6 +20,7 @@
 //! the head is drawn from the init scheme (fan-in d).
 
 use super::model::{InputMap, TrainModel};
+use super::task::Io;
 use crate::branch::Branch;
 use crate::monte_carlo::network::Network;
 use crate::monte_carlo::rng::{Rng, config_hash, splitmix64};
@@ -28,25 +29,6 @@ use crate::monte_carlo::sampling::McConfig;
 use crate::spec::{SkipScale, StackSpec};
 use nalgebra::DMatrix;
 use rand::SeedableRng;
-
-/// What the model reads and writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Io {
-    /// Token sequences over a vocabulary, `seq` tokens per sequence.
-    Tokens {
-        /// Vocabulary size.
-        vocab: usize,
-        /// Tokens per sequence.
-        seq: usize,
-    },
-    /// Vectors in, vectors out.
-    Vectors {
-        /// Input dimension.
-        d_in: usize,
-        /// Output dimension.
-        d_out: usize,
-    },
-}
 
 /// The stream of initial weights of training seed `seed` (independent of the preset).
 pub fn weight_rng(seed: u64) -> Rng {

@@ -1,17 +1,26 @@
 //! Training: trainable models built from the same [`crate::spec::StackSpec`] and branch
 //! modules as the Monte Carlo engine, their whole-model gradients, optimizers and schedules,
-//! seeded tasks, and the per-step log (issue 11; `../shared/TRAINING.md`).
+//! seeded tasks, and the per-step log (`../shared/TRAINING.md`; README "Training").
 //!
-//! - [`optim`]: SGD (momentum), Adam, AdamW, global-norm clipping.
-//! - [`schedule`]: constant, linear warmup then constant / linear decay / inverse square root /
-//!   cosine.
+//! - [`model`], [`layer_norm`], [`init`]: the trainable model, its norms with learnable
+//!   affine maps, and every preset's init recipe (the body drawn by the Monte Carlo sampler).
+//! - [`pass`]: forward, backward and JVP of the whole model, and the losses.
+//! - [`optim`]: SGD (momentum), Adam, AdamW, global-norm clipping; [`schedule`]: constant,
+//!   linear warmup then constant / linear decay / inverse square root / cosine.
 //! - [`task`]: teacher-student regression, next-token prediction from a random teacher
 //!   Transformer, copy / reverse / sort; every batch drawn from a seed.
+//! - [`config`], [`run`], [`diagnostics`], [`log`]: a checked request, the loop and what it
+//!   logs, the tidy table; [`dump`]: the initial weights and batches for the PyTorch check.
 
-// pub mod optim;
-// pub mod schedule;
-// pub mod task;
+pub mod config;
+pub mod diagnostics;
+pub mod dump;
 pub mod init;
 pub mod layer_norm;
+pub mod log;
 pub mod model;
+pub mod optim;
 pub mod pass;
+pub mod run;
+pub mod schedule;
+pub mod task;

@@ -239,7 +239,10 @@ impl TrainModel {
         }
         for b in &mut self.blocks {
             out.extend(b.branch.params_mut());
-            for n in [&mut b.n_in, &mut b.n_br, &mut b.n_out].into_iter().flatten() {
+            for n in [&mut b.n_in, &mut b.n_br, &mut b.n_out]
+                .into_iter()
+                .flatten()
+            {
                 out.extend(n.params_mut());
             }
             if let Skip::Learnable(m) = &mut b.skip {

@@ -142,6 +142,14 @@ pub enum Command {
   normscope compare --preset pre,post --branch relu-mlp --init he --depth 16 --width 64 --samples 32
   normscope compare --placements examples/placements/depth-mup.toml --preset depth-mup --depth 16 --metrics eff_depth")]
     Compare(McArgs),
+    /// Train presets on a seeded task with per-layer diagnostics (tidy CSV, one value per row).
+    #[command(after_help = "Examples:
+  normscope train --preset pre,post,deepnorm --branch transformer --task teacher-lm --depth 12 --lr 1e-2 --steps 400 --seeds 0..8 --out runs.csv
+  normscope train --preset post --warmup 100 --schedule inv-sqrt --lr 1e-2 --steps 400
+  normscope train --preset pre,post --branch relu-mlp --task regression --depth 24 --optimizer sgd --momentum 0.9 --lr 0.05
+  normscope train --preset post --task copy --vocab 10 --seq 16 --seeds 0..4 --log-every 1 --out copy.parquet
+  normscope train --preset deepnorm --seeds 0 --steps 60 --dump-init init.json")]
+    Train(Box<crate::train::TrainArgs>),
     /// Time the reference workload against plain PyTorch and the machine's GEMM rate.
     #[command(after_help = "Examples:
   normscope bench --no-torch

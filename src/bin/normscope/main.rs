@@ -4,6 +4,7 @@
 
 mod bench;
 mod cli;
+mod train;
 
 use clap::Parser;
 use cli::{Cli, Command, ReproduceArgs};
@@ -164,6 +165,10 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             )
         }
         Command::Bench(a) => bench(&a),
+        Command::Train(a) => {
+            let out = out_path(&a.out)?;
+            train::train(&a, out)
+        }
         Command::Completions { shell } => {
             use clap::CommandFactory;
             let mut buf = Vec::new();

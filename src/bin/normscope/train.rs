@@ -1,0 +1,216 @@
+//! `normscope train`: its flags and its glue (check, run with a progress bar, write the log
+//! atomically, or dump one run's initial weights and batches).
+
+use clap::Args;
+use normscope::Error;
+use normscope::model::RawModel;
+use normscope::monte_carlo::RawMc;
+use normscope::output::{atomic, table};
+use normscope::spec::NormKind;
+use normscope::train::config::RawTrain;
+use normscope::train::task::{TaskConfig, TaskKind};
+use std::path::PathBuf;
+
+/// `normscope train`.
+#[derive(Debug, Args)]
+pub struct TrainArgs {
+    /// Comma-separated presets (see `normscope presets`); all train on the same data from
+    /// the same seeds.
+    #[arg(long, default_value = "pre,post")]
+    pub preset: String,
+    /// Branch: linear, relu-mlp (mlp), gelu-mlp, attention, uniform-attention, transformer
+    /// (attention and ReLU MLP blocks alternating).
+    #[arg(long, default_value = "transformer")]
+    pub branch: String,
+    /// Residual blocks L (a Transformer layer is two blocks).
+    #[arg(long, default_value_t = 12)]
+    pub depth: usize,
+    /// Width d.
+    #[arg(long, default_value_t = 32)]
+    pub width: usize,
+    /// Attention heads (must divide --width).
+    #[arg(long, default_value_t = 4)]
+    pub heads: usize,
+    /// MLP hidden width as a multiple of d.
+    #[arg(long, default_value_t = 4.0)]
+    pub hidden_ratio: f64,
+    /// Init scheme of the branch matrices and the head: xavier, he, torch-default, bert.
+    #[arg(long, default_value = "xavier")]
+    pub init: String,
+    /// Normalizer of every norm slot.
+    #[arg(long, value_enum, default_value_t = NormKind::Layer)]
+    pub norm: NormKind,
+    /// No learnable gain and bias on the norms.
+    #[arg(long)]
+    pub no_affine: bool,
+    /// Norm epsilon.
+    #[arg(long, default_value_t = 1e-5)]
+    pub eps: f64,
+    /// Task: regression, teacher-lm, copy, reverse, sort.
+    #[arg(long, default_value = "teacher-lm")]
+    pub task: String,
+    /// Vocabulary size (sequence tasks; copy/reverse/sort use one id as the separator).
+    #[arg(long, default_value_t = TaskConfig::default().vocab)]
+    pub vocab: usize,
+    /// Tokens per sequence the model sees (copy/reverse/sort: even, 2k for k symbols).
+    #[arg(long, default_value_t = TaskConfig::default().seq)]
+    pub seq: usize,
+    /// Regression input dimension.
+    #[arg(long, default_value_t = TaskConfig::default().d_in)]
+    pub task_in: usize,
+    /// Regression output dimension.
+    #[arg(long, default_value_t = TaskConfig::default().d_out)]
+    pub task_out: usize,
+    /// Teacher depth (regression: residual MLP blocks; teacher-lm: Transformer layers).
+    #[arg(long, default_value_t = TaskConfig::default().teacher_depth)]
+    pub teacher_depth: usize,
+    /// Teacher width.
+    #[arg(long, default_value_t = TaskConfig::default().teacher_width)]
+    pub teacher_width: usize,
+    /// Regression noise standard deviation (its square is the loss floor).
+    #[arg(long, default_value_t = TaskConfig::default().noise)]
+    pub noise: f64,
+    /// Teacher-lm softmax temperature.
+    #[arg(long, default_value_t = TaskConfig::default().temperature)]
+    pub teacher_temperature: f64,
+    /// Seed of the teacher's weights and of the evaluation set.
+    #[arg(long, default_value_t = TaskConfig::default().teacher_seed)]
+    pub teacher_seed: u64,
+    /// Optimizer: sgd, adam, adamw.
+    #[arg(long, default_value = "adam")]
+    pub optimizer: String,
+    /// Peak learning rate.
+    #[arg(long, default_value_t = 1e-3, allow_hyphen_values = true)]
+    pub lr: f64,
+    /// Adam/AdamW beta1 (default 0.9).
+    #[arg(long, allow_hyphen_values = true)]
+    pub beta1: Option<f64>,
+    /// Adam/AdamW beta2 (default 0.999).
+    #[arg(long, allow_hyphen_values = true)]
+    pub beta2: Option<f64>,
+    /// Adam/AdamW epsilon (default 1e-8).
+    #[arg(long, allow_hyphen_values = true)]
+    pub adam_eps: Option<f64>,
+    /// AdamW's decoupled weight decay (default 0.01; matrices only).
+    #[arg(long, allow_hyphen_values = true)]
+    pub weight_decay: Option<f64>,
+    /// SGD momentum (default 0).
+    #[arg(long, allow_hyphen_values = true)]
+    pub momentum: Option<f64>,
+    /// Clip the global gradient norm to this value.
+    #[arg(long, allow_hyphen_values = true)]
+    pub clip: Option<f64>,
+    /// Schedule after warmup: constant, linear, inv-sqrt, cosine.
+    #[arg(long, default_value = "constant")]
+    pub schedule: String,
+    /// Linear warmup updates (0..=steps).
+    #[arg(long, default_value_t = 0)]
+    pub warmup: u64,
+    /// Updates.
+    #[arg(long, default_value_t = 400)]
+    pub steps: u64,
+    /// Sequences (or examples) per batch.
+    #[arg(long, default_value_t = 16)]
+    pub batch: usize,
+    /// Seeds: a..b (half-open), a..=b, a comma list, or one; paired across presets.
+    #[arg(long, default_value = "0")]
+    pub seeds: String,
+    /// Evaluate (eval loss, output change, norm inputs, attention) every this many updates.
+    #[arg(long, default_value_t = 25)]
+    pub eval_every: u64,
+    /// Batches in the fixed evaluation set.
+    #[arg(long, default_value_t = 4)]
+    pub eval_batches: usize,
+    /// Log the training loss, gradient norms, update ratios and Adam statistics every this
+    /// many updates (1 = every update).
+    #[arg(long, default_value_t = 10)]
+    pub log_every: u64,
+    /// Write one run's initial weights, architecture, learning rates and batches as JSON to
+    /// this file (one preset, one seed) and train nothing; see the README's "Training".
+    #[arg(long, value_name = "FILE")]
+    pub dump_init: Option<PathBuf>,
+    /// Output file, written atomically: CSV, or Parquet if it ends in .parquet; stdout if
+    /// absent or -.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+impl TrainArgs {
+    /// The raw request.
+    pub fn raw(&self) -> normscope::Result<RawTrain> {
+        Ok(RawTrain {
+            presets: self.preset.clone(),
+            model: RawModel {
+                depth: self.depth,
+                branch: self.branch.clone(),
+                init: self.init.clone(),
+                hidden_ratio: self.hidden_ratio,
+                width: self.width,
+                norm: self.norm,
+                ..RawModel::default()
+            },
+            mc: RawMc {
+                eps: self.eps,
+                heads: self.heads,
+                ..RawMc::default()
+            },
+            affine: !self.no_affine,
+            task: TaskConfig {
+                kind: TaskKind::parse(&self.task)?,
+                vocab: self.vocab,
+                seq: self.seq,
+                d_in: self.task_in,
+                d_out: self.task_out,
+                teacher_depth: self.teacher_depth,
+                teacher_width: self.teacher_width,
+                noise: self.noise,
+                temperature: self.teacher_temperature,
+                teacher_seed: self.teacher_seed,
+            },
+            optimizer: self.optimizer.clone(),
+            beta1: self.beta1,
+            beta2: self.beta2,
+            adam_eps: self.adam_eps,
+            weight_decay: self.weight_decay,
+            momentum: self.momentum,
+            clip: self.clip,
+            lr: self.lr,
+            schedule: self.schedule.clone(),
+            warmup: self.warmup,
+            steps: self.steps,
+            batch: self.batch,
+            seeds: self.seeds.clone(),
+            eval_every: self.eval_every,
+            eval_batches: self.eval_batches,
+            log_every: self.log_every,
+        })
+    }
+}
+
+/// Runs `normscope train`.
+pub fn train(a: &TrainArgs, out: Option<&std::path::Path>) -> normscope::Result<()> {
+    if let Some(p) = &a.dump_init {
+        atomic::check_target("--dump-init", p)?;
+    }
+    let cfg = a.raw()?.check()?;
+    if let Some(p) = &a.dump_init {
+        if cfg.presets.len() != 1 || cfg.seeds.len() != 1 {
+            return Err(Error::invalid(
+                "--dump-init",
+                p.display(),
+                "a file for one run: give one --preset and one --seeds value",
+            ));
+        }
+        let task = normscope::train::task::build(&cfg.task)?;
+        let text =
+            normscope::train::dump::dump(&cfg, task.as_ref(), &cfg.presets[0], cfg.seeds[0])?;
+        return atomic::write_bytes(p, text.as_bytes());
+    }
+    let total = cfg.schedule.steps * (cfg.presets.len() * cfg.seeds.len()) as u64;
+    let bar = normscope::output::progress::DelayedBar::steps(total);
+    let records = normscope::train::run::run(&cfg, &bar)?;
+    bar.finish();
+    let mut df = normscope::train::log::frame(&cfg, &records)?;
+    let bytes = table::Format::of(out).encode(&mut df)?;
+    super::emit(out, &bytes)
+}

@@ -1,0 +1,302 @@
+//! A checked training request: every field validated, each error naming its flag and what
+//! it accepts, and the run's memory estimated before anything is allocated.
+
+use super::optim::OptimizerKind;
+use super::schedule::{Decay, Schedule};
+use super::task::{Io, TaskConfig, TaskKind};
+use crate::branch::{Block, BranchKind};
+use crate::model::{RawModel, parse_presets};
+use crate::monte_carlo::sampling::{McConfig, RawMc};
+use crate::{Error, Result};
+
+/// Branches a trainable model can have (cross-attention attends to a fixed memory that a
+/// training task does not provide).
+pub const TRAINABLE_BRANCHES: &str =
+    "linear, relu-mlp (mlp), gelu-mlp, attention, uniform-attention, transformer";
+
+/// Raw training settings, as the command line gives them.
+#[derive(Clone, Debug)]
+pub struct RawTrain {
+    /// Comma-separated presets.
+    pub presets: String,
+    /// The body: branch, depth, width, init, hidden ratio, norm kind (other fields unused).
+    pub model: RawModel,
+    /// Heads and norm epsilon (other fields unused).
+    pub mc: RawMc,
+    /// Learnable gains and biases on every norm.
+    pub affine: bool,
+    /// The task.
+    pub task: TaskConfig,
+    /// Optimizer name.
+    pub optimizer: String,
+    /// Adam's beta1 / SGD's momentum / AdamW's decay, if given.
+    pub beta1: Option<f64>,
+    /// Adam's beta2.
+    pub beta2: Option<f64>,
+    /// Adam's epsilon.
+    pub adam_eps: Option<f64>,
+    /// AdamW's weight decay.
+    pub weight_decay: Option<f64>,
+    /// SGD's momentum.
+    pub momentum: Option<f64>,
+    /// Global-norm clipping threshold.
+    pub clip: Option<f64>,
+    /// Peak learning rate.
+    pub lr: f64,
+    /// Schedule after warmup.
+    pub schedule: String,
+    /// Warmup updates.
+    pub warmup: u64,
+    /// Updates.
+    pub steps: u64,
+    /// Examples (sequences) per batch.
+    pub batch: usize,
+    /// Seeds, e.g. `0..32`, `0,3,7` or `5`.
+    pub seeds: String,
+    /// Evaluate every this many updates.
+    pub eval_every: u64,
+    /// Batches in the fixed evaluation set.
+    pub eval_batches: usize,
+    /// Log gradient, update and optimizer statistics every this many updates.
+    pub log_every: u64,
+}
+
+/// A checked training request.
+#[derive(Clone, Debug)]
+pub struct TrainConfig {
+    /// Presets, in the order given.
+    pub presets: Vec<String>,
+    /// The body's sampling settings (tokens = tokens per sequence).
+    pub mc: McConfig,
+    /// Learnable norm affine parameters.
+    pub affine: bool,
+    /// The task's settings.
+    pub task: TaskConfig,
+    /// What the model reads and writes.
+    pub io: Io,
+    /// The optimizer.
+    pub optimizer: OptimizerKind,
+    /// Global-norm clipping.
+    pub clip: Option<f64>,
+    /// The learning-rate schedule.
+    pub schedule: Schedule,
+    /// Examples per batch.
+    pub batch: usize,
+    /// Seeds, in order.
+    pub seeds: Vec<u64>,
+    /// Evaluation interval (updates).
+    pub eval_every: u64,
+    /// Evaluation batches.
+    pub eval_batches: usize,
+    /// Logging interval (updates).
+    pub log_every: u64,
+}
+
+/// Parses `a..b` (half-open), `a..=b`, a comma list, or one seed.
+pub fn parse_seeds(s: &str) -> Result<Vec<u64>> {
+    let bad = || {
+        Error::invalid(
+            "--seeds",
+            s,
+            "a range a..b (b > a) or a..=b, a comma list of integers, or one integer",
+        )
+    };
+    let num = |t: &str| t.trim().parse::<u64>().map_err(|_| bad());
+    let seeds: Vec<u64> = if let Some((a, b)) = s.split_once("..=") {
+        (num(a)?..=num(b)?).collect()
+    } else if let Some((a, b)) = s.split_once("..") {
+        (num(a)?..num(b)?).collect()
+    } else {
+        s.split(',').map(num).collect::<Result<_>>()?
+    };
+    let mut sorted = seeds.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if seeds.is_empty() || sorted.len() != seeds.len() || seeds.len() > 1 << 20 {
+        return Err(bad());
+    }
+    Ok(seeds)
+}
+
+fn positive(field: &'static str, v: Option<f64>, max: Option<f64>) -> Result<()> {
+    match v {
+        Some(x) if !(x.is_finite() && x > 0.0 && max.is_none_or(|m| x < m)) => Err(Error::invalid(
+            field,
+            x,
+            match max {
+                Some(m) => format!("a number in (0, {m})"),
+                None => "a finite number > 0".into(),
+            },
+        )),
+        _ => Ok(()),
+    }
+}
+
+impl RawTrain {
+    /// Validates every field.
+    pub fn check(&self) -> Result<TrainConfig> {
+        let presets = parse_presets(&self.presets)?;
+        let kind = BranchKind::parse(&self.model.branch)?;
+        if kind == BranchKind::CrossAttention {
+            return Err(Error::invalid(
+                "--branch",
+                &self.model.branch,
+                format!("a trainable branch: {TRAINABLE_BRANCHES}"),
+            ));
+        }
+        let task_kind = self.task.kind;
+        let attention = (1..=2).any(|l| matches!(kind.block(l, false), Block::Attention { .. }));
+        if task_kind == TaskKind::Regression && attention {
+            return Err(Error::invalid(
+                "--branch",
+                &self.model.branch,
+                "linear, relu-mlp or gelu-mlp for --task regression (its examples are not sequences to attend over)",
+            ));
+        }
+        if self.batch == 0 {
+            return Err(Error::invalid("--batch", 0, "an integer >= 1"));
+        }
+        for (field, v) in [
+            ("--eval-every", self.eval_every),
+            ("--log-every", self.log_every),
+        ] {
+            if v == 0 {
+                return Err(Error::invalid(field, 0, "an integer >= 1"));
+            }
+        }
+        if self.eval_batches == 0 {
+            return Err(Error::invalid("--eval-batches", 0, "an integer >= 1"));
+        }
+        let task = super::task::build(&self.task)?;
+        let io = task.io();
+        let tokens = match io {
+            Io::Tokens { seq, .. } => seq,
+            Io::Vectors { .. } => 1,
+        };
+        let raw = RawModel {
+            tokens,
+            ..self.model.clone()
+        };
+        let mc = McConfig::new(
+            &raw,
+            &RawMc {
+                samples: 2,
+                ..self.mc.clone()
+            },
+        )?;
+        let mut optimizer = OptimizerKind::parse(&self.optimizer)?;
+        match &mut optimizer {
+            OptimizerKind::Sgd { momentum } => {
+                if let Some(m) = self.momentum {
+                    *momentum = m;
+                }
+            }
+            OptimizerKind::Adam { beta1, beta2, eps } => {
+                set(beta1, self.beta1);
+                set(beta2, self.beta2);
+                set(eps, self.adam_eps);
+            }
+            OptimizerKind::AdamW {
+                beta1,
+                beta2,
+                eps,
+                weight_decay,
+            } => {
+                set(beta1, self.beta1);
+                set(beta2, self.beta2);
+                set(eps, self.adam_eps);
+                set(weight_decay, self.weight_decay);
+            }
+        }
+        optimizer.check()?;
+        let (sgd, adamw) = (
+            matches!(optimizer, OptimizerKind::Sgd { .. }),
+            matches!(optimizer, OptimizerKind::AdamW { .. }),
+        );
+        for (field, given, applies) in [
+            ("--momentum", self.momentum.is_some(), sgd),
+            ("--beta1", self.beta1.is_some(), !sgd),
+            ("--beta2", self.beta2.is_some(), !sgd),
+            ("--adam-eps", self.adam_eps.is_some(), !sgd),
+            ("--weight-decay", self.weight_decay.is_some(), adamw),
+        ] {
+            if given && !applies {
+                return Err(Error::invalid(
+                    field,
+                    "set",
+                    format!(
+                        "only with an optimizer that has it (--optimizer {} does not)",
+                        optimizer.name()
+                    ),
+                ));
+            }
+        }
+        positive("--clip", self.clip, None)?;
+        let schedule = Schedule::new(
+            self.lr,
+            self.warmup,
+            self.steps,
+            Decay::parse(&self.schedule)?,
+        )?;
+        let cfg = TrainConfig {
+            presets,
+            mc,
+            affine: self.affine,
+            task: self.task,
+            io,
+            optimizer,
+            clip: self.clip,
+            schedule,
+            batch: self.batch,
+            seeds: parse_seeds(&self.seeds)?,
+            eval_every: self.eval_every,
+            eval_batches: self.eval_batches,
+            log_every: self.log_every,
+        };
+        cfg.check_memory()?;
+        Ok(cfg)
+    }
+}
+
+fn set(slot: &mut f64, v: Option<f64>) {
+    if let Some(v) = v {
+        *slot = v;
+    }
+}
+
+impl TrainConfig {
+    /// Columns per batch (tokens of every sequence, or examples).
+    pub fn columns(&self) -> usize {
+        match self.io {
+            Io::Tokens { seq, .. } => seq * self.batch,
+            Io::Vectors { .. } => self.batch,
+        }
+    }
+
+    /// Refuses a run whose estimated peak memory does not fit, before allocating: per run in
+    /// flight (one per thread), the body's weights four times (parameters, gradients, two
+    /// optimizer moments) and its activations over a batch (the Monte Carlo estimate with a
+    /// backward pass), the ends, and the logits.
+    pub fn check_memory(&self) -> Result<()> {
+        let mut batch_cfg = self.mc.clone();
+        batch_cfg.model.branch.tokens = self.columns();
+        let depth = self.mc.model.depth;
+        let body =
+            crate::budget::network_bytes(&batch_cfg, depth, &[crate::metrics::Metric::GradSq]);
+        let (outputs, inputs) = match self.io {
+            Io::Tokens { vocab, seq } => (vocab, vocab + seq),
+            Io::Vectors { d_in, d_out } => (d_out, d_in),
+        };
+        let d = self.mc.model.branch.width as u128;
+        let ends = 4 * 8 * d * (inputs + outputs) as u128;
+        let logits = 3 * 8 * (outputs as u128) * (self.columns() as u128);
+        let eval = 8 * (self.eval_batches as u128) * (self.columns() as u128) * 4;
+        let per_run = body.saturating_mul(3).saturating_add(ends + logits + eval);
+        let runs = rayon::current_num_threads().min(self.presets.len() * self.seeds.len()) as u128;
+        crate::budget::check(
+            per_run.saturating_mul(runs),
+            "this training run",
+            "--width, --depth, --batch, --seq or the number of threads",
+        )
+    }
+}

@@ -1,0 +1,144 @@
+//! `normscope train --dump-init FILE`: one run's initial weights, architecture, optimizer,
+//! learning rates and every batch, as JSON, so that another implementation (the PyTorch
+//! reference, `benches/torch_train_reference.py`) can train the same network on the same data
+//! and compare loss curves.
+//!
+//! Format `normscope-train-init-v1` (every number a JSON number printed by serde_json's
+//! shortest round-trip representation, so f64 values are exact):
+//!
+//! ```text
+//! { "format": "normscope-train-init-v1", "preset", "seed",
+//!   "model": { "width", "heads", "eps", "norm": "layer"|"rms"|"identity", "affine",
+//!              "io": {"kind": "tokens", "vocab", "seq"} | {"kind": "vectors", "d_in", "d_out"},
+//!              "blocks": [ { "branch": {"kind": "linear"} | {"kind": "mlp", "activation": "relu"|"gelu"}
+//!                                     | {"kind": "attention", "uniform", "causal", "seq"},
+//!                            "n_in", "n_br", "n_out": bool (a norm in that slot),
+//!                            "in_scale": number|null, "skip": number|"learnable",
+//!                            "lambda": number|"learnable" } ],
+//!              "final_norm": bool },
+//!   "params": [ { "layer", "name", "shape": [rows, cols], "decay", "data": [row-major] } ],
+//!   "optimizer": { "name", ...its settings }, "clip": number|null,
+//!   "lrs": [lr of update 1, 2, ...],
+//!   "batches": [ {"inputs", "targets", "weights"} | {"x", "y" (row-major, d x size)} ] }
+//! ```
+//!
+//! Parameters are listed in the model's order ([`super::model::TrainModel::params`]) with
+//! normscope's shapes: a matrix maps columns (inputs) to rows (outputs), as `torch.nn.Linear`'s
+//! weight; the token embedding is d x vocab (the transpose of `torch.nn.Embedding`'s), the
+//! position embedding d x seq. Batch `k` is the one update `k + 1` trains on.
+
+use super::config::TrainConfig;
+use super::model::{Multiplier, Skip, TrainModel};
+use super::optim::OptimizerKind;
+use super::task::{Batch, Io, Task};
+use crate::branch::{Activation, Branch};
+use nalgebra::DMatrix;
+use serde_json::{Value, json};
+
+fn row_major(m: &DMatrix<f64>) -> Vec<f64> {
+    m.transpose().iter().copied().collect()
+}
+
+fn model_json(cfg: &TrainConfig, m: &TrainModel) -> Value {
+    let blocks: Vec<Value> = m
+        .blocks
+        .iter()
+        .map(|b| {
+            let branch = match &b.branch {
+                Branch::Linear(_) => json!({"kind": "linear"}),
+                Branch::Mlp(x) => json!({"kind": "mlp", "activation": match x.act {
+                    Activation::Relu => "relu",
+                    Activation::Gelu => "gelu",
+                }}),
+                Branch::Attention(a) => json!({"kind": "attention", "uniform": a.uniform,
+                    "causal": a.causal, "seq": a.seq}),
+                Branch::Cross(_) => json!({"kind": "cross-attention"}),
+            };
+            json!({
+                "branch": branch,
+                "n_in": b.n_in.is_some(),
+                "n_br": b.n_br.is_some(),
+                "n_out": b.n_out.is_some(),
+                "in_scale": b.in_scale,
+                "skip": match &b.skip {
+                    Skip::Fixed(a) => json!(a),
+                    Skip::Learnable(_) => json!("learnable"),
+                },
+                "lambda": match &b.lambda {
+                    Multiplier::Fixed(v) => json!(v),
+                    Multiplier::Learnable(_) => json!("learnable"),
+                },
+            })
+        })
+        .collect();
+    let io = match cfg.io {
+        Io::Tokens { vocab, seq } => json!({"kind": "tokens", "vocab": vocab, "seq": seq}),
+        Io::Vectors { d_in, d_out } => json!({"kind": "vectors", "d_in": d_in, "d_out": d_out}),
+    };
+    json!({
+        "width": m.width(),
+        "heads": cfg.mc.heads,
+        "eps": m.eps,
+        "norm": cfg.mc.model.norm.name(),
+        "affine": cfg.affine,
+        "io": io,
+        "blocks": blocks,
+        "final_norm": m.final_norm.is_some(),
+    })
+}
+
+fn optimizer_json(k: &OptimizerKind) -> Value {
+    match k {
+        OptimizerKind::Sgd { momentum } => json!({"name": "sgd", "momentum": momentum}),
+        OptimizerKind::Adam { beta1, beta2, eps } => {
+            json!({"name": "adam", "beta1": beta1, "beta2": beta2, "eps": eps})
+        }
+        OptimizerKind::AdamW {
+            beta1,
+            beta2,
+            eps,
+            weight_decay,
+        } => json!({"name": "adamw", "beta1": beta1, "beta2": beta2, "eps": eps,
+            "weight_decay": weight_decay}),
+    }
+}
+
+fn batch_json(b: &Batch) -> Value {
+    match b {
+        Batch::Tokens(t) => json!({"inputs": t.inputs, "targets": t.targets, "weights": t.weights}),
+        Batch::Vectors(v) => json!({"x": row_major(&v.x), "y": row_major(&v.y),
+            "size": v.x.ncols()}),
+    }
+}
+
+/// The dump of `preset`'s run from `seed` as JSON text.
+pub fn dump(cfg: &TrainConfig, task: &dyn Task, preset: &str, seed: u64) -> crate::Result<String> {
+    let (m, mut data, first) = super::run::start(cfg, task, preset, seed)?;
+    let params: Vec<Value> = m
+        .params()
+        .iter()
+        .map(|(i, w)| {
+            json!({"layer": i.layer, "name": i.name, "shape": [w.nrows(), w.ncols()],
+                "decay": i.decay, "data": row_major(w)})
+        })
+        .collect();
+    let mut batches = vec![batch_json(&first)];
+    for _ in 1..cfg.schedule.steps {
+        batches.push(batch_json(&task.batch(&mut data, cfg.batch)));
+    }
+    let lrs: Vec<f64> = (1..=cfg.schedule.steps)
+        .map(|s| cfg.schedule.lr(s))
+        .collect();
+    let v = json!({
+        "format": "normscope-train-init-v1",
+        "preset": preset,
+        "seed": seed,
+        "model": model_json(cfg, &m),
+        "params": params,
+        "optimizer": optimizer_json(&cfg.optimizer),
+        "clip": cfg.clip,
+        "lrs": lrs,
+        "batches": batches,
+    });
+    Ok(v.to_string())
+}

@@ -1,0 +1,92 @@
+//! The training log as a tidy long table: the settings a value was computed under, then
+//! `seed, step, layer, param, metric, value` (one value per row, the conventions of the other
+//! tables: empty where a column does not apply, never a non-finite value). CSV, or typed
+//! Parquet for a `.parquet` path ([`crate::output::table::Format`]).
+
+use super::config::TrainConfig;
+use super::run::Record;
+use crate::output::table::column;
+use crate::placement;
+use polars::prelude::*;
+
+/// The columns, in order.
+pub const COLUMNS: [&str; 20] = [
+    "preset",
+    "label",
+    "task",
+    "branch",
+    "norm",
+    "width",
+    "depth",
+    "heads",
+    "optimizer",
+    "lr",
+    "schedule",
+    "warmup",
+    "steps",
+    "batch",
+    "seed",
+    "step",
+    "layer",
+    "param",
+    "metric",
+    "value",
+];
+
+/// The log of a request's runs as a data frame (rows in the order given).
+pub fn frame(cfg: &TrainConfig, records: &[Record]) -> crate::Result<DataFrame> {
+    let n = records.len();
+    let label = |p: &str| {
+        placement::find(p)
+            .map(|x| x.label.to_string())
+            .unwrap_or_default()
+    };
+    let s = &cfg.schedule;
+    let cols = vec![
+        column(COLUMNS[0], records.iter().map(|r| r.preset.clone())),
+        column(COLUMNS[1], records.iter().map(|r| label(&r.preset))),
+        column(
+            COLUMNS[2],
+            std::iter::repeat_n(cfg.task.kind.name().to_string(), n),
+        ),
+        column(
+            COLUMNS[3],
+            std::iter::repeat_n(cfg.mc.kind.name().to_string(), n),
+        ),
+        column(
+            COLUMNS[4],
+            std::iter::repeat_n(cfg.mc.model.norm.name().to_string(), n),
+        ),
+        column(
+            COLUMNS[5],
+            std::iter::repeat_n(cfg.mc.model.branch.width as u64, n),
+        ),
+        column(
+            COLUMNS[6],
+            std::iter::repeat_n(cfg.mc.model.depth as u64, n),
+        ),
+        column(COLUMNS[7], std::iter::repeat_n(cfg.mc.heads as u64, n)),
+        column(
+            COLUMNS[8],
+            std::iter::repeat_n(cfg.optimizer.name().to_string(), n),
+        ),
+        column(COLUMNS[9], std::iter::repeat_n(s.peak, n)),
+        column(
+            COLUMNS[10],
+            std::iter::repeat_n(s.decay.name().to_string(), n),
+        ),
+        column(COLUMNS[11], std::iter::repeat_n(s.warmup, n)),
+        column(COLUMNS[12], std::iter::repeat_n(s.steps, n)),
+        column(COLUMNS[13], std::iter::repeat_n(cfg.batch as u64, n)),
+        column(COLUMNS[14], records.iter().map(|r| r.seed)),
+        column(COLUMNS[15], records.iter().map(|r| r.step)),
+        column(
+            COLUMNS[16],
+            records.iter().map(|r| r.layer.map(|l| l as u64)),
+        ),
+        column(COLUMNS[17], records.iter().map(|r| r.param.clone())),
+        column(COLUMNS[18], records.iter().map(|r| r.metric.to_string())),
+        column(COLUMNS[19], records.iter().map(|r| r.value)),
+    ];
+    Ok(DataFrame::new_infer_height(cols)?)
+}

@@ -1,0 +1,370 @@
+//! The training loop of one (preset, seed) run and what it logs (issue 11, item 6), and the
+//! runs of a request in parallel, reduced in (preset, seed) order so the log is byte-identical
+//! for any thread count.
+//!
+//! Pairing: the data stream of seed s ([`data_rng`]) and the initial weights
+//! ([`super::init::weight_rng`]) depend on the seed alone, so every preset sees the same
+//! batches in the same order and, where shapes match, starts from the same draws. The
+//! evaluation set and the probe batch (its first batch) are drawn once from the teacher seed
+//! and shared by every run.
+//!
+//! Logged per run (long format, one value per row; `layer` 0 is the input map, 1..=L the
+//! blocks, L + 1 the output norm and head):
+//!
+//! | metric | when | layer / param |
+//! |---|---|---|
+//! | `train_loss`, `lr` | every `--log-every` updates | - |
+//! | `grad_norm` | same, before clipping | every parameter tensor; `all` per layer; global |
+//! | `update_ratio` `‖Δθ_l‖/‖θ_l‖` | same | per layer |
+//! | `adam_v_mean`, `adam_v_max` (Adam's second moment, not bias-corrected) | same | per layer |
+//! | `eval_loss`, `excess_loss` (over the task's floor on the eval set) | step 0 and every `--eval-every` | - |
+//! | `output_change` `‖f(θ_t; P) - f(θ_0; P)‖_F / sqrt(columns)` on the probe batch P (Liu et al. 2020) | same | - |
+//! | `norm_input_rms` | same | per layer, param = slot |
+//! | `attn_max_logit`, `attn_entropy` | same | attention layers |
+//! | `eval_floor`, `context_free_loss` | step 0 | - |
+//! | `diverged` (1 or 0) | once: at the step flagged, else the last | - |
+//!
+//! Divergence ([`DIVERGE_FACTOR`], [`DIVERGE_EVALS`]): a non-finite training loss or gradient,
+//! or an evaluation loss above `DIVERGE_FACTOR` times the initial one at `DIVERGE_EVALS`
+//! consecutive evaluations. A flagged run stops there; the other runs go on. No non-finite
+//! number is logged.
+
+use super::config::TrainConfig;
+use super::diagnostics;
+use super::init;
+use super::model::TrainModel;
+use super::optim::{Optimizer, clip_global_norm};
+use super::pass::{self, Input, Target};
+use super::task::{Batch, Task};
+use crate::monte_carlo::Progress;
+use crate::monte_carlo::rng::{Rng, config_hash, splitmix64};
+use nalgebra::DMatrix;
+use rand::SeedableRng;
+use rayon::prelude::*;
+
+/// An evaluation loss above this multiple of the initial one counts toward divergence.
+pub const DIVERGE_FACTOR: f64 = 1.5;
+
+/// Consecutive evaluations above [`DIVERGE_FACTOR`] that flag a run as diverged.
+pub const DIVERGE_EVALS: usize = 3;
+
+/// One logged value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// Preset name.
+    pub preset: String,
+    /// Training seed.
+    pub seed: u64,
+    /// Update number (0 = at init).
+    pub step: u64,
+    /// Layer, if per layer.
+    pub layer: Option<usize>,
+    /// Parameter or slot, if per parameter (`all` for a layer's total).
+    pub param: Option<String>,
+    /// The quantity.
+    pub metric: &'static str,
+    /// Its value (always finite).
+    pub value: f64,
+}
+
+/// The data stream of training seed `seed`.
+pub fn data_rng(seed: u64) -> Rng {
+    Rng::seed_from_u64(splitmix64(
+        splitmix64(seed) ^ config_hash("normscope-train-data-v1"),
+    ))
+}
+
+/// The evaluation set's stream (shared by every run of a teacher).
+pub fn eval_rng(teacher_seed: u64) -> Rng {
+    Rng::seed_from_u64(splitmix64(
+        splitmix64(teacher_seed) ^ config_hash("normscope-train-eval-v1"),
+    ))
+}
+
+/// The model's input and the loss's target of a batch.
+pub fn views(b: &Batch) -> (Input<'_>, Target<'_>) {
+    match b {
+        Batch::Tokens(t) => (
+            Input::Tokens {
+                ids: &t.inputs,
+                seq: t.seq,
+            },
+            Target::Classes {
+                ids: &t.targets,
+                weights: &t.weights,
+            },
+        ),
+        Batch::Vectors(v) => (Input::Vectors(&v.x), Target::Values(&v.y)),
+    }
+}
+
+/// The weight of a batch in an average over batches (its loss weights, or its entries).
+fn batch_weight(b: &Batch) -> f64 {
+    match b {
+        Batch::Tokens(t) => t.weights.iter().sum(),
+        Batch::Vectors(v) => v.y.len() as f64,
+    }
+}
+
+/// Weighted mean loss of `m` over `set`.
+pub fn eval_loss(m: &TrainModel, set: &[Batch]) -> f64 {
+    let (mut sum, mut w) = (0.0, 0.0);
+    for b in set {
+        let (input, target) = views(b);
+        let p = m.forward(input);
+        let bw = batch_weight(b);
+        sum += pass::loss(&p.output, target).0 * bw;
+        w += bw;
+    }
+    sum / w
+}
+
+struct Logger<'a> {
+    preset: &'a str,
+    seed: u64,
+    out: Vec<Record>,
+}
+
+impl Logger<'_> {
+    fn put(
+        &mut self,
+        step: u64,
+        layer: Option<usize>,
+        param: Option<&str>,
+        metric: &'static str,
+        value: f64,
+    ) {
+        if value.is_finite() {
+            self.out.push(Record {
+                preset: self.preset.to_string(),
+                seed: self.seed,
+                step,
+                layer,
+                param: param.map(str::to_string),
+                metric,
+                value,
+            });
+        }
+    }
+}
+
+/// Per-layer square sums of a list of tensors in [`TrainModel::params`] order.
+fn layer_sq(layers: &[usize], tensors: &[&DMatrix<f64>], depth: usize) -> Vec<f64> {
+    let mut out = vec![0.0; depth + 2];
+    for (l, t) in layers.iter().zip(tensors) {
+        out[*l] += t.norm_squared();
+    }
+    out
+}
+
+/// The initial model of `preset` for training seed `seed`, the seed's data stream, and its
+/// first batch (on which Admin's `omega` is profiled).
+pub fn start(
+    cfg: &TrainConfig,
+    task: &dyn Task,
+    preset: &str,
+    seed: u64,
+) -> crate::Result<(TrainModel, Rng, Batch)> {
+    let spec = cfg.mc.model.stack(preset)?;
+    let mut data = data_rng(seed);
+    let first = task.batch(&mut data, cfg.batch);
+    let m = init::model(&spec, &cfg.mc, cfg.io, cfg.affine, seed, |m| {
+        m.embed(views(&first).0)
+    });
+    Ok((m, data, first))
+}
+
+/// Trains one preset from one seed.
+pub fn run_one(
+    cfg: &TrainConfig,
+    task: &dyn Task,
+    preset: &str,
+    seed: u64,
+    eval_set: &[Batch],
+    progress: &dyn Progress,
+) -> crate::Result<Vec<Record>> {
+    let (mut m, mut data, first) = start(cfg, task, preset, seed)?;
+    let infos: Vec<_> = m.params().into_iter().map(|(i, _)| i).collect();
+    let layers: Vec<usize> = infos.iter().map(|i| i.layer).collect();
+    let shapes: Vec<(usize, usize)> = m.params().iter().map(|(_, w)| w.shape()).collect();
+    let decay: Vec<bool> = infos.iter().map(|i| i.decay).collect();
+    let mut opt = Optimizer::new(cfg.optimizer, &shapes, &decay);
+    let depth = m.depth();
+    let mut log = Logger {
+        preset,
+        seed,
+        out: Vec::new(),
+    };
+    let probe = &eval_set[0];
+    let f0 = m.forward(views(probe).0).output;
+    let floor = {
+        let (mut s, mut w) = (0.0, 0.0);
+        for b in eval_set {
+            s += task.floor(b) * batch_weight(b);
+            w += batch_weight(b);
+        }
+        s / w
+    };
+    log.put(0, None, None, "eval_floor", floor);
+    log.put(0, None, None, "context_free_loss", task.context_free_loss());
+    let initial = evaluate(&m, eval_set, probe, &f0, floor, 0, &mut log);
+    let mut above = 0;
+    let mut batch = first;
+    let mut diverged_at = None;
+    for s in 1..=cfg.schedule.steps {
+        if s > 1 {
+            batch = task.batch(&mut data, cfg.batch);
+        }
+        let (input, target) = views(&batch);
+        let p = m.forward(input);
+        let (loss, g) = pass::loss(&p.output, target);
+        let mut grads = m.backward(input, &p, &g);
+        drop(p);
+        let logging = s == 1 || s % cfg.log_every == 0 || s == cfg.schedule.steps;
+        let finite = loss.is_finite() && grads.iter().all(|g| g.iter().all(|v| v.is_finite()));
+        if !finite {
+            diverged_at = Some(s);
+            progress.tick();
+            break;
+        }
+        let lr = cfg.schedule.lr(s);
+        if logging {
+            log.put(s, None, None, "train_loss", loss);
+            log.put(s, None, None, "lr", lr);
+            let gsq = layer_sq(&layers, &grads.iter().collect::<Vec<_>>(), depth);
+            for (i, info) in infos.iter().enumerate() {
+                log.put(
+                    s,
+                    Some(info.layer),
+                    Some(&info.name),
+                    "grad_norm",
+                    grads[i].norm(),
+                );
+            }
+            for (l, v) in gsq.iter().enumerate() {
+                log.put(s, Some(l), Some("all"), "grad_norm", v.sqrt());
+            }
+            log.put(
+                s,
+                None,
+                Some("all"),
+                "grad_norm",
+                gsq.iter().sum::<f64>().sqrt(),
+            );
+        }
+        if let Some(c) = cfg.clip {
+            clip_global_norm(&mut grads, c);
+        }
+        let before: Option<Vec<DMatrix<f64>>> =
+            logging.then(|| m.params().iter().map(|(_, w)| (*w).clone()).collect());
+        opt.step(&mut m.params_mut(), &grads, lr);
+        if let Some(before) = before {
+            let now = m.params();
+            let delta: Vec<DMatrix<f64>> =
+                now.iter().zip(&before).map(|((_, w), b)| *w - b).collect();
+            let dsq = layer_sq(&layers, &delta.iter().collect::<Vec<_>>(), depth);
+            let wsq = layer_sq(&layers, &before.iter().collect::<Vec<_>>(), depth);
+            for l in 0..=depth + 1 {
+                if wsq[l] > 0.0 {
+                    log.put(
+                        s,
+                        Some(l),
+                        Some("all"),
+                        "update_ratio",
+                        (dsq[l] / wsq[l]).sqrt(),
+                    );
+                }
+            }
+            let mut v_sum = vec![0.0; depth + 2];
+            let mut v_n = vec![0usize; depth + 2];
+            let mut v_max = vec![f64::NEG_INFINITY; depth + 2];
+            for (i, l) in layers.iter().enumerate() {
+                if let Some(v) = opt.second_moment(i) {
+                    v_sum[*l] += v.sum();
+                    v_n[*l] += v.len();
+                    v_max[*l] = v_max[*l].max(v.max());
+                }
+            }
+            for l in 0..=depth + 1 {
+                if v_n[l] > 0 {
+                    log.put(
+                        s,
+                        Some(l),
+                        Some("all"),
+                        "adam_v_mean",
+                        v_sum[l] / v_n[l] as f64,
+                    );
+                    log.put(s, Some(l), Some("all"), "adam_v_max", v_max[l]);
+                }
+            }
+        }
+        if s % cfg.eval_every == 0 || s == cfg.schedule.steps {
+            let e = evaluate(&m, eval_set, probe, &f0, floor, s, &mut log);
+            above = if !e.is_finite() || e > DIVERGE_FACTOR * initial {
+                above + 1
+            } else {
+                0
+            };
+            if !e.is_finite() || above >= DIVERGE_EVALS {
+                diverged_at = Some(s);
+                progress.tick();
+                break;
+            }
+        }
+        progress.tick();
+    }
+    match diverged_at {
+        Some(s) => log.put(s, None, None, "diverged", 1.0),
+        None => log.put(cfg.schedule.steps, None, None, "diverged", 0.0),
+    }
+    Ok(log.out)
+}
+
+/// Logs the evaluation-time quantities at `step`; returns the evaluation loss.
+fn evaluate(
+    m: &TrainModel,
+    eval_set: &[Batch],
+    probe: &Batch,
+    f0: &DMatrix<f64>,
+    floor: f64,
+    step: u64,
+    log: &mut Logger,
+) -> f64 {
+    let e = eval_loss(m, eval_set);
+    log.put(step, None, None, "eval_loss", e);
+    log.put(step, None, None, "excess_loss", e - floor);
+    let p = m.forward(views(probe).0);
+    let change = (&p.output - f0).norm() / (f0.ncols() as f64).sqrt();
+    log.put(step, None, None, "output_change", change);
+    for (l, slot, v) in diagnostics::norm_inputs(m, &p) {
+        log.put(step, Some(l), Some(slot), "norm_input_rms", v);
+    }
+    for (l, a) in diagnostics::attention(m, &p) {
+        log.put(step, Some(l), None, "attn_max_logit", a.max_logit);
+        log.put(step, Some(l), None, "attn_entropy", a.entropy);
+    }
+    e
+}
+
+/// Every (preset, seed) run of a request, in parallel, in (preset, seed) order.
+pub fn run(cfg: &TrainConfig, progress: &(dyn Progress + Sync)) -> crate::Result<Vec<Record>> {
+    let task = super::task::build(&cfg.task)?;
+    let mut er = eval_rng(cfg.task.teacher_seed);
+    let eval_set: Vec<Batch> = (0..cfg.eval_batches)
+        .map(|_| task.batch(&mut er, cfg.batch))
+        .collect();
+    let jobs: Vec<(&str, u64)> = cfg
+        .presets
+        .iter()
+        .flat_map(|p| cfg.seeds.iter().map(move |s| (p.as_str(), *s)))
+        .collect();
+    let parts: Vec<crate::Result<Vec<Record>>> = jobs
+        .par_iter()
+        .map(|(p, s)| run_one(cfg, task.as_ref(), p, *s, &eval_set, progress))
+        .collect();
+    let mut out = Vec::new();
+    for p in parts {
+        out.extend(p?);
+    }
+    Ok(out)
+}
