@@ -180,7 +180,7 @@ impl TrainModel {
     }
 
     /// Every parameter with where it sits, in the order of [`Self::params_mut`] and of the
-    /// gradients [`super::forward`] returns.
+    /// gradients [`TrainModel::backward`] returns.
     pub fn params(&self) -> Vec<(ParamInfo, &DMatrix<f64>)> {
         let mut out: Vec<(ParamInfo, &DMatrix<f64>)> = Vec::new();
         macro_rules! put {
