@@ -27,6 +27,7 @@ pub mod output_change;
 pub mod placement_file;
 pub mod rank_collapse;
 pub mod stream_gradients;
+pub mod training_demo;
 
 use crate::output::lock::OutputLock;
 use crate::output::staging::{self, Stage};
@@ -244,6 +245,7 @@ pub const REGISTRY: &[Analysis] = &[
     rank_collapse::ANALYSIS,
     branch_gain::ANALYSIS,
     placement_file::ANALYSIS,
+    training_demo::ANALYSIS,
     claims::ANALYSIS,
 ];
 
