@@ -204,7 +204,16 @@ fn golden_tables_of_the_quick_run() {
     let got: BTreeMap<String, Vec<u8>> = files(shared())
         .into_iter()
         .filter(|(rel, _)| {
-            rel.starts_with("data/") && rel.ends_with(".csv") && !rel.starts_with("data/claims/")
+            // The training log is not a golden table: training amplifies the last-bit
+            // differences of the GEMM kernel matrixmultiply picks for the CPU (FMA or not),
+            // so its values are reproducible to the byte on one machine (tested across runs
+            // and thread counts above, and in tests/train_cli.rs) but not to a fixed relative
+            // tolerance across machines; tests/train_gradients.rs and the PyTorch agreement
+            // test check its numbers instead.
+            rel.starts_with("data/")
+                && rel.ends_with(".csv")
+                && !rel.starts_with("data/claims/")
+                && !rel.starts_with("data/training-demo/")
         })
         .collect();
     if std::env::var("NORMSCOPE_BLESS").as_deref() == Ok("1") {
