@@ -9,6 +9,7 @@ use normscope::model::RawModel;
 use normscope::monte_carlo::rng;
 use normscope::monte_carlo::sampling::{McConfig, RawMc};
 use normscope::placement;
+use normscope::spec::NormKind;
 use normscope::tolerance;
 use normscope::train::init;
 use normscope::train::model::TrainModel;
@@ -58,20 +59,29 @@ fn batch() -> (Vec<u32>, Vec<u32>, Vec<f64>) {
     (ids, targets, weights)
 }
 
-/// Every (preset, branch) model at seed 1, with every parameter moved off its init (so that
-/// gains differ from 1, ReZero's lambda from 0, and no gradient vanishes by symmetry).
+/// Every (preset, branch) model at seed 1 with LayerNorm and learnable affine maps, plus every
+/// preset with RMSNorm (gain only), without affine maps, and with no norms at all (GELU MLP:
+/// smooth, so a finite-difference step cannot cross a ReLU kink),
+/// each with every parameter moved off its init (so that gains differ from 1, ReZero's lambda
+/// from 0, and no gradient vanishes by symmetry).
 fn models() -> Vec<(String, TrainModel)> {
     let mut out = Vec::new();
-    for p in placement::REGISTRY {
-        for branch in BRANCHES {
-            let cfg = config(branch);
+    let variants = BRANCHES.iter().map(|b| (*b, NormKind::Layer, true)).chain([
+        ("transformer", NormKind::Rms, true),
+        ("gelu-mlp", NormKind::Layer, false),
+        ("gelu-mlp", NormKind::Identity, true),
+    ]);
+    for (branch, norm, affine) in variants {
+        for p in placement::REGISTRY {
+            let mut cfg = config(branch);
+            cfg.model.norm = norm;
             let spec = cfg.model.stack(p.name).expect("stack");
             let io = Io::Tokens {
                 vocab: VOCAB,
                 seq: SEQ,
             };
             let (ids, _, _) = batch();
-            let mut m = init::model(&spec, &cfg, io, true, 1, |m| {
+            let mut m = init::model(&spec, &cfg, io, affine, 1, |m| {
                 m.embed(Input::Tokens {
                     ids: &ids,
                     seq: SEQ,
@@ -82,7 +92,10 @@ fn models() -> Vec<(String, TrainModel)> {
                 let noise = normscope::monte_carlo::sample::gaussian(&mut r, w.nrows(), w.ncols());
                 *w += noise * 0.1;
             }
-            out.push((format!("{} x {branch}", p.name), m));
+            out.push((
+                format!("{} x {branch} ({norm:?}, affine {affine})", p.name),
+                m,
+            ));
         }
     }
     out
@@ -242,6 +255,80 @@ fn at_init_the_trainable_model_is_the_monte_carlo_network() {
                     );
                 }
             }
+        }
+    }
+}
+
+#[test]
+fn regression_models_have_exact_gradients() {
+    // The linear input map and the mean-squared-error head, every preset, ReLU MLP.
+    let x = normscope::monte_carlo::sample::gaussian(&mut rng::Rng::seed_from_u64(3), 5, 4);
+    let y = normscope::monte_carlo::sample::gaussian(&mut rng::Rng::seed_from_u64(4), 3, 4);
+    let io = Io::Vectors { d_in: 5, d_out: 3 };
+    for p in placement::REGISTRY {
+        let cfg = config("relu-mlp");
+        let spec = cfg.model.stack(p.name).expect("stack");
+        let m = init::model(&spec, &cfg, io, true, 2, |m| m.embed(Input::Vectors(&x)));
+        let loss = |m: &TrainModel| {
+            let f = m.forward(Input::Vectors(&x)).output;
+            pass::loss(&f, Target::Values(&y)).0
+        };
+        let pass = m.forward(Input::Vectors(&x));
+        let (_, g) = pass::loss(&pass.output, Target::Values(&y));
+        let grads = m.backward(Input::Vectors(&x), &pass, &g);
+        let dir = direction(&m, 5);
+        let h = 1e-5;
+        let fd = (loss(&moved(&m, &dir, h)) - loss(&moved(&m, &dir, -h))) / (2.0 * h);
+        let an = dot(&grads, &dir);
+        assert!(
+            (fd - an).abs() <= tolerance::FINITE_DIFFERENCE * (1.0 + an.abs()),
+            "{}: finite difference {fd} vs backward {an}",
+            p.name
+        );
+        let ju = m.jvp(Input::Vectors(&x), &pass, &dir);
+        let jtv = m.backward(Input::Vectors(&x), &pass, &y);
+        let (lhs, rhs) = (y.dot(&ju), dot(&jtv, &dir));
+        assert!(
+            (lhs - rhs).abs() <= tolerance::ACCUMULATED * (1.0 + lhs.abs()),
+            "{}: {lhs} vs {rhs}",
+            p.name
+        );
+    }
+}
+
+#[test]
+fn a_training_run_profiles_admin_on_its_first_batch() {
+    // init::model's omega_l is sqrt(1 + sum_{j<l} mean(o_j^2)) over the branch outputs o_j of
+    // the trainable model's own forward pass on the first batch (recomputed here from the
+    // pass, not from the Monte Carlo network), and the attention of a training run is causal.
+    let cfg = config("transformer");
+    let spec = cfg.model.stack("admin").expect("stack");
+    let (ids, _, _) = batch();
+    let input = Input::Tokens {
+        ids: &ids,
+        seq: SEQ,
+    };
+    let io = Io::Tokens {
+        vocab: VOCAB,
+        seq: SEQ,
+    };
+    let m = init::model(&spec, &cfg, io, true, 4, |m| m.embed(input));
+    let p = m.forward(input);
+    let mut sum: f64 = 0.0;
+    for (b, c) in m.blocks.iter().zip(&p.blocks) {
+        let normscope::train::model::Skip::Learnable(omega) = &b.skip else {
+            panic!("Admin's omega is learnable")
+        };
+        let want = (1.0 + sum).sqrt();
+        for o in omega.iter() {
+            assert!(
+                (o - want).abs() <= tolerance::ROUNDING_CHAIN * want,
+                "{o} vs {want}"
+            );
+        }
+        sum += c.out.norm_squared() / c.out.len() as f64;
+        if let normscope::branch::Branch::Attention(a) = &b.branch {
+            assert!(a.causal && a.seq == SEQ);
         }
     }
 }

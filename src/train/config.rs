@@ -29,7 +29,7 @@ pub struct RawTrain {
     pub task: TaskConfig,
     /// Optimizer name.
     pub optimizer: String,
-    /// Adam's beta1 / SGD's momentum / AdamW's decay, if given.
+    /// Adam's and AdamW's beta1, if given.
     pub beta1: Option<f64>,
     /// Adam's beta2.
     pub beta2: Option<f64>,
@@ -92,27 +92,36 @@ pub struct TrainConfig {
     pub log_every: u64,
 }
 
+/// The most seeds one request runs.
+pub const MAX_SEEDS: u64 = 1 << 16;
+
 /// Parses `a..b` (half-open), `a..=b`, a comma list, or one seed.
 pub fn parse_seeds(s: &str) -> Result<Vec<u64>> {
     let bad = || {
         Error::invalid(
             "--seeds",
             s,
-            "a range a..b (b > a) or a..=b, a comma list of integers, or one integer",
+            format!(
+                "a range a..b (b > a) or a..=b of at most {MAX_SEEDS} seeds, a comma list of distinct integers, or one integer"
+            ),
         )
     };
     let num = |t: &str| t.trim().parse::<u64>().map_err(|_| bad());
+    let range = |a: u64, end: Option<u64>| match end {
+        Some(e) if e > a && e - a <= MAX_SEEDS => Ok((a..e).collect()),
+        _ => Err(bad()),
+    };
     let seeds: Vec<u64> = if let Some((a, b)) = s.split_once("..=") {
-        (num(a)?..=num(b)?).collect()
+        range(num(a)?, num(b)?.checked_add(1))?
     } else if let Some((a, b)) = s.split_once("..") {
-        (num(a)?..num(b)?).collect()
+        range(num(a)?, Some(num(b)?))?
     } else {
         s.split(',').map(num).collect::<Result<_>>()?
     };
     let mut sorted = seeds.clone();
     sorted.sort_unstable();
     sorted.dedup();
-    if seeds.is_empty() || sorted.len() != seeds.len() || seeds.len() > 1 << 20 {
+    if seeds.is_empty() || sorted.len() != seeds.len() || seeds.len() as u64 > MAX_SEEDS {
         return Err(bad());
     }
     Ok(seeds)
@@ -167,8 +176,24 @@ impl RawTrain {
         if self.eval_batches == 0 {
             return Err(Error::invalid("--eval-batches", 0, "an integer >= 1"));
         }
-        let task = super::task::build(&self.task)?;
-        let io = task.io();
+        self.task.check()?;
+        let io = match task_kind {
+            TaskKind::Regression => Io::Vectors {
+                d_in: self.task.d_in,
+                d_out: self.task.d_out,
+            },
+            _ => Io::Tokens {
+                vocab: self.task.vocab,
+                seq: self.task.seq,
+            },
+        };
+        if self.model.norm == crate::spec::NormKind::Layer && self.model.width < 2 {
+            return Err(Error::invalid(
+                "--width",
+                self.model.width,
+                "an integer >= 2 with LayerNorm (it maps a single coordinate to 0)",
+            ));
+        }
         let tokens = match io {
             Io::Tokens { seq, .. } => seq,
             Io::Vectors { .. } => 1,
@@ -294,9 +319,43 @@ impl TrainConfig {
         let per_run = body.saturating_mul(3).saturating_add(ends + logits + eval);
         let runs = rayon::current_num_threads().min(self.presets.len() * self.seeds.len()) as u128;
         crate::budget::check(
-            per_run.saturating_mul(runs),
+            per_run
+                .saturating_mul(runs)
+                .saturating_add(self.teacher_bytes()),
             "this training run",
-            "--width, --depth, --batch, --seq or the number of threads",
+            "--width, --depth, --batch, --seq, --teacher-width, --teacher-depth or the number of threads",
+        )
+    }
+
+    /// Peak bytes of the task's teacher: its weights (at most six `w x w` matrices per layer
+    /// and the two ends) and the caches of the seeded context-free estimate
+    /// ([`super::task::CONTEXT_FREE_SAMPLE`] sequences, keys, values and stream per layer).
+    pub fn teacher_bytes(&self) -> u128 {
+        let t = &self.task;
+        let w = t.teacher_width as u128;
+        let depth = t.teacher_depth as u128 + 1;
+        let ends = w * (t.vocab.max(t.d_in) + t.vocab.max(t.d_out)) as u128;
+        let weights = depth.saturating_mul(6 * w * w).saturating_add(ends);
+        let estimate = (super::task::CONTEXT_FREE_SAMPLE as u128)
+            .saturating_mul(t.seq as u128 + 1)
+            .saturating_mul(w)
+            .saturating_mul(3 * depth);
+        8u128.saturating_mul(weights.saturating_add(estimate))
+    }
+
+    /// Peak bytes of `--dump-init`'s JSON document: every batch's numbers (about 64 bytes each
+    /// as parsed JSON values and text) and the parameters.
+    pub fn dump_bytes(&self) -> u128 {
+        let per_batch = match self.io {
+            Io::Tokens { seq, .. } => 3 * seq * self.batch,
+            Io::Vectors { d_in, d_out } => (d_in + d_out) * self.batch,
+        } as u128;
+        let d = self.mc.model.branch.width as u128;
+        let params = (self.mc.model.depth as u128).saturating_mul(12 * d * d);
+        64u128.saturating_mul(
+            per_batch
+                .saturating_mul(self.schedule.steps as u128)
+                .saturating_add(params),
         )
     }
 }

@@ -19,7 +19,8 @@
 //!   "params": [ { "layer", "name", "shape": [rows, cols], "decay", "data": [row-major] } ],
 //!   "optimizer": { "name", ...its settings }, "clip": number|null,
 //!   "lrs": [lr of update 1, 2, ...],
-//!   "batches": [ {"inputs", "targets", "weights"} | {"x", "y" (row-major, d x size)} ] }
+//!   "batches": [ {"inputs", "targets", "weights"}
+//!              | {"x" (row-major, d_in x size), "y" (row-major, d_out x size), "size"} ] }
 //! ```
 //!
 //! Parameters are listed in the model's order ([`super::model::TrainModel::params`]) with

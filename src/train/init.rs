@@ -55,6 +55,11 @@ pub fn body(spec: &StackSpec, cfg: &McConfig, io: Io, rng: &mut Rng) -> Network<
 /// Admin's profiled `omega_l` (Liu et al. 2020): `omega_l^2 = 1 + sum_{j<l} Var F_j` with `Var
 /// F_j` the per-coordinate second moment of branch j's output on the stream `x0` (the first
 /// training batch), as the Monte Carlo engine computes it; 1 for blocks without Admin's skip.
+///
+/// Transformer-Clinic's profiling code (github.com/LiyuanLucasLiu/Transformer-Clinic) instead
+/// accumulates centred variances of the actual residual, starting from the embedding's
+/// variance rather than 1; the two agree in expectation for centred inputs of unit second
+/// moment (ours: `E x_0^2 = 1`). Matching the code's rule exactly is left to the fidelity issue.
 pub fn admin_omegas(net: &Network<f64>, x0: &DMatrix<f64>) -> Vec<f64> {
     if !(1..=net.depth()).any(|l| net.spec.block(l).skip == SkipScale::AdminOmega) {
         return vec![1.0; net.depth()];

@@ -7,7 +7,7 @@
 //!
 //! as `torch.nn.LayerNorm(d, elementwise_affine=True)` (Ba et al. 2016) and `torch.nn.RMSNorm`
 //! (Zhang and Sennrich 2019, no bias). At init `1 * y + 0 = y` exactly in floating point, so
-//! the init-time statistics of a trainable model equal the Monte Carlo engine's bit for bit.
+//! a trainable model made from a Monte Carlo network gives that network's streams bit for bit.
 //! Backward: `dL/dgamma = sum_t g_t ⊙ N(z)_t`, `dL/db = sum_t g_t`, `dL/dN = gamma ⊙ g`, then
 //! the norm's symmetric Jacobian.
 

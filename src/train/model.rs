@@ -11,9 +11,18 @@
 //! ([`super::layer_norm`]); a preset's symbols become parameters where its paper trains them:
 //! ReZero's `lambda_l` (a scalar, 0 at init; Bachlechner et al. 2020) and Admin's `omega_l` (a
 //! d-vector initialized from the profiling pass; Liu et al. 2020). DeepNet's `alpha` and
-//! LayerNorm-Scaling's `s_l = 1/sqrt(l)` are constants, as in their papers. The body is built
-//! from the Monte Carlo engine's sampled [`Network`], so at init a trainable model and the
-//! network the engine measures are the same object ([`TrainModel::from_network`]).
+//! LayerNorm-Scaling's `s_l = 1/sqrt(l)` are constants, as in their papers. The body is a
+//! [`Network`] drawn by the Monte Carlo engine's sampler: made trainable
+//! ([`TrainModel::from_network`]), the engine's network i gives the engine's streams and
+//! gradients bit for bit (test `tests/train_gradients.rs`). A training run draws its body
+//! from its own seed's stream ([`super::init::weight_rng`]), makes attention causal within
+//! sequences and puts learned embeddings in front, so it is a network of the same distribution
+//! the engine averages over, not the engine's network i.
+//!
+//! With `--branch transformer`, LayerNorm-Scaling's l and Mix-LN's split count blocks (two per
+//! Transformer layer), as the stack spec does for every engine; their papers count layers
+//! (DeepNet's constants already use N = L/2 layers). Not yet changed: it would change the
+//! init-time tables too.
 
 use super::layer_norm::NormLayer;
 use crate::branch::{Branch, Module};

@@ -145,7 +145,8 @@ impl OptimizerKind {
 
     /// Checks the hyperparameters' ranges: momentum, beta1 and beta2 in `[0, 1)`, eps finite
     /// and positive, weight decay finite and `>= 0` (NaN fails every check). The error names the
-    /// flag: `--momentum`, `--beta1`, `--beta2`, `--eps` or `--weight-decay`.
+    /// flag: `--momentum`, `--beta1`, `--beta2`, `--adam-eps` (not `--eps`, the norms' epsilon) or
+    /// `--weight-decay`.
     pub fn check(&self) -> Result<()> {
         let unit = |field: &'static str, x: f64| {
             if (0.0..1.0).contains(&x) {
@@ -160,7 +161,7 @@ impl OptimizerKind {
             if eps.is_finite() && eps > 0.0 {
                 Ok(())
             } else {
-                Err(Error::invalid("--eps", eps, "a finite number > 0"))
+                Err(Error::invalid("--adam-eps", eps, "a finite number > 0"))
             }
         };
         match *self {
@@ -734,8 +735,8 @@ mod tests {
         let adam = |beta1, beta2, eps| OptimizerKind::Adam { beta1, beta2, eps };
         assert_eq!(flag(adam(f64::NAN, 0.999, 1e-8)), "--beta1");
         assert_eq!(flag(adam(0.9, 1.0, 1e-8)), "--beta2");
-        assert_eq!(flag(adam(0.9, 0.999, 0.0)), "--eps");
-        assert_eq!(flag(adam(0.9, 0.999, f64::INFINITY)), "--eps");
+        assert_eq!(flag(adam(0.9, 0.999, 0.0)), "--adam-eps");
+        assert_eq!(flag(adam(0.9, 0.999, f64::INFINITY)), "--adam-eps");
         let adamw = |weight_decay| OptimizerKind::AdamW {
             beta1: 0.9,
             beta2: 0.999,

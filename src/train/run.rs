@@ -48,6 +48,35 @@ pub const DIVERGE_FACTOR: f64 = 1.5;
 /// Consecutive evaluations above [`DIVERGE_FACTOR`] that flag a run as diverged.
 pub const DIVERGE_EVALS: usize = 3;
 
+/// The evaluation-loss part of the divergence rule: counts consecutive evaluations above
+/// [`DIVERGE_FACTOR`] times the initial loss.
+#[derive(Clone, Copy, Debug)]
+pub struct DivergenceRule {
+    initial: f64,
+    above: usize,
+}
+
+impl DivergenceRule {
+    /// The rule for a run whose evaluation loss at init is `initial`.
+    pub fn new(initial: f64) -> Self {
+        DivergenceRule { initial, above: 0 }
+    }
+
+    /// Records an evaluation loss; whether the run has now diverged (a non-finite loss, or
+    /// [`DIVERGE_EVALS`] consecutive losses above `DIVERGE_FACTOR * initial`).
+    pub fn observe(&mut self, loss: f64) -> bool {
+        if !loss.is_finite() {
+            return true;
+        }
+        self.above = if loss > DIVERGE_FACTOR * self.initial {
+            self.above + 1
+        } else {
+            0
+        };
+        self.above >= DIVERGE_EVALS
+    }
+}
+
 /// One logged value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {
@@ -207,8 +236,7 @@ pub fn run_one(
     };
     log.put(0, None, None, "eval_floor", floor);
     log.put(0, None, None, "context_free_loss", task.context_free_loss());
-    let initial = evaluate(&m, eval_set, probe, &f0, floor, 0, &mut log);
-    let mut above = 0;
+    let mut rule = DivergenceRule::new(evaluate(&m, eval_set, probe, &f0, floor, 0, &mut log));
     let mut batch = first;
     let mut diverged_at = None;
     for s in 1..=cfg.schedule.steps {
@@ -299,13 +327,7 @@ pub fn run_one(
             }
         }
         if s % cfg.eval_every == 0 || s == cfg.schedule.steps {
-            let e = evaluate(&m, eval_set, probe, &f0, floor, s, &mut log);
-            above = if !e.is_finite() || e > DIVERGE_FACTOR * initial {
-                above + 1
-            } else {
-                0
-            };
-            if !e.is_finite() || above >= DIVERGE_EVALS {
+            if rule.observe(evaluate(&m, eval_set, probe, &f0, floor, s, &mut log)) {
                 diverged_at = Some(s);
                 progress.tick();
                 break;
@@ -367,4 +389,31 @@ pub fn run(cfg: &TrainConfig, progress: &(dyn Progress + Sync)) -> crate::Result
         out.extend(p?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn divergence_needs_consecutive_evaluations_above_the_factor() {
+        let high = DIVERGE_FACTOR * 2.0 + 0.01;
+        let mut r = DivergenceRule::new(2.0);
+        for _ in 1..DIVERGE_EVALS {
+            assert!(!r.observe(high));
+        }
+        // A low evaluation resets the count.
+        assert!(!r.observe(1.0));
+        for _ in 1..DIVERGE_EVALS {
+            assert!(!r.observe(high));
+        }
+        assert!(r.observe(high));
+        // Exactly at the threshold is not above it; a non-finite loss diverges at once.
+        let mut r = DivergenceRule::new(2.0);
+        for _ in 0..2 * DIVERGE_EVALS {
+            assert!(!r.observe(DIVERGE_FACTOR * 2.0));
+        }
+        assert!(r.observe(f64::NAN));
+        assert!(DivergenceRule::new(1.0).observe(f64::INFINITY));
+    }
 }

@@ -194,6 +194,14 @@ pub fn train(a: &TrainArgs, out: Option<&std::path::Path>) -> normscope::Result<
     }
     let cfg = a.raw()?.check()?;
     if let Some(p) = &a.dump_init {
+        if a.out.is_some() {
+            return Err(Error::invalid(
+                "--out",
+                "set",
+                "no --out with --dump-init (it writes the dump and trains nothing)",
+            ));
+        }
+        normscope::budget::check(cfg.dump_bytes(), "--dump-init", "--steps, --batch or --seq")?;
         if cfg.presets.len() != 1 || cfg.seeds.len() != 1 {
             return Err(Error::invalid(
                 "--dump-init",
@@ -206,7 +214,10 @@ pub fn train(a: &TrainArgs, out: Option<&std::path::Path>) -> normscope::Result<
             normscope::train::dump::dump(&cfg, task.as_ref(), &cfg.presets[0], cfg.seeds[0])?;
         return atomic::write_bytes(p, text.as_bytes());
     }
-    let total = cfg.schedule.steps * (cfg.presets.len() * cfg.seeds.len()) as u64;
+    let total = cfg
+        .schedule
+        .steps
+        .saturating_mul((cfg.presets.len() * cfg.seeds.len()) as u64);
     let bar = normscope::output::progress::DelayedBar::steps(total);
     let records = normscope::train::run::run(&cfg, &bar)?;
     bar.finish();

@@ -11,10 +11,13 @@
 //! counts (weight 1) exactly the k positions `t = k .. 2k-1`, whose targets are
 //! `out_1 .. out_k`; the prompt's targets (unpredictable content, and the separator) weigh 0.
 //!
-//! Floor: 0, since the outputs are a function of the prompt. Context-free loss: `ln(vocab - 1)`
-//! exactly: every output token is marginally uniform over the `vocab - 1` content symbols (for
-//! sort, the multiset of sorted outputs is the multiset of the a_i, so the mixture over the k
-//! positions is the a_i's uniform law).
+//! Floor: 0, since the outputs are a function of the prompt. Context-free loss: `ln(vocab - 1)`,
+//! the loss of the best predictor that sees neither the content nor the position: every output
+//! token is marginally uniform over the `vocab - 1` content symbols (for sort, the multiset of
+//! sorted outputs is the multiset of the a_i, so the mixture over the k positions is the a_i's
+//! uniform law). For copy and reverse a predictor that knows only the position does no better;
+//! for sort it does (the first output is the minimum of k draws), so there `ln(vocab - 1)` is
+//! an upper bound on the plateau of a model that ignores the content.
 
 use super::{Batch, Io, Task, TaskConfig, TaskKind, TokenBatch};
 use crate::monte_carlo::rng::Rng;

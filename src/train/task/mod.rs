@@ -173,8 +173,8 @@ pub trait Task: Send + Sync {
     /// What a model sees and predicts.
     fn io(&self) -> Io;
 
-    /// A fresh batch of `size` examples drawn from `rng` (the caller seeds rng per training
-    /// seed and step, so data order is paired across presets).
+    /// A fresh batch of `size` examples drawn from `rng` (the caller keeps one stream per
+    /// training seed, drawn in update order, so data order is paired across presets).
     fn batch(&self, rng: &mut Rng, size: usize) -> Batch;
 
     /// The loss of the Bayes-optimal predictor on this batch (the floor): regression: the noise
