@@ -326,12 +326,12 @@ pub fn run_one(
                 }
             }
         }
-        if s % cfg.eval_every == 0 || s == cfg.schedule.steps {
-            if rule.observe(evaluate(&m, eval_set, probe, &f0, floor, s, &mut log)) {
-                diverged_at = Some(s);
-                progress.tick();
-                break;
-            }
+        if (s % cfg.eval_every == 0 || s == cfg.schedule.steps)
+            && rule.observe(evaluate(&m, eval_set, probe, &f0, floor, s, &mut log))
+        {
+            diverged_at = Some(s);
+            progress.tick();
+            break;
         }
         progress.tick();
     }
