@@ -32,7 +32,7 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 4)]
     pub heads: usize,
     /// MLP hidden width as a multiple of d.
-    #[arg(long, default_value_t = 4.0)]
+    #[arg(long, default_value_t = 4.0, allow_hyphen_values = true)]
     pub hidden_ratio: f64,
     /// Init scheme of the branch matrices and the head: xavier, he, torch-default, bert.
     #[arg(long, default_value = "xavier")]
@@ -44,7 +44,7 @@ pub struct TrainArgs {
     #[arg(long)]
     pub no_affine: bool,
     /// Norm epsilon.
-    #[arg(long, default_value_t = 1e-5)]
+    #[arg(long, default_value_t = 1e-5, allow_hyphen_values = true)]
     pub eps: f64,
     /// Task: regression, teacher-lm, copy, reverse, sort.
     #[arg(long, default_value = "teacher-lm")]
@@ -68,10 +68,10 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = TaskConfig::default().teacher_width)]
     pub teacher_width: usize,
     /// Regression noise standard deviation (its square is the loss floor).
-    #[arg(long, default_value_t = TaskConfig::default().noise)]
+    #[arg(long, default_value_t = TaskConfig::default().noise, allow_hyphen_values = true)]
     pub noise: f64,
     /// Teacher-lm softmax temperature.
-    #[arg(long, default_value_t = TaskConfig::default().temperature)]
+    #[arg(long, default_value_t = TaskConfig::default().temperature, allow_hyphen_values = true)]
     pub teacher_temperature: f64,
     /// Seed of the teacher's weights and of the evaluation set.
     #[arg(long, default_value_t = TaskConfig::default().teacher_seed)]
