@@ -153,7 +153,8 @@ pub enum Command {
     /// Time the reference workload against plain PyTorch and the machine's GEMM rate.
     #[command(after_help = "Examples:
   normscope bench --no-torch
-  normscope bench --python /path/to/venv/bin/python")]
+  normscope bench --python /path/to/venv/bin/python
+  normscope bench --train --python /path/to/venv/bin/python")]
     Bench(BenchArgs),
     /// Print a shell completion script, e.g. `normscope completions bash > ~/.local/share/bash-completion/completions/normscope`.
     Completions {
@@ -342,9 +343,16 @@ pub struct BenchArgs {
     /// A small workload (smoke test) instead of the reference size.
     #[arg(long)]
     pub quick: bool,
-    /// Skip the PyTorch run (print normscope and GEMM numbers only).
+    /// Skip the PyTorch run (print normscope's numbers only, and the GEMM rate without --train).
     #[arg(long)]
     pub no_torch: bool,
+    /// Time training instead: Pre-LN and Post-LN decoder-only Transformers (d = 64, 4 heads,
+    /// L = 12, seq 32, batch 16) trained with Adam for 200 steps, against plain PyTorch eager.
+    #[arg(long)]
+    pub train: bool,
+    /// The PyTorch training reference script (for --train).
+    #[arg(long, default_value = "benches/torch_train_reference.py")]
+    pub train_script: PathBuf,
 }
 
 /// `normscope expand`.

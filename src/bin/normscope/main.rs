@@ -1,8 +1,9 @@
 //! The `normscope` binary: parse, validate, run; exit 2 on bad input, 1 on other failures.
-//! The application lives here (clap types in [`cli`], the PyTorch bench runner in [`bench`]);
-//! everything it computes comes from the `normscope` library.
+//! The application lives here (clap types in [`cli`], the PyTorch bench runners in [`bench`]
+//! and [`bench_train`]); everything it computes comes from the `normscope` library.
 
 mod bench;
+mod bench_train;
 mod cli;
 mod train;
 
@@ -75,6 +76,9 @@ fn mc_request(a: &cli::McArgs) -> normscope::Result<McRequest> {
 }
 
 fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
+    if a.train {
+        return bench_train::bench(a);
+    }
     use bench::Workload;
     let w = if a.quick {
         Workload::QUICK

@@ -1,0 +1,394 @@
+#!/usr/bin/env python3
+"""Plain PyTorch (eager, CPU, float64) training of the network a `normscope train` run trains.
+
+normscope writes one run's initial weights, architecture, optimizer, per-update learning rates
+and every batch with
+
+    normscope train --preset pre --branch transformer --task teacher-lm --depth 4 --width 32 \
+        --heads 4 --batch 8 --seq 16 --steps 60 --seeds 0 --dump-init run.json
+
+This script builds the same model from ordinary `torch.nn` modules, loads those weights, feeds
+the same batches in the same order, trains with `torch.optim.Adam` / `AdamW` / `SGD` (and
+`torch.nn.utils.clip_grad_norm_` when the run clips) and prints the training loss of every
+update, the loss of update s's batch *before* update s, as normscope logs `train_loss`
+(`normscope train --log-every 1`). `tests/train_torch.rs` compares the two curves;
+`normscope bench --train` times this script against normscope.
+
+Usage:
+
+    torch_train_reference.py [--threads T] [--json | --bench] DUMP [DUMP ...]
+
+Default output: comment lines starting with `#` (the torch version, then one per dump), and
+one line `step loss` per update, the loss printed with `repr` (the shortest digits that read
+back as the same double, at most 17 significant).
+`--json`: one JSON object {"torch", "threads", "runs": [{"preset", "seed", "steps",
+"seconds", "losses"}], "seconds", "steps"}. `--bench`: the same without the losses. "seconds"
+is the wall time of the training loops alone (building the model and loading the JSON are not
+timed); the runs are trained one after the other. When other work shares the cores, PyTorch's
+OpenMP threads (which spin at barriers) can slow down a hundredfold: time on a quiet machine,
+and compare losses with `--threads 1` (`tests/train_torch.rs` does).
+
+The dump (format "normscope-train-init-v1", documented in normscope's `src/train/dump.rs`):
+
+    { "format", "preset", "seed",
+      "model": { "width", "heads", "eps", "norm": "layer"|"rms"|"identity", "affine",
+                 "io": {"kind": "tokens", "vocab", "seq"} | {"kind": "vectors", "d_in", "d_out"},
+                 "blocks": [ { "branch": {"kind": "linear"} | {"kind": "mlp", "activation"}
+                                        | {"kind": "attention", "uniform", "causal", "seq"},
+                               "n_in", "n_br", "n_out": bool, "in_scale": number|null,
+                               "skip": number|"learnable", "lambda": number|"learnable" } ],
+                 "final_norm": bool },
+      "params": [ {"layer", "name", "shape": [rows, cols], "decay", "data": row-major} ],
+      "optimizer": {"name": "sgd"|"adam"|"adamw", ...}, "clip": number|null,
+      "lrs": [lr of update 1, 2, ...],
+      "batches": [ {"inputs", "targets", "weights"} | {"x", "y", "size"} ] }
+
+The model (normscope's `src/train/model.rs` and `pass.rs`). normscope stores activations as
+d x n matrices whose columns are tokens, sequence-major (token t of sequence b is column
+b * seq + t); here they are (batch, seq, d) tensors (vectors: (size, d)), the same numbers
+transposed. Per block, with the norms N (LayerNorm with biased variance and eps inside the
+square root, or RMSNorm; an optional learnable gain, and bias for LayerNorm):
+
+    x_0 = E[:, token] + P[:, position]      (tokens)   or   x_0 = W_in x   (vectors)
+    u = s * N_in(x)          (s = in_scale, absent when null; N_in may be absent)
+    o = F(u)                 (no biases anywhere in F)
+    b = N_br(o)
+    z = skip * x + lambda * b       (skip: a number or Admin's learnable d-vector omega;
+                                     lambda: a number or ReZero's learnable scalar)
+    x_next = N_out(z)
+    f = H N_final(x_L)
+
+F is `W u` (linear), `W2 phi(W1 u)` with phi ReLU or exact (erf) GELU (mlp), or multi-head
+softmax self-attention: Q = Wq u, K = Wk u, V = Wv u, head h the features h*dh..(h+1)*dh,
+scores q_i . k_j / sqrt(dh) within each sequence, the causal mask, softmax over keys,
+O = A V, F = Wo O (uniform attention: Wq = Wk = 0, A the mean over the visible tokens).
+Loss: tokens, sum_t w_t CE_t / sum_t w_t (softmax cross-entropy); vectors, the mean squared
+error over every entry.
+
+A matrix in the dump maps columns to rows, as `torch.nn.Linear.weight`, so it loads as is; the
+token and position embeddings (d x vocab, d x seq) load transposed into `torch.nn.Embedding`;
+gains, biases and omega (d x 1) load as vectors; lambda (1 x 1) as a one-element vector.
+"""
+import argparse
+import json
+import math
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def make_norm(kind, d, eps, affine):
+    """The norm of a slot: `torch.nn.LayerNorm` or `torch.nn.RMSNorm`, affine if asked."""
+    if kind == "layer":
+        return nn.LayerNorm(d, eps=eps, elementwise_affine=affine, bias=affine)
+    if kind == "rms":
+        return nn.RMSNorm(d, eps=eps, elementwise_affine=affine)
+    raise ValueError(f"a norm slot with norm kind {kind!r}")
+
+
+class Linear(nn.Module):
+    """F(u) = W u."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.w = nn.Linear(d, d, bias=False)
+
+    def forward(self, u):
+        return self.w(u)
+
+    def dump_params(self):
+        return {"w": self.w.weight}
+
+
+class Mlp(nn.Module):
+    """F(u) = W2 phi(W1 u), phi ReLU or the exact (erf) GELU; hidden width from the dump."""
+
+    def __init__(self, d, hidden, activation):
+        super().__init__()
+        self.w1 = nn.Linear(d, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, d, bias=False)
+        self.phi = {"relu": F.relu, "gelu": lambda h: F.gelu(h, approximate="none")}[activation]
+
+    def forward(self, u):
+        return self.w2(self.phi(self.w1(u)))
+
+    def dump_params(self):
+        return {"w1": self.w1.weight, "w2": self.w2.weight}
+
+
+class Attention(nn.Module):
+    """Multi-head self-attention within each sequence, without biases; `uniform` has no
+    queries and keys (every visible token weighs the same)."""
+
+    def __init__(self, d, heads, uniform, causal):
+        super().__init__()
+        self.heads, self.dh = heads, d // heads
+        self.uniform, self.causal = uniform, causal
+        if not uniform:
+            self.wq = nn.Linear(d, d, bias=False)
+            self.wk = nn.Linear(d, d, bias=False)
+        self.wv = nn.Linear(d, d, bias=False)
+        self.wo = nn.Linear(d, d, bias=False)
+
+    def forward(self, u):
+        b, s, d = u.shape
+
+        def split(t):  # (b, s, d) -> (b, heads, s, dh)
+            return t.view(b, s, self.heads, self.dh).transpose(1, 2)
+
+        v = split(self.wv(u))
+        visible = torch.ones(s, s, dtype=torch.bool)
+        if self.causal:
+            visible = visible.tril()
+        if self.uniform:
+            a = visible.to(u.dtype)
+            a = a / a.sum(-1, keepdim=True)
+        else:
+            q, k = split(self.wq(u)), split(self.wk(u))
+            scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.dh))
+            a = scores.masked_fill(~visible, float("-inf")).softmax(-1)
+        o = (a @ v).transpose(1, 2).reshape(b, s, d)
+        return self.wo(o)
+
+    def dump_params(self):
+        out = {} if self.uniform else {"wq": self.wq.weight, "wk": self.wk.weight}
+        out.update({"wv": self.wv.weight, "wo": self.wo.weight})
+        return out
+
+
+class Block(nn.Module):
+    """One residual block: x -> N_out(skip * x + lambda * N_br(F(s * N_in(x))))."""
+
+    def __init__(self, spec, model, hidden):
+        super().__init__()
+        d = model["width"]
+
+        def norm(slot):
+            return make_norm(model["norm"], d, model["eps"], model["affine"]) if spec[slot] else None
+
+        self.n_in, self.n_br, self.n_out = norm("n_in"), norm("n_br"), norm("n_out")
+        self.in_scale = spec["in_scale"]
+        br = spec["branch"]
+        if br["kind"] == "linear":
+            self.branch = Linear(d)
+        elif br["kind"] == "mlp":
+            self.branch = Mlp(d, hidden, br["activation"])
+        elif br["kind"] == "attention":
+            self.branch = Attention(d, model["heads"], br["uniform"], br["causal"])
+        else:
+            raise ValueError(f"unsupported branch {br}")
+        self.omega = nn.Parameter(torch.ones(d)) if spec["skip"] == "learnable" else None
+        self.skip = None if self.omega is not None else spec["skip"]
+        self.lam = nn.Parameter(torch.zeros(1)) if spec["lambda"] == "learnable" else None
+        self.lam_value = None if self.lam is not None else spec["lambda"]
+
+    def forward(self, x):
+        u = self.n_in(x) if self.n_in is not None else x
+        if self.in_scale is not None:
+            u = u * self.in_scale
+        o = self.branch(u)
+        b = self.n_br(o) if self.n_br is not None else o
+        skip = self.omega if self.omega is not None else self.skip
+        lam = self.lam if self.lam is not None else self.lam_value
+        z = x * skip + b * lam
+        return self.n_out(z) if self.n_out is not None else z
+
+    def dump_params(self):
+        out = dict(self.branch.dump_params())
+        for slot in ("n_in", "n_br", "n_out"):
+            n = getattr(self, slot)
+            if n is not None and n.weight is not None:
+                out[f"{slot}.gain"] = n.weight
+            if n is not None and getattr(n, "bias", None) is not None:
+                out[f"{slot}.bias"] = n.bias
+        if self.omega is not None:
+            out["omega"] = self.omega
+        if self.lam is not None:
+            out["lambda"] = self.lam
+        return out
+
+
+class Model(nn.Module):
+    """Input map, the blocks, the final norm and the head."""
+
+    def __init__(self, model, hidden):
+        super().__init__()
+        d, io = model["width"], model["io"]
+        self.tokens = io["kind"] == "tokens"
+        if self.tokens:
+            self.embedding = nn.Embedding(io["vocab"], d)
+            self.positions = nn.Embedding(io["seq"], d)
+            outputs = io["vocab"]
+        else:
+            self.w_in = nn.Linear(io["d_in"], d, bias=False)
+            outputs = io["d_out"]
+        self.blocks = nn.ModuleList(Block(spec, model, hidden) for spec in model["blocks"])
+        self.final_norm = (
+            make_norm(model["norm"], d, model["eps"], model["affine"]) if model["final_norm"] else None
+        )
+        self.head = nn.Linear(d, outputs, bias=False)
+
+    def forward(self, inputs):
+        if self.tokens:
+            x = self.embedding(inputs) + self.positions(torch.arange(inputs.shape[1]))
+        else:
+            x = self.w_in(inputs)
+        for block in self.blocks:
+            x = block(x)
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        return self.head(x)
+
+    def dump_param(self, layer, name):
+        """`(tensor, transposed)` of the dump's parameter `name` at `layer` (0 the input map,
+        1..L the blocks, L + 1 the final norm and head)."""
+        top = len(self.blocks) + 1
+        if layer == 0:
+            table = {"embedding": ("embedding", True), "positions": ("positions", True),
+                     "w_in": ("w_in", False)}
+            attr, transposed = table[name]
+            return getattr(self, attr).weight, transposed
+        if layer == top:
+            if name == "head":
+                return self.head.weight, False
+            return {"final.gain": self.final_norm.weight,
+                    "final.bias": getattr(self.final_norm, "bias", None)}[name], False
+        return self.blocks[layer - 1].dump_params()[name], False
+
+
+def hidden_width(dump):
+    """The MLP hidden width, read off the first MLP's W1 in the dump (d if there is none)."""
+    for p in dump["params"]:
+        if p["name"] == "w1":
+            return p["shape"][0]
+    return dump["model"]["width"]
+
+
+def build(dump):
+    """The model with the dump's weights, and the parameter list in the dump's order with
+    each parameter's AdamW decay flag."""
+    model = Model(dump["model"], hidden_width(dump))
+    ordered = []
+    with torch.no_grad():
+        for p in dump["params"]:
+            tensor, transposed = model.dump_param(p["layer"], p["name"])
+            rows, cols = p["shape"]
+            data = torch.tensor(p["data"], dtype=torch.float64).view(rows, cols)
+            if transposed:
+                data = data.T
+            if tensor.numel() != data.numel():
+                raise ValueError(f"{p['name']} at layer {p['layer']}: shape {p['shape']} vs {tuple(tensor.shape)}")
+            tensor.copy_(data.reshape(tensor.shape))
+            ordered.append((tensor, p["decay"]))
+    mine = {id(t) for t in model.parameters()}
+    loaded = {id(t) for t, _ in ordered}
+    if mine != loaded or len(loaded) != len(ordered):
+        raise ValueError("the dump's parameters do not match the model's one to one")
+    return model, ordered
+
+
+def make_optimizer(spec, ordered):
+    """torch.optim's optimizer for the dump's settings (the single-tensor CPU path, which
+    normscope's `src/train/optim.rs` follows); AdamW decays only the flagged parameters."""
+    name = spec["name"]
+    if name == "sgd":
+        return torch.optim.SGD([t for t, _ in ordered], lr=0.0, momentum=spec["momentum"], foreach=False)
+    betas = (spec["beta1"], spec["beta2"])
+    if name == "adam":
+        return torch.optim.Adam([t for t, _ in ordered], lr=0.0, betas=betas, eps=spec["eps"], foreach=False)
+    if name == "adamw":
+        groups = [
+            {"params": [t for t, decay in ordered if decay], "weight_decay": spec["weight_decay"]},
+            {"params": [t for t, decay in ordered if not decay], "weight_decay": 0.0},
+        ]
+        return torch.optim.AdamW([g for g in groups if g["params"]], lr=0.0, betas=betas,
+                                 eps=spec["eps"], foreach=False)
+    raise ValueError(f"unknown optimizer {name!r}")
+
+
+def batches(dump):
+    """Every batch as `(model input, loss function)` tensors, built before any timing."""
+    io = dump["model"]["io"]
+    out = []
+    for b in dump["batches"]:
+        if io["kind"] == "tokens":
+            seq = io["seq"]
+            inputs = torch.tensor(b["inputs"], dtype=torch.long).view(-1, seq)
+            targets = torch.tensor(b["targets"], dtype=torch.long)
+            weights = torch.tensor(b["weights"], dtype=torch.float64)
+
+            def loss(f, targets=targets, weights=weights):
+                ce = F.cross_entropy(f.reshape(targets.numel(), -1), targets, reduction="none")
+                return (weights * ce).sum() / weights.sum()
+        else:
+            size = b["size"]
+            inputs = torch.tensor(b["x"], dtype=torch.float64).view(-1, size).T.contiguous()
+            y = torch.tensor(b["y"], dtype=torch.float64).view(-1, size).T.contiguous()
+
+            def loss(f, y=y):
+                return F.mse_loss(f, y)
+        out.append((inputs, loss))
+    return out
+
+
+def train(dump):
+    """Trains from a dump; returns (losses per update, seconds of the training loop)."""
+    model, ordered = build(dump)
+    data = batches(dump)
+    params = [t for t, _ in ordered]
+    opt = make_optimizer(dump["optimizer"], ordered)
+    clip = dump["clip"]
+    losses = []
+    start = time.perf_counter()
+    for lr, (inputs, loss_of) in zip(dump["lrs"], data):
+        for g in opt.param_groups:
+            g["lr"] = lr
+        opt.zero_grad(set_to_none=True)
+        loss = loss_of(model(inputs))
+        loss.backward()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(params, clip, foreach=False)
+        opt.step()
+        losses.append(loss.item())
+    return losses, time.perf_counter() - start
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dumps", nargs="+", help="normscope train --dump-init files")
+    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    ap.add_argument("--json", action="store_true", help="one JSON object with the losses")
+    ap.add_argument("--bench", action="store_true", help="one JSON object with the timings only")
+    a = ap.parse_args()
+    torch.set_default_dtype(torch.float64)
+    if a.threads is not None:
+        torch.set_num_threads(a.threads)
+    runs = []
+    for path in a.dumps:
+        with open(path) as f:
+            dump = json.load(f)
+        if dump.get("format") != "normscope-train-init-v1":
+            sys.exit(f"{path}: not a normscope-train-init-v1 dump")
+        losses, seconds = train(dump)
+        runs.append({"preset": dump["preset"], "seed": dump["seed"], "steps": len(losses),
+                     "seconds": seconds, "losses": losses})
+    if a.json or a.bench:
+        if a.bench:
+            for r in runs:
+                del r["losses"]
+        print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(),
+                          "runs": runs, "seconds": sum(r["seconds"] for r in runs),
+                          "steps": sum(r["steps"] for r in runs)}))
+        return
+    print(f"# torch {torch.__version__} float64 threads {torch.get_num_threads()}")
+    for r in runs:
+        print(f"# preset {r['preset']} seed {r['seed']} steps {r['steps']} seconds {r['seconds']:.3f}")
+        for s, loss in enumerate(r["losses"], start=1):
+            print(s, repr(loss))
+
+
+if __name__ == "__main__":
+    main()

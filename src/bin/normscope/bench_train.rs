@@ -1,0 +1,232 @@
+//! `normscope bench --train`: training throughput against plain PyTorch eager on the same
+//! machine, dtype (f64) and thread count (issue 11, item 8).
+//!
+//! Workload: decoder-only Transformers (`--branch transformer`: attention and ReLU-MLP blocks
+//! alternating), Pre-LN and Post-LN, d = 64, 4 heads, L = 12 blocks, 32 tokens per sequence,
+//! 16 sequences per batch, next-token prediction on the teacher-lm task (vocabulary 16),
+//! Adam at 1e-3 for 200 updates, learnable LayerNorm affine maps, seed 0.
+//!
+//! - normscope: both runs through [`normscope::train::run::run`], in parallel on rayon (one run
+//!   per thread), timed whole: initial weights, the task's batches, the training loop, and the
+//!   evaluation and logging at step 0 and at the end only (`eval_every = log_every = steps`,
+//!   one evaluation batch).
+//! - PyTorch: `benches/torch_train_reference.py --bench` trains each run from normscope's
+//!   `--dump-init` of it (same weights, same batches), one run after the other, with
+//!   `torch.set_num_threads(threads)`; it times its training loops alone (building the model
+//!   and loading the JSON excluded).
+//!
+//! Steps/s counts the updates of both runs over the wall time.
+
+use normscope::model::RawModel;
+use normscope::monte_carlo::RawMc;
+use normscope::spec::NormKind;
+use normscope::train::config::{RawTrain, TrainConfig};
+use normscope::train::task::{TaskConfig, TaskKind};
+use normscope::{Error, Result};
+use std::path::Path;
+use std::time::Instant;
+
+/// The presets both sides train.
+pub const PRESETS: [&str; 2] = ["pre", "post"];
+
+/// Training workload size.
+#[derive(Clone, Copy, Debug)]
+pub struct TrainWorkload {
+    /// Width d.
+    pub width: usize,
+    /// Attention heads.
+    pub heads: usize,
+    /// Blocks L (a Transformer layer is two blocks).
+    pub depth: usize,
+    /// Tokens per sequence.
+    pub seq: usize,
+    /// Sequences per batch.
+    pub batch: usize,
+    /// Vocabulary size.
+    pub vocab: usize,
+    /// Adam updates per run.
+    pub steps: u64,
+}
+
+impl TrainWorkload {
+    /// The issue's reference size.
+    pub const REFERENCE: TrainWorkload = TrainWorkload {
+        width: 64,
+        heads: 4,
+        depth: 12,
+        seq: 32,
+        batch: 16,
+        vocab: 16,
+        steps: 200,
+    };
+
+    /// A small size for smoke tests.
+    pub const QUICK: TrainWorkload = TrainWorkload {
+        width: 32,
+        heads: 4,
+        depth: 4,
+        seq: 16,
+        batch: 8,
+        vocab: 16,
+        steps: 20,
+    };
+
+    /// The checked training request of both presets.
+    pub fn config(&self) -> Result<TrainConfig> {
+        RawTrain {
+            presets: PRESETS.join(","),
+            model: RawModel {
+                depth: self.depth,
+                branch: "transformer".into(),
+                init: "xavier".into(),
+                hidden_ratio: 4.0,
+                width: self.width,
+                norm: NormKind::Layer,
+                ..RawModel::default()
+            },
+            mc: RawMc {
+                eps: 1e-5,
+                heads: self.heads,
+                ..RawMc::default()
+            },
+            affine: true,
+            task: TaskConfig {
+                kind: TaskKind::TeacherLm,
+                vocab: self.vocab,
+                seq: self.seq,
+                ..TaskConfig::default()
+            },
+            optimizer: "adam".into(),
+            beta1: None,
+            beta2: None,
+            adam_eps: None,
+            weight_decay: None,
+            momentum: None,
+            clip: None,
+            lr: 1e-3,
+            schedule: "constant".into(),
+            warmup: 0,
+            steps: self.steps,
+            batch: self.batch,
+            seeds: "0".into(),
+            eval_every: self.steps,
+            eval_batches: 1,
+            log_every: self.steps,
+        }
+        .check()
+    }
+
+    /// Updates of both runs together.
+    pub fn updates(&self) -> u64 {
+        self.steps * PRESETS.len() as u64
+    }
+}
+
+/// Trains both presets with normscope; returns the wall time in seconds.
+pub fn normscope_seconds(cfg: &TrainConfig) -> Result<f64> {
+    let start = Instant::now();
+    let records = normscope::train::run::run(cfg, &())?;
+    let secs = start.elapsed().as_secs_f64();
+    std::hint::black_box(records);
+    Ok(secs)
+}
+
+/// PyTorch's side: what the reference script reports.
+#[derive(Clone, Debug)]
+pub struct TorchTiming {
+    /// Seconds in the training loops.
+    pub seconds: f64,
+    /// Updates made.
+    pub steps: u64,
+    /// `torch.__version__`.
+    pub version: String,
+}
+
+/// Writes each preset's `--dump-init` to a temporary folder and trains from them with the
+/// reference script `script` run by `python` on `threads` threads.
+pub fn torch_seconds(
+    cfg: &TrainConfig,
+    python: &str,
+    script: &Path,
+    threads: usize,
+) -> Result<TorchTiming> {
+    let dir = tempfile::tempdir().map_err(|e| Error::Io {
+        path: std::env::temp_dir().display().to_string(),
+        source: e,
+    })?;
+    let task = normscope::train::task::build(&cfg.task)?;
+    let mut dumps = Vec::new();
+    for preset in &cfg.presets {
+        let path = dir.path().join(format!("{preset}.json"));
+        let text = normscope::train::dump::dump(cfg, task.as_ref(), preset, cfg.seeds[0])?;
+        normscope::output::atomic::write_bytes(&path, text.as_bytes())?;
+        dumps.push(path);
+    }
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .args(["--bench", "--threads", &threads.to_string()])
+        .args(&dumps)
+        .output()
+        .map_err(|e| Error::Io {
+            path: python.to_string(),
+            source: e,
+        })?;
+    if !out.status.success() {
+        return Err(Error::Unsupported(format!(
+            "the PyTorch training reference did not run ({}); install it with `pip install torch` or pass --python",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("no output")
+        )));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| Error::Unsupported(format!("unreadable PyTorch reference output: {e}")))?;
+    let field = |k: &str| {
+        v[k].as_f64()
+            .ok_or_else(|| Error::Unsupported(format!("no {k} in the reference output")))
+    };
+    Ok(TorchTiming {
+        seconds: field("seconds")?,
+        steps: field("steps")? as u64,
+        version: v["torch"].as_str().unwrap_or("?").to_string(),
+    })
+}
+
+/// Runs `normscope bench --train`.
+pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
+    let w = if a.quick {
+        TrainWorkload::QUICK
+    } else {
+        TrainWorkload::REFERENCE
+    };
+    let threads = rayon::current_num_threads();
+    eprintln!(
+        "workload: {} x seed 0; transformer (attention + ReLU MLP, ratio 4), d = {}, {} heads, L = {}, seq {}, batch {}, teacher-lm (vocab {}); Adam, {} steps each; f64, {threads} threads",
+        PRESETS.join(", "),
+        w.width,
+        w.heads,
+        w.depth,
+        w.seq,
+        w.batch,
+        w.vocab,
+        w.steps
+    );
+    let cfg = w.config()?;
+    let ours = normscope_seconds(&cfg)?;
+    let ours_rate = w.updates() as f64 / ours;
+    println!(
+        "normscope: {} steps in {ours:.2} s: {ours_rate:.1} steps/s",
+        w.updates()
+    );
+    if !a.no_torch {
+        let t = torch_seconds(&cfg, &a.python, &a.train_script, threads)?;
+        let theirs_rate = t.steps as f64 / t.seconds;
+        println!(
+            "pytorch {} eager: {} steps in {:.2} s: {theirs_rate:.1} steps/s",
+            t.version, t.steps, t.seconds
+        );
+        println!("ratio normscope / pytorch: {:.2}x", ours_rate / theirs_rate);
+    }
+    Ok(())
+}
