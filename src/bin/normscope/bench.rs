@@ -107,28 +107,17 @@ pub fn normscope_seconds(w: Workload) -> Result<f64> {
     Ok(secs)
 }
 
-/// Runs `benches/torch_reference.py` with `python`; returns seconds and the torch version.
-pub fn torch_seconds(
+/// Runs `python script args...` and parses its standard output as one JSON value; `what`
+/// names the script in errors (a failed run reports its last line of standard error).
+pub fn python_json(
     python: &str,
     script: &std::path::Path,
-    w: Workload,
-    threads: usize,
-) -> Result<(f64, String)> {
+    args: &[impl AsRef<std::ffi::OsStr>],
+    what: &str,
+) -> Result<serde_json::Value> {
     let out = std::process::Command::new(python)
         .arg(script)
-        .args(["--threads", &threads.to_string()])
-        .args([
-            "--width",
-            &w.width.to_string(),
-            "--tokens",
-            &w.tokens.to_string(),
-        ])
-        .args([
-            "--depth",
-            &w.depth.to_string(),
-            "--samples",
-            &w.samples.to_string(),
-        ])
+        .args(args)
         .output()
         .map_err(|e| Error::Io {
             path: python.to_string(),
@@ -136,15 +125,34 @@ pub fn torch_seconds(
         })?;
     if !out.status.success() {
         return Err(Error::Unsupported(format!(
-            "the PyTorch reference did not run ({}); install it with `pip install torch` or pass --python",
+            "{what} did not run ({}); install it with `pip install torch` or pass --python",
             String::from_utf8_lossy(&out.stderr)
                 .lines()
                 .last()
                 .unwrap_or("no output")
         )));
     }
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| Error::Unsupported(format!("unreadable PyTorch reference output: {e}")))?;
+    serde_json::from_slice(&out.stdout)
+        .map_err(|e| Error::Unsupported(format!("unreadable output of {what}: {e}")))
+}
+
+/// Runs `benches/torch_reference.py` with `python`; returns seconds and the torch version.
+pub fn torch_seconds(
+    python: &str,
+    script: &std::path::Path,
+    w: Workload,
+    threads: usize,
+) -> Result<(f64, String)> {
+    let mut args = vec!["--threads".to_string(), threads.to_string()];
+    for (flag, v) in [
+        ("--width", w.width),
+        ("--tokens", w.tokens),
+        ("--depth", w.depth),
+        ("--samples", w.samples),
+    ] {
+        args.extend([flag.to_string(), v.to_string()]);
+    }
+    let v = python_json(python, script, &args, "the PyTorch reference")?;
     let secs = v["seconds"]
         .as_f64()
         .ok_or_else(|| Error::Unsupported("no seconds in reference output".into()))?;

@@ -162,26 +162,13 @@ pub fn torch_seconds(
         normscope::output::atomic::write_bytes(&path, text.as_bytes())?;
         dumps.push(path);
     }
-    let out = std::process::Command::new(python)
-        .arg(script)
-        .args(["--bench", "--threads", &threads.to_string()])
-        .args(&dumps)
-        .output()
-        .map_err(|e| Error::Io {
-            path: python.to_string(),
-            source: e,
-        })?;
-    if !out.status.success() {
-        return Err(Error::Unsupported(format!(
-            "the PyTorch training reference did not run ({}); install it with `pip install torch` or pass --python",
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("no output")
-        )));
-    }
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| Error::Unsupported(format!("unreadable PyTorch reference output: {e}")))?;
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "--bench".into(),
+        "--threads".into(),
+        threads.to_string().into(),
+    ];
+    args.extend(dumps.iter().map(|p| p.as_os_str().to_owned()));
+    let v = crate::bench::python_json(python, script, &args, "the PyTorch training reference")?;
     let field = |k: &str| {
         v[k].as_f64()
             .ok_or_else(|| Error::Unsupported(format!("no {k} in the reference output")))
