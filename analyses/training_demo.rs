@@ -61,6 +61,7 @@ pub struct Config {
 
 impl Config {
     fn raw(&self) -> Result<RawTrain> {
+        let d = RawTrain::default();
         Ok(RawTrain {
             presets: self.presets.join(","),
             model: RawModel {
@@ -68,27 +69,19 @@ impl Config {
                 branch: self.branch.clone(),
                 width: self.width,
                 norm: NormKind::Layer,
-                ..RawModel::default()
+                ..d.model
             },
             mc: RawMc {
                 heads: self.heads,
-                ..RawMc::default()
+                ..d.mc
             },
-            affine: true,
             task: TaskConfig {
                 kind: TaskKind::parse(&self.task)?,
                 teacher_seed: self.seed,
-                ..TaskConfig::default()
+                ..d.task
             },
             optimizer: self.optimizer.clone(),
-            beta1: None,
-            beta2: None,
-            adam_eps: None,
-            weight_decay: None,
-            momentum: None,
-            clip: None,
             lr: self.lr,
-            schedule: "constant".into(),
             warmup: self.warmup,
             steps: self.steps,
             batch: self.batch,
@@ -96,6 +89,7 @@ impl Config {
             eval_every: self.eval_every,
             eval_batches: 4,
             log_every: self.log_every,
+            ..RawTrain::default()
         })
     }
 

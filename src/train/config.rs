@@ -61,6 +61,45 @@ pub struct RawTrain {
     pub log_every: u64,
 }
 
+impl Default for RawTrain {
+    /// Every default of `normscope train`, once: Pre-LN and Post-LN decoder-only Transformers
+    /// (L = 12 blocks, d = 32, 4 heads) on the teacher-LM task, Adam at lr 1e-3 with PyTorch's
+    /// betas, constant schedule without warmup, 400 updates of 16 sequences, seed 0.
+    fn default() -> Self {
+        RawTrain {
+            presets: "pre,post".into(),
+            model: RawModel {
+                depth: 12,
+                branch: "transformer".into(),
+                width: 32,
+                ..RawModel::default()
+            },
+            mc: RawMc::default(),
+            affine: true,
+            task: TaskConfig {
+                kind: TaskKind::TeacherLm,
+                ..TaskConfig::default()
+            },
+            optimizer: "adam".into(),
+            beta1: None,
+            beta2: None,
+            adam_eps: None,
+            weight_decay: None,
+            momentum: None,
+            clip: None,
+            lr: 1e-3,
+            schedule: "constant".into(),
+            warmup: 0,
+            steps: 400,
+            batch: 16,
+            seeds: "0".into(),
+            eval_every: 25,
+            eval_batches: 4,
+            log_every: 10,
+        }
+    }
+}
+
 /// A checked training request.
 #[derive(Clone, Debug)]
 pub struct TrainConfig {

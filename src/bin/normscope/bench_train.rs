@@ -97,12 +97,6 @@ impl TrainWorkload {
                 ..TaskConfig::default()
             },
             optimizer: "adam".into(),
-            beta1: None,
-            beta2: None,
-            adam_eps: None,
-            weight_decay: None,
-            momentum: None,
-            clip: None,
             lr: 1e-3,
             schedule: "constant".into(),
             warmup: 0,
@@ -112,6 +106,7 @@ impl TrainWorkload {
             eval_every: self.steps,
             eval_batches: 1,
             log_every: self.steps,
+            ..RawTrain::default()
         }
         .check()
     }

@@ -16,38 +16,38 @@ use std::path::PathBuf;
 pub struct TrainArgs {
     /// Comma-separated presets (see `normscope presets`); all train on the same data from
     /// the same seeds.
-    #[arg(long, default_value = "pre,post")]
+    #[arg(long, default_value_t = RawTrain::default().presets)]
     pub preset: String,
     /// Branch: linear, relu-mlp (mlp), gelu-mlp, attention, uniform-attention, transformer
     /// (attention and ReLU MLP blocks alternating).
-    #[arg(long, default_value = "transformer")]
+    #[arg(long, default_value_t = RawTrain::default().model.branch)]
     pub branch: String,
     /// Residual blocks L (a Transformer layer is two blocks).
-    #[arg(long, default_value_t = 12)]
+    #[arg(long, default_value_t = RawTrain::default().model.depth)]
     pub depth: usize,
     /// Width d.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = RawTrain::default().model.width)]
     pub width: usize,
     /// Attention heads (must divide --width).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = RawTrain::default().mc.heads)]
     pub heads: usize,
     /// MLP hidden width as a multiple of d.
-    #[arg(long, default_value_t = 4.0, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = RawTrain::default().model.hidden_ratio, allow_hyphen_values = true)]
     pub hidden_ratio: f64,
     /// Init scheme of the branch matrices and the head: xavier, he, torch-default, bert.
-    #[arg(long, default_value = "xavier")]
+    #[arg(long, default_value_t = RawTrain::default().model.init)]
     pub init: String,
     /// Normalizer of every norm slot.
-    #[arg(long, value_enum, default_value_t = NormKind::Layer)]
+    #[arg(long, value_enum, default_value_t = RawTrain::default().model.norm)]
     pub norm: NormKind,
     /// No learnable gain and bias on the norms.
     #[arg(long)]
     pub no_affine: bool,
     /// Norm epsilon.
-    #[arg(long, default_value_t = 1e-5, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = RawTrain::default().mc.eps, allow_hyphen_values = true)]
     pub eps: f64,
     /// Task: regression, teacher-lm, copy, reverse, sort.
-    #[arg(long, default_value = "teacher-lm")]
+    #[arg(long, default_value_t = RawTrain::default().task.kind.name().to_string())]
     pub task: String,
     /// Vocabulary size (sequence tasks; copy/reverse/sort use one id as the separator).
     #[arg(long, default_value_t = TaskConfig::default().vocab)]
@@ -77,10 +77,10 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = TaskConfig::default().teacher_seed)]
     pub teacher_seed: u64,
     /// Optimizer: sgd, adam, adamw.
-    #[arg(long, default_value = "adam")]
+    #[arg(long, default_value_t = RawTrain::default().optimizer)]
     pub optimizer: String,
     /// Peak learning rate.
-    #[arg(long, default_value_t = 1e-3, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = RawTrain::default().lr, allow_hyphen_values = true)]
     pub lr: f64,
     /// Adam/AdamW beta1 (default 0.9).
     #[arg(long, allow_hyphen_values = true)]
@@ -101,29 +101,29 @@ pub struct TrainArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub clip: Option<f64>,
     /// Schedule after warmup: constant, linear, inv-sqrt, cosine.
-    #[arg(long, default_value = "constant")]
+    #[arg(long, default_value_t = RawTrain::default().schedule)]
     pub schedule: String,
     /// Linear warmup updates (0..=steps).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = RawTrain::default().warmup)]
     pub warmup: u64,
     /// Updates.
-    #[arg(long, default_value_t = 400)]
+    #[arg(long, default_value_t = RawTrain::default().steps)]
     pub steps: u64,
     /// Sequences (or examples) per batch.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = RawTrain::default().batch)]
     pub batch: usize,
     /// Seeds: a..b (half-open), a..=b, a comma list, or one; paired across presets.
-    #[arg(long, default_value = "0")]
+    #[arg(long, default_value_t = RawTrain::default().seeds)]
     pub seeds: String,
     /// Evaluate (eval loss, output change, norm inputs, attention) every this many updates.
-    #[arg(long, default_value_t = 25)]
+    #[arg(long, default_value_t = RawTrain::default().eval_every)]
     pub eval_every: u64,
     /// Batches in the fixed evaluation set.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = RawTrain::default().eval_batches)]
     pub eval_batches: usize,
     /// Log the training loss, gradient norms, update ratios and Adam statistics every this
     /// many updates (1 = every update).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = RawTrain::default().log_every)]
     pub log_every: u64,
     /// Write one run's initial weights, architecture, learning rates and batches as JSON to
     /// this file (one preset, one seed) and train nothing; see the README's "Training".
