@@ -51,15 +51,18 @@ pub struct Claim {
     pub verdict: String,
 }
 
-/// Tables read by the ledger, relative to the output root.
-struct Data<'a> {
+/// Tables read by the ledger, relative to the output root (the training analyses' claim
+/// functions read through it too, so the manifest lists every input).
+pub(crate) struct Data<'a> {
     root: &'a Path,
     /// Every file read, relative to the root (`data/<id>/<file>`), for the manifest.
     read: std::cell::RefCell<std::collections::BTreeSet<String>>,
 }
 
 impl Data<'_> {
-    fn path(&self, rel: &str) -> Result<std::path::PathBuf> {
+    /// The path of `data/<rel>`, recorded as read; an error naming the analysis to run if it
+    /// is missing.
+    pub(crate) fn path(&self, rel: &str) -> Result<std::path::PathBuf> {
         let path = self.root.join("data").join(rel);
         if !path.exists() {
             return Err(missing(rel));
@@ -70,6 +73,11 @@ impl Data<'_> {
 
     fn rows(&self, rel: &str) -> Result<Vec<Row>> {
         read_rows(&self.path(rel)?)
+    }
+
+    /// `data/<rel>` as a data frame (any CSV written by an analysis).
+    pub(crate) fn frame(&self, rel: &str) -> Result<DataFrame> {
+        crate::output::table::read_csv(&self.path(rel)?)
     }
 
     fn tagged(&self, rel: &str, tags: &[&str]) -> Result<Vec<(Vec<f64>, Row)>> {
@@ -354,11 +362,7 @@ fn grad_ratio(rows: &[Row], preset: &str, l: u64) -> Result<f64> {
 }
 
 fn inits_ratios(d: &Data, preset: &str) -> Result<Vec<(String, f64)>> {
-    let path = d.root.join("data/branch-gain/inits.csv");
-    if !path.exists() {
-        return Err(missing("branch-gain/inits.csv"));
-    }
-    let df = crate::output::table::read_csv(&path)?;
+    let df = d.frame("branch-gain/inits.csv")?;
     let s = |n: &str| -> Result<Vec<String>> {
         Ok(df
             .column(n)?

@@ -88,6 +88,7 @@ pub mod output;
 pub mod placement;
 pub mod profile;
 pub mod spec;
+pub mod stats;
 pub mod symbolic;
 pub mod tables;
 pub mod theory;

@@ -23,4 +23,5 @@ pub mod optim;
 pub mod pass;
 pub mod run;
 pub mod schedule;
+pub mod sweep;
 pub mod task;

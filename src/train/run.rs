@@ -32,7 +32,7 @@
 use super::config::TrainConfig;
 use super::diagnostics;
 use super::init;
-use super::model::TrainModel;
+use super::model::{ParamInfo, TrainModel};
 use super::optim::{Optimizer, clip_global_norm};
 use super::pass::{self, Input, Target};
 use super::task::{Batch, Task};
@@ -203,7 +203,7 @@ pub fn start(
     Ok((m, data, first))
 }
 
-/// Trains one preset from one seed.
+/// Trains one preset from one seed, from its initial model ([`start`]).
 pub fn run_one(
     cfg: &TrainConfig,
     task: &dyn Task,
@@ -212,11 +212,87 @@ pub fn run_one(
     eval_set: &[Batch],
     progress: &dyn Progress,
 ) -> crate::Result<Vec<Record>> {
-    let (mut m, mut data, first) = start(cfg, task, preset, seed)?;
+    let begin = start(cfg, task, preset, seed)?;
+    Ok(train(
+        cfg,
+        task,
+        preset,
+        seed,
+        begin,
+        eval_set,
+        &Options::default(),
+        progress,
+    )
+    .records)
+}
+
+/// What [`train`] does besides the loop of `cfg`: which parameters it keeps fixed, and at which
+/// updates it keeps a copy of the model.
+#[derive(Default)]
+pub struct Options<'a> {
+    /// Parameters not updated (frozen), by their [`ParamInfo`]; `None` trains every one.
+    pub frozen: Option<&'a (dyn Fn(&ParamInfo) -> bool + Sync)>,
+    /// Updates after which a copy of the model is kept (0 = the starting model).
+    pub snapshots: &'a [u64],
+}
+
+/// A finished run: the final model (as it was when the run stopped), its log, and the copies
+/// asked for by [`Options::snapshots`] (in step order; none after a divergence).
+#[derive(Clone, Debug)]
+pub struct Trained {
+    /// The model after the last update made.
+    pub model: TrainModel,
+    /// The log.
+    pub records: Vec<Record>,
+    /// `(update, model)` copies.
+    pub snapshots: Vec<(u64, TrainModel)>,
+    /// The update at which the run was flagged as diverged, if it was.
+    pub diverged_at: Option<u64>,
+}
+
+/// Trains `begin = (model, data stream, first batch)` (from [`start`], or a pre-trained model
+/// with a new task's stream) for `cfg`'s schedule, logging as the module docs say.
+#[allow(clippy::too_many_arguments)]
+pub fn train(
+    cfg: &TrainConfig,
+    task: &dyn Task,
+    preset: &str,
+    seed: u64,
+    begin: (TrainModel, Rng, Batch),
+    eval_set: &[Batch],
+    options: &Options,
+    progress: &dyn Progress,
+) -> Trained {
+    let (mut m, mut data, first) = begin;
     let infos: Vec<_> = m.params().into_iter().map(|(i, _)| i).collect();
     let layers: Vec<usize> = infos.iter().map(|i| i.layer).collect();
-    let shapes: Vec<(usize, usize)> = m.params().iter().map(|(_, w)| w.shape()).collect();
-    let decay: Vec<bool> = infos.iter().map(|i| i.decay).collect();
+    let trained: Vec<bool> = infos
+        .iter()
+        .map(|i| !options.frozen.is_some_and(|f| f(i)))
+        .collect();
+    let shapes: Vec<(usize, usize)> = m
+        .params()
+        .iter()
+        .zip(&trained)
+        .filter(|(_, t)| **t)
+        .map(|((_, w), _)| w.shape())
+        .collect();
+    let decay: Vec<bool> = infos
+        .iter()
+        .zip(&trained)
+        .filter(|(_, t)| **t)
+        .map(|(i, _)| i.decay)
+        .collect();
+    // Index of each trained tensor among the optimizer's.
+    let slot: Vec<Option<usize>> = trained
+        .iter()
+        .scan(0, |k, t| {
+            Some(t.then(|| {
+                *k += 1;
+                *k - 1
+            }))
+        })
+        .collect();
     let mut opt = Optimizer::new(cfg.optimizer, &shapes, &decay);
     let depth = m.depth();
     let mut log = Logger {
@@ -224,6 +300,10 @@ pub fn run_one(
         seed,
         out: Vec::new(),
     };
+    let mut snapshots = Vec::new();
+    if options.snapshots.contains(&0) {
+        snapshots.push((0, m.clone()));
+    }
     let probe = &eval_set[0];
     let f0 = m.forward(views(probe).0).output;
     let floor = {
@@ -280,12 +360,27 @@ pub fn run_one(
                 gsq.iter().sum::<f64>().sqrt(),
             );
         }
+        let mut grads: Vec<DMatrix<f64>> = grads
+            .drain(..)
+            .zip(&trained)
+            .filter(|(_, t)| **t)
+            .map(|(g, _)| g)
+            .collect();
         if let Some(c) = cfg.clip {
             clip_global_norm(&mut grads, c);
         }
         let before: Option<Vec<DMatrix<f64>>> =
             logging.then(|| m.params().iter().map(|(_, w)| (*w).clone()).collect());
-        opt.step(&mut m.params_mut(), &grads, lr);
+        {
+            let mut params: Vec<&mut DMatrix<f64>> = m
+                .params_mut()
+                .into_iter()
+                .zip(&trained)
+                .filter(|(_, t)| **t)
+                .map(|(w, _)| w)
+                .collect();
+            opt.step(&mut params, &grads, lr);
+        }
         if let Some(before) = before {
             let now = m.params();
             let delta: Vec<DMatrix<f64>> =
@@ -307,7 +402,7 @@ pub fn run_one(
             let mut v_n = vec![0usize; depth + 2];
             let mut v_max = vec![f64::NEG_INFINITY; depth + 2];
             for (i, l) in layers.iter().enumerate() {
-                if let Some(v) = opt.second_moment(i) {
+                if let Some(v) = slot[i].and_then(|k| opt.second_moment(k)) {
                     v_sum[*l] += v.sum();
                     v_n[*l] += v.len();
                     v_max[*l] = v_max[*l].max(v.max());
@@ -333,13 +428,21 @@ pub fn run_one(
             progress.tick();
             break;
         }
+        if options.snapshots.contains(&s) {
+            snapshots.push((s, m.clone()));
+        }
         progress.tick();
     }
     match diverged_at {
         Some(s) => log.put(s, None, None, "diverged", 1.0),
         None => log.put(cfg.schedule.steps, None, None, "diverged", 0.0),
     }
-    Ok(log.out)
+    Trained {
+        model: m,
+        records: log.out,
+        snapshots,
+        diverged_at,
+    }
 }
 
 /// Logs the evaluation-time quantities at `step`; returns the evaluation loss.

@@ -1,0 +1,20 @@
+//! Statistics of the training analyses (issue 12, "Statistics, stated before the numbers";
+//! TRAINING.md section 3): Wilson intervals for rates ([`wilson`]), Fisher's exact test for two
+//! rates ([`fisher`]), Holm's step-down correction ([`holm`]), seeded percentile-bootstrap
+//! intervals for medians and other statistics ([`bootstrap`]), and least-squares lines
+//! ([`ols`]).
+
+pub mod bootstrap;
+pub mod fisher;
+pub mod holm;
+pub mod ols;
+pub mod wilson;
+
+/// The coverage of every interval here: 95%.
+pub const LEVEL: f64 = 0.95;
+
+/// The standard normal quantile `z_{1 - (1 - LEVEL)/2}` (1.959963984540054 for 95%).
+pub fn z() -> f64 {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    Normal::standard().inverse_cdf(1.0 - (1.0 - LEVEL) / 2.0)
+}
