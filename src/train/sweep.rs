@@ -304,7 +304,8 @@ pub fn bisect(
     progress: &(dyn Progress + Sync),
 ) -> Result<Vec<MaxStable>> {
     for b in brackets {
-        b.cell.config(base, b.seed)?;
+        b.cell.at_lr(b.lo).config(base, b.seed)?;
+        b.cell.at_lr(b.hi).config(base, b.seed)?;
     }
     let (task, eval) = task_and_eval(base)?;
     brackets
