@@ -7,6 +7,13 @@
 //! Carlo tables only through coarse checks (orderings, factor-of-two thresholds), so the quick
 //! and full runs give the same verdicts; the measured numbers differ and are printed.
 //!
+//! Claim 4 covers encoder-decoder models too: besides the linear, MLP and self-attention stacks
+//! it reads Post-LN's first/last weight-gradient ratio through cross-attention stacks
+//! ([`super::stream_gradients::BRANCHES_TABLE`]). A cross-attention block's output does not
+//! depend on the stream, so its backward map is the norm's alone and the ratio is
+//! `(1+g)^-(L-1)` (Liu et al. 2020, arXiv:2004.08249); when only those stacks fall below
+//! `VANISH_MAX` the verdict is `conditional` on cross-attention, with both ratios printed.
+//!
 //! Claims 6-9 need training dynamics (warmup, optimizers, convergence, fine-tuning), which no
 //! engine here simulates; they are `untested`, with the init-time number that bears on them.
 
@@ -402,9 +409,49 @@ fn inits_ratios(d: &Data, preset: &str) -> Result<Vec<(String, f64)>> {
         .collect())
 }
 
+/// Claim 4, encoder-decoder stacks: the branch whose output does not depend on the stream
+/// (encoder-decoder attention; Liu et al. 2020, arXiv:2004.08249) and the self-attention branch
+/// it is compared with, as named in the `branch` column of
+/// [`super::stream_gradients::BRANCHES_TABLE`].
+const CROSS_BRANCH: &str = "cross-attention";
+const SELF_BRANCH: &str = "uniform-attention";
+
+/// Post-LN's first/last block weight-gradient ratio through `branch` in the branch table, at
+/// every depth where it is defined (an underflowed first block has no value), by depth:
+/// `(L, ratio)`.
+fn branch_ratios(rows: &[Row], branch: &str) -> Result<Vec<(u64, f64)>> {
+    let of: Vec<Row> = rows
+        .iter()
+        .filter(|r| r.setup.branch.as_deref() == Some(branch))
+        .cloned()
+        .collect();
+    let mut depths: Vec<u64> = of
+        .iter()
+        .filter(|r| r.preset == "post" && r.metric == Metric::WeightGradSq)
+        .map(|r| r.depth)
+        .collect();
+    depths.sort_unstable();
+    depths.dedup();
+    let ratios: Vec<(u64, f64)> = depths
+        .into_iter()
+        .filter_map(|l| common::weight_grad_ratio(&of, "post", l as usize).map(|r| (l, r)))
+        .collect();
+    if ratios.is_empty() {
+        return Err(Error::Undefined(format!(
+            "claims: stream-and-gradients/{}: no Post-LN weight_grad_sq rows at layers 1 and L for branch {branch}",
+            super::stream_gradients::BRANCHES_TABLE
+        )));
+    }
+    Ok(ratios)
+}
+
 fn claim4(d: &Data) -> Result<Claim> {
     let th = d.rows("stream-and-gradients/vs_depth_theory.csv")?;
     let mc = d.rows("stream-and-gradients/vs_depth_mc.csv")?;
+    let branches = d.rows(&format!(
+        "stream-and-gradients/{}",
+        super::stream_gradients::BRANCHES_TABLE
+    ))?;
     let w = Metric::WeightGradSq;
     let l = max_depth(&th, "post", w)?;
     let lm = max_depth(&mc, "post", w)?;
@@ -416,9 +463,27 @@ fn claim4(d: &Data) -> Result<Claim> {
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .cloned()
         .unwrap_or_default();
+    let cross = branch_ratios(&branches, CROSS_BRANCH)?;
+    let selfs = branch_ratios(&branches, SELF_BRANCH)?;
+    // The largest depth of each (the last of the sorted list, non-empty by construction).
+    let ((lc, rc), (ls, rs)) = (cross[cross.len() - 1], selfs[selfs.len() - 1]);
+    // The per-block factor (1+g)^-1 recovered from the ratio (1+g)^-(L-1).
+    let per_block = (rc.ln() / (lc.max(2) - 1) as f64).exp();
+    let first_vanished = cross.iter().find(|x| x.1 < VANISH_MAX);
+    let self_stacks_keep = r_th >= NO_VANISH_MIN
+        && r_mc >= NO_VANISH_MIN
+        && lowest.1 >= NO_VANISH_MIN
+        && selfs.iter().all(|x| x.1 >= NO_VANISH_MIN);
     let verdict = if r_th < VANISH_MAX && r_mc < VANISH_MAX {
         "supported".to_string()
-    } else if r_th >= NO_VANISH_MIN && r_mc >= NO_VANISH_MIN && lowest.1 >= NO_VANISH_MIN {
+    } else if self_stacks_keep && rc < VANISH_MAX {
+        format!(
+            "conditional: vanishes only through stream-independent (cross-attention) sublayers: Post-LN first/last ratio {} at L = {lc} through cross-attention (below {VANISH_MAX} from L = {} of the table), vs {} at L = {ls} for self-attention and >= {NO_VANISH_MIN} for every MLP or linear stack",
+            sig(rc),
+            first_vanished.map_or(lc, |x| x.0),
+            sig(rs),
+        )
+    } else if self_stacks_keep {
         "refuted".to_string()
     } else if inits.iter().any(|x| x.1 < VANISH_MAX) {
         format!("conditional: only for {}", lowest.0)
@@ -429,16 +494,19 @@ fn claim4(d: &Data) -> Result<Claim> {
         id: 4,
         statement: "Post-Norm's weakened residual causes vanishing gradients near the input.",
         seeds: "002, 003",
-        data: "stream-and-gradients/vs_depth_theory.csv, stream-and-gradients/vs_depth_mc.csv, branch-gain/inits.csv",
+        data: "stream-and-gradients/vs_depth_theory.csv, stream-and-gradients/vs_depth_mc.csv, stream-and-gradients/branches_theory.csv, branch-gain/inits.csv",
         measurement: format!(
-            "Post-LN first/last block weight-gradient ratio at init: {} (closed form, L = {l}), {} (Monte Carlo point estimate, L = {lm}); lowest over branches and inits at L = 64: {} ({})",
+            "Post-LN first/last block weight-gradient ratio at init: {} (closed form, L = {l}), {} (Monte Carlo point estimate, L = {lm}); lowest over branches and inits at L = 64: {} ({}); closed form through self-attention (branch {SELF_BRANCH}): {} (L = {ls}); through encoder-decoder attention (branch {CROSS_BRANCH}): {} (L = {lc}), a factor {} per block (1/(1+g), g the cross-attention gain)",
             sig(r_th),
             sig(r_mc),
             sig(lowest.1),
-            lowest.0
+            lowest.0,
+            sig(rs),
+            sig(rc),
+            sig(per_block),
         ),
         rule: format!(
-            "supported if the first block's mean-square weight gradient is < {VANISH_MAX} of the last block's in both engines; refuted if the ratio is >= {NO_VANISH_MIN} in both engines and for every branch and init of the closed-form table; conditional otherwise"
+            "supported if the first block's mean-square weight gradient is < {VANISH_MAX} of the last block's in both engines; conditional on stream-independent (cross-attention) sublayers if the ratio is >= {NO_VANISH_MIN} in both engines, for every branch and init of the closed-form table and for self-attention at every depth, but < {VANISH_MAX} through cross-attention at the largest depth (closed form); refuted if it is >= {NO_VANISH_MIN} everywhere and cross-attention stays >= {VANISH_MAX}; conditional otherwise"
         ),
         verdict,
         trained: None,

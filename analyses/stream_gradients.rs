@@ -4,14 +4,29 @@
 //! weight gradients against the depth L (Xiong et al. 2020: Post-LN's last-layer gradient does
 //! not shrink with L, Pre-LN's shrinks like 1/L). Tests seeds 002/003's "Post-Norm's gradients
 //! vanish near the input" and seed 002's "x_t grows as O(t)".
+//!
+//! Encoder-decoder stacks ([`BRANCHES_TABLE`], closed form only): the same first- and last-block
+//! gradients against L with the branch replaced by self-attention in its uniform limit
+//! (`uniform-attention`, `W_Q = W_K = 0`: the closed form has no softmax attention) and by
+//! cross-attention (encoder-decoder attention to a
+//! fixed memory, whose output does not depend on the stream; Liu et al. 2020, arXiv:2004.08249,
+//! show Post-LN's gradient vanishing toward the input through it). In Post-LN a cross-attention
+//! block's backward map is the norm's Jacobian alone (THEORY.md section 3: `g_b = 0`), which
+//! scales the mean-square gradient by `1/(1+g)` per block (section 4: the norm divides by the
+//! root of `q = 1 + g`), so the first/last weight-gradient ratio is `(1+g)^-(L-1)`. The closed
+//! form has no mixed stacks (one branch kind per stack), so a decoder's alternation of self-,
+//! cross-attention and MLP blocks is not tabulated; the Monte Carlo agreement suite already
+//! checks cross-attention on every metric, so this table has no Monte Carlo twin.
 
 use super::common::{self, Mc, Model};
 use super::{Analysis, Out};
-use crate::Result;
+use crate::branch::BranchKind;
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
 use crate::output::figure::LinePlot;
 use crate::output::latex::{self, Cell};
+use crate::profile::Row;
+use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 /// Registry entry.
@@ -42,7 +57,19 @@ pub struct Config {
     pub model: Model,
     /// Monte Carlo settings.
     pub mc: Mc,
+    /// Branches of the encoder-decoder table [`BRANCHES_TABLE`] (closed form, with the model's
+    /// init and norm): self-attention `uniform-attention` and `cross-attention`.
+    pub branches: Vec<String>,
+    /// Tokens n of [`Config::branches`] (and of the cross-attention memory), the same in the
+    /// quick and full runs so that the table (and the ledger's claim 4) is too. With
+    /// independent memory tokens (`c0 = 0`) cross-attention's gain is `g = 1/n`.
+    pub branch_tokens: usize,
 }
+
+/// The encoder-decoder table: `grad_sq` and `weight_grad_sq` at layers 0, 1 and L for every
+/// preset, branch of [`Config::branches`] and closed-form depth (the `branch` column tells the
+/// branches apart).
+pub const BRANCHES_TABLE: &str = "branches_theory.csv";
 
 const METRICS: [Metric; 3] = [Metric::StreamSq, Metric::GradSq, Metric::WeightGradSq];
 
@@ -59,6 +86,10 @@ impl super::AnalysisConfig for Config {
             mc_depths: vec![4, 16, 64, 256],
             model: Model::seeds(),
             mc: Mc::full(),
+            branches: ["uniform-attention", "cross-attention"]
+                .map(String::from)
+                .to_vec(),
+            branch_tokens: 16,
         }
     }
 
@@ -80,6 +111,22 @@ impl super::AnalysisConfig for Config {
         let deepest = common::deepest(&self.mc_depths).max(self.mc_depth);
         common::check(&self.presets, &self.model, &self.mc, deepest)?;
         crate::budget::check_closed_form(self.max_depth.max(self.depth))?;
+        for b in &self.branches {
+            BranchKind::parse_closed_form(b).map_err(|_| {
+                Error::invalid(
+                    "stream-and-gradients.branches",
+                    b,
+                    format!("branches with a closed form: {}", BranchKind::names(true)),
+                )
+            })?;
+        }
+        if self.branch_tokens == 0 {
+            return Err(Error::invalid(
+                "stream-and-gradients.branch_tokens",
+                0,
+                "an integer >= 1",
+            ));
+        }
         Ok(())
     }
 
@@ -128,7 +175,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 what,
             );
             plot.y_log = true;
-            let mc_here: &[crate::profile::Row] = if depth == c.mc_depth { &mc } else { &[] };
+            let mc_here: &[Row] = if depth == c.mc_depth { &mc } else { &[] };
             common::add_both(
                 &mut plot,
                 &c.presets,
@@ -145,15 +192,15 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     // First and last block's weight gradient, and the gradient at x_0 and x_L, against L.
     let grads = [Metric::WeightGradSq, Metric::GradSq];
     let depths = common::depth_grid(c.max_depth, c.depth_count, &c.mc_depths);
-    let mut vs_theory = Vec::new();
-    for &d in &depths {
-        let layers = LayerSpec::List(vec![0, 1, d]);
-        vs_theory.extend(common::theory(
-            &c.presets,
-            &c.model.raw(d, &c.mc),
-            &grads,
-            &layers,
-        )?);
+    let vs_theory = first_last_theory(&c.presets, &c.model, &c.mc, &depths)?;
+    let branch_mc = Mc {
+        tokens: c.branch_tokens,
+        ..c.mc.clone()
+    };
+    let mut branches = Vec::new();
+    for b in &c.branches {
+        let model = Model::new(b, &c.model.init, c.model.norm);
+        branches.extend(first_last_theory(&c.presets, &model, &branch_mc, &depths)?);
     }
     let mut vs_mc = Vec::new();
     for &d in &c.mc_depths {
@@ -176,7 +223,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             "mean-square weight gradient",
         );
         plot.y_log = true;
-        let keep = move |r: &crate::profile::Row| {
+        let keep = move |r: &Row| {
             if first {
                 r.layer == 1
             } else {
@@ -226,5 +273,26 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     out.rows("theory.csv", theory)?;
     out.rows("mc.csv", mc)?;
     out.rows("vs_depth_theory.csv", vs_theory)?;
+    out.rows(BRANCHES_TABLE, branches)?;
     out.rows("vs_depth_mc.csv", vs_mc)
+}
+
+/// Closed-form `weight_grad_sq` and `grad_sq` at layers 0, 1 and L of `presets` at each depth
+/// L of `depths` (the first/last ratio is `weight_grad_sq` at 1 over at L).
+fn first_last_theory(
+    presets: &[String],
+    model: &Model,
+    mc: &Mc,
+    depths: &[usize],
+) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for &d in depths {
+        rows.extend(common::theory(
+            presets,
+            &model.raw(d, mc),
+            &[Metric::WeightGradSq, Metric::GradSq],
+            &LayerSpec::List(vec![0, 1, d]),
+        )?);
+    }
+    Ok(rows)
 }

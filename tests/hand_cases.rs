@@ -396,6 +396,44 @@ fn cross_attention_does_not_depend_on_the_stream() {
 }
 
 #[test]
+fn post_norm_gradient_decays_by_one_over_one_plus_g_per_cross_attention_block() {
+    // Post-Norm with cross-attention (Xavier, so sV = sO = 1; q0 = 1, c0 = 0, n tokens): the
+    // branch outputs W_O W_V m of the memory mean, forward gain g = sV sO q0 (c0 + (1-c0)/n)
+    // = 1/n, and its Jacobian w.r.t. the stream is zero (THEORY.md section 3: g_b = 0).
+    // Block l is x_l = N(x_{l-1} + F_l) with q_{l-1} = 1 (after the previous N; q0 = 1), so
+    // N's input has second moment 1 + g and its Jacobian scales a gradient's mean square by
+    // 1/(1+g) (section 4), while the branch path adds nothing backward:
+    //   grad_sq_{l-1} = grad_sq_l / (1+g),  so  grad_sq_0 / grad_sq_L = (1+g)^-L.
+    // Block l's last-matrix (W_O) gradient is the gradient at the branch output,
+    // grad_sq_l/(1+g), times the second moment of W_O's input W_V m, sV/n = g, the same in
+    // every block; so weight_grad_sq_L = g/(1+g) (grad_sq_L = 1) and
+    //   weight_grad_sq_1 / weight_grad_sq_L = (1+g)^-(L-1):
+    // Post-LN's gradient vanishes toward the input through cross-attention (encoder-decoder
+    // attention) sublayers, as Liu et al. 2020 (arXiv:2004.08249) observe, while a stack whose
+    // branch depends on the stream keeps the ratio at 1 (hand_cases' post, claims ledger).
+    for (n, depth) in [(4usize, 12usize), (16, 40)] {
+        let raw = normscope::model::RawModel {
+            branch: "cross-attention".into(),
+            tokens: n,
+            ..seeds_model(depth)
+        };
+        let t = table("post", &raw);
+        let g = 1.0 / n as f64;
+        let l = depth as u64;
+        let what = |m: &str| format!("n = {n}, L = {depth}: {m}");
+        let last = get(&t, "weight_grad_sq", l, None);
+        assert_close(last, g / (1.0 + g), EXACT, &what("weight_grad_sq_L"));
+        // Relative checks: the ratios are far below 1, where assert_close is absolute.
+        let ratio = get(&t, "weight_grad_sq", 1, None) / last;
+        let want = (1.0 + g).powi(-(depth as i32 - 1));
+        assert_close(ratio / want, 1.0, EXACT, &what("weight-gradient ratio"));
+        let grads = get(&t, "grad_sq", 0, None) / get(&t, "grad_sq", l, None);
+        let want = (1.0 + g).powi(-(depth as i32));
+        assert_close(grads / want, 1.0, EXACT, &what("grad_sq ratio"));
+    }
+}
+
+#[test]
 fn he_and_torch_default_gains() {
     // He ReLU MLP: s1 = s2 = 2, g = s1 s2/2 = 2 (He et al. 2015). Post at depth 1: the branch
     // carries g/(1+g) = 2/3 of x_1. torch-default linear: Var = 1/(3 fan_in), g = 1/3:

@@ -343,6 +343,34 @@ fn claims_ledger_of_the_committed_tables_is_the_committed_ledger() {
     }
 }
 
+#[test]
+fn claim4_is_conditional_on_cross_attention() {
+    // Post-LN's gradient does not vanish through self-attention, MLP or linear stacks at init,
+    // but does through cross-attention (encoder-decoder attention) stacks, where the
+    // first/last weight-gradient ratio is (1+g)^-(L-1) (tests/hand_cases.rs; Liu et al. 2020,
+    // arXiv:2004.08249).
+    let claims = verdicts(&shared().join("data/claims/claims.csv"));
+    let (_, v) = claims.iter().find(|(id, _)| id == "4").unwrap();
+    assert!(
+        v.starts_with("conditional: ")
+            && v.contains("cross-attention")
+            && v.contains("self-attention"),
+        "claim 4: {v}"
+    );
+    // The ledger read the encoder-decoder table, whose cross-attention rows it names.
+    let rows = normscope::output::table::read_rows(&shared().join(format!(
+        "data/stream-and-gradients/{}",
+        normscope::analyses::stream_gradients::BRANCHES_TABLE
+    )))
+    .unwrap();
+    for b in ["uniform-attention", "cross-attention"] {
+        assert!(
+            rows.iter().any(|r| r.setup.branch.as_deref() == Some(b)),
+            "no {b} rows"
+        );
+    }
+}
+
 fn run_in(dir: &Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_normscope"))
         .args(args)
