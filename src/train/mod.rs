@@ -11,12 +11,17 @@
 //!   Transformer, copy / reverse / sort; every batch drawn from a seed.
 //! - [`config`], [`run`], [`diagnostics`], [`log`]: a checked request, the loop and what it
 //!   logs, the tidy table; [`dump`]: the initial weights and batches for the PyTorch check.
+//! - [`sweep`]: many runs over cells and paired seeds; [`ablation`]: each block's ablation
+//!   cost and angular distance (Curse of Depth); [`lens`]: a trained model as the Monte Carlo
+//!   engine's network, so its init-time estimators run on trained weights.
 
+pub mod ablation;
 pub mod config;
 pub mod diagnostics;
 pub mod dump;
 pub mod init;
 pub mod layer_norm;
+pub mod lens;
 pub mod log;
 pub mod model;
 pub mod optim;
