@@ -154,11 +154,11 @@ fn ci(r: &Row) -> String {
 
 /// Claim 1 thresholds: Pre-LN "adds width" if eff_depth/L < 0.05 at the largest closed-form
 /// depth; a preset's depth is "full" (linear in L) if eff_depth/L >= 0.25.
-const WIDTH_MAX: f64 = 0.05;
-const LINEAR_MIN: f64 = 0.25;
+pub(crate) const WIDTH_MAX: f64 = 0.05;
+pub(crate) const LINEAR_MIN: f64 = 0.25;
 /// Claims 1 and 10: Post-LN's effective depth is "much larger" than Pre-LN's if it exceeds this
 /// factor (in Monte Carlo: Post-LN's lower CI end over Pre-LN's upper end).
-const POST_OVER_PRE_MIN: f64 = 4.0;
+pub(crate) const POST_OVER_PRE_MIN: f64 = 4.0;
 
 fn claim1(d: &Data) -> Result<Claim> {
     let th = d.rows("effective-depth/theory.csv")?;
@@ -300,7 +300,7 @@ fn claim2(d: &Data) -> Result<Claim> {
 /// Claim 3: the closed-form factor must equal its target to this (it is exact up to rounding),
 /// and the Monte Carlo interval is widened by this share on each side.
 const FACTOR_TOL: f64 = 1e-9;
-const MC_WIDEN: f64 = 0.05;
+pub(crate) const MC_WIDEN: f64 = 0.05;
 
 fn claim3(d: &Data) -> Result<Claim> {
     let bw = Metric::BranchWeight;
@@ -374,7 +374,7 @@ fn claim3(d: &Data) -> Result<Claim> {
 /// Claim 4 thresholds: gradients "vanish near the input" if the first block's mean-square weight
 /// gradient is below 0.1 of the last block's; they clearly do not if the ratio is >= 0.5.
 const VANISH_MAX: f64 = 0.1;
-const NO_VANISH_MIN: f64 = 0.5;
+pub(crate) const NO_VANISH_MIN: f64 = 0.5;
 
 /// First/last block weight-gradient ratio at depth `l` in `rows`.
 fn grad_ratio(rows: &[Row], preset: &str, l: u64) -> Result<f64> {
@@ -515,7 +515,7 @@ fn claim4(d: &Data) -> Result<Claim> {
 
 /// Claims 5 and 10: DeepNorm keeps Post-Norm's depth if its effective depth is at least this
 /// share of Post-LN's.
-const KEEPS_DEPTH_MIN: f64 = 0.5;
+pub(crate) const KEEPS_DEPTH_MIN: f64 = 0.5;
 
 fn claim5(d: &Data) -> Result<Claim> {
     let ed = Metric::EffDepth;
@@ -700,6 +700,12 @@ fn ledger_and_inputs(root: &Path) -> Result<(Vec<Claim>, Vec<String>)> {
         ),
         claim10(&d)?,
     ];
+    let mut claims = claims;
+    for (id, a) in super::trained_lens::after_training(&d)? {
+        if let Some(c) = claims.iter_mut().find(|c| c.id == id) {
+            c.trained = Some(a);
+        }
+    }
     Ok((claims, d.read.into_inner().into_iter().collect()))
 }
 

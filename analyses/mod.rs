@@ -27,6 +27,7 @@ pub mod output_change;
 pub mod placement_file;
 pub mod rank_collapse;
 pub mod stream_gradients;
+pub mod trained_lens;
 pub mod training_demo;
 
 use crate::output::lock::OutputLock;
@@ -246,6 +247,7 @@ pub const REGISTRY: &[Analysis] = &[
     branch_gain::ANALYSIS,
     placement_file::ANALYSIS,
     training_demo::ANALYSIS,
+    trained_lens::ANALYSIS,
     claims::ANALYSIS,
 ];
 
