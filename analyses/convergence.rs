@@ -16,7 +16,7 @@
 //!    excess, steps to floor + delta): the median of `post_s - pre_s` with its bootstrap
 //!    interval and the sign test, Holm-corrected over every row of `pairs.csv`.
 //!
-//! Verdict ([`claim`]): [`ALPHA`], [`SHALLOW_MAX`], [`DEEP_MIN`], with the rule printed from
+//! Verdict ([`verdict`], rule [`rule`]): [`ALPHA`], [`SHALLOW_MAX`], [`DEEP_MIN`], with the rule printed from
 //! them.
 
 use super::regression_tier::{self as tier};

@@ -23,7 +23,7 @@
 //!    eps)`, about `lr` per coordinate whatever `g`'s scale (slope 0; Kingma and Ba 2015,
 //!    section 2.1: "the effective step ... is invariant to the scale of the gradients").
 //!
-//! Verdict ([`claim`]): the constants [`SLOPE_STEP`], [`SLOPE_TOL`], [`ALPHA`] and
+//! Verdict ([`verdict`], rule [`rule`]): the constants [`SLOPE_STEP`], [`SLOPE_TOL`], [`ALPHA`] and
 //! [`RESCUED`], with the rule printed from them.
 
 use super::regression_tier::{self as tier, Group};
