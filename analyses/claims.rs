@@ -680,18 +680,8 @@ fn ledger_and_inputs(root: &Path) -> Result<(Vec<Claim>, Vec<String>)> {
         claim4(&d)?,
         claim5(&d)?,
         claim6(&d)?,
-        untested(
-            7,
-            "Adam's update is O(1) whatever the gradient's scale, which rescues Post-Norm from small gradients; SGD's update is proportional to the gradient.",
-            "002",
-            "an optimizer engine (Adam and SGD steps on the sampled networks, measuring update size per layer)",
-        ),
-        untested(
-            8,
-            "Post-Norm converges faster early; Pre-Norm is better for deep nets, Post-Norm for shallow ones.",
-            "002, 003",
-            "training runs at several depths comparing loss curves",
-        ),
+        super::optimizers::claim(&d)?,
+        super::convergence::claim(&d)?,
         untested(
             9,
             "Post-Norm fine-tunes better than Pre-Norm.",

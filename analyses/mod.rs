@@ -19,13 +19,16 @@ pub mod branch_weights;
 pub mod claims;
 pub mod common;
 pub mod config_file;
+pub mod convergence;
 pub mod deepnorm_alpha;
 pub mod effective_depth;
 pub mod expansion;
 pub mod manifest;
+pub mod optimizers;
 pub mod output_change;
 pub mod placement_file;
 pub mod rank_collapse;
+pub mod regression_tier;
 pub mod stream_gradients;
 pub mod trained_lens;
 pub mod training_demo;
@@ -247,6 +250,8 @@ pub const REGISTRY: &[Analysis] = &[
     branch_gain::ANALYSIS,
     placement_file::ANALYSIS,
     training_demo::ANALYSIS,
+    optimizers::ANALYSIS,
+    convergence::ANALYSIS,
     trained_lens::ANALYSIS,
     claims::ANALYSIS,
 ];

@@ -1,13 +1,14 @@
 //! Statistics of the training analyses (issue 12, "Statistics, stated before the numbers";
 //! TRAINING.md section 3): Wilson intervals for rates ([`wilson`]), Fisher's exact test for two
 //! rates ([`fisher`]), Holm's step-down correction ([`holm`]), seeded percentile-bootstrap
-//! intervals for medians and other statistics ([`bootstrap`]), and least-squares lines
-//! ([`ols`]).
+//! intervals for medians and other statistics ([`bootstrap`]), least-squares lines ([`ols`]),
+//! and the exact sign test for paired differences ([`sign`]).
 
 pub mod bootstrap;
 pub mod fisher;
 pub mod holm;
 pub mod ols;
+pub mod sign;
 pub mod wilson;
 
 /// The coverage of every interval here: 95%.
