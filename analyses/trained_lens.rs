@@ -6,6 +6,7 @@
 //! verdict, after training ([`after_training`]).
 //!
 //! Setting: the regression tier (teacher-student, ReLU-MLP blocks, TRAINING.md section 2),
+//! He-initialized so that the branch gain (g = 2) lies inside claim 1's init-time condition,
 //! Adam at a learning rate every preset trains at, no warmup, norms without affine maps (the
 //! engine's network carries none; [`crate::train::lens`]). Each (preset, seed) is one trained
 //! network, measured at the snapshots on the evaluation set's first batch (its columns are the
@@ -70,6 +71,9 @@ pub struct Config {
     pub depth: usize,
     /// Width d.
     pub width: usize,
+    /// Init scheme of the branch matrices (`he` gives a ReLU MLP branch gain g = 2, inside
+    /// claim 1's init-time condition g >= 0.398; `xavier` gives g = 0.32, outside it).
+    pub init: String,
     /// Adam's peak learning rate (constant, no warmup).
     pub lr: f64,
     /// Updates.
@@ -88,6 +92,7 @@ impl super::AnalysisConfig for Config {
             presets: ["pre", "post", "deepnorm"].map(String::from).to_vec(),
             depth: 24,
             width: 16,
+            init: "he".into(),
             lr: 1e-3,
             steps: 200,
             snapshots: vec![0, 25, 50, 100, 200],
@@ -155,6 +160,7 @@ impl Config {
                 depth: self.depth,
                 branch: "relu-mlp".into(),
                 width: self.width,
+                init: self.init.clone(),
                 ..d.model
             },
             affine: false,
@@ -423,7 +429,7 @@ pub(crate) fn after_training(d: &Data) -> Result<Vec<(u32, AfterTraining)>> {
     );
     let (pre0, post0) = (r.get("pre", 0, ed)?, r.get("post", 0, ed)?);
     let setting = format!(
-        "regression tier, ReLU MLP, L = {l}, Adam, no affine norms; medians over seeds with bootstrap 95% intervals, after {t} updates (at update 0 in the same pipeline)"
+        "regression tier, ReLU MLP (He init, g = 2 at init), L = {l}, Adam, no affine norms; medians over seeds with bootstrap 95% intervals, after {t} updates (at update 0 in the same pipeline)"
     );
     // Claim 1.
     let width = pre.0 < WIDTH_MAX;
