@@ -26,8 +26,10 @@ pub mod manifest;
 pub mod output_change;
 pub mod placement_file;
 pub mod rank_collapse;
+pub mod stability_law;
 pub mod stream_gradients;
 pub mod training_demo;
+pub mod warmup;
 
 use crate::output::lock::OutputLock;
 use crate::output::staging::{self, Stage};
@@ -246,6 +248,8 @@ pub const REGISTRY: &[Analysis] = &[
     branch_gain::ANALYSIS,
     placement_file::ANALYSIS,
     training_demo::ANALYSIS,
+    warmup::ANALYSIS,
+    stability_law::ANALYSIS,
     claims::ANALYSIS,
 ];
 
