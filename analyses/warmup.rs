@@ -98,7 +98,7 @@ pub struct Config {
 }
 
 impl Config {
-    /// The network at depth `depth` (the one [`Self::raw`] trains; `stability-law` evaluates
+    /// The network at depth `depth` (the one every cell trains; `stability-law` evaluates
     /// its closed form).
     pub fn model(&self, depth: usize) -> RawModel {
         RawModel {
