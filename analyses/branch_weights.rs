@@ -144,6 +144,9 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             value_label: "share of ||x_l||^2".into(),
             log10_range: (-6.0, 0.0),
             panels,
+            x_ticks: Vec::new(),
+            y_ticks: Vec::new(),
+            linear: None,
         },
     )?;
     for (source, stem, what, symbol) in [

@@ -577,20 +577,18 @@ fn claim6(d: &Data) -> Result<Claim> {
     let l = max_depth(&th, "post", w)?;
     let post = get(&th, "post", w, l, l, None)?.value;
     let pre = get(&th, "pre", w, l, l, None)?.value;
+    let trained = super::warmup::claim(d)?;
+    let law = super::stability_law::law_summary(d)?;
     Ok(Claim {
-        id: 6,
-        statement: "Post-LN's gradients near the output are large at init, so learning-rate warmup is essential (Xiong et al. 2020).",
-        seeds: "001, 002",
-        data: "stream-and-gradients/vs_depth_theory.csv",
+        data: "stream-and-gradients/vs_depth_theory.csv, warmup/tests.csv, stability-law/slope.csv",
         measurement: format!(
-            "init-time part only: last-block mean-square weight gradient at L = {l}: Post-LN {} vs Pre-LN {} (ratio {}; Xiong et al.: Post-LN's does not shrink with L, Pre-LN's shrinks like 1/L)",
+            "at init: last-block mean-square weight gradient at L = {l}: Post-LN {} vs Pre-LN {} (ratio {}; Xiong et al.: Post-LN's does not shrink with L, Pre-LN's shrinks like 1/L). Training: {}. Stability law: {law}",
             sig(post),
             sig(pre),
-            sig(post / pre)
+            sig(post / pre),
+            trained.measurement
         ),
-        rule: "needs training runs with and without warmup".into(),
-        verdict: "untested: a training engine (optimizer steps with and without a warmup schedule, measuring divergence or final loss)".into(),
-        trained: None,
+        ..trained
     })
 }
 

@@ -29,9 +29,11 @@ pub mod output_change;
 pub mod placement_file;
 pub mod rank_collapse;
 pub mod regression_tier;
+pub mod stability_law;
 pub mod stream_gradients;
 pub mod trained_lens;
 pub mod training_demo;
+pub mod warmup;
 
 use crate::output::lock::OutputLock;
 use crate::output::staging::{self, Stage};
@@ -250,6 +252,8 @@ pub const REGISTRY: &[Analysis] = &[
     branch_gain::ANALYSIS,
     placement_file::ANALYSIS,
     training_demo::ANALYSIS,
+    warmup::ANALYSIS,
+    stability_law::ANALYSIS,
     optimizers::ANALYSIS,
     convergence::ANALYSIS,
     trained_lens::ANALYSIS,

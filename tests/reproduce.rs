@@ -226,6 +226,11 @@ fn golden_tables_of_the_quick_run() {
                 && !rel.starts_with("data/claims/")
                 && !rel.starts_with("data/training-demo/")
                 && !PER_RUN_TABLES.contains(&rel.as_str())
+                // Training outcomes for the same reason (a run at the failure threshold can
+                // flip); the stability law's closed-form predictions are golden.
+                && !rel.starts_with("data/warmup/")
+                && (!rel.starts_with("data/stability-law/")
+                    || rel == "data/stability-law/predicted.csv")
         })
         .collect();
     if std::env::var("NORMSCOPE_BLESS").as_deref() == Ok("1") {

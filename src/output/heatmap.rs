@@ -28,14 +28,57 @@ pub struct Heatmap {
     pub log10_range: (f64, f64),
     /// The panels, left to right.
     pub panels: Vec<Panel>,
+    /// Tick labels of the x positions `0, 1, ...`, at the cells' centres (empty: the
+    /// positions' numbers at the cells' lower edges).
+    pub x_ticks: Vec<String>,
+    /// Tick labels of the y positions, as [`Self::x_ticks`].
+    pub y_ticks: Vec<String>,
+    /// A linear colour scale over `(lo, hi)` instead of the log10 one (for rates in [0, 1],
+    /// where a zero must differ from the smallest non-zero value); `log10_range` is then
+    /// unused.
+    pub linear: Option<(f64, f64)>,
 }
 
 impl Heatmap {
     fn colour(&self, v: f64) -> RGBColor {
-        let (lo, hi) = self.log10_range;
-        let t = if v > 0.0 { v.log10().clamp(lo, hi) } else { lo };
+        let (lo, hi) = self.range();
+        let t = match self.linear {
+            Some(_) => v.clamp(lo, hi),
+            None if v > 0.0 => v.log10().clamp(lo, hi),
+            None => lo,
+        };
         ViridisRGB::get_color_normalized(t, lo, hi)
     }
+
+    /// The colour bar's range, in the units of the scale.
+    fn range(&self) -> (f64, f64) {
+        self.linear.unwrap_or(self.log10_range)
+    }
+}
+
+/// plotters' default number of axis labels.
+const DEFAULT_LABELS: usize = 11;
+
+/// At most this many labels on an axis: one per cell when labelled, else plotters' default.
+fn label_count(ticks: &[String]) -> usize {
+    if ticks.is_empty() {
+        DEFAULT_LABELS
+    } else {
+        ticks.len() + 1
+    }
+}
+
+/// The label of position `v` from `ticks` (cells centred on integer positions), or the
+/// position's number when `ticks` is empty.
+fn position_label(ticks: &[String], v: f64) -> String {
+    if ticks.is_empty() {
+        return tick(v);
+    }
+    let i = v.round();
+    if (v - i).abs() > 1e-9 || i < 0.0 {
+        return String::new();
+    }
+    ticks.get(i as usize).cloned().unwrap_or_default()
 }
 
 /// Width of the colour bar's area (tick labels, bar, caption above).
@@ -62,12 +105,15 @@ impl Figure for Heatmap {
         for (area, p) in panels.iter().zip(&self.panels) {
             let nx = p.cells.iter().map(|c| c.0).max().unwrap_or(0) + 1;
             let ny = p.cells.iter().map(|c| c.1).max().unwrap_or(0) + 1;
+            // With tick labels, cell i spans [i - 1/2, i + 1/2] so its label sits at its centre.
+            let sx = if self.x_ticks.is_empty() { 0.0 } else { 0.5 };
+            let sy = if self.y_ticks.is_empty() { 0.0 } else { 0.5 };
             let mut chart = ChartBuilder::on(area)
                 .caption(math(&p.title), (FONT, TITLE_PX))
                 .margin(15)
                 .x_label_area_size(85)
                 .y_label_area_size(100)
-                .build_cartesian_2d(0f64..nx as f64, 0f64..ny as f64)
+                .build_cartesian_2d(-sx..nx as f64 - sx, -sy..ny as f64 - sy)
                 .map_err(e)?;
             chart
                 .configure_mesh()
@@ -76,18 +122,20 @@ impl Figure for Heatmap {
                 .y_desc(math(&self.y_label))
                 .label_style((FONT, TICK_PX))
                 .axis_desc_style((FONT, LABEL_PX))
-                .x_label_formatter(&|v| tick(*v))
-                .y_label_formatter(&|v| tick(*v))
+                .x_labels(label_count(&self.x_ticks))
+                .y_labels(label_count(&self.y_ticks))
+                .x_label_formatter(&|v| position_label(&self.x_ticks, *v))
+                .y_label_formatter(&|v| position_label(&self.y_ticks, *v))
                 .draw()
                 .map_err(e)?;
             chart
                 .draw_series(p.cells.iter().map(|&(x, y, v)| {
-                    let (x, y) = (x as f64, y as f64);
+                    let (x, y) = (x as f64 - sx, y as f64 - sy);
                     Rectangle::new([(x, y), (x + 1.0, y + 1.0)], self.colour(v).filled())
                 }))
                 .map_err(e)?;
         }
-        let (lo, hi) = self.log10_range;
+        let (lo, hi) = self.range();
         // The bar's label is its caption, right above it.
         let mut cb = ChartBuilder::on(&bar)
             .caption(math(&self.value_label), (FONT, TICK_PX))
@@ -102,7 +150,10 @@ impl Figure for Heatmap {
             .disable_mesh()
             .disable_x_axis()
             .label_style((FONT, TICK_PX))
-            .y_label_formatter(&|v| format!("1e{}", v.round() as i64))
+            .y_label_formatter(&|v| match self.linear {
+                Some(_) => tick(*v),
+                None => format!("1e{}", v.round() as i64),
+            })
             .draw()
             .map_err(e)?;
         let steps = 200;
