@@ -3,7 +3,7 @@
 //! ([`crate::train::lens`]: effective depth from the path-length law, branch weights from the
 //! exact decomposition, `cos_prev`, per-block weight gradients) are run on the weights of
 //! trained networks at several points of training, and the ledger gives those claims a second
-//! verdict, after training ([`after_training`]).
+//! verdict, after training (`after_training`, read by the ledger).
 //!
 //! Setting: the regression tier (teacher-student, ReLU-MLP blocks, TRAINING.md section 2),
 //! He-initialized so that the branch gain (g = 2) lies inside claim 1's init-time condition,
@@ -267,14 +267,14 @@ fn measure_all(c: &Config) -> Result<Vec<Point>> {
     Ok(all)
 }
 
+/// `(median, lo, hi, n)` over seeds.
+type Median = (f64, f64, f64, usize);
+
+/// One row of `summary.csv`: preset, step, quantity and its [`Median`].
+type SummaryRow<'a> = (String, u64, &'a str, Median);
+
 /// `(median, lo, hi, n)` over seeds of one (preset, step, quantity).
-fn summary(
-    points: &[Point],
-    preset: &str,
-    step: u64,
-    q: &str,
-    seed: u64,
-) -> (f64, f64, f64, usize) {
+fn summary(points: &[Point], preset: &str, step: u64, q: &str, seed: u64) -> Median {
     let v: Vec<f64> = points
         .iter()
         .filter(|x| x.0 == preset && x.2 == step && x.3 == q)
@@ -294,7 +294,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         column("value", points.iter().map(|p| p.4)),
     ])?;
     out.frame("lens.csv", &mut df)?;
-    let mut rows: Vec<(String, u64, &str, (f64, f64, f64, usize))> = Vec::new();
+    let mut rows: Vec<SummaryRow> = Vec::new();
     for p in &c.presets {
         for &s in &c.snapshots {
             for q in QUANTITIES {
