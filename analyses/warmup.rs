@@ -744,31 +744,22 @@ fn max_stable(c: &Config, out: &mut Out, found: &[MaxStable]) -> Result<()> {
         }
         out.figure(&format!("max_stable_lr_vs_depth_warmup{w}"), &plot)?;
     }
-    let mut headers = vec!["Placement".to_string(), "$L$".to_string()];
-    for w in &c.bisect_warmups {
-        headers.push(format!("warmup {w}"));
-        headers.push("95\\% CI".into());
-    }
-    let h: Vec<&str> = headers.iter().map(String::as_str).collect();
-    let mut t = Table::new(
-        format!(
-            "Median maximum stable peak learning rate (Adam, {} steps, {} paired seeds; grid {} refined by {} log-bisections, resolution $\\times{}$). $\\le$: at least half the seeds fail at the grid's smallest lr; $\\ge$: at least half are stable at its largest.",
-            c.steps,
-            c.seeds,
-            c.lrs.iter().map(|&x| sig(x)).collect::<Vec<_>>().join(", "),
-            c.bisect_iters,
-            sig(resolution)
-        ),
-        "tab:warmup-max-stable-lr",
-        &h,
-    );
-    for p in &c.presets {
-        for &l in &c.depths {
-            let mut row = vec![
-                latex::Cell::Text(common::tex_label(p)),
-                latex::Cell::Int(l as i64),
-            ];
-            for &w in &c.bisect_warmups {
+    // One table per warmup length: five columns fit a paper's column.
+    for &w in &c.bisect_warmups {
+        let mut t = Table::new(
+            format!(
+                "Median maximum stable peak learning rate with warmup {w} (Adam, {} steps, {} paired seeds; grid {} refined by {} log-bisections, resolution $\\times{}$), with bootstrap 95\\% intervals. $\\le$: at least half the seeds fail at the grid's smallest lr; $\\ge$: at least half are stable at its largest.",
+                c.steps,
+                c.seeds,
+                c.lrs.iter().map(|&x| sig(x)).collect::<Vec<_>>().join(", "),
+                c.bisect_iters,
+                sig(resolution)
+            ),
+            &format!("tab:warmup-max-stable-lr-{w}"),
+            &["Placement", "$L$", "median", "lo", "hi"],
+        );
+        for p in &c.presets {
+            for &l in &c.depths {
                 let s = sums
                     .iter()
                     .find(|s| s.preset == *p && s.depth == l && s.warmup == w)
@@ -778,13 +769,18 @@ fn max_stable(c: &Config, out: &mut Out, found: &[MaxStable]) -> Result<()> {
                     MedianCensor::Below => "$\\le$ ",
                     MedianCensor::Above => "$\\ge$ ",
                 };
-                row.push(latex::Cell::Text(format!("{mark}{}", sig(s.median))));
-                row.push(latex::Cell::Text(format!("[{}, {}]", sig(s.lo), sig(s.hi))));
+                t.row(vec![
+                    latex::Cell::Text(common::tex_label(p)),
+                    latex::Cell::Int(l as i64),
+                    latex::Cell::Text(format!("{mark}{}", sig(s.median))),
+                    latex::Cell::Num(s.lo),
+                    latex::Cell::Num(s.hi),
+                ]);
             }
-            t.row(row);
         }
+        t.write(out, &format!("max_stable_lr_warmup{w}"))?;
     }
-    t.write(out, "max_stable_lr")
+    Ok(())
 }
 
 #[cfg(test)]
