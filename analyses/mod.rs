@@ -22,6 +22,7 @@ pub mod config_file;
 pub mod deepnorm_alpha;
 pub mod effective_depth;
 pub mod expansion;
+pub mod finetune;
 pub mod manifest;
 pub mod output_change;
 pub mod placement_file;
@@ -246,6 +247,7 @@ pub const REGISTRY: &[Analysis] = &[
     branch_gain::ANALYSIS,
     placement_file::ANALYSIS,
     training_demo::ANALYSIS,
+    finetune::ANALYSIS,
     claims::ANALYSIS,
 ];
 
