@@ -392,6 +392,8 @@ pub fn rule() -> String {
     )
 }
 
+// Tuple rows of the tables, local to this function.
+#[allow(clippy::type_complexity)]
 fn run(c: &Config, out: &mut Out) -> Result<()> {
     let jobs: Vec<(&String, u64)> = c
         .presets
@@ -737,9 +739,9 @@ mod tests {
         let (mut same, mut moved) = (0, 0);
         for ((i, a), (_, b)) in m.params().iter().zip(t.model.params()) {
             if i.layer <= half {
-                assert!(a == b, "layer {} {} changed", i.layer, i.name);
+                assert!(*a == b, "layer {} {} changed", i.layer, i.name);
                 same += 1;
-            } else if a != b {
+            } else if *a != b {
                 moved += 1;
             }
         }
