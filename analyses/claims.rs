@@ -592,19 +592,6 @@ fn claim6(d: &Data) -> Result<Claim> {
     })
 }
 
-fn untested(id: u32, statement: &'static str, seeds: &'static str, need: &str) -> Claim {
-    Claim {
-        id,
-        statement,
-        seeds,
-        data: "",
-        measurement: "none: the engines here describe networks at initialization".into(),
-        rule: "needs training dynamics".into(),
-        verdict: format!("untested: {need}"),
-        trained: None,
-    }
-}
-
 /// Claim 10: relative difference under which two norms count as giving the same number.
 const SAME_NORM_REL: f64 = 0.1;
 
@@ -680,12 +667,7 @@ fn ledger_and_inputs(root: &Path) -> Result<(Vec<Claim>, Vec<String>)> {
         claim6(&d)?,
         super::optimizers::claim(&d)?,
         super::convergence::claim(&d)?,
-        untested(
-            9,
-            "Post-Norm fine-tunes better than Pre-Norm.",
-            "002",
-            "pre-training then fine-tuning runs on a downstream task",
-        ),
+        super::finetune::claim(&d)?,
         claim10(&d)?,
     ];
     let mut claims = claims;

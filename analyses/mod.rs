@@ -23,6 +23,7 @@ pub mod convergence;
 pub mod deepnorm_alpha;
 pub mod effective_depth;
 pub mod expansion;
+pub mod finetune;
 pub mod manifest;
 pub mod optimizers;
 pub mod output_change;
@@ -257,6 +258,7 @@ pub const REGISTRY: &[Analysis] = &[
     optimizers::ANALYSIS,
     convergence::ANALYSIS,
     trained_lens::ANALYSIS,
+    finetune::ANALYSIS,
     claims::ANALYSIS,
 ];
 

@@ -434,14 +434,7 @@ fn grid_tables(c: &Config, outcomes: &[Outcome], out: &mut Out) -> Result<Vec<Be
             c.momentum, c.width, c.steps, c.seeds
         ),
         "tab:optimizers",
-        &[
-            "optimizer",
-            "best lr",
-            "failed",
-            "excess",
-            "lo",
-            "hi",
-        ],
+        &["optimizer", "best lr", "failed", "excess", "lo", "hi"],
     );
     for p in &c.presets {
         for &d in &c.depths {
