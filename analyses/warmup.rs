@@ -755,7 +755,7 @@ fn max_stable(c: &Config, out: &mut Out, found: &[MaxStable]) -> Result<()> {
                 c.bisect_iters,
                 sig(resolution)
             ),
-            &format!("tab:warmup-max-stable-lr-{w}"),
+            format!("tab:warmup-max-stable-lr-{w}"),
             &["Placement", "$L$", "median", "lo", "hi"],
         );
         for p in &c.presets {
