@@ -342,13 +342,20 @@ fn summary(c: &Config, tuned: &[Cell], eval: &[Outcome], out: &mut Out) -> Resul
     // columns does not fit a paper's column.
     let mut speed = Table::new(
         format!(
-            "Speed of convergence at the tuned learning rates of Table~\\ref{{tab:convergence}}: median excess loss at update {} and updates to reach floor $+ {}\\,(C - F)$ (censored at {}), with bootstrap 95\\% intervals.",
-            c.early_step,
+            "Early convergence at the tuned learning rates of Table~\\ref{{tab:convergence}}: median excess loss at update {}, with bootstrap 95\\% intervals.",
+            c.early_step
+        ),
+        "tab:convergence-speed",
+        &["preset", "early", "lo", "hi"],
+    );
+    let mut reach = Table::new(
+        format!(
+            "Updates to reach floor $+ {}\\,(C - F)$ at the tuned learning rates of Table~\\ref{{tab:convergence}} (censored at {}), medians with bootstrap 95\\% intervals.",
             DELTA_FRACTION,
             c.censored()
         ),
-        "tab:convergence-speed",
-        &["preset", "early", "lo", "hi", "steps", "lo", "hi"],
+        "tab:convergence-steps",
+        &["preset", "updates", "lo", "hi"],
     );
     let mut last_depth = None;
     for cl in tuned {
@@ -372,6 +379,7 @@ fn summary(c: &Config, tuned: &[Cell], eval: &[Outcome], out: &mut Out) -> Resul
         if last_depth != Some(cl.depth) {
             t.group(format!("$L = {}$", cl.depth));
             speed.group(format!("$L = {}$", cl.depth));
+            reach.group(format!("$L = {}$", cl.depth));
             last_depth = Some(cl.depth);
         }
         let ci = |i: usize| {
@@ -384,15 +392,17 @@ fn summary(c: &Config, tuned: &[Cell], eval: &[Outcome], out: &mut Out) -> Resul
         let label = Tex::Text(super::common::tex_label(&cl.preset));
         let mut row = vec![
             label.clone(),
-            Tex::Num(cl.lr),
+            Tex::Text(tier::lr_text(cl.lr)),
             Tex::Text(format!("{}/{}", gs[0].failed, gs[0].n)),
         ];
         row.extend(ci(1));
         t.row(row);
-        let mut row = vec![label];
+        let mut row = vec![label.clone()];
         row.extend(ci(0));
-        row.extend(ci(2));
         speed.row(row);
+        let mut row = vec![label];
+        row.extend(ci(2));
+        reach.row(row);
     }
     let mut columns = vec![
         column("preset", tuned.iter().map(|x| x.preset.clone())),
@@ -411,7 +421,8 @@ fn summary(c: &Config, tuned: &[Cell], eval: &[Outcome], out: &mut Out) -> Resul
     columns.push(column("reached", reached));
     out.frame("summary.csv", &mut tier::frame(columns)?)?;
     t.write(out, "summary")?;
-    speed.write(out, "speed")
+    speed.write(out, "speed")?;
+    reach.write(out, "steps")
 }
 
 /// `pairs.csv`: Post-LN against Pre-LN per depth and quantity.

@@ -300,6 +300,12 @@ pub fn frame(columns: Vec<Column>) -> Result<DataFrame> {
     Ok(DataFrame::new_infer_height(cols)?)
 }
 
+/// A learning rate as table text in its shortest decimal form (`0.003`, `0.1`): grid values
+/// have one significant digit, so this is narrower than a fixed-decimals column.
+pub fn lr_text(lr: f64) -> String {
+    format!("{lr}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

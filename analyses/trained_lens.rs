@@ -355,23 +355,8 @@ struct Read {
 impl Read {
     fn new(d: &Data) -> Result<Read> {
         let df = d.frame("trained-lens/summary.csv")?;
-        let s = |n: &str| -> Result<Vec<String>> {
-            Ok(df
-                .column(n)?
-                .str()?
-                .iter()
-                .map(|x| x.unwrap_or_default().to_string())
-                .collect())
-        };
-        let f = |n: &str| -> Result<Vec<f64>> {
-            Ok(df
-                .column(n)?
-                .cast(&DataType::Float64)?
-                .f64()?
-                .iter()
-                .map(|x| x.unwrap_or(f64::NAN))
-                .collect())
-        };
+        let s = |n: &str| super::regression_tier::strs(&df, n);
+        let f = |n: &str| super::regression_tier::f64s(&df, n);
         let (p, q) = (s("preset")?, s("quantity")?);
         let (step, depth) = (f("step")?, f("depth")?);
         let (m, lo, hi) = (f("median")?, f("ci_low")?, f("ci_high")?);
