@@ -107,8 +107,13 @@ pub enum SkipScale {
     One,
     /// A free parameter: the symbol `alpha` with this value (DeepNorm, or `--alpha`).
     Alpha(f64),
-    /// Admin's profiled `omega_l`, `omega_l^2 = 1 + sum_{j<l} Var F_j` (Liu et al. 2020), where
-    /// `Var F_j` is the per-coordinate second moment of branch j's raw output.
+    /// Admin's profiled `omega_l` (Liu et al. 2020), as the paper's code profiles it
+    /// (Transformer-Clinic, `fairseq/modules/transformer_layer.py`, `adaptive-profiling`):
+    /// `omega_1 = 1` and `omega_{l+1}^2 = Var(omega_l x_{l-1}) + Var(lambda_l N_br(F_l))`, the
+    /// variances of the two summands before `N_out`. The closed form uses second moments
+    /// (`omega_{l+1}^2 = s_l`, equal to `1 + sum_{j<=l} Var F_j` in Post-Norm when `q0 = 1`);
+    /// the Monte Carlo engine takes the centred variance over all entries of its own sampled
+    /// network, as the code's `np.var` does.
     AdminOmega,
 }
 

@@ -298,9 +298,16 @@ fn regression_models_have_exact_gradients() {
 
 #[test]
 fn a_training_run_profiles_admin_on_its_first_batch() {
-    // init::model's omega_l is sqrt(1 + sum_{j<l} mean(o_j^2)) over the branch outputs o_j of
-    // the trainable model's own forward pass on the first batch (recomputed here from the
-    // pass, not from the Monte Carlo network), and the attention of a training run is causal.
+    // init::model's omegas follow Admin's profiling code (Transformer-Clinic's
+    // adaptive-profiling): omega_1 = 1, omega_{l+1} = sqrt(np.var(omega_l x_{l-1}) +
+    // np.var(o_l)) over the stream x_{l-1} and branch output o_l of the trainable model's own
+    // forward pass on the first batch (recomputed here from the pass, not from the Monte Carlo
+    // network), and the attention of a training run is causal.
+    let np_var = |m: &DMatrix<f64>| {
+        let n = m.len() as f64;
+        let mean = m.iter().sum::<f64>() / n;
+        m.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n
+    };
     let cfg = config("transformer");
     let spec = cfg.model.stack("admin").expect("stack");
     let (ids, _, _) = batch();
@@ -314,19 +321,18 @@ fn a_training_run_profiles_admin_on_its_first_batch() {
     };
     let m = init::model(&spec, &cfg, io, true, 4, |m| m.embed(input));
     let p = m.forward(input);
-    let mut sum: f64 = 0.0;
-    for (b, c) in m.blocks.iter().zip(&p.blocks) {
+    let mut want: f64 = 1.0;
+    for (l, (b, c)) in m.blocks.iter().zip(&p.blocks).enumerate() {
         let normscope::train::model::Skip::Learnable(omega) = &b.skip else {
             panic!("Admin's omega is learnable")
         };
-        let want = (1.0 + sum).sqrt();
         for o in omega.iter() {
             assert!(
                 (o - want).abs() <= tolerance::ROUNDING_CHAIN * want,
                 "{o} vs {want}"
             );
         }
-        sum += c.out.norm_squared() / c.out.len() as f64;
+        want = (np_var(&(&p.xs[l] * want)) + np_var(&c.out)).sqrt();
         if let normscope::branch::Branch::Attention(a) = &b.branch {
             assert!(a.causal && a.seq == SEQ);
         }

@@ -115,6 +115,14 @@ impl Decomposition {
     }
 }
 
+/// The population variance of all entries of `m` (centred on their mean), accumulated in f64:
+/// numpy's `np.var` on the flattened tensor, as Admin's profiling code takes it.
+fn variance<T: Real>(m: &DMatrix<T>) -> f64 {
+    let len = m.len() as f64;
+    let mean = m.iter().map(|v| v.as_f64()).sum::<f64>() / len;
+    m.iter().map(|v| (v.as_f64() - mean).powi(2)).sum::<f64>() / len
+}
+
 fn apply_norm<T: Real>(
     slot_norm: bool,
     kind: crate::spec::NormKind,
@@ -169,13 +177,14 @@ impl<T: Real> Network<T> {
         mut on_layer: impl FnMut(usize, &DMatrix<T>, &Decomposition),
     ) -> Forward<T> {
         let n = self.input.ncols();
-        let d = self.input.nrows() as f64;
         let mut dec = Decomposition::default();
         dec.add_source(&self.input, vec![1.0; n], false);
         let mut xs = vec![self.input.clone()];
         on_layer(0, &xs[0], &dec);
         let mut blocks = Vec::with_capacity(self.depth());
-        let mut admin_sum: f64 = 0.0;
+        // Admin's profiling (Transformer-Clinic's `adaptive-profiling`): omega_1 = 1, then
+        // omega_{l+1}^2 = var(omega_l x_{l-1}) + var(lambda N_br(F_l)), centred over all entries.
+        let mut admin_omega: f64 = 1.0;
         for l in 1..=self.depth() {
             let spec = self.spec.block(l);
             let x = &xs[l - 1];
@@ -185,7 +194,7 @@ impl<T: Real> Network<T> {
             let alpha = match spec.skip {
                 SkipScale::One => 1.0,
                 SkipScale::Alpha(a) => a,
-                SkipScale::AdminOmega => (1.0 + admin_sum).sqrt(),
+                SkipScale::AdminOmega => admin_omega,
             };
             let lambda = spec.lambda.value();
             let z = x * T::of(alpha) + &br * T::of(lambda);
@@ -211,7 +220,8 @@ impl<T: Real> Network<T> {
                 }
             }
             if spec.skip == SkipScale::AdminOmega {
-                admin_sum += out.norm_squared().as_f64() / (d * n as f64);
+                admin_omega =
+                    (alpha * alpha * variance(x) + lambda * lambda * variance(&br)).sqrt();
             }
             on_layer(l, &y, &dec);
             xs.push(y);

@@ -254,10 +254,11 @@ pub fn expand(spec: &StackSpec, model: &BranchModel, q0: f64, subs: &Subs) -> Re
         };
         skip.push(n_out.mul(&alpha));
         new_coef.push(n_out.mul(&lam).mul(&n_br));
-        q_prev = if b.n_out.is_norm() { Poly::one() } else { s };
+        // Admin's profiling: omega_{l+1}^2 = s_l = Var(omega_l x_{l-1}) + Var(lambda N_br(F_l)).
         if b.skip == SkipScale::AdminOmega {
-            admin_acc = admin_acc.add(&m);
+            admin_acc = s.clone();
         }
+        q_prev = if b.n_out.is_norm() { Poly::one() } else { s };
     }
     // C_{L,j} = C_{j,j} prod_{i=j+1..L} skip_i, accumulated from the top.
     let mut coefs = vec![Expr::one(); depth + 1];

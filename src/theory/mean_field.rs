@@ -242,8 +242,10 @@ impl Ctx<'_> {
                 mean: p.mul(Mag::new(pert_mean_share)),
                 fluct: p.mul(Mag::new(1.0 - pert_mean_share)),
             };
+        // Admin's profiling (Transformer-Clinic): omega_{l+1}^2 = Var(omega_l x_{l-1}) + Var of
+        // what the branch adds, i.e. the second moment s_l of the sum before N_out.
         let admin_omega_sq = if b.skip == SkipScale::AdminOmega {
-            st.admin_omega_sq.add(br.out)
+            s
         } else {
             st.admin_omega_sq
         };

@@ -6,7 +6,7 @@
 //! - DeepNet (Wang et al. 2022, arXiv:2203.00555, Sec. 3 and Fig. 2): `beta = (8N)^(-1/4)` on
 //!   the FFN matrices and attention's value and output projections (not queries and keys),
 //!   `alpha = (2N)^(1/4)` on the skip, N = L/2 layers ([`crate::placement`]'s `deepnorm`);
-//! - Admin (Liu et al. 2020, arXiv:2004.08249): `omega_l^2 = 1 + sum_{j<l} Var F_j`, profiled
+//! - Admin (Liu et al. 2020, arXiv:2004.08249): `omega_{l+1}^2 = Var(omega_l x_{l-1}) + Var F_l`, profiled
 //!   by one forward pass over the first training batch ([`admin_omegas`]), then learnable;
 //! - ReZero (Bachlechner et al. 2020, arXiv:2003.04887): learnable `lambda_l = 0`;
 //! - LayerNorm-Scaling (Sun et al. 2025, arXiv:2502.05795): `1/sqrt(l)` after `N_in`;
@@ -52,14 +52,10 @@ pub fn body(spec: &StackSpec, cfg: &McConfig, io: Io, rng: &mut Rng) -> Network<
     net
 }
 
-/// Admin's profiled `omega_l` (Liu et al. 2020): `omega_l^2 = 1 + sum_{j<l} Var F_j` with `Var
-/// F_j` the per-coordinate second moment of branch j's output on the stream `x0` (the first
-/// training batch), as the Monte Carlo engine computes it; 1 for blocks without Admin's skip.
-///
-/// Transformer-Clinic's profiling code (github.com/LiyuanLucasLiu/Transformer-Clinic) instead
-/// accumulates centred variances of the actual residual, starting from the embedding's
-/// variance rather than 1; the two agree in expectation for centred inputs of unit second
-/// moment (ours: `E x_0^2 = 1`). Matching the code's rule exactly is left to the fidelity issue.
+/// Admin's profiled `omega_l` (Liu et al. 2020) on the stream `x0` (the first training batch):
+/// the Monte Carlo engine's forward pass profiles them as Transformer-Clinic's
+/// `adaptive-profiling` code does, `omega_1 = 1`, `omega_{l+1}^2 = Var(omega_l x_{l-1}) + Var
+/// F_l` with centred variances over all entries (`np.var`); 1 for blocks without Admin's skip.
 pub fn admin_omegas(net: &Network<f64>, x0: &DMatrix<f64>) -> Vec<f64> {
     if !(1..=net.depth()).any(|l| net.spec.block(l).skip == SkipScale::AdminOmega) {
         return vec![1.0; net.depth()];
