@@ -3,9 +3,10 @@
 //! and a verdict computed here from the tables the other analyses wrote under the same output
 //! root: `supported`, `refuted`, `conditional: <when>` or `untested: <what is needed>`.
 //!
-//! Verdicts use the closed-form tables (identical in `--quick` and full runs) and the Monte
-//! Carlo tables only through coarse checks (orderings, factor-of-two thresholds), so the quick
-//! and full runs give the same verdicts; the measured numbers differ and are printed.
+//! The init-time verdicts (claims 1-5 and 10) use the closed-form tables (identical in
+//! `--quick` and full runs) and the Monte Carlo tables only through coarse checks (orderings,
+//! factor-of-two thresholds), so quick and full runs give the same init-time verdicts; the
+//! measured numbers differ and are printed.
 //!
 //! Claim 4 covers encoder-decoder models too: besides the linear, MLP and self-attention stacks
 //! it reads Post-LN's first/last weight-gradient ratio through cross-attention stacks
@@ -14,8 +15,13 @@
 //! `(1+g)^-(L-1)` (Liu et al. 2020, arXiv:2004.08249); when only those stacks fall below
 //! `VANISH_MAX` the verdict is `conditional` on cross-attention, with both ratios printed.
 //!
-//! Claims 6-9 need training dynamics (warmup, optimizers, convergence, fine-tuning), which no
-//! engine here simulates; they are `untested`, with the init-time number that bears on them.
+//! Claims 6-9 are judged on training runs at the regression tier: claim 6 by `warmup` and
+//! `stability-law` (with the init-time output change), claim 7 by `optimizers`, claim 8 by
+//! `convergence`, claim 9 by `finetune`, each with the rule stated in that analysis (Wilson,
+//! Fisher and Holm, bootstrap and sign tests). Their verdicts come from the full grids; a
+//! `--quick` run has too few seeds for its verdicts to be read as results (the reproduce tests
+//! compare only their form). Claims 1, 3 and 5 also carry a verdict after training, from
+//! `trained-lens` ([`AfterTraining`]).
 
 use super::{Analysis, Out, common};
 // Four significant digits, plain text.

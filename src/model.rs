@@ -219,6 +219,8 @@ pub struct TheoryConfig {
     pub metrics: Vec<Metric>,
     /// Whether `path_len` was named explicitly.
     pub path_len_explicit: bool,
+    /// Width d of the leading finite-width correction (`--finite-width`), if asked for.
+    pub finite_width: Option<usize>,
     /// Layers.
     pub layers: LayerSpec,
 }
@@ -232,6 +234,26 @@ impl TheoryConfig {
             metrics: Metric::parse_list(metrics)?,
             path_len_explicit: metrics.split(',').any(|m| m.trim() == "path_len"),
             layers: LayerSpec::parse(layers)?,
+            finite_width: None,
         })
+    }
+
+    /// Applies the leading finite-width correction at width `d` (`--finite-width`), refusing
+    /// widths below [`crate::theory::finite_width::MIN_WIDTH`].
+    pub fn with_finite_width(mut self, d: Option<usize>) -> Result<Self> {
+        if let Some(d) = d
+            && d < crate::theory::finite_width::MIN_WIDTH
+        {
+            return Err(Error::invalid(
+                "--finite-width",
+                d.to_string(),
+                format!(
+                    "a width d >= {} (the correction is first order in 1/d)",
+                    crate::theory::finite_width::MIN_WIDTH
+                ),
+            ));
+        }
+        self.finite_width = d;
+        Ok(self)
     }
 }

@@ -26,17 +26,25 @@ pub enum EngineKind {
     Theory,
     /// Monte Carlo over sampled finite-width networks (estimates with intervals).
     Mc,
+    /// The closed form with its leading finite-width correction at the row's width
+    /// ([`crate::theory::finite_width`]; `theory --finite-width d`).
+    TheoryFiniteWidth,
 }
 
 impl EngineKind {
     /// Every engine.
-    pub const ALL: [EngineKind; 2] = [EngineKind::Theory, EngineKind::Mc];
+    pub const ALL: [EngineKind; 3] = [
+        EngineKind::Theory,
+        EngineKind::Mc,
+        EngineKind::TheoryFiniteWidth,
+    ];
 
     /// The name in the `engine` column.
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Theory => "theory",
             EngineKind::Mc => "mc",
+            EngineKind::TheoryFiniteWidth => "theory-fw",
         }
     }
 

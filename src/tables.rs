@@ -91,13 +91,17 @@ pub fn theory_rows(cfg: &TheoryConfig, notes: &mut Vec<String>) -> Result<Vec<Ro
         layers: cfg.layers.clone(),
         path_len_explicit: cfg.path_len_explicit,
     };
-    rows(
+    let mut out = rows(
         &ClosedForm::new(&cfg.model),
         &cfg.model,
         &cfg.presets,
         &plan,
         notes,
-    )
+    )?;
+    if let Some(d) = cfg.finite_width {
+        crate::theory::finite_width::apply(&mut out, &cfg.model, d, notes)?;
+    }
+    Ok(out)
 }
 
 /// Monte Carlo rows of every preset, with a progress bar on long runs; notes (missing values)

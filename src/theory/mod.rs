@@ -4,6 +4,7 @@
 //! symbolic expansion lives in [`crate::symbolic`].
 
 pub mod closed_form;
+pub mod finite_width;
 pub mod layered;
 pub mod logsum;
 pub mod mean_field;

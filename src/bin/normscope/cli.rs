@@ -270,6 +270,12 @@ pub struct TheoryArgs {
     /// Presets, metrics, layers, output.
     #[command(flatten)]
     pub table: TableArgs,
+    /// Apply the leading finite-width correction at width D to grad_sq and weight_grad_sq
+    /// (derived for norm-after-sum stacks with a linear branch: post, deepnorm, admin; engine
+    /// column `theory-fw`, width D). Other presets and metrics are written uncorrected, with a
+    /// note. Off by default (the d -> infinity closed form).
+    #[arg(long, value_name = "D")]
+    pub finite_width: Option<usize>,
 }
 
 /// Sampling flags of `mc` and `compare`.

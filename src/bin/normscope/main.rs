@@ -130,7 +130,8 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             load_placements(&a.model)?;
             let raw: RawModel = a.model.raw();
             let t = &a.table;
-            let cfg = TheoryConfig::new(&t.preset, &raw, &t.metrics, &t.layers)?;
+            let cfg = TheoryConfig::new(&t.preset, &raw, &t.metrics, &t.layers)?
+                .with_finite_width(a.finite_width)?;
             check_norm_flag(&a.model, &cfg.presets)?;
             let rows = normscope::tables::theory_rows(&cfg, &mut notes)?;
             emit(
