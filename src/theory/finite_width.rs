@@ -25,8 +25,8 @@
 //! where `e` counts the directions of `v` the norm removes: the gradient arriving from the block
 //! above is orthogonal to `y` (scale invariance of that block) and, for LayerNorm, carries a
 //! share `g_{l+1}/(d (1 + g_{l+1}))` along `1` (from `W^T h` of the block above), so
-//! `e_l = g_{l+1}/(1 + g_{l+1})` [LN] or 0 [RMS]; the top block receives an isotropic gradient,
-//! `e_L = 2` [LN] or 1 [RMS]. Collecting terms, the mean-square gain of block l is the closed
+//! `e_l = g_{l+1}/(1 + g_{l+1})` (LN) or 0 (RMS); the top block receives an isotropic gradient,
+//! `e_L = 2` (LN) or 1 (RMS). Collecting terms, the mean-square gain of block l is the closed
 //! form's times
 //!
 //! ```text
