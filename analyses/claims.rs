@@ -64,6 +64,10 @@ pub struct Claim {
     pub verdict: String,
     /// For claims about networks in use (1, 3, 5): the same claim measured on trained weights.
     pub trained: Option<AfterTraining>,
+    /// For claims judged on Monte Carlo at finite width where the finite-width map covers the
+    /// metric (1, 4, 5): whether the measurement lies inside the mapped region
+    /// (the `finite-width` analysis's `law.csv`); empty otherwise.
+    pub finite_width: String,
 }
 
 /// The after-training verdict of a claim made at init (issue 12 item 6): the same metrics on
@@ -230,6 +234,7 @@ fn claim1(d: &Data) -> Result<Claim> {
         ),
         verdict,
         trained: None,
+        finite_width: String::new(),
     })
 }
 
@@ -300,6 +305,7 @@ fn claim2(d: &Data) -> Result<Claim> {
         ),
         verdict,
         trained: None,
+        finite_width: String::new(),
     })
 }
 
@@ -374,6 +380,7 @@ fn claim3(d: &Data) -> Result<Claim> {
         ),
         verdict,
         trained: None,
+        finite_width: String::new(),
     })
 }
 
@@ -516,6 +523,7 @@ fn claim4(d: &Data) -> Result<Claim> {
         ),
         verdict,
         trained: None,
+        finite_width: String::new(),
     })
 }
 
@@ -574,6 +582,7 @@ fn claim5(d: &Data) -> Result<Claim> {
         ),
         verdict,
         trained: None,
+        finite_width: String::new(),
     })
 }
 
@@ -650,6 +659,7 @@ fn claim10(d: &Data) -> Result<Claim> {
         ),
         verdict,
         trained: None,
+        finite_width: String::new(),
     })
 }
 
@@ -682,7 +692,44 @@ fn ledger_and_inputs(root: &Path) -> Result<(Vec<Claim>, Vec<String>)> {
             c.trained = Some(a);
         }
     }
+    for (id, note) in finite_width_notes(&d)? {
+        if let Some(c) = claims.iter_mut().find(|c| c.id == id) {
+            c.finite_width = note;
+        }
+    }
     Ok((claims, d.read.into_inner().into_iter().collect()))
+}
+
+/// The finite-width notes of the claims judged on Monte Carlo metrics the map covers: claim 1
+/// (Pre-LN's and Post-LN's `eff_depth`), 4 (Post-LN's weight gradients) and 5 (DeepNorm's and
+/// Post-LN's `eff_depth`), each at the largest Monte Carlo depth and its width.
+fn finite_width_notes(d: &Data) -> Result<Vec<(u32, String)>> {
+    let ed = Metric::EffDepth;
+    let at = |rows: &[Row], preset: &str, m: Metric| -> Result<(u64, u64)> {
+        let l = max_depth(rows, preset, m)?;
+        let r = rows
+            .iter()
+            .find(|r| r.preset == preset && r.metric == m && r.depth == l)
+            .ok_or_else(|| Error::Undefined(format!("claims: no {} rows", m.name())))?;
+        Ok((l, r.setup.width.unwrap_or(0)))
+    };
+    let eff = d.rows("effective-depth/mc.csv")?;
+    let grads = d.rows("stream-and-gradients/vs_depth_mc.csv")?;
+    let w = Metric::WeightGradSq;
+    let mut out = Vec::new();
+    for (id, items) in [
+        (1, vec![("pre", ed, &eff), ("post", ed, &eff)]),
+        (4, vec![("post", w, &grads)]),
+        (5, vec![("deepnorm", ed, &eff), ("post", ed, &eff)]),
+    ] {
+        let mut list = Vec::new();
+        for (p, m, rows) in items {
+            let (l, width) = at(rows, p, m)?;
+            list.push((p, m, l, width));
+        }
+        out.push((id, super::finite_width::region_note(d, &list)?));
+    }
+    Ok(out)
 }
 
 /// A field of a claim's after-training part, or "" without one.
@@ -715,6 +762,10 @@ fn run(_: &Config, out: &mut Out) -> Result<()> {
             "trained_verdict",
             claims.iter().map(|c| trained(c, |a| &a.verdict)),
         ),
+        column(
+            "finite_width",
+            claims.iter().map(|c| c.finite_width.as_str()),
+        ),
     ])?;
     out.frame("claims.csv", &mut df)?;
     let mut md = String::from(
@@ -741,6 +792,9 @@ fn run(_: &Config, out: &mut Out) -> Result<()> {
             c.rule,
             c.verdict
         ));
+        if !c.finite_width.is_empty() {
+            md.push_str(&format!("- {}\n", c.finite_width));
+        }
         if let Some(a) = &c.trained {
             md.push_str(&format!(
                 "- after training, measurement: {}\n- after training, rule: {}\n- **verdict after training: {}**\n",

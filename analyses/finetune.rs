@@ -688,6 +688,7 @@ pub(crate) fn claim(d: &super::claims::Data) -> Result<super::claims::Claim> {
         rule: rule(),
         verdict: verdict(&cis),
         trained: None,
+        finite_width: String::new(),
     })
 }
 

@@ -24,6 +24,7 @@ pub mod deepnorm_alpha;
 pub mod effective_depth;
 pub mod expansion;
 pub mod finetune;
+pub mod finite_width;
 pub mod manifest;
 pub mod optimizers;
 pub mod output_change;
@@ -259,6 +260,7 @@ pub const REGISTRY: &[Analysis] = &[
     convergence::ANALYSIS,
     trained_lens::ANALYSIS,
     finetune::ANALYSIS,
+    finite_width::ANALYSIS,
     claims::ANALYSIS,
 ];
 

@@ -927,6 +927,7 @@ pub(crate) fn claim(d: &super::claims::Data) -> Result<super::claims::Claim> {
         rule: rule(),
         verdict: verdict(&e),
         trained: None,
+        finite_width: String::new(),
     })
 }
 

@@ -475,6 +475,7 @@ pub(crate) fn claim(d: &Data) -> Result<Claim> {
         rule: rule(warm),
         verdict,
         trained: None,
+        finite_width: String::new(),
     })
 }
 

@@ -1,8 +1,20 @@
 //! `normscope compare`: the closed form against Monte Carlo, a typed join of the two engines'
 //! profiles of the same stack, key by key, with the finite-width allowance of each metric
 //! ([`crate::metrics::allowance`]) stated before the comparison is run.
+//!
+//! Each comparison gets a [`Status`]: `agree` when the closed form lies within the Monte Carlo
+//! interval widened by the allowance, `disagree` when it does not, and `uninformative` when the
+//! allowance exceeds [`UNINFORMATIVE_FRACTION`] of the closed form's magnitude (the band then
+//! admits deviations of that order, so "agree" would say little). A zero closed form is judged
+//! on the absolute band. Separately, `ci_covers_theory` flags Monte Carlo intervals that miss the
+//! closed form even where the allowance covers it, and `estimator` says which Monte Carlo
+//! estimator produced the row (`path_len`/`eff_depth`: the exact path polynomial up to
+//! `--path-max` blocks, the factorized estimator beyond). With `--finite-width` the closed form
+//! of `grad_sq` and `weight_grad_sq` carries its leading 1/d correction at the Monte Carlo width
+//! ([`crate::theory::finite_width`]) where one is derived.
 
 use crate::branch::Block;
+use crate::branch::BranchModel;
 use crate::engine::{Engine, Plan};
 use crate::layers::LayerSpec;
 use crate::metrics::{Metric, allowance};
@@ -10,6 +22,7 @@ use crate::monte_carlo::{McConfig, MonteCarlo};
 use crate::output::progress::DelayedBar;
 use crate::profile::{Row, Value};
 use crate::theory::ClosedForm;
+use crate::theory::finite_width as fw;
 use crate::{Error, Result};
 
 /// One row of `normscope compare`: the Monte Carlo row (preset, layer, source, metric,
@@ -26,15 +39,94 @@ pub struct Comparison {
     pub allowance: f64,
     /// Whether the closed form lies in `[ci_low - allowance, ci_high + allowance]`.
     pub agree: bool,
+    /// `allowance / |theory|` (infinite for a zero closed form).
+    pub relative_allowance: f64,
+    /// Agree, disagree or uninformative.
+    pub status: Status,
+    /// Whether the Monte Carlo interval itself contains the closed form.
+    pub ci_covers_theory: bool,
+    /// The Monte Carlo estimator that produced the row.
+    pub estimator: &'static str,
+    /// Whether `theory` carries the leading finite-width correction.
+    pub corrected: bool,
+}
+
+/// An allowance above this fraction of `|theory|` makes a comparison uninformative: the band
+/// then admits a deviation of half the value (a factor 1.5 or 0.5), larger than the effects the
+/// analyses report.
+pub const UNINFORMATIVE_FRACTION: f64 = 0.5;
+
+/// The outcome of one comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Within the interval plus the allowance, and the allowance is informative.
+    Agree,
+    /// Outside the interval plus the allowance.
+    Disagree,
+    /// Within the band, but the allowance exceeds [`UNINFORMATIVE_FRACTION`] of the value.
+    Uninformative,
+}
+
+impl Status {
+    /// The name in the `status` column.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Agree => "agree",
+            Status::Disagree => "disagree",
+            Status::Uninformative => "uninformative",
+        }
+    }
+
+    /// The status of a closed form `theory` against an interval `(lo, hi)` and `allowance`.
+    pub fn of(theory: f64, (lo, hi): (f64, f64), allowance: f64) -> Status {
+        if !(theory >= lo - allowance && theory <= hi + allowance) {
+            Status::Disagree
+        } else if theory != 0.0 && allowance > UNINFORMATIVE_FRACTION * theory.abs() {
+            Status::Uninformative
+        } else {
+            Status::Agree
+        }
+    }
+}
+
+/// The Monte Carlo estimator of `metric` at `depth` with `path_max`.
+pub fn estimator(metric: Metric, depth: usize, path_max: usize) -> &'static str {
+    match metric {
+        Metric::PathLen | Metric::EffDepth if depth <= path_max => "exact path polynomial",
+        Metric::PathLen | Metric::EffDepth => "factorized",
+        _ => "direct",
+    }
+}
+
+/// The summary line of a comparison table: each status counted, the fraction used, and the
+/// Monte Carlo intervals that miss the closed form inside the allowance.
+pub fn summary(rows: &[Comparison]) -> String {
+    let count = |s: Status| rows.iter().filter(|r| r.status == s).count();
+    let missed = rows
+        .iter()
+        .filter(|r| r.agree && !r.ci_covers_theory)
+        .count();
+    format!(
+        "{} comparisons: {} agree, {} disagree, {} uninformative (allowance > {} of |theory|); {} Monte Carlo intervals miss the closed form inside the allowance",
+        rows.len(),
+        count(Status::Agree),
+        count(Status::Disagree),
+        count(Status::Uninformative),
+        UNINFORMATIVE_FRACTION,
+        missed
+    )
 }
 
 /// Runs both engines on every preset's stack and compares them where both have a value
-/// (cells where either is missing are counted in a note, not compared).
+/// (cells where either is missing are counted in a note, not compared). With `finite_width`,
+/// the closed form carries its leading finite-width correction at the Monte Carlo width where
+/// one is derived (a note names what is left uncorrected).
 pub fn compare(
     presets: &[String],
     cfg: &McConfig,
     metrics: &[Metric],
     layers: &LayerSpec,
+    finite_width: bool,
     notes: &mut Vec<String>,
 ) -> Result<Vec<Comparison>> {
     if (1..=2).any(|l| cfg.block(l) == Block::Attention { uniform: false }) {
@@ -59,6 +151,24 @@ pub fn compare(
         let mc = mc_engine.profile(&spec, &plan)?;
         let theory = theory_engine.profile(&spec, &plan)?;
         notes.extend(mc.notes.iter().chain(&theory.notes).cloned());
+        let width = cfg.model.branch.width;
+        let correction = if finite_width {
+            match fw::unsupported(&spec, cfg.model.branch.kind) {
+                None => {
+                    let m = &cfg.model;
+                    let b = BranchModel::new(&m.branch, spec.beta, m.inputs.q0, m.inputs.c0);
+                    Some(fw::correction(&spec, &b, width))
+                }
+                Some(why) => {
+                    notes.push(format!(
+                        "--finite-width: {p} is compared uncorrected: no correction is derived for {why}"
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let rows = mc.rows();
         let mut missing = 0;
         for ((key, _), row) in mc.values.iter().zip(rows) {
@@ -70,13 +180,24 @@ pub fn compare(
                 missing += 1;
                 continue;
             }
-            let a = allowance::allowance(&spec, key.0, key.1, t, cfg.model.branch.width);
+            let factor = correction.as_ref().and_then(|c| c.factor(key.0, key.1));
+            let t = t * factor.unwrap_or(1.0);
+            let a = match factor {
+                Some(_) => fw::allowance(t, spec.depth, width),
+                None => allowance::allowance(&spec, key.0, key.1, t, width),
+            };
             let (lo, hi) = row.interval();
+            let status = Status::of(t, (lo, hi), a);
             out.push(Comparison {
                 theory: t,
                 diff: row.value - t,
                 allowance: a,
-                agree: t >= lo - a && t <= hi + a,
+                agree: status != Status::Disagree,
+                relative_allowance: a / t.abs(),
+                status,
+                ci_covers_theory: lo <= t && t <= hi,
+                estimator: estimator(key.0, spec.depth, cfg.path_max),
+                corrected: factor.is_some(),
                 mc: row,
             });
         }
@@ -93,7 +214,9 @@ pub fn compare(
 /// The `compare` table:
 /// `preset`, the settings and engine columns of the Monte Carlo rows
 /// ([`crate::output::table::setup_columns`]), then
-/// `depth,layer,source,metric,theory,mc,stderr,ci_low,ci_high,n,diff,allowance,agree`.
+/// `depth,layer,source,metric,theory,mc,stderr,ci_low,ci_high,n,diff,allowance,`
+/// `relative_allowance,agree,status,ci_covers_theory,estimator,theory_corrected` (`agree`: not
+/// `disagree`; `theory_corrected`: the closed form carries the finite-width correction).
 pub fn compare_frame(rows: &[Comparison]) -> Result<polars::prelude::DataFrame> {
     use crate::output::table::{col, column};
     use polars::prelude::*;
@@ -124,7 +247,19 @@ pub fn compare_frame(rows: &[Comparison]) -> Result<polars::prelude::DataFrame> 
         column(col::N, rows.iter().map(|r| r.mc.n)),
         column("diff", rows.iter().map(|r| r.diff)),
         column("allowance", rows.iter().map(|r| r.allowance)),
+        column(
+            "relative_allowance",
+            rows.iter().map(|r| {
+                r.relative_allowance
+                    .is_finite()
+                    .then_some(r.relative_allowance)
+            }),
+        ),
         column("agree", rows.iter().map(|r| r.agree)),
+        column("status", rows.iter().map(|r| r.status.name())),
+        column("ci_covers_theory", rows.iter().map(|r| r.ci_covers_theory)),
+        column("estimator", rows.iter().map(|r| r.estimator)),
+        column("theory_corrected", rows.iter().map(|r| r.corrected)),
     ]);
     Ok(DataFrame::new_infer_height(cols)?)
 }
@@ -132,4 +267,31 @@ pub fn compare_frame(rows: &[Comparison]) -> Result<polars::prelude::DataFrame> 
 /// The `compare` table ([`compare_frame`]) as CSV bytes.
 pub fn compare_csv(rows: &[Comparison]) -> Result<Vec<u8>> {
     crate::output::table::Format::Csv.encode(&mut compare_frame(rows)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_separates_uninformative_from_agree() {
+        // Inside the band with an allowance below half the value: agree.
+        assert_eq!(Status::of(1.0, (0.9, 1.1), 0.4), Status::Agree);
+        // Inside, but the allowance (2.03 on a value of 1, the case) exceeds half of it.
+        assert_eq!(Status::of(1.0, (1.5, 1.6), 2.03), Status::Uninformative);
+        // Outside the interval widened by the allowance.
+        assert_eq!(Status::of(1.0, (1.5, 1.6), 0.4), Status::Disagree);
+        // A zero closed form is judged on the absolute band.
+        assert_eq!(Status::of(0.0, (-0.01, 0.01), 0.03), Status::Agree);
+    }
+
+    #[test]
+    fn estimator_switches_at_path_max() {
+        assert_eq!(
+            estimator(Metric::EffDepth, 256, 256),
+            "exact path polynomial"
+        );
+        assert_eq!(estimator(Metric::PathLen, 257, 256), "factorized");
+        assert_eq!(estimator(Metric::GradSq, 1000, 256), "direct");
+    }
 }

@@ -586,3 +586,83 @@ fn names_ignore_case_and_mc_only_branches_say_so() {
         "{err}"
     );
 }
+
+/// `compare` at a small width: the allowance of Pre-LN's gradient at the input exceeds half its
+/// value, so the row is `uninformative`, not `agree`; the summary counts every status and the
+/// Monte Carlo intervals that miss inside the allowance; `--finite-width` marks the corrected
+/// Post-LN rows and leaves Pre-LN's uncorrected with a note.
+#[test]
+fn compare_says_when_agreement_is_uninformative() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = normscope(
+        &[
+            "compare",
+            "--preset",
+            "pre,post",
+            "--depth",
+            "64",
+            "--width",
+            "64",
+            "--tokens",
+            "8",
+            "--samples",
+            "16",
+            "--metrics",
+            "grad_sq",
+            "--layers",
+            "0,64",
+            "--finite-width",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = String::from_utf8(o.stdout.clone()).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (preset, layer, status, rel, corrected, covers) = (
+        col("preset"),
+        col("layer"),
+        col("status"),
+        col("relative_allowance"),
+        col("theory_corrected"),
+        col("ci_covers_theory"),
+    );
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let pre0 = rows
+        .iter()
+        .find(|r| r[preset] == "pre" && r[layer] == "0")
+        .unwrap();
+    assert!(pre0[rel].parse::<f64>().unwrap() > 0.5);
+    assert_eq!(pre0[status], "uninformative");
+    assert_eq!(pre0[corrected], "false");
+    assert!(["true", "false"].contains(&pre0[covers]));
+    let post0 = rows
+        .iter()
+        .find(|r| r[preset] == "post" && r[layer] == "0")
+        .unwrap();
+    assert_eq!(post0[corrected], "true");
+    let err = stderr(&o);
+    assert!(err.contains("agree,") || err.contains(" agree, "), "{err}");
+    assert!(
+        err.contains("uninformative (allowance > 0.5 of |theory|)"),
+        "{err}"
+    );
+    assert!(err.contains("pre is compared uncorrected"), "{err}");
+}
+
+/// `theory --finite-width` refuses widths the first-order correction cannot describe.
+#[test]
+fn finite_width_below_eight_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = normscope(
+        &["theory", "--finite-width", "4", "--out", "x.csv"],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--finite-width"));
+    assert!(!dir.path().join("x.csv").exists());
+}

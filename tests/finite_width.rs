@@ -2,11 +2,8 @@
 //! `src/theory/finite_width.rs`) against the Monte Carlo engine at the same width.
 //!
 //! Tolerance, stated before the runs: the Monte Carlo mean's 99.7% interval (3 standard
-//! errors; fixed seeds) plus the neglected second-order terms, allowed as
-//! `SECOND_ORDER * (L + 2)/d^2` of the value (per block the correction's next terms are
-//! O(1/d^2), so over L blocks O(L/d^2); the coefficient 8 bounds the second-order terms of the
-//! per-block expansions, whose largest, the Jensen term `3 Var^2/mu^4`, is at most
-//! 3 (4g + 2g^2)^2/(1+g)^4 <= 12).
+//! errors; fixed seeds) plus the neglected second-order terms,
+//! [`finite_width::allowance`] = `SECOND_ORDER (L + 2)/d^2` of the value (its docs say why).
 //!
 //! The test also asserts that the uncorrected closed form lies outside that band for the
 //! deepest stacks, so that it checks the correction and not only the band's width.
@@ -17,8 +14,7 @@ use normscope::model::{RawModel, TheoryConfig};
 use normscope::monte_carlo::{McConfig, RawMc};
 use normscope::spec::NormKind;
 use normscope::tables;
-
-const SECOND_ORDER: f64 = 8.0;
+use normscope::theory::finite_width;
 
 struct Case {
     preset: &'static str,
@@ -85,7 +81,7 @@ fn run(c: &Case) -> Vec<(Metric, u64, f64, f64, f64, f64)> {
 }
 
 fn band(c: &Case, mc: f64, se: f64) -> f64 {
-    3.0 * se + SECOND_ORDER * (c.depth as f64 + 2.0) / (c.width as f64).powi(2) * mc.abs()
+    3.0 * se + finite_width::allowance(mc, c.depth, c.width)
 }
 
 fn check(c: Case, uncorrected_outside: bool) {

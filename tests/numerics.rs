@@ -136,3 +136,34 @@ fn gelu_deep_stack_is_finite() {
     let rows = tables::theory_rows(&cfg, &mut Vec::new()).unwrap();
     assert!(rows.iter().all(|r| r.value.is_finite()));
 }
+
+/// The precision the README states: a value built from a product over L blocks (carried in
+/// log space) is within `L * f64::EPSILON` relative of the exact value. Pre-LN's `grad_sq` at
+/// x_0 with a linear branch at g = 1 is exactly `prod_{l<=L} (1 + 1/l) / (L + 1) = 1`; Post-LN's
+/// is exactly 1 block by block and must print exactly.
+#[test]
+fn products_over_depth_stay_within_l_epsilon() {
+    for depth in [4usize, 64, 4096, 100_000, 1_000_000] {
+        let raw = normscope::model::RawModel {
+            depth,
+            ..normscope::model::RawModel::default()
+        };
+        let cfg =
+            normscope::model::TheoryConfig::new("pre,post", &raw, "grad_sq", "0").expect("config");
+        let rows = normscope::tables::theory_rows(&cfg, &mut Vec::new()).expect("closed form");
+        for r in rows {
+            let err = (r.value - 1.0).abs();
+            let bound = if r.preset == "post" {
+                0.0
+            } else {
+                depth as f64 * f64::EPSILON
+            };
+            assert!(
+                err <= bound,
+                "{} L = {depth}: {} (bound {bound})",
+                r.preset,
+                r.value
+            );
+        }
+    }
+}

@@ -59,6 +59,7 @@ pub fn disagreements(
         &cfg,
         metrics,
         layers,
+        false,
         &mut Vec::new(),
     )
     .expect("compare runs");

@@ -108,6 +108,7 @@ pub enum Command {
   normscope theory --preset pre,post,deepnorm --depth 256 --metrics eff_depth --layers last
   normscope theory --preset post --branch relu-mlp --init he --depth 64 --metrics grad_sq --layers all --out grad.csv
   normscope theory --preset pre --depth 1000000 --metrics stream_sq --layers log:12
+  normscope theory --preset post --depth 256 --finite-width 128 --metrics grad_sq,weight_grad_sq --layers 0,1
   normscope theory --placements examples/placements/depth-mup.toml --preset pre,depth-mup --depth 256 --metrics eff_depth --layers last")]
     Theory(TheoryArgs),
     /// Exact symbolic expansion x_L = sum_j C_{L,j} B_j with simplified coefficients.
@@ -136,12 +137,15 @@ pub enum Command {
   normscope mc --preset deepnorm --depth 32 --metrics eff_depth --layers last --seed 3
   normscope mc --placements examples/placements/depth-mup.toml --preset depth-mup --depth 64 --layers last")]
     Mc(McArgs),
-    /// Closed form against Monte Carlo per metric and layer: difference, CI, allowance, verdict.
+    /// Closed form against Monte Carlo per metric and layer: difference, CI, allowance, status
+    /// (agree, disagree, or uninformative when the allowance exceeds half the value), whether
+    /// the Monte Carlo interval itself covers the closed form, and the estimator of each row.
     #[command(after_help = "Examples:
   normscope compare --preset deepnorm --depth 32 --metrics grad_sq --layers log:6
   normscope compare --preset pre,post --branch relu-mlp --init he --depth 16 --width 64 --samples 32
+  normscope compare --preset post --depth 64 --width 64 --metrics grad_sq --layers 0,1 --finite-width
   normscope compare --placements examples/placements/depth-mup.toml --preset depth-mup --depth 16 --metrics eff_depth")]
-    Compare(McArgs),
+    Compare(CompareArgs),
     /// Train presets on a seeded task with per-layer diagnostics (tidy CSV, one value per row).
     #[command(after_help = "Examples:
   normscope train --preset pre,post,deepnorm --branch transformer --task teacher-lm --depth 12 --lr 1e-2 --steps 400 --seeds 0..8 --out runs.csv
@@ -327,6 +331,19 @@ pub struct McArgs {
     /// Presets, metrics, layers, output.
     #[command(flatten)]
     pub table: TableArgs,
+}
+
+/// `normscope compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Model, sampling, presets, metrics, layers, output (as `mc`).
+    #[command(flatten)]
+    pub mc: McArgs,
+    /// Compare against the closed form with its leading finite-width correction at --width
+    /// (grad_sq and weight_grad_sq of post, deepnorm and admin with a linear branch; the rest
+    /// stays uncorrected, with a note; column `theory_corrected`).
+    #[arg(long)]
+    pub finite_width: bool,
 }
 
 /// `normscope presets`.

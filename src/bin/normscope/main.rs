@@ -180,16 +180,19 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             clap_complete::generate(shell, &mut Cli::command(), "normscope", &mut buf);
             emit(None, &buf)
         }
-        Command::Compare(a) => {
+        Command::Compare(c) => {
+            let a = &c.mc;
             let out = out_path(&a.table.out)?;
-            let (presets, cfg, metrics, layers) = mc_request(&a)?;
-            let rows = normscope::compare::compare(&presets, &cfg, &metrics, &layers, &mut notes)?;
-            let bad = rows.iter().filter(|r| !r.agree).count();
-            notes.push(format!(
-                "{} of {} comparisons agree within CI + allowance",
-                rows.len() - bad,
-                rows.len()
-            ));
+            let (presets, cfg, metrics, layers) = mc_request(a)?;
+            let rows = normscope::compare::compare(
+                &presets,
+                &cfg,
+                &metrics,
+                &layers,
+                c.finite_width,
+                &mut notes,
+            )?;
+            notes.push(normscope::compare::summary(&rows));
             let mut df = normscope::compare::compare_frame(&rows)?;
             emit(out, &table::Format::of(out).encode(&mut df)?)
         }
