@@ -51,6 +51,9 @@ pub const DEVIATION_LIMIT: f64 = 0.05;
 /// not fitted.
 pub const FIT_MAX_L_OVER_D: f64 = 1.0;
 
+/// Decimals of kappa and its interval in `law.tex` (`law.csv` keeps every digit).
+pub const KAPPA_DECIMALS: usize = 3;
+
 /// The four quantities and the layer each is read at (`None`: layer L).
 pub const QUANTITIES: [(Metric, Option<u64>); 4] = [
     (Metric::GradSq, Some(0)),
@@ -507,29 +510,57 @@ fn write_laws(c: &Config, out: &mut Out, laws: &[Law]) -> Result<()> {
     out.frame("law.csv", &mut df)?;
     let mut t = Table::new(
         format!(
-            "Measured finite-width law $\\ln(1 + \\text{{dev}}) = \\kappa L/d$ of the Monte Carlo estimate against the closed form ({} branch, $n = {}$ tokens, $c_0 = {}$); 95\\% bootstrap intervals over the cells. Edge: the $L/d$ where the fitted $|\\text{{dev}}|$ reaches {}.",
+            "Measured finite-width law $\\ln(1 + \\text{{dev}}) = \\kappa L/d$ of the Monte Carlo estimate against the closed form ({} branch, $n = {}$ tokens, $c_0 = {}$); 95\\% bootstrap intervals over the cells. Edge: the $L/d$ where the fitted $|\\text{{dev}}|$ reaches {}. grad: \\texttt{{grad\\_sq}} at $x_0$; weight grad: \\texttt{{weight\\_grad\\_sq}} of block 1; eff.\\ depth, corr: \\texttt{{eff\\_depth}}, \\texttt{{corr}} at layer $L$.",
             common::branch_label(&c.model.branch),
             c.tokens,
             c.c0,
             DEVIATION_LIMIT
         ),
         "tab:finite-width",
-        &["preset", "quantity", "$\\kappa$", "95\\% CI", "edge $L/d$"],
+        &["quantity", "$\\kappa$ [95\\% CI]", "edge\n$L/d$"],
     );
+    let mut preset = None;
     for l in laws {
+        if preset != Some(&l.preset) {
+            t.group(common::tex_label(&l.preset));
+            preset = Some(&l.preset);
+        }
         t.row(vec![
-            Cell::Text(common::tex_label(&l.preset)),
-            Cell::Text(l.metric.name().replace('_', "\\_")),
-            Cell::Num(l.kappa),
+            Cell::Text(quantity_tex(l.metric).into()),
             Cell::Text(format!(
-                "[{}, {}]",
-                crate::output::latex::num(l.kappa_ci.0),
-                crate::output::latex::num(l.kappa_ci.1)
+                "{} [{}, {}]",
+                kappa_tex(l.kappa),
+                kappa_tex(l.kappa_ci.0),
+                kappa_tex(l.kappa_ci.1)
             )),
             Cell::opt(l.edge),
         ]);
     }
     t.write(out, "law")
+}
+
+/// A quantity's short name in `law.tex` (the caption says what each is).
+fn quantity_tex(m: Metric) -> &'static str {
+    match m {
+        Metric::GradSq => "grad",
+        Metric::WeightGradSq => "weight grad",
+        Metric::EffDepth => "eff.\\ depth",
+        Metric::Corr => "corr",
+        _ => unreachable!("law.tex lists the QUANTITIES only"),
+    }
+}
+
+/// A fitted kappa (per unit L/d) for the table: [`KAPPA_DECIMALS`] decimals, in math mode so a
+/// minus sign prints as one.
+fn kappa_tex(v: f64) -> String {
+    let s = format!("{v:.KAPPA_DECIMALS$}");
+    // A value that rounds to zero prints without a sign.
+    let s = if s.bytes().all(|b| matches!(b, b'-' | b'0' | b'.')) {
+        s.trim_start_matches('-').to_string()
+    } else {
+        s
+    };
+    format!("${s}$")
 }
 
 fn figures(c: &Config, out: &mut Out, pts: &[Point], laws: &[Law]) -> Result<()> {
