@@ -18,6 +18,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "adjacent-layers",
     about: "relative update, cosine, angle and merge error between consecutive layers",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// Configuration.

@@ -23,6 +23,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "branch-gain",
     about: "conclusions against the branch gain g, the init scheme and branch, and the norm",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// Configuration.

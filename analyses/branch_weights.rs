@@ -20,6 +20,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "branch-weights",
     about: "residual-branch weights: heatmaps per preset, x_0 and first-branch weight against L",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// Configuration.

@@ -38,6 +38,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "claims",
     about: "the claims ledger: a verdict with numbers for each claim of the seed notes",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// The ledger has no tunable settings; the table exists so `--config` rejects keys clearly.

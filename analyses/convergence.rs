@@ -34,6 +34,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "convergence",
     about: "loss curves at each preset's tuned lr across depths: early and final excess, steps to floor + delta, Post-LN vs Pre-LN",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// Steps to floor + delta use `delta = DELTA_FRACTION (C - F)`: halfway from the context-free
@@ -336,7 +337,7 @@ fn summary(c: &Config, tuned: &[Cell], eval: &[Outcome], out: &mut Out) -> Resul
             c.censored()
         ),
         "tab:convergence",
-        &["preset", "lr", "failed", "final", "lo", "hi"],
+        &["$L$", "lr", "failed", "final", "lo", "hi"],
     );
     // The early excess and the updates to floor + delta in a second table: one table of twelve
     // columns does not fit a paper's column.
@@ -346,7 +347,7 @@ fn summary(c: &Config, tuned: &[Cell], eval: &[Outcome], out: &mut Out) -> Resul
             c.early_step
         ),
         "tab:convergence-speed",
-        &["preset", "early", "lo", "hi"],
+        &["$L$", "early", "lo", "hi"],
     );
     let mut reach = Table::new(
         format!(
@@ -355,9 +356,10 @@ fn summary(c: &Config, tuned: &[Cell], eval: &[Outcome], out: &mut Out) -> Resul
             c.censored()
         ),
         "tab:convergence-steps",
-        &["preset", "updates", "lo", "hi"],
+        &["$L$", "updates", "lo", "hi"],
     );
-    let mut last_depth = None;
+    // Rows grouped by preset (tuned is preset-major), one per depth.
+    let mut last_preset = None;
     for cl in tuned {
         let runs = runs_of(eval, cl);
         let group = |q: &str| {
@@ -376,11 +378,12 @@ fn summary(c: &Config, tuned: &[Cell], eval: &[Outcome], out: &mut Out) -> Resul
                 .filter(|o| steps_to(c, o) < c.censored())
                 .count() as u64,
         );
-        if last_depth != Some(cl.depth) {
-            t.group(format!("$L = {}$", cl.depth));
-            speed.group(format!("$L = {}$", cl.depth));
-            reach.group(format!("$L = {}$", cl.depth));
-            last_depth = Some(cl.depth);
+        if last_preset != Some(&cl.preset) {
+            let label = super::common::tex_label(&cl.preset);
+            t.group(label.clone());
+            speed.group(label.clone());
+            reach.group(label);
+            last_preset = Some(&cl.preset);
         }
         let ci = |i: usize| {
             [
@@ -389,7 +392,7 @@ fn summary(c: &Config, tuned: &[Cell], eval: &[Outcome], out: &mut Out) -> Resul
                 Tex::Num(gs[i].median_ci.1),
             ]
         };
-        let label = Tex::Text(super::common::tex_label(&cl.preset));
+        let label = Tex::Int(cl.depth as i64);
         let mut row = vec![
             label.clone(),
             Tex::Text(tier::lr_text(cl.lr)),

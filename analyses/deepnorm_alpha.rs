@@ -22,6 +22,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "deepnorm-alpha",
     about: "from Post-LN (alpha = 1) to DeepNorm's alpha and beta: effective depth and weights",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// Configuration.

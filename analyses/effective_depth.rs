@@ -23,6 +23,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "effective-depth",
     about: "effective depth (mean path length) against L, and path-length distributions",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// Configuration.

@@ -25,6 +25,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "expansion",
     about: "exact unrolled expansions x_L = sum_j C_{L,j} B_j, against the seeds' versions",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// Configuration (the same for `--quick`: it is exact algebra and takes milliseconds).

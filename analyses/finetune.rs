@@ -67,6 +67,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "finetune",
     about: "pre-train, then fine-tune (all weights or the upper half) on a new teacher: Post-LN vs Pre-LN, and per-block ablation cost",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// Mixed into the training seed for the fine-tuning data stream, so it differs from the

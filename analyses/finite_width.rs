@@ -67,6 +67,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "finite-width",
     about: "where the mean field holds: Monte Carlo against the closed form over depth L and width d, the L/d law and the 1/d correction",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: Some("one (preset, L, d) cell: both engines at that depth and width"),
 };
 
 /// Configuration.
@@ -179,7 +180,7 @@ impl Config {
 }
 
 /// One measured quantity of one cell.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct Point {
     preset: String,
     metric: Metric,
@@ -191,7 +192,7 @@ struct Point {
     ci: (f64, f64),
     /// The corrected closed form, where derived.
     corrected: Option<f64>,
-    estimator: &'static str,
+    estimator: String,
 }
 
 impl Point {
@@ -214,21 +215,34 @@ impl Point {
 }
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {
-    let mut points = Vec::new();
+    let mut cells = Vec::new();
     let mut skipped = Vec::new();
     let metrics: Vec<Metric> = QUANTITIES.iter().map(|q| q.0).collect();
     for p in &c.presets {
-        eprintln!("      finite-width: {p}");
         for &d in &c.widths {
             for &l in &c.depths {
                 if Config::entries(l, d) > c.max_entries {
                     skipped.push((p.clone(), l, d));
-                    continue;
+                } else {
+                    cells.push((p.clone(), l, d));
                 }
-                points.extend(cell(c, p, &metrics, l, d)?);
             }
         }
     }
+    // A cell's cost: networks x blocks x d^2 entries per weight matrix.
+    let cost = |&(_, l, d): &(String, usize, usize)| (c.samples(l, d) * l * d * d) as f64;
+    let points: Vec<Point> = out
+        .units("cells", &cells, cost, |mine| {
+            mine.iter()
+                .map(|(p, l, d)| {
+                    eprintln!("      finite-width: {p}, L = {l}, d = {d}");
+                    cell(c, p, &metrics, *l, *d)
+                })
+                .collect()
+        })?
+        .into_iter()
+        .flatten()
+        .collect();
     write_cells(c, out, &points, &skipped)?;
     let laws = laws(c, &points);
     write_laws(c, out, &laws)?;
@@ -302,7 +316,8 @@ fn cell(c: &Config, p: &str, metrics: &[Metric], l: usize, d: usize) -> Result<V
                 Metric::EffDepth if l <= c.path_max => "exact path polynomial",
                 Metric::EffDepth => "factorized",
                 _ => "direct",
-            },
+            }
+            .into(),
         });
     }
     Ok(pts)
@@ -529,9 +544,9 @@ fn write_laws(c: &Config, out: &mut Out, laws: &[Law]) -> Result<()> {
             Cell::Text(quantity_tex(l.metric).into()),
             Cell::Text(format!(
                 "{} [{}, {}]",
-                kappa_tex(l.kappa),
-                kappa_tex(l.kappa_ci.0),
-                kappa_tex(l.kappa_ci.1)
+                crate::output::latex::fixed(l.kappa, KAPPA_DECIMALS),
+                crate::output::latex::fixed(l.kappa_ci.0, KAPPA_DECIMALS),
+                crate::output::latex::fixed(l.kappa_ci.1, KAPPA_DECIMALS)
             )),
             Cell::opt(l.edge),
         ]);
@@ -548,19 +563,6 @@ fn quantity_tex(m: Metric) -> &'static str {
         Metric::Corr => "corr",
         _ => unreachable!("law.tex lists the QUANTITIES only"),
     }
-}
-
-/// A fitted kappa (per unit L/d) for the table: [`KAPPA_DECIMALS`] decimals, in math mode so a
-/// minus sign prints as one.
-fn kappa_tex(v: f64) -> String {
-    let s = format!("{v:.KAPPA_DECIMALS$}");
-    // A value that rounds to zero prints without a sign.
-    let s = if s.bytes().all(|b| matches!(b, b'-' | b'0' | b'.')) {
-        s.trim_start_matches('-').to_string()
-    } else {
-        s
-    };
-    format!("${s}$")
 }
 
 fn figures(c: &Config, out: &mut Out, pts: &[Point], laws: &[Law]) -> Result<()> {
@@ -710,7 +712,7 @@ mod tests {
             mc,
             ci: (mc * 0.99, mc * 1.01),
             corrected: None,
-            estimator: "direct",
+            estimator: "direct".into(),
         }
     }
 

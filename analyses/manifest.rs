@@ -40,7 +40,7 @@ impl Build {
 }
 
 /// Where the code came from.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct Source {
     /// Last commit touching [`CODE_PATHS`], if git and the repository are available.
     pub git_commit: Option<String>,

@@ -31,6 +31,8 @@ pub mod output_change;
 pub mod placement_file;
 pub mod rank_collapse;
 pub mod regression_tier;
+pub mod shard;
+pub mod slurm;
 pub mod stability_law;
 pub mod stream_gradients;
 pub mod trained_lens;
@@ -163,6 +165,9 @@ pub struct Analysis {
     pub about: &'static str,
     /// Resolves and validates the configuration; runs nothing.
     pub prepare: fn(&str, &Settings) -> Result<Prepared>,
+    /// What one work unit is, for analyses that route their grid through [`Out::units`]
+    /// (`None`: the analysis is one unit, run by `merge`; see [`shard`]).
+    pub units: Option<&'static str>,
 }
 
 /// Where an analysis writes, and what it wrote (for the manifest). Writes go to a staging
@@ -176,6 +181,23 @@ pub struct Out {
     outputs: BTreeMap<String, String>,
     /// Relative path -> sha256 of the files read from earlier analyses.
     inputs: BTreeMap<String, String>,
+    /// Whole run, shard or merge.
+    mode: Mode,
+    /// [`Out::units`] calls so far.
+    calls: usize,
+}
+
+/// How [`Out::units`] runs.
+enum Mode {
+    /// Every unit, here.
+    Whole,
+    /// This shard's units of the first call, then stop; `done` holds them.
+    Shard {
+        spec: shard::ShardSpec,
+        done: Option<(shard::Call, Vec<u8>)>,
+    },
+    /// The first call's results from the shards.
+    Merge(Option<Box<shard::Loaded>>),
 }
 
 impl Out {
@@ -204,6 +226,74 @@ impl Out {
     /// their sha256, for the manifest.
     pub fn input_bytes(&mut self, rel: &str, bytes: &[u8]) {
         self.inputs.insert(rel.to_string(), manifest::sha256(bytes));
+    }
+
+    /// Runs the work units `units` (an analysis's grid of independent computations, see
+    /// [`shard`]) with `run`, which computes any subset and returns one result per unit, in
+    /// order; `cost` estimates each unit's cost for [`shard::assign`]. A whole run computes
+    /// them all. A shard (`reproduce --shard I/N`) computes its own at the first call and stops
+    /// the analysis there; a merge returns the first call's results from the shards. Later
+    /// calls run here in every mode.
+    pub fn units<U: Clone, T: Serialize + DeserializeOwned>(
+        &mut self,
+        name: &str,
+        units: &[U],
+        cost: impl Fn(&U) -> f64,
+        run: impl FnOnce(&[U]) -> Result<Vec<T>>,
+    ) -> Result<Vec<T>> {
+        self.calls += 1;
+        let first = self.calls == 1;
+        let check = |r: Vec<T>, n: usize| {
+            debug_assert_eq!(r.len(), n, "one result per unit");
+            Ok(r)
+        };
+        match &mut self.mode {
+            Mode::Shard { spec, done } if first => {
+                let costs: Vec<f64> = units.iter().map(&cost).collect();
+                let plan = shard::assign(&costs, spec.count);
+                let mine: Vec<usize> = (0..units.len())
+                    .filter(|&i| plan[i] == spec.index)
+                    .collect();
+                let subset: Vec<U> = mine.iter().map(|&i| units[i].clone()).collect();
+                let results = check(run(&subset)?, subset.len())?;
+                let encoded = mine
+                    .iter()
+                    .zip(&results)
+                    .map(|(&i, r)| Ok((i, shard::encode_one(r)?)))
+                    .collect::<Result<Vec<_>>>()?;
+                *done = Some((
+                    shard::Call {
+                        name: name.to_string(),
+                        units: units.len(),
+                        mine,
+                        costs,
+                    },
+                    shard::encode(&encoded)?,
+                ));
+                Err(Error::ShardDone)
+            }
+            Mode::Merge(loaded) if first => {
+                let l = loaded.take().expect("the shards are loaded once");
+                if l.call.as_ref() != Some(&(name.to_string(), units.len())) {
+                    return Err(Error::invalid(
+                        "SHARD_DIRS",
+                        &l.manifest.analysis,
+                        format!(
+                            "shards whose units match this analysis's '{name}' ({} units)",
+                            units.len()
+                        ),
+                    ));
+                }
+                l.results
+                    .values()
+                    .map(|b| shard::decode_one(b, name))
+                    .collect()
+            }
+            _ => {
+                let n = units.len();
+                check(run(units)?, n)
+            }
+        }
     }
 
     /// Writes tidy rows to `data/<id>/<name>` (sorted, the standard columns), and as typed
@@ -310,6 +400,196 @@ pub struct Request {
     pub seed: Option<u64>,
     /// Print the resolved configurations as TOML and run nothing.
     pub print_config: bool,
+    /// Run only this shard of the one analysis in `only` (see [`shard`]).
+    pub shard: Option<shard::ShardSpec>,
+}
+
+/// What every analysis of one `reproduce` or `merge` shares.
+struct Run<'a> {
+    root: &'a Path,
+    source: &'a manifest::Source,
+    quick: bool,
+    invocation: String,
+    inputs: &'a BTreeMap<String, String>,
+}
+
+impl Run<'_> {
+    /// Runs one analysis into a staging folder and moves its folders into place with their
+    /// manifest.
+    fn analysis(&self, a: &Analysis, p: Prepared, mode: Mode) -> Result<()> {
+        let t = std::time::Instant::now();
+        let mut out = Out {
+            root: self.root.to_path_buf(),
+            stage: Stage::new(self.root, a.id)?,
+            id: a.id,
+            outputs: BTreeMap::new(),
+            inputs: self.inputs.clone(),
+            mode,
+            calls: 0,
+        };
+        (p.work)(&mut out)?;
+        let Out {
+            stage,
+            outputs,
+            inputs,
+            ..
+        } = out;
+        let files = outputs.len();
+        let m = manifest::Manifest {
+            analysis: a.id,
+            crate_version: env!("CARGO_PKG_VERSION"),
+            source: self.source.clone(),
+            build: manifest::Build::current(),
+            invocation: self.invocation.clone(),
+            quick: self.quick,
+            config: p.config,
+            seeds: p.seeds,
+            inputs,
+            outputs,
+        };
+        let (data, figures) = (format!("data/{}", a.id), format!("figures/{}", a.id));
+        stage.write(
+            &format!("{data}/{}", manifest::FILE),
+            &manifest::to_bytes(&m),
+        )?;
+        // The data folder holds the manifest: last in, first out.
+        stage.commit(self.root, &[&figures, &data])?;
+        eprintln!("      {files} files in {:.1} s", t.elapsed().as_secs_f64());
+        Ok(())
+    }
+}
+
+/// Runs shard `spec` of analysis `a` into `req.root`: the units [`shard::assign`] gives it at
+/// the analysis's first [`Out::units`] call (none for an analysis without units), written as
+/// `units-<call>.bin` with a `shard.json` ([`shard::ShardManifest`]) last. Rerunning a shard
+/// rewrites the same bytes.
+fn run_shard(
+    req: &Request,
+    a: &Analysis,
+    p: Prepared,
+    spec: shard::ShardSpec,
+    source: manifest::Source,
+) -> Result<()> {
+    let _lock = OutputLock::acquire(&req.root)?;
+    staging::remove_leftovers(&req.root, &ids())?;
+    let t = std::time::Instant::now();
+    eprintln!(
+        "{} shard {spec}: {}",
+        a.id,
+        a.units.unwrap_or("no work units: the merge runs it")
+    );
+    let config_toml = toml::to_string(&p.toml).expect("TOML tables print");
+    let Prepared {
+        config,
+        seeds,
+        work,
+        ..
+    } = p;
+    let mut done = None;
+    if a.units.is_some() {
+        let mut out = Out {
+            root: req.root.clone(),
+            stage: Stage::new(&req.root, a.id)?,
+            id: a.id,
+            outputs: BTreeMap::new(),
+            inputs: BTreeMap::new(),
+            mode: Mode::Shard { spec, done: None },
+            calls: 0,
+        };
+        match work(&mut out) {
+            Ok(()) | Err(Error::ShardDone) => {}
+            Err(e) => return Err(e),
+        }
+        if let Mode::Shard { done: d, .. } = out.mode {
+            done = d;
+        }
+    }
+    let mut files = BTreeMap::new();
+    let call = match done {
+        Some((call, bytes)) => {
+            let name = shard::units_file(&call.name);
+            crate::output::atomic::write_bytes(&req.root.join(&name), &bytes)?;
+            files.insert(name, manifest::sha256(&bytes));
+            Some(call)
+        }
+        None => None,
+    };
+    let units = call.as_ref().map_or(0, |c| c.mine.len());
+    let m = shard::ShardManifest {
+        format: shard::FORMAT.into(),
+        analysis: a.id.into(),
+        shard: spec,
+        crate_version: env!("CARGO_PKG_VERSION").into(),
+        source,
+        build: serde_json::to_value(manifest::Build::current()).expect("builds serialize"),
+        invocation: shard::without_shard(&manifest::invocation()),
+        quick: req.quick,
+        config,
+        config_toml,
+        seeds,
+        call,
+        files,
+    };
+    let mut bytes = serde_json::to_vec_pretty(&m).expect("manifests serialize");
+    bytes.push(b'\n');
+    crate::output::atomic::write_bytes(&req.root.join(shard::MANIFEST), &bytes)?;
+    eprintln!("      {units} units in {:.1} s", t.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// `normscope merge`: checks the shard folders ([`shard::load`]; a missing, duplicated,
+/// corrupt or foreign shard is refused before anything is written), then runs their analysis
+/// into `root` with the first units call's results read from the shards, writing exactly the
+/// files (manifest included) of the unsharded run.
+pub fn merge(dirs: &[PathBuf], root: &Path) -> Result<()> {
+    if root.exists() && !root.is_dir() {
+        return Err(Error::invalid(
+            "--out-dir",
+            root.display(),
+            "a folder (created if missing), not a file",
+        ));
+    }
+    let loaded = shard::load(dirs)?;
+    let m = &loaded.manifest;
+    let a = find(&m.analysis)?;
+    let table: toml::Table = toml::from_str(&m.config_toml).map_err(|e| {
+        Error::invalid(
+            "SHARD_DIRS",
+            &m.analysis,
+            format!("a readable configuration ({e})"),
+        )
+    })?;
+    let mut tables = toml::Table::new();
+    tables.insert(a.id.to_string(), toml::Value::Table(table));
+    let settings = Settings {
+        quick: m.quick,
+        file: ConfigFile {
+            path: shard::MANIFEST.into(),
+            tables,
+            placements: Vec::new(),
+        },
+        seed: None,
+    };
+    let p = (a.prepare)(a.id, &settings)?;
+    if p.config != m.config || p.seeds != m.seeds {
+        return Err(Error::invalid(
+            "SHARD_DIRS",
+            &m.analysis,
+            "shards whose configuration this normscope resolves to the same values",
+        ));
+    }
+    let (source, quick, invocation) = (m.source.clone(), m.quick, m.invocation.clone());
+    let _lock = OutputLock::acquire(root)?;
+    staging::remove_leftovers(root, &ids())?;
+    let run = Run {
+        root,
+        source: &source,
+        quick,
+        invocation,
+        inputs: &BTreeMap::new(),
+    };
+    eprintln!("merging {} shards of {}: {}", m.shard.count, a.id, a.about);
+    run.analysis(a, p, Mode::Merge(Some(Box::new(loaded))))
 }
 
 /// Runs the requested analyses: resolves every configuration first (bad input writes nothing),
@@ -356,47 +636,37 @@ pub fn reproduce(req: &Request) -> Result<()> {
         .map(|(name, path)| Ok((name.clone(), manifest::sha256_file(path)?)))
         .collect::<Result<_>>()?;
     let source = manifest::Source::detect();
+    if let Some(spec) = req.shard {
+        if selected.len() != 1 {
+            return Err(Error::invalid(
+                "--only",
+                req.only.join(","),
+                "exactly one analysis id with --shard",
+            ));
+        }
+        if !settings.file.placements.is_empty() {
+            return Err(Error::invalid(
+                "--config",
+                &settings.file.path,
+                "a file without `placements` with --shard (the merge resolves the analysis from the shards alone)",
+            ));
+        }
+        let p = prepared.into_iter().next().expect("one analysis");
+        return run_shard(req, selected[0], p, spec, source);
+    }
     let _lock = OutputLock::acquire(&req.root)?;
     staging::remove_leftovers(&req.root, &ids())?;
     let total = std::time::Instant::now();
+    let run = Run {
+        root: &req.root,
+        source: &source,
+        quick: req.quick,
+        invocation: manifest::invocation(),
+        inputs: &placement_inputs,
+    };
     for (i, (a, p)) in selected.iter().zip(prepared).enumerate() {
         eprintln!("[{}/{}] {}: {}", i + 1, selected.len(), a.id, a.about);
-        let t = std::time::Instant::now();
-        let mut out = Out {
-            root: req.root.clone(),
-            stage: Stage::new(&req.root, a.id)?,
-            id: a.id,
-            outputs: BTreeMap::new(),
-            inputs: placement_inputs.clone(),
-        };
-        (p.work)(&mut out)?;
-        let Out {
-            stage,
-            outputs,
-            inputs,
-            ..
-        } = out;
-        let files = outputs.len();
-        let m = manifest::Manifest {
-            analysis: a.id,
-            crate_version: env!("CARGO_PKG_VERSION"),
-            source: source.clone(),
-            build: manifest::Build::current(),
-            invocation: manifest::invocation(),
-            quick: req.quick,
-            config: p.config,
-            seeds: p.seeds,
-            inputs,
-            outputs,
-        };
-        let (data, figures) = (format!("data/{}", a.id), format!("figures/{}", a.id));
-        stage.write(
-            &format!("{data}/{}", manifest::FILE),
-            &manifest::to_bytes(&m),
-        )?;
-        // The data folder holds the manifest: last in, first out.
-        stage.commit(&req.root, &[&figures, &data])?;
-        eprintln!("      {files} files in {:.1} s", t.elapsed().as_secs_f64());
+        run.analysis(a, p, Mode::Whole)?;
     }
     eprintln!("done in {:.1} s", total.elapsed().as_secs_f64());
     Ok(())

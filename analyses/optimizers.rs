@@ -45,6 +45,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "optimizers",
     about: "Adam vs SGD with momentum: per-block update size against gradient size, failures and final excess at each optimizer's best lr",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// The update at which the scaling slopes are judged (the first: before either optimizer's

@@ -13,6 +13,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "output-change",
     about: "output change under a small weight perturbation against L",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// Configuration.

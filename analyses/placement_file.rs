@@ -24,6 +24,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "placement-file",
     about: "a placement from a file (examples/placements/depth-mup.toml): eff_depth/L against L next to pre and post",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// Configuration.

@@ -15,6 +15,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "rank-collapse",
     about: "token correlation against depth with attention branches (rank collapse)",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// Configuration.

@@ -48,10 +48,13 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "stability-law",
     about: "the init-time output change predicts the maximum stable lr? slope of log max lr on log output change (prediction -1)",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// The predicted slope of log(max stable lr) on log(output change).
 pub const PREDICTED_SLOPE: f64 = -1.0;
+/// Decimals of the slope's interval in `slope.tex` (`slope.csv` keeps every digit).
+pub const SLOPE_DECIMALS: usize = 3;
 /// The warmup arm whose slope decides the verdict (amplification is about the first updates).
 pub const VERDICT_WARMUP: u64 = 0;
 /// How many of the presets farthest from the predicted slope a failure names.
@@ -460,25 +463,37 @@ fn slope_table(out: &mut Out, s: &[Slope], wc: &warmup::Config) -> Result<()> {
     out.bytes("verdict.txt", text.as_bytes())?;
     let mut t = Table::new(
         format!(
-            "Slope of log(median maximum stable lr) on log(init-time output change), {} branch, Adam, {} paired seeds; 95\\% bootstrap intervals over the seeds. The amplification prediction is a slope of ${PREDICTED_SLOPE}$.",
+            "Slope of log(median maximum stable lr) on log(init-time output change), {} branch, Adam, {} paired seeds; 95\\% bootstrap intervals over the seeds. The amplification prediction is a slope of ${PREDICTED_SLOPE}$. Pooled: one fit over every preset's cells. $^*$: the interval contains ${PREDICTED_SLOPE}$.",
             common::branch_label(&wc.branch),
             wc.seeds
         ),
         "tab:stability-law",
-        &["warmup", "fit", "cells", "slope", "95\\% CI", "$-1$ inside"],
+        &["fit", "cells", "slope", "95\\% CI"],
     );
+    let mut warmup = None;
     for x in s {
+        if warmup != Some(x.warmup) {
+            t.group(if x.warmup == 0 {
+                "no warmup".to_string()
+            } else {
+                format!("warmup {} updates", x.warmup)
+            });
+            warmup = Some(x.warmup);
+        }
         t.row(vec![
-            latex::Cell::Int(x.warmup as i64),
             latex::Cell::Text(if x.scope == "all" {
-                "all presets".into()
+                "pooled".into()
             } else {
                 common::tex_label(&x.scope)
             }),
             latex::Cell::Int(x.cells as i64),
             latex::Cell::Num(x.slope),
-            latex::Cell::Text(format!("[{}, {}]", sig(x.lo), sig(x.hi))),
-            latex::Cell::Text(if x.holds() { "yes" } else { "no" }.into()),
+            latex::Cell::Text(format!(
+                "[{}, {}]{}",
+                latex::fixed(x.lo, SLOPE_DECIMALS),
+                latex::fixed(x.hi, SLOPE_DECIMALS),
+                if x.holds() { "$^*$" } else { "" }
+            )),
         ]);
     }
     t.write(out, "slope")

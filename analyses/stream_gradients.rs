@@ -34,6 +34,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "stream-and-gradients",
     about: "stream second moment, gradients and weight gradients per layer; weight gradient against L",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// Configuration.

@@ -51,6 +51,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "trained-lens",
     about: "init-time metrics (effective depth, x_0's factor, gradient ratio, cos_prev) on trained weights, against the training step",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// The quantities recorded, in table order.

@@ -21,6 +21,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "training-demo",
     about: "Pre-LN, Post-LN and DeepNorm trained without warmup: loss curves and per-block gradient norms",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: None,
 };
 
 /// Configuration.

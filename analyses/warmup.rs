@@ -45,6 +45,9 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "warmup",
     about: "Adam with and without learning-rate warmup: failure rates, maximum stable lr against depth, claim 6",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    units: Some(
+        "one (preset, depth, lr, warmup) cell of the grid with all its seeds; the bisection for the maximum stable lr runs in the merge",
+    ),
 };
 
 /// Claim 6: a difference between warmup 0 and `test_warmup` is significant when its
@@ -488,7 +491,16 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let base = c.raw()?;
     let seeds = c.seed_list();
     let cells = c.cells();
-    let outcomes = sweep::run(&base, &cells, &seeds, &())?;
+    // A cell's cost: its seeds' runs, each proportional to the depth.
+    let cost = |cell: &Cell| (cell.depth * seeds.len()) as f64;
+    let outcomes: Vec<Outcome> = out
+        .units("grid", &cells, cost, |mine| {
+            let flat = sweep::run(&base, mine, &seeds, &())?;
+            Ok(flat.chunks(seeds.len()).map(<[Outcome]>::to_vec).collect())
+        })?
+        .into_iter()
+        .flatten()
+        .collect();
     let n = seeds.len() as u64;
     let failures = |cell: &Cell| of_cell(&outcomes, cell).filter(|o| o.failed).count() as u64;
     rates(out, &outcomes, &cells)?;
@@ -757,9 +769,10 @@ fn max_stable(c: &Config, out: &mut Out, found: &[MaxStable]) -> Result<()> {
                 sig(resolution)
             ),
             format!("tab:warmup-max-stable-lr-{w}"),
-            &["Placement", "$L$", "median", "lo", "hi"],
+            &["$L$", "median", "lo", "hi"],
         );
         for p in &c.presets {
+            t.group(common::tex_label(p));
             for &l in &c.depths {
                 let s = sums
                     .iter()
@@ -771,7 +784,6 @@ fn max_stable(c: &Config, out: &mut Out, found: &[MaxStable]) -> Result<()> {
                     MedianCensor::Above => "$\\ge$ ",
                 };
                 t.row(vec![
-                    latex::Cell::Text(common::tex_label(p)),
                     latex::Cell::Int(l as i64),
                     latex::Cell::Text(format!("{mark}{}", sig(s.median))),
                     latex::Cell::Num(s.lo),

@@ -68,6 +68,10 @@ pub enum Error {
         /// What is wrong, naming the key and what is accepted.
         message: String,
     },
+    /// Not a failure: a shard (`reproduce --shard I/N`) has computed its work units and stops
+    /// the analysis there (see `analyses::shard`); `reproduce` catches it.
+    #[error("internal: a shard stopped after its work units")]
+    ShardDone,
     /// Drawing a figure failed.
     #[error("figure {path}: {message}")]
     Figure {

@@ -153,7 +153,7 @@ pub type Put<'a> = &'a mut dyn FnMut(Option<usize>, f64);
 macro_rules! registry {
     ($($(#[$doc:meta])* $variant:ident => $module:ident,)*) => {
         /// A measured quantity (one file each in [`crate::metrics`]).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
         pub enum Metric {
             $($(#[$doc])* $variant,)*
         }

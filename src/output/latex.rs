@@ -561,6 +561,18 @@ fn math(v: f64) -> String {
     }
 }
 
+/// A number in math mode with `decimals` decimals (e.g. an interval's ends in a text cell), so
+/// a minus sign prints as one; a value that rounds to zero prints without a sign.
+pub fn fixed(v: f64, decimals: usize) -> String {
+    let s = format!("{v:.decimals$}");
+    let s = if s.bytes().all(|b| matches!(b, b'-' | b'0' | b'.')) {
+        s.trim_start_matches('-').to_string()
+    } else {
+        s
+    };
+    format!("${s}$")
+}
+
 /// Escapes `_`, `%`, `&`, `#` for text cells.
 pub fn escape(s: &str) -> String {
     s.replace('\\', "\\textbackslash{}")

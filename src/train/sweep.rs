@@ -43,7 +43,7 @@ use rayon::prelude::*;
 pub const FAIL_FRACTION: f64 = 0.9;
 
 /// What varies between the runs of a sweep; everything else comes from the base request.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Cell {
     /// Preset name.
     pub preset: String,
@@ -77,7 +77,7 @@ impl Cell {
 }
 
 /// The summary of one run.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Outcome {
     /// Its cell.
     pub cell: Cell,

@@ -128,8 +128,27 @@ pub enum Command {
   normscope reproduce                                  # everything, into ./data and ./figures
   normscope reproduce --quick --out-dir /tmp/ns        # reduced Monte Carlo, under a minute
   normscope reproduce --only effective-depth,claims --seed 7
-  normscope reproduce --print-config > my.toml && normscope reproduce --config my.toml")]
+  normscope reproduce --print-config > my.toml && normscope reproduce --config my.toml
+  normscope reproduce --only finite-width --shard 0/4 --out-dir shards/0   # one shard of four")]
     Reproduce(ReproduceArgs),
+    /// Merge the shard folders of one sharded analysis into the files an unsharded run writes.
+    #[command(after_help = "Examples:
+  for i in 0 1 2; do normscope reproduce --only finite-width --quick --shard $i/3 --out-dir shards/$i; done
+  normscope merge shards/0 shards/1 shards/2 --out-dir .
+
+A missing, duplicated, corrupt or foreign shard (another configuration, commit or build) is
+refused with exit status 2, naming it; nothing is written.")]
+    Merge(MergeArgs),
+    /// Write Slurm batch scripts that run one analysis's shards as a job array and merge them.
+    #[command(after_help = "Examples:
+  normscope slurm --only finite-width --shards 64 --partition cpu --time 02:00:00 --cpus-per-task 4 --mem 8G
+  normscope slurm --only warmup --shards 100 --account myproj --dir sweeps/warmup --submit
+
+Writes DIR/array.sbatch (sbatch --array=0-(N-1), task i runs `reproduce --shard i/N`),
+DIR/merge.sbatch (`merge` of the N shard folders) and DIR/submit.sh (submits both, the merge
+with --dependency=afterok on the array). A failed task is resubmitted alone with
+`sbatch --array=I DIR/array.sbatch`; then submit the merge after it.")]
+    Slurm(SlurmArgs),
     /// Monte Carlo metrics on sampled finite-width networks, with 95% confidence intervals.
     #[command(after_help = "Examples:
   normscope mc --preset post --branch relu-mlp --init he --depth 64 --samples 16 --layers last
@@ -158,7 +177,8 @@ pub enum Command {
     #[command(after_help = "Examples:
   normscope bench --no-torch
   normscope bench --python /path/to/venv/bin/python
-  normscope bench --train --python /path/to/venv/bin/python")]
+  normscope bench --train --python /path/to/venv/bin/python
+  normscope bench --shards 8 --quick --nodes 100")]
     Bench(BenchArgs),
     /// Print a shell completion script, e.g. `normscope completions bash > ~/.local/share/bash-completion/completions/normscope`.
     Completions {
@@ -376,6 +396,16 @@ pub struct BenchArgs {
     /// The PyTorch training reference script (for --train).
     #[arg(long, default_value = "benches/torch_train_reference.py")]
     pub train_script: PathBuf,
+    /// Measure sharding instead: finite-width and warmup unsharded, as N shards run one
+    /// after another, and merged; overhead per unit and a projection for --nodes nodes.
+    #[arg(long, value_name = "N")]
+    pub shards: Option<usize>,
+    /// Cluster size for the --shards projection.
+    #[arg(long, default_value_t = 100)]
+    pub nodes: usize,
+    /// With --shards: only these of finite-width, warmup (comma-separated; both if absent).
+    #[arg(long, value_delimiter = ',')]
+    pub analyses: Vec<String>,
 }
 
 /// `normscope expand`.
@@ -425,4 +455,63 @@ pub struct ReproduceArgs {
     /// --quick, --config and --seed applied), ready to edit and pass to --config; runs nothing.
     #[arg(long)]
     pub print_config: bool,
+    /// Run only shard I of N (0-based, e.g. 0/4) of the one analysis given with --only: its
+    /// share of the work units, written to --out-dir with a shard.json for `normscope merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+}
+
+/// `normscope merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard folders written by `normscope reproduce --only ID --shard I/N`, all N of them.
+    #[arg(required = true, value_name = "SHARD_DIRS")]
+    pub shards: Vec<PathBuf>,
+    /// Write DIR/data/ID and DIR/figures/ID.
+    #[arg(long, default_value = ".")]
+    pub out_dir: PathBuf,
+}
+
+/// `normscope slurm`.
+#[derive(Debug, Args)]
+pub struct SlurmArgs {
+    /// The analysis to shard (`normscope reproduce --list` shows the ids).
+    #[arg(long)]
+    pub only: String,
+    /// Number of shards: array tasks 0..N-1.
+    #[arg(long)]
+    pub shards: usize,
+    /// Reduced defaults, as `reproduce --quick`.
+    #[arg(long)]
+    pub quick: bool,
+    /// TOML configuration, as `reproduce --config` (passed to every shard).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Base seed, as `reproduce --seed`.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Slurm partition.
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// Time limit per task, as Slurm reads it (e.g. 02:00:00).
+    #[arg(long)]
+    pub time: Option<String>,
+    /// CPUs per task.
+    #[arg(long)]
+    pub cpus_per_task: Option<u32>,
+    /// Memory per task, as Slurm reads it (e.g. 8G).
+    #[arg(long)]
+    pub mem: Option<String>,
+    /// Slurm account.
+    #[arg(long)]
+    pub account: Option<String>,
+    /// Work folder for the scripts, shard folders and logs (default: slurm-ID).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Where the merge writes data/ and figures/.
+    #[arg(long, default_value = ".")]
+    pub out_dir: PathBuf,
+    /// Submit the array and the merge with sbatch and print the job ids.
+    #[arg(long)]
+    pub submit: bool,
 }

@@ -3,6 +3,7 @@
 //! and [`bench_train`]); everything it computes comes from the `normscope` library.
 
 mod bench;
+mod bench_shards;
 mod bench_train;
 mod cli;
 mod train;
@@ -78,6 +79,9 @@ fn mc_request(a: &cli::McArgs) -> normscope::Result<McRequest> {
 fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
     if a.train {
         return bench_train::bench(a);
+    }
+    if let Some(n) = a.shards {
+        return bench_shards::bench(n, a.nodes, a.quick, &a.analyses);
     }
     use bench::Workload;
     let w = if a.quick {
@@ -209,12 +213,49 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             config: a.config,
             seed: a.seed,
             print_config: a.print_config,
+            shard: a.shard.as_deref().map(str::parse).transpose()?,
         }),
+        Command::Merge(a) => analyses::merge(&a.shards, &a.out_dir),
+        Command::Slurm(a) => slurm(a),
     };
     for n in notes {
         eprintln!("note: {n}");
     }
     result
+}
+
+/// `normscope slurm`: writes the scripts, and submits them with `--submit`.
+fn slurm(a: cli::SlurmArgs) -> normscope::Result<()> {
+    use normscope::analyses::slurm;
+    let r = slurm::SlurmRequest {
+        dir: a.dir.unwrap_or_else(|| format!("slurm-{}", a.only).into()),
+        only: a.only,
+        shards: a.shards,
+        quick: a.quick,
+        config: a.config,
+        seed: a.seed,
+        partition: a.partition,
+        time: a.time,
+        cpus_per_task: a.cpus_per_task,
+        mem: a.mem,
+        account: a.account,
+        out_dir: a.out_dir,
+        binary: None,
+    };
+    let paths = slurm::write(&r)?;
+    for p in &paths {
+        eprintln!("wrote {}", p.display());
+    }
+    if a.submit {
+        let (array, merge) = slurm::submit(&paths)?;
+        println!(
+            "array job {array} ({} tasks), merge job {merge} (after every task succeeds)",
+            r.shards
+        );
+    } else {
+        eprintln!("submit with: {}", paths[2].display());
+    }
+    Ok(())
 }
 
 /// A clap parse error as one line (`error: ... [possible values: ...]`), without the usage and
