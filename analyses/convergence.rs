@@ -34,7 +34,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "convergence",
     about: "loss curves at each preset's tuned lr across depths: early and final excess, steps to floor + delta, Post-LN vs Pre-LN",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
-    units: None,
+    units: Some("one (preset, depth): its lr tuning runs and its evaluation runs at the best lr"),
 };
 
 /// Steps to floor + delta use `delta = DELTA_FRACTION (C - F)`: halfway from the context-free
@@ -221,18 +221,52 @@ fn quantity(c: &Config, o: &Outcome, q: &str) -> f64 {
     }
 }
 
-fn run(c: &Config, out: &mut Out) -> Result<()> {
+/// One work unit (see [`super::shard`]): a (preset, depth) family, tuned over the lr grid on
+/// `tune_seeds` and evaluated at its best lr on the evaluation seeds. Its result: the tuning
+/// outcomes in (lr, seed) order and the evaluation outcomes in seed order.
+type UnitResult = (Vec<Outcome>, Vec<Outcome>);
+
+/// The tuning and evaluation runs of the (preset, depth) `units`, one result per unit. Each
+/// family's best lr depends on its own tuning runs alone, so any subset gives the same results.
+fn compute(c: &Config, units: &[(String, usize)]) -> Result<Vec<UnitResult>> {
     let base = c.base();
-    let grid: Vec<Cell> = c
-        .presets
+    let grid: Vec<Cell> = units
         .iter()
-        .flat_map(|p| {
-            c.depths
-                .iter()
-                .flat_map(move |&d| c.lrs.iter().map(move |&lr| c.cell(p, d, lr)))
-        })
+        .flat_map(|(p, d)| c.lrs.iter().map(move |&lr| c.cell(p, *d, lr)))
         .collect();
     let tuning = sweep::run(&base, &grid, &c.tune_seeds, &())?;
+    let per = c.lrs.len() * c.tune_seeds.len();
+    let tuned: Vec<Cell> = units
+        .iter()
+        .zip(tuning.chunks(per))
+        .map(|((p, d), family)| {
+            let family: Vec<&Outcome> = family.iter().collect();
+            c.cell(p, *d, tier::best_lr(&family))
+        })
+        .collect();
+    let seeds: Vec<u64> = (0..c.seeds).collect();
+    let eval = sweep::run(&base, &tuned, &seeds, &())?;
+    Ok(tuning
+        .chunks(per)
+        .zip(eval.chunks(seeds.len()))
+        .map(|(t, e)| (t.to_vec(), e.to_vec()))
+        .collect())
+}
+
+fn run(c: &Config, out: &mut Out) -> Result<()> {
+    let units: Vec<(String, usize)> = c
+        .presets
+        .iter()
+        .flat_map(|p| c.depths.iter().map(move |&d| (p.clone(), d)))
+        .collect();
+    // A unit's cost: its runs, each proportional to the depth.
+    let runs = c.lrs.len() * c.tune_seeds.len() + c.seeds as usize;
+    let cost = |u: &(String, usize)| (u.1 * runs) as f64;
+    let results = out.units("families", &units, cost, |mine| compute(c, mine))?;
+    // Units are in (preset, depth) order: their tuning runs concatenate to the grid's (preset,
+    // depth, lr, seed) order and their evaluations to the tuned cells' (preset, depth, seed).
+    let tuning: Vec<Outcome> = results.iter().flat_map(|r| r.0.clone()).collect();
+    let eval: Vec<Outcome> = results.iter().flat_map(|r| r.1.clone()).collect();
     let mut g = tier::GroupTable::default();
     let mut tuned = Vec::new();
     for p in &c.presets {
@@ -260,8 +294,6 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         }
     }
     out.frame("tuning.csv", &mut g.frame("median_score")?)?;
-    let seeds: Vec<u64> = (0..c.seeds).collect();
-    let eval = sweep::run(&base, &tuned, &seeds, &())?;
     runs_tables(c, &tuning, &eval, out)?;
     summary(c, &tuned, &eval, out)?;
     pairs(c, &eval, out)?;

@@ -67,7 +67,9 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "finetune",
     about: "pre-train, then fine-tune (all weights or the upper half) on a new teacher: Post-LN vs Pre-LN, and per-block ablation cost",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
-    units: None,
+    units: Some(
+        "one (preset, seed): pre-training, both fine-tunings, training from scratch and the depth-use measures",
+    ),
 };
 
 /// Mixed into the training seed for the fine-tuning data stream, so it differs from the
@@ -253,14 +255,15 @@ pub fn fine_tune(
     )
 }
 
-/// The results of one (preset, seed).
+/// The results of one (preset, seed): a work unit (see [`super::shard`]).
+#[derive(Serialize, Deserialize)]
 struct Job {
     preset: String,
     seed: u64,
     /// `(mode, task, outcome)`: pretrain (task A), full, frozen, scratch (task B).
-    runs: Vec<(&'static str, &'static str, Outcome)>,
+    runs: Vec<(String, String, Outcome)>,
     /// `(stage, ablation costs, angular distances)` at init and after pre-training.
-    depth_use: Vec<(&'static str, Vec<f64>, Vec<f64>)>,
+    depth_use: Vec<(String, Vec<f64>, Vec<f64>)>,
 }
 
 fn one(c: &Config, preset: &str, seed: u64) -> Result<Job> {
@@ -281,7 +284,11 @@ fn one(c: &Config, preset: &str, seed: u64) -> Result<Job> {
     };
     let (ci, ai) = use_of(&init);
     let (cp, ap) = use_of(&pre.model);
-    let mut runs = vec![("pretrain", "A", Outcome::new(cell.clone(), seed, &pre))];
+    let mut runs = vec![(
+        "pretrain".into(),
+        "A".into(),
+        Outcome::new(cell.clone(), seed, &pre),
+    )];
     for (mode, frozen) in [("full", false), ("frozen", true)] {
         let t = fine_tune(
             &cfg_b,
@@ -292,15 +299,23 @@ fn one(c: &Config, preset: &str, seed: u64) -> Result<Job> {
             pre.model.clone(),
             frozen,
         );
-        runs.push((mode, "B", Outcome::new(cell.clone(), seed, &t)));
+        runs.push((
+            mode.into(),
+            "B".into(),
+            Outcome::new(cell.clone(), seed, &t),
+        ));
     }
     let s = sweep::train_one(&base_b, task_b.as_ref(), &eval_b, &cell, seed, &opts)?;
-    runs.push(("scratch", "B", Outcome::new(cell.clone(), seed, &s)));
+    runs.push((
+        "scratch".into(),
+        "B".into(),
+        Outcome::new(cell.clone(), seed, &s),
+    ));
     Ok(Job {
         preset: preset.into(),
         seed,
         runs,
-        depth_use: vec![("init", ci, ai), ("pretrained", cp, ap)],
+        depth_use: vec![("init".into(), ci, ai), ("pretrained".into(), cp, ap)],
     })
 }
 
@@ -401,14 +416,15 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         .iter()
         .flat_map(|p| (0..c.seeds).map(move |s| (p, s)))
         .collect();
-    let done: Vec<Job> = jobs
-        .par_iter()
-        .map(|(p, s)| one(c, p, *s))
-        .collect::<Result<_>>()?;
+    // A unit's cost: four training runs of `depth` blocks.
+    let cost = |_: &(&String, u64)| c.depth as f64;
+    let done: Vec<Job> = out.units("runs", &jobs, cost, |mine| {
+        mine.par_iter().map(|(p, s)| one(c, p, *s)).collect()
+    })?;
     let mut rows: Vec<(&str, &str, &str, u64, &Outcome)> = Vec::new();
     for j in &done {
         for (mode, task, o) in &j.runs {
-            rows.push((&j.preset, mode, task, j.seed, o));
+            rows.push((&j.preset, mode.as_str(), task.as_str(), j.seed, o));
         }
     }
     let mut df = DataFrame::new_infer_height(vec![

@@ -45,7 +45,9 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "optimizers",
     about: "Adam vs SGD with momentum: per-block update size against gradient size, failures and final excess at each optimizer's best lr",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
-    units: None,
+    units: Some(
+        "one (optimizer, preset, depth): its lr grid on every seed and the first updates at its best lr",
+    ),
 };
 
 /// The update at which the scaling slopes are judged (the first: before either optimizer's
@@ -215,6 +217,7 @@ struct Best {
 }
 
 /// Per-block values of one run's update `step`.
+#[derive(Clone, Serialize, Deserialize)]
 struct BlockStep {
     step: u64,
     block: usize,
@@ -224,6 +227,7 @@ struct BlockStep {
 }
 
 /// The first updates of one run.
+#[derive(Clone, Serialize, Deserialize)]
 struct Early {
     cell: Cell,
     seed: u64,
@@ -350,29 +354,78 @@ fn finite(v: Vec<f64>) -> Vec<f64> {
     v.into_iter().filter(|x| x.is_finite()).collect()
 }
 
-fn run(c: &Config, out: &mut Out) -> Result<()> {
+/// One work unit (see [`super::shard`]): an (optimizer, preset, depth) family, its lr grid on
+/// every seed and the first updates of its best cell. Its result: the grid outcomes in (lr,
+/// seed) order and the early runs in seed order.
+type UnitResult = (Vec<Outcome>, Vec<Early>);
+
+/// The grid runs and early runs of the (optimizer, preset, depth) `units`, one result per unit.
+/// A family's best lr depends on its own grid runs alone, so any subset gives the same results.
+fn compute(c: &Config, units: &[(usize, String, usize)]) -> Result<Vec<UnitResult>> {
     let seeds = c.train_seeds();
-    let mut outcomes: Vec<Outcome> = Vec::new();
-    for opt in OPTIMIZERS {
-        let cells: Vec<Cell> = c
-            .presets
+    let mut grids: Vec<Vec<Outcome>> = Vec::new();
+    for (k, opt) in OPTIMIZERS.iter().enumerate() {
+        let mine: Vec<&(usize, String, usize)> = units.iter().filter(|u| u.0 == k).collect();
+        let cells: Vec<Cell> = mine
             .iter()
-            .flat_map(|p| {
-                c.depths
-                    .iter()
-                    .flat_map(move |&d| c.grid(opt).iter().map(move |&lr| cell(p, d, opt, lr)))
-            })
+            .flat_map(|(_, p, d)| c.grid(opt).iter().map(move |&lr| cell(p, *d, opt, lr)))
             .collect();
         let base = c.base(opt, c.steps, c.eval_every, c.steps);
-        outcomes.extend(sweep::run(&base, &cells, &seeds, &())?);
+        let flat = sweep::run(&base, &cells, &seeds, &())?;
+        grids.extend(
+            flat.chunks(c.grid(opt).len() * seeds.len())
+                .map(<[_]>::to_vec),
+        );
     }
-    let bests = grid_tables(c, &outcomes, out)?;
-    compare_table(c, &bests, out)?;
-    let best_cells: Vec<Cell> = bests
+    // `grids` is optimizer-major; put it back in the order of `units`.
+    let mut order: Vec<usize> = (0..units.len()).collect();
+    order.sort_by_key(|&i| units[i].0);
+    let mut by_unit: Vec<Vec<Outcome>> = vec![Vec::new(); units.len()];
+    for (g, i) in grids.into_iter().zip(order) {
+        by_unit[i] = g;
+    }
+    let best_cells: Vec<Cell> = units
         .iter()
-        .map(|b| cell(&b.preset, b.depth, b.optimizer, b.lr))
+        .zip(&by_unit)
+        .map(|((k, p, d), g)| {
+            let family: Vec<&Outcome> = g.iter().collect();
+            cell(p, *d, OPTIMIZERS[*k], tier::best_lr(&family))
+        })
         .collect();
     let early = early_runs(c, &best_cells)?;
+    Ok(by_unit
+        .into_iter()
+        .zip(early.chunks(seeds.len()))
+        .map(|(g, e)| (g, e.to_vec()))
+        .collect())
+}
+
+fn run(c: &Config, out: &mut Out) -> Result<()> {
+    let mut units: Vec<(usize, String, usize)> = Vec::new();
+    for k in 0..OPTIMIZERS.len() {
+        for p in &c.presets {
+            for &d in &c.depths {
+                units.push((k, p.clone(), d));
+            }
+        }
+    }
+    // A unit's cost: its runs, each proportional to the depth (early runs are short).
+    let cost = |u: &(usize, String, usize)| (u.2 * c.grid(OPTIMIZERS[u.0]).len()) as f64;
+    let results = out.units("families", &units, cost, |mine| compute(c, mine))?;
+    // Units are in (optimizer, preset, depth) order, as the grid's runs are.
+    let outcomes: Vec<Outcome> = results.iter().flat_map(|r| r.0.clone()).collect();
+    let bests = grid_tables(c, &outcomes, out)?;
+    compare_table(c, &bests, out)?;
+    // The early runs in the order of the best cells.
+    let mut early: Vec<Early> = Vec::new();
+    for b in &bests {
+        let k = OPTIMIZERS.iter().position(|o| *o == b.optimizer);
+        let i = units
+            .iter()
+            .position(|u| Some(u.0) == k && u.1 == b.preset && u.2 == b.depth)
+            .expect("every best cell is a unit's");
+        early.extend(results[i].1.iter().cloned());
+    }
     early_tables(c, &early, out)?;
     figures(c, &outcomes, &bests, &early, out)
 }

@@ -327,7 +327,6 @@ mod tests {
             diverged,
             failed: diverged,
             curve: vec![],
-            records: vec![],
         }
     }
 

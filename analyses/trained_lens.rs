@@ -51,7 +51,7 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "trained-lens",
     about: "init-time metrics (effective depth, x_0's factor, gradient ratio, cos_prev) on trained weights, against the training step",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
-    units: None,
+    units: Some("one (preset, seed): its training run and the measurements at its snapshots"),
 };
 
 /// The quantities recorded, in table order.
@@ -218,7 +218,7 @@ fn quantities(v: &crate::monte_carlo::measure::Values, depth: usize) -> [f64; 4]
     [eff, factor, ratio, cos]
 }
 
-fn measure_all(c: &Config) -> Result<Vec<Point>> {
+fn measure_all(c: &Config, out: &mut Out) -> Result<Vec<Point>> {
     let base = c.base();
     let (task, eval) = sweep::task_and_eval(&base)?;
     let plan = NetworkPlan {
@@ -236,36 +236,42 @@ fn measure_all(c: &Config) -> Result<Vec<Point>> {
         .iter()
         .flat_map(|p| (0..c.seeds).map(move |s| (p, s)))
         .collect();
-    let parts: Vec<Result<Vec<Point>>> = jobs
-        .par_iter()
-        .map(|&(p, seed)| {
-            let options = Options {
-                frozen: None,
-                snapshots: &c.snapshots,
-            };
-            let t = sweep::train_one(&base, task.as_ref(), &eval, &c.cell(p), seed, &options)?;
-            let mut out = Vec::new();
-            for (step, m) in &t.snapshots {
-                let x0 = m.embed(views(&eval[0]).0);
-                let mut rng = Rng::seed_from_u64(splitmix64(
-                    splitmix64(c.seed ^ splitmix64(seed) ^ splitmix64(*step + 1))
-                        ^ config_hash("normscope-trained-lens-v1"),
-                ));
-                let v = crate::train::lens::measure(m, x0, &plan, &mut rng)?;
-                for (q, value) in QUANTITIES.iter().zip(quantities(&v, c.depth)) {
-                    if value.is_finite() {
-                        out.push((p.clone(), seed, *step, *q, value));
-                    }
+    // A unit (see [`super::shard`]) is one (preset, seed): its training run and the
+    // measurements at its snapshots, each quantity by its index in [`QUANTITIES`].
+    let measure = |&(p, seed): &(&String, u64)| -> Result<Vec<(String, u64, u64, usize, f64)>> {
+        let options = Options {
+            frozen: None,
+            snapshots: &c.snapshots,
+        };
+        let t = sweep::train_one(&base, task.as_ref(), &eval, &c.cell(p), seed, &options)?;
+        let mut out = Vec::new();
+        for (step, m) in &t.snapshots {
+            let x0 = m.embed(views(&eval[0]).0);
+            let mut rng = Rng::seed_from_u64(splitmix64(
+                splitmix64(c.seed ^ splitmix64(seed) ^ splitmix64(*step + 1))
+                    ^ config_hash("normscope-trained-lens-v1"),
+            ));
+            let v = crate::train::lens::measure(m, x0, &plan, &mut rng)?;
+            for (q, value) in quantities(&v, c.depth).into_iter().enumerate() {
+                if value.is_finite() {
+                    out.push((p.clone(), seed, *step, q, value));
                 }
             }
-            Ok(out)
-        })
-        .collect();
-    let mut all = Vec::new();
-    for p in parts {
-        all.extend(p?);
-    }
-    Ok(all)
+        }
+        Ok(out)
+    };
+    // Every unit trains the same model for the same number of updates.
+    let parts = out.units(
+        "runs",
+        &jobs,
+        |_| 1.0,
+        |mine| mine.par_iter().map(measure).collect(),
+    )?;
+    Ok(parts
+        .into_iter()
+        .flatten()
+        .map(|(p, seed, step, q, value)| (p, seed, step, QUANTITIES[q], value))
+        .collect())
 }
 
 /// `(median, lo, hi, n)` over seeds.
@@ -286,7 +292,7 @@ fn summary(points: &[Point], preset: &str, step: u64, q: &str, seed: u64) -> Med
 }
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {
-    let points = measure_all(c)?;
+    let points = measure_all(c, out)?;
     let mut df = DataFrame::new_infer_height(vec![
         column("preset", points.iter().map(|p| p.0.as_str())),
         column("seed", points.iter().map(|p| p.1)),

@@ -46,7 +46,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "Adam with and without learning-rate warmup: failure rates, maximum stable lr against depth, claim 6",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
     units: Some(
-        "one (preset, depth, lr, warmup) cell of the grid with all its seeds; the bisection for the maximum stable lr runs in the merge",
+        "one (preset, depth, seed): its grid runs over every (warmup, lr) and its bisections for the maximum stable lr",
     ),
 };
 
@@ -487,46 +487,118 @@ fn of_cell<'a>(o: &'a [Outcome], c: &'a Cell) -> impl Iterator<Item = &'a Outcom
     o.iter().filter(move |x| x.cell == *c)
 }
 
+/// One work unit (see [`super::shard`]): a (preset, depth, seed) with its grid runs over
+/// every (warmup, lr) and its bisections for the maximum stable lr at `bisect_warmups`.
+#[derive(Clone)]
+struct Unit {
+    preset: String,
+    depth: usize,
+    seed: u64,
+}
+
+/// What one [`Unit`] computes: its grid outcomes in (warmup, lr) order and its bisections in
+/// `bisect_warmups` order.
+type UnitResult = (Vec<Outcome>, Vec<MaxStable>);
+
+/// The grid runs and bisections of `units`, one result per unit. Runs depend on their
+/// (cell, seed) alone, so any subset of units gives the same results.
+fn compute(c: &Config, base: &RawTrain, units: &[Unit]) -> Result<Vec<UnitResult>> {
+    let cells_of = |u: &Unit| -> Vec<Cell> {
+        let mut v = Vec::new();
+        for &w in &c.warmups {
+            for &lr in &c.lrs {
+                v.push(c.cell(&u.preset, u.depth, lr, w));
+            }
+        }
+        v
+    };
+    let cells: Vec<Vec<Cell>> = units.iter().map(cells_of).collect();
+    let jobs: Vec<(&Cell, u64)> = units
+        .iter()
+        .zip(&cells)
+        .flat_map(|(u, cs)| cs.iter().map(move |cell| (cell, u.seed)))
+        .collect();
+    let flat = sweep::run_jobs(base, &jobs, &())?;
+    let grids: Vec<&[Outcome]> = flat.chunks(c.warmups.len() * c.lrs.len()).collect();
+    // Maximum stable lr: grid bracket, then bisection.
+    let mut brackets = Vec::new();
+    for (u, grid) in units.iter().zip(&grids) {
+        for &w in &c.bisect_warmups {
+            let g: Vec<(f64, bool)> = c
+                .lrs
+                .iter()
+                .map(|&lr| {
+                    let cell = c.cell(&u.preset, u.depth, lr, w);
+                    let o = grid.iter().find(|o| o.cell == cell);
+                    (lr, o.is_none_or(|o| o.failed))
+                })
+                .collect();
+            let first = c.cell(&u.preset, u.depth, c.lrs[0], w);
+            brackets.push(sweep::grid_bracket(&first, u.seed, &g));
+        }
+    }
+    let found = sweep::bisect(base, &brackets, c.bisect_iters, &())?;
+    Ok(grids
+        .iter()
+        .zip(found.chunks(c.bisect_warmups.len()))
+        .map(|(g, f)| (g.to_vec(), f.to_vec()))
+        .collect())
+}
+
 fn run(c: &Config, out: &mut Out) -> Result<()> {
     let base = c.raw()?;
     let seeds = c.seed_list();
     let cells = c.cells();
-    // A cell's cost: its seeds' runs, each proportional to the depth.
-    let cost = |cell: &Cell| (cell.depth * seeds.len()) as f64;
-    let outcomes: Vec<Outcome> = out
-        .units("grid", &cells, cost, |mine| {
-            let flat = sweep::run(&base, mine, &seeds, &())?;
-            Ok(flat.chunks(seeds.len()).map(<[Outcome]>::to_vec).collect())
-        })?
-        .into_iter()
-        .flatten()
-        .collect();
+    let mut units = Vec::new();
+    for p in &c.presets {
+        for &depth in &c.depths {
+            for &seed in &seeds {
+                units.push(Unit {
+                    preset: p.clone(),
+                    depth,
+                    seed,
+                });
+            }
+        }
+    }
+    // A unit's cost: its runs (grid and bisection), each proportional to the depth.
+    let runs = c.warmups.len() * c.lrs.len() + c.bisect_warmups.len() * c.bisect_iters as usize;
+    let cost = |u: &Unit| (u.depth * runs) as f64;
+    let results = out.units("grid", &units, cost, |mine| compute(c, &base, mine))?;
+    let at = |p: &str, depth: usize, seed: u64| -> &UnitResult {
+        let i = units
+            .iter()
+            .position(|u| u.preset == p && u.depth == depth && u.seed == seed)
+            .expect("every (preset, depth, seed) is a unit");
+        &results[i]
+    };
+    // The grid's outcomes in (cell, seed) order, the bisections in (preset, depth, warmup,
+    // seed) order.
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    for cell in &cells {
+        for &s in &seeds {
+            let o = at(&cell.preset, cell.depth, s)
+                .0
+                .iter()
+                .find(|o| o.cell == *cell);
+            outcomes.push(o.expect("every grid cell ran").clone());
+        }
+    }
+    let mut found = Vec::new();
+    for p in &c.presets {
+        for &l in &c.depths {
+            for k in 0..c.bisect_warmups.len() {
+                for &s in &seeds {
+                    found.push(at(p, l, s).1[k].clone());
+                }
+            }
+        }
+    }
     let n = seeds.len() as u64;
     let failures = |cell: &Cell| of_cell(&outcomes, cell).filter(|o| o.failed).count() as u64;
     rates(out, &outcomes, &cells)?;
     heatmaps(c, out, &failures)?;
     tests(c, out, &failures, n)?;
-    // Maximum stable lr: grid bracket, then bisection.
-    let mut brackets = Vec::new();
-    for p in &c.presets {
-        for &l in &c.depths {
-            for &w in &c.bisect_warmups {
-                for &s in &seeds {
-                    let grid: Vec<(f64, bool)> = c
-                        .lrs
-                        .iter()
-                        .map(|&lr| {
-                            let cell = c.cell(p, l, lr, w);
-                            let o = of_cell(&outcomes, &cell).find(|o| o.seed == s);
-                            (lr, o.is_none_or(|o| o.failed))
-                        })
-                        .collect();
-                    brackets.push(sweep::grid_bracket(&c.cell(p, l, c.lrs[0], w), s, &grid));
-                }
-            }
-        }
-    }
-    let found = sweep::bisect(&base, &brackets, c.bisect_iters, &())?;
     max_stable(c, out, &found)
 }
 

@@ -96,63 +96,6 @@ pub struct Record {
     pub value: f64,
 }
 
-/// [`Record`] with an owned metric name, as it is stored (a shard's results,
-/// `crate::analyses::shard`).
-#[derive(serde::Serialize, serde::Deserialize)]
-struct StoredRecord {
-    preset: String,
-    seed: u64,
-    step: u64,
-    layer: Option<usize>,
-    param: Option<String>,
-    metric: String,
-    value: f64,
-}
-
-impl serde::Serialize for Record {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        StoredRecord {
-            preset: self.preset.clone(),
-            seed: self.seed,
-            step: self.step,
-            layer: self.layer,
-            param: self.param.clone(),
-            metric: self.metric.to_string(),
-            value: self.value,
-        }
-        .serialize(s)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Record {
-    /// The metric name comes back as the `&'static str` the logger uses: each distinct name is
-    /// leaked once, so the memory is bounded by the set of names.
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        use std::collections::BTreeSet;
-        use std::sync::Mutex;
-        static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
-        let r = StoredRecord::deserialize(d)?;
-        let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
-        let metric = match names.get(r.metric.as_str()) {
-            Some(&n) => n,
-            None => {
-                let n: &'static str = Box::leak(r.metric.into_boxed_str());
-                names.insert(n);
-                n
-            }
-        };
-        Ok(Record {
-            preset: r.preset,
-            seed: r.seed,
-            step: r.step,
-            layer: r.layer,
-            param: r.param,
-            metric,
-            value: r.value,
-        })
-    }
-}
-
 /// The data stream of training seed `seed`.
 pub fn data_rng(seed: u64) -> Rng {
     Rng::seed_from_u64(splitmix64(

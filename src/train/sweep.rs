@@ -31,7 +31,7 @@
 //! byte-identical for any thread count.
 
 use super::config::{RawTrain, TrainConfig};
-use super::run::{self, Record, Trained};
+use super::run::{self, Trained};
 use super::task::{self, Batch, Task};
 use crate::Result;
 use crate::monte_carlo::Progress;
@@ -97,8 +97,6 @@ pub struct Outcome {
     pub failed: bool,
     /// `(update, evaluation loss)` at every evaluation.
     pub curve: Vec<(u64, f64)>,
-    /// The run's whole log.
-    pub records: Vec<Record>,
 }
 
 impl Outcome {
@@ -142,7 +140,6 @@ impl Outcome {
             diverged,
             failed: diverged || final_loss > floor + FAIL_FRACTION * (context_free - floor),
             curve,
-            records: t.records.clone(),
         }
     }
 }
@@ -190,14 +187,25 @@ pub fn run(
     seeds: &[u64],
     progress: &(dyn Progress + Sync),
 ) -> Result<Vec<Outcome>> {
-    for c in cells {
-        c.config(base, seeds.first().copied().unwrap_or(0))?;
-    }
-    let (task, eval) = task_and_eval(base)?;
     let jobs: Vec<(&Cell, u64)> = cells
         .iter()
         .flat_map(|c| seeds.iter().map(move |s| (c, *s)))
         .collect();
+    run_jobs(base, &jobs, progress)
+}
+
+/// The given (cell, seed) runs, in parallel, in the given order. A run depends on its cell and
+/// seed alone, so any subset gives the same outcomes (what a shard relies on,
+/// `crate::analyses::shard`). Every request is checked before anything runs.
+pub fn run_jobs(
+    base: &RawTrain,
+    jobs: &[(&Cell, u64)],
+    progress: &(dyn Progress + Sync),
+) -> Result<Vec<Outcome>> {
+    for (c, s) in jobs {
+        c.config(base, *s)?;
+    }
+    let (task, eval) = task_and_eval(base)?;
     jobs.par_iter()
         .map(|(c, s)| {
             let t = train_one(base, task.as_ref(), &eval, c, *s, &run::Options::default())?;
@@ -209,7 +217,7 @@ pub fn run(
 
 /// The maximum stable learning rate of one (cell, seed): where the bisection ended, and
 /// whether the true value lies outside the bracket searched.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MaxStable {
     /// The cell (its `lr` is the value found).
     pub cell: Cell,
@@ -226,7 +234,7 @@ pub struct MaxStable {
 }
 
 /// Where a bisection's answer lies relative to its bracket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Censor {
     /// Bracketed: `lr` stable, `unstable` not.
     None,
