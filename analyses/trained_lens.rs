@@ -194,6 +194,9 @@ impl Config {
 /// One measurement: (preset, seed, step, quantity, value).
 type Point = (String, u64, u64, &'static str, f64);
 
+/// A [`Point`] as a work unit stores it: the quantity by its index in [`QUANTITIES`].
+type Stored = (String, u64, u64, usize, f64);
+
 /// The four quantities of one measured network (NaN where an estimator is undefined).
 fn quantities(v: &crate::monte_carlo::measure::Values, depth: usize) -> [f64; 4] {
     let get = |m: Metric, l: usize, s: Option<usize>| v.get(&(m, l, s)).copied();
@@ -238,7 +241,7 @@ fn measure_all(c: &Config, out: &mut Out) -> Result<Vec<Point>> {
         .collect();
     // A unit (see [`super::shard`]) is one (preset, seed): its training run and the
     // measurements at its snapshots, each quantity by its index in [`QUANTITIES`].
-    let measure = |&(p, seed): &(&String, u64)| -> Result<Vec<(String, u64, u64, usize, f64)>> {
+    let measure = |&(p, seed): &(&String, u64)| -> Result<Vec<Stored>> {
         let options = Options {
             frozen: None,
             snapshots: &c.snapshots,
