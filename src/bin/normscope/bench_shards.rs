@@ -62,7 +62,13 @@ fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 /// Measures every analysis of [`ANALYSES`] with `shards` shards and prints one line each.
-pub fn bench(shards: usize, nodes: usize, quick: bool, only: &[String]) -> Result<()> {
+pub fn bench(
+    shards: usize,
+    nodes: usize,
+    quick: bool,
+    config: Option<&Path>,
+    only: &[String],
+) -> Result<()> {
     for id in only {
         if !ANALYSES.contains(&id.as_str()) {
             return Err(Error::Unknown {
@@ -85,9 +91,10 @@ pub fn bench(shards: usize, nodes: usize, quick: bool, only: &[String]) -> Resul
     })?;
     let t = |p: &Path| p.display().to_string();
     println!(
-        "sharding, {shards} shards run one after another on this machine ({} threads), {} configuration; projection for {nodes} nodes",
+        "sharding, {shards} shards run one after another on this machine ({} threads), {} configuration{}; projection for {nodes} nodes",
         rayon::current_num_threads(),
-        if quick { "quick" } else { "full" }
+        if quick { "quick" } else { "full" },
+        config.map_or(String::new(), |c| format!(" with {}", c.display()))
     );
     println!(
         "analysis | units | single s | sum of shards s | merge s | overhead s/unit | identical | projected wall s on {nodes} nodes"
@@ -96,10 +103,14 @@ pub fn bench(shards: usize, nodes: usize, quick: bool, only: &[String]) -> Resul
         .into_iter()
         .filter(|id| only.is_empty() || only.iter().any(|o| o == id))
     {
-        let q: &[&str] = if quick { &["--quick"] } else { &[] };
+        let cfg = config.map(|c| c.display().to_string());
+        let mut q: Vec<&str> = if quick { vec!["--quick"] } else { vec![] };
+        if let Some(c) = &cfg {
+            q.extend_from_slice(&["--config", c]);
+        }
         let whole = tmp.path().join(format!("{id}-whole"));
         let mut a = vec!["reproduce", "--only", id];
-        a.extend_from_slice(q);
+        a.extend_from_slice(&q);
         let w = t(&whole);
         a.extend_from_slice(&["--out-dir", &w]);
         let single = run(&a)?;
@@ -109,7 +120,7 @@ pub fn bench(shards: usize, nodes: usize, quick: bool, only: &[String]) -> Resul
             let d = t(&tmp.path().join(format!("{id}-shard-{i}")));
             let spec = format!("{i}/{shards}");
             let mut a = vec!["reproduce", "--only", id];
-            a.extend_from_slice(q);
+            a.extend_from_slice(&q);
             a.extend_from_slice(&["--shard", &spec, "--out-dir", &d]);
             times.push(run(&a)?);
             dirs.push(d);

@@ -406,6 +406,10 @@ pub struct BenchArgs {
     /// With --shards: only these of finite-width, warmup (comma-separated; both if absent).
     #[arg(long, value_delimiter = ',')]
     pub analyses: Vec<String>,
+    /// With --shards: a `reproduce --config` TOML file for the measured analyses (e.g. a grid
+    /// between --quick and the full run).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 /// `normscope expand`.
@@ -444,7 +448,7 @@ pub struct ReproduceArgs {
     /// `[effective-depth]` then `mc_depths = [4, 16]`; unknown tables and keys are rejected.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// List the analyses and their ids, then exit.
+    /// List the analyses: id, what it shows, and its work unit for --shard; then exit.
     #[arg(long)]
     pub list: bool,
     /// Base seed of every analysis's Monte Carlo runs (replaces the defaults and the

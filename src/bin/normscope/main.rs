@@ -81,7 +81,7 @@ fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
         return bench_train::bench(a);
     }
     if let Some(n) = a.shards {
-        return bench_shards::bench(n, a.nodes, a.quick, &a.analyses);
+        return bench_shards::bench(n, a.nodes, a.quick, a.config.as_deref(), &a.analyses);
     }
     use bench::Workload;
     let w = if a.quick {
@@ -202,7 +202,8 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
         }
         Command::Reproduce(a) if a.list => {
             for x in analyses::REGISTRY {
-                println!("{}\t{}", x.id, x.about);
+                let units = x.units.unwrap_or("the whole analysis, run by the merge");
+                println!("{}\t{}\tunit: {units}", x.id, x.about);
             }
             Ok(())
         }
