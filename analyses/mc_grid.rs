@@ -18,7 +18,7 @@
 //! Lists (the grid): `presets`, `depths`, `widths` (each non-empty, without repeats).
 //! Scalars (every cell): `branch`, `init`, `norm` (`layer`, `rms` or `identity`), `tokens`,
 //! `c0` (the tokens' correlation), `heads` (attention branches), `samples` (networks per cell,
-//! >= 2), `metrics` (a list of metric names, as `mc --metrics` takes them, `"all"` for every
+//! at least 2), `metrics` (a list of metric names, as `mc --metrics` takes them, `"all"` for every
 //! one), `layers` (as `mc --layers` takes them: `"last"`, `"log:8"`, `"all"` or a list of
 //! layers like `"0,4"`, where a list may also name `last`, layer L of each cell: `"0,1,last"`),
 //! `seed`. Every cell is checked before anything runs (bad input is exit status 2
