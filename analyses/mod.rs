@@ -26,6 +26,7 @@ pub mod expansion;
 pub mod finetune;
 pub mod finite_width;
 pub mod manifest;
+pub mod mc_grid;
 pub mod optimizers;
 pub mod output_change;
 pub mod placement_file;
@@ -35,6 +36,7 @@ pub mod shard;
 pub mod slurm;
 pub mod stability_law;
 pub mod stream_gradients;
+pub mod train_grid;
 pub mod trained_lens;
 pub mod training_demo;
 pub mod warmup;
@@ -331,7 +333,8 @@ impl Out {
     }
 }
 
-/// Every analysis, in run order (`claims` reads the others' tables, so it is last).
+/// Every analysis, in run order (`claims` reads the others' tables, so it comes after them;
+/// the grid sweeps `mc-grid` and `train-grid`, which read nothing, are appended after it).
 pub const REGISTRY: &[Analysis] = &[
     expansion::ANALYSIS,
     branch_weights::ANALYSIS,
@@ -352,6 +355,8 @@ pub const REGISTRY: &[Analysis] = &[
     finetune::ANALYSIS,
     finite_width::ANALYSIS,
     claims::ANALYSIS,
+    mc_grid::ANALYSIS,
+    train_grid::ANALYSIS,
 ];
 
 /// The ids of [`REGISTRY`].

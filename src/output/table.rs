@@ -96,6 +96,12 @@ pub fn frame(mut rows: Vec<Row>) -> Result<DataFrame> {
     unsorted_frame(&rows)
 }
 
+/// The tidy frame of rows in the order given, for a caller that orders them itself (e.g. the
+/// cells of a grid in grid order, each cell's rows sorted by key: `analyses::mc_grid`).
+pub fn frame_in_order(rows: &[Row]) -> Result<DataFrame> {
+    unsorted_frame(rows)
+}
+
 /// The settings columns of `rows` ([`crate::profile::Setup`]: `label` and `branch` to `seed`
 /// of [`COLUMNS`]; tidy tables put the engine after the label).
 pub fn setup_columns(rows: &[&Row]) -> Vec<Column> {
