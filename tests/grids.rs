@@ -4,7 +4,8 @@
 //! do not depend on the grid around it (for `mc-grid`, they are the bytes `normscope mc`
 //! writes for that cell).
 
-use std::collections::BTreeMap;
+mod common;
+use common::output_files as files;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -51,25 +52,6 @@ fn ok(dir: &Path, args: &[&str]) -> Output {
         String::from_utf8_lossy(&o.stderr)
     );
     o
-}
-
-/// Every file under `root/data` and `root/figures`, by relative path.
-fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                let rel = p.strip_prefix(root).unwrap().display().to_string();
-                out.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out.retain(|k, _| k.starts_with("data/") || k.starts_with("figures/"));
-    out
 }
 
 /// Runs grid `toml` of analysis `id` whole into `dir/name` (config file `dir/name.toml`).

@@ -3,7 +3,8 @@
 //! run (manifests included), and merge refuses missing, duplicated, corrupt and foreign shards
 //! with exit status 2, writing nothing.
 
-use std::collections::BTreeMap;
+mod common;
+use common::output_files as files;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -30,25 +31,6 @@ fn ids() -> Vec<String> {
         .lines()
         .map(|l| l.split('\t').next().unwrap().to_string())
         .collect()
-}
-
-/// Every file under `root`, by relative path.
-fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                let rel = p.strip_prefix(root).unwrap().display().to_string();
-                out.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out.retain(|k, _| k.starts_with("data/") || k.starts_with("figures/"));
-    out
 }
 
 fn s(p: &Path) -> &str {

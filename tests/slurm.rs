@@ -7,7 +7,8 @@
 //! reason printed otherwise (`.ci/run` does not need it). `sudo scripts/local-slurm.sh` starts a
 //! one-node cluster on this machine.
 
-use std::collections::BTreeMap;
+mod common;
+use common::output_files as files;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -45,24 +46,6 @@ fn normscope(args: &[&str]) -> String {
         String::from_utf8_lossy(&o.stderr)
     );
     String::from_utf8(o.stdout).unwrap()
-}
-
-fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                let rel = p.strip_prefix(root).unwrap().display().to_string();
-                out.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out.retain(|k, _| k.starts_with("data/") || k.starts_with("figures/"));
-    out
 }
 
 /// Waits until none of `jobs` is queued or running.

@@ -3,7 +3,8 @@
 
 use normscope::model::{RawModel, TheoryConfig};
 use normscope::{compare, tables};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 
 /// Closed-form rows keyed by (metric, layer, source).
 pub type Table = HashMap<(String, u64, Option<u64>), f64>;
@@ -85,4 +86,24 @@ pub fn disagreements(
             )
         })
         .collect()
+}
+
+/// Every file under `root/data` and `root/figures`, by path relative to `root`: what a run
+/// writes, for byte-for-byte comparisons of two runs.
+pub fn output_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().display().to_string();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out.retain(|k, _| k.starts_with("data/") || k.starts_with("figures/"));
+    out
 }
