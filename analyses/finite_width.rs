@@ -410,7 +410,7 @@ pub struct Law {
     pub preset: String,
     /// Metric.
     pub metric: Metric,
-    /// The Monte Carlo estimator of every fitted cell (one per law: [`Config::check`] keeps
+    /// The Monte Carlo estimator of every fitted cell (one per law: the configuration check keeps
     /// `eff_depth` on the exact path polynomial over the whole grid).
     pub estimator: String,
     /// Cells fitted (those with `L/d <= FIT_MAX_L_OVER_D`).

@@ -83,7 +83,7 @@ pub fn allowance(t: f64, depth: usize, d: usize) -> f64 {
 /// with `L/d <= 1` (its fitted range). Beyond it the check fails or cannot be made: the
 /// per-network gradient spreads log-normally with a variance growing like L/d (Hanin and Nica
 /// 2019), so the mean of tens of networks falls far below the corrected value (Post-LN,
-/// L = 256, d = 32: 13.6 against 386), and the neglected `L/d^2` terms grow. `theory` and
+/// L = 256, d = 32: 17.2 against 387), and the neglected `L/d^2` terms grow. `theory` and
 /// `compare` with `--finite-width` add a note beyond it ([`unchecked`]).
 pub const CHECKED_MAX_L_OVER_D: f64 = 1.0;
 
