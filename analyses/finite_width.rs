@@ -693,14 +693,14 @@ fn write_laws(c: &Config, out: &mut Out, laws: &[Law]) -> Result<()> {
     out.frame("law.csv", &mut df)?;
     let mut t = Table::new(
         format!(
-            "Measured finite-width law $\\ln(1 + \\text{{dev}}) = a/d + \\kappa L/d$ of the Monte Carlo estimate against the closed form ({} branch, $n = {}$ tokens, $c_0 = {}$), weighted least squares on the cells with $L/d \\le {}$; 95\\% bootstrap intervals over the cells. Derived: the same fit to the leading $1/d$ correction, where one is derived. grad: \\texttt{{grad\\_sq}} at $x_0$; weight grad: \\texttt{{weight\\_grad\\_sq}} of block 1; eff.\\ depth, corr: \\texttt{{eff\\_depth}}, \\texttt{{corr}} at layer $L$.",
+            "Measured finite-width law $\\ln(1 + \\text{{dev}}) = a/d + \\kappa L/d$ of the Monte Carlo estimate against the closed form ({} branch, $n = {}$ tokens, $c_0 = {}$), weighted least squares on the cells with $L/d \\le {}$; 95\\% bootstrap intervals over the cells (\\texttt{{law.csv}} adds the same fit to the derived $1/d$ correction). grad: \\texttt{{grad\\_sq}} at $x_0$; weight grad: \\texttt{{weight\\_grad\\_sq}} of block 1; eff.\\ depth, corr: \\texttt{{eff\\_depth}}, \\texttt{{corr}} at layer $L$.",
             common::branch_label(&c.model.branch),
             c.tokens,
             c.c0,
             FIT_MAX_L_OVER_D
         ),
         "tab:finite-width",
-        &["quantity", "", "fit [95\\% CI]", "derived"],
+        &["quantity", "", "fit [95\\% CI]"],
     );
     let mut preset = None;
     for l in laws {
@@ -720,13 +720,11 @@ fn write_laws(c: &Config, out: &mut Out, laws: &[Law]) -> Result<()> {
             Cell::Text(quantity_tex(l.metric).into()),
             Cell::Text("$a$".into()),
             est(l.fit.0, l.a_ci),
-            Cell::opt(l.derived.map(|x| x.0)),
         ]);
         t.row(vec![
             Cell::Text(String::new()),
             Cell::Text("$\\kappa$".into()),
             est(l.fit.1, l.kappa_ci),
-            Cell::opt(l.derived.map(|x| x.1)),
         ]);
     }
     t.write(out, "law")
