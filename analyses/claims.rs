@@ -66,8 +66,9 @@ pub struct Claim {
     /// For claims about networks in use (1, 3, 5): the same claim measured on trained weights.
     pub trained: Option<AfterTraining>,
     /// For claims judged on Monte Carlo at finite width where the finite-width map covers the
-    /// metric (1, 4, 5): whether the measurement lies inside the mapped region
-    /// (the `finite-width` analysis's `law.csv`); empty otherwise.
+    /// metric (1, 4, 5): the measured cells of the `finite-width` analysis's `deviation.csv`
+    /// at or around the measurement's (L, d) and whether the closed form describes them, or
+    /// that it lies outside the mapped grid; empty otherwise.
     pub finite_width: String,
 }
 

@@ -155,6 +155,7 @@ pub fn compare(
         let correction = if finite_width {
             match fw::unsupported(&spec, cfg.model.branch.kind) {
                 None => {
+                    notes.extend(fw::unchecked(spec.depth, width));
                     let m = &cfg.model;
                     let b = BranchModel::new(&m.branch, spec.beta, m.inputs.q0, m.inputs.c0);
                     Some(fw::correction(&spec, &b, width))

@@ -420,6 +420,8 @@ fn bad_config_is_refused_before_anything_is_written() {
             "effective-depth.mc_depths",
         ),
         ("[rank-collapse]\npresets = [\"nope\"]\n", "preset"),
+        // One eff_depth estimator over the finite-width grid (quick depths reach 32).
+        ("[finite-width]\npath_max = 16\n", "finite-width.path_max"),
         ("effective-depth = 3\n", "must be a table"),
         ("[effective-depth\n", "config"),
     ] {
