@@ -246,8 +246,14 @@ impl Out {
         self.calls += 1;
         let first = self.calls == 1;
         let check = |r: Vec<T>, n: usize| {
-            debug_assert_eq!(r.len(), n, "one result per unit");
-            Ok(r)
+            if r.len() == n {
+                Ok(r)
+            } else {
+                Err(Error::Undefined(format!(
+                    "units '{name}': {} results for {n} units (an analysis returns one per unit)",
+                    r.len()
+                )))
+            }
         };
         match &mut self.mode {
             Mode::Shard { spec, done } if first => {
@@ -527,6 +533,7 @@ fn run_shard(
         crate_version: env!("CARGO_PKG_VERSION").into(),
         source,
         build: serde_json::to_value(manifest::Build::current()).expect("builds serialize"),
+        binary: shard::binary_sha256()?,
         invocation: shard::without_shard(&manifest::invocation()),
         quick: req.quick,
         config,
@@ -597,6 +604,39 @@ pub fn merge(dirs: &[PathBuf], root: &Path) -> Result<()> {
     run.analysis(a, p, Mode::Merge(Some(Box::new(loaded))))
 }
 
+/// A sharded run resolves its analysis from the shards alone, so its `--config` may not name
+/// placement files.
+fn no_placements(file: &ConfigFile) -> Result<()> {
+    if file.placements.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "--config",
+            &file.path,
+            "a file without `placements` with --shard (the merge resolves the analysis from the shards alone)",
+        ))
+    }
+}
+
+/// Checks, as `reproduce --only id --shard` would, that analysis `id` resolves with this
+/// `--config` file, `--quick` and `--seed` (a bad value is an error naming its field), so that
+/// `normscope slurm` writes no scripts whose every task would fail.
+pub fn check_shardable(
+    id: &str,
+    config: Option<&Path>,
+    quick: bool,
+    seed: Option<u64>,
+) -> Result<()> {
+    let a = find(id)?;
+    let file = match config {
+        Some(p) => ConfigFile::load(p, &ids())?,
+        None => ConfigFile::default(),
+    };
+    no_placements(&file)?;
+    let settings = Settings { quick, file, seed };
+    (a.prepare)(a.id, &settings).map(|_| ())
+}
+
 /// Runs the requested analyses: resolves every configuration first (bad input writes nothing),
 /// then takes the output folder's lock ([`Error::Busy`] if another run holds it), removes what
 /// killed runs left ([`staging::remove_leftovers`]), and runs each analysis into a staging
@@ -649,13 +689,7 @@ pub fn reproduce(req: &Request) -> Result<()> {
                 "exactly one analysis id with --shard",
             ));
         }
-        if !settings.file.placements.is_empty() {
-            return Err(Error::invalid(
-                "--config",
-                &settings.file.path,
-                "a file without `placements` with --shard (the merge resolves the analysis from the shards alone)",
-            ));
-        }
+        no_placements(&settings.file)?;
         let p = prepared.into_iter().next().expect("one analysis");
         return run_shard(req, selected[0], p, spec, source);
     }

@@ -130,6 +130,10 @@ pub struct ShardManifest {
     pub source: Source,
     /// Toolchain, as the analysis manifest records it.
     pub build: serde_json::Value,
+    /// sha256 of the normscope binary that ran the shard ([`binary_sha256`]): the merge
+    /// accepts only shards of the binary it runs, so a rebuild between a failed task and its
+    /// resubmission, or two builds of one dirty tree, cannot mix.
+    pub binary: String,
     /// The command line without `--shard`: the merged manifest records it, so it equals an
     /// unsharded run's.
     pub invocation: String,
@@ -145,6 +149,15 @@ pub struct ShardManifest {
     pub call: Option<Call>,
     /// File in the shard folder -> sha256.
     pub files: BTreeMap<String, String>,
+}
+
+/// sha256 of the running executable.
+pub fn binary_sha256() -> Result<String> {
+    let exe = std::env::current_exe().map_err(|e| Error::Io {
+        path: "normscope".into(),
+        source: e,
+    })?;
+    manifest::sha256_file(&exe)
 }
 
 /// The file holding a call's results in a shard folder.
@@ -215,7 +228,7 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 
 /// Reads and checks shard folders: each has a `shard.json` of [`FORMAT`] whose files match their
 /// sha256 (else corrupt); all come from the same analysis, configuration, seeds, invocation,
-/// source commit and toolchain, which are this binary's (else foreign); every shard `0..N`
+/// source commit, toolchain and binary, the binary being this one (else foreign); every shard `0..N`
 /// is there exactly once (else missing or duplicated); their units cover the call exactly
 /// once. Each refusal is bad input naming the folder. Writes nothing.
 pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
@@ -264,30 +277,26 @@ pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
         }
         shards.push((d.clone(), m));
     }
-    let here = (
-        env!("CARGO_PKG_VERSION").to_string(),
-        Source::detect(),
-        serde_json::to_value(manifest::Build::current()).expect("builds serialize"),
-    );
     let (d0, m0) = &shards[0];
-    if (&m0.crate_version, &m0.source, &m0.build) != (&here.0, &here.1, &here.2) {
+    let here = binary_sha256()?;
+    if m0.binary != here {
+        let short = |h: &str| h.chars().take(12).collect::<String>();
         return Err(foreign(
             &d0.display().to_string(),
             format!(
-                "it was made by normscope {} at commit {} (dirty: {}), this is {} at {} (dirty: {})",
+                "it was made by normscope {} at commit {} (dirty: {}), binary sha256 {}..., and this binary is {}... (rebuilt since the shards ran? rerun them with this one)",
                 m0.crate_version,
                 m0.source.git_commit.as_deref().unwrap_or("unknown"),
                 m0.source.dirty.map_or("unknown".into(), |x| x.to_string()),
-                here.0,
-                here.1.git_commit.as_deref().unwrap_or("unknown"),
-                here.1.dirty.map_or("unknown".into(), |x| x.to_string()),
+                short(&m0.binary),
+                short(&here),
             ),
         ));
     }
     let mut seen: BTreeMap<usize, &Path> = BTreeMap::new();
     for (d, m) in &shards {
         let name = d.display().to_string();
-        let fields: [(&str, bool); 7] = [
+        let fields: [(&str, bool); 8] = [
             ("analysis", m.analysis == m0.analysis),
             ("shard count", m.shard.count == m0.shard.count),
             (
@@ -296,7 +305,11 @@ pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
             ),
             ("quick", m.quick == m0.quick),
             ("seeds", m.seeds == m0.seeds),
-            ("invocation", m.invocation == m0.invocation),
+            (
+                "invocation (the command line without --shard; give every shard the same flags in the same order)",
+                m.invocation == m0.invocation,
+            ),
+            ("binary", m.binary == m0.binary),
             (
                 "source commit or toolchain",
                 (&m.crate_version, &m.source, &m.build)

@@ -10,7 +10,13 @@
 //!   `sbatch --array=i DIR/array.sbatch`);
 //! - `merge.sbatch`: `normscope merge DIR/shard-{0..N-1} --out-dir OUT`;
 //! - `submit.sh`: `sbatch --parsable array.sbatch`, then
-//!   `sbatch --dependency=afterok:<array job> merge.sbatch`, printing both job ids.
+//!   `sbatch --kill-on-invalid-dep=yes --dependency=afterok:<array job> merge.sbatch` (so a
+//!   failed task cancels the merge instead of leaving it queued), printing both job ids.
+//!
+//! Tasks run with `RAYON_NUM_THREADS` set to the CPUs Slurm gives them (`--cpus-per-task`, 1 by
+//! default); logs go to `DIR/logs/shard-<job>_<task>.out` and `DIR/logs/merge-<job>.out`.
+//! Slurm's default `MaxArraySize` is 1001, so more than 1000 shards needs the cluster's limit
+//! raised (or fewer shards with more CPUs each).
 
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -91,7 +97,20 @@ fn absolute(p: &Path) -> Result<PathBuf> {
 
 /// The scripts for `r` (paths made absolute, since Slurm runs them elsewhere).
 pub fn scripts(r: &SlurmRequest) -> Result<Scripts> {
-    super::find(&r.only)?;
+    super::check_shardable(&r.only, r.config.as_deref(), r.quick, r.seed)?;
+    // Slurm reads `#SBATCH --output=PATH` up to the first blank and expands `%` in it.
+    let plain = |p: &Path| {
+        !p.display()
+            .to_string()
+            .contains(|c: char| c.is_whitespace() || "%'\"\\".contains(c))
+    };
+    if !plain(&r.dir) {
+        return Err(Error::invalid(
+            "--dir",
+            r.dir.display(),
+            "a folder path without blanks, quotes, backslashes or % (Slurm reads the log paths in it)",
+        ));
+    }
     if r.shards == 0 || r.shards > super::shard::MAX_SHARDS {
         return Err(Error::invalid(
             "--shards",
@@ -143,12 +162,15 @@ pub fn scripts(r: &SlurmRequest) -> Result<Scripts> {
 #   sbatch --array=I,J {d}/array.sbatch
 # (a shard rewrites the same bytes), then the merge with
 #   sbatch --dependency=afterok:<that job> {d}/merge.sbatch
+# (the first merge job was cancelled when its dependency failed: --kill-on-invalid-dep).
 #SBATCH --job-name=normscope-{id}
 #SBATCH --array=0-{last}
-#SBATCH --output={dir}/logs/shard-%a.out
+#SBATCH --output={dir}/logs/shard-%A_%a.out
 {head}
 set -euo pipefail
 i=${{SLURM_ARRAY_TASK_ID:?run me with sbatch}}
+# As many threads as CPUs given to the task (the output does not depend on it).
+export RAYON_NUM_THREADS=${{SLURM_CPUS_PER_TASK:-1}}
 exec {b} reproduce {flags} --shard \"$i/{n}\" --out-dir {d}/shard-\"$i\"
 ",
         last = n - 1,
@@ -158,9 +180,10 @@ exec {b} reproduce {flags} --shard \"$i/{n}\" --out-dir {d}/shard-\"$i\"
         "#!/bin/bash
 # normscope {id}: merges the {n} shards into {out}/data and {out}/figures.
 #SBATCH --job-name=normscope-{id}-merge
-#SBATCH --output={dir}/logs/merge.out
+#SBATCH --output={dir}/logs/merge-%j.out
 {head}
 set -euo pipefail
+export RAYON_NUM_THREADS=${{SLURM_CPUS_PER_TASK:-1}}
 exec {b} merge {d}/shard-{{0..{last}}} --out-dir {o}
 ",
         last = n - 1,
@@ -175,7 +198,7 @@ set -euo pipefail
 mkdir -p {d}/logs
 array=$(sbatch --parsable {d}/array.sbatch)
 array=${{array%%;*}}
-merge=$(sbatch --parsable --dependency=afterok:$array {d}/merge.sbatch)
+merge=$(sbatch --parsable --kill-on-invalid-dep=yes --dependency=afterok:$array {d}/merge.sbatch)
 merge=${{merge%%;*}}
 echo \"array job $array ({n} tasks), merge job $merge (runs after every task succeeds)\"
 "
@@ -236,6 +259,7 @@ fn sbatch(args: &[&str]) -> Result<String> {
 pub fn submit(paths: &[PathBuf; 3]) -> Result<(String, String)> {
     let array = sbatch(&[&paths[0].display().to_string()])?;
     let merge = sbatch(&[
+        "--kill-on-invalid-dep=yes",
         &format!("--dependency=afterok:{array}"),
         &paths[1].display().to_string(),
     ])?;
@@ -285,5 +309,13 @@ mod tests {
         let mut r = req();
         r.only = "nope".into();
         assert!(scripts(&r).unwrap_err().to_string().contains("analysis"));
+        // Slurm would split a log path at the blank.
+        let mut r = req();
+        r.dir = "/tmp/a b".into();
+        assert!(scripts(&r).unwrap_err().to_string().contains("--dir"));
+        // A configuration the shards would refuse is refused before any script is written.
+        let mut r = req();
+        r.config = Some("/nonexistent/grid.toml".into());
+        assert!(scripts(&r).unwrap_err().to_string().contains("grid.toml"));
     }
 }

@@ -173,7 +173,45 @@ fn merge_refuses_missing_duplicated_corrupt_and_foreign_shards() {
     std::fs::write(&m, &text[..text.len() / 2]).unwrap();
     refused(&[three[0].clone(), corrupt, three[2].clone()], "corrupt");
 
-    // The good set merges, and a rerun shard rewrites the same bytes.
+    // Foreign: another source commit, or another binary (a rebuild since the shards ran).
+    let copy = |from: &Path, to: &Path, edit: &dyn Fn(&mut serde_json::Value)| {
+        std::fs::create_dir_all(to).unwrap();
+        for f in std::fs::read_dir(from).unwrap() {
+            let p = f.unwrap().path();
+            if p.is_file() {
+                std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+            }
+        }
+        let m = to.join("shard.json");
+        let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&m).unwrap()).unwrap();
+        edit(&mut v);
+        std::fs::write(&m, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    };
+    let commit = tmp.path().join("commit");
+    copy(&three[1], &commit, &|v| {
+        v["source"]["git_commit"] = "0123456789abcdef0123456789abcdef01234567".into()
+    });
+    refused(
+        &[three[0].clone(), commit, three[2].clone()],
+        "source commit or toolchain differs",
+    );
+    let rebuilt: Vec<PathBuf> = three
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let to = tmp.path().join(format!("rebuilt-{i}"));
+            copy(d, &to, &|v| v["binary"] = "0".repeat(64).into());
+            to
+        })
+        .collect();
+    refused(&rebuilt, "binary sha256");
+
+    // The good set merges, in any order, and a rerun shard rewrites the same bytes.
+    let (a, b) = (tmp.path().join("in-order"), tmp.path().join("any-order"));
+    assert!(merge(&three, &a).status.success());
+    let shuffled = [three[2].clone(), three[0].clone(), three[1].clone()];
+    assert!(merge(&shuffled, &b).status.success());
+    assert!(files(&a) == files(&b), "the shards' order does not matter");
     let before = std::fs::read(three[1].join("units-cells.bin")).unwrap();
     shards(tmp.path(), id, 3, &[]);
     assert_eq!(

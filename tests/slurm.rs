@@ -72,7 +72,8 @@ fn s(p: &Path) -> &str {
 #[test]
 fn sharded_on_slurm_equals_the_single_machine_run() {
     if let Err(why) = slurm_up() {
-        println!("skipped: {why}");
+        // On stderr, which the test harness does not capture: a skip is visible.
+        eprintln!("skipped: {why}");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -108,7 +109,8 @@ fn sharded_on_slurm_equals_the_single_machine_run() {
         };
         println!("{id}: array job {array}, merge job {merge}");
         wait(&[array, merge]);
-        let log = std::fs::read_to_string(work.join("logs/merge.out")).unwrap_or_default();
+        let log = std::fs::read_to_string(work.join(format!("logs/merge-{merge}.out")))
+            .unwrap_or_default();
         assert!(
             merged.join("data").join(id).join("manifest.json").exists(),
             "{id}: the merge wrote nothing; its log:\n{log}"
@@ -124,9 +126,12 @@ fn sharded_on_slurm_equals_the_single_machine_run() {
                 "{id}: {k} differs from the single-machine run"
             );
         }
-        // A task resubmitted alone rewrites its shard's bytes.
+        // A task resubmitted alone ran (its own log, a new shard.json written in place of the
+        // old one) and rewrote its shard's bytes.
         let shard = work.join("shard-1/shard.json");
         let before = std::fs::read(&shard).unwrap();
+        let written = std::fs::metadata(&shard).unwrap().modified().unwrap();
+        std::thread::sleep(Duration::from_millis(1100));
         let again = Command::new("sbatch")
             .args(["--parsable", "--array=1", s(&work.join("array.sbatch"))])
             .output()
@@ -134,6 +139,14 @@ fn sharded_on_slurm_equals_the_single_machine_run() {
         let job = String::from_utf8_lossy(&again.stdout).trim().to_string();
         assert!(again.status.success() && !job.is_empty());
         wait(&[&job]);
+        assert!(
+            work.join(format!("logs/shard-{job}_1.out")).exists(),
+            "{id}: the resubmitted task left no log"
+        );
+        assert!(
+            std::fs::metadata(&shard).unwrap().modified().unwrap() > written,
+            "{id}: the resubmitted task did not rewrite shard 1"
+        );
         assert_eq!(
             before,
             std::fs::read(&shard).unwrap(),
