@@ -11,6 +11,7 @@ pub mod gemm;
 pub mod measure;
 pub mod network;
 pub mod norm;
+pub mod precision;
 pub mod rng;
 pub mod sample;
 pub mod sampler;
@@ -18,6 +19,7 @@ pub mod sampling;
 pub mod stats;
 
 pub use measure::Quantities;
+pub use precision::Precision;
 pub use sampling::{McConfig, RawMc};
 
 use crate::Result;

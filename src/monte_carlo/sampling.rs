@@ -2,6 +2,7 @@
 //! tokens, samples, seed, norm epsilon, heads and the branch kinds only sampling can run
 //! (softmax attention, transformer stacks).
 
+use super::precision::Precision;
 use crate::branch::{Block, BranchConfig, BranchKind, BranchModel, Init};
 use crate::model::{ModelConfig, RawModel};
 use crate::{Error, Result};
@@ -21,6 +22,8 @@ pub struct RawMc {
     pub uniform: bool,
     /// Largest depth for the exact path polynomial.
     pub path_max: usize,
+    /// Float type of the products and activations (not part of the seed).
+    pub precision: Precision,
 }
 
 impl Default for RawMc {
@@ -32,6 +35,7 @@ impl Default for RawMc {
             heads: 4,
             uniform: false,
             path_max: 256,
+            precision: Precision::F64,
         }
     }
 }
@@ -56,6 +60,9 @@ pub struct McConfig {
     pub eps: f64,
     /// Exact path polynomial up to this depth; a factorized estimator beyond.
     pub path_max: usize,
+    /// Float type of the products and activations; not in [`Self::canonical`], so both
+    /// precisions sample the same networks.
+    pub precision: Precision,
 }
 
 impl McConfig {
@@ -111,6 +118,7 @@ impl McConfig {
             seed: mc.seed,
             eps: mc.eps,
             path_max: mc.path_max,
+            precision: mc.precision,
         })
     }
 

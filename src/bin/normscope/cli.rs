@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use normscope::branch::{BranchKind, Init};
 use normscope::metrics::Metric;
 use normscope::model::{FinalNorm, RawModel};
-use normscope::monte_carlo::RawMc;
+use normscope::monte_carlo::{Precision, RawMc};
 use normscope::spec::NormKind;
 use normscope::symbolic::render::Format;
 use std::path::PathBuf;
@@ -323,6 +323,11 @@ pub struct SamplingArgs {
     /// Exact path polynomial up to this depth; a factorized estimator beyond.
     #[arg(long, default_value_t = RawMc::default().path_max, allow_hyphen_values = true)]
     pub path_max: usize,
+    /// Float type of the products and activations: f64 (the tables in data/, exact
+    /// comparisons) or f32 (faster; statistics still accumulated in f64). Both precisions
+    /// sample the same networks from the same seed.
+    #[arg(long, value_enum, default_value = "f64")]
+    pub precision: Precision,
 }
 
 impl SamplingArgs {
@@ -335,6 +340,7 @@ impl SamplingArgs {
             heads: self.heads,
             uniform: self.uniform,
             path_max: self.path_max,
+            precision: self.precision,
         }
     }
 }
