@@ -229,6 +229,9 @@ pub fn rows(
     match engine {
         EngineKind::Theory => theory(presets, raw, metrics, layers),
         EngineKind::Mc => monte_carlo(presets, raw, mc, metrics, layers),
+        EngineKind::McF32 => Err(Error::Unsupported(
+            "analyses run the Monte Carlo engine in f64 (the precision of data/)".into(),
+        )),
         EngineKind::TheoryFiniteWidth => Err(Error::Unsupported(
             "analyses run the closed form uncorrected; the finite-width correction is applied by theory/compare --finite-width".into(),
         )),

@@ -239,7 +239,9 @@ pub fn compare_frame(rows: &[Comparison]) -> Result<polars::prelude::DataFrame> 
             rows.iter().map(|r| r.theory),
         ),
         column(
-            crate::profile::EngineKind::Mc.name(),
+            rows.first()
+                .map_or(crate::profile::EngineKind::Mc, |r| r.mc.engine)
+                .name(),
             rows.iter().map(|r| r.mc.value),
         ),
         Column::new(col::STDERR.into(), mc(|r| r.stderr)),

@@ -24,8 +24,11 @@ use std::sync::Arc;
 pub enum EngineKind {
     /// The closed form (infinite width, exact).
     Theory,
-    /// Monte Carlo over sampled finite-width networks (estimates with intervals).
+    /// Monte Carlo over sampled finite-width networks (estimates with intervals), in f64.
     Mc,
+    /// The same Monte Carlo with products and activations in f32 (`mc --precision f32`);
+    /// statistics accumulated in f64.
+    McF32,
     /// The closed form with its leading finite-width correction at the row's width
     /// ([`crate::theory::finite_width`]; `theory --finite-width d`).
     TheoryFiniteWidth,
@@ -33,9 +36,10 @@ pub enum EngineKind {
 
 impl EngineKind {
     /// Every engine.
-    pub const ALL: [EngineKind; 3] = [
+    pub const ALL: [EngineKind; 4] = [
         EngineKind::Theory,
         EngineKind::Mc,
+        EngineKind::McF32,
         EngineKind::TheoryFiniteWidth,
     ];
 
@@ -44,6 +48,7 @@ impl EngineKind {
         match self {
             EngineKind::Theory => "theory",
             EngineKind::Mc => "mc",
+            EngineKind::McF32 => "mc-f32",
             EngineKind::TheoryFiniteWidth => "theory-fw",
         }
     }

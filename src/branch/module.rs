@@ -40,6 +40,14 @@ pub trait Module<T: Real> {
 
     /// Backprop of an output gradient `g`: `(dL/du, [dL/dW in params() order])`.
     fn backward(&self, c: &Self::Cache, g: &DMatrix<T>) -> (DMatrix<T>, Vec<DMatrix<T>>);
+
+    /// `(dL/du, dL/dW_last)`: [`Module::backward`] with only the last parameter's gradient
+    /// (the Monte Carlo engine's `weight_grad_sq`), bit-identical to it. A module whose other
+    /// weight gradients cost products overrides this to skip them.
+    fn backward_last(&self, c: &Self::Cache, g: &DMatrix<T>) -> (DMatrix<T>, DMatrix<T>) {
+        let (gu, mut gw) = self.backward(c, g);
+        (gu, gw.pop().expect("a module has parameters"))
+    }
 }
 
 /// The sampled branch of one block.
@@ -153,6 +161,10 @@ impl<T: Real> Module<T> for Branch<T> {
 
     fn backward(&self, cache: &Cache<T>, g: &DMatrix<T>) -> (DMatrix<T>, Vec<DMatrix<T>>) {
         with_cache!(self, cache, |m, c| m.backward(c, g))
+    }
+
+    fn backward_last(&self, cache: &Cache<T>, g: &DMatrix<T>) -> (DMatrix<T>, DMatrix<T>) {
+        with_cache!(self, cache, |m, c| m.backward_last(c, g))
     }
 }
 

@@ -36,7 +36,8 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
     let n = q.tokens;
     if n >= 2.0 {
         let e = q.energy(l);
-        let s = q.fw.xs[l].column_sum().norm_squared();
-        put(None, ratio(s - e, (n - 1.0) * e));
+        if let Some(s) = q.column_sum_sq[l] {
+            put(None, ratio(s - e, (n - 1.0) * e));
+        }
     }
 }

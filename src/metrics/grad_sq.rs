@@ -33,10 +33,7 @@ pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
 
 /// `||dL/dx_l||^2 / (n d)`.
 pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
-    if let Some(bw) = &q.backward {
-        put(
-            None,
-            resolved(bw.grads[l].norm_squared()) / (q.tokens * q.width),
-        );
+    if let Some(g) = q.grad_sq[l] {
+        put(None, resolved(g) / (q.tokens * q.width));
     }
 }

@@ -31,7 +31,7 @@ pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
 
 /// `F_{l+1}` on block l+1's branch input of `x_{l-1}`, against its output on `x_l`.
 pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
-    let f_prev = q.next_branch_on_previous(l);
-    let f = &q.fw.blocks[l].out;
-    put(None, ratio((f - f_prev).norm_squared(), f.norm_squared()));
+    if let Some((diff, f)) = q.merge[l] {
+        put(None, ratio(diff, f));
+    }
 }

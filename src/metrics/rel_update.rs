@@ -28,6 +28,7 @@ pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
 
 /// `||x_l - x_{l-1}||_F / ||x_{l-1}||_F`.
 pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
-    let (x, xp) = (&q.fw.xs[l], &q.fw.xs[l - 1]);
-    put(None, ratio((x - xp).norm_squared(), q.energy(l - 1)).sqrt());
+    if let Some(step) = q.step_sq[l] {
+        put(None, ratio(step, q.energy(l - 1)).sqrt());
+    }
 }

@@ -34,8 +34,7 @@ pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
 
 /// `||dL/dW_last||_F^2 / (n d^2)`.
 pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
-    if let Some(bw) = &q.backward {
-        let gw = q.last_weight_grad(bw, l).norm_squared();
+    if let Some(gw) = q.last_weight_grad_sq[l] {
         put(None, gw / (q.tokens * q.width * q.width));
     }
 }

@@ -4,7 +4,7 @@
 //! nalgebra's own `tr_mul` computes column dot products and measured 8 GFLOP/s against 35
 //! for the blocked kernel at the workload's shape (2048 x 512 x 128, one core).
 
-use nalgebra::{DMatrix, RealField};
+use nalgebra::{DMatrix, Dim, Matrix, Storage, RealField};
 
 /// The float type of the sampled networks: f64 (the default, for exact comparisons) or f32.
 /// Pointwise nonlinearities and statistics go through f64 ([`Real::as_f64`]); matrix
@@ -15,6 +15,16 @@ pub trait Real: RealField + Copy + Send + Sync + 'static {
 
     /// This value as f64 (exact).
     fn as_f64(self) -> f64;
+
+    /// `sum_i m_i^2`, accumulated in f64. For f64 this is nalgebra's `norm_squared` (the
+    /// rounding every published table was made with); for f32 each entry is widened first.
+    fn sum_sq<R: Dim, C: Dim, S: Storage<Self, R, C>>(m: &Matrix<Self, R, C, S>) -> f64;
+
+    /// `sum_i m_i`, accumulated in f64 (nalgebra's `sum` for f64).
+    fn sum<R: Dim, C: Dim, S: Storage<Self, R, C>>(m: &Matrix<Self, R, C, S>) -> f64;
+
+    /// `sum_i a_i b_i`, accumulated in f64 (nalgebra's `dot` for f64).
+    fn dot(a: &DMatrix<Self>, b: &DMatrix<Self>) -> f64;
 
     /// `C = A B` for column-major buffers with the given strides (matrixmultiply's contract).
     ///
@@ -47,6 +57,18 @@ impl Real for f64 {
         self
     }
 
+    fn sum_sq<R: Dim, C: Dim, S: Storage<f64, R, C>>(m: &Matrix<f64, R, C, S>) -> f64 {
+        m.norm_squared()
+    }
+
+    fn sum<R: Dim, C: Dim, S: Storage<f64, R, C>>(m: &Matrix<f64, R, C, S>) -> f64 {
+        m.sum()
+    }
+
+    fn dot(a: &DMatrix<f64>, b: &DMatrix<f64>) -> f64 {
+        a.dot(b)
+    }
+
     unsafe fn gemm(
         m: usize,
         k: usize,
@@ -73,6 +95,22 @@ impl Real for f32 {
 
     fn as_f64(self) -> f64 {
         f64::from(self)
+    }
+
+    fn sum_sq<R: Dim, C: Dim, S: Storage<f32, R, C>>(m: &Matrix<f32, R, C, S>) -> f64 {
+        m.iter().map(|&x| f64::from(x) * f64::from(x)).sum()
+    }
+
+    fn sum<R: Dim, C: Dim, S: Storage<f32, R, C>>(m: &Matrix<f32, R, C, S>) -> f64 {
+        m.iter().map(|&x| f64::from(x)).sum()
+    }
+
+    fn dot(a: &DMatrix<f32>, b: &DMatrix<f32>) -> f64 {
+        assert_eq!(a.shape(), b.shape(), "dot of equal shapes");
+        a.iter()
+            .zip(b.iter())
+            .map(|(&x, &y)| f64::from(x) * f64::from(y))
+            .sum()
     }
 
     unsafe fn gemm(

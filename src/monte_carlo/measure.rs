@@ -14,16 +14,32 @@
 //!    `sum_k T_k` is the full JVP), classes below [`PATH_CLASS_FLOOR`] of the energy dropped;
 //! 4. perturbation: the exact first-order output change (a forward tangent) for weight
 //!    perturbations with iid entries of each matrix's init standard deviation;
-//! 5. backward: `dL/dx_l` and every weight gradient for an output gradient with iid N(0,1)
-//!    entries.
+//! 5. backward: `dL/dx_l` and the last weight matrix's gradient of every block for an output
+//!    gradient with iid N(0,1) entries.
+//!
+//! Memory ([`Blocks`]): a sampled network whose weights and forward caches would take more
+//! than [`KEEP_LIMIT`] bytes is never held whole. Its forward pass draws block l's weights
+//! just before block l runs (the stream's draws in the same order as drawing the whole network
+//! first), saves the 32-byte generator state before them, and keeps only the streams `x_l`;
+//! every later pass regenerates block l's weights from the saved state and recomputes its
+//! forward step from `x_{l-1}` ([`super::network::step`]), so the values are bit-identical to
+//! the held network's and a network holds `O(d^2 r + L d n)` values. Each pass reduces what it
+//! computes to the scalars the metrics read ([`Quantities`]) as it goes; statistics are
+//! accumulated in f64 in both precisions.
 
-use super::network::{Backward, Forward, Network};
+use super::gemm::Real;
+use super::network::{self, BlockPass, Decomposition, Network};
+use super::norm::NormCache;
 use super::rng::Rng;
 use super::sample;
-use crate::branch::Module;
+use super::sampler;
+use super::sampling::McConfig;
+use crate::branch::{Block, Branch, Module};
 use crate::metrics::{Metric, eff_depth};
+use crate::spec::{SkipScale, StackSpec};
 use crate::theory::paths::PathLengths;
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DVector};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// (metric, layer, source) -> value, for one network.
@@ -59,16 +75,26 @@ pub struct PathLaw {
     pub mean: f64,
 }
 
-/// What the metrics read from one sampled network.
-pub struct Quantities<'a> {
-    /// The network.
-    pub net: &'a Network,
-    /// Its forward pass.
-    pub fw: &'a Forward,
+/// What the metrics read from one sampled network: per-layer scalars, each accumulated in f64
+/// from the network's matrices (whatever its precision) while a pass had them, indexed by
+/// layer l = 0..=L (`None` where not measured).
+#[derive(Clone, Debug, Default)]
+pub struct Quantities {
     /// Tokens n.
     pub tokens: f64,
     /// Width d.
     pub width: f64,
+    /// `||x_l||_F^2` at every layer.
+    pub energy: Vec<f64>,
+    /// `<x_l, x_{l-1}>_F` (index l >= 1).
+    pub dot_prev: Vec<Option<f64>>,
+    /// `||sum_t x_{l,t}||^2` at the selected layers.
+    pub column_sum_sq: Vec<Option<f64>>,
+    /// `||x_l - x_{l-1}||_F^2` at the selected blocks.
+    pub step_sq: Vec<Option<f64>>,
+    /// `(||F_{l+1}(u_l) - F_{l+1}(u'_{l})||^2, ||F_{l+1}(u_l)||^2)`: block l+1's branch on its
+    /// own input and on the input `x_{l-1}` would give it (`merge_error`).
+    pub merge: Vec<Option<(f64, f64)>>,
     /// The decomposition at the selected layers (if needed).
     pub decomposition: BTreeMap<usize, Decomposed>,
     /// `(a_l^2, b_l^2)` at the selected blocks (if needed).
@@ -77,8 +103,10 @@ pub struct Quantities<'a> {
     pub path_laws: BTreeMap<usize, PathLaw>,
     /// `||t_l||^2 / (n d)` of the output change at the selected layers (if needed).
     pub output_change: Vec<Option<f64>>,
-    /// The backward pass (if needed).
-    pub backward: Option<Backward>,
+    /// `||dL/dx_l||_F^2` (if the backward pass ran).
+    pub grad_sq: Vec<Option<f64>>,
+    /// `||dL/dW_l||_F^2` of block l's last weight matrix (if the backward pass ran).
+    pub last_weight_grad_sq: Vec<Option<f64>>,
 }
 
 /// The smallest denominator a sampled ratio divides by: below it the squared entries that
@@ -106,15 +134,14 @@ pub fn resolved(energy: f64) -> f64 {
     }
 }
 
-impl Quantities<'_> {
+impl Quantities {
     /// `||x_l||_F^2`.
     pub fn energy(&self, l: usize) -> f64 {
-        self.fw.xs[l].norm_squared()
+        self.energy[l]
     }
 
     /// `cos(x_l, x_{l-1})` over all tokens, clamped to [-1, 1].
     pub fn cos_prev(&self, l: usize) -> f64 {
-        let (x, xp) = (&self.fw.xs[l], &self.fw.xs[l - 1]);
         let (a, b) = (self.energy(l), self.energy(l - 1));
         // sqrt(a b) while the product is a normal number (the historical rounding), else the
         // product of the roots, which cannot overflow or underflow.
@@ -123,38 +150,289 @@ impl Quantities<'_> {
         } else {
             a.sqrt() * b.sqrt()
         };
-        ratio(x.dot(xp), den).clamp(-1.0, 1.0)
-    }
-
-    /// `F_{l+1}` on block l+1's branch input of `x_{l-1}` (the other side of `merge_error`).
-    pub fn next_branch_on_previous(&self, l: usize) -> DMatrix<f64> {
-        let (_, _, u) = self.net.branch_input(l + 1, &self.fw.xs[l - 1]);
-        self.net.branches[l].forward(&u).0
-    }
-
-    /// The gradient of block l's last weight matrix.
-    pub fn last_weight_grad<'b>(&self, bw: &'b Backward, l: usize) -> &'b DMatrix<f64> {
-        let last = self.net.branches[l - 1].last_index();
-        &bw.weight_grads[l - 1][last]
+        let dot = self.dot_prev[l].expect("measured at every block");
+        ratio(dot, den).clamp(-1.0, 1.0)
     }
 }
 
-fn energy(m: &DMatrix<f64>) -> f64 {
-    m.norm_squared()
+/// Bytes above which a sampled network is streamed rather than held whole (its weights and
+/// every block's forward cache, estimated by [`held_bytes`]): 64 MiB per network, so a run
+/// holds at most this much per thread; larger networks cost a second draw of their weights and
+/// a recomputed forward step per pass instead, and hold `O(d^2 r + L d n)` values.
+pub const KEEP_LIMIT: f64 = 64.0 * 1024.0 * 1024.0;
+
+/// Estimated bytes of a network of `spec` under `cfg` held whole in float type `T`: every
+/// weight matrix, plus per block its forward cache (the norms' outputs, the branch's inputs
+/// and hidden activations: `(4 + 2 r) d n` values for an MLP of hidden ratio r, `6 d n + 2 h
+/// n^2` for attention with h heads, `4 d n` for the rest).
+pub fn held_bytes<T: Real>(spec: &StackSpec, cfg: &McConfig) -> f64 {
+    let (d, n) = (cfg.model.branch.width as f64, cfg.model.branch.tokens as f64);
+    let h = sampler::hidden(cfg) as f64;
+    let per_block: f64 = (1..=spec.depth.min(2))
+        .map(|l| match cfg.block(l) {
+            Block::Linear => d * d + 4.0 * d * n,
+            Block::Mlp(_) => 2.0 * h * d + (4.0 * d + 2.0 * h) * n,
+            Block::Attention { .. } => {
+                4.0 * d * d + 6.0 * d * n + 2.0 * cfg.heads as f64 * n * n
+            }
+            Block::CrossAttention => 2.0 * d * d + 4.0 * d * n,
+        })
+        .sum::<f64>()
+        / spec.depth.clamp(1, 2) as f64;
+    spec.depth as f64 * per_block * std::mem::size_of::<T>() as f64
 }
 
-/// Measures one network: every requested metric at every selected layer it has rows at.
-/// Non-finite values are left out.
-pub fn measure(net: &Network, plan: &NetworkPlan, rng: &mut Rng) -> Values {
-    let depth = net.depth();
-    let (d, n) = (net.input.nrows(), net.input.ncols());
+/// Where a measured network's blocks come from.
+enum Weights<'a, T: Real> {
+    /// A network held whole (trained weights: [`crate::train::lens`]).
+    Held(&'a Network<T>),
+    /// Drawn from the network's stream: the generator saved before each block's draws, and
+    /// the branches themselves when the network is held ([`KEEP_LIMIT`]).
+    Drawn {
+        spec: &'a StackSpec,
+        cfg: &'a McConfig,
+        memory_mean: Option<DVector<T>>,
+        saved: Vec<Rng>,
+        kept: Vec<Branch<T>>,
+    },
+}
+
+/// A network after its forward pass: its streams `x_l`, what each block's step was given,
+/// and (when held) every block's branch and forward cache; [`Blocks::block`] hands out block
+/// l's branch and cache, regenerating them when they were not kept.
+pub struct Blocks<'a, T: Real> {
+    spec: &'a StackSpec,
+    eps: f64,
+    weights: Weights<'a, T>,
+    /// Init standard deviation of each of block l's matrices (index l - 1).
+    stds: Vec<Vec<f64>>,
+    /// `x_l`, l = 0..=L.
+    xs: Vec<DMatrix<T>>,
+    /// The Admin omega block l's step was given (index l - 1).
+    admin: Vec<f64>,
+    /// Every block's forward cache, when held.
+    passes: Vec<BlockPass<T>>,
+    keep: bool,
+    final_norm: Option<NormCache<T>>,
+}
+
+impl<T: Real> Blocks<'_, T> {
+    /// Depth L.
+    pub fn depth(&self) -> usize {
+        self.spec.depth
+    }
+
+    /// `x_l`.
+    pub fn x(&self, l: usize) -> &DMatrix<T> {
+        &self.xs[l]
+    }
+
+    /// Block l's branch: held, or regenerated from the generator saved before its draws.
+    pub fn branch(&self, l: usize) -> Cow<'_, Branch<T>> {
+        match &self.weights {
+            Weights::Held(net) => Cow::Borrowed(&net.branches[l - 1]),
+            Weights::Drawn { kept, .. } if self.keep => Cow::Borrowed(&kept[l - 1]),
+            Weights::Drawn {
+                spec,
+                cfg,
+                memory_mean,
+                saved,
+                ..
+            } => {
+                let mut r = saved[l - 1].clone();
+                Cow::Owned(sampler::draw_block(spec, cfg, l, memory_mean.as_ref(), &mut r).0)
+            }
+        }
+    }
+
+    /// Block l's branch and forward cache (recomputed from `x_{l-1}` when not held).
+    pub fn block(&self, l: usize) -> (Cow<'_, Branch<T>>, Cow<'_, BlockPass<T>>) {
+        let branch = self.branch(l);
+        let pass = if self.keep {
+            Cow::Borrowed(&self.passes[l - 1])
+        } else {
+            let x = &self.xs[l - 1];
+            let (p, _) = network::step(self.spec, self.eps, l, &branch, x, self.admin[l - 1]);
+            Cow::Owned(p)
+        };
+        (branch, pass)
+    }
+}
+
+/// The forward pass over `weights` from `input`, drawing each block's weights from `rng` first
+/// when they are [`Weights::Drawn`]; `on_layer(l, x_l, decomposition)` at every layer.
+fn forward<'a, T: Real>(
+    spec: &'a StackSpec,
+    eps: f64,
+    mut weights: Weights<'a, T>,
+    input: DMatrix<T>,
+    keep: bool,
+    rng: &mut Rng,
+    mut on_layer: impl FnMut(usize, &DMatrix<T>, &Decomposition),
+) -> Blocks<'a, T> {
+    let depth = spec.depth;
+    let mut dec = Decomposition::of_input(&input);
+    on_layer(0, &input, &dec);
+    let mut xs = Vec::with_capacity(depth + 1);
+    xs.push(input);
+    let (mut stds, mut admin) = (Vec::with_capacity(depth), Vec::with_capacity(depth));
+    let mut passes = Vec::new();
+    let mut omega: f64 = 1.0;
+    for l in 1..=depth {
+        let branch = match &mut weights {
+            Weights::Held(net) => {
+                stds.push(net.weight_stds[l - 1].clone());
+                Cow::Borrowed(&net.branches[l - 1])
+            }
+            Weights::Drawn {
+                cfg,
+                memory_mean,
+                saved,
+                ..
+            } => {
+                saved.push(rng.clone());
+                let (b, s) = sampler::draw_block(spec, cfg, l, memory_mean.as_ref(), rng);
+                stds.push(s);
+                Cow::Owned(b)
+            }
+        };
+        let x = &xs[l - 1];
+        let (pass, y) = network::step(spec, eps, l, &branch, x, omega);
+        admin.push(omega);
+        dec.advance(spec, &pass);
+        if spec.block(l).skip == SkipScale::AdminOmega {
+            omega = network::next_admin_omega(x, &pass);
+        }
+        on_layer(l, &y, &dec);
+        xs.push(y);
+        if keep {
+            passes.push(pass);
+            if let (Weights::Drawn { kept, .. }, Cow::Owned(b)) = (&mut weights, branch) {
+                kept.push(b);
+            }
+        }
+    }
+    let final_norm = network::final_norm(spec, eps, &xs[depth]);
+    Blocks {
+        spec,
+        eps,
+        weights,
+        stds,
+        xs,
+        admin,
+        passes,
+        keep,
+        final_norm,
+    }
+}
+
+fn energy<T: Real>(m: &DMatrix<T>) -> f64 {
+    T::sum_sq(m)
+}
+
+/// `m` in f64: itself for f64 (so every statistic keeps its historical rounding), widened
+/// for f32.
+fn wide<T: Real>(m: &DMatrix<T>) -> Cow<'_, DMatrix<f64>> {
+    match (m as &dyn std::any::Any).downcast_ref::<DMatrix<f64>>() {
+        Some(x) => Cow::Borrowed(x),
+        None => Cow::Owned(m.map(|v| v.as_f64())),
+    }
+}
+
+/// Whether a sampled network is held whole or streamed ([`Blocks`]); the values are the same
+/// (`--memory`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum Memory {
+    /// Held when [`held_bytes`] is within [`KEEP_LIMIT`], streamed otherwise (the default).
+    #[default]
+    Auto,
+    /// Every block's weights and forward cache kept.
+    Held,
+    /// Only the streams `x_l` kept; blocks regenerated per pass.
+    Streamed,
+}
+
+/// Samples a network's draws from `rng` under `cfg` and measures it in float type `T`, held
+/// or streamed as `memory` says (bit-identical either way).
+pub fn measure_drawn<T: Real>(
+    spec: &StackSpec,
+    cfg: &McConfig,
+    plan: &NetworkPlan,
+    rng: &mut Rng,
+    memory: Memory,
+) -> Values {
+    let (input, memory_mean) = sampler::draw_inputs::<T>(cfg, rng);
+    let weights = Weights::Drawn {
+        spec,
+        cfg,
+        memory_mean,
+        saved: Vec::with_capacity(spec.depth),
+        kept: Vec::new(),
+    };
+    let keep = match memory {
+        Memory::Auto => held_bytes::<T>(spec, cfg) <= KEEP_LIMIT,
+        Memory::Held => true,
+        Memory::Streamed => false,
+    };
+    run(spec, cfg.eps, weights, input, keep, plan, rng)
+}
+
+/// Measures a network held whole (trained weights; [`crate::train::lens`]): every requested
+/// metric at every selected layer it has rows at.
+pub fn measure<T: Real>(net: &Network<T>, plan: &NetworkPlan, rng: &mut Rng) -> Values {
+    let w = Weights::Held(net);
+    run(&net.spec, net.eps, w, net.input.clone(), true, plan, rng)
+}
+
+/// The passes of the module doc in order, then every requested metric at every selected
+/// layer. Non-finite values are kept: the estimate over networks becomes non-finite and is
+/// written as missing with its reason (Profile::settle), rather than silently averaging over
+/// the networks where it happened to be finite.
+fn run<T: Real>(
+    spec: &StackSpec,
+    eps: f64,
+    weights: Weights<'_, T>,
+    input: DMatrix<T>,
+    keep: bool,
+    plan: &NetworkPlan,
+    rng: &mut Rng,
+) -> Values {
+    let depth = spec.depth;
+    let (d, n) = (input.nrows(), input.ncols());
     let needs = Metric::needs(&plan.metrics);
     let sel = |l: usize| plan.selected[l];
-    // 1. Forward, with the decomposition read at the selected layers.
-    let mut decomposition = BTreeMap::new();
-    let fw = net.forward(|l, x, dec| {
+    let wants = |m: Metric| plan.metrics.contains(&m);
+    let mut q = Quantities {
+        tokens: n as f64,
+        width: d as f64,
+        energy: Vec::with_capacity(depth + 1),
+        dot_prev: vec![None; depth + 1],
+        column_sum_sq: vec![None; depth + 1],
+        step_sq: vec![None; depth + 1],
+        merge: vec![None; depth + 1],
+        gains: vec![None; depth + 1],
+        output_change: vec![None; depth + 1],
+        grad_sq: vec![None; depth + 1],
+        last_weight_grad_sq: vec![None; depth + 1],
+        ..Quantities::default()
+    };
+    // 1. Forward, with the stream statistics and the decomposition read at each layer while
+    // x_l is at hand.
+    let mut prev: Option<DMatrix<T>> = None;
+    let blocks = forward(spec, eps, weights, input, keep, rng, |l, x, dec| {
+        let total = energy(x);
+        q.energy.push(total);
+        if let Some(xp) = &prev {
+            q.dot_prev[l] = Some(T::dot(x, xp));
+            if sel(l) && wants(Metric::RelUpdate) {
+                q.step_sq[l] = Some((&*wide(x) - &*wide(xp)).norm_squared());
+            }
+        }
+        if sel(l) && wants(Metric::Corr) {
+            q.column_sum_sq[l] = Some(wide(x).column_sum().norm_squared());
+        }
         if needs.decomposition && sel(l) {
-            let total = energy(x);
             let coef = dec
                 .coef
                 .iter()
@@ -163,20 +441,14 @@ pub fn measure(net: &Network, plan: &NetworkPlan, rng: &mut Rng) -> Values {
             let weight = (0..dec.coef.len())
                 .map(|j| dec.source_energy(j) / total)
                 .collect();
-            decomposition.insert(l, Decomposed { coef, weight });
+            q.decomposition.insert(l, Decomposed { coef, weight });
         }
+        prev = Some(x.clone());
     });
-    let mut q = Quantities {
-        net,
-        fw: &fw,
-        tokens: n as f64,
-        width: d as f64,
-        decomposition,
-        gains: vec![None; depth + 1],
-        path_laws: BTreeMap::new(),
-        output_change: vec![None; depth + 1],
-        backward: None,
-    };
+    drop(prev);
+    if wants(Metric::MergeError) {
+        merge_error(&blocks, plan, &mut q);
+    }
     // 2. Gains, one Gaussian tangent per block (and the factorized path law).
     let exact_paths = depth <= plan.path_max;
     let factorized = needs.paths && !exact_paths;
@@ -187,8 +459,9 @@ pub fn measure(net: &Network, plan: &NetworkPlan, rng: &mut Rng) -> Values {
             if !(sel(l) || factorized) {
                 continue;
             }
-            let h = sample::gaussian(rng, d, n);
-            let (s, b) = net.block_jvp(&fw, l, Some(&h), None);
+            let h = gaussian::<T>(rng, d, n);
+            let (branch, pass) = blocks.block(l);
+            let (s, b) = network::block_jvp(&branch, &pass, Some(&h), None);
             let (a2, b2) = (
                 energy(&s.expect("skip tangent")) / energy(&h),
                 energy(&b) / energy(&h),
@@ -216,24 +489,20 @@ pub fn measure(net: &Network, plan: &NetworkPlan, rng: &mut Rng) -> Values {
     }
     // 3. The exact path polynomial.
     if needs.paths && exact_paths {
-        q.path_laws = path_polynomial(net, &fw, plan, rng);
+        q.path_laws = path_polynomial(&blocks, plan, rng);
     }
     // 4. The first-order output change.
     if needs.perturbation {
-        q.output_change = output_change(net, &fw, plan, rng);
+        q.output_change = output_change(&blocks, plan, rng);
     }
     // 5. Backward.
     if needs.backward {
-        let g = sample::gaussian(rng, d, n);
-        q.backward = Some(net.backward(&fw, &g));
+        backward(&blocks, rng, &mut q);
     }
     let mut v = Values::new();
     for l in (0..=depth).filter(|&l| sel(l)) {
         for &m in &plan.metrics {
             if m.info().layers.contains(l, depth) {
-                // Non-finite values are kept: the estimate over networks becomes non-finite
-                // and is written as missing with its reason (Profile::settle), rather than
-                // silently averaging over the networks where it happened to be finite.
                 m.sampled(&q, l, &mut |s, x| {
                     v.insert((m, l, s), x);
                 });
@@ -243,36 +512,75 @@ pub fn measure(net: &Network, plan: &NetworkPlan, rng: &mut Rng) -> Values {
     v
 }
 
+/// A standard normal d x n matrix in `T` (drawn in f64).
+fn gaussian<T: Real>(rng: &mut Rng, d: usize, n: usize) -> DMatrix<T> {
+    let g = sample::gaussian(rng, d, n);
+    match (&g as &dyn std::any::Any).downcast_ref::<DMatrix<T>>() {
+        Some(x) => x.clone(),
+        None => g.map(T::of),
+    }
+}
+
+/// `merge_error` at the selected interior layers: block l+1's branch on its own input and on
+/// the input `x_{l-1}` would give it.
+fn merge_error<T: Real>(blocks: &Blocks<'_, T>, plan: &NetworkPlan, q: &mut Quantities) {
+    let depth = blocks.depth();
+    for l in (1..depth).filter(|&l| plan.selected[l]) {
+        let (branch, pass) = blocks.block(l + 1);
+        let (_, _, u) = network::branch_input(blocks.spec, blocks.eps, l + 1, blocks.x(l - 1));
+        let f_prev = wide(&branch.forward(&u).0).into_owned();
+        let f = wide(&pass.out);
+        q.merge[l] = Some(((&*f - f_prev).norm_squared(), f.norm_squared()));
+    }
+}
+
+/// Backprop of an output gradient with iid N(0, 1) entries, block by block, keeping
+/// `||dL/dx_l||^2` and the squared norm of each block's last weight gradient.
+fn backward<T: Real>(blocks: &Blocks<'_, T>, rng: &mut Rng, q: &mut Quantities) {
+    let depth = blocks.depth();
+    let (d, n) = (blocks.x(0).nrows(), blocks.x(0).ncols());
+    let g = gaussian::<T>(rng, d, n);
+    let mut grad = network::final_jacobian(&blocks.final_norm, &g);
+    q.grad_sq[depth] = Some(energy(&grad));
+    for l in (1..=depth).rev() {
+        let (branch, pass) = blocks.block(l);
+        let (gx, gw) = network::backward_step_last(&branch, &pass, &grad);
+        q.last_weight_grad_sq[l] = Some(energy(&gw));
+        q.grad_sq[l - 1] = Some(energy(&gx));
+        grad = gx;
+    }
+}
+
 /// `||t_l||^2 / (n d)` of the first-order change of the depth-l output (through the final
 /// Norm, if any) at the selected layers.
-fn output_change(
-    net: &Network,
-    fw: &Forward,
+fn output_change<T: Real>(
+    blocks: &Blocks<'_, T>,
     plan: &NetworkPlan,
     rng: &mut Rng,
 ) -> Vec<Option<f64>> {
-    let depth = net.depth();
-    let (d, n) = (net.input.nrows() as f64, net.input.ncols() as f64);
+    let depth = blocks.depth();
+    let (d, n) = (blocks.x(0).nrows() as f64, blocks.x(0).ncols() as f64);
     let mut out = vec![None; depth + 1];
-    let mut t: Option<DMatrix<f64>> = None;
+    let mut t: Option<DMatrix<T>> = None;
     if plan.selected[0] {
         out[0] = Some(0.0);
     }
     for (l, slot) in out.iter_mut().enumerate().skip(1) {
-        let dw: Vec<DMatrix<f64>> = net.branches[l - 1]
+        let (branch, pass) = blocks.block(l);
+        let dw: Vec<DMatrix<T>> = branch
             .weights()
             .iter()
-            .zip(&net.weight_stds[l - 1])
-            .map(|(w, s)| sample::gaussian(rng, w.nrows(), w.ncols()) * *s)
+            .zip(&blocks.stds[l - 1])
+            .map(|(w, s)| (sample::gaussian(rng, w.nrows(), w.ncols()) * *s).map(T::of))
             .collect();
-        let (s, b) = net.block_jvp(fw, l, t.as_ref(), Some(&dw));
+        let (s, b) = network::block_jvp(&branch, &pass, t.as_ref(), Some(&dw));
         let next = match s {
             Some(s) => s + b,
             None => b,
         };
         if plan.selected[l] {
-            let o = if net.spec.final_norm.is_norm() {
-                let c = super::norm::forward(net.spec.norm, net.eps, &fw.xs[l]);
+            let o = if blocks.spec.final_norm.is_norm() {
+                let c = super::norm::forward(blocks.spec.norm, blocks.eps, blocks.x(l));
                 super::norm::jacobian(&c, &next)
             } else {
                 next.clone()
@@ -294,17 +602,16 @@ pub const PATH_CLASS_FLOOR: f64 = 1e-12;
 
 /// Share of paths of each length at the selected layers: `T_k` propagated for every k, pruned
 /// at [`PATH_CLASS_FLOOR`].
-fn path_polynomial(
-    net: &Network,
-    fw: &Forward,
+fn path_polynomial<T: Real>(
+    blocks: &Blocks<'_, T>,
     plan: &NetworkPlan,
     rng: &mut Rng,
 ) -> BTreeMap<usize, PathLaw> {
-    let depth = net.depth();
-    let (d, n) = (net.input.nrows(), net.input.ncols());
+    let depth = blocks.depth();
+    let (d, n) = (blocks.x(0).nrows(), blocks.x(0).ncols());
     let mut laws = BTreeMap::new();
-    let mut t: Vec<Option<DMatrix<f64>>> = vec![Some(sample::gaussian(rng, d, n))];
-    let record = |laws: &mut BTreeMap<usize, PathLaw>, l: usize, t: &[Option<DMatrix<f64>>]| {
+    let mut t: Vec<Option<DMatrix<T>>> = vec![Some(gaussian(rng, d, n))];
+    let record = |laws: &mut BTreeMap<usize, PathLaw>, l: usize, t: &[Option<DMatrix<T>>]| {
         let e: Vec<f64> = t.iter().map(|x| x.as_ref().map_or(0.0, energy)).collect();
         let total: f64 = e.iter().sum();
         if total <= 0.0 {
@@ -324,10 +631,11 @@ fn path_polynomial(
     }
     let last = (0..=depth).rev().find(|&l| plan.selected[l]).unwrap_or(0);
     for l in 1..=last {
-        let mut next: Vec<Option<DMatrix<f64>>> = vec![None; t.len() + 1];
+        let mut next: Vec<Option<DMatrix<T>>> = vec![None; t.len() + 1];
+        let (branch, pass) = blocks.block(l);
         for (k, tk) in t.iter().enumerate() {
             let Some(tk) = tk else { continue };
-            let (s, b) = net.block_jvp(fw, l, Some(tk), None);
+            let (s, b) = network::block_jvp(&branch, &pass, Some(tk), None);
             let s = s.expect("skip tangent");
             next[k] = Some(match next[k].take() {
                 Some(x) => x + s,

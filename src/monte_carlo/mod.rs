@@ -18,7 +18,7 @@ pub mod sampler;
 pub mod sampling;
 pub mod stats;
 
-pub use measure::Quantities;
+pub use measure::{Memory, Quantities};
 pub use precision::Precision;
 pub use sampling::{McConfig, RawMc};
 
@@ -32,17 +32,31 @@ use measure::Values;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 
-/// Samples and measures network `index` of `spec` under `cfg`.
+/// Samples and measures network `index` of `spec` under `cfg`, in `cfg.precision`, held or
+/// streamed as `cfg.memory` says.
 pub fn measure_network(
     spec: &StackSpec,
     cfg: &McConfig,
     plan: &measure::NetworkPlan,
     index: u64,
 ) -> Values {
+    measure_network_with(spec, cfg, plan, index, cfg.memory)
+}
+
+/// [`measure_network`] held or streamed as `memory` says (the values do not depend on it).
+pub fn measure_network_with(
+    spec: &StackSpec,
+    cfg: &McConfig,
+    plan: &measure::NetworkPlan,
+    index: u64,
+    memory: measure::Memory,
+) -> Values {
     let hash = rng::config_hash(&cfg.canonical(spec.seed_name()));
     let mut r = rng::network_rng(cfg.seed, hash, index);
-    let net = sampler::network(spec, cfg, &mut r);
-    measure::measure(&net, plan, &mut r)
+    match cfg.precision {
+        Precision::F64 => measure::measure_drawn::<f64>(spec, cfg, plan, &mut r, memory),
+        Precision::F32 => measure::measure_drawn::<f32>(spec, cfg, plan, &mut r, memory),
+    }
 }
 
 /// Networks measured in parallel per batch, per thread: each batch's tables are folded into
@@ -133,7 +147,10 @@ pub struct MonteCarlo<'a> {
 
 impl Engine for MonteCarlo<'_> {
     fn kind(&self) -> EngineKind {
-        EngineKind::Mc
+        match self.cfg.precision {
+            Precision::F64 => EngineKind::Mc,
+            Precision::F32 => EngineKind::McF32,
+        }
     }
 
     fn setup(&self, spec: &StackSpec) -> Setup {
@@ -193,7 +210,7 @@ impl Engine for MonteCarlo<'_> {
             }
             start = end;
         }
-        let mut profile = Profile::new(EngineKind::Mc, &spec.preset, spec.depth, self.setup(spec));
+        let mut profile = Profile::new(self.kind(), &spec.preset, spec.depth, self.setup(spec));
         profile.values = cols.estimates();
         profile.settle();
         Ok(profile)

@@ -76,16 +76,55 @@ pub struct Decomposition {
 impl Decomposition {
     fn add_source<T: Real>(&mut self, b: &DMatrix<T>, coef: Vec<f64>, centered: bool) {
         let d = b.nrows() as f64;
-        let raw: Vec<f64> = b.column_iter().map(|c| c.norm_squared().as_f64()).collect();
+        let raw: Vec<f64> = b.column_iter().map(|c| T::sum_sq(&c)).collect();
         let cen: Vec<f64> = b
             .column_iter()
             .zip(&raw)
-            .map(|(c, r)| (r - c.sum().as_f64().powi(2) / d).max(0.0))
+            .map(|(c, r)| (r - T::sum(&c).powi(2) / d).max(0.0))
             .collect();
         self.coef.push(coef);
         self.centered.push(centered);
         self.sq_raw.push(raw);
         self.sq_centered.push(cen);
+    }
+
+    /// The decomposition at layer l from the one at l - 1 and block l's pass: old sources
+    /// times alpha, the new one `lambda / sigma_br`, then everything times `1/sigma_out`; a
+    /// LayerNorm centers what it touches.
+    pub fn advance<T: Real>(&mut self, spec: &StackSpec, pass: &BlockPass<T>) {
+        let n = pass.out.ncols();
+        let ln = spec.norm == crate::spec::NormKind::Layer;
+        let (alpha, lambda) = (pass.alpha, pass.lambda);
+        let br_coef: Vec<f64> = (0..n)
+            .map(|t| {
+                lambda
+                    * pass
+                        .n_br
+                        .as_ref()
+                        .map_or(1.0, |c| c.inv_sigma[t].as_f64())
+            })
+            .collect();
+        for c in self.coef.iter_mut() {
+            c.iter_mut().for_each(|v| *v *= alpha);
+        }
+        self.add_source(&pass.out, br_coef, ln && pass.n_br.is_some());
+        if let Some(c) = &pass.n_out {
+            for cj in self.coef.iter_mut() {
+                cj.iter_mut()
+                    .zip(&c.inv_sigma)
+                    .for_each(|(v, s)| *v *= s.as_f64());
+            }
+            if ln {
+                self.centered.iter_mut().for_each(|f| *f = true);
+            }
+        }
+    }
+
+    /// The decomposition of `x_0` alone: one source with coefficient 1 per token.
+    pub fn of_input<T: Real>(x0: &DMatrix<T>) -> Self {
+        let mut dec = Decomposition::default();
+        dec.add_source(x0, vec![1.0; x0.ncols()], false);
+        dec
     }
 
     /// `sum_t |C_{l,j,t} B~_{j,t}|^2`.
@@ -151,23 +190,13 @@ impl<T: Real> Network<T> {
         self.spec.depth
     }
 
-    /// The branch input of block l (1-based) for stream `x`: `N_in(x)` times LNS's scale.
+    /// The branch input of block l (1-based) for stream `x` ([`branch_input`]).
     pub fn branch_input(
         &self,
         l: usize,
         x: &DMatrix<T>,
     ) -> (Option<NormCache<T>>, f64, DMatrix<T>) {
-        let b = self.spec.block(l);
-        let (c, mut u) = apply_norm(b.n_in.is_norm(), self.spec.norm, self.eps, x);
-        let s = match b.in_scale {
-            InputScale::One => 1.0,
-            InputScale::InvSqrtLayer => {
-                let s = 1.0 / (l as f64).sqrt();
-                u *= T::of(s);
-                s
-            }
-        };
-        (c, s, u)
+        branch_input(&self.spec, self.eps, l, x)
     }
 
     /// The forward pass. `on_layer(l, &x_l, &decomposition)` is called for l = 0..=L with the
@@ -176,71 +205,23 @@ impl<T: Real> Network<T> {
         &self,
         mut on_layer: impl FnMut(usize, &DMatrix<T>, &Decomposition),
     ) -> Forward<T> {
-        let n = self.input.ncols();
-        let mut dec = Decomposition::default();
-        dec.add_source(&self.input, vec![1.0; n], false);
+        let mut dec = Decomposition::of_input(&self.input);
         let mut xs = vec![self.input.clone()];
         on_layer(0, &xs[0], &dec);
         let mut blocks = Vec::with_capacity(self.depth());
-        // Admin's profiling (Transformer-Clinic's `adaptive-profiling`): omega_1 = 1, then
-        // omega_{l+1}^2 = var(omega_l x_{l-1}) + var(lambda N_br(F_l)), centred over all entries.
         let mut admin_omega: f64 = 1.0;
         for l in 1..=self.depth() {
-            let spec = self.spec.block(l);
             let x = &xs[l - 1];
-            let (n_in, in_scale, u) = self.branch_input(l, x);
-            let (out, cache) = self.branches[l - 1].forward(&u);
-            let (n_br, br) = apply_norm(spec.n_br.is_norm(), self.spec.norm, self.eps, &out);
-            let alpha = match spec.skip {
-                SkipScale::One => 1.0,
-                SkipScale::Alpha(a) => a,
-                SkipScale::AdminOmega => admin_omega,
-            };
-            let lambda = spec.lambda.value();
-            let z = x * T::of(alpha) + &br * T::of(lambda);
-            let (n_out, y) = apply_norm(spec.n_out.is_norm(), self.spec.norm, self.eps, &z);
-            // Decomposition: old sources times alpha, the new one lambda (/sigma_br), then
-            // everything times 1/sigma_out; LN centers what it touches.
-            let ln = self.spec.norm == crate::spec::NormKind::Layer;
-            let br_coef: Vec<f64> = (0..n)
-                .map(|t| lambda * n_br.as_ref().map_or(1.0, |c| c.inv_sigma[t].as_f64()))
-                .collect();
-            for c in dec.coef.iter_mut() {
-                c.iter_mut().for_each(|v| *v *= alpha);
-            }
-            dec.add_source(&out, br_coef, ln && n_br.is_some());
-            if let Some(c) = &n_out {
-                for cj in dec.coef.iter_mut() {
-                    cj.iter_mut()
-                        .zip(&c.inv_sigma)
-                        .for_each(|(v, s)| *v *= s.as_f64());
-                }
-                if ln {
-                    dec.centered.iter_mut().for_each(|f| *f = true);
-                }
-            }
-            if spec.skip == SkipScale::AdminOmega {
-                admin_omega =
-                    (alpha * alpha * variance(x) + lambda * lambda * variance(&br)).sqrt();
+            let (pass, y) = step(&self.spec, self.eps, l, &self.branches[l - 1], x, admin_omega);
+            dec.advance(&self.spec, &pass);
+            if self.spec.block(l).skip == SkipScale::AdminOmega {
+                admin_omega = next_admin_omega(x, &pass);
             }
             on_layer(l, &y, &dec);
             xs.push(y);
-            blocks.push(BlockPass {
-                n_in,
-                in_scale,
-                branch: cache,
-                out,
-                n_br,
-                alpha,
-                lambda,
-                n_out,
-            });
+            blocks.push(pass);
         }
-        let final_norm = self
-            .spec
-            .final_norm
-            .is_norm()
-            .then(|| norm::forward(self.spec.norm, self.eps, &xs[self.depth()]));
+        let final_norm = final_norm(&self.spec, self.eps, &xs[self.depth()]);
         Forward {
             xs,
             blocks,
@@ -248,9 +229,7 @@ impl<T: Real> Network<T> {
         }
     }
 
-    /// Tangent of `x_l` split into skip and branch parts for an input tangent `dx` of `x_{l-1}`
-    /// (and optional weight tangents of block l's branch): `(J_out alpha dx,
-    /// J_out lambda J_br (J_F J_in dx + dF/dW dW))`.
+    /// Tangent of `x_l` split into skip and branch parts ([`block_jvp`] with block l's branch).
     pub fn block_jvp(
         &self,
         fw: &Forward<T>,
@@ -258,13 +237,7 @@ impl<T: Real> Network<T> {
         dx: Option<&DMatrix<T>>,
         dw: Option<&[DMatrix<T>]>,
     ) -> (Option<DMatrix<T>>, DMatrix<T>) {
-        let b = &fw.blocks[l - 1];
-        let (alpha, lambda) = (T::of(b.alpha), T::of(b.lambda));
-        let skip = dx.map(|dx| jac(&b.n_out, &(dx * alpha)));
-        let du = dx.map(|dx| jac(&b.n_in, dx) * T::of(b.in_scale));
-        let df = self.branches[l - 1].jvp(&b.branch, du.as_ref(), dw);
-        let br = jac(&b.n_br, &df) * lambda;
-        (skip, jac(&b.n_out, &br))
+        block_jvp(&self.branches[l - 1], &fw.blocks[l - 1], dx, dw)
     }
 
     /// Backprop of an output gradient `g` (at the network output, after the final Norm if
@@ -276,12 +249,7 @@ impl<T: Real> Network<T> {
         let mut weight_grads = vec![Vec::new(); depth];
         grads[depth] = jac(&fw.final_norm, g);
         for l in (1..=depth).rev() {
-            let b = &fw.blocks[l - 1];
-            let (alpha, lambda) = (T::of(b.alpha), T::of(b.lambda));
-            let gz = jac(&b.n_out, &grads[l]);
-            let g_out = jac(&b.n_br, &(&gz * lambda));
-            let (gu, gw) = self.branches[l - 1].backward(&b.branch, &g_out);
-            let gx = &gz * alpha + jac(&b.n_in, &(gu * T::of(b.in_scale)));
+            let (gx, gw) = backward_step(&self.branches[l - 1], &fw.blocks[l - 1], &grads[l]);
             grads[l - 1] = gx;
             weight_grads[l - 1] = gw;
         }
@@ -290,6 +258,139 @@ impl<T: Real> Network<T> {
             weight_grads,
         }
     }
+}
+
+/// The branch input of block l (1-based) for stream `x`: `N_in(x)` times LNS's scale
+/// `1/sqrt(l)` (THEORY.md section 2), with N_in's cache and the scale.
+pub fn branch_input<T: Real>(
+    spec: &StackSpec,
+    eps: f64,
+    l: usize,
+    x: &DMatrix<T>,
+) -> (Option<NormCache<T>>, f64, DMatrix<T>) {
+    let b = spec.block(l);
+    let (c, mut u) = apply_norm(b.n_in.is_norm(), spec.norm, eps, x);
+    let s = match b.in_scale {
+        InputScale::One => 1.0,
+        InputScale::InvSqrtLayer => {
+            let s = 1.0 / (l as f64).sqrt();
+            u *= T::of(s);
+            s
+        }
+    };
+    (c, s, u)
+}
+
+/// Block l's forward step `x_l = N_out(alpha x_{l-1} + lambda N_br(F_l(N_in(x_{l-1}))))`
+/// (THEORY.md section 2) with every value its Jacobians need. `admin_omega` is the skip scale
+/// of an Admin block ([`next_admin_omega`] of the block before); other blocks ignore it. The
+/// one definition of a block's forward: the whole-network pass and the passes that recompute
+/// a block from its stored input both call it, so they agree bit for bit.
+pub fn step<T: Real>(
+    spec: &StackSpec,
+    eps: f64,
+    l: usize,
+    branch: &Branch<T>,
+    x: &DMatrix<T>,
+    admin_omega: f64,
+) -> (BlockPass<T>, DMatrix<T>) {
+    let block = spec.block(l);
+    let (n_in, in_scale, u) = branch_input(spec, eps, l, x);
+    let (out, cache) = branch.forward(&u);
+    let (n_br, br) = apply_norm(block.n_br.is_norm(), spec.norm, eps, &out);
+    let alpha = match block.skip {
+        SkipScale::One => 1.0,
+        SkipScale::Alpha(a) => a,
+        SkipScale::AdminOmega => admin_omega,
+    };
+    let lambda = block.lambda.value();
+    let z = x * T::of(alpha) + &br * T::of(lambda);
+    let (n_out, y) = apply_norm(block.n_out.is_norm(), spec.norm, eps, &z);
+    let pass = BlockPass {
+        n_in,
+        in_scale,
+        branch: cache,
+        out,
+        n_br,
+        alpha,
+        lambda,
+        n_out,
+    };
+    (pass, y)
+}
+
+/// Admin's profiling (Transformer-Clinic's `adaptive-profiling`): omega_1 = 1, then
+/// `omega_{l+1}^2 = var(omega_l x_{l-1}) + var(lambda N_br(F_l))`, centred over all entries,
+/// for block l's pass from `x` = x_{l-1}.
+pub fn next_admin_omega<T: Real>(x: &DMatrix<T>, pass: &BlockPass<T>) -> f64 {
+    let br = pass.n_br.as_ref().map_or(&pass.out, |c| &c.y);
+    let (alpha, lambda) = (pass.alpha, pass.lambda);
+    (alpha * alpha * variance(x) + lambda * lambda * variance(br)).sqrt()
+}
+
+/// The final Norm's cache on `x_L`, if the preset has one.
+pub fn final_norm<T: Real>(spec: &StackSpec, eps: f64, x: &DMatrix<T>) -> Option<NormCache<T>> {
+    spec.final_norm
+        .is_norm()
+        .then(|| norm::forward(spec.norm, eps, x))
+}
+
+/// `J^T g` of the final Norm (the identity without one).
+pub fn final_jacobian<T: Real>(c: &Option<NormCache<T>>, g: &DMatrix<T>) -> DMatrix<T> {
+    jac(c, g)
+}
+
+/// Tangent of `x_l` split into skip and branch parts for an input tangent `dx` of `x_{l-1}`
+/// (and optional weight tangents of block l's branch): `(J_out alpha dx,
+/// J_out lambda J_br (J_F J_in dx + dF/dW dW))`.
+pub fn block_jvp<T: Real>(
+    branch: &Branch<T>,
+    b: &BlockPass<T>,
+    dx: Option<&DMatrix<T>>,
+    dw: Option<&[DMatrix<T>]>,
+) -> (Option<DMatrix<T>>, DMatrix<T>) {
+    let (alpha, lambda) = (T::of(b.alpha), T::of(b.lambda));
+    let skip = dx.map(|dx| jac(&b.n_out, &(dx * alpha)));
+    let du = dx.map(|dx| jac(&b.n_in, dx) * T::of(b.in_scale));
+    let df = branch.jvp(&b.branch, du.as_ref(), dw);
+    let br = jac(&b.n_br, &df) * lambda;
+    (skip, jac(&b.n_out, &br))
+}
+
+/// One block of backprop: from `g` = dL/dx_l to `(dL/dx_{l-1}, [dL/dW of block l])`.
+pub fn backward_step<T: Real>(
+    branch: &Branch<T>,
+    b: &BlockPass<T>,
+    g: &DMatrix<T>,
+) -> (DMatrix<T>, Vec<DMatrix<T>>) {
+    let (gz, g_out) = into_branch(b, g);
+    let (gu, gw) = branch.backward(&b.branch, &g_out);
+    (out_of_branch(b, &gz, gu), gw)
+}
+
+/// [`backward_step`] computing only the last weight matrix's gradient (the one
+/// `weight_grad_sq` reports; [`Module::backward_last`]): the same products in the same order,
+/// less the others' weight gradients.
+pub fn backward_step_last<T: Real>(
+    branch: &Branch<T>,
+    b: &BlockPass<T>,
+    g: &DMatrix<T>,
+) -> (DMatrix<T>, DMatrix<T>) {
+    let (gz, g_out) = into_branch(b, g);
+    let (gu, gw) = branch.backward_last(&b.branch, &g_out);
+    (out_of_branch(b, &gz, gu), gw)
+}
+
+/// `(J_out^T g, J_br^T lambda J_out^T g)`: the gradient at the sum and at the branch output.
+fn into_branch<T: Real>(b: &BlockPass<T>, g: &DMatrix<T>) -> (DMatrix<T>, DMatrix<T>) {
+    let gz = jac(&b.n_out, g);
+    let g_out = jac(&b.n_br, &(&gz * T::of(b.lambda)));
+    (gz, g_out)
+}
+
+/// `alpha gz + J_in^T (s gu)`: dL/dx_{l-1}.
+fn out_of_branch<T: Real>(b: &BlockPass<T>, gz: &DMatrix<T>, gu: DMatrix<T>) -> DMatrix<T> {
+    gz * T::of(b.alpha) + jac(&b.n_in, &(gu * T::of(b.in_scale)))
 }
 
 /// The result of [`Network::backward`].

@@ -5,6 +5,8 @@
 //! `J = (1/sigma) (P - y y^T/d)` (P = I for RMS), so one function serves JVP and VJP.
 //! A norm is a linear map (P) followed by a per-token scalar `1/sigma`, which makes the
 //! decomposition `x_l = sum_j C_{l,j} B_j` exact per token (THEORY.md section 5).
+//! Column means and `|z|^2` are accumulated in f64 ([`Real::sum`], [`Real::sum_sq`]) in both
+//! precisions.
 
 use super::gemm::Real;
 use crate::spec::NormKind;
@@ -25,7 +27,7 @@ pub struct NormCache<T: Real = f64> {
 pub fn center<T: Real>(z: &mut DMatrix<T>) {
     let d = T::of(z.nrows() as f64);
     for mut c in z.column_iter_mut() {
-        let m = c.sum() / d;
+        let m = T::of(T::sum(&c)) / d;
         c.add_scalar_mut(-m);
     }
 }
@@ -40,7 +42,7 @@ pub fn forward<T: Real>(kind: NormKind, eps: f64, z: &DMatrix<T>) -> NormCache<T
     }
     let mut inv_sigma = Vec::with_capacity(y.ncols());
     for mut c in y.column_iter_mut() {
-        let s = T::one() / (c.norm_squared() / d + eps).sqrt();
+        let s = T::one() / (T::of(T::sum_sq(&c)) / d + eps).sqrt();
         c *= s;
         inv_sigma.push(s);
     }

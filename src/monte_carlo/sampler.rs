@@ -14,7 +14,7 @@ use crate::branch::linear::Linear;
 use crate::branch::mlp::Mlp;
 use crate::branch::{Block, Branch, Init};
 use crate::spec::StackSpec;
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DVector};
 
 /// Standard deviation of one entry of a `rows x cols` matrix drawn by [`sample::matrix`].
 fn entry_std(init: Init, rows: usize, cols: usize, scale: f64) -> f64 {
@@ -27,74 +27,104 @@ fn entry_std(init: Init, rows: usize, cols: usize, scale: f64) -> f64 {
     v.sqrt() * scale
 }
 
-/// Samples network `spec` under `cfg` from `rng`, in float type `T` (weights are drawn in
-/// f64 and rounded, so an f32 network is the f64 one rounded).
-pub fn network<T: Real>(spec: &StackSpec, cfg: &McConfig, rng: &mut Rng) -> Network<T> {
+/// The network's input `x_0` (d x n) and, for cross-attention stacks, the memory's token mean,
+/// drawn first from the network's stream (before any block's weights).
+pub fn draw_inputs<T: Real>(cfg: &McConfig, rng: &mut Rng) -> (DMatrix<T>, Option<DVector<T>>) {
     let m = &cfg.model;
     let (d, n) = (m.branch.width, m.branch.tokens);
     let (q0, c0) = (m.inputs.q0, m.inputs.c0);
-    let cast = |x: DMatrix<f64>| x.map(T::of);
-    let input = cast(sample::tokens(rng, d, n, q0, c0));
-    let beta = spec.beta.unwrap_or(1.0);
-    let init = cfg.init();
-    let mut branches = Vec::with_capacity(spec.depth);
-    let mut stds = Vec::with_capacity(spec.depth);
+    let input = sample::tokens(rng, d, n, q0, c0).map(T::of);
     let memory_mean = (cfg.block(1) == Block::CrossAttention).then(|| {
         let mem = sample::tokens(rng, d, n, q0, c0);
         mem.column_mean().map(T::of)
     });
+    (input, memory_mean)
+}
+
+/// Block l's branch and the init standard deviation of each of its matrices, drawn from `rng`
+/// (the draws of [`network`] for this block, in the same order, so a generator saved just
+/// before them regenerates the same weights bit for bit).
+pub fn draw_block<T: Real>(
+    spec: &StackSpec,
+    cfg: &McConfig,
+    l: usize,
+    memory_mean: Option<&DVector<T>>,
+    rng: &mut Rng,
+) -> (Branch<T>, Vec<f64>) {
+    let m = &cfg.model;
+    let d = m.branch.width;
+    let beta = spec.beta.unwrap_or(1.0);
+    let init = cfg.init();
+    let cast = |x: DMatrix<f64>| x.map(T::of);
+    let gain_scale = match m.branch.gain {
+        Some(g) => {
+            let unit = cfg.proxy_model(l).nominal_gain;
+            if unit > 0.0 { (g / unit).sqrt() } else { 1.0 }
+        }
+        None => 1.0,
+    };
+    let mut mat = |rows: usize, cols: usize, scale: f64, out: &mut Vec<f64>| {
+        out.push(entry_std(init, rows, cols, scale));
+        cast(sample::matrix(rng, init, rows, cols, scale))
+    };
+    let mut s = Vec::new();
+    let b = match cfg.block(l) {
+        Block::Linear => Branch::Linear(Linear {
+            w: mat(d, d, gain_scale * beta, &mut s),
+        }),
+        Block::Mlp(act) => {
+            let h = hidden(cfg);
+            let w1 = mat(h, d, beta, &mut s);
+            let w2 = mat(d, h, gain_scale * beta, &mut s);
+            Branch::Mlp(Mlp { w1, w2, act })
+        }
+        Block::Attention { uniform } => {
+            let (wq, wk) = if uniform {
+                (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0))
+            } else {
+                (mat(d, d, 1.0, &mut s), mat(d, d, 1.0, &mut s))
+            };
+            let wv = mat(d, d, beta, &mut s);
+            let wo = mat(d, d, gain_scale * beta, &mut s);
+            Branch::Attention(Attention {
+                wq,
+                wk,
+                wv,
+                wo,
+                heads: cfg.heads,
+                uniform,
+                causal: false,
+                seq: 0,
+            })
+        }
+        Block::CrossAttention => {
+            let wv = mat(d, d, beta, &mut s);
+            let wo = mat(d, d, gain_scale * beta, &mut s);
+            Branch::Cross(CrossAttention {
+                wv,
+                wo,
+                memory_mean: memory_mean.expect("memory drawn").clone(),
+            })
+        }
+    };
+    (b, s)
+}
+
+/// Hidden width of an MLP branch: `round(hidden_ratio d)`, at least 1.
+pub fn hidden(cfg: &McConfig) -> usize {
+    let b = &cfg.model.branch;
+    (b.hidden_ratio * b.width as f64).round().max(1.0) as usize
+}
+
+/// Samples network `spec` under `cfg` from `rng`, in float type `T` (weights are drawn in
+/// f64 and rounded, so an f32 network is the f64 one rounded): [`draw_inputs`], then
+/// [`draw_block`] for l = 1..=L.
+pub fn network<T: Real>(spec: &StackSpec, cfg: &McConfig, rng: &mut Rng) -> Network<T> {
+    let (input, memory_mean) = draw_inputs::<T>(cfg, rng);
+    let mut branches = Vec::with_capacity(spec.depth);
+    let mut stds = Vec::with_capacity(spec.depth);
     for l in 1..=spec.depth {
-        let gain_scale = match m.branch.gain {
-            Some(g) => {
-                let unit = cfg.proxy_model(l).nominal_gain;
-                if unit > 0.0 { (g / unit).sqrt() } else { 1.0 }
-            }
-            None => 1.0,
-        };
-        let mut mat = |rows: usize, cols: usize, scale: f64, out: &mut Vec<f64>| {
-            out.push(entry_std(init, rows, cols, scale));
-            cast(sample::matrix(rng, init, rows, cols, scale))
-        };
-        let mut s = Vec::new();
-        let b = match cfg.block(l) {
-            Block::Linear => Branch::Linear(Linear {
-                w: mat(d, d, gain_scale * beta, &mut s),
-            }),
-            Block::Mlp(act) => {
-                let h = (m.branch.hidden_ratio * d as f64).round().max(1.0) as usize;
-                let w1 = mat(h, d, beta, &mut s);
-                let w2 = mat(d, h, gain_scale * beta, &mut s);
-                Branch::Mlp(Mlp { w1, w2, act })
-            }
-            Block::Attention { uniform } => {
-                let (wq, wk) = if uniform {
-                    (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0))
-                } else {
-                    (mat(d, d, 1.0, &mut s), mat(d, d, 1.0, &mut s))
-                };
-                let wv = mat(d, d, beta, &mut s);
-                let wo = mat(d, d, gain_scale * beta, &mut s);
-                Branch::Attention(Attention {
-                    wq,
-                    wk,
-                    wv,
-                    wo,
-                    heads: cfg.heads,
-                    uniform,
-                    causal: false,
-                    seq: 0,
-                })
-            }
-            Block::CrossAttention => {
-                let wv = mat(d, d, beta, &mut s);
-                let wo = mat(d, d, gain_scale * beta, &mut s);
-                Branch::Cross(CrossAttention {
-                    wv,
-                    wo,
-                    memory_mean: memory_mean.clone().expect("memory drawn"),
-                })
-            }
-        };
+        let (b, s) = draw_block(spec, cfg, l, memory_mean.as_ref(), rng);
         branches.push(b);
         stds.push(s);
     }

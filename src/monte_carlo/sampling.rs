@@ -2,6 +2,7 @@
 //! tokens, samples, seed, norm epsilon, heads and the branch kinds only sampling can run
 //! (softmax attention, transformer stacks).
 
+use super::measure::Memory;
 use super::precision::Precision;
 use crate::branch::{Block, BranchConfig, BranchKind, BranchModel, Init};
 use crate::model::{ModelConfig, RawModel};
@@ -24,6 +25,8 @@ pub struct RawMc {
     pub path_max: usize,
     /// Float type of the products and activations (not part of the seed).
     pub precision: Precision,
+    /// Held or streamed networks (not part of the seed; the values do not depend on it).
+    pub memory: Memory,
 }
 
 impl Default for RawMc {
@@ -36,6 +39,7 @@ impl Default for RawMc {
             uniform: false,
             path_max: 256,
             precision: Precision::F64,
+            memory: Memory::Auto,
         }
     }
 }
@@ -63,6 +67,8 @@ pub struct McConfig {
     /// Float type of the products and activations; not in [`Self::canonical`], so both
     /// precisions sample the same networks.
     pub precision: Precision,
+    /// Held or streamed networks ([`Memory`]); not in [`Self::canonical`] either.
+    pub memory: Memory,
 }
 
 impl McConfig {
@@ -119,6 +125,7 @@ impl McConfig {
             eps: mc.eps,
             path_max: mc.path_max,
             precision: mc.precision,
+            memory: mc.memory,
         })
     }
 

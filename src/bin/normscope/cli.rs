@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use normscope::branch::{BranchKind, Init};
 use normscope::metrics::Metric;
 use normscope::model::{FinalNorm, RawModel};
-use normscope::monte_carlo::{Precision, RawMc};
+use normscope::monte_carlo::{Memory, Precision, RawMc};
 use normscope::spec::NormKind;
 use normscope::symbolic::render::Format;
 use std::path::PathBuf;
@@ -154,7 +154,8 @@ with --dependency=afterok on the array). A failed task is resubmitted alone with
   normscope mc --preset post --branch relu-mlp --init he --depth 64 --samples 16 --layers last
   normscope mc --preset pre,post --branch transformer --depth 24 --width 128 --tokens 16 --metrics corr
   normscope mc --preset deepnorm --depth 32 --metrics eff_depth --layers last --seed 3
-  normscope mc --placements examples/placements/depth-mup.toml --preset depth-mup --depth 64 --layers last")]
+  normscope mc --placements examples/placements/depth-mup.toml --preset depth-mup --depth 64 --layers last
+  normscope mc --preset pre --branch relu-mlp --width 512 --tokens 128 --depth 1000 --samples 4 --precision f32 --metrics grad_sq --layers last   # streamed: O(d^2 r + L d n) memory")]
     Mc(McArgs),
     /// Closed form against Monte Carlo per metric and layer: difference, CI, allowance, status
     /// (agree, disagree, or uninformative when the allowance exceeds half the value), whether
@@ -328,6 +329,11 @@ pub struct SamplingArgs {
     /// sample the same networks from the same seed.
     #[arg(long, value_enum, default_value = "f64")]
     pub precision: Precision,
+    /// Hold each network whole (faster), stream it block by block (memory O(d^2 r + L d n):
+    /// weights regenerated from their seed, each block recomputed from its input), or auto:
+    /// held up to 64 MiB per network. The numbers are identical either way.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub memory: Memory,
 }
 
 impl SamplingArgs {
@@ -341,6 +347,7 @@ impl SamplingArgs {
             uniform: self.uniform,
             path_max: self.path_max,
             precision: self.precision,
+            memory: self.memory,
         }
     }
 }
