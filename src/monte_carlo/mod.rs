@@ -11,6 +11,7 @@ pub mod gemm;
 pub mod measure;
 pub mod network;
 pub mod norm;
+pub mod normal;
 pub mod precision;
 pub mod rng;
 pub mod sample;

@@ -1,43 +1,40 @@
 //! Random matrices and inputs.
 
+use super::normal;
 use super::rng::Rng;
 use crate::branch::Init;
 use crate::branch::init::BERT_STD;
 use nalgebra::DMatrix;
 use rand::RngExt;
-use rand_distr::{Distribution, StandardNormal};
 
 /// A `rows x cols` matrix (fan_in = cols, fan_out = rows) drawn from `init`, times `scale`:
 /// Xavier and He normal, PyTorch's uniform default, BERT's normal truncated at two standard
-/// deviations (by rejection).
+/// deviations (by rejection). Entries are drawn in column-major order with [`normal`]'s
+/// ziggurat, bit-identical to `rand_distr::StandardNormal` draw for draw.
 pub fn matrix(rng: &mut Rng, init: Init, rows: usize, cols: usize, scale: f64) -> DMatrix<f64> {
     let (fan_in, fan_out) = (cols as f64, rows as f64);
+    let mut data = vec![0.0; rows * cols];
     match init {
         Init::Xavier | Init::He => {
             let s = init.variance(fan_in, fan_out).sqrt() * scale;
-            DMatrix::from_fn(rows, cols, |_, _| {
-                let z: f64 = StandardNormal.sample(rng);
-                s * z
-            })
+            normal::fill_scaled(rng, &mut data, s);
         }
         Init::TorchDefault => {
             let b = 1.0 / fan_in.sqrt();
-            DMatrix::from_fn(rows, cols, |_, _| scale * rng.random_range(-b..b))
-        }
-        Init::Bert => DMatrix::from_fn(rows, cols, |_, _| {
-            loop {
-                let z: f64 = StandardNormal.sample(rng);
-                if z.abs() <= 2.0 {
-                    break scale * BERT_STD * z;
-                }
+            for v in data.iter_mut() {
+                *v = scale * rng.random_range(-b..b);
             }
-        }),
+        }
+        Init::Bert => normal::fill_truncated(rng, &mut data, 2.0, scale * BERT_STD),
     }
+    DMatrix::from_vec(rows, cols, data)
 }
 
-/// A standard normal matrix.
+/// A standard normal matrix (column-major draws, as [`matrix`]).
 pub fn gaussian(rng: &mut Rng, rows: usize, cols: usize) -> DMatrix<f64> {
-    DMatrix::from_fn(rows, cols, |_, _| StandardNormal.sample(rng))
+    let mut data = vec![0.0; rows * cols];
+    normal::fill(rng, &mut data);
+    DMatrix::from_vec(rows, cols, data)
 }
 
 /// n tokens of width d with per-coordinate second moment q0 and pairwise correlation c0:
