@@ -92,7 +92,11 @@ fn f32_moves_every_metric_far_less_than_the_finite_width_allowance() {
     // Same networks in both precisions (the f32 weights are the f64 ones rounded), so the
     // difference is rounding alone; width 64 and depth 32 on three norm placements.
     let mut worst: std::collections::BTreeMap<Metric, (f64, f64)> = Default::default();
-    for (p, b) in [("pre", "relu-mlp"), ("post", "relu-mlp"), ("deepnorm", "linear")] {
+    for (p, b) in [
+        ("pre", "relu-mlp"),
+        ("post", "relu-mlp"),
+        ("deepnorm", "linear"),
+    ] {
         let (depth, width) = (32, 64);
         let mk = |precision| {
             let raw = RawModel {
@@ -120,7 +124,10 @@ fn f32_moves_every_metric_far_less_than_the_finite_width_allowance() {
                 let share = (v - w).abs() / allowed;
                 let e = worst.entry(*m).or_default();
                 let rel = (v - w).abs() / v.abs().max(f64::MIN_POSITIVE);
-                *e = (e.0.max(share), e.1.max(if v.abs() > 1e-6 { rel } else { 0.0 }));
+                *e = (
+                    e.0.max(share),
+                    e.1.max(if v.abs() > 1e-6 { rel } else { 0.0 }),
+                );
             }
         }
     }

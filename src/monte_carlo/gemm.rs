@@ -4,7 +4,7 @@
 //! nalgebra's own `tr_mul` computes column dot products and measured 8 GFLOP/s against 35
 //! for the blocked kernel at the workload's shape (2048 x 512 x 128, one core).
 
-use nalgebra::{DMatrix, Dim, Matrix, Storage, RealField};
+use nalgebra::{DMatrix, Dim, Matrix, RealField, Storage};
 
 /// The float type of the sampled networks: f64 (the default, for exact comparisons) or f32.
 /// Pointwise nonlinearities and statistics go through f64 ([`Real::as_f64`]); matrix

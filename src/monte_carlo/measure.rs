@@ -17,8 +17,7 @@
 //! 5. backward: `dL/dx_l` and the last weight matrix's gradient of every block for an output
 //!    gradient with iid N(0,1) entries.
 //!
-//! Memory ([`Blocks`]): a sampled network whose weights and forward caches would take more
-//! than [`KEEP_LIMIT`] bytes is never held whole. Its forward pass draws block l's weights
+//! Memory ([`Blocks`], [`Memory`]): a streamed network is never held whole. Its forward pass draws block l's weights
 //! just before block l runs (the stream's draws in the same order as drawing the whole network
 //! first), saves the 32-byte generator state before them, and keeps only the streams `x_l`;
 //! every later pass regenerates block l's weights from the saved state and recomputes its
@@ -28,13 +27,14 @@
 //! accumulated in f64 in both precisions.
 
 use super::gemm::Real;
+pub use super::memory::Memory;
 use super::network::{self, BlockPass, Decomposition, Network};
 use super::norm::NormCache;
 use super::rng::Rng;
 use super::sample;
 use super::sampler;
 use super::sampling::McConfig;
-use crate::branch::{Block, Branch, Module};
+use crate::branch::{Branch, Module};
 use crate::metrics::{Metric, eff_depth};
 use crate::spec::{SkipScale, StackSpec};
 use crate::theory::paths::PathLengths;
@@ -155,39 +155,12 @@ impl Quantities {
     }
 }
 
-/// Bytes above which a sampled network is streamed rather than held whole (its weights and
-/// every block's forward cache, estimated by [`held_bytes`]): 64 MiB per network, so a run
-/// holds at most this much per thread; larger networks cost a second draw of their weights and
-/// a recomputed forward step per pass instead, and hold `O(d^2 r + L d n)` values.
-pub const KEEP_LIMIT: f64 = 64.0 * 1024.0 * 1024.0;
-
-/// Estimated bytes of a network of `spec` under `cfg` held whole in float type `T`: every
-/// weight matrix, plus per block its forward cache (the norms' outputs, the branch's inputs
-/// and hidden activations: `(4 + 2 r) d n` values for an MLP of hidden ratio r, `6 d n + 2 h
-/// n^2` for attention with h heads, `4 d n` for the rest).
-pub fn held_bytes<T: Real>(spec: &StackSpec, cfg: &McConfig) -> f64 {
-    let (d, n) = (cfg.model.branch.width as f64, cfg.model.branch.tokens as f64);
-    let h = sampler::hidden(cfg) as f64;
-    let per_block: f64 = (1..=spec.depth.min(2))
-        .map(|l| match cfg.block(l) {
-            Block::Linear => d * d + 4.0 * d * n,
-            Block::Mlp(_) => 2.0 * h * d + (4.0 * d + 2.0 * h) * n,
-            Block::Attention { .. } => {
-                4.0 * d * d + 6.0 * d * n + 2.0 * cfg.heads as f64 * n * n
-            }
-            Block::CrossAttention => 2.0 * d * d + 4.0 * d * n,
-        })
-        .sum::<f64>()
-        / spec.depth.clamp(1, 2) as f64;
-    spec.depth as f64 * per_block * std::mem::size_of::<T>() as f64
-}
-
 /// Where a measured network's blocks come from.
 enum Weights<'a, T: Real> {
     /// A network held whole (trained weights: [`crate::train::lens`]).
     Held(&'a Network<T>),
     /// Drawn from the network's stream: the generator saved before each block's draws, and
-    /// the branches themselves when the network is held ([`KEEP_LIMIT`]).
+    /// the branches themselves when the network is held ([`Memory`]).
     Drawn {
         spec: &'a StackSpec,
         cfg: &'a McConfig,
@@ -339,20 +312,6 @@ fn wide<T: Real>(m: &DMatrix<T>) -> Cow<'_, DMatrix<f64>> {
     }
 }
 
-/// Whether a sampled network is held whole or streamed ([`Blocks`]); the values are the same
-/// (`--memory`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
-pub enum Memory {
-    /// Held when [`held_bytes`] is within [`KEEP_LIMIT`], streamed otherwise (the default).
-    #[default]
-    Auto,
-    /// Every block's weights and forward cache kept.
-    Held,
-    /// Only the streams `x_l` kept; blocks regenerated per pass.
-    Streamed,
-}
-
 /// Samples a network's draws from `rng` under `cfg` and measures it in float type `T`, held
 /// or streamed as `memory` says (bit-identical either way).
 pub fn measure_drawn<T: Real>(
@@ -370,11 +329,7 @@ pub fn measure_drawn<T: Real>(
         saved: Vec::with_capacity(spec.depth),
         kept: Vec::new(),
     };
-    let keep = match memory {
-        Memory::Auto => held_bytes::<T>(spec, cfg) <= KEEP_LIMIT,
-        Memory::Held => true,
-        Memory::Streamed => false,
-    };
+    let keep = memory.holds::<T>(spec, cfg, 1);
     run(spec, cfg.eps, weights, input, keep, plan, rng)
 }
 

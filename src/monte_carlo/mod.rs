@@ -9,6 +9,7 @@
 
 pub mod gemm;
 pub mod measure;
+pub mod memory;
 pub mod network;
 pub mod norm;
 pub mod normal;
@@ -192,7 +193,13 @@ impl Engine for MonteCarlo<'_> {
             selected,
             path_max: self.cfg.path_max,
         };
-        let batch = (rayon::current_num_threads() * BATCH_PER_THREAD).max(1) as u64;
+        let threads = rayon::current_num_threads();
+        let batch = (threads * BATCH_PER_THREAD).max(1) as u64;
+        // Held or streamed, decided once per stack for the networks running at once.
+        let memory = match self.cfg.precision {
+            Precision::F64 => self.cfg.memory.resolve::<f64>(spec, self.cfg, threads),
+            Precision::F32 => self.cfg.memory.resolve::<f32>(spec, self.cfg, threads),
+        };
         let samples = self.cfg.samples as u64;
         let mut cols = Columns::with_capacity(self.cfg.samples);
         let mut start = 0;
@@ -201,7 +208,7 @@ impl Engine for MonteCarlo<'_> {
             let tables: Vec<Values> = (start..end)
                 .into_par_iter()
                 .map(|i| {
-                    let v = measure_network(spec, self.cfg, &mplan, i);
+                    let v = measure_network_with(spec, self.cfg, &mplan, i, memory);
                     self.progress.tick();
                     v
                 })

@@ -96,13 +96,7 @@ impl Decomposition {
         let ln = spec.norm == crate::spec::NormKind::Layer;
         let (alpha, lambda) = (pass.alpha, pass.lambda);
         let br_coef: Vec<f64> = (0..n)
-            .map(|t| {
-                lambda
-                    * pass
-                        .n_br
-                        .as_ref()
-                        .map_or(1.0, |c| c.inv_sigma[t].as_f64())
-            })
+            .map(|t| lambda * pass.n_br.as_ref().map_or(1.0, |c| c.inv_sigma[t].as_f64()))
             .collect();
         for c in self.coef.iter_mut() {
             c.iter_mut().for_each(|v| *v *= alpha);
@@ -212,7 +206,14 @@ impl<T: Real> Network<T> {
         let mut admin_omega: f64 = 1.0;
         for l in 1..=self.depth() {
             let x = &xs[l - 1];
-            let (pass, y) = step(&self.spec, self.eps, l, &self.branches[l - 1], x, admin_omega);
+            let (pass, y) = step(
+                &self.spec,
+                self.eps,
+                l,
+                &self.branches[l - 1],
+                x,
+                admin_omega,
+            );
             dec.advance(&self.spec, &pass);
             if self.spec.block(l).skip == SkipScale::AdminOmega {
                 admin_omega = next_admin_omega(x, &pass);
