@@ -155,7 +155,7 @@ with --dependency=afterok on the array). A failed task is resubmitted alone with
   normscope mc --preset pre,post --branch transformer --depth 24 --width 128 --tokens 16 --metrics corr
   normscope mc --preset deepnorm --depth 32 --metrics eff_depth --layers last --seed 3
   normscope mc --placements examples/placements/depth-mup.toml --preset depth-mup --depth 64 --layers last
-  normscope mc --preset pre --branch relu-mlp --width 512 --tokens 128 --depth 1000 --samples 4 --precision f32 --metrics grad_sq --layers last   # streamed: O(d^2 r + L d n) memory")]
+  normscope mc --preset pre,post --branch relu-mlp --depth 64 --width 128 --precision f32 --memory streamed --layers last")]
     Mc(McArgs),
     /// Closed form against Monte Carlo per metric and layer: difference, CI, allowance, status
     /// (agree, disagree, or uninformative when the allowance exceeds half the value), whether
