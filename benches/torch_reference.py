@@ -6,10 +6,13 @@ ratio 4; d = 512 width, n = 128 tokens, L = 32 blocks, 8 networks per preset; a 
 that records per-layer stream statistics (||x_l||^2, token correlation) and the per-token
 decomposition x_l = sum_j C_lj B_j (coefficients and branch weights), then one backward pass
 for a random output gradient giving grad_sq (per layer) and weight_grad_sq (last matrix of
-every block). float64, Xavier-normal weights, LayerNorm without affine, eps = 1e-5.
+every block). float64 (default) or float32 (--dtype), Xavier-normal weights, LayerNorm without
+affine, eps = 1e-5.
 
-Usage: torch_reference.py --threads T [--width 512 --tokens 128 --depth 32 --samples 8]
-Prints one JSON line: {"seconds": ..., "flops": ..., "torch": version, "threads": T}.
+Usage: torch_reference.py --threads T [--dtype float64|float32]
+                          [--width 512 --tokens 128 --depth 32 --samples 8]
+Prints one JSON line: {"seconds": ..., "flops": ..., "torch": version, "threads": T,
+"dtype": ...}.
 """
 import argparse
 import json
@@ -25,7 +28,7 @@ def layer_norm(z, eps):
     return zc * inv, inv
 
 
-def network(preset, d, n, depth, ratio, gen, eps):
+def network(preset, d, n, depth, ratio, gen, eps, dtype):
     h = ratio * d
     alpha, beta = 1.0, 1.0
     if preset == "deepnorm":
@@ -33,13 +36,13 @@ def network(preset, d, n, depth, ratio, gen, eps):
     std1 = math.sqrt(2.0 / (d + h)) * beta
     ws = []
     for _ in range(depth):
-        w1 = (torch.randn(h, d, generator=gen, dtype=torch.float64) * std1).requires_grad_()
-        w2 = (torch.randn(d, h, generator=gen, dtype=torch.float64) * std1).requires_grad_()
+        w1 = (torch.randn(h, d, generator=gen, dtype=dtype) * std1).requires_grad_()
+        w2 = (torch.randn(d, h, generator=gen, dtype=dtype) * std1).requires_grad_()
         ws.append((w1, w2))
-    x = torch.randn(n, d, generator=gen, dtype=torch.float64)
+    x = torch.randn(n, d, generator=gen, dtype=dtype)
     stats = []
     xs = [x.requires_grad_()]
-    coef = torch.ones(n, 1, dtype=torch.float64)          # C_{l,j} per token (n x sources)
+    coef = torch.ones(n, 1, dtype=dtype)                  # C_{l,j} per token (n x sources)
     sq = [(x.detach() ** 2).sum(-1)]                        # |B_j|^2 per token
     for l in range(depth):
         w1, w2 = ws[l]
@@ -49,11 +52,11 @@ def network(preset, d, n, depth, ratio, gen, eps):
         z = alpha * xp + b
         if preset == "pre":
             x = z
-            coef = torch.cat([coef, torch.ones(n, 1, dtype=torch.float64)], 1)
+            coef = torch.cat([coef, torch.ones(n, 1, dtype=dtype)], 1)
         else:
             x, inv = layer_norm(z, eps)
             inv = inv.detach()
-            coef = torch.cat([coef * alpha, torch.ones(n, 1, dtype=torch.float64)], 1) * inv
+            coef = torch.cat([coef * alpha, torch.ones(n, 1, dtype=dtype)], 1) * inv
         x.retain_grad()
         xs.append(x)
         with torch.no_grad():
@@ -65,7 +68,7 @@ def network(preset, d, n, depth, ratio, gen, eps):
             weights = (coef ** 2 * torch.stack(sq, 1)).sum(0) / e
             stats.append((e / (n * d), corr, coef.mean(0), weights))
     out = layer_norm(xs[-1], eps)[0] if preset == "pre" else xs[-1]
-    g = torch.randn(n, d, generator=gen, dtype=torch.float64)
+    g = torch.randn(n, d, generator=gen, dtype=dtype)
     (out * g).sum().backward()
     grad_sq = [float((x.grad ** 2).sum() / (n * d)) for x in xs[1:]]
     wgrad = [float((w2.grad ** 2).sum() / (n * d * d)) for _, w2 in ws]
@@ -79,17 +82,20 @@ def main():
     p.add_argument("--tokens", type=int, default=128)
     p.add_argument("--depth", type=int, default=32)
     p.add_argument("--samples", type=int, default=8)
+    p.add_argument("--dtype", choices=["float64", "float32"], default="float64")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     gen = torch.Generator().manual_seed(0)
     ratio = 4
+    dtype = getattr(torch, a.dtype)
     t0 = time.perf_counter()
     for preset in ["pre", "post", "deepnorm"]:
         for _ in range(a.samples):
-            network(preset, a.width, a.tokens, a.depth, ratio, gen, 1e-5)
+            network(preset, a.width, a.tokens, a.depth, ratio, gen, 1e-5, dtype)
     secs = time.perf_counter() - t0
     flops = 3 * a.samples * a.depth * 12 * ratio * a.width ** 2 * a.tokens
-    print(json.dumps({"seconds": secs, "flops": flops, "torch": torch.__version__, "threads": a.threads}))
+    print(json.dumps({"seconds": secs, "flops": flops, "torch": torch.__version__, "threads": a.threads,
+                      "dtype": a.dtype}))
 
 
 if __name__ == "__main__":

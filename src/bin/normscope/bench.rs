@@ -1,6 +1,7 @@
 //! `normscope bench`: the reference workload against plain PyTorch, in one run on the same
-//! machine, dtype (f64) and thread count, next to the machine's GEMM rate measured in the same
-//! run.
+//! machine, dtype (f64 and f32) and thread count, next to the machine's GEMM rates (the
+//! engine's kernel, matrixmultiply, and faer) measured in the same run, and the peak memory of
+//! one network against the issue's bound.
 //!
 //! Workload (issue "Monte Carlo engine"): presets pre, post, deepnorm; ReLU-MLP branch with
 //! hidden ratio 4; d = 512, n = 128 tokens, L = 32 blocks, 8 networks each; forward with
@@ -13,10 +14,41 @@ use normscope::engine::Plan;
 use normscope::layers::LayerSpec;
 use normscope::metrics::Metric;
 use normscope::model::RawModel;
-use normscope::monte_carlo::{self, McConfig, RawMc};
+use normscope::monte_carlo::gemm::{self, Real};
+use normscope::monte_carlo::{self, McConfig, Precision, RawMc};
 use normscope::{Error, Result};
 use rayon::prelude::*;
 use std::time::Instant;
+
+/// Issue 15's target: PyTorch eager time / normscope time in f32 at least this.
+pub const TARGET_F32_VS_TORCH: f64 = 2.0;
+/// Issue 15's target: PyTorch eager time / normscope time in f64 at least this.
+pub const TARGET_F64_VS_TORCH: f64 = 3.0;
+/// Issue 15's target: normscope's GFLOP/s at least this share of the better GEMM rate.
+pub const TARGET_GEMM_SHARE: f64 = 0.8;
+/// Issue 15's target: peak resident memory of one network at most this factor of
+/// `b (d^2 r + L d n)` bytes (b = 8 for f64, 4 for f32).
+pub const TARGET_MEMORY_FACTOR: f64 = 2.0;
+
+/// The workload's metrics (forward statistics, decomposition, backward).
+pub const METRICS: &str = "stream_sq,corr,coef,branch_weight,grad_sq,weight_grad_sq";
+
+/// Hidden ratio r of the workload's ReLU-MLP branch.
+pub const RATIO: usize = 4;
+
+/// Bytes as `12.3 MB` below a gigabyte, else `1.23 GB` (decimal units).
+pub fn size(bytes: f64) -> String {
+    if bytes < 1e9 {
+        format!("{:.1} MB", bytes / 1e6)
+    } else {
+        format!("{:.2} GB", bytes / 1e9)
+    }
+}
+
+/// `met` or `not met`.
+pub fn verdict(met: bool) -> &'static str {
+    if met { "met" } else { "not met" }
+}
 
 /// Workload size.
 #[derive(Clone, Copy, Debug)]
@@ -50,17 +82,54 @@ impl Workload {
     /// Nominal GEMM FLOPs of the whole workload (three presets).
     pub fn flops(&self) -> f64 {
         let (d, n) = (self.width as f64, self.tokens as f64);
-        3.0 * self.samples as f64 * self.depth as f64 * 12.0 * 4.0 * d * d * n
+        3.0 * self.samples as f64 * self.depth as f64 * 12.0 * RATIO as f64 * d * d * n
+    }
+
+    /// Depths of the memory measurement by default: the issue's 32, 256 and 1000 at the
+    /// reference size, small ones for `--quick`.
+    pub fn memory_depths(quick: bool) -> Vec<usize> {
+        if quick {
+            vec![2, 8, 32]
+        } else {
+            vec![32, 256, 1000]
+        }
     }
 }
 
-/// GFLOP/s of f64 GEMMs of the workload's shape `(4d x d)(d x n)`, one product stream per
-/// thread on `threads` threads at once (how the engine uses the cores).
-pub fn gemm_rate(w: Workload, threads: usize) -> f64 {
-    let (d, n) = (w.width, w.tokens);
-    let a = DMatrix::from_fn(4 * d, d, |i, j| ((i * 7 + j * 3) % 11) as f64 - 5.0);
-    let b = DMatrix::from_fn(d, n, |i, j| ((i + j * 5) % 13) as f64 - 6.0);
-    let reps = (2e10 / (8.0 * (d * d * n) as f64)).ceil().max(3.0) as usize;
+/// GEMM rates (GFLOP/s) of one precision at the workload's shape.
+#[derive(Clone, Copy, Debug)]
+pub struct GemmRates {
+    /// The engine's kernel: matrixmultiply's `dgemm`/`sgemm` through
+    /// [`normscope::monte_carlo::gemm::nn`].
+    pub engine: f64,
+    /// faer's `matmul` with `Par::Seq`.
+    pub faer: f64,
+}
+
+impl GemmRates {
+    /// The better of the two, with its name.
+    pub fn best(&self) -> (&'static str, f64) {
+        if self.faer > self.engine {
+            ("faer", self.faer)
+        } else {
+            ("matrixmultiply", self.engine)
+        }
+    }
+}
+
+/// GFLOP/s of `threads` threads at once, each running its own stream of `product` (one
+/// single-threaded product of `flops` FLOPs per call, returning a value to keep), for about
+/// `seconds` of wall time.
+fn stream_rate(
+    threads: usize,
+    seconds: f64,
+    flops: f64,
+    product: &(dyn Fn() -> f64 + Sync),
+) -> f64 {
+    let t = Instant::now();
+    std::hint::black_box(product());
+    let one = t.elapsed().as_secs_f64().max(1e-7);
+    let reps = ((seconds / one).ceil() as usize).max(3);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
@@ -69,16 +138,73 @@ pub fn gemm_rate(w: Workload, threads: usize) -> f64 {
     let sink: f64 = pool.install(|| {
         (0..threads)
             .into_par_iter()
-            .map(|_| (0..reps).map(|_| (&a * &b)[(0, 0)]).sum::<f64>())
+            .map(|_| (0..reps).map(|_| product()).sum::<f64>())
             .sum()
     });
     let secs = start.elapsed().as_secs_f64();
     std::hint::black_box(sink);
-    (threads * reps) as f64 * 2.0 * (4 * d * d * n) as f64 / secs / 1e9
+    (threads * reps) as f64 * flops / secs / 1e9
 }
 
-/// Runs the workload with normscope's Monte Carlo engine; returns seconds.
-pub fn normscope_seconds(w: Workload) -> Result<f64> {
+/// Operand value (i, j) of the left and right GEMM operands: small integers, exact in f32.
+fn lhs(i: usize, j: usize) -> f64 {
+    ((i * 7 + j * 3) % 11) as f64 - 5.0
+}
+fn rhs(i: usize, j: usize) -> f64 {
+    ((i + j * 5) % 13) as f64 - 6.0
+}
+
+/// The engine's kernel in type `T`.
+fn engine_rate<T: Real>(w: Workload, threads: usize, seconds: f64) -> f64 {
+    let (d, n) = (w.width, w.tokens);
+    let a = DMatrix::<T>::from_fn(RATIO * d, d, |i, j| T::of(lhs(i, j)));
+    let b = DMatrix::<T>::from_fn(d, n, |i, j| T::of(rhs(i, j)));
+    let flops = 2.0 * (RATIO * d * d * n) as f64;
+    stream_rate(threads, seconds, flops, &|| {
+        gemm::nn(&a, &b)[(0, 0)].as_f64()
+    })
+}
+
+/// faer's GEMM in the given float type (one sequential product per call).
+macro_rules! faer_rate {
+    ($t:ty, $w:expr, $threads:expr, $seconds:expr) => {{
+        let (d, n) = ($w.width, $w.tokens);
+        let a = faer::Mat::<$t>::from_fn(RATIO * d, d, |i, j| lhs(i, j) as $t);
+        let b = faer::Mat::<$t>::from_fn(d, n, |i, j| rhs(i, j) as $t);
+        let flops = 2.0 * (RATIO * d * d * n) as f64;
+        stream_rate($threads, $seconds, flops, &|| {
+            let mut c = faer::Mat::<$t>::zeros(RATIO * d, n);
+            faer::linalg::matmul::matmul(
+                c.as_mut(),
+                faer::Accum::Replace,
+                a.as_ref(),
+                b.as_ref(),
+                1.0,
+                faer::Par::Seq,
+            );
+            f64::from(c[(0, 0)])
+        })
+    }};
+}
+
+/// GEMM rates of the workload's shape `(4d x d)(d x n)` in `precision`, one single-threaded
+/// product stream per thread on `threads` threads at once (how the engine uses the cores);
+/// each kernel runs for about `seconds`.
+pub fn gemm_rates(w: Workload, threads: usize, precision: Precision, seconds: f64) -> GemmRates {
+    match precision {
+        Precision::F64 => GemmRates {
+            engine: engine_rate::<f64>(w, threads, seconds),
+            faer: faer_rate!(f64, w, threads, seconds),
+        },
+        Precision::F32 => GemmRates {
+            engine: engine_rate::<f32>(w, threads, seconds),
+            faer: faer_rate!(f32, w, threads, seconds),
+        },
+    }
+}
+
+/// Runs the workload with normscope's Monte Carlo engine in `precision`; returns seconds.
+pub fn normscope_seconds(w: Workload, precision: Precision) -> Result<f64> {
     let raw = RawModel {
         depth: w.depth,
         branch: "relu-mlp".into(),
@@ -90,10 +216,11 @@ pub fn normscope_seconds(w: Workload) -> Result<f64> {
         &raw,
         &RawMc {
             samples: w.samples,
+            precision,
             ..RawMc::default()
         },
     )?;
-    let metrics = Metric::parse_list("stream_sq,corr,coef,branch_weight,grad_sq,weight_grad_sq")?;
+    let metrics = Metric::parse_list(METRICS)?;
     let presets: Vec<String> = ["pre", "post", "deepnorm"].map(String::from).to_vec();
     let start = Instant::now();
     let engine = monte_carlo::MonteCarlo {
@@ -105,6 +232,157 @@ pub fn normscope_seconds(w: Workload) -> Result<f64> {
     let secs = start.elapsed().as_secs_f64();
     std::hint::black_box(rows);
     Ok(secs)
+}
+
+/// The issue's memory bound per network, `b (d^2 r + L d n)` bytes with `b` the precision's
+/// bytes per value: one block's weights plus every layer's stream.
+pub fn memory_formula_bytes(
+    d: usize,
+    n: usize,
+    depth: usize,
+    r: usize,
+    precision: Precision,
+) -> f64 {
+    precision.bytes() as f64 * ((d * d * r) as f64 + (depth * d * n) as f64)
+}
+
+/// Estimated peak bytes of one network of the CURRENT Monte Carlo engine (ReLU-MLP branch of
+/// hidden ratio `r`, width `d`, `n` tokens, `depth` blocks), used to refuse a memory probe that
+/// would not fit: the engine holds every block's two weights (`2 r d^2` values) and their
+/// gradients (as many), and per block the branch's hidden activations (`2 r d n`: before and
+/// after the ReLU) and about six `d x n` matrices (stream, branch output, norm caches, input
+/// gradient). Values are 8 bytes whatever `precision` is: the engine on this branch computes
+/// in f64 and does not yet read the precision. Replace this when the engine changes.
+pub fn engine_bytes_estimate(
+    d: usize,
+    n: usize,
+    depth: usize,
+    r: usize,
+    precision: Precision,
+) -> f64 {
+    let _ = precision;
+    let per_block = 4.0 * (r * d * d) as f64 + ((2 * r + 6) * d * n) as f64;
+    8.0 * depth as f64 * per_block
+}
+
+/// A `kB` field of `/proc/self/status` (or `/proc/meminfo`) in bytes.
+fn proc_kb(file: &str, field: &str) -> Result<f64> {
+    let text = std::fs::read_to_string(file).map_err(|e| Error::Io {
+        path: file.to_string(),
+        source: e,
+    })?;
+    text.lines()
+        .find_map(|l| {
+            let rest = l.strip_prefix(field)?.strip_prefix(':')?;
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .map(|kb| kb * 1024.0)
+        .ok_or_else(|| Error::Unsupported(format!("no {field} in {file}")))
+}
+
+/// The hidden `bench --memory-probe L`: samples and measures ONE network (preset post, the
+/// workload's branch, width, tokens and metrics, depth `depth`, `precision`) with
+/// [`monte_carlo::measure_network`] and prints, as one JSON line, the resident set before
+/// sampling (`baseline`, the binary itself), the high-water mark after (`hwm`), and their
+/// difference (`peak`), in bytes. The parent runs it with `RAYON_NUM_THREADS=1`.
+pub fn memory_probe(w: Workload, depth: usize, precision: Precision) -> Result<()> {
+    let baseline = proc_kb("/proc/self/status", "VmRSS")?;
+    let raw = RawModel {
+        depth,
+        branch: "relu-mlp".into(),
+        width: w.width,
+        tokens: w.tokens,
+        ..RawModel::default()
+    };
+    let cfg = McConfig::new(
+        &raw,
+        &RawMc {
+            samples: 2,
+            precision,
+            ..RawMc::default()
+        },
+    )?;
+    let spec = cfg.model.stack("post")?;
+    let plan = monte_carlo::measure::NetworkPlan {
+        metrics: Metric::parse_list(METRICS)?,
+        selected: vec![true; depth + 1],
+        path_max: cfg.path_max,
+    };
+    let values = monte_carlo::measure_network(&spec, &cfg, &plan, 0);
+    std::hint::black_box(values);
+    let hwm = proc_kb("/proc/self/status", "VmHWM")?;
+    println!(
+        "{}",
+        serde_json::json!({
+            "depth": depth,
+            "precision": precision.name(),
+            "baseline": baseline,
+            "hwm": hwm,
+            "peak": hwm - baseline,
+        })
+    );
+    Ok(())
+}
+
+/// The result of one memory measurement in the parent.
+#[derive(Clone, Debug)]
+pub enum Memory {
+    /// Peak bytes of the network (high-water mark minus the binary's own resident size).
+    Measured(f64),
+    /// Why it was not run.
+    Skipped(String),
+}
+
+/// Runs the memory probe for `depth` in a child process (Linux only), unless the current
+/// engine's estimate exceeds the available memory.
+pub fn memory_peak(w: Workload, quick: bool, depth: usize, precision: Precision) -> Result<Memory> {
+    if !cfg!(target_os = "linux") {
+        return Ok(Memory::Skipped("not measured on this OS".into()));
+    }
+    let estimate = engine_bytes_estimate(w.width, w.tokens, depth, RATIO, precision);
+    let available = proc_kb("/proc/meminfo", "MemAvailable")?;
+    if estimate > available {
+        return Ok(Memory::Skipped(format!(
+            "skipped: estimated {} > available {}",
+            size(estimate),
+            size(available)
+        )));
+    }
+    let exe = std::env::current_exe().map_err(|e| Error::Io {
+        path: "current executable".into(),
+        source: e,
+    })?;
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.args(["bench", "--memory-probe", &depth.to_string()])
+        .args(["--precision", precision.name()])
+        .env("RAYON_NUM_THREADS", "1");
+    if quick {
+        cmd.arg("--quick");
+    }
+    let out = cmd.output().map_err(|e| Error::Io {
+        path: exe.display().to_string(),
+        source: e,
+    })?;
+    if !out.status.success() {
+        return Ok(Memory::Skipped(format!(
+            "probe failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("no output")
+        )));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| Error::Unsupported(format!("unreadable output of the memory probe: {e}")))?;
+    v["peak"]
+        .as_f64()
+        .map(Memory::Measured)
+        .ok_or_else(|| Error::Unsupported("no peak in the memory probe's output".into()))
 }
 
 /// Runs `python script args...` and parses its standard output as one JSON value; `what`
@@ -136,14 +414,21 @@ pub fn python_json(
         .map_err(|e| Error::Unsupported(format!("unreadable output of {what}: {e}")))
 }
 
-/// Runs `benches/torch_reference.py` with `python`; returns seconds and the torch version.
+/// Runs `benches/torch_reference.py` with `python` in `precision`'s dtype; returns seconds and
+/// the torch version.
 pub fn torch_seconds(
     python: &str,
     script: &std::path::Path,
     w: Workload,
     threads: usize,
+    precision: Precision,
 ) -> Result<(f64, String)> {
+    let dtype = match precision {
+        Precision::F64 => "float64",
+        Precision::F32 => "float32",
+    };
     let mut args = vec!["--threads".to_string(), threads.to_string()];
+    args.extend(["--dtype".to_string(), dtype.to_string()]);
     for (flag, v) in [
         ("--width", w.width),
         ("--tokens", w.tokens),

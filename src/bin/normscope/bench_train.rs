@@ -175,6 +175,10 @@ pub fn torch_seconds(
     })
 }
 
+/// Issue 15's target: normscope's training steps per second at least this multiple of
+/// PyTorch eager's.
+pub const TARGET_TRAIN_VS_TORCH: f64 = 2.0;
+
 /// Runs `normscope bench --train`.
 pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
     let w = if a.quick {
@@ -208,7 +212,11 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
             "pytorch {} eager: {} steps in {:.2} s: {theirs_rate:.1} steps/s",
             t.version, t.steps, t.seconds
         );
-        println!("ratio normscope / pytorch: {:.2}x", ours_rate / theirs_rate);
+        let ratio = ours_rate / theirs_rate;
+        println!(
+            "ratio normscope / pytorch: {ratio:.2}x (target >= {TARGET_TRAIN_VS_TORCH:.1}x: {})",
+            crate::bench::verdict(ratio >= TARGET_TRAIN_VS_TORCH)
+        );
     }
     Ok(())
 }

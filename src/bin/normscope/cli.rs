@@ -423,6 +423,16 @@ pub struct BenchArgs {
     /// between --quick and the full run).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Only this precision (f64 or f32): GEMM rates, normscope, PyTorch in the same dtype, and
+    /// memory; both if absent.
+    #[arg(long, value_enum)]
+    pub precision: Option<Precision>,
+    /// Depths L of the peak-memory measurement (one network each, in a child process).
+    #[arg(long, value_delimiter = ',', value_name = "L,...")]
+    pub memory_depths: Vec<usize>,
+    /// Internal: sample and measure one network of depth L and print its peak memory as JSON.
+    #[arg(long, value_name = "L", hide = true)]
+    pub memory_probe: Option<usize>,
 }
 
 /// `normscope expand`.

@@ -11,6 +11,7 @@ mod train;
 use clap::Parser;
 use cli::{Cli, Command, ReproduceArgs};
 use normscope::model::{RawModel, TheoryConfig};
+use normscope::monte_carlo::Precision;
 use normscope::output::{atomic, table};
 use normscope::symbolic::Subs;
 use normscope::symbolic::render;
@@ -83,33 +84,105 @@ fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
     if let Some(n) = a.shards {
         return bench_shards::bench(n, a.nodes, a.quick, a.config.as_deref(), &a.analyses);
     }
-    use bench::Workload;
+    use bench::{Memory, Workload};
     let w = if a.quick {
         Workload::QUICK
     } else {
         Workload::REFERENCE
     };
+    let precisions: Vec<Precision> = match a.precision {
+        Some(p) => vec![p],
+        None => Precision::ALL.to_vec(),
+    };
+    if let Some(depth) = a.memory_probe {
+        return bench::memory_probe(w, depth, a.precision.unwrap_or_default());
+    }
+    let depths = if a.memory_depths.is_empty() {
+        Workload::memory_depths(a.quick)
+    } else {
+        a.memory_depths.clone()
+    };
     let threads = rayon::current_num_threads();
     eprintln!(
-        "workload: pre, post, deepnorm x {} networks; relu-mlp (ratio 4), d = {}, n = {}, L = {}; f64, {threads} threads",
-        w.samples, w.width, w.tokens, w.depth
+        "workload: pre, post, deepnorm x {} networks; relu-mlp (ratio {}), d = {}, n = {}, L = {}; {}; {threads} threads",
+        w.samples,
+        bench::RATIO,
+        w.width,
+        w.tokens,
+        w.depth,
+        precisions
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(" and ")
     );
-    let gemm = bench::gemm_rate(w, threads);
-    let ours = bench::normscope_seconds(w)?;
     let gf = w.flops() / 1e9;
-    println!("gemm rate (this machine, {threads} threads): {gemm:.1} GFLOP/s");
-    println!(
-        "normscope: {ours:.2} s, {:.1} GFLOP/s ({:.0}% of the GEMM rate)",
-        gf / ours,
-        100.0 * gf / ours / gemm
-    );
-    if !a.no_torch {
-        let (theirs, version) = bench::torch_seconds(&a.python, &a.script, w, threads)?;
+    let gemm_seconds = if a.quick { 0.2 } else { 2.0 };
+    for &p in &precisions {
+        let name = p.name();
+        let target = match p {
+            Precision::F64 => bench::TARGET_F64_VS_TORCH,
+            Precision::F32 => bench::TARGET_F32_VS_TORCH,
+        };
+        println!("== {name} ==");
+        let g = bench::gemm_rates(w, threads, p, gemm_seconds);
+        let (best_name, best) = g.best();
         println!(
-            "pytorch {version} (eager, autograd): {theirs:.2} s, {:.1} GFLOP/s",
-            gf / theirs
+            "gemm rate ({name}, {threads} threads, one product stream per thread): matrixmultiply {:.1} GFLOP/s, faer {:.1} GFLOP/s, better: {best_name} {best:.1} GFLOP/s",
+            g.engine, g.faer
         );
-        println!("ratio pytorch / normscope: {:.2}x", theirs / ours);
+        let ours = bench::normscope_seconds(w, p)?;
+        let share = gf / ours / best;
+        println!(
+            "normscope ({name}): {ours:.2} s, {:.1} GFLOP/s, {:.0}% of the better GEMM rate (target >= {:.0}%: {})",
+            gf / ours,
+            100.0 * share,
+            100.0 * bench::TARGET_GEMM_SHARE,
+            bench::verdict(share >= bench::TARGET_GEMM_SHARE)
+        );
+        if a.no_torch {
+            println!(
+                "ratio pytorch / normscope ({name}): not measured (--no-torch) (target >= {target:.1}x)"
+            );
+        } else {
+            let (theirs, version) = bench::torch_seconds(&a.python, &a.script, w, threads, p)?;
+            println!(
+                "pytorch {version} ({name}, eager, autograd): {theirs:.2} s, {:.1} GFLOP/s",
+                gf / theirs
+            );
+            let ratio = theirs / ours;
+            println!(
+                "ratio pytorch / normscope ({name}): {ratio:.2}x (target >= {target:.1}x: {})",
+                bench::verdict(ratio >= target)
+            );
+        }
+        println!(
+            "peak memory of one network ({name}; post, relu-mlp r = {}, d = {}, n = {}; 1 thread) against {} (d^2 r + L d n) bytes:",
+            bench::RATIO,
+            w.width,
+            w.tokens,
+            p.bytes()
+        );
+        for &depth in &depths {
+            let bound = bench::memory_formula_bytes(w.width, w.tokens, depth, bench::RATIO, p);
+            match bench::memory_peak(w, a.quick, depth, p)? {
+                Memory::Measured(peak) => {
+                    let ratio = peak / bound;
+                    println!(
+                        "  memory L = {depth} ({name}): peak {}, formula {}, ratio {ratio:.2}x (target <= {:.1}x: {})",
+                        bench::size(peak),
+                        bench::size(bound),
+                        bench::TARGET_MEMORY_FACTOR,
+                        bench::verdict(ratio <= bench::TARGET_MEMORY_FACTOR)
+                    );
+                }
+                Memory::Skipped(why) => println!(
+                    "  memory L = {depth} ({name}): {why}; formula {} (target <= {:.1}x)",
+                    bench::size(bound),
+                    bench::TARGET_MEMORY_FACTOR
+                ),
+            }
+        }
     }
     Ok(())
 }

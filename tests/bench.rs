@@ -1,0 +1,111 @@
+//! `normscope bench --quick --no-torch`: every line is printed (both precisions, the issue's
+//! targets from their constants, the memory lines or their skip reason). No time is asserted.
+
+use std::process::Command;
+
+fn bench(args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_normscope"))
+        .args(["bench", "--quick", "--no-torch"])
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("binary runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).expect("utf-8")
+}
+
+fn has(out: &str, needles: &[&str]) -> bool {
+    out.lines().any(|l| needles.iter().all(|n| l.contains(n)))
+}
+
+#[test]
+fn quick_bench_prints_every_line_for_both_precisions() {
+    let out = bench(&[]);
+    for (p, torch_target) in [("f64", "3.0x"), ("f32", "2.0x")] {
+        assert!(out.contains(&format!("== {p} ==")), "{out}");
+        assert!(
+            has(
+                &out,
+                &[
+                    &format!("gemm rate ({p}"),
+                    "matrixmultiply",
+                    "faer",
+                    "better: "
+                ]
+            ),
+            "{p}: {out}"
+        );
+        assert!(
+            has(
+                &out,
+                &[
+                    &format!("normscope ({p})"),
+                    "GFLOP/s",
+                    "of the better GEMM rate",
+                    "target >= 80%"
+                ]
+            ),
+            "{p}: {out}"
+        );
+        assert!(
+            has(
+                &out,
+                &[
+                    &format!("ratio pytorch / normscope ({p})"),
+                    "not measured (--no-torch)",
+                    &format!("target >= {torch_target}")
+                ]
+            ),
+            "{p}: {out}"
+        );
+        assert!(
+            has(&out, &[&format!("peak memory of one network ({p}")]),
+            "{p}: {out}"
+        );
+        for depth in [2, 8, 32] {
+            let line = format!("memory L = {depth} ({p}):");
+            let measured = has(
+                &out,
+                &[&line, "peak", "formula", "ratio", "target <= 2.0x: "],
+            );
+            let skipped = has(&out, &[&line, "target <= 2.0x"])
+                && (has(&out, &[&line, "skipped: estimated"])
+                    || has(&out, &[&line, "not measured on this OS"]));
+            assert!(measured || skipped, "{line}: {out}");
+        }
+    }
+}
+
+#[test]
+fn one_precision_and_chosen_memory_depths() {
+    let out = bench(&["--precision", "f32", "--memory-depths", "3"]);
+    assert!(
+        out.contains("== f32 ==") && !out.contains("== f64 =="),
+        "{out}"
+    );
+    assert!(out.contains("memory L = 3 (f32):"), "{out}");
+    assert!(!out.contains("memory L = 8"), "{out}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn memory_probe_prints_json() {
+    let o = Command::new(env!("CARGO_BIN_EXE_normscope"))
+        .args([
+            "bench",
+            "--quick",
+            "--memory-probe",
+            "2",
+            "--precision",
+            "f64",
+        ])
+        .env("RAYON_NUM_THREADS", "1")
+        .output()
+        .expect("binary runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["depth"], 2);
+    assert_eq!(v["precision"], "f64");
+    assert!(v["peak"].as_f64().unwrap() >= 0.0);
+    assert!(v["hwm"].as_f64().unwrap() >= v["baseline"].as_f64().unwrap());
+}
