@@ -39,7 +39,7 @@ fn quick_bench_prints_every_line_for_both_precisions() {
             has(
                 &out,
                 &[
-                    &format!("normscope ({p})"),
+                    &format!("normscope's products ({p}"),
                     "GFLOP/s",
                     "of the better GEMM rate",
                     "target >= 80%"
@@ -59,7 +59,12 @@ fn quick_bench_prints_every_line_for_both_precisions() {
             "{p}: {out}"
         );
         assert!(
-            has(&out, &[&format!("peak memory of one network ({p}")]),
+            has(
+                &out,
+                &[&format!(
+                    "peak memory of one streamed network (--memory streamed; {p}"
+                )]
+            ),
             "{p}: {out}"
         );
         for depth in [2, 8, 32] {

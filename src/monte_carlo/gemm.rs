@@ -5,6 +5,8 @@
 //! for the blocked kernel at the workload's shape (2048 x 512 x 128, one core).
 
 use nalgebra::{DMatrix, Dim, Matrix, RealField, Storage};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
 
 /// The float type of the sampled networks: f64 (the default, for exact comparisons) or f32.
 /// Pointwise nonlinearities and statistics go through f64 ([`Real::as_f64`]); matrix
@@ -132,6 +134,30 @@ impl Real for f32 {
     }
 }
 
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static FLOPS: AtomicU64 = AtomicU64::new(0);
+static NANOS: AtomicU64 = AtomicU64::new(0);
+
+/// FLOPs (`2 m k n` per product) and seconds spent inside [`mul`], summed over every thread
+/// since [`count_products`] started counting (`normscope bench`: the engine's rate in its
+/// products, against the machine's GEMM rate).
+pub fn product_totals() -> (f64, f64) {
+    (
+        FLOPS.load(Ordering::Relaxed) as f64,
+        NANOS.load(Ordering::Relaxed) as f64 * 1e-9,
+    )
+}
+
+/// Starts (and zeroes) or stops counting the products of [`mul`]. Off by default: a product
+/// then costs one relaxed atomic load more.
+pub fn count_products(on: bool) {
+    if on {
+        FLOPS.store(0, Ordering::Relaxed);
+        NANOS.store(0, Ordering::Relaxed);
+    }
+    COUNTING.store(on, Ordering::Relaxed);
+}
+
 /// `op(a) * op(b)` where `op` transposes when the flag is set.
 pub fn mul<T: Real>(a: &DMatrix<T>, ta: bool, b: &DMatrix<T>, tb: bool) -> DMatrix<T> {
     let (ar, ac) = if ta {
@@ -160,6 +186,7 @@ pub fn mul<T: Real>(a: &DMatrix<T>, ta: bool, b: &DMatrix<T>, tb: bool) -> DMatr
     } else {
         (1, b.nrows() as isize)
     };
+    let start = COUNTING.load(Ordering::Relaxed).then(Instant::now);
     // SAFETY: the pointers address a.len(), b.len() and c.len() values; the shapes and
     // strides above keep every index inside them, and c does not alias a or b.
     unsafe {
@@ -177,6 +204,10 @@ pub fn mul<T: Real>(a: &DMatrix<T>, ta: bool, b: &DMatrix<T>, tb: bool) -> DMatr
             1,
             ar as isize,
         );
+    }
+    if let Some(t) = start {
+        FLOPS.fetch_add(2 * (ar * ac * bc) as u64, Ordering::Relaxed);
+        NANOS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
     c
 }

@@ -16,6 +16,7 @@ use normscope::metrics::Metric;
 use normscope::model::RawModel;
 use normscope::monte_carlo::gemm::{self, Real};
 use normscope::monte_carlo::{self, McConfig, Precision, RawMc};
+use normscope::spec::StackSpec;
 use normscope::{Error, Result};
 use rayon::prelude::*;
 use std::time::Instant;
@@ -204,7 +205,7 @@ pub fn gemm_rates(w: Workload, threads: usize, precision: Precision, seconds: f6
 }
 
 /// Runs the workload with normscope's Monte Carlo engine in `precision`; returns seconds.
-pub fn normscope_seconds(w: Workload, precision: Precision) -> Result<f64> {
+pub fn normscope_seconds(w: Workload, precision: Precision) -> Result<EngineRun> {
     let raw = RawModel {
         depth: w.depth,
         branch: "relu-mlp".into(),
@@ -222,16 +223,48 @@ pub fn normscope_seconds(w: Workload, precision: Precision) -> Result<f64> {
     )?;
     let metrics = Metric::parse_list(METRICS)?;
     let presets: Vec<String> = ["pre", "post", "deepnorm"].map(String::from).to_vec();
-    let start = Instant::now();
     let engine = monte_carlo::MonteCarlo {
         cfg: &cfg,
         progress: &(),
     };
     let plan = Plan::new(&metrics, LayerSpec::All);
-    let rows = normscope::tables::rows(&engine, &cfg.model, &presets, &plan, &mut Vec::new())?;
-    let secs = start.elapsed().as_secs_f64();
-    std::hint::black_box(rows);
-    Ok(secs)
+    gemm::count_products(true);
+    let start = Instant::now();
+    let rows = normscope::tables::rows(&engine, &cfg.model, &presets, &plan, &mut Vec::new());
+    let seconds = start.elapsed().as_secs_f64();
+    gemm::count_products(false);
+    std::hint::black_box(rows?);
+    let (flops, product_seconds) = gemm::product_totals();
+    Ok(EngineRun {
+        seconds,
+        flops,
+        product_seconds,
+    })
+}
+
+/// One timed run of the engine on the workload.
+#[derive(Clone, Copy, Debug)]
+pub struct EngineRun {
+    /// Wall time of the whole run.
+    pub seconds: f64,
+    /// FLOPs the engine's products performed (`2 m k n` each; the held engine skips the
+    /// gradients of the first MLP matrix, which nothing reads: 10 of the nominal 12 units).
+    pub flops: f64,
+    /// Seconds spent inside products, summed over threads.
+    pub product_seconds: f64,
+}
+
+impl EngineRun {
+    /// GFLOP/s of the products while they ran, over `threads` threads: the rate of the
+    /// engine's GEMM-dominated phases, comparable with [`gemm_rates`].
+    pub fn product_rate(&self, threads: usize) -> f64 {
+        self.flops / (self.product_seconds / threads as f64) / 1e9
+    }
+
+    /// Share of the wall time spent in products (per thread).
+    pub fn product_share(&self, threads: usize) -> f64 {
+        self.product_seconds / threads as f64 / self.seconds
+    }
 }
 
 /// The memory bound per network, `b (d^2 r + L d n)` bytes with `b` the precision's
@@ -246,23 +279,38 @@ pub fn memory_formula_bytes(
     precision.bytes() as f64 * ((d * d * r) as f64 + (depth * d * n) as f64)
 }
 
-/// Estimated peak bytes of one network of the CURRENT Monte Carlo engine (ReLU-MLP branch of
-/// hidden ratio `r`, width `d`, `n` tokens, `depth` blocks), used to refuse a memory probe that
-/// would not fit: the engine holds every block's two weights (`2 r d^2` values) and their
-/// gradients (as many), and per block the branch's hidden activations (`2 r d n`: before and
-/// after the ReLU) and about six `d x n` matrices (stream, branch output, norm caches, input
-/// gradient). Values are 8 bytes whatever `precision` is: the engine on this branch computes
-/// in f64 and does not yet read the precision. Replace this when the engine changes.
-pub fn engine_bytes_estimate(
-    d: usize,
-    n: usize,
-    depth: usize,
-    r: usize,
-    precision: Precision,
-) -> f64 {
-    let _ = precision;
-    let per_block = 4.0 * (r * d * d) as f64 + ((2 * r + 6) * d * n) as f64;
-    8.0 * depth as f64 * per_block
+/// The memory probe's network: preset post, the workload's branch, width and tokens, depth
+/// `depth`, in `precision`, streamed (`--memory streamed`: the bounded mode the target is
+/// about; `--memory auto` holds networks that fit in memory, for speed).
+fn probe_config(w: Workload, depth: usize, precision: Precision) -> Result<(McConfig, StackSpec)> {
+    let raw = RawModel {
+        depth,
+        branch: "relu-mlp".into(),
+        width: w.width,
+        tokens: w.tokens,
+        ..RawModel::default()
+    };
+    let cfg = McConfig::new(
+        &raw,
+        &RawMc {
+            samples: 2,
+            precision,
+            memory: monte_carlo::Memory::Streamed,
+            ..RawMc::default()
+        },
+    )?;
+    let spec = cfg.model.stack("post")?;
+    Ok((cfg, spec))
+}
+
+/// Estimated peak bytes of the probe's streamed network
+/// ([`monte_carlo::memory::streamed_bytes`]), used to refuse a probe that would not fit.
+pub fn engine_bytes_estimate(w: Workload, depth: usize, precision: Precision) -> Result<f64> {
+    let (cfg, spec) = probe_config(w, depth, precision)?;
+    Ok(match precision {
+        Precision::F64 => monte_carlo::memory::streamed_bytes::<f64>(&spec, &cfg),
+        Precision::F32 => monte_carlo::memory::streamed_bytes::<f32>(&spec, &cfg),
+    })
 }
 
 /// A `kB` field of `/proc/self/status` (or `/proc/meminfo`) in bytes.
@@ -284,29 +332,14 @@ fn proc_kb(file: &str, field: &str) -> Result<f64> {
         .ok_or_else(|| Error::Unsupported(format!("no {field} in {file}")))
 }
 
-/// The hidden `bench --memory-probe L`: samples and measures ONE network (preset post, the
-/// workload's branch, width, tokens and metrics, depth `depth`, `precision`) with
+/// The hidden `bench --memory-probe L`: samples and measures ONE streamed network
+/// ([`probe_config`]) with the workload's metrics, with
 /// [`monte_carlo::measure_network`] and prints, as one JSON line, the resident set before
 /// sampling (`baseline`, the binary itself), the high-water mark after (`hwm`), and their
 /// difference (`peak`), in bytes. The parent runs it with `RAYON_NUM_THREADS=1`.
 pub fn memory_probe(w: Workload, depth: usize, precision: Precision) -> Result<()> {
     let baseline = proc_kb("/proc/self/status", "VmRSS")?;
-    let raw = RawModel {
-        depth,
-        branch: "relu-mlp".into(),
-        width: w.width,
-        tokens: w.tokens,
-        ..RawModel::default()
-    };
-    let cfg = McConfig::new(
-        &raw,
-        &RawMc {
-            samples: 2,
-            precision,
-            ..RawMc::default()
-        },
-    )?;
-    let spec = cfg.model.stack("post")?;
+    let (cfg, spec) = probe_config(w, depth, precision)?;
     let plan = monte_carlo::measure::NetworkPlan {
         metrics: Metric::parse_list(METRICS)?,
         selected: vec![true; depth + 1],
@@ -343,7 +376,7 @@ pub fn memory_peak(w: Workload, quick: bool, depth: usize, precision: Precision)
     if !cfg!(target_os = "linux") {
         return Ok(Memory::Skipped("not measured on this OS".into()));
     }
-    let estimate = engine_bytes_estimate(w.width, w.tokens, depth, RATIO, precision);
+    let estimate = engine_bytes_estimate(w, depth, precision)?;
     let available = proc_kb("/proc/meminfo", "MemAvailable")?;
     if estimate > available {
         return Ok(Memory::Skipped(format!(
