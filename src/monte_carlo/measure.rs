@@ -469,11 +469,7 @@ fn run<T: Real>(
 
 /// A standard normal d x n matrix in `T` (drawn in f64).
 fn gaussian<T: Real>(rng: &mut Rng, d: usize, n: usize) -> DMatrix<T> {
-    let g = sample::gaussian(rng, d, n);
-    match (&g as &dyn std::any::Any).downcast_ref::<DMatrix<T>>() {
-        Some(x) => x.clone(),
-        None => g.map(T::of),
-    }
+    sampler::into_real(sample::gaussian(rng, d, n))
 }
 
 /// `merge_error` at the selected interior layers: block l+1's branch on its own input and on
@@ -526,7 +522,7 @@ fn output_change<T: Real>(
             .weights()
             .iter()
             .zip(&blocks.stds[l - 1])
-            .map(|(w, s)| (sample::gaussian(rng, w.nrows(), w.ncols()) * *s).map(T::of))
+            .map(|(w, s)| sampler::into_real(sample::gaussian(rng, w.nrows(), w.ncols()) * *s))
             .collect();
         let (s, b) = network::block_jvp(&branch, &pass, t.as_ref(), Some(&dw));
         let next = match s {

@@ -33,7 +33,7 @@ pub fn draw_inputs<T: Real>(cfg: &McConfig, rng: &mut Rng) -> (DMatrix<T>, Optio
     let m = &cfg.model;
     let (d, n) = (m.branch.width, m.branch.tokens);
     let (q0, c0) = (m.inputs.q0, m.inputs.c0);
-    let input = sample::tokens(rng, d, n, q0, c0).map(T::of);
+    let input = into_real::<T>(sample::tokens(rng, d, n, q0, c0));
     let memory_mean = (cfg.block(1) == Block::CrossAttention).then(|| {
         let mem = sample::tokens(rng, d, n, q0, c0);
         mem.column_mean().map(T::of)
@@ -55,7 +55,7 @@ pub fn draw_block<T: Real>(
     let d = m.branch.width;
     let beta = spec.beta.unwrap_or(1.0);
     let init = cfg.init();
-    let cast = |x: DMatrix<f64>| x.map(T::of);
+    let cast = into_real::<T>;
     let gain_scale = match m.branch.gain {
         Some(g) => {
             let unit = cfg.proxy_model(l).nominal_gain;
@@ -108,6 +108,19 @@ pub fn draw_block<T: Real>(
         }
     };
     (b, s)
+}
+
+/// `m` in float type `T`: moved as it is for f64 (no copy: a streamed network's peak memory
+/// holds one block's matrices once), rounded entry by entry for f32.
+pub fn into_real<T: Real>(m: DMatrix<f64>) -> DMatrix<T> {
+    let boxed: Box<dyn std::any::Any> = Box::new(m);
+    match boxed.downcast::<DMatrix<T>>() {
+        Ok(same) => *same,
+        Err(other) => other
+            .downcast::<DMatrix<f64>>()
+            .expect("an f64 matrix")
+            .map(T::of),
+    }
 }
 
 /// Hidden width of an MLP branch: `round(hidden_ratio d)`, at least 1.
