@@ -204,23 +204,33 @@ pub fn gemm_rates(w: Workload, threads: usize, precision: Precision, seconds: f6
     }
 }
 
-/// Runs the workload with normscope's Monte Carlo engine in `precision`; returns seconds.
-pub fn normscope_seconds(w: Workload, precision: Precision) -> Result<EngineRun> {
+/// The workload's Monte Carlo configuration at `depth` with `samples` networks.
+fn workload_config(
+    w: Workload,
+    depth: usize,
+    samples: usize,
+    precision: Precision,
+    memory: monte_carlo::Memory,
+) -> Result<McConfig> {
     let raw = RawModel {
-        depth: w.depth,
+        depth,
         branch: "relu-mlp".into(),
         width: w.width,
         tokens: w.tokens,
         ..RawModel::default()
     };
-    let cfg = McConfig::new(
-        &raw,
-        &RawMc {
-            samples: w.samples,
-            precision,
-            ..RawMc::default()
-        },
-    )?;
+    let mc = RawMc {
+        samples,
+        precision,
+        memory,
+        ..RawMc::default()
+    };
+    McConfig::new(&raw, &mc)
+}
+
+/// Runs the workload with normscope's Monte Carlo engine in `precision`; returns seconds.
+pub fn normscope_seconds(w: Workload, precision: Precision) -> Result<EngineRun> {
+    let cfg = workload_config(w, w.depth, w.samples, precision, monte_carlo::Memory::Auto)?;
     let metrics = Metric::parse_list(METRICS)?;
     let presets: Vec<String> = ["pre", "post", "deepnorm"].map(String::from).to_vec();
     let engine = monte_carlo::MonteCarlo {
@@ -283,22 +293,7 @@ pub fn memory_formula_bytes(
 /// `depth`, in `precision`, streamed (`--memory streamed`: the bounded mode the target is
 /// about; `--memory auto` holds networks that fit in memory, for speed).
 fn probe_config(w: Workload, depth: usize, precision: Precision) -> Result<(McConfig, StackSpec)> {
-    let raw = RawModel {
-        depth,
-        branch: "relu-mlp".into(),
-        width: w.width,
-        tokens: w.tokens,
-        ..RawModel::default()
-    };
-    let cfg = McConfig::new(
-        &raw,
-        &RawMc {
-            samples: 2,
-            precision,
-            memory: monte_carlo::Memory::Streamed,
-            ..RawMc::default()
-        },
-    )?;
+    let cfg = workload_config(w, depth, 2, precision, monte_carlo::Memory::Streamed)?;
     let spec = cfg.model.stack("post")?;
     Ok((cfg, spec))
 }
