@@ -94,7 +94,8 @@ fn activation_floats(cfg: &McConfig, l: usize) -> u128 {
     5 * d * n + own
 }
 
-/// Peak bytes of one sampled network of depth `depth` measuring `metrics`.
+/// Peak bytes of one network of depth `depth` held whole in f64 with every gradient (the
+/// training engine's model; the Monte Carlo engine's is [`mc_network_bytes`]).
 pub fn network_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric]) -> u128 {
     let (d, n, _) = sizes(cfg);
     let depth = (depth as u128).min(1 << 40);
@@ -125,6 +126,48 @@ pub fn network_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric]) -> u128 {
     F64.saturating_mul(floats)
 }
 
+/// Floats of one sampled network as the Monte Carlo engine keeps it
+/// ([`crate::monte_carlo::Memory`]): `held`, every block's weights and forward cache;
+/// streamed, one block regenerated at a time (counted twice: the block and the transient
+/// matrices of its pass). Both keep the streams `x_0..x_L`, the input's token covariance, the
+/// tangents of the exact path polynomial, and during the backward pass one gradient and one
+/// block's last weight gradient (the engine reduces each to its squared norm as it goes).
+pub fn mc_network_floats(cfg: &McConfig, depth: usize, metrics: &[Metric], held: bool) -> u128 {
+    let (d, n, _) = sizes(cfg);
+    let depth = (depth as u128).min(1 << 40);
+    let stream = (depth + 1) * d * n;
+    let (odd, even) = (depth.div_ceil(2), depth / 2);
+    let per_depth = |f: fn(&McConfig, usize) -> u128| {
+        odd.saturating_mul(f(cfg, 1))
+            .saturating_add(even.saturating_mul(f(cfg, 2)))
+    };
+    let block = |l| weight_floats(cfg, l).saturating_add(activation_floats(cfg, l));
+    let blocks = if held {
+        per_depth(weight_floats).saturating_add(per_depth(activation_floats))
+    } else {
+        block(1).max(block(2)).saturating_mul(2)
+    };
+    let needs = Metric::needs(metrics);
+    let mut floats = blocks.saturating_add(stream).saturating_add(2 * n * n);
+    if needs.backward {
+        let grad = weight_floats(cfg, 1).max(weight_floats(cfg, 2));
+        floats = floats.saturating_add(grad).saturating_add(2 * d * n);
+    }
+    if needs.paths && depth <= cfg.path_max as u128 {
+        floats = floats.saturating_add(stream.saturating_mul(2));
+    }
+    floats
+}
+
+/// Peak bytes of one sampled network in the engine's memory mode and precision: held or
+/// streamed as [`crate::monte_carlo::Memory::holds`] decides for the networks running at once.
+pub fn mc_network_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric]) -> u128 {
+    let size = cfg.precision.bytes() as u128;
+    let concurrent = rayon::current_num_threads().min(cfg.samples).max(1);
+    let held = cfg.memory.holds(cfg, depth, metrics, concurrent);
+    size.saturating_mul(mc_network_floats(cfg, depth, metrics, held))
+}
+
 /// Peak bytes of a Monte Carlo run of one stack: the networks in flight (one per thread), the
 /// per-network tables of one batch, and one f64 per network and row for the estimator (`rows`
 /// per network, an upper bound).
@@ -132,7 +175,7 @@ pub fn mc_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric], rows: u128) ->
     let threads = rayon::current_num_threads().min(cfg.samples).max(1) as u128;
     let batch = (threads * crate::monte_carlo::BATCH_PER_THREAD as u128).min(cfg.samples as u128);
     // Saturating: a sum beyond u128 is refused like any other that does not fit.
-    network_bytes(cfg, depth, metrics)
+    mc_network_bytes(cfg, depth, metrics)
         .saturating_mul(threads)
         .saturating_add(batch.saturating_mul(rows).saturating_mul(TABLE_ENTRY))
         .saturating_add(
@@ -150,7 +193,11 @@ pub fn check_mc(cfg: &McConfig, depth: usize, metrics: &[Metric], rows: u128) ->
             "Monte Carlo at width {}, {} tokens, depth {depth}, {} networks",
             cfg.model.branch.width, cfg.model.branch.tokens, cfg.samples
         ),
-        "--width, --tokens, --depth, --hidden-ratio, --samples, or the metrics and --layers written",
+        if cfg.memory == crate::monte_carlo::Memory::Held {
+            "--width, --tokens, --depth, --hidden-ratio, --samples, or the metrics and --layers written, or stream the networks (--memory streamed or auto)"
+        } else {
+            "--width, --tokens, --depth, --hidden-ratio, --samples, or the metrics and --layers written"
+        },
     )
 }
 
@@ -209,7 +256,39 @@ pub fn check_closed_form(depth: usize) -> Result<()> {
 mod tests {
     use super::*;
     use crate::model::RawModel;
-    use crate::monte_carlo::RawMc;
+    use crate::monte_carlo::{Memory, Precision, RawMc};
+
+    #[test]
+    fn a_streamed_network_is_sized_by_its_streams_not_its_weights() {
+        // DeepNet scale: L = 1000, d = 512, n = 128, ReLU-MLP of ratio 4, with gradients.
+        let raw = RawModel {
+            width: 512,
+            tokens: 128,
+            depth: 1000,
+            branch: "relu-mlp".into(),
+            ..RawModel::default()
+        };
+        let m = [Metric::GradSq, Metric::WeightGradSq];
+        let cfg = |memory, precision| {
+            let mc = RawMc {
+                memory,
+                precision,
+                ..RawMc::default()
+            };
+            McConfig::new(&raw, &mc).unwrap()
+        };
+        let (f64, f32) = (Precision::F64, Precision::F32);
+        let held = mc_network_floats(&cfg(Memory::Held, f64), 1000, &m, true);
+        let streamed = mc_network_floats(&cfg(Memory::Streamed, f64), 1000, &m, false);
+        let streams: u128 = 1001 * 512 * 128;
+        // Held: 1000 blocks of 2 x 4 d^2 weights dominate; streamed: the streams do.
+        assert!(held > 1000 * 2 * 4 * 512 * 512, "{held}");
+        assert!(streamed >= streams && streamed < 2 * streams, "{streamed}");
+        let bytes = |memory, precision| mc_network_bytes(&cfg(memory, precision), 1000, &m);
+        assert_eq!(bytes(Memory::Streamed, f64), 8 * streamed);
+        assert_eq!(bytes(Memory::Streamed, f32), 4 * streamed);
+        assert_eq!(bytes(Memory::Held, f64), 8 * held);
+    }
 
     #[test]
     fn the_estimate_grows_with_every_size_and_counts_the_weights() {

@@ -4,12 +4,18 @@ use std::process::Command;
 
 /// `normscope mc` on a small stack with `seed` and `RAYON_NUM_THREADS = threads`.
 fn mc(threads: &str, seed: &str, dir: &std::path::Path, out: &str) -> Vec<u8> {
+    mc_with(threads, seed, dir, out, &[])
+}
+
+/// [`mc`] with extra flags.
+fn mc_with(threads: &str, seed: &str, dir: &std::path::Path, out: &str, extra: &[&str]) -> Vec<u8> {
     let o = Command::new(env!("CARGO_BIN_EXE_normscope"))
         .args([
             "mc", "--preset", "pre,post", "--depth", "6", "--branch", "relu-mlp",
         ])
         .args(["--width", "64", "--tokens", "8", "--samples", "6"])
         .args(["--seed", seed, "--out", out])
+        .args(extra)
         .env("RAYON_NUM_THREADS", threads)
         .current_dir(dir)
         .output()
@@ -46,5 +52,28 @@ fn a_different_seed_gives_different_numbers() {
     assert_ne!(
         mc("2", "42", dir.path(), "a.csv"),
         mc("2", "43", dir.path(), "b.csv")
+    );
+}
+
+#[test]
+fn f32_and_streamed_csvs_are_byte_identical_across_thread_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let f32 = ["--precision", "f32"];
+    let one = mc_with("1", "42", dir.path(), "one.csv", &f32);
+    assert_eq!(one, mc_with("3", "42", dir.path(), "three.csv", &f32));
+    let text = String::from_utf8(one.clone()).unwrap();
+    assert!(text.contains("pre,Pre-LN,mc-f32,relu-mlp,"), "{text}");
+    // Streaming changes how much of each network is kept, never a number.
+    let streamed = ["--precision", "f32", "--memory", "streamed"];
+    assert_eq!(
+        one,
+        mc_with("2", "42", dir.path(), "streamed.csv", &streamed)
+    );
+    let held = mc_with("2", "42", dir.path(), "held.csv", &["--memory", "held"]);
+    let f64_streamed = mc_with("1", "42", dir.path(), "s64.csv", &["--memory", "streamed"]);
+    assert_eq!(held, f64_streamed);
+    assert_ne!(
+        held, one,
+        "f32 and f64 runs differ in their engine column and digits"
     );
 }

@@ -137,6 +137,40 @@ impl Real for f32 {
 static COUNTING: AtomicBool = AtomicBool::new(false);
 static FLOPS: AtomicU64 = AtomicU64::new(0);
 static NANOS: AtomicU64 = AtomicU64::new(0);
+static PASS_NANOS: AtomicU64 = AtomicU64::new(0);
+static DRAW_NANOS: AtomicU64 = AtomicU64::new(0);
+
+/// What the Monte Carlo engine times while [`count_products`] counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timed {
+    /// A forward or backward pass of a network, weight drawing included.
+    Pass,
+    /// Drawing one block's weights.
+    Draw,
+}
+
+/// Runs `f`, adding its duration to `what`'s total while counting is on.
+pub fn timed<R>(what: Timed, f: impl FnOnce() -> R) -> R {
+    if !COUNTING.load(Ordering::Relaxed) {
+        return f();
+    }
+    let start = Instant::now();
+    let r = f();
+    let total = match what {
+        Timed::Pass => &PASS_NANOS,
+        Timed::Draw => &DRAW_NANOS,
+    };
+    total.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    r
+}
+
+/// Seconds, summed over threads, of the forward and backward passes less the weight drawing
+/// inside them: the engine's GEMM-dominated phases ([`timed`]).
+pub fn pass_seconds() -> f64 {
+    let pass = PASS_NANOS.load(Ordering::Relaxed) as f64;
+    let draw = DRAW_NANOS.load(Ordering::Relaxed) as f64;
+    (pass - draw).max(0.0) * 1e-9
+}
 
 /// FLOPs (`2 m k n` per product) and seconds spent inside [`mul`], summed over every thread
 /// since [`count_products`] started counting (`normscope bench`: the engine's rate in its
@@ -152,8 +186,9 @@ pub fn product_totals() -> (f64, f64) {
 /// then costs one relaxed atomic load more.
 pub fn count_products(on: bool) {
     if on {
-        FLOPS.store(0, Ordering::Relaxed);
-        NANOS.store(0, Ordering::Relaxed);
+        for total in [&FLOPS, &NANOS, &PASS_NANOS, &DRAW_NANOS] {
+            total.store(0, Ordering::Relaxed);
+        }
     }
     COUNTING.store(on, Ordering::Relaxed);
 }

@@ -26,7 +26,7 @@
 //! computes to the scalars the metrics read ([`Quantities`]) as it goes; statistics are
 //! accumulated in f64 in both precisions.
 
-use super::gemm::Real;
+use super::gemm::{Real, Timed, timed};
 pub use super::memory::Memory;
 use super::network::{self, BlockPass, Decomposition, Network};
 use super::norm::NormCache;
@@ -213,7 +213,10 @@ impl<T: Real> Blocks<'_, T> {
                 ..
             } => {
                 let mut r = saved[l - 1].clone();
-                Cow::Owned(sampler::draw_block(spec, cfg, l, memory_mean.as_ref(), &mut r).0)
+                let b = timed(Timed::Draw, || {
+                    sampler::draw_block(spec, cfg, l, memory_mean.as_ref(), &mut r).0
+                });
+                Cow::Owned(b)
             }
         }
     }
@@ -264,7 +267,9 @@ fn forward<'a, T: Real>(
                 ..
             } => {
                 saved.push(rng.clone());
-                let (b, s) = sampler::draw_block(spec, cfg, l, memory_mean.as_ref(), rng);
+                let (b, s) = timed(Timed::Draw, || {
+                    sampler::draw_block(spec, cfg, l, memory_mean.as_ref(), rng)
+                });
                 stds.push(s);
                 Cow::Owned(b)
             }
@@ -329,7 +334,7 @@ pub fn measure_drawn<T: Real>(
         saved: Vec::with_capacity(spec.depth),
         kept: Vec::new(),
     };
-    let keep = memory.holds::<T>(spec, cfg, 1);
+    let keep = memory.holds(cfg, spec.depth, &plan.metrics, 1);
     run(spec, cfg.eps, weights, input, keep, plan, rng)
 }
 
@@ -375,30 +380,32 @@ fn run<T: Real>(
     // 1. Forward, with the stream statistics and the decomposition read at each layer while
     // x_l is at hand.
     let mut prev: Option<DMatrix<T>> = None;
-    let blocks = forward(spec, eps, weights, input, keep, rng, |l, x, dec| {
-        let total = energy(x);
-        q.energy.push(total);
-        if let Some(xp) = &prev {
-            q.dot_prev[l] = Some(T::dot(x, xp));
-            if sel(l) && wants(Metric::RelUpdate) {
-                q.step_sq[l] = Some((&*wide(x) - &*wide(xp)).norm_squared());
+    let blocks = timed(Timed::Pass, || {
+        forward(spec, eps, weights, input, keep, rng, |l, x, dec| {
+            let total = energy(x);
+            q.energy.push(total);
+            if let Some(xp) = &prev {
+                q.dot_prev[l] = Some(T::dot(x, xp));
+                if sel(l) && wants(Metric::RelUpdate) {
+                    q.step_sq[l] = Some((&*wide(x) - &*wide(xp)).norm_squared());
+                }
             }
-        }
-        if sel(l) && wants(Metric::Corr) {
-            q.column_sum_sq[l] = Some(wide(x).column_sum().norm_squared());
-        }
-        if needs.decomposition && sel(l) {
-            let coef = dec
-                .coef
-                .iter()
-                .map(|c| c.iter().sum::<f64>() / n as f64)
-                .collect();
-            let weight = (0..dec.coef.len())
-                .map(|j| dec.source_energy(j) / total)
-                .collect();
-            q.decomposition.insert(l, Decomposed { coef, weight });
-        }
-        prev = Some(x.clone());
+            if sel(l) && wants(Metric::Corr) {
+                q.column_sum_sq[l] = Some(wide(x).column_sum().norm_squared());
+            }
+            if needs.decomposition && sel(l) {
+                let coef = dec
+                    .coef
+                    .iter()
+                    .map(|c| c.iter().sum::<f64>() / n as f64)
+                    .collect();
+                let weight = (0..dec.coef.len())
+                    .map(|j| dec.source_energy(j) / total)
+                    .collect();
+                q.decomposition.insert(l, Decomposed { coef, weight });
+            }
+            prev = Some(x.clone());
+        })
     });
     drop(prev);
     if wants(Metric::MergeError) {
@@ -452,7 +459,7 @@ fn run<T: Real>(
     }
     // 5. Backward.
     if needs.backward {
-        backward(&blocks, rng, &mut q);
+        timed(Timed::Pass, || backward(&blocks, rng, &mut q));
     }
     let mut v = Values::new();
     for l in (0..=depth).filter(|&l| sel(l)) {

@@ -196,10 +196,11 @@ impl Engine for MonteCarlo<'_> {
         let threads = rayon::current_num_threads();
         let batch = (threads * BATCH_PER_THREAD).max(1) as u64;
         // Held or streamed, decided once per stack for the networks running at once.
-        let memory = match self.cfg.precision {
-            Precision::F64 => self.cfg.memory.resolve::<f64>(spec, self.cfg, threads),
-            Precision::F32 => self.cfg.memory.resolve::<f32>(spec, self.cfg, threads),
-        };
+        let concurrent = threads.min(self.cfg.samples);
+        let memory = self
+            .cfg
+            .memory
+            .resolve(self.cfg, spec.depth, &plan.metrics, concurrent);
         let samples = self.cfg.samples as u64;
         let mut cols = Columns::with_capacity(self.cfg.samples);
         let mut start = 0;

@@ -5,8 +5,9 @@
 //! `J = (1/sigma) (P - y y^T/d)` (P = I for RMS), so one function serves JVP and VJP.
 //! A norm is a linear map (P) followed by a per-token scalar `1/sigma`, which makes the
 //! decomposition `x_l = sum_j C_{l,j} B_j` exact per token (THEORY.md section 5).
-//! Column means and `|z|^2` are accumulated in f64 ([`Real::sum`], [`Real::sum_sq`]) in both
-//! precisions.
+//! Column means and `sigma^2` are computed in f64 ([`Real::sum`], [`Real::sum_sq`]) and
+//! rounded once in both precisions; the Jacobian's `<y, P dz>` is a sum in the matrices' own
+//! type.
 
 use super::gemm::Real;
 use crate::spec::NormKind;
@@ -25,24 +26,23 @@ pub struct NormCache<T: Real = f64> {
 
 /// Subtracts each column's mean (P z), in place.
 pub fn center<T: Real>(z: &mut DMatrix<T>) {
-    let d = T::of(z.nrows() as f64);
+    let dn = z.nrows() as f64;
     for mut c in z.column_iter_mut() {
-        let m = T::of(T::sum(&c)) / d;
+        let m = T::of(T::sum(&c) / dn);
         c.add_scalar_mut(-m);
     }
 }
 
 /// The norm of every column.
 pub fn forward<T: Real>(kind: NormKind, eps: f64, z: &DMatrix<T>) -> NormCache<T> {
-    let d = T::of(z.nrows() as f64);
-    let eps = T::of(eps);
+    let dn = z.nrows() as f64;
     let mut y = z.clone();
     if kind == NormKind::Layer {
         center(&mut y);
     }
     let mut inv_sigma = Vec::with_capacity(y.ncols());
     for mut c in y.column_iter_mut() {
-        let s = T::one() / (T::of(T::sum_sq(&c)) / d + eps).sqrt();
+        let s = T::one() / T::of(T::sum_sq(&c) / dn + eps).sqrt();
         c *= s;
         inv_sigma.push(s);
     }

@@ -245,10 +245,17 @@ pub fn normscope_seconds(w: Workload, precision: Precision) -> Result<EngineRun>
     gemm::count_products(false);
     std::hint::black_box(rows?);
     let (flops, product_seconds) = gemm::product_totals();
+    let concurrent = rayon::current_num_threads().min(cfg.samples);
+    let memory = cfg
+        .memory
+        .resolve(&cfg, w.depth, &metrics, concurrent)
+        .name();
     Ok(EngineRun {
         seconds,
         flops,
         product_seconds,
+        pass_seconds: gemm::pass_seconds(),
+        memory,
     })
 }
 
@@ -262,13 +269,25 @@ pub struct EngineRun {
     pub flops: f64,
     /// Seconds spent inside products, summed over threads.
     pub product_seconds: f64,
+    /// Seconds of the forward and backward passes less their weight drawing, summed over
+    /// threads ([`gemm::pass_seconds`]).
+    pub pass_seconds: f64,
+    /// The memory mode `--memory auto` chose (`held` or `streamed`).
+    pub memory: &'static str,
 }
 
 impl EngineRun {
-    /// GFLOP/s of the products while they ran, over `threads` threads: the rate of the
-    /// engine's GEMM-dominated phases, comparable with [`gemm_rates`].
+    /// GFLOP/s of the products while they ran, over `threads` threads (the kernel alone, at
+    /// the engine's shapes).
     pub fn product_rate(&self, threads: usize) -> f64 {
         self.flops / (self.product_seconds / threads as f64) / 1e9
+    }
+
+    /// GFLOP/s of the forward and backward passes (products, norms, activations,
+    /// decomposition and statistics; weight drawing excluded), over `threads` threads: the
+    /// engine's GEMM-dominated phases, comparable with [`gemm_rates`].
+    pub fn pass_rate(&self, threads: usize) -> f64 {
+        self.flops / (self.pass_seconds / threads as f64) / 1e9
     }
 
     /// Share of the wall time spent in products (per thread).
@@ -299,13 +318,12 @@ fn probe_config(w: Workload, depth: usize, precision: Precision) -> Result<(McCo
 }
 
 /// Estimated peak bytes of the probe's streamed network
-/// ([`monte_carlo::memory::streamed_bytes`]), used to refuse a probe that would not fit.
+/// ([`normscope::budget::mc_network_floats`]), used to refuse a probe that would not fit.
 pub fn engine_bytes_estimate(w: Workload, depth: usize, precision: Precision) -> Result<f64> {
     let (cfg, spec) = probe_config(w, depth, precision)?;
-    Ok(match precision {
-        Precision::F64 => monte_carlo::memory::streamed_bytes::<f64>(&spec, &cfg),
-        Precision::F32 => monte_carlo::memory::streamed_bytes::<f32>(&spec, &cfg),
-    })
+    let metrics = Metric::parse_list(METRICS)?;
+    let floats = normscope::budget::mc_network_floats(&cfg, spec.depth, &metrics, false);
+    Ok(floats as f64 * precision.bytes() as f64)
 }
 
 /// A `kB` field of `/proc/self/status` (or `/proc/meminfo`) in bytes.

@@ -331,7 +331,8 @@ pub struct SamplingArgs {
     pub precision: Precision,
     /// Hold each network whole (faster), stream it block by block (memory O(d^2 r + L d n):
     /// weights regenerated from their seed, each block recomputed from its input), or auto:
-    /// held up to 64 MiB per network. The numbers are identical either way.
+    /// held while the networks running at once fit in half the available memory. The numbers
+    /// are identical either way.
     #[arg(long, value_enum, default_value = "auto")]
     pub memory: Memory,
 }
