@@ -94,21 +94,22 @@ fn activation_floats(cfg: &McConfig, l: usize) -> u128 {
     5 * d * n + own
 }
 
+/// `f` summed over `depth` blocks. A stack's blocks repeat with period at most 2 (odd and even
+/// blocks of a transformer), so depth 10^12 costs two evaluations, not 10^12.
+fn per_depth(cfg: &McConfig, depth: u128, f: fn(&McConfig, usize) -> u128) -> u128 {
+    let (odd, even) = (depth.div_ceil(2), depth / 2);
+    odd.saturating_mul(f(cfg, 1))
+        .saturating_add(even.saturating_mul(f(cfg, 2)))
+}
+
 /// Peak bytes of one network of depth `depth` held whole in f64 with every gradient (the
 /// training engine's model; the Monte Carlo engine's is [`mc_network_bytes`]).
 pub fn network_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric]) -> u128 {
     let (d, n, _) = sizes(cfg);
     let depth = (depth as u128).min(1 << 40);
     let stream = (depth + 1) * d * n;
-    // A stack's blocks repeat with period at most 2 (odd and even blocks of a transformer),
-    // so depth 10^12 costs two evaluations, not 10^12.
-    let (odd, even) = (depth.div_ceil(2), depth / 2);
-    let per_depth = |f: fn(&McConfig, usize) -> u128| {
-        odd.saturating_mul(f(cfg, 1))
-            .saturating_add(even.saturating_mul(f(cfg, 2)))
-    };
-    let weights = per_depth(weight_floats);
-    let acts = per_depth(activation_floats);
+    let weights = per_depth(cfg, depth, weight_floats);
+    let acts = per_depth(cfg, depth, activation_floats);
     let needs = Metric::needs(metrics);
     // The input's n x n token covariance and its Cholesky factor.
     let tokens = 2 * n * n;
@@ -136,14 +137,13 @@ pub fn mc_network_floats(cfg: &McConfig, depth: usize, metrics: &[Metric], held:
     let (d, n, _) = sizes(cfg);
     let depth = (depth as u128).min(1 << 40);
     let stream = (depth + 1) * d * n;
-    let (odd, even) = (depth.div_ceil(2), depth / 2);
-    let per_depth = |f: fn(&McConfig, usize) -> u128| {
-        odd.saturating_mul(f(cfg, 1))
-            .saturating_add(even.saturating_mul(f(cfg, 2)))
-    };
     let block = |l| weight_floats(cfg, l).saturating_add(activation_floats(cfg, l));
     let blocks = if held {
-        per_depth(weight_floats).saturating_add(per_depth(activation_floats))
+        per_depth(cfg, depth, weight_floats).saturating_add(per_depth(
+            cfg,
+            depth,
+            activation_floats,
+        ))
     } else {
         block(1).max(block(2)).saturating_mul(2)
     };

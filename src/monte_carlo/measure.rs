@@ -235,15 +235,40 @@ impl<T: Real> Blocks<'_, T> {
     }
 }
 
-/// The forward pass over `weights` from `input`, drawing each block's weights from `rng` first
-/// when they are [`Weights::Drawn`]; `on_layer(l, x_l, decomposition)` at every layer.
+/// The forward pass of a held network, every block's cache kept: what
+/// [`Network::forward`] returns.
+pub(super) fn held_forward<T: Real>(
+    net: &Network<T>,
+    on_layer: impl FnMut(usize, &DMatrix<T>, &Decomposition),
+) -> network::Forward<T> {
+    let w = Weights::Held(net);
+    let b = forward(
+        &net.spec,
+        net.eps,
+        w,
+        net.input.clone(),
+        true,
+        None,
+        on_layer,
+    );
+    network::Forward {
+        xs: b.xs,
+        blocks: b.passes,
+        final_norm: b.final_norm,
+    }
+}
+
+/// The forward pass over `weights` from `input`, drawing each block's weights from `rng` (the
+/// network's stream) first when they are [`Weights::Drawn`]; `on_layer(l, x_l,
+/// decomposition)` at every layer. The one forward loop of the engine: held networks
+/// ([`held_forward`]) run it too.
 fn forward<'a, T: Real>(
     spec: &'a StackSpec,
     eps: f64,
     mut weights: Weights<'a, T>,
     input: DMatrix<T>,
     keep: bool,
-    rng: &mut Rng,
+    mut rng: Option<&mut Rng>,
     mut on_layer: impl FnMut(usize, &DMatrix<T>, &Decomposition),
 ) -> Blocks<'a, T> {
     let depth = spec.depth;
@@ -266,6 +291,9 @@ fn forward<'a, T: Real>(
                 saved,
                 ..
             } => {
+                let rng = rng
+                    .as_deref_mut()
+                    .expect("drawn weights come from the network's stream");
                 saved.push(rng.clone());
                 let (b, s) = timed(Timed::Draw, || {
                     sampler::draw_block(spec, cfg, l, memory_mean.as_ref(), rng)
@@ -381,31 +409,39 @@ fn run<T: Real>(
     // x_l is at hand.
     let mut prev: Option<DMatrix<T>> = None;
     let blocks = timed(Timed::Pass, || {
-        forward(spec, eps, weights, input, keep, rng, |l, x, dec| {
-            let total = energy(x);
-            q.energy.push(total);
-            if let Some(xp) = &prev {
-                q.dot_prev[l] = Some(T::dot(x, xp));
-                if sel(l) && wants(Metric::RelUpdate) {
-                    q.step_sq[l] = Some((&*wide(x) - &*wide(xp)).norm_squared());
+        forward(
+            spec,
+            eps,
+            weights,
+            input,
+            keep,
+            Some(&mut *rng),
+            |l, x, dec| {
+                let total = energy(x);
+                q.energy.push(total);
+                if let Some(xp) = &prev {
+                    q.dot_prev[l] = Some(T::dot(x, xp));
+                    if sel(l) && wants(Metric::RelUpdate) {
+                        q.step_sq[l] = Some((&*wide(x) - &*wide(xp)).norm_squared());
+                    }
                 }
-            }
-            if sel(l) && wants(Metric::Corr) {
-                q.column_sum_sq[l] = Some(wide(x).column_sum().norm_squared());
-            }
-            if needs.decomposition && sel(l) {
-                let coef = dec
-                    .coef
-                    .iter()
-                    .map(|c| c.iter().sum::<f64>() / n as f64)
-                    .collect();
-                let weight = (0..dec.coef.len())
-                    .map(|j| dec.source_energy(j) / total)
-                    .collect();
-                q.decomposition.insert(l, Decomposed { coef, weight });
-            }
-            prev = Some(x.clone());
-        })
+                if sel(l) && wants(Metric::Corr) {
+                    q.column_sum_sq[l] = Some(wide(x).column_sum().norm_squared());
+                }
+                if needs.decomposition && sel(l) {
+                    let coef = dec
+                        .coef
+                        .iter()
+                        .map(|c| c.iter().sum::<f64>() / n as f64)
+                        .collect();
+                    let weight = (0..dec.coef.len())
+                        .map(|j| dec.source_energy(j) / total)
+                        .collect();
+                    q.decomposition.insert(l, Decomposed { coef, weight });
+                }
+                prev = Some(x.clone());
+            },
+        )
     });
     drop(prev);
     if wants(Metric::MergeError) {

@@ -20,8 +20,8 @@ pub enum Memory {
     /// Every block's weights and forward cache kept (fastest).
     Held,
     /// Only the streams `x_l` kept; each block regenerated per pass (a second draw of its
-    /// weights and a recomputed forward step: measured 1.5-1.7x the held time on the
-    /// reference workload).
+    /// weights and a recomputed forward step: measured 1.5x (f32) to 1.8x (f64) the held time
+    /// on the reference workload).
     Streamed,
 }
 

@@ -194,40 +194,10 @@ impl<T: Real> Network<T> {
     }
 
     /// The forward pass. `on_layer(l, &x_l, &decomposition)` is called for l = 0..=L with the
-    /// decomposition at that layer.
-    pub fn forward(
-        &self,
-        mut on_layer: impl FnMut(usize, &DMatrix<T>, &Decomposition),
-    ) -> Forward<T> {
-        let mut dec = Decomposition::of_input(&self.input);
-        let mut xs = vec![self.input.clone()];
-        on_layer(0, &xs[0], &dec);
-        let mut blocks = Vec::with_capacity(self.depth());
-        let mut admin_omega: f64 = 1.0;
-        for l in 1..=self.depth() {
-            let x = &xs[l - 1];
-            let (pass, y) = step(
-                &self.spec,
-                self.eps,
-                l,
-                &self.branches[l - 1],
-                x,
-                admin_omega,
-            );
-            dec.advance(&self.spec, &pass);
-            if self.spec.block(l).skip == SkipScale::AdminOmega {
-                admin_omega = next_admin_omega(x, &pass);
-            }
-            on_layer(l, &y, &dec);
-            xs.push(y);
-            blocks.push(pass);
-        }
-        let final_norm = final_norm(&self.spec, self.eps, &xs[self.depth()]);
-        Forward {
-            xs,
-            blocks,
-            final_norm,
-        }
+    /// decomposition at that layer (the engine's one forward loop,
+    /// `measure::held_forward`, every block's cache kept).
+    pub fn forward(&self, on_layer: impl FnMut(usize, &DMatrix<T>, &Decomposition)) -> Forward<T> {
+        super::measure::held_forward(self, on_layer)
     }
 
     /// Tangent of `x_l` split into skip and branch parts ([`block_jvp`] with block l's branch).
