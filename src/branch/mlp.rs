@@ -9,6 +9,7 @@
 
 use super::activation::Activation;
 use super::module::{Module, Param};
+use super::outer_energy;
 use super::{BranchModel, Init, KindInfo, MeanFieldBranch};
 use crate::monte_carlo::gemm::{Real, nn, nt, tn};
 use nalgebra::DMatrix;
@@ -175,11 +176,13 @@ impl<T: Real> Module<T> for Mlp<T> {
         (tn(&self.w1, &gh), vec![gw1, gw2])
     }
 
-    /// [`Module::backward`] without `dL/dW1` (one product of four fewer).
-    fn backward_last(&self, c: &MlpCache<T>, g: &DMatrix<T>) -> (DMatrix<T>, DMatrix<T>) {
-        let gw2 = nt(g, &c.z);
+    /// [`Module::backward`] without `dL/dW1` (one product of four fewer), and with
+    /// `||dL/dW2||^2 = ||g z^T||^2` summed over column blocks of `g z^T`
+    /// ([`outer_energy::nt_sum_sq`]) instead of forming the d x rd gradient whole.
+    fn backward_last_sq(&self, c: &MlpCache<T>, g: &DMatrix<T>) -> (DMatrix<T>, f64) {
+        let gw2_sq = outer_energy::nt_sum_sq(g, &c.z);
         let mut gh = tn(&self.w2, g);
         gh.zip_apply(&c.h, |x, hv| *x *= self.derivative(hv));
-        (tn(&self.w1, &gh), gw2)
+        (tn(&self.w1, &gh), gw2_sq)
     }
 }

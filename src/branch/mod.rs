@@ -6,7 +6,9 @@
 //! - [`linear`]: `W u`; [`mlp`]: `W2 phi(W1 u)` with its [`Activation`];
 //!   [`attention`]: multi-head softmax self-attention and its uniform limit;
 //!   [`cross_attention`]: uniform attention to a fixed memory; [`transformer`]: the stack that
-//!   alternates attention and MLP blocks. [`module`] dispatches a block to its sampled module.
+//!   alternates attention and MLP blocks. [`module`] dispatches a block to its sampled module;
+//!   [`outer_energy`] gives the squared norm of an outer-product weight gradient without
+//!   holding it.
 //!
 //! A branch is summarized by the fan-in gains `sigma^2` of its matrices (see [`init`]) and its
 //! *pair kernel*: for two inputs a, b (sequences of tokens) pushed through the same weights,
@@ -40,6 +42,7 @@ pub mod init;
 pub mod linear;
 pub mod mlp;
 pub mod module;
+pub mod outer_energy;
 pub mod transformer;
 
 pub use activation::Activation;

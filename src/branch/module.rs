@@ -41,12 +41,16 @@ pub trait Module<T: Real> {
     /// Backprop of an output gradient `g`: `(dL/du, [dL/dW in params() order])`.
     fn backward(&self, c: &Self::Cache, g: &DMatrix<T>) -> (DMatrix<T>, Vec<DMatrix<T>>);
 
-    /// `(dL/du, dL/dW_last)`: [`Module::backward`] with only the last parameter's gradient
-    /// (the Monte Carlo engine's `weight_grad_sq`), bit-identical to it. A module whose other
-    /// weight gradients cost products overrides this to skip them.
-    fn backward_last(&self, c: &Self::Cache, g: &DMatrix<T>) -> (DMatrix<T>, DMatrix<T>) {
+    /// `(dL/du, ||dL/dW_last||_F^2)`: [`Module::backward`] with only the squared norm of the
+    /// last parameter's gradient (the Monte Carlo engine's `weight_grad_sq`), accumulated in
+    /// f64 column by column ([`super::outer_energy::column_sum_sq`]; for f64 the bits of
+    /// nalgebra's `norm_squared` of the whole gradient). A module whose other weight gradients
+    /// cost products, or whose last gradient is a large outer product, overrides this to skip
+    /// them or to never hold the gradient whole.
+    fn backward_last_sq(&self, c: &Self::Cache, g: &DMatrix<T>) -> (DMatrix<T>, f64) {
         let (gu, mut gw) = self.backward(c, g);
-        (gu, gw.pop().expect("a module has parameters"))
+        let last = gw.pop().expect("a module has parameters");
+        (gu, super::outer_energy::column_sum_sq(0.0, &last))
     }
 }
 
@@ -163,8 +167,8 @@ impl<T: Real> Module<T> for Branch<T> {
         with_cache!(self, cache, |m, c| m.backward(c, g))
     }
 
-    fn backward_last(&self, cache: &Cache<T>, g: &DMatrix<T>) -> (DMatrix<T>, DMatrix<T>) {
-        with_cache!(self, cache, |m, c| m.backward_last(c, g))
+    fn backward_last_sq(&self, cache: &Cache<T>, g: &DMatrix<T>) -> (DMatrix<T>, f64) {
+        with_cache!(self, cache, |m, c| m.backward_last_sq(c, g))
     }
 }
 

@@ -538,8 +538,8 @@ fn backward<T: Real>(blocks: &Blocks<'_, T>, rng: &mut Rng, q: &mut Quantities) 
     q.grad_sq[depth] = Some(energy(&grad));
     for l in (1..=depth).rev() {
         let (branch, pass) = blocks.block(l);
-        let (gx, gw) = network::backward_step_last(&branch, &pass, &grad);
-        q.last_weight_grad_sq[l] = Some(energy(&gw));
+        let (gx, gw_sq) = network::backward_step_last_sq(&branch, &pass, &grad);
+        q.last_weight_grad_sq[l] = Some(gw_sq);
         q.grad_sq[l - 1] = Some(energy(&gx));
         grad = gx;
     }

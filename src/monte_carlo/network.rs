@@ -339,17 +339,17 @@ pub fn backward_step<T: Real>(
     (out_of_branch(b, &gz, gu), gw)
 }
 
-/// [`backward_step`] computing only the last weight matrix's gradient (the one
-/// `weight_grad_sq` reports; [`Module::backward_last`]): the same products in the same order,
-/// less the others' weight gradients.
-pub fn backward_step_last<T: Real>(
+/// [`backward_step`] computing only the squared norm of the last weight matrix's gradient
+/// (the one `weight_grad_sq` reports; [`Module::backward_last_sq`]): the same products in the
+/// same order, less the others' weight gradients, and the last one never held whole.
+pub fn backward_step_last_sq<T: Real>(
     branch: &Branch<T>,
     b: &BlockPass<T>,
     g: &DMatrix<T>,
-) -> (DMatrix<T>, DMatrix<T>) {
+) -> (DMatrix<T>, f64) {
     let (gz, g_out) = into_branch(b, g);
-    let (gu, gw) = branch.backward_last(&b.branch, &g_out);
-    (out_of_branch(b, &gz, gu), gw)
+    let (gu, gw_sq) = branch.backward_last_sq(&b.branch, &g_out);
+    (out_of_branch(b, &gz, gu), gw_sq)
 }
 
 /// `(J_out^T g, J_br^T lambda J_out^T g)`: the gradient at the sum and at the branch output.

@@ -1,5 +1,6 @@
 //! Random matrices and inputs.
 
+use super::gemm::Real;
 use super::normal;
 use super::rng::Rng;
 use crate::branch::Init;
@@ -12,12 +13,48 @@ use rand::RngExt;
 /// deviations (by rejection). Entries are drawn in column-major order with [`normal`]'s
 /// ziggurat, bit-identical to `rand_distr::StandardNormal` draw for draw.
 pub fn matrix(rng: &mut Rng, init: Init, rows: usize, cols: usize, scale: f64) -> DMatrix<f64> {
-    let (fan_in, fan_out) = (cols as f64, rows as f64);
     let mut data = vec![0.0; rows * cols];
+    fill(rng, init, rows, cols, scale, &mut data);
+    DMatrix::from_vec(rows, cols, data)
+}
+
+/// [`matrix`] rounded to `T` ([`Real::of`]), drawn [`ROUNDED_CHUNK`] entries at a time, so
+/// an f32 matrix never has an f64 copy beside it: the same draws in the same order, so the
+/// same values as rounding [`matrix`]'s result (for f64, [`matrix`] itself).
+pub fn matrix_in<T: Real>(
+    rng: &mut Rng,
+    init: Init,
+    rows: usize,
+    cols: usize,
+    scale: f64,
+) -> DMatrix<T> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() {
+        return super::sampler::into_real(matrix(rng, init, rows, cols, scale));
+    }
+    let mut data = Vec::with_capacity(rows * cols);
+    let mut buf = [0.0; ROUNDED_CHUNK];
+    let mut left = rows * cols;
+    while left > 0 {
+        let part = &mut buf[..left.min(ROUNDED_CHUNK)];
+        fill(rng, init, rows, cols, scale, part);
+        data.extend(part.iter().map(|&x| T::of(x)));
+        left -= part.len();
+    }
+    DMatrix::from_vec(rows, cols, data)
+}
+
+/// Entries [`matrix_in`] draws in f64 before rounding them (32 KB: in L1 cache).
+pub const ROUNDED_CHUNK: usize = 4096;
+
+/// The next `data.len()` entries, in column-major order, of a `rows x cols` matrix drawn from
+/// `init` times `scale` ([`matrix`]); each entry's draws depend only on the stream, so
+/// filling a matrix in several calls gives the same entries as one call.
+fn fill(rng: &mut Rng, init: Init, rows: usize, cols: usize, scale: f64, data: &mut [f64]) {
+    let (fan_in, fan_out) = (cols as f64, rows as f64);
     match init {
         Init::Xavier | Init::He => {
             let s = init.variance(fan_in, fan_out).sqrt() * scale;
-            normal::fill_scaled(rng, &mut data, s);
+            normal::fill_scaled(rng, data, s);
         }
         Init::TorchDefault => {
             let b = 1.0 / fan_in.sqrt();
@@ -25,9 +62,8 @@ pub fn matrix(rng: &mut Rng, init: Init, rows: usize, cols: usize, scale: f64) -
                 *v = scale * rng.random_range(-b..b);
             }
         }
-        Init::Bert => normal::fill_truncated(rng, &mut data, 2.0, scale * BERT_STD),
+        Init::Bert => normal::fill_truncated(rng, data, 2.0, scale * BERT_STD),
     }
-    DMatrix::from_vec(rows, cols, data)
 }
 
 /// A standard normal matrix (column-major draws, as [`matrix`]).
@@ -58,6 +94,20 @@ pub fn tokens(rng: &mut Rng, d: usize, n: usize, q0: f64, c0: f64) -> DMatrix<f6
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    #[test]
+    fn rounded_matrices_are_the_f64_ones_rounded_from_the_same_stream() {
+        // 3 x 4000 spans several ROUNDED_CHUNKs with a remainder.
+        for init in Init::ALL {
+            let (mut a, mut b) = (Rng::seed_from_u64(11), Rng::seed_from_u64(11));
+            let wide = matrix(&mut a, init, 3, 4000, 0.7);
+            let single = matrix_in::<f32>(&mut b, init, 3, 4000, 0.7);
+            assert_eq!(single, wide.map(|x| x as f32), "{init:?}");
+            assert_eq!(a, b, "{init:?}: the stream ends at the same place");
+            let mut c = Rng::seed_from_u64(11);
+            assert_eq!(matrix_in::<f64>(&mut c, init, 3, 4000, 0.7), wide);
+        }
+    }
 
     #[test]
     fn token_moments() {

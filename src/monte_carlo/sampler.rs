@@ -55,7 +55,6 @@ pub fn draw_block<T: Real>(
     let d = m.branch.width;
     let beta = spec.beta.unwrap_or(1.0);
     let init = cfg.init();
-    let cast = into_real::<T>;
     let gain_scale = match m.branch.gain {
         Some(g) => {
             let unit = cfg.proxy_model(l).nominal_gain;
@@ -65,7 +64,7 @@ pub fn draw_block<T: Real>(
     };
     let mut mat = |rows: usize, cols: usize, scale: f64, out: &mut Vec<f64>| {
         out.push(entry_std(init, rows, cols, scale));
-        cast(sample::matrix(rng, init, rows, cols, scale))
+        sample::matrix_in::<T>(rng, init, rows, cols, scale)
     };
     let mut s = Vec::new();
     let b = match cfg.block(l) {

@@ -171,15 +171,27 @@ fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
             bench::RATIO,
             w.width,
             w.tokens,
-            p.bytes()
+            bench::TARGET_MEMORY_BYTES
         );
         for &depth in &depths {
-            let bound = bench::memory_formula_bytes(w.width, w.tokens, depth, bench::RATIO, p);
+            let formula =
+                |b| bench::memory_formula_bytes(w.width, w.tokens, depth, bench::RATIO, b);
+            let bound = formula(bench::TARGET_MEMORY_BYTES);
             match bench::memory_peak(w, a.quick, depth, p)? {
                 Memory::Measured(peak) => {
                     let ratio = peak / bound;
+                    let own = if p.bytes() == bench::TARGET_MEMORY_BYTES {
+                        String::new()
+                    } else {
+                        let b = p.bytes();
+                        format!(
+                            "; against {b} (d^2 r + L d n) = {}, {:.2}x",
+                            bench::size(formula(b)),
+                            peak / formula(b)
+                        )
+                    };
                     println!(
-                        "  memory L = {depth} ({name}): peak {}, formula {}, ratio {ratio:.2}x (target <= {:.1}x: {})",
+                        "  memory L = {depth} ({name}): peak {}, formula {}, ratio {ratio:.2}x (target <= {:.1}x: {}){own}",
                         bench::size(peak),
                         bench::size(bound),
                         bench::TARGET_MEMORY_FACTOR,

@@ -1,0 +1,97 @@
+//! The squared Frobenius norm of a weight gradient `g z^T` without holding it whole.
+//!
+//! An MLP's last weight gradient `dL/dW2 = g z^T` (THEORY.md section 3; `g` is d x n, `z` is
+//! rd x n) is a d x rd matrix, as large as the weight itself. The Monte Carlo engine only reads
+//! its squared norm (`weight_grad_sq`), so [`nt_sum_sq`] forms it [`CHUNK_COLUMNS`] columns at
+//! a time and adds each column's squares in order: peak memory d x [`CHUNK_COLUMNS`] instead
+//! of d x rd (8 MB at d = 512, r = 4 in f64), which is what lets a streamed network stay near
+//! `8 (d^2 r + L d n)` bytes at small L (README "Performance").
+//!
+//! Same bits: every entry of a column block of `g z^T` is the entry matrixmultiply computes
+//! for the whole product (each entry is one accumulation over the inner dimension, split at
+//! the same kc boundaries whatever the column range), and the squares are added column by
+//! column in column order, which is exactly nalgebra's `norm_squared` for f64
+//! (`res += col.dotc(&col)` per column). Tested against the whole product below.
+
+use crate::monte_carlo::gemm::{Real, nt};
+use nalgebra::DMatrix;
+
+/// Columns of `g z^T` formed at once by [`nt_sum_sq`] (d x 256 values: 1 MB at d = 512 in
+/// f64; large enough that packing `g` again for each block costs under 1% of the product).
+pub const CHUNK_COLUMNS: usize = 256;
+
+/// `acc + sum_j ||m_{:,j}||^2`, the columns' squared norms ([`Real::sum_sq`], f64
+/// accumulation) added to `acc` in column order. With `acc = 0` this is, for f64, the bits of
+/// nalgebra's `m.norm_squared()`.
+pub fn column_sum_sq<T: Real>(acc: f64, m: &DMatrix<T>) -> f64 {
+    m.column_iter().fold(acc, |acc, c| acc + T::sum_sq(&c))
+}
+
+/// `||a b^T||_F^2` ([`column_sum_sq`] of `nt(a, b)`) for `a` m x k and `b` p x k, forming
+/// `a b^T` [`CHUNK_COLUMNS`] columns at a time (rows of `b`), through the engine's counted
+/// product [`nt`].
+pub fn nt_sum_sq<T: Real>(a: &DMatrix<T>, b: &DMatrix<T>) -> f64 {
+    let rows = b.nrows();
+    let mut acc = 0.0;
+    let mut start = 0;
+    while start < rows {
+        let take = CHUNK_COLUMNS.min(rows - start);
+        let block = b.rows(start, take).into_owned();
+        acc = column_sum_sq(acc, &nt(a, &block));
+        start += take;
+    }
+    acc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filled<T: Real>(r: usize, c: usize, seed: f64) -> DMatrix<T> {
+        DMatrix::from_fn(r, c, |i, j| {
+            T::of(((i * 31 + j * 17) as f64 * seed).sin() * (1.0 + (i % 7) as f64))
+        })
+    }
+
+    /// Shapes below, at and across the block width and matrixmultiply's kc (256), with
+    /// remainders that leave partial kernel tiles at every block edge.
+    const SHAPES: [(usize, usize, usize); 6] = [
+        (1, 1, 1),
+        (7, 5, 3),
+        (64, 128, 256),
+        (33, 300, 257),
+        (512, 128, 600),
+        (40, 513, 1029),
+    ];
+
+    #[test]
+    fn f64_blocks_give_the_bits_of_the_whole_products_norm() {
+        for (m, k, p) in SHAPES {
+            let a = filled::<f64>(m, k, 0.37);
+            let b = filled::<f64>(p, k, 0.11);
+            let whole = nt(&a, &b).norm_squared();
+            let blocked = nt_sum_sq(&a, &b);
+            assert_eq!(whole.to_bits(), blocked.to_bits(), "{m}x{k} by {p}x{k}");
+        }
+    }
+
+    #[test]
+    fn f32_blocks_give_the_bits_of_the_whole_products_column_sums() {
+        for (m, k, p) in SHAPES {
+            let a = filled::<f32>(m, k, 0.37);
+            let b = filled::<f32>(p, k, 0.11);
+            let whole = column_sum_sq(0.0, &nt(&a, &b));
+            let blocked = nt_sum_sq(&a, &b);
+            assert_eq!(whole.to_bits(), blocked.to_bits(), "{m}x{k} by {p}x{k}");
+        }
+    }
+
+    #[test]
+    fn column_sums_are_nalgebras_norm_for_f64_and_close_for_f32() {
+        let m = filled::<f64>(50, 70, 0.23);
+        assert_eq!(column_sum_sq(0.0, &m).to_bits(), m.norm_squared().to_bits());
+        let s = m.map(|x| x as f32);
+        let flat = <f32 as Real>::sum_sq(&s);
+        assert!((column_sum_sq(0.0, &s) - flat).abs() <= 1e-12 * flat);
+    }
+}
