@@ -139,23 +139,26 @@ pub fn views(b: &Batch) -> (Input<'_>, Target<'_>) {
 /// that a model of type `T` can read it ([`Typed::views`]).
 pub struct Typed<'a, T: Real> {
     batch: &'a Batch,
-    vectors: Option<(Cow<'a, DMatrix<T>>, Cow<'a, DMatrix<T>>)>,
+    /// A vector batch's inputs `x` in `T`.
+    x: Option<Cow<'a, DMatrix<T>>>,
+    /// A vector batch's targets `y` in `T`.
+    y: Option<Cow<'a, DMatrix<T>>>,
 }
 
 impl<'a, T: Real> Typed<'a, T> {
     /// `b` in type `T`.
     pub fn new(batch: &'a Batch) -> Self {
-        let vectors = match batch {
-            Batch::Tokens(_) => None,
-            Batch::Vectors(v) => Some((pass::real_ref(&v.x), pass::real_ref(&v.y))),
+        let (x, y) = match batch {
+            Batch::Tokens(_) => (None, None),
+            Batch::Vectors(v) => (Some(pass::real_ref(&v.x)), Some(pass::real_ref(&v.y))),
         };
-        Typed { batch, vectors }
+        Typed { batch, x, y }
     }
 
     /// The model's input and the loss's target ([`views`] in type `T`).
     pub fn views(&self) -> (Input<'_, T>, Target<'_, T>) {
-        match (self.batch, &self.vectors) {
-            (Batch::Tokens(t), _) => (
+        match (self.batch, &self.x, &self.y) {
+            (Batch::Tokens(t), _, _) => (
                 Input::Tokens {
                     ids: &t.inputs,
                     seq: t.seq,
@@ -165,8 +168,8 @@ impl<'a, T: Real> Typed<'a, T> {
                     weights: &t.weights,
                 },
             ),
-            (Batch::Vectors(_), Some((x, y))) => (Input::Vectors(x), Target::Values(y)),
-            (Batch::Vectors(_), None) => unreachable!("a vector batch's matrices"),
+            (Batch::Vectors(_), Some(x), Some(y)) => (Input::Vectors(x), Target::Values(y)),
+            (Batch::Vectors(_), _, _) => unreachable!("a vector batch's matrices"),
         }
     }
 }
