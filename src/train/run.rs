@@ -121,7 +121,19 @@ pub fn eval_rng(teacher_seed: u64) -> Rng {
 /// The model's input and the loss's target of a batch.
 pub fn views(b: &Batch) -> (Input<'_>, Target<'_>) {
     match b {
-        Batch::Tokens(t) => (
+        Batch::Tokens(_) => views_with(b, None),
+        Batch::Vectors(v) => views_with(b, Some((&v.x, &v.y))),
+    }
+}
+
+/// The model's input and the loss's target of a batch whose vectors `(x, y)`, if it has them,
+/// are given in float type `T`.
+fn views_with<'a, T: Real>(
+    b: &'a Batch,
+    vectors: Option<(&'a DMatrix<T>, &'a DMatrix<T>)>,
+) -> (Input<'a, T>, Target<'a, T>) {
+    match (b, vectors) {
+        (Batch::Tokens(t), _) => (
             Input::Tokens {
                 ids: &t.inputs,
                 seq: t.seq,
@@ -131,7 +143,8 @@ pub fn views(b: &Batch) -> (Input<'_>, Target<'_>) {
                 weights: &t.weights,
             },
         ),
-        Batch::Vectors(v) => (Input::Vectors(&v.x), Target::Values(&v.y)),
+        (Batch::Vectors(_), Some((x, y))) => (Input::Vectors(x), Target::Values(y)),
+        (Batch::Vectors(_), None) => unreachable!("a vector batch's matrices"),
     }
 }
 
@@ -157,20 +170,8 @@ impl<'a, T: Real> Typed<'a, T> {
 
     /// The model's input and the loss's target ([`views`] in type `T`).
     pub fn views(&self) -> (Input<'_, T>, Target<'_, T>) {
-        match (self.batch, &self.x, &self.y) {
-            (Batch::Tokens(t), _, _) => (
-                Input::Tokens {
-                    ids: &t.inputs,
-                    seq: t.seq,
-                },
-                Target::Classes {
-                    ids: &t.targets,
-                    weights: &t.weights,
-                },
-            ),
-            (Batch::Vectors(_), Some(x), Some(y)) => (Input::Vectors(x), Target::Values(y)),
-            (Batch::Vectors(_), _, _) => unreachable!("a vector batch's matrices"),
-        }
+        let vectors = self.x.as_deref().zip(self.y.as_deref());
+        views_with(self.batch, vectors)
     }
 }
 
@@ -439,7 +440,6 @@ pub fn train<T: Real>(
                 gsq.iter().sum::<f64>().sqrt(),
             );
         }
-        drop(typed);
         let mut grads: Vec<DMatrix<T>> = grads
             .drain(..)
             .zip(&trained)
