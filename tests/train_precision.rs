@@ -2,7 +2,11 @@
 //! seed in both precisions starts from the same draws (f32: rounded) and sees the same batches,
 //! so the two loss curves are paired step by step and may differ only by f32 rounding carried
 //! through the updates. Also: byte-identical f32 logs for any thread count, the log says how it
-//! was made, and a bad `--precision` is refused with exit 2 and no output file.
+//! was made, and a bad `--precision` is refused with exit 2 and no output file. With a Python
+//! with PyTorch (`NORMSCOPE_TORCH_PYTHON`, else `python3`; skipped with a printed reason
+//! without one), the f32 run is also compared with PyTorch float32 from the same dump.
+
+mod common;
 
 use normscope::model::RawModel;
 use normscope::monte_carlo::{Precision, RawMc};
@@ -238,4 +242,118 @@ fn bad_precision_exits_2_with_one_line_and_writes_nothing() {
         "{err}"
     );
     assert!(!dir.path().join("d.json").exists());
+}
+
+/// Allowed relative difference between normscope f32 and PyTorch float32 losses over 60
+/// updates, in units of `u`: both round every operation to f32, in different orders (blocked
+/// `sgemm` against oneDNN/MKL, f64 statistics against float32 ones), so they differ by a few
+/// `u` per operation carried through the updates. Measured 2.4 u (PyTorch 2.15.0, one thread);
+/// the f32 and f64 runs of the same dump differ by 24 u, so a normscope "f32" run computed in
+/// f64 would fail this check.
+const TORCH_F32_ROUNDOFFS: f64 = 16.0;
+
+#[test]
+fn f32_loss_curve_matches_pytorch_float32() {
+    let python = match common::torch_python() {
+        Ok(p) => p,
+        Err(why) => {
+            println!("skipped: no PyTorch: {why}");
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run: [&str; 21] = [
+        "train",
+        "--preset",
+        "pre",
+        "--branch",
+        "transformer",
+        "--task",
+        "teacher-lm",
+        "--depth",
+        "4",
+        "--width",
+        "32",
+        "--heads",
+        "4",
+        "--batch",
+        "8",
+        "--seq",
+        "16",
+        "--steps",
+        "60",
+        "--seeds",
+        "0",
+    ];
+    let ok = |o: Output| assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    fn with<'a>(run: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+        [run, extra].concat()
+    }
+    ok(normscope(
+        &with(&run, &["--dump-init", "init.json"]),
+        dir.path(),
+        None,
+    ));
+    let mut ours = Vec::new();
+    for p in ["f32", "f64"] {
+        let out = format!("{p}.csv");
+        ok(normscope(
+            &with(&run, &["--precision", p, "--log-every", "1", "--out", &out]),
+            dir.path(),
+            None,
+        ));
+        let text = std::fs::read_to_string(dir.path().join(&out)).unwrap();
+        let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+        let (metric, value) = (
+            header.iter().position(|c| *c == "metric").unwrap(),
+            header.iter().position(|c| *c == "value").unwrap(),
+        );
+        let losses: Vec<f64> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .filter(|r| r[metric] == "train_loss")
+            .map(|r| r[value].parse().unwrap())
+            .collect();
+        assert_eq!(losses.len(), 60);
+        ours.push(losses);
+    }
+    // One thread: PyTorch's OpenMP threads spin when the cores are shared (tests/train_torch.rs).
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/torch_train_reference.py");
+    let out = Command::new(&python)
+        .arg(&script)
+        .args(["--threads", "1", "--dtype", "float32", "--json"])
+        .arg(dir.path().join("init.json"))
+        .output()
+        .expect("the reference script runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    assert_eq!(v["dtype"], "float32");
+    let theirs: Vec<f64> = v["runs"][0]["losses"]
+        .as_array()
+        .expect("losses")
+        .iter()
+        .map(|x| x.as_f64().expect("a number"))
+        .collect();
+    assert_eq!(theirs.len(), 60);
+    let worst = |a: &[f64], b: &[f64]| {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs() / y.abs())
+            .fold(0.0, f64::max)
+            / F32_UNIT_ROUNDOFF
+    };
+    let (torch, f64_gap) = (worst(&ours[0], &theirs), worst(&ours[0], &ours[1]));
+    println!(
+        "normscope f32 vs PyTorch {} float32: {torch:.1} u over 60 updates (normscope f32 vs f64: {f64_gap:.1} u)",
+        v["torch"].as_str().unwrap_or("?")
+    );
+    assert!(
+        torch <= TORCH_F32_ROUNDOFFS,
+        "f32 losses differ from PyTorch float32 by {torch:.1} u > {TORCH_F32_ROUNDOFFS} u"
+    );
 }
