@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plain PyTorch (eager, CPU, float64) training of the network a `normscope train` run trains.
+"""Plain PyTorch (eager, CPU, float64 or float32) training of the network a `normscope train` run trains.
 
 normscope writes one run's initial weights, architecture, optimizer, per-update learning rates
 and every batch with
@@ -16,12 +16,17 @@ update, the loss of update s's batch *before* update s, as normscope logs `train
 
 Usage:
 
-    torch_train_reference.py [--threads T] [--json | --bench] DUMP [DUMP ...]
+    torch_train_reference.py [--threads T] [--dtype float64|float32] [--json | --bench] DUMP [DUMP ...]
+
+`--dtype` (default float64) is the dtype of the model, the batches and the optimizer state;
+with float32 every number of the (float64) dump is rounded to the nearest float32 as it is
+loaded, as `normscope train --precision f32` rounds the same draws, so the two start from the
+same weights (`normscope bench --train` times both dtypes).
 
 Default output: comment lines starting with `#` (the torch version, then one per dump), and
 one line `step loss` per update, the loss printed with `repr` (the shortest digits that read
 back as the same double, at most 17 significant).
-`--json`: one JSON object {"torch", "threads", "runs": [{"preset", "seed", "steps",
+`--json`: one JSON object {"torch", "dtype", "threads", "runs": [{"preset", "seed", "steps",
 "seconds", "losses"}], "seconds", "steps"}. `--bench`: the same without the losses. "seconds"
 is the wall time of the training loops alone (building the model and loading the JSON are not
 timed); the runs are trained one after the other. When other work shares the cores, PyTorch's
@@ -276,7 +281,7 @@ def build(dump):
         for p in dump["params"]:
             tensor, transposed = model.dump_param(p["layer"], p["name"])
             rows, cols = p["shape"]
-            data = torch.tensor(p["data"], dtype=torch.float64).view(rows, cols)
+            data = torch.tensor(p["data"], dtype=torch.get_default_dtype()).view(rows, cols)
             if transposed:
                 data = data.T
             if tensor.numel() != data.numel():
@@ -318,15 +323,15 @@ def batches(dump):
             seq = io["seq"]
             inputs = torch.tensor(b["inputs"], dtype=torch.long).view(-1, seq)
             targets = torch.tensor(b["targets"], dtype=torch.long)
-            weights = torch.tensor(b["weights"], dtype=torch.float64)
+            weights = torch.tensor(b["weights"], dtype=torch.get_default_dtype())
 
             def loss(f, targets=targets, weights=weights):
                 ce = F.cross_entropy(f.reshape(targets.numel(), -1), targets, reduction="none")
                 return (weights * ce).sum() / weights.sum()
         else:
             size = b["size"]
-            inputs = torch.tensor(b["x"], dtype=torch.float64).view(-1, size).T.contiguous()
-            y = torch.tensor(b["y"], dtype=torch.float64).view(-1, size).T.contiguous()
+            inputs = torch.tensor(b["x"], dtype=torch.get_default_dtype()).view(-1, size).T.contiguous()
+            y = torch.tensor(b["y"], dtype=torch.get_default_dtype()).view(-1, size).T.contiguous()
 
             def loss(f, y=y):
                 return F.mse_loss(f, y)
@@ -362,8 +367,10 @@ def main():
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     ap.add_argument("--json", action="store_true", help="one JSON object with the losses")
     ap.add_argument("--bench", action="store_true", help="one JSON object with the timings only")
+    ap.add_argument("--dtype", choices=["float64", "float32"], default="float64",
+                    help="dtype of the model, batches and optimizer state (default float64)")
     a = ap.parse_args()
-    torch.set_default_dtype(torch.float64)
+    torch.set_default_dtype(getattr(torch, a.dtype))
     if a.threads is not None:
         torch.set_num_threads(a.threads)
     runs = []
@@ -379,11 +386,11 @@ def main():
         if a.bench:
             for r in runs:
                 del r["losses"]
-        print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(),
+        print(json.dumps({"torch": torch.__version__, "dtype": a.dtype, "threads": torch.get_num_threads(),
                           "runs": runs, "seconds": sum(r["seconds"] for r in runs),
                           "steps": sum(r["steps"] for r in runs)}))
         return
-    print(f"# torch {torch.__version__} float64 threads {torch.get_num_threads()}")
+    print(f"# torch {torch.__version__} {a.dtype} threads {torch.get_num_threads()}")
     for r in runs:
         print(f"# preset {r['preset']} seed {r['seed']} steps {r['steps']} seconds {r['seconds']:.3f}")
         for s, loss in enumerate(r["losses"], start=1):

@@ -10,6 +10,9 @@
 //! `cargo test --release --test train_torch -- --nocapture` to see the measured differences,
 //! e.g. `NORMSCOPE_TORCH_PYTHON=/path/to/venv/bin/python`.
 
+mod common;
+
+use common::torch_python;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -132,24 +135,6 @@ fn cases() -> Vec<Case> {
             args: regression("deepnorm", "gelu-mlp"),
         },
     ]
-}
-
-/// The Python to use, or why there is none.
-fn torch_python() -> Result<String, String> {
-    let python = std::env::var("NORMSCOPE_TORCH_PYTHON").unwrap_or_else(|_| "python3".into());
-    let out = Command::new(&python)
-        .args(["-c", "import torch"])
-        .output()
-        .map_err(|e| format!("{python} did not start ({e})"))?;
-    if out.status.success() {
-        Ok(python)
-    } else {
-        let err = String::from_utf8_lossy(&out.stderr);
-        Err(format!(
-            "{python} -c \"import torch\" failed ({}); set NORMSCOPE_TORCH_PYTHON",
-            err.lines().last().unwrap_or("no output").trim()
-        ))
-    }
 }
 
 fn normscope(args: &[&str]) {

@@ -28,6 +28,13 @@ pub trait Real: RealField + Copy + Send + Sync + 'static {
     /// `sum_i a_i b_i`, accumulated in f64 (nalgebra's `dot` for f64).
     fn dot(a: &DMatrix<Self>, b: &DMatrix<Self>) -> f64;
 
+    /// `sum_i a_i b_i` of two equally shaped matrices or views (columns of a larger matrix),
+    /// accumulated in f64 (nalgebra's `dot` for f64).
+    fn dot_view<R: Dim, C: Dim, S1: Storage<Self, R, C>, S2: Storage<Self, R, C>>(
+        a: &Matrix<Self, R, C, S1>,
+        b: &Matrix<Self, R, C, S2>,
+    ) -> f64;
+
     /// `C = A B` for column-major buffers with the given strides (matrixmultiply's contract).
     ///
     /// # Safety
@@ -71,6 +78,13 @@ impl Real for f64 {
         a.dot(b)
     }
 
+    fn dot_view<R: Dim, C: Dim, S1: Storage<f64, R, C>, S2: Storage<f64, R, C>>(
+        a: &Matrix<f64, R, C, S1>,
+        b: &Matrix<f64, R, C, S2>,
+    ) -> f64 {
+        a.dot(b)
+    }
+
     unsafe fn gemm(
         m: usize,
         k: usize,
@@ -108,9 +122,21 @@ impl Real for f32 {
     }
 
     fn dot(a: &DMatrix<f32>, b: &DMatrix<f32>) -> f64 {
+        Self::dot_view(a, b)
+    }
+
+    fn dot_view<R: Dim, C: Dim, S1: Storage<f32, R, C>, S2: Storage<f32, R, C>>(
+        a: &Matrix<f32, R, C, S1>,
+        b: &Matrix<f32, R, C, S2>,
+    ) -> f64 {
         assert_eq!(a.shape(), b.shape(), "dot of equal shapes");
-        let b = b.as_slice();
-        sum4(a, |i, x| f64::from(x) * f64::from(b[i]))
+        match contiguous(b) {
+            Some(b) => sum4(a, |i, x| f64::from(x) * f64::from(b[i])),
+            None => {
+                let b: Vec<f32> = b.iter().copied().collect();
+                sum4(a, |i, x| f64::from(x) * f64::from(b[i]))
+            }
+        }
     }
 
     unsafe fn gemm(

@@ -1,21 +1,23 @@
 //! What a training step measures besides the loss, from one forward pass on the probe batch:
 //! per-block norm-input RMS (DeepNet, Wang et al. 2022, Sec. 3: Post-LN's failure inflates the
 //! LayerNorm inputs) and attention's largest logit and mean entropy (Wortsman et al. 2023,
-//! arXiv:2309.14322: attention-logit growth and entropy collapse at small scale).
+//! arXiv:2309.14322: attention-logit growth and entropy collapse at small scale). Every
+//! statistic is accumulated in f64, whatever the model's float type.
 
 use super::model::TrainModel;
 use super::pass::Pass;
 use crate::branch::{Branch, Cache};
+use crate::monte_carlo::gemm::Real;
 use nalgebra::DMatrix;
 
-/// `sqrt(mean z^2)` of a matrix.
-pub fn rms(z: &DMatrix<f64>) -> f64 {
-    (z.norm_squared() / z.len() as f64).sqrt()
+/// `sqrt(mean z^2)` of a matrix, accumulated in f64.
+pub fn rms<T: Real>(z: &DMatrix<T>) -> f64 {
+    (T::sum_sq(z) / z.len() as f64).sqrt()
 }
 
 /// Per-block norm-input RMS: `(block, slot, value)` for every norm slot present (`n_in`'s
 /// input is `x_{l-1}`, `n_br`'s the branch output, `n_out`'s `z = alpha x + lambda b`).
-pub fn norm_inputs(m: &TrainModel, p: &Pass) -> Vec<(usize, &'static str, f64)> {
+pub fn norm_inputs<T: Real>(m: &TrainModel<T>, p: &Pass<T>) -> Vec<(usize, &'static str, f64)> {
     let mut out = Vec::new();
     for (i, (b, c)) in m.blocks.iter().zip(&p.blocks).enumerate() {
         let l = i + 1;
@@ -44,7 +46,7 @@ pub struct AttentionStats {
 }
 
 /// [`AttentionStats`] of every softmax-attention block: `(block, stats)`.
-pub fn attention(m: &TrainModel, p: &Pass) -> Vec<(usize, AttentionStats)> {
+pub fn attention<T: Real>(m: &TrainModel<T>, p: &Pass<T>) -> Vec<(usize, AttentionStats)> {
     let mut out = Vec::new();
     for (i, (b, c)) in m.blocks.iter().zip(&p.blocks).enumerate() {
         let (Branch::Attention(a), Cache::Attention(ac)) = (&b.branch, &c.branch) else {
@@ -66,7 +68,8 @@ pub fn attention(m: &TrainModel, p: &Pass) -> Vec<(usize, AttentionStats)> {
                 for qi in 0..len {
                     let last = if a.causal { qi + 1 } else { len };
                     for kj in 0..last {
-                        max_logit = max_logit.max(q.column(qi).dot(&k.column(kj)) * scale);
+                        let qk = T::dot_view(&q.column(qi), &k.column(kj));
+                        max_logit = max_logit.max(qk * scale);
                     }
                 }
             }
@@ -76,7 +79,8 @@ pub fn attention(m: &TrainModel, p: &Pass) -> Vec<(usize, AttentionStats)> {
             for r in w.row_iter() {
                 sum -= r
                     .iter()
-                    .filter(|&&p| p > 0.0)
+                    .map(|p| p.as_f64())
+                    .filter(|&p| p > 0.0)
                     .map(|p| p * p.ln())
                     .sum::<f64>();
                 rows += 1;

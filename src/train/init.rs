@@ -18,13 +18,19 @@
 //! token and position embeddings are `N(0, 1/2)` each, so `x_0` has per-coordinate second
 //! moment 1 (the Monte Carlo engine's `q0 = 1`); the input map of regression is `N(0, 1/d_in)`,
 //! the head is drawn from the init scheme (fan-in d).
+//!
+//! In float type `T` = f32 ([`model_as`]) every weight is drawn in f64 from the same stream and
+//! rounded once, so an f32 model starts from its f64 twin's weights rounded (the precision is
+//! not part of the seed), and Admin's `omega` is profiled on the f32 model.
 
 use super::model::{InputMap, TrainModel};
 use super::task::Io;
 use crate::branch::Branch;
+use crate::monte_carlo::gemm::Real;
 use crate::monte_carlo::network::Network;
 use crate::monte_carlo::rng::{Rng, config_hash, splitmix64};
 use crate::monte_carlo::sample;
+use crate::monte_carlo::sampler::into_real;
 use crate::monte_carlo::sampling::McConfig;
 use crate::spec::{SkipScale, StackSpec};
 use nalgebra::DMatrix;
@@ -38,9 +44,10 @@ pub fn weight_rng(seed: u64) -> Rng {
 }
 
 /// The body: the Monte Carlo sampler's network for `spec` under `cfg`, its attention made
-/// causal within sequences of `seq` tokens for a sequence task.
-pub fn body(spec: &StackSpec, cfg: &McConfig, io: Io, rng: &mut Rng) -> Network<f64> {
-    let mut net = crate::monte_carlo::sampler::network::<f64>(spec, cfg, rng);
+/// causal within sequences of `seq` tokens for a sequence task; in float type `T` (drawn in f64
+/// and rounded).
+pub fn body<T: Real>(spec: &StackSpec, cfg: &McConfig, io: Io, rng: &mut Rng) -> Network<T> {
+    let mut net = crate::monte_carlo::sampler::network::<T>(spec, cfg, rng);
     if let Io::Tokens { seq, .. } = io {
         for b in &mut net.branches {
             if let Branch::Attention(a) = b {
@@ -55,8 +62,9 @@ pub fn body(spec: &StackSpec, cfg: &McConfig, io: Io, rng: &mut Rng) -> Network<
 /// Admin's profiled `omega_l` (Liu et al. 2020) on the stream `x0` (the first training batch):
 /// the Monte Carlo engine's forward pass profiles them as Transformer-Clinic's
 /// `adaptive-profiling` code does, `omega_1 = 1`, `omega_{l+1}^2 = Var(omega_l x_{l-1}) + Var
-/// F_l` with centred variances over all entries (`np.var`); 1 for blocks without Admin's skip.
-pub fn admin_omegas(net: &Network<f64>, x0: &DMatrix<f64>) -> Vec<f64> {
+/// F_l` with centred variances over all entries (`np.var`, accumulated in f64); 1 for blocks
+/// without Admin's skip.
+pub fn admin_omegas<T: Real>(net: &Network<T>, x0: &DMatrix<T>) -> Vec<f64> {
     if !(1..=net.depth()).any(|l| net.spec.block(l).skip == SkipScale::AdminOmega) {
         return vec![1.0; net.depth()];
     }
@@ -69,27 +77,30 @@ pub fn admin_omegas(net: &Network<f64>, x0: &DMatrix<f64>) -> Vec<f64> {
         .collect()
 }
 
-/// The input map and head for `io` at width d, drawn after the body from `rng`.
-pub fn ends(cfg: &McConfig, io: Io, rng: &mut Rng) -> (InputMap, DMatrix<f64>) {
+/// The input map and head for `io` at width d, drawn after the body from `rng` (in f64, then
+/// rounded to `T`).
+pub fn ends<T: Real>(cfg: &McConfig, io: Io, rng: &mut Rng) -> (InputMap<T>, DMatrix<T>) {
     let d = cfg.model.branch.width;
     let (input, outputs) = match io {
         Io::Tokens { vocab, seq } => {
             let s = 0.5f64.sqrt();
-            let tokens = sample::gaussian(rng, d, vocab) * s;
-            let positions = sample::gaussian(rng, d, seq) * s;
+            let tokens = into_real(sample::gaussian(rng, d, vocab) * s);
+            let positions = into_real(sample::gaussian(rng, d, seq) * s);
             (InputMap::Embedding { tokens, positions }, vocab)
         }
         Io::Vectors { d_in, d_out } => (
-            InputMap::Linear(sample::gaussian(rng, d, d_in) / (d_in as f64).sqrt()),
+            InputMap::Linear(into_real(
+                sample::gaussian(rng, d, d_in) / (d_in as f64).sqrt(),
+            )),
             d_out,
         ),
     };
-    let head = sample::matrix(rng, cfg.init(), outputs, d, 1.0);
+    let head = into_real(sample::matrix(rng, cfg.init(), outputs, d, 1.0));
     (input, head)
 }
 
 /// The trainable model of `spec` for training seed `seed`: body, ends, Admin's profiling on
-/// `x0_of(input map)` (the first batch's stream).
+/// `x0_of(input map)` (the first batch's stream). In f64; [`model_as`] for another float type.
 pub fn model(
     spec: &StackSpec,
     cfg: &McConfig,
@@ -98,6 +109,19 @@ pub fn model(
     seed: u64,
     first_batch: impl FnOnce(&TrainModel) -> DMatrix<f64>,
 ) -> TrainModel {
+    model_as(spec, cfg, io, affine, seed, first_batch)
+}
+
+/// [`model`] in float type `T`: the same draws, rounded to `T`, and Admin's profiling on the
+/// `T` model's first-batch stream.
+pub fn model_as<T: Real>(
+    spec: &StackSpec,
+    cfg: &McConfig,
+    io: Io,
+    affine: bool,
+    seed: u64,
+    first_batch: impl FnOnce(&TrainModel<T>) -> DMatrix<T>,
+) -> TrainModel<T> {
     let mut rng = weight_rng(seed);
     let net = body(spec, cfg, io, &mut rng);
     let (input, head) = ends(cfg, io, &mut rng);

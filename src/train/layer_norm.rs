@@ -9,35 +9,37 @@
 //! (Zhang and Sennrich 2019, no bias). At init `1 * y + 0 = y` exactly in floating point, so
 //! a trainable model made from a Monte Carlo network gives that network's streams bit for bit.
 //! Backward: `dL/dgamma = sum_t g_t ⊙ N(z)_t`, `dL/db = sum_t g_t`, `dL/dN = gamma ⊙ g`, then
-//! the norm's symmetric Jacobian.
+//! the norm's symmetric Jacobian. Generic over the float type ([`Real`]: f64 by default, or
+//! f32); the norm's statistics and the gain and bias gradients' sums are accumulated in f64.
 
+use crate::monte_carlo::gemm::Real;
 use crate::monte_carlo::norm::{self, NormCache};
 use crate::spec::NormKind;
 use nalgebra::DMatrix;
 
 /// One norm slot with its optional affine parameters (d x 1 each).
 #[derive(Clone, Debug)]
-pub struct NormLayer {
+pub struct NormLayer<T: Real = f64> {
     /// LayerNorm or RMSNorm.
     pub kind: NormKind,
     /// `gamma`, if learnable.
-    pub gain: Option<DMatrix<f64>>,
+    pub gain: Option<DMatrix<T>>,
     /// `b`, if learnable (LayerNorm only: RMSNorm has no bias).
-    pub bias: Option<DMatrix<f64>>,
+    pub bias: Option<DMatrix<T>>,
 }
 
-impl NormLayer {
+impl<T: Real> NormLayer<T> {
     /// A norm of width d, with `gamma = 1` (and `b = 0` for LayerNorm) when `affine`.
     pub fn new(kind: NormKind, d: usize, affine: bool) -> Self {
         NormLayer {
             kind,
-            gain: affine.then(|| DMatrix::from_element(d, 1, 1.0)),
+            gain: affine.then(|| DMatrix::from_element(d, 1, T::one())),
             bias: (affine && kind == NormKind::Layer).then(|| DMatrix::zeros(d, 1)),
         }
     }
 
     /// Parameters in order (gain, bias), with their names.
-    pub fn params(&self) -> Vec<(&'static str, &DMatrix<f64>)> {
+    pub fn params(&self) -> Vec<(&'static str, &DMatrix<T>)> {
         let mut out = Vec::new();
         if let Some(g) = &self.gain {
             out.push(("gain", g));
@@ -49,7 +51,7 @@ impl NormLayer {
     }
 
     /// The same parameters, mutable.
-    pub fn params_mut(&mut self) -> Vec<&mut DMatrix<f64>> {
+    pub fn params_mut(&mut self) -> Vec<&mut DMatrix<T>> {
         let mut out = Vec::new();
         if let Some(g) = &mut self.gain {
             out.push(g);
@@ -61,7 +63,7 @@ impl NormLayer {
     }
 
     /// `(cache of N, gamma ⊙ N(z) + b)`.
-    pub fn forward(&self, eps: f64, z: &DMatrix<f64>) -> (NormCache<f64>, DMatrix<f64>) {
+    pub fn forward(&self, eps: f64, z: &DMatrix<T>) -> (NormCache<T>, DMatrix<T>) {
         let c = norm::forward(self.kind, eps, z);
         let mut y = c.y.clone();
         if let Some(g) = &self.gain {
@@ -78,11 +80,7 @@ impl NormLayer {
     }
 
     /// `(dL/dz, [dL/dgamma, dL/db] as present)` for the output gradient `g`.
-    pub fn backward(
-        &self,
-        c: &NormCache<f64>,
-        g: &DMatrix<f64>,
-    ) -> (DMatrix<f64>, Vec<DMatrix<f64>>) {
+    pub fn backward(&self, c: &NormCache<T>, g: &DMatrix<T>) -> (DMatrix<T>, Vec<DMatrix<T>>) {
         let mut grads = Vec::new();
         let gy = match &self.gain {
             Some(gain) => {
@@ -102,7 +100,8 @@ impl NormLayer {
     }
 }
 
-/// `sum_t m[:, t]` as a d x 1 matrix.
-pub fn row_sums(m: &DMatrix<f64>) -> DMatrix<f64> {
-    DMatrix::from_fn(m.nrows(), 1, |i, _| m.row(i).sum())
+/// `sum_t m[:, t]` as a d x 1 matrix, each sum accumulated in f64 ([`Real::sum`]) and rounded
+/// once.
+pub fn row_sums<T: Real>(m: &DMatrix<T>) -> DMatrix<T> {
+    DMatrix::from_fn(m.nrows(), 1, |i, _| T::of(T::sum(&m.row(i))))
 }

@@ -2,9 +2,14 @@
 //! `seed, step, layer, param, metric, value` (one value per row, the conventions of the other
 //! tables: empty where a column does not apply, never a non-finite value). CSV, or typed
 //! Parquet for a `.parquet` path ([`crate::output::table::Format`]).
+//!
+//! The float type: an f32 run's log (`--precision f32`) has one more column,
+//! [`PRECISION_COLUMN`] (`f32`), after `batch`; an f64 log (the default) has exactly
+//! [`COLUMNS`], as before the f32 path existed, so f64 logs are byte-identical to theirs.
 
 use super::config::TrainConfig;
 use super::run::Record;
+use crate::monte_carlo::precision::Precision;
 use crate::output::table::column;
 use crate::placement;
 use polars::prelude::*;
@@ -33,7 +38,11 @@ pub const COLUMNS: [&str; 20] = [
     "value",
 ];
 
-/// The log of a request's runs as a data frame (rows in the order given).
+/// The column an f32 log adds after `batch`: the float type the run computed in.
+pub const PRECISION_COLUMN: &str = "precision";
+
+/// The log of a request's runs as a data frame (rows in the order given), with the
+/// [`PRECISION_COLUMN`] after `batch` unless the run was f64.
 pub fn frame(cfg: &TrainConfig, records: &[Record]) -> crate::Result<DataFrame> {
     let n = records.len();
     let label = |p: &str| {
@@ -42,7 +51,7 @@ pub fn frame(cfg: &TrainConfig, records: &[Record]) -> crate::Result<DataFrame> 
             .unwrap_or_default()
     };
     let s = &cfg.schedule;
-    let cols = vec![
+    let mut cols = vec![
         column(COLUMNS[0], records.iter().map(|r| r.preset.clone())),
         column(COLUMNS[1], records.iter().map(|r| label(&r.preset))),
         column(
@@ -88,5 +97,19 @@ pub fn frame(cfg: &TrainConfig, records: &[Record]) -> crate::Result<DataFrame> 
         column(COLUMNS[18], records.iter().map(|r| r.metric.to_string())),
         column(COLUMNS[19], records.iter().map(|r| r.value)),
     ];
+    if cfg.mc.precision != Precision::F64 {
+        let at = COLUMNS
+            .iter()
+            .position(|c| *c == "batch")
+            .expect("a batch column")
+            + 1;
+        cols.insert(
+            at,
+            column(
+                PRECISION_COLUMN,
+                std::iter::repeat_n(cfg.mc.precision.name().to_string(), n),
+            ),
+        );
+    }
     Ok(DataFrame::new_infer_height(cols)?)
 }

@@ -14,6 +14,15 @@
 //! - [`sweep`]: many runs over cells and paired seeds; [`ablation`]: each block's ablation
 //!   cost and angular distance (Curse of Depth); [`lens`]: a trained model as the Monte Carlo
 //!   engine's network, so its init-time estimators run on trained weights.
+//!
+//! Float type: the model, its passes and the optimizer are generic over
+//! [`crate::monte_carlo::gemm::Real`] with f64 as the default type parameter (`TrainModel<T =
+//! f64>`, ...), so f64 code reads as before and computes the same bits. `normscope train
+//! --precision f32` runs one request in f32 ([`run::run_one`] dispatches on
+//! `cfg.mc.precision`): products, activations, parameters and optimizer state in f32; sums of
+//! squares, dot products, norm statistics, losses and every logged value accumulated in f64.
+//! Sweeps, ablations and the training analyses use the f64 entry points ([`run::start`],
+//! [`init::model`]) and stay f64.
 
 pub mod ablation;
 pub mod config;

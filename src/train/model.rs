@@ -26,69 +26,70 @@
 
 use super::layer_norm::NormLayer;
 use crate::branch::{Branch, Module};
+use crate::monte_carlo::gemm::Real;
 use crate::monte_carlo::network::Network;
 use crate::spec::{BranchScale, InputScale, SkipScale, StackSpec};
 use nalgebra::DMatrix;
 
 /// The map from the task's input to the stream `x_0`.
 #[derive(Clone, Debug)]
-pub enum InputMap {
+pub enum InputMap<T: Real = f64> {
     /// Token and learned position embeddings, `x_0 = E[:, token] + P[:, position]`.
     Embedding {
         /// `E`, d x vocab.
-        tokens: DMatrix<f64>,
+        tokens: DMatrix<T>,
         /// `P`, d x seq.
-        positions: DMatrix<f64>,
+        positions: DMatrix<T>,
     },
     /// A linear map `x_0 = W_in x` (d x d_in).
-    Linear(DMatrix<f64>),
+    Linear(DMatrix<T>),
 }
 
 /// A skip scale: a constant, or Admin's learnable d-vector `omega`.
 #[derive(Clone, Debug)]
-pub enum Skip {
-    /// A constant `alpha` (1, DeepNet's `alpha`).
+pub enum Skip<T: Real = f64> {
+    /// A constant `alpha` (1, DeepNet's `alpha`), rounded to `T` where it multiplies.
     Fixed(f64),
     /// A learnable per-coordinate scale (d x 1).
-    Learnable(DMatrix<f64>),
+    Learnable(DMatrix<T>),
 }
 
 /// A branch multiplier: a constant, or a learnable scalar (ReZero's `lambda`, 1 x 1).
 #[derive(Clone, Debug)]
-pub enum Multiplier {
+pub enum Multiplier<T: Real = f64> {
     /// A constant.
     Fixed(f64),
     /// A learnable scalar.
-    Learnable(DMatrix<f64>),
+    Learnable(DMatrix<T>),
 }
 
-impl Multiplier {
-    /// Its current value.
+impl<T: Real> Multiplier<T> {
+    /// Its current value (exactly, as f64).
     pub fn value(&self) -> f64 {
         match self {
             Multiplier::Fixed(v) => *v,
-            Multiplier::Learnable(m) => m[(0, 0)],
+            Multiplier::Learnable(m) => m[(0, 0)].as_f64(),
         }
     }
 }
 
 /// One trainable block.
 #[derive(Clone, Debug)]
-pub struct TrainBlock {
+pub struct TrainBlock<T: Real = f64> {
     /// `N_in` (with its affine), if a norm.
-    pub n_in: Option<NormLayer>,
+    pub n_in: Option<NormLayer<T>>,
     /// `s_l` after `N_in` (LayerNorm-Scaling's `1/sqrt(l)`), if any.
     pub in_scale: Option<f64>,
     /// The branch `F_l`.
-    pub branch: Branch<f64>,
+    pub branch: Branch<T>,
     /// `N_br`, if a norm.
-    pub n_br: Option<NormLayer>,
+    pub n_br: Option<NormLayer<T>>,
     /// `alpha_l`.
-    pub skip: Skip,
+    pub skip: Skip<T>,
     /// `lambda_l`.
-    pub lambda: Multiplier,
+    pub lambda: Multiplier<T>,
     /// `N_out`, if a norm.
-    pub n_out: Option<NormLayer>,
+    pub n_out: Option<NormLayer<T>>,
 }
 
 /// Where a parameter sits, for per-block statistics.
@@ -103,33 +104,34 @@ pub struct ParamInfo {
     pub decay: bool,
 }
 
-/// A trainable model.
+/// A trainable model, its parameters and activations in float type `T` (f64 by default; f32
+/// for `normscope train --precision f32`).
 #[derive(Clone, Debug)]
-pub struct TrainModel {
+pub struct TrainModel<T: Real = f64> {
     /// The block model it was built from.
     pub spec: StackSpec,
     /// Norm epsilon.
     pub eps: f64,
     /// The input map.
-    pub input: InputMap,
+    pub input: InputMap<T>,
     /// Block l at index l - 1.
-    pub blocks: Vec<TrainBlock>,
+    pub blocks: Vec<TrainBlock<T>>,
     /// The output norm, if the preset has one.
-    pub final_norm: Option<NormLayer>,
+    pub final_norm: Option<NormLayer<T>>,
     /// The head `H` (outputs x d).
-    pub head: DMatrix<f64>,
+    pub head: DMatrix<T>,
 }
 
-impl TrainModel {
+impl<T: Real> TrainModel<T> {
     /// The body of a sampled Monte Carlo network with an input map and a head. Norm slots get
     /// learnable affine parameters when `affine`; ReZero-style `lambda` (a
     /// [`BranchScale::Lambda`]) becomes a learnable scalar; Admin's `omega`
     /// ([`SkipScale::AdminOmega`]) becomes a learnable d-vector filled with `omegas[l-1]`
-    /// (from [`super::init::admin_omegas`]; ignored for other skips).
+    /// (from [`super::init::admin_omegas`], rounded to `T`; ignored for other skips).
     pub fn from_network(
-        net: Network<f64>,
-        input: InputMap,
-        head: DMatrix<f64>,
+        net: Network<T>,
+        input: InputMap<T>,
+        head: DMatrix<T>,
         affine: bool,
         omegas: &[f64],
     ) -> Self {
@@ -155,13 +157,13 @@ impl TrainModel {
                         SkipScale::One => Skip::Fixed(1.0),
                         SkipScale::Alpha(a) => Skip::Fixed(a),
                         SkipScale::AdminOmega => {
-                            Skip::Learnable(DMatrix::from_element(d, 1, omegas[i]))
+                            Skip::Learnable(DMatrix::from_element(d, 1, T::of(omegas[i])))
                         }
                     },
                     lambda: match b.lambda {
                         BranchScale::One => Multiplier::Fixed(1.0),
                         BranchScale::Lambda(v) => {
-                            Multiplier::Learnable(DMatrix::from_element(1, 1, v))
+                            Multiplier::Learnable(DMatrix::from_element(1, 1, T::of(v)))
                         }
                     },
                     n_out: slot(b.n_out),
@@ -190,8 +192,8 @@ impl TrainModel {
 
     /// Every parameter with where it sits, in the order of [`Self::params_mut`] and of the
     /// gradients [`TrainModel::backward`] returns.
-    pub fn params(&self) -> Vec<(ParamInfo, &DMatrix<f64>)> {
-        let mut out: Vec<(ParamInfo, &DMatrix<f64>)> = Vec::new();
+    pub fn params(&self) -> Vec<(ParamInfo, &DMatrix<T>)> {
+        let mut out: Vec<(ParamInfo, &DMatrix<T>)> = Vec::new();
         macro_rules! put {
             ($layer:expr, $name:expr, $m:expr, $decay:expr) => {
                 out.push((
@@ -237,8 +239,8 @@ impl TrainModel {
     }
 
     /// The parameters, mutable, in [`Self::params`] order.
-    pub fn params_mut(&mut self) -> Vec<&mut DMatrix<f64>> {
-        let mut out: Vec<&mut DMatrix<f64>> = Vec::new();
+    pub fn params_mut(&mut self) -> Vec<&mut DMatrix<T>> {
+        let mut out: Vec<&mut DMatrix<T>> = Vec::new();
         match &mut self.input {
             InputMap::Embedding { tokens, positions } => {
                 out.push(tokens);

@@ -56,7 +56,14 @@
 //! `bias_correction2 ** 0.5` call the C library's `pow`; here `beta.powf(t)` calls the same
 //! `pow`, and `sqrt` (correctly rounded) stands for `pow(x, 0.5)` (glibc's `pow` is within
 //! 0.52 ulp, almost always the same double).
+//!
+//! **Float type.** [`Optimizer`] is generic over the parameters' float type `T` ([`Real`], f64
+//! by default). Its state (momentum buffers, Adam's `m` and `v`) is kept in `T` and every
+//! per-entry operation above runs in `T`, the hyperparameters and Python-float scalars
+//! (`step_size`, `sqrt(bc2)`, `eps`, `1 - beta`) rounded once to `T`: what PyTorch does for
+//! float32 parameters. The clipping norm is accumulated in f64 in both types.
 
+use crate::monte_carlo::gemm::Real;
 use nalgebra::DMatrix;
 
 use crate::{Error, Result};
@@ -213,13 +220,13 @@ pub struct SecondMoment {
 
 /// The per-parameter state.
 #[derive(Clone, Debug)]
-enum State {
+enum State<T: Real> {
     /// SGD: the momentum buffers (empty when the momentum is 0).
-    Sgd { buffers: Vec<DMatrix<f64>> },
+    Sgd { buffers: Vec<DMatrix<T>> },
     /// Adam and AdamW: first moments `m` and second moments `v`, zero before the first step.
     Adam {
-        m: Vec<DMatrix<f64>>,
-        v: Vec<DMatrix<f64>>,
+        m: Vec<DMatrix<T>>,
+        v: Vec<DMatrix<T>>,
     },
 }
 
@@ -227,11 +234,11 @@ enum State {
 /// (momentum buffers, or Adam's `m` and `v`) and its step count. The update equations and
 /// their PyTorch sources are in the [module documentation](self).
 #[derive(Clone, Debug)]
-pub struct Optimizer {
+pub struct Optimizer<T: Real = f64> {
     kind: OptimizerKind,
     shapes: Vec<(usize, usize)>,
     decay: Vec<bool>,
-    state: State,
+    state: State<T>,
     steps: u64,
 }
 
@@ -245,14 +252,23 @@ impl Optimizer {
     /// # Panics
     ///
     /// If `shapes` and `decay` differ in length.
+    ///
+    /// In f64; [`Optimizer::new_as`] for another float type.
     pub fn new(kind: OptimizerKind, shapes: &[(usize, usize)], decay: &[bool]) -> Self {
+        Self::new_as(kind, shapes, decay)
+    }
+}
+
+impl<T: Real> Optimizer<T> {
+    /// [`Optimizer::new`] for parameters of float type `T` (state in `T`).
+    pub fn new_as(kind: OptimizerKind, shapes: &[(usize, usize)], decay: &[bool]) -> Self {
         assert_eq!(
             shapes.len(),
             decay.len(),
             "one decay flag per parameter shape"
         );
         let zeros =
-            || -> Vec<DMatrix<f64>> { shapes.iter().map(|&(r, c)| DMatrix::zeros(r, c)).collect() };
+            || -> Vec<DMatrix<T>> { shapes.iter().map(|&(r, c)| DMatrix::zeros(r, c)).collect() };
         let state = match kind {
             // Without momentum PyTorch keeps no buffer.
             OptimizerKind::Sgd { momentum } => State::Sgd {
@@ -280,7 +296,7 @@ impl Optimizer {
     /// # Panics
     ///
     /// If `params` or `grads` do not have one matrix of the constructor's shape per parameter.
-    pub fn step(&mut self, params: &mut [&mut DMatrix<f64>], grads: &[DMatrix<f64>], lr: f64) {
+    pub fn step(&mut self, params: &mut [&mut DMatrix<T>], grads: &[DMatrix<T>], lr: f64) {
         assert_eq!(params.len(), self.shapes.len(), "one matrix per parameter");
         assert_eq!(grads.len(), self.shapes.len(), "one gradient per parameter");
         for (i, &shape) in self.shapes.iter().enumerate() {
@@ -296,7 +312,7 @@ impl Optimizer {
                 let (beta1, beta2, eps) = kind.adam_betas().expect("Adam state with an Adam kind");
                 if let OptimizerKind::AdamW { weight_decay, .. } = kind {
                     // `param.mul_(1 - lr * weight_decay)`, skipped where the group's decay is 0.
-                    let factor = 1.0 - lr * weight_decay;
+                    let factor = T::of(1.0 - lr * weight_decay);
                     for (p, &decay) in params.iter_mut().zip(&self.decay) {
                         if decay && weight_decay != 0.0 {
                             p.iter_mut().for_each(|x| *x *= factor);
@@ -320,7 +336,7 @@ impl Optimizer {
     /// # Panics
     ///
     /// If `i` is not a parameter index.
-    pub fn second_moment(&self, i: usize) -> Option<&DMatrix<f64>> {
+    pub fn second_moment(&self, i: usize) -> Option<&DMatrix<T>> {
         match &self.state {
             State::Adam { v, .. } => Some(&v[i]),
             State::Sgd { .. } => None,
@@ -345,7 +361,7 @@ impl Optimizer {
         let mut sum = 0.0;
         let mut max = f64::NEG_INFINITY;
         let mut sum_sqrt = 0.0;
-        for &x in v.iter() {
+        for x in v.iter().map(|x| x.as_f64()) {
             sum += x;
             max = max.max(x);
             sum_sqrt += x.sqrt() / bc2_sqrt;
@@ -365,14 +381,15 @@ impl Optimizer {
 
 /// SGD with momentum `mu` (dampening 0): `b <- g` on the first step, else `b <- mu b + g`;
 /// `p <- p - lr b`. Without momentum `p <- p - lr g`.
-fn sgd(
-    params: &mut [&mut DMatrix<f64>],
-    grads: &[DMatrix<f64>],
-    buffers: &mut [DMatrix<f64>],
+fn sgd<T: Real>(
+    params: &mut [&mut DMatrix<T>],
+    grads: &[DMatrix<T>],
+    buffers: &mut [DMatrix<T>],
     momentum: f64,
     lr: f64,
     first: bool,
 ) {
+    let (mu, lr_t) = (T::of(momentum), T::of(lr));
     for (i, p) in params.iter_mut().enumerate() {
         let g = &grads[i];
         let d = if momentum == 0.0 {
@@ -385,25 +402,25 @@ fn sgd(
             } else {
                 // `buf.mul_(momentum).add_(grad, alpha=1 - dampening)`, dampening 0.
                 for (b, &g) in b.iter_mut().zip(g.iter()) {
-                    *b = *b * momentum + g;
+                    *b = *b * mu + g;
                 }
             }
             &buffers[i]
         };
         // `param.add_(d, alpha=-lr)`: p + (-lr) d, the same double as p - lr d.
         for (p, &d) in p.iter_mut().zip(d.iter()) {
-            *p -= lr * d;
+            *p -= lr_t * d;
         }
     }
 }
 
 /// One Adam update at step `t` (already incremented) of every parameter, as
 /// `_single_tensor_adam` computes it.
-fn adam(
-    params: &mut [&mut DMatrix<f64>],
-    grads: &[DMatrix<f64>],
-    m: &mut [DMatrix<f64>],
-    v: &mut [DMatrix<f64>],
+fn adam<T: Real>(
+    params: &mut [&mut DMatrix<T>],
+    grads: &[DMatrix<T>],
+    m: &mut [DMatrix<T>],
+    v: &mut [DMatrix<T>],
     (beta1, beta2, eps): (f64, f64, f64),
     lr: f64,
     t: u64,
@@ -412,17 +429,18 @@ fn adam(
     let t = t as f64;
     let bias_correction1 = 1.0 - beta1.powf(t);
     let bias_correction2 = 1.0 - beta2.powf(t);
-    let step_size = lr / bias_correction1;
-    let bias_correction2_sqrt = bias_correction2.sqrt();
-    let w1 = 1.0 - beta1;
-    let w2 = 1.0 - beta2;
+    let step_size = T::of(lr / bias_correction1);
+    let bias_correction2_sqrt = T::of(bias_correction2.sqrt());
+    let w1 = T::of(1.0 - beta1);
+    let w2 = T::of(1.0 - beta2);
+    let (beta2, eps) = (T::of(beta2), T::of(eps));
     for (i, p) in params.iter_mut().enumerate() {
         let entries = p
             .iter_mut()
             .zip(grads[i].iter())
             .zip(m[i].iter_mut().zip(v[i].iter_mut()));
         for ((p, &g), (m, v)) in entries {
-            *m = lerp(*m, g, w1);
+            *m = lerp_as(*m, g, w1);
             // `exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)`: ATen's addcmul
             // is `self + value * t1 * t2`, left to right.
             *v = *v * beta2 + w2 * g * g;
@@ -434,13 +452,19 @@ fn adam(
     }
 }
 
-/// `torch.lerp(start, end, weight)` on doubles, as ATen's `Lerp.h` writes it: `start + weight
-/// (end - start)` for `|weight| < 0.5`, else `end - (end - start) (1 - weight)`.
+/// `torch.lerp(start, end, weight)` on doubles ([`lerp_as`] in f64).
+#[cfg(test)]
 fn lerp(start: f64, end: f64, weight: f64) -> f64 {
-    if weight.abs() < 0.5 {
+    lerp_as(start, end, weight)
+}
+
+/// `torch.lerp(start, end, weight)` in type `T`, as ATen's `Lerp.h` writes it: `start + weight
+/// (end - start)` for `|weight| < 0.5`, else `end - (end - start) (1 - weight)`.
+fn lerp_as<T: Real>(start: T, end: T, weight: T) -> T {
+    if weight.as_f64().abs() < 0.5 {
         start + weight * (end - start)
     } else {
-        end - (end - start) * (1.0 - weight)
+        end - (end - start) * (T::one() - weight)
     }
 }
 
@@ -456,13 +480,26 @@ pub const CLIP_NORM_EPS: f64 = 1e-6;
 /// multiplies by `min(coef, 1)`; a factor 1 changes nothing), so the clipped norm is
 /// `max_norm total / (total + 1e-6)`, just below `max_norm`. Returns the total norm before
 /// clipping. A non-finite total gives NaN gradients, as in PyTorch (`error_if_nonfinite=False`):
-/// the caller detects the divergence.
+/// the caller detects the divergence. In f64; [`clip_global_norm_as`] for another float type.
 pub fn clip_global_norm(grads: &mut [DMatrix<f64>], max_norm: f64) -> f64 {
+    clip_global_norm_as(grads, max_norm)
+}
+
+/// [`clip_global_norm`] of gradients of float type `T`: the norms are accumulated in f64 (each
+/// entry widened first), and the coefficient is rounded to `T` where it multiplies.
+pub fn clip_global_norm_as<T: Real>(grads: &mut [DMatrix<T>], max_norm: f64) -> f64 {
     // `torch.linalg.vector_norm(torch.stack([vector_norm(g) for g in grads]))`.
     let sum_of_norms_squared: f64 = grads
         .iter()
         .map(|g| {
-            let norm = g.iter().map(|&x| x * x).sum::<f64>().sqrt();
+            let norm = g
+                .iter()
+                .map(|x| {
+                    let x = x.as_f64();
+                    x * x
+                })
+                .sum::<f64>()
+                .sqrt();
             norm * norm
         })
         .sum();
@@ -470,6 +507,7 @@ pub fn clip_global_norm(grads: &mut [DMatrix<f64>], max_norm: f64) -> f64 {
     let coef = max_norm / (total + CLIP_NORM_EPS);
     // `clamp(coef, max=1.0)` keeps a NaN coefficient, so NaN is applied too.
     if coef < 1.0 || coef.is_nan() {
+        let coef = T::of(coef);
         for g in grads.iter_mut() {
             g.iter_mut().for_each(|x| *x *= coef);
         }

@@ -10,16 +10,23 @@
 //! dL/dz = J_out^T A_out^T g,   dL/dx = alpha ⊙ dL/dz + J_in^T A_in^T s J_F^T J_br^T A_br^T lambda dL/dz
 //! dL/dalpha = sum_t dL/dz ⊙ x,   dL/dlambda = <dL/dz, b>
 //! ```
+//!
+//! Everything is generic over the float type `T` ([`Real`], f64 by default): products and
+//! activations in `T` (f32: matrixmultiply's `sgemm`), every sum of squares, dot product and
+//! row sum accumulated in f64 and rounded once, and the loss computed in f64 from the
+//! outputs. For f64 every operation is the one it was before the type became generic.
 
 use super::layer_norm::{NormLayer, row_sums};
 use super::model::{InputMap, Multiplier, Skip, TrainModel};
 use crate::branch::{Cache, Module};
+use crate::monte_carlo::gemm::Real;
 use crate::monte_carlo::norm::{self, NormCache};
 use nalgebra::DMatrix;
+use std::borrow::Cow;
 
 /// What the model reads.
 #[derive(Clone, Copy, Debug)]
-pub enum Input<'a> {
+pub enum Input<'a, T: Real = f64> {
     /// Token ids, sequence-major (`b * seq + t`), `seq` tokens per sequence.
     Tokens {
         /// The ids.
@@ -28,12 +35,12 @@ pub enum Input<'a> {
         seq: usize,
     },
     /// One example per column.
-    Vectors(&'a DMatrix<f64>),
+    Vectors(&'a DMatrix<T>),
 }
 
 /// What the loss compares the output with.
 #[derive(Clone, Copy, Debug)]
-pub enum Target<'a> {
+pub enum Target<'a, T: Real = f64> {
     /// Softmax cross-entropy `sum_t w_t (logsumexp(f_t) - f_t[y_t]) / sum_t w_t`.
     Classes {
         /// Target ids, one per column.
@@ -42,48 +49,58 @@ pub enum Target<'a> {
         weights: &'a [f64],
     },
     /// Mean squared error over every entry, `mean (f - y)^2` (`torch.nn.MSELoss()`).
-    Values(&'a DMatrix<f64>),
+    Values(&'a DMatrix<T>),
+}
+
+/// An f64 matrix of a task's batch in float type `T`: borrowed as it is for f64, rounded entry
+/// by entry for f32.
+pub fn real_ref<T: Real>(m: &DMatrix<f64>) -> Cow<'_, DMatrix<T>> {
+    match (m as &dyn std::any::Any).downcast_ref::<DMatrix<T>>() {
+        Some(same) => Cow::Borrowed(same),
+        None => Cow::Owned(m.map(T::of)),
+    }
 }
 
 /// One block's values from the forward pass.
 #[derive(Clone, Debug)]
-pub struct BlockCache {
+pub struct BlockCache<T: Real = f64> {
     /// `N_in`'s cache.
-    pub n_in: Option<NormCache<f64>>,
+    pub n_in: Option<NormCache<T>>,
     /// The branch's cache.
-    pub branch: Cache<f64>,
+    pub branch: Cache<T>,
     /// The raw branch output `o = F(u)`.
-    pub out: DMatrix<f64>,
+    pub out: DMatrix<T>,
     /// `N_br`'s cache.
-    pub n_br: Option<NormCache<f64>>,
+    pub n_br: Option<NormCache<T>>,
     /// `b = A_br(N_br(o))`.
-    pub br: DMatrix<f64>,
+    pub br: DMatrix<T>,
     /// `N_out`'s cache.
-    pub n_out: Option<NormCache<f64>>,
-    /// Mean square of `z`, the input of `N_out` (whether or not it is a norm).
+    pub n_out: Option<NormCache<T>>,
+    /// Mean square of `z`, the input of `N_out` (whether or not it is a norm), accumulated in
+    /// f64.
     pub z_sq: f64,
 }
 
 /// A forward pass.
 #[derive(Clone, Debug)]
-pub struct Pass {
+pub struct Pass<T: Real = f64> {
     /// The streams `x_0..=x_L`.
-    pub xs: Vec<DMatrix<f64>>,
+    pub xs: Vec<DMatrix<T>>,
     /// Block l at index l - 1.
-    pub blocks: Vec<BlockCache>,
+    pub blocks: Vec<BlockCache<T>>,
     /// The output norm's cache.
-    pub final_norm: Option<NormCache<f64>>,
+    pub final_norm: Option<NormCache<T>>,
     /// The head's input `A_final(N_final(x_L))` (or `x_L`).
-    pub top: DMatrix<f64>,
+    pub top: DMatrix<T>,
     /// The output `f` (outputs x columns).
-    pub output: DMatrix<f64>,
+    pub output: DMatrix<T>,
 }
 
-fn slot(
-    n: &Option<NormLayer>,
+fn slot<T: Real>(
+    n: &Option<NormLayer<T>>,
     eps: f64,
-    z: &DMatrix<f64>,
-) -> (Option<NormCache<f64>>, DMatrix<f64>) {
+    z: &DMatrix<T>,
+) -> (Option<NormCache<T>>, DMatrix<T>) {
     match n {
         Some(n) => {
             let (c, y) = n.forward(eps, z);
@@ -93,12 +110,12 @@ fn slot(
     }
 }
 
-fn slot_back(
-    n: &Option<NormLayer>,
-    c: &Option<NormCache<f64>>,
-    g: &DMatrix<f64>,
-    grads: &mut Vec<DMatrix<f64>>,
-) -> DMatrix<f64> {
+fn slot_back<T: Real>(
+    n: &Option<NormLayer<T>>,
+    c: &Option<NormCache<T>>,
+    g: &DMatrix<T>,
+    grads: &mut Vec<DMatrix<T>>,
+) -> DMatrix<T> {
     match (n, c) {
         (Some(n), Some(c)) => {
             let (gz, gp) = n.backward(c, g);
@@ -110,12 +127,12 @@ fn slot_back(
 }
 
 /// `d/dt [gamma ⊙ N(z) + b]` for tangents `dz`, `dgamma`, `db` (taken from `tangents`).
-fn slot_jvp<'a>(
-    n: &Option<NormLayer>,
-    c: &Option<NormCache<f64>>,
-    dz: &DMatrix<f64>,
-    tangents: &mut impl Iterator<Item = &'a DMatrix<f64>>,
-) -> DMatrix<f64> {
+fn slot_jvp<'a, T: Real>(
+    n: &Option<NormLayer<T>>,
+    c: &Option<NormCache<T>>,
+    dz: &DMatrix<T>,
+    tangents: &mut impl Iterator<Item = &'a DMatrix<T>>,
+) -> DMatrix<T> {
     let (Some(n), Some(c)) = (n, c) else {
         return dz.clone();
     };
@@ -136,7 +153,7 @@ fn slot_jvp<'a>(
     dy
 }
 
-fn scale_rows(x: &DMatrix<f64>, s: &DMatrix<f64>) -> DMatrix<f64> {
+fn scale_rows<T: Real>(x: &DMatrix<T>, s: &DMatrix<T>) -> DMatrix<T> {
     let mut out = x.clone();
     for mut col in out.column_iter_mut() {
         col.component_mul_assign(&s.column(0));
@@ -144,9 +161,9 @@ fn scale_rows(x: &DMatrix<f64>, s: &DMatrix<f64>) -> DMatrix<f64> {
     out
 }
 
-impl TrainModel {
+impl<T: Real> TrainModel<T> {
     /// `x_0` for an input.
-    pub fn embed(&self, input: Input) -> DMatrix<f64> {
+    pub fn embed(&self, input: Input<T>) -> DMatrix<T> {
         match (&self.input, input) {
             (InputMap::Embedding { tokens, positions }, Input::Tokens { ids, seq }) => {
                 DMatrix::from_fn(self.width(), ids.len(), |i, t| {
@@ -159,7 +176,7 @@ impl TrainModel {
     }
 
     /// The forward pass from the stream `x_0`.
-    pub fn forward_from(&self, x0: DMatrix<f64>) -> Pass {
+    pub fn forward_from(&self, x0: DMatrix<T>) -> Pass<T> {
         let mut xs = Vec::with_capacity(self.depth() + 1);
         xs.push(x0);
         let mut blocks = Vec::with_capacity(self.depth());
@@ -167,17 +184,17 @@ impl TrainModel {
             let x = xs.last().expect("x_0");
             let (n_in, mut u) = slot(&b.n_in, self.eps, x);
             if let Some(s) = b.in_scale {
-                u *= s;
+                u *= T::of(s);
             }
             let (out, branch) = b.branch.forward(&u);
             let (n_br, br) = slot(&b.n_br, self.eps, &out);
-            let lambda = b.lambda.value();
+            let lambda = T::of(b.lambda.value());
             // The Monte Carlo engine's order of operations: x * alpha + br * lambda.
             let z = match &b.skip {
-                Skip::Fixed(a) => x * *a + &br * lambda,
+                Skip::Fixed(a) => x * T::of(*a) + &br * lambda,
                 Skip::Learnable(a) => scale_rows(x, a) + &br * lambda,
             };
-            let z_sq = z.norm_squared() / z.len() as f64;
+            let z_sq = T::sum_sq(&z) / z.len() as f64;
             let (n_out, y) = slot(&b.n_out, self.eps, &z);
             blocks.push(BlockCache {
                 n_in,
@@ -202,16 +219,16 @@ impl TrainModel {
     }
 
     /// The forward pass of an input.
-    pub fn forward(&self, input: Input) -> Pass {
+    pub fn forward(&self, input: Input<T>) -> Pass<T> {
         self.forward_from(self.embed(input))
     }
 
     /// `(dL/dx_0, gradients of every parameter except the input map's, in [`Self::params`]
     /// order)` for the output gradient `g = dL/df`.
-    fn backward_body(&self, p: &Pass, g: &DMatrix<f64>) -> (DMatrix<f64>, Vec<Vec<DMatrix<f64>>>) {
+    fn backward_body(&self, p: &Pass<T>, g: &DMatrix<T>) -> (DMatrix<T>, Vec<Vec<DMatrix<T>>>) {
         let depth = self.depth();
         // Per layer 1..=L+1, each in params() order.
-        let mut per_layer: Vec<Vec<DMatrix<f64>>> = vec![Vec::new(); depth + 1];
+        let mut per_layer: Vec<Vec<DMatrix<T>>> = vec![Vec::new(); depth + 1];
         let g_head = crate::monte_carlo::gemm::nt(g, &p.top);
         let g_top = crate::monte_carlo::gemm::tn(&self.head, g);
         let mut top_grads = Vec::new();
@@ -223,17 +240,17 @@ impl TrainModel {
             let x = &p.xs[l - 1];
             let mut out_grads = Vec::new();
             let gz = slot_back(&b.n_out, &c.n_out, &gx, &mut out_grads);
-            let lambda = b.lambda.value();
+            let lambda = T::of(b.lambda.value());
             let mut br_grads = Vec::new();
             let g_o = slot_back(&b.n_br, &c.n_br, &(&gz * lambda), &mut br_grads);
             let (mut gu, gw) = b.branch.backward(&c.branch, &g_o);
             if let Some(s) = b.in_scale {
-                gu *= s;
+                gu *= T::of(s);
             }
             let mut in_grads = Vec::new();
             let g_in = slot_back(&b.n_in, &c.n_in, &gu, &mut in_grads);
             let (skip_part, skip_grad) = match &b.skip {
-                Skip::Fixed(a) => (&gz * *a, None),
+                Skip::Fixed(a) => (&gz * T::of(*a), None),
                 Skip::Learnable(a) => (scale_rows(&gz, a), Some(row_sums(&gz.component_mul(x)))),
             };
             gx = skip_part + g_in;
@@ -243,7 +260,7 @@ impl TrainModel {
             grads.extend(out_grads);
             grads.extend(skip_grad);
             if let Multiplier::Learnable(_) = b.lambda {
-                grads.push(DMatrix::from_element(1, 1, gz.dot(&c.br)));
+                grads.push(DMatrix::from_element(1, 1, T::of(T::dot(&gz, &c.br))));
             }
             per_layer[l - 1] = grads;
         }
@@ -252,7 +269,7 @@ impl TrainModel {
 
     /// Gradients of every parameter, in [`Self::params`] order, for the output gradient
     /// `g = dL/df` of a pass of `input`.
-    pub fn backward(&self, input: Input, p: &Pass, g: &DMatrix<f64>) -> Vec<DMatrix<f64>> {
+    pub fn backward(&self, input: Input<T>, p: &Pass<T>, g: &DMatrix<T>) -> Vec<DMatrix<T>> {
         let (g0, per_layer) = self.backward_body(p, g);
         let mut out = match (&self.input, input) {
             (InputMap::Embedding { tokens, positions }, Input::Tokens { ids, seq }) => {
@@ -277,7 +294,7 @@ impl TrainModel {
 
     /// The output tangent `df` for parameter tangents `dw` (in [`Self::params`] order) at the
     /// pass `p` of `input`: forward-mode differentiation of the whole model.
-    pub fn jvp(&self, input: Input, p: &Pass, dw: &[DMatrix<f64>]) -> DMatrix<f64> {
+    pub fn jvp(&self, input: Input<T>, p: &Pass<T>, dw: &[DMatrix<T>]) -> DMatrix<T> {
         let mut t = dw.iter();
         let mut dx = match &self.input {
             InputMap::Embedding { .. } => {
@@ -299,31 +316,31 @@ impl TrainModel {
         for (l, (b, c)) in self.blocks.iter().zip(&p.blocks).enumerate() {
             let x = &p.xs[l];
             let n_weights = b.branch.params().len();
-            let dwb: Vec<DMatrix<f64>> = (0..n_weights)
+            let dwb: Vec<DMatrix<T>> = (0..n_weights)
                 .map(|_| t.next().expect("a branch tangent").clone())
                 .collect();
             let mut du = slot_jvp(&b.n_in, &c.n_in, &dx, &mut t);
             if let Some(s) = b.in_scale {
-                du *= s;
+                du *= T::of(s);
             }
             let d_o = b.branch.jvp(&c.branch, Some(&du), Some(&dwb));
             let d_br = slot_jvp(&b.n_br, &c.n_br, &d_o, &mut t);
             // params() lists n_in, n_br, n_out, then omega and lambda: take n_out's tangents
             // now and apply them after z.
-            let n_out_t: Vec<&DMatrix<f64>> = b
+            let n_out_t: Vec<&DMatrix<T>> = b
                 .n_out
                 .iter()
                 .flat_map(|n| n.params())
                 .map(|_| t.next().expect("an n_out tangent"))
                 .collect();
             let mut dz = match &b.skip {
-                Skip::Fixed(a) => &dx * *a,
+                Skip::Fixed(a) => &dx * T::of(*a),
                 Skip::Learnable(a) => {
                     let da = t.next().expect("an omega tangent");
                     scale_rows(&dx, a) + scale_rows(x, da)
                 }
             };
-            dz += &d_br * b.lambda.value();
+            dz += &d_br * T::of(b.lambda.value());
             if let Multiplier::Learnable(_) = b.lambda {
                 dz += &c.br * t.next().expect("a lambda tangent")[(0, 0)];
             }
@@ -336,8 +353,10 @@ impl TrainModel {
     }
 }
 
-/// `(loss, dL/df)` of an output against its target.
-pub fn loss(f: &DMatrix<f64>, target: Target) -> (f64, DMatrix<f64>) {
+/// `(loss, dL/df)` of an output against its target: the loss in f64 (cross-entropy's
+/// log-sum-exp and every sum from the outputs widened to f64; the squared error's sum
+/// accumulated in f64), the gradient rounded once to `T`.
+pub fn loss<T: Real>(f: &DMatrix<T>, target: Target<T>) -> (f64, DMatrix<T>) {
     match target {
         Target::Classes { ids, weights } => {
             let total: f64 = weights.iter().sum();
@@ -348,21 +367,23 @@ pub fn loss(f: &DMatrix<f64>, target: Target) -> (f64, DMatrix<f64>) {
                 if w == 0.0 {
                     continue;
                 }
-                let m = col.max();
+                let m = col.max().as_f64();
+                let col: Vec<f64> = col.iter().map(|v| v.as_f64()).collect();
                 let z: f64 = col.iter().map(|v| (v - m).exp()).sum();
                 let lse = m + z.ln();
-                sum += w * (lse - col[ids[t] as usize]);
+                let y = ids[t] as usize;
+                sum += w * (lse - col[y]);
                 for (i, v) in col.iter().enumerate() {
-                    g[(i, t)] = w / total * (v - lse).exp();
+                    let gi = w / total * (v - lse).exp();
+                    g[(i, t)] = T::of(if i == y { gi - w / total } else { gi });
                 }
-                g[(ids[t] as usize, t)] -= w / total;
             }
             (sum / total, g)
         }
         Target::Values(y) => {
             let r = f - y;
             let n = r.len() as f64;
-            (r.norm_squared() / n, r * (2.0 / n))
+            (T::sum_sq(&r) / n, r * T::of(2.0 / n))
         }
     }
 }

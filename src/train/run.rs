@@ -28,19 +28,27 @@
 //! or an evaluation loss above `DIVERGE_FACTOR` times the initial one at `DIVERGE_EVALS`
 //! consecutive evaluations. A flagged run stops there; the other runs go on. No non-finite
 //! number is logged.
+//!
+//! Float type: a run computes in `cfg.mc.precision` (`--precision`, f64 by default): [`train`]
+//! is generic over [`Real`], a task's batches (drawn in f64) are rounded to the run's type
+//! ([`Typed`]), and every logged value is accumulated in f64. The same seed in f64 and f32
+//! sees the same batches and starts from the same draws (rounded), so the two are paired.
 
 use super::config::TrainConfig;
 use super::diagnostics;
 use super::init;
 use super::model::{ParamInfo, TrainModel};
-use super::optim::{Optimizer, clip_global_norm};
+use super::optim::{Optimizer, clip_global_norm_as};
 use super::pass::{self, Input, Target};
 use super::task::{Batch, Task};
 use crate::monte_carlo::Progress;
+use crate::monte_carlo::gemm::Real;
+use crate::monte_carlo::precision::Precision;
 use crate::monte_carlo::rng::{Rng, config_hash, splitmix64};
 use nalgebra::DMatrix;
 use rand::SeedableRng;
 use rayon::prelude::*;
+use std::borrow::Cow;
 
 /// An evaluation loss above this multiple of the initial one counts toward divergence.
 pub const DIVERGE_FACTOR: f64 = 1.5;
@@ -113,7 +121,19 @@ pub fn eval_rng(teacher_seed: u64) -> Rng {
 /// The model's input and the loss's target of a batch.
 pub fn views(b: &Batch) -> (Input<'_>, Target<'_>) {
     match b {
-        Batch::Tokens(t) => (
+        Batch::Tokens(_) => views_with(b, None),
+        Batch::Vectors(v) => views_with(b, Some((&v.x, &v.y))),
+    }
+}
+
+/// The model's input and the loss's target of a batch whose vectors `(x, y)`, if it has them,
+/// are given in float type `T`.
+fn views_with<'a, T: Real>(
+    b: &'a Batch,
+    vectors: Option<(&'a DMatrix<T>, &'a DMatrix<T>)>,
+) -> (Input<'a, T>, Target<'a, T>) {
+    match (b, vectors) {
+        (Batch::Tokens(t), _) => (
             Input::Tokens {
                 ids: &t.inputs,
                 seq: t.seq,
@@ -123,7 +143,35 @@ pub fn views(b: &Batch) -> (Input<'_>, Target<'_>) {
                 weights: &t.weights,
             },
         ),
-        Batch::Vectors(v) => (Input::Vectors(&v.x), Target::Values(&v.y)),
+        (Batch::Vectors(_), Some((x, y))) => (Input::Vectors(x), Target::Values(y)),
+        (Batch::Vectors(_), None) => unreachable!("a vector batch's matrices"),
+    }
+}
+
+/// A batch with its matrices in float type `T` (borrowed for f64, rounded once for f32), so
+/// that a model of type `T` can read it ([`Typed::views`]).
+pub struct Typed<'a, T: Real> {
+    batch: &'a Batch,
+    /// A vector batch's inputs `x` in `T`.
+    x: Option<Cow<'a, DMatrix<T>>>,
+    /// A vector batch's targets `y` in `T`.
+    y: Option<Cow<'a, DMatrix<T>>>,
+}
+
+impl<'a, T: Real> Typed<'a, T> {
+    /// `b` in type `T`.
+    pub fn new(batch: &'a Batch) -> Self {
+        let (x, y) = match batch {
+            Batch::Tokens(_) => (None, None),
+            Batch::Vectors(v) => (Some(pass::real_ref(&v.x)), Some(pass::real_ref(&v.y))),
+        };
+        Typed { batch, x, y }
+    }
+
+    /// The model's input and the loss's target ([`views`] in type `T`).
+    pub fn views(&self) -> (Input<'_, T>, Target<'_, T>) {
+        let vectors = self.x.as_deref().zip(self.y.as_deref());
+        views_with(self.batch, vectors)
     }
 }
 
@@ -135,11 +183,12 @@ fn batch_weight(b: &Batch) -> f64 {
     }
 }
 
-/// Weighted mean loss of `m` over `set`.
-pub fn eval_loss(m: &TrainModel, set: &[Batch]) -> f64 {
+/// Weighted mean loss of `m` over `set` (accumulated in f64).
+pub fn eval_loss<T: Real>(m: &TrainModel<T>, set: &[Batch]) -> f64 {
     let (mut sum, mut w) = (0.0, 0.0);
     for b in set {
-        let (input, target) = views(b);
+        let typed = Typed::<T>::new(b);
+        let (input, target) = typed.views();
         let p = m.forward(input);
         let bw = batch_weight(b);
         sum += pass::loss(&p.output, target).0 * bw;
@@ -177,33 +226,45 @@ impl Logger<'_> {
     }
 }
 
-/// Per-layer square sums of a list of tensors in [`TrainModel::params`] order.
-fn layer_sq(layers: &[usize], tensors: &[&DMatrix<f64>], depth: usize) -> Vec<f64> {
+/// Per-layer square sums of a list of tensors in [`TrainModel::params`] order (in f64).
+fn layer_sq<T: Real>(layers: &[usize], tensors: &[&DMatrix<T>], depth: usize) -> Vec<f64> {
     let mut out = vec![0.0; depth + 2];
     for (l, t) in layers.iter().zip(tensors) {
-        out[*l] += t.norm_squared();
+        out[*l] += T::sum_sq(*t);
     }
     out
 }
 
 /// The initial model of `preset` for training seed `seed`, the seed's data stream, and its
-/// first batch (on which Admin's `omega` is profiled).
+/// first batch (on which Admin's `omega` is profiled). In f64 whatever `cfg.mc.precision`
+/// says; [`start_as`] for another float type.
 pub fn start(
     cfg: &TrainConfig,
     task: &dyn Task,
     preset: &str,
     seed: u64,
 ) -> crate::Result<(TrainModel, Rng, Batch)> {
+    start_as(cfg, task, preset, seed)
+}
+
+/// [`start`] in float type `T`: the same draws and batches, the weights rounded to `T`.
+pub fn start_as<T: Real>(
+    cfg: &TrainConfig,
+    task: &dyn Task,
+    preset: &str,
+    seed: u64,
+) -> crate::Result<(TrainModel<T>, Rng, Batch)> {
     let spec = cfg.mc.model.stack(preset)?;
     let mut data = data_rng(seed);
     let first = task.batch(&mut data, cfg.batch);
-    let m = init::model(&spec, &cfg.mc, cfg.io, cfg.affine, seed, |m| {
-        m.embed(views(&first).0)
+    let m = init::model_as(&spec, &cfg.mc, cfg.io, cfg.affine, seed, |m| {
+        m.embed(Typed::<T>::new(&first).views().0)
     });
     Ok((m, data, first))
 }
 
-/// Trains one preset from one seed, from its initial model ([`start`]).
+/// Trains one preset from one seed, from its initial model ([`start_as`]), in the float type
+/// of `cfg.mc.precision`.
 pub fn run_one(
     cfg: &TrainConfig,
     task: &dyn Task,
@@ -212,7 +273,21 @@ pub fn run_one(
     eval_set: &[Batch],
     progress: &dyn Progress,
 ) -> crate::Result<Vec<Record>> {
-    let begin = start(cfg, task, preset, seed)?;
+    match cfg.mc.precision {
+        Precision::F64 => run_one_as::<f64>(cfg, task, preset, seed, eval_set, progress),
+        Precision::F32 => run_one_as::<f32>(cfg, task, preset, seed, eval_set, progress),
+    }
+}
+
+fn run_one_as<T: Real>(
+    cfg: &TrainConfig,
+    task: &dyn Task,
+    preset: &str,
+    seed: u64,
+    eval_set: &[Batch],
+    progress: &dyn Progress,
+) -> crate::Result<Vec<Record>> {
+    let begin = start_as::<T>(cfg, task, preset, seed)?;
     Ok(train(
         cfg,
         task,
@@ -239,30 +314,31 @@ pub struct Options<'a> {
 /// A finished run: the final model (as it was when the run stopped), its log, and the copies
 /// asked for by [`Options::snapshots`] (in step order; none after a divergence).
 #[derive(Clone, Debug)]
-pub struct Trained {
+pub struct Trained<T: Real = f64> {
     /// The model after the last update made.
-    pub model: TrainModel,
+    pub model: TrainModel<T>,
     /// The log.
     pub records: Vec<Record>,
     /// `(update, model)` copies.
-    pub snapshots: Vec<(u64, TrainModel)>,
+    pub snapshots: Vec<(u64, TrainModel<T>)>,
     /// The update at which the run was flagged as diverged, if it was.
     pub diverged_at: Option<u64>,
 }
 
 /// Trains `begin = (model, data stream, first batch)` (from [`start`], or a pre-trained model
-/// with a new task's stream) for `cfg`'s schedule, logging as the module docs say.
+/// with a new task's stream) for `cfg`'s schedule, logging as the module docs say. The float
+/// type is the model's (`cfg.mc.precision` is not read here).
 #[allow(clippy::too_many_arguments)]
-pub fn train(
+pub fn train<T: Real>(
     cfg: &TrainConfig,
     task: &dyn Task,
     preset: &str,
     seed: u64,
-    begin: (TrainModel, Rng, Batch),
+    begin: (TrainModel<T>, Rng, Batch),
     eval_set: &[Batch],
     options: &Options,
     progress: &dyn Progress,
-) -> Trained {
+) -> Trained<T> {
     let (mut m, mut data, first) = begin;
     let infos: Vec<_> = m.params().into_iter().map(|(i, _)| i).collect();
     let layers: Vec<usize> = infos.iter().map(|i| i.layer).collect();
@@ -293,7 +369,7 @@ pub fn train(
             }))
         })
         .collect();
-    let mut opt = Optimizer::new(cfg.optimizer, &shapes, &decay);
+    let mut opt = Optimizer::<T>::new_as(cfg.optimizer, &shapes, &decay);
     let depth = m.depth();
     let mut log = Logger {
         preset,
@@ -305,7 +381,7 @@ pub fn train(
         snapshots.push((0, m.clone()));
     }
     let probe = &eval_set[0];
-    let f0 = m.forward(views(probe).0).output;
+    let f0 = m.forward(Typed::<T>::new(probe).views().0).output;
     let floor = {
         let (mut s, mut w) = (0.0, 0.0);
         for b in eval_set {
@@ -323,13 +399,17 @@ pub fn train(
         if s > 1 {
             batch = task.batch(&mut data, cfg.batch);
         }
-        let (input, target) = views(&batch);
+        let typed = Typed::<T>::new(&batch);
+        let (input, target) = typed.views();
         let p = m.forward(input);
         let (loss, g) = pass::loss(&p.output, target);
         let mut grads = m.backward(input, &p, &g);
         drop(p);
         let logging = s == 1 || s % cfg.log_every == 0 || s == cfg.schedule.steps;
-        let finite = loss.is_finite() && grads.iter().all(|g| g.iter().all(|v| v.is_finite()));
+        let finite = loss.is_finite()
+            && grads
+                .iter()
+                .all(|g| g.iter().all(|v| v.as_f64().is_finite()));
         if !finite {
             diverged_at = Some(s);
             progress.tick();
@@ -346,7 +426,7 @@ pub fn train(
                     Some(info.layer),
                     Some(&info.name),
                     "grad_norm",
-                    grads[i].norm(),
+                    T::sum_sq(&grads[i]).sqrt(),
                 );
             }
             for (l, v) in gsq.iter().enumerate() {
@@ -360,19 +440,19 @@ pub fn train(
                 gsq.iter().sum::<f64>().sqrt(),
             );
         }
-        let mut grads: Vec<DMatrix<f64>> = grads
+        let mut grads: Vec<DMatrix<T>> = grads
             .drain(..)
             .zip(&trained)
             .filter(|(_, t)| **t)
             .map(|(g, _)| g)
             .collect();
         if let Some(c) = cfg.clip {
-            clip_global_norm(&mut grads, c);
+            clip_global_norm_as(&mut grads, c);
         }
-        let before: Option<Vec<DMatrix<f64>>> =
+        let before: Option<Vec<DMatrix<T>>> =
             logging.then(|| m.params().iter().map(|(_, w)| (*w).clone()).collect());
         {
-            let mut params: Vec<&mut DMatrix<f64>> = m
+            let mut params: Vec<&mut DMatrix<T>> = m
                 .params_mut()
                 .into_iter()
                 .zip(&trained)
@@ -383,7 +463,7 @@ pub fn train(
         }
         if let Some(before) = before {
             let now = m.params();
-            let delta: Vec<DMatrix<f64>> =
+            let delta: Vec<DMatrix<T>> =
                 now.iter().zip(&before).map(|((_, w), b)| *w - b).collect();
             let dsq = layer_sq(&layers, &delta.iter().collect::<Vec<_>>(), depth);
             let wsq = layer_sq(&layers, &before.iter().collect::<Vec<_>>(), depth);
@@ -403,9 +483,9 @@ pub fn train(
             let mut v_max = vec![f64::NEG_INFINITY; depth + 2];
             for (i, l) in layers.iter().enumerate() {
                 if let Some(v) = slot[i].and_then(|k| opt.second_moment(k)) {
-                    v_sum[*l] += v.sum();
+                    v_sum[*l] += T::sum(v);
                     v_n[*l] += v.len();
-                    v_max[*l] = v_max[*l].max(v.max());
+                    v_max[*l] = v_max[*l].max(v.max().as_f64());
                 }
             }
             for l in 0..=depth + 1 {
@@ -446,11 +526,11 @@ pub fn train(
 }
 
 /// Logs the evaluation-time quantities at `step`; returns the evaluation loss.
-fn evaluate(
-    m: &TrainModel,
+fn evaluate<T: Real>(
+    m: &TrainModel<T>,
     eval_set: &[Batch],
     probe: &Batch,
-    f0: &DMatrix<f64>,
+    f0: &DMatrix<T>,
     floor: f64,
     step: u64,
     log: &mut Logger,
@@ -458,8 +538,8 @@ fn evaluate(
     let e = eval_loss(m, eval_set);
     log.put(step, None, None, "eval_loss", e);
     log.put(step, None, None, "excess_loss", e - floor);
-    let p = m.forward(views(probe).0);
-    let change = (&p.output - f0).norm() / (f0.ncols() as f64).sqrt();
+    let p = m.forward(Typed::<T>::new(probe).views().0);
+    let change = T::sum_sq(&(&p.output - f0)).sqrt() / (f0.ncols() as f64).sqrt();
     log.put(step, None, None, "output_change", change);
     for (l, slot, v) in diagnostics::norm_inputs(m, &p) {
         log.put(step, Some(l), Some(slot), "norm_input_rms", v);

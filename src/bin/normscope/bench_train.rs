@@ -1,5 +1,7 @@
 //! `normscope bench --train`: training throughput against plain PyTorch eager on the same
-//! machine, dtype (f64) and thread count (issue 11, item 8).
+//! machine, dtype and thread count (issue 11, item 8), in both precisions (issue 15, item 1):
+//! normscope f64 against PyTorch float64 and normscope f32 (`--precision f32`) against
+//! PyTorch float32, or only the one `--precision` names.
 //!
 //! Workload: decoder-only Transformers (`--branch transformer`: attention and ReLU-MLP blocks
 //! alternating), Pre-LN and Post-LN, d = 64, 4 heads, L = 12 blocks, 32 tokens per sequence,
@@ -12,13 +14,14 @@
 //!   one evaluation batch).
 //! - PyTorch: `benches/torch_train_reference.py --bench` trains each run from normscope's
 //!   `--dump-init` of it (same weights, same batches), one run after the other, with
-//!   `torch.set_num_threads(threads)`; it times its training loops alone (building the model
-//!   and loading the JSON excluded).
+//!   `torch.set_num_threads(threads)` and `--dtype float64` or `float32` (the f64 dump rounded
+//!   as it loads: the f32 run's weights); it times its training loops alone (building the
+//!   model and loading the JSON excluded).
 //!
 //! Steps/s counts the updates of both runs over the wall time.
 
 use normscope::model::RawModel;
-use normscope::monte_carlo::RawMc;
+use normscope::monte_carlo::{Precision, RawMc};
 use normscope::spec::NormKind;
 use normscope::train::config::{RawTrain, TrainConfig};
 use normscope::train::task::{TaskConfig, TaskKind};
@@ -71,8 +74,8 @@ impl TrainWorkload {
         steps: 20,
     };
 
-    /// The checked training request of both presets.
-    pub fn config(&self) -> Result<TrainConfig> {
+    /// The checked training request of both presets, computed in `precision`.
+    pub fn config(&self, precision: Precision) -> Result<TrainConfig> {
         RawTrain {
             presets: PRESETS.join(","),
             model: RawModel {
@@ -87,6 +90,7 @@ impl TrainWorkload {
             mc: RawMc {
                 eps: 1e-5,
                 heads: self.heads,
+                precision,
                 ..RawMc::default()
             },
             affine: true,
@@ -117,7 +121,8 @@ impl TrainWorkload {
     }
 }
 
-/// Trains both presets with normscope; returns the wall time in seconds.
+/// Trains both presets with normscope (in `cfg.mc.precision`); returns the wall time in
+/// seconds.
 pub fn normscope_seconds(cfg: &TrainConfig) -> Result<f64> {
     let start = Instant::now();
     let records = normscope::train::run::run(cfg, &())?;
@@ -137,8 +142,17 @@ pub struct TorchTiming {
     pub version: String,
 }
 
-/// Writes each preset's `--dump-init` to a temporary folder and trains from them with the
-/// reference script `script` run by `python` on `threads` threads.
+/// PyTorch's name of a precision's dtype: `float64` or `float32`.
+pub fn torch_dtype(p: Precision) -> &'static str {
+    match p {
+        Precision::F64 => "float64",
+        Precision::F32 => "float32",
+    }
+}
+
+/// Writes each preset's `--dump-init` (the f64 weights and batches; the dump does not depend
+/// on the precision) to a temporary folder and trains from them with the reference script
+/// `script` run by `python` on `threads` threads, in the dtype of `cfg.mc.precision`.
 pub fn torch_seconds(
     cfg: &TrainConfig,
     python: &str,
@@ -161,6 +175,8 @@ pub fn torch_seconds(
         "--bench".into(),
         "--threads".into(),
         threads.to_string().into(),
+        "--dtype".into(),
+        torch_dtype(cfg.mc.precision).into(),
     ];
     args.extend(dumps.iter().map(|p| p.as_os_str().to_owned()));
     let v = crate::bench::python_json(python, script, &args, "the PyTorch training reference")?;
@@ -176,7 +192,7 @@ pub fn torch_seconds(
 }
 
 /// Issue 15's target: normscope's training steps per second at least this multiple of
-/// PyTorch eager's.
+/// PyTorch eager's, in each precision (f64 against float64, f32 against float32).
 pub const TARGET_TRAIN_VS_TORCH: f64 = 2.0;
 
 /// Runs `normscope bench --train`.
@@ -187,8 +203,12 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
         TrainWorkload::REFERENCE
     };
     let threads = rayon::current_num_threads();
+    let precisions: Vec<Precision> = match a.precision {
+        Some(p) => vec![p],
+        None => Precision::ALL.to_vec(),
+    };
     eprintln!(
-        "workload: {} x seed 0; transformer (attention + ReLU MLP, ratio 4), d = {}, {} heads, L = {}, seq {}, batch {}, teacher-lm (vocab {}); Adam, {} steps each; f64, {threads} threads",
+        "workload: {} x seed 0; transformer (attention + ReLU MLP, ratio 4), d = {}, {} heads, L = {}, seq {}, batch {}, teacher-lm (vocab {}); Adam, {} steps each; {}, {threads} threads",
         PRESETS.join(", "),
         w.width,
         w.heads,
@@ -196,25 +216,39 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
         w.seq,
         w.batch,
         w.vocab,
-        w.steps
+        w.steps,
+        precisions
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(" and ")
     );
-    let cfg = w.config()?;
-    let ours = normscope_seconds(&cfg)?;
-    let ours_rate = w.updates() as f64 / ours;
-    println!(
-        "normscope: {} steps in {ours:.2} s: {ours_rate:.1} steps/s",
-        w.updates()
-    );
-    if !a.no_torch {
+    for p in precisions {
+        let cfg = w.config(p)?;
+        let ours = normscope_seconds(&cfg)?;
+        let ours_rate = w.updates() as f64 / ours;
+        println!(
+            "normscope {}: {} steps in {ours:.2} s: {ours_rate:.1} steps/s",
+            p.name(),
+            w.updates()
+        );
+        if a.no_torch {
+            continue;
+        }
         let t = torch_seconds(&cfg, &a.python, &a.train_script, threads)?;
         let theirs_rate = t.steps as f64 / t.seconds;
         println!(
-            "pytorch {} eager: {} steps in {:.2} s: {theirs_rate:.1} steps/s",
-            t.version, t.steps, t.seconds
+            "pytorch {} eager {}: {} steps in {:.2} s: {theirs_rate:.1} steps/s",
+            t.version,
+            torch_dtype(p),
+            t.steps,
+            t.seconds
         );
         let ratio = ours_rate / theirs_rate;
         println!(
-            "ratio normscope / pytorch: {ratio:.2}x (target >= {TARGET_TRAIN_VS_TORCH:.1}x: {})",
+            "ratio normscope {} / pytorch {}: {ratio:.2}x (target >= {TARGET_TRAIN_VS_TORCH:.1}x: {})",
+            p.name(),
+            torch_dtype(p),
             crate::bench::verdict(ratio >= TARGET_TRAIN_VS_TORCH)
         );
     }

@@ -425,7 +425,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Only this precision (f64 or f32): GEMM rates, normscope, PyTorch in the same dtype, and
-    /// memory; both if absent.
+    /// memory (with --train: normscope's and PyTorch's training in that dtype); both if absent.
     #[arg(long, value_enum)]
     pub precision: Option<Precision>,
     /// Depths L of the peak-memory measurement (one network each, in a child process).

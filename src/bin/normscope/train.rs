@@ -4,7 +4,7 @@
 use clap::Args;
 use normscope::Error;
 use normscope::model::RawModel;
-use normscope::monte_carlo::RawMc;
+use normscope::monte_carlo::{Precision, RawMc};
 use normscope::output::{atomic, table};
 use normscope::spec::NormKind;
 use normscope::train::config::RawTrain;
@@ -125,6 +125,12 @@ pub struct TrainArgs {
     /// many updates (1 = every update).
     #[arg(long, default_value_t = RawTrain::default().log_every)]
     pub log_every: u64,
+    /// Float type of the products, activations, parameters and optimizer state: f64 (the
+    /// default; exact comparisons, PyTorch float64) or f32 (faster; every sum of squares,
+    /// statistic and logged value still accumulated in f64). The same seed starts from the
+    /// same weights (rounded) and sees the same batches in both.
+    #[arg(long, default_value = "f64", value_name = "f64|f32")]
+    pub precision: String,
     /// Write one run's initial weights, architecture, learning rates and batches as JSON to
     /// this file (one preset, one seed) and train nothing; see the README's "Training".
     #[arg(long, value_name = "FILE")]
@@ -152,6 +158,7 @@ impl TrainArgs {
             mc: RawMc {
                 eps: self.eps,
                 heads: self.heads,
+                precision: Precision::parse(&self.precision)?,
                 ..RawMc::default()
             },
             affine: !self.no_affine,
@@ -199,6 +206,13 @@ pub fn train(a: &TrainArgs, out: Option<&std::path::Path>) -> normscope::Result<
                 "--out",
                 "set",
                 "no --out with --dump-init (it writes the dump and trains nothing)",
+            ));
+        }
+        if cfg.mc.precision != Precision::F64 {
+            return Err(Error::invalid(
+                "--precision",
+                cfg.mc.precision.name(),
+                "f64 with --dump-init (the dump holds the f64 weights and batches; the reference script rounds them itself with --dtype float32)",
             ));
         }
         normscope::budget::check(cfg.dump_bytes(), "--dump-init", "--steps, --batch or --seq")?;
