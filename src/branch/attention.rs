@@ -132,7 +132,7 @@ fn row_softmax<T: Real>(s: &mut DMatrix<T>, causal: bool) {
         for (j, x) in row.iter_mut().enumerate() {
             *x = if j < last { (*x - m).exp() } else { T::zero() };
         }
-        let z = row.sum();
+        let z = T::of(T::sum(&row));
         row /= z;
     }
 }
@@ -141,7 +141,7 @@ fn row_softmax<T: Real>(s: &mut DMatrix<T>, causal: bool) {
 fn softmax_jacobian<T: Real>(a: &DMatrix<T>, g: &DMatrix<T>) -> DMatrix<T> {
     let mut out = a.component_mul(g);
     for i in 0..out.nrows() {
-        let s = out.row(i).sum();
+        let s = T::of(T::sum(&out.row(i)));
         for k in 0..out.ncols() {
             out[(i, k)] -= a[(i, k)] * s;
         }

@@ -304,6 +304,27 @@ mod tests {
     }
 
     #[test]
+    fn backward_last_sq_is_backwards_last_gradient_norm_bit_for_bit() {
+        // Every branch at d = 8, and an MLP with rd = 2 * 300 = 600 hidden units, whose last
+        // gradient is summed over three column blocks of outer_energy::CHUNK_COLUMNS.
+        let wide = Branch::Mlp(Mlp {
+            w1: mat(600, 300, 0.2),
+            w2: mat(300, 600, 0.3),
+            act: Activation::Gelu,
+        });
+        for (b, n) in branches().into_iter().map(|b| (b, 3)).chain([(wide, 5)]) {
+            let d = b.weights()[0].ncols();
+            let (u, g) = (mat(d, n, 0.4), mat(d, n, 1.3));
+            let (_, c) = b.forward(&u);
+            let (gu, gw) = b.backward(&c, &g);
+            let (gu_last, sq) = b.backward_last_sq(&c, &g);
+            assert_eq!(gu, gu_last, "{b:?}: input gradient");
+            let whole = gw.last().expect("a weight").norm_squared();
+            assert_eq!(sq.to_bits(), whole.to_bits(), "{b:?}: last weight gradient");
+        }
+    }
+
+    #[test]
     fn adjoint_identity_holds_for_every_branch() {
         // <v, J u> = <J^T v, u>: forward-mode and reverse-mode agree (input and weights).
         let u = mat(8, 3, 0.4);

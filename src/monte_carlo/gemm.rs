@@ -338,6 +338,16 @@ pub fn nt<T: Real>(a: &DMatrix<T>, b: &DMatrix<T>) -> DMatrix<T> {
 mod tests {
     use super::*;
 
+    /// The stated order written out: entry i (column-major) to chain `i mod 4`, then
+    /// `(a0 + a1) + (a2 + a3)`.
+    fn four_chains(terms: &[f64]) -> f64 {
+        let mut a = [0.0; 4];
+        for (i, t) in terms.iter().enumerate() {
+            a[i % 4] += t;
+        }
+        (a[0] + a[1]) + (a[2] + a[3])
+    }
+
     #[test]
     fn f32_sums_follow_their_stated_order_on_slices_and_strided_views() {
         // Integers (exact): lengths 0..=9 cover every remainder of the four chains.
@@ -346,26 +356,51 @@ mod tests {
             let exact = (n * (n + 1) / 2) as f64;
             assert_eq!(<f32 as Real>::sum(&m).to_bits(), exact.to_bits());
         }
-        // The stated order, bit for bit (1 + 2^-24 + ... differs between orders).
-        let t = [1.0f32, 6e-8, -1.0, 6e-8, 3.0, 6e-8];
-        let w: Vec<f64> = t.iter().map(|&x| f64::from(x)).collect();
-        let expect = (w[0] + w[4]) + (w[1] + w[5]) + (w[2] + w[3]);
-        let col = DMatrix::from_column_slice(6, 1, &t);
-        assert_eq!(<f32 as Real>::sum(&col).to_bits(), expect.to_bits());
-        // A row view (strided) takes the iterator path and gives the slice path's bits.
-        let row = col.transpose();
-        assert_eq!(<f32 as Real>::sum(&row.row(0)).to_bits(), expect.to_bits());
-        let m = DMatrix::from_fn(7, 5, |i, j| ((i * 5 + j) as f32 * 0.37).sin());
-        let mt = m.transpose();
-        let view = mt.transpose();
-        let strided = mt.columns(0, 7).transpose();
+        // Order-sensitive: four chains give (1e20 + 1) + (-1e20 + 1) = 0, left to right 1.
+        let col = DMatrix::from_column_slice(4, 1, &[1e20f32, 1.0, -1e20, 1.0]);
+        assert_eq!(<f32 as Real>::sum(&col).to_bits(), 0.0f64.to_bits());
+        // Strided views (a row, a block of rows) take the iterator path; contiguous ones
+        // (the matrix, a column) the slice path; both follow the stated order bit for bit.
+        let m = DMatrix::from_fn(7, 5, |i, j| {
+            ((i * 5 + j) as f32 * 0.37).sin() * 10f32.powi((i + 2 * j) as i32 % 9 - 4)
+        });
+        let wide = |v: Vec<f32>| -> Vec<f64> { v.into_iter().map(f64::from).collect() };
+        let row = m.row(2);
+        let rows = m.rows(1, 3);
+        let column = m.column(3);
+        assert!(contiguous(&row).is_none() && contiguous(&rows).is_none());
+        assert!(contiguous(&m).is_some() && contiguous(&column).is_some());
+        let sq = |v: Vec<f64>| -> Vec<f64> { v.iter().map(|x| x * x).collect() };
+        for (got, entries) in [
+            (
+                <f32 as Real>::sum(&row),
+                wide(row.iter().copied().collect()),
+            ),
+            (
+                <f32 as Real>::sum(&rows),
+                wide(rows.iter().copied().collect()),
+            ),
+            (
+                <f32 as Real>::sum(&column),
+                wide(column.iter().copied().collect()),
+            ),
+            (<f32 as Real>::sum(&m), wide(m.iter().copied().collect())),
+        ] {
+            assert_eq!(got.to_bits(), four_chains(&entries).to_bits());
+        }
+        let all = wide(m.iter().copied().collect());
         assert_eq!(
-            <f32 as Real>::sum_sq(&view).to_bits(),
-            <f32 as Real>::sum_sq(&strided).to_bits()
+            <f32 as Real>::sum_sq(&rows).to_bits(),
+            four_chains(&sq(wide(rows.iter().copied().collect()))).to_bits()
         );
-        let exact: f64 = m.iter().map(|&x| f64::from(x) * f64::from(x)).sum();
-        assert!((<f32 as Real>::sum_sq(&m) - exact).abs() <= 1e-15 * exact);
-        assert!((<f32 as Real>::dot(&m, &m) - exact).abs() <= 1e-15 * exact);
+        assert_eq!(
+            <f32 as Real>::dot(&m, &m).to_bits(),
+            four_chains(&sq(all.clone())).to_bits()
+        );
+        assert_eq!(
+            <f32 as Real>::dot_view(&m.rows(1, 3), &m.rows(1, 3)).to_bits(),
+            <f32 as Real>::sum_sq(&rows).to_bits()
+        );
     }
 
     #[test]

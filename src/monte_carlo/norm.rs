@@ -5,9 +5,9 @@
 //! `J = (1/sigma) (P - y y^T/d)` (P = I for RMS), so one function serves JVP and VJP.
 //! A norm is a linear map (P) followed by a per-token scalar `1/sigma`, which makes the
 //! decomposition `x_l = sum_j C_{l,j} B_j` exact per token (THEORY.md section 5).
-//! Column means and `sigma^2` are computed in f64 ([`Real::sum`], [`Real::sum_sq`]) and
-//! rounded once in both precisions; the Jacobian's `<y, P dz>` is a sum in the matrices' own
-//! type.
+//! Column means, `sigma^2` and the Jacobian's `<y, P dz>` are accumulated in f64
+//! ([`Real::sum`], [`Real::sum_sq`], [`Real::dot_view`]) and rounded once in both precisions
+//! (for f64, nalgebra's own sums and dot: the published bits).
 
 use super::gemm::Real;
 use crate::spec::NormKind;
@@ -58,7 +58,7 @@ pub fn jacobian<T: Real>(cache: &NormCache<T>, dz: &DMatrix<T>) -> DMatrix<T> {
     }
     for (t, mut c) in out.column_iter_mut().enumerate() {
         let y = cache.y.column(t);
-        let k = y.dot(&c) / d;
+        let k = T::of(T::dot_view(&y, &c)) / d;
         c.axpy(-k, &y, T::one());
         c *= cache.inv_sigma[t];
     }
