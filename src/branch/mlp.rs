@@ -118,9 +118,33 @@ pub struct MlpCache<T: Real> {
 }
 
 impl<T: Real> Mlp<T> {
-    fn derivative(&self, x: T) -> T {
-        T::of(self.act.derivative(x.as_f64()))
+    /// The hidden layer `(h, z) = (W1 u, phi(W1 u))`: the first half of
+    /// [`Module::forward`], for a caller that holds `W1` alone
+    /// (`monte_carlo::measure`'s streamed MLP blocks).
+    pub fn hidden(w1: &DMatrix<T>, act: Activation, u: &DMatrix<T>) -> (DMatrix<T>, DMatrix<T>) {
+        let h = nn(w1, u);
+        let z = h.map(|x| T::of(act.value(x.as_f64())));
+        (h, z)
     }
+
+    /// Back through `W2` and phi: `(dL/dh, ||dL/dW2||^2) = (phi'(h) ⊙ W2^T g, ||g z^T||^2)`,
+    /// the first half of [`Module::backward_last_sq`] (then `dL/du = W1^T dL/dh`).
+    pub fn back_to_hidden(
+        w2: &DMatrix<T>,
+        act: Activation,
+        c: &MlpCache<T>,
+        g: &DMatrix<T>,
+    ) -> (DMatrix<T>, f64) {
+        let gw2_sq = outer_energy::nt_sum_sq(g, &c.z);
+        let mut gh = tn(w2, g);
+        gh.zip_apply(&c.h, |x, hv| *x *= derivative(act, hv));
+        (gh, gw2_sq)
+    }
+}
+
+/// `phi'(x)` in `T` (evaluated in f64).
+fn derivative<T: Real>(act: Activation, x: T) -> T {
+    T::of(act.derivative(x.as_f64()))
 }
 
 impl<T: Real> Module<T> for Mlp<T> {
@@ -135,8 +159,7 @@ impl<T: Real> Module<T> for Mlp<T> {
     }
 
     fn forward(&self, u: &DMatrix<T>) -> (DMatrix<T>, MlpCache<T>) {
-        let h = nn(&self.w1, u);
-        let z = h.map(|x| T::of(self.act.value(x.as_f64())));
+        let (h, z) = Self::hidden(&self.w1, self.act, u);
         let out = nn(&self.w2, &z);
         (out, MlpCache { u: u.clone(), h, z })
     }
@@ -157,7 +180,7 @@ impl<T: Real> Module<T> for Mlp<T> {
         }
         let mut out = match dh {
             Some(mut dh) => {
-                dh.zip_apply(&c.h, |g, x| *g *= self.derivative(x));
+                dh.zip_apply(&c.h, |g, x| *g *= derivative(self.act, x));
                 nn(&self.w2, &dh)
             }
             None => DMatrix::zeros(c.u.nrows(), c.u.ncols()),
@@ -171,7 +194,7 @@ impl<T: Real> Module<T> for Mlp<T> {
     fn backward(&self, c: &MlpCache<T>, g: &DMatrix<T>) -> (DMatrix<T>, Vec<DMatrix<T>>) {
         let gw2 = nt(g, &c.z);
         let mut gh = tn(&self.w2, g);
-        gh.zip_apply(&c.h, |x, hv| *x *= self.derivative(hv));
+        gh.zip_apply(&c.h, |x, hv| *x *= derivative(self.act, hv));
         let gw1 = nt(&gh, &c.u);
         (tn(&self.w1, &gh), vec![gw1, gw2])
     }
@@ -180,9 +203,7 @@ impl<T: Real> Module<T> for Mlp<T> {
     /// `||dL/dW2||^2 = ||g z^T||^2` summed over column blocks of `g z^T`
     /// ([`outer_energy::nt_sum_sq`]) instead of forming the d x rd gradient whole.
     fn backward_last_sq(&self, c: &MlpCache<T>, g: &DMatrix<T>) -> (DMatrix<T>, f64) {
-        let gw2_sq = outer_energy::nt_sum_sq(g, &c.z);
-        let mut gh = tn(&self.w2, g);
-        gh.zip_apply(&c.h, |x, hv| *x *= self.derivative(hv));
+        let (gh, gw2_sq) = Self::back_to_hidden(&self.w2, self.act, c, g);
         (tn(&self.w1, &gh), gw2_sq)
     }
 }

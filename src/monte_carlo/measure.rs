@@ -22,11 +22,16 @@
 //! first), saves the 32-byte generator state before them, and keeps only the streams `x_l`;
 //! every later pass regenerates block l's weights from the saved state and recomputes its
 //! forward step from `x_{l-1}` ([`super::network::step`]), so the values are bit-identical to
-//! the held network's and a network holds `O(d^2 r + L d n)` values. Each pass reduces what it
+//! the held network's and a network holds `O(d^2 r + L d n)` values. An MLP block is run
+//! holding one of its two matrices at a time ([`LeanMlp`]), and its last weight gradient is
+//! reduced to its squared norm block by block ([`crate::branch::outer_energy`]), so a streamed
+//! network's peak at d = 512, L = 32 is within 2x of `8 (d^2 r + L d n)` bytes (README
+//! "Performance"). Each pass reduces what it
 //! computes to the scalars the metrics read ([`Quantities`]) as it goes; statistics are
 //! accumulated in f64 in both precisions.
 
 use super::gemm::{Real, Timed, timed};
+use super::lean_mlp::LeanMlp;
 pub use super::memory::Memory;
 use super::network::{self, BlockPass, Decomposition, Network};
 use super::norm::NormCache;
@@ -221,6 +226,32 @@ impl<T: Real> Blocks<'_, T> {
         }
     }
 
+    /// Block l's backward step from `g = dL/dx_l`: `(dL/dx_{l-1}, ||dL/dW_last||^2)`
+    /// ([`network::backward_step_last_sq`]). A streamed MLP block is recomputed and
+    /// back-propagated holding one weight matrix at a time ([`LeanMlp`]).
+    pub fn backward_step(&self, l: usize, g: &DMatrix<T>) -> (DMatrix<T>, f64) {
+        if let (false, Weights::Drawn { cfg, saved, .. }) = (self.keep, &self.weights)
+            && let Some(lean) = LeanMlp::of(self.spec, cfg, l)
+        {
+            let mut rng = saved[l - 1].clone();
+            let mut w2 = None;
+            let forward = |u: &DMatrix<T>| {
+                let (out, cache, w) = lean.forward(&mut rng, u);
+                w2 = Some(w);
+                (out, cache)
+            };
+            let x = &self.xs[l - 1];
+            let (pass, _) =
+                network::step_with(self.spec, self.eps, l, forward, x, self.admin[l - 1]);
+            let w2 = w2.expect("the step ran the branch");
+            return network::backward_step_with(&pass, g, |g_out| {
+                lean.backward(w2, &saved[l - 1], &pass.branch, g_out)
+            });
+        }
+        let (branch, pass) = self.block(l);
+        network::backward_step_last_sq(&branch, &pass, g)
+    }
+
     /// Block l's branch and forward cache (recomputed from `x_{l-1}` when not held).
     pub fn block(&self, l: usize) -> (Cow<'_, Branch<T>>, Cow<'_, BlockPass<T>>) {
         let branch = self.branch(l);
@@ -280,10 +311,13 @@ fn forward<'a, T: Real>(
     let mut passes = Vec::new();
     let mut omega: f64 = 1.0;
     for l in 1..=depth {
-        let branch = match &mut weights {
+        let x = &xs[l - 1];
+        let (pass, y, branch) = match &mut weights {
             Weights::Held(net) => {
                 stds.push(net.weight_stds[l - 1].clone());
-                Cow::Borrowed(&net.branches[l - 1])
+                let b = &net.branches[l - 1];
+                let (pass, y) = network::step(spec, eps, l, b, x, omega);
+                (pass, y, None)
             }
             Weights::Drawn {
                 cfg,
@@ -295,15 +329,27 @@ fn forward<'a, T: Real>(
                     .as_deref_mut()
                     .expect("drawn weights come from the network's stream");
                 saved.push(rng.clone());
-                let (b, s) = timed(Timed::Draw, || {
-                    sampler::draw_block(spec, cfg, l, memory_mean.as_ref(), rng)
-                });
-                stds.push(s);
-                Cow::Owned(b)
+                match LeanMlp::of(spec, cfg, l).filter(|_| !keep) {
+                    Some(lean) => {
+                        stds.push(lean.stds());
+                        let forward = |u: &DMatrix<T>| {
+                            let (out, cache, _w2) = lean.forward(rng, u);
+                            (out, cache)
+                        };
+                        let (pass, y) = network::step_with(spec, eps, l, forward, x, omega);
+                        (pass, y, None)
+                    }
+                    None => {
+                        let (b, s) = timed(Timed::Draw, || {
+                            sampler::draw_block(spec, cfg, l, memory_mean.as_ref(), rng)
+                        });
+                        stds.push(s);
+                        let (pass, y) = network::step(spec, eps, l, &b, x, omega);
+                        (pass, y, Some(b))
+                    }
+                }
             }
         };
-        let x = &xs[l - 1];
-        let (pass, y) = network::step(spec, eps, l, &branch, x, omega);
         admin.push(omega);
         dec.advance(spec, &pass);
         if spec.block(l).skip == SkipScale::AdminOmega {
@@ -313,7 +359,7 @@ fn forward<'a, T: Real>(
         xs.push(y);
         if keep {
             passes.push(pass);
-            if let (Weights::Drawn { kept, .. }, Cow::Owned(b)) = (&mut weights, branch) {
+            if let (Weights::Drawn { kept, .. }, Some(b)) = (&mut weights, branch) {
                 kept.push(b);
             }
         }
@@ -537,8 +583,7 @@ fn backward<T: Real>(blocks: &Blocks<'_, T>, rng: &mut Rng, q: &mut Quantities) 
     let mut grad = network::final_jacobian(&blocks.final_norm, &g);
     q.grad_sq[depth] = Some(energy(&grad));
     for l in (1..=depth).rev() {
-        let (branch, pass) = blocks.block(l);
-        let (gx, gw_sq) = network::backward_step_last_sq(&branch, &pass, &grad);
+        let (gx, gw_sq) = blocks.backward_step(l, &grad);
         q.last_weight_grad_sq[l] = Some(gw_sq);
         q.grad_sq[l - 1] = Some(energy(&gx));
         grad = gx;

@@ -8,6 +8,7 @@
 //! owns the cores.
 
 pub mod gemm;
+pub mod lean_mlp;
 pub mod measure;
 pub mod memory;
 pub mod network;

@@ -265,9 +265,22 @@ pub fn step<T: Real>(
     x: &DMatrix<T>,
     admin_omega: f64,
 ) -> (BlockPass<T>, DMatrix<T>) {
+    step_with(spec, eps, l, |u| branch.forward(u), x, admin_omega)
+}
+
+/// [`step`] with the branch given as its forward map `u -> (F(u), cache)`: for a branch whose
+/// weights are drawn while it runs (`monte_carlo::measure`'s streamed MLP blocks).
+pub fn step_with<T: Real>(
+    spec: &StackSpec,
+    eps: f64,
+    l: usize,
+    branch_forward: impl FnOnce(&DMatrix<T>) -> (DMatrix<T>, Cache<T>),
+    x: &DMatrix<T>,
+    admin_omega: f64,
+) -> (BlockPass<T>, DMatrix<T>) {
     let block = spec.block(l);
     let (n_in, in_scale, u) = branch_input(spec, eps, l, x);
-    let (out, cache) = branch.forward(&u);
+    let (out, cache) = branch_forward(&u);
     let (n_br, br) = apply_norm(block.n_br.is_norm(), spec.norm, eps, &out);
     let alpha = match block.skip {
         SkipScale::One => 1.0,
@@ -347,8 +360,18 @@ pub fn backward_step_last_sq<T: Real>(
     b: &BlockPass<T>,
     g: &DMatrix<T>,
 ) -> (DMatrix<T>, f64) {
+    backward_step_with(b, g, |g_out| branch.backward_last_sq(&b.branch, g_out))
+}
+
+/// [`backward_step_last_sq`] with the branch's backward given as a map `dL/dF -> (dL/du,
+/// ||dL/dW_last||^2)` (for a branch whose weights are drawn while it runs).
+pub fn backward_step_with<T: Real>(
+    b: &BlockPass<T>,
+    g: &DMatrix<T>,
+    branch_backward: impl FnOnce(&DMatrix<T>) -> (DMatrix<T>, f64),
+) -> (DMatrix<T>, f64) {
     let (gz, g_out) = into_branch(b, g);
-    let (gu, gw_sq) = branch.backward_last_sq(&b.branch, &g_out);
+    let (gu, gw_sq) = branch_backward(&g_out);
     (out_of_branch(b, &gz, gu), gw_sq)
 }
 

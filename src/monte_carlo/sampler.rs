@@ -41,6 +41,63 @@ pub fn draw_inputs<T: Real>(cfg: &McConfig, rng: &mut Rng) -> (DMatrix<T>, Optio
     (input, memory_mean)
 }
 
+/// One weight matrix as the sampler draws it: `rows x cols` from the run's init, times `scale`
+/// ([`sample::matrix_in`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MatrixDraw {
+    /// Rows (fan-out).
+    pub rows: usize,
+    /// Columns (fan-in).
+    pub cols: usize,
+    /// Factor on the init's entries (DeepNet's beta, the `--gain` rescaling).
+    pub scale: f64,
+}
+
+impl MatrixDraw {
+    /// The matrix, drawn from `rng` in `T` (drawn in f64 and rounded).
+    pub fn draw<T: Real>(self, init: Init, rng: &mut Rng) -> DMatrix<T> {
+        sample::matrix_in::<T>(rng, init, self.rows, self.cols, self.scale)
+    }
+
+    /// Standard deviation of one entry.
+    pub fn std(self, init: Init) -> f64 {
+        entry_std(init, self.rows, self.cols, self.scale)
+    }
+}
+
+/// The `--gain` rescaling of block l's output matrix: `sqrt(g / g_unit)` with `g_unit` the
+/// branch's nominal gain at unit scale (1 without `--gain`).
+fn gain_scale(cfg: &McConfig, l: usize) -> f64 {
+    match cfg.model.branch.gain {
+        Some(g) => {
+            let unit = cfg.proxy_model(l).nominal_gain;
+            if unit > 0.0 { (g / unit).sqrt() } else { 1.0 }
+        }
+        None => 1.0,
+    }
+}
+
+/// An MLP block's two matrices in drawing order: `W1` (rd x d, times DeepNet's beta) and `W2`
+/// (d x rd, times beta and the `--gain` rescaling). [`draw_block`] draws them one after the
+/// other from the same stream, so drawing `W1` then `W2` from a generator saved before the
+/// block gives the same matrices.
+pub fn mlp_draws(spec: &StackSpec, cfg: &McConfig, l: usize) -> [MatrixDraw; 2] {
+    let d = cfg.model.branch.width;
+    let (h, beta) = (hidden(cfg), spec.beta.unwrap_or(1.0));
+    [
+        MatrixDraw {
+            rows: h,
+            cols: d,
+            scale: beta,
+        },
+        MatrixDraw {
+            rows: d,
+            cols: h,
+            scale: gain_scale(cfg, l) * beta,
+        },
+    ]
+}
+
 /// Block l's branch and the init standard deviation of each of its matrices, drawn from `rng`
 /// (the draws of [`network`] for this block, in the same order, so a generator saved just
 /// before them regenerates the same weights bit for bit).
@@ -51,20 +108,14 @@ pub fn draw_block<T: Real>(
     memory_mean: Option<&DVector<T>>,
     rng: &mut Rng,
 ) -> (Branch<T>, Vec<f64>) {
-    let m = &cfg.model;
-    let d = m.branch.width;
+    let d = cfg.model.branch.width;
     let beta = spec.beta.unwrap_or(1.0);
     let init = cfg.init();
-    let gain_scale = match m.branch.gain {
-        Some(g) => {
-            let unit = cfg.proxy_model(l).nominal_gain;
-            if unit > 0.0 { (g / unit).sqrt() } else { 1.0 }
-        }
-        None => 1.0,
-    };
+    let gain_scale = gain_scale(cfg, l);
     let mut mat = |rows: usize, cols: usize, scale: f64, out: &mut Vec<f64>| {
-        out.push(entry_std(init, rows, cols, scale));
-        sample::matrix_in::<T>(rng, init, rows, cols, scale)
+        let m = MatrixDraw { rows, cols, scale };
+        out.push(m.std(init));
+        m.draw::<T>(init, rng)
     };
     let mut s = Vec::new();
     let b = match cfg.block(l) {
@@ -72,9 +123,9 @@ pub fn draw_block<T: Real>(
             w: mat(d, d, gain_scale * beta, &mut s),
         }),
         Block::Mlp(act) => {
-            let h = hidden(cfg);
-            let w1 = mat(h, d, beta, &mut s);
-            let w2 = mat(d, h, gain_scale * beta, &mut s);
+            let [first, last] = mlp_draws(spec, cfg, l);
+            let w1 = mat(first.rows, first.cols, first.scale, &mut s);
+            let w2 = mat(last.rows, last.cols, last.scale, &mut s);
             Branch::Mlp(Mlp { w1, w2, act })
         }
         Block::Attention { uniform } => {
