@@ -46,6 +46,14 @@ impl Precision {
         }
     }
 
+    /// PyTorch's name of its dtype: `float64` or `float32` (the reference scripts' `--dtype`).
+    pub fn torch_dtype(self) -> &'static str {
+        match self {
+            Precision::F64 => "float64",
+            Precision::F32 => "float32",
+        }
+    }
+
     /// Bytes per value.
     pub fn bytes(self) -> usize {
         match self {

@@ -22,7 +22,8 @@
 //! `cfg.mc.precision`): products, activations, parameters and optimizer state in f32; sums of
 //! squares, dot products, norm statistics, losses and every logged value accumulated in f64.
 //! Sweeps, ablations and the training analyses use the f64 entry points ([`run::start`],
-//! [`init::model`]) and stay f64.
+//! [`init::model`]) and stay f64: [`run::start`] (hence a sweep and `--dump-init`) refuses a
+//! request whose precision is not f64 ([`run::check_f64`]) instead of computing it in f64.
 
 pub mod ablation;
 pub mod config;

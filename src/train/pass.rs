@@ -13,8 +13,9 @@
 //!
 //! Everything is generic over the float type `T` ([`Real`], f64 by default): products and
 //! activations in `T` (f32: matrixmultiply's `sgemm`), every sum of squares, dot product and
-//! row sum accumulated in f64 and rounded once, and the loss computed in f64 from the
-//! outputs. For f64 every operation is the one it was before the type became generic.
+//! row sum (the embedding gradients' sums over tokens too) accumulated in f64 and rounded
+//! once, and the loss computed in f64 from the outputs. For f64 every operation is the one it
+//! was before the type became generic.
 
 use super::layer_norm::{NormLayer, row_sums};
 use super::model::{InputMap, Multiplier, Skip, TrainModel};
@@ -273,15 +274,20 @@ impl<T: Real> TrainModel<T> {
         let (g0, per_layer) = self.backward_body(p, g);
         let mut out = match (&self.input, input) {
             (InputMap::Embedding { tokens, positions }, Input::Tokens { ids, seq }) => {
-                let mut ge = DMatrix::zeros(tokens.nrows(), tokens.ncols());
-                let mut gp = DMatrix::zeros(positions.nrows(), positions.ncols());
+                // Each column a sum over the tokens (positions) that use it: accumulated in
+                // f64 and rounded to `T` once, as `row_sums` does for gains and biases (for
+                // f64: the same additions in the same order as accumulating in place).
+                let mut ge = DMatrix::<f64>::zeros(tokens.nrows(), tokens.ncols());
+                let mut gp = DMatrix::<f64>::zeros(positions.nrows(), positions.ncols());
                 for (t, col) in g0.column_iter().enumerate() {
-                    let mut e = ge.column_mut(ids[t] as usize);
-                    e += col;
-                    let mut q = gp.column_mut(t % seq);
-                    q += col;
+                    for (e, v) in ge.column_mut(ids[t] as usize).iter_mut().zip(col.iter()) {
+                        *e += v.as_f64();
+                    }
+                    for (q, v) in gp.column_mut(t % seq).iter_mut().zip(col.iter()) {
+                        *q += v.as_f64();
+                    }
                 }
-                vec![ge, gp]
+                vec![ge.map(T::of), gp.map(T::of)]
             }
             (InputMap::Linear(_), Input::Vectors(x)) => {
                 vec![crate::monte_carlo::gemm::nt(&g0, x)]

@@ -236,15 +236,30 @@ fn layer_sq<T: Real>(layers: &[usize], tensors: &[&DMatrix<T>], depth: usize) ->
 }
 
 /// The initial model of `preset` for training seed `seed`, the seed's data stream, and its
-/// first batch (on which Admin's `omega` is profiled). In f64 whatever `cfg.mc.precision`
-/// says; [`start_as`] for another float type.
+/// first batch (on which Admin's `omega` is profiled), in f64: the entry point of the f64-only
+/// paths (sweeps, `--dump-init`, ablations), so a request whose `cfg.mc.precision` is not f64
+/// is refused ([`check_f64`]) rather than silently computed, and logged, as f64. [`start_as`]
+/// for another float type.
 pub fn start(
     cfg: &TrainConfig,
     task: &dyn Task,
     preset: &str,
     seed: u64,
 ) -> crate::Result<(TrainModel, Rng, Batch)> {
+    check_f64(cfg)?;
     start_as(cfg, task, preset, seed)
+}
+
+/// Refuses a request whose precision is not f64, for the paths that only train in f64.
+pub fn check_f64(cfg: &TrainConfig) -> crate::Result<()> {
+    match cfg.mc.precision {
+        Precision::F64 => Ok(()),
+        p => Err(crate::Error::invalid(
+            "precision",
+            p.name(),
+            "f64 (sweeps, ablations and --dump-init train in f64 only; `normscope train --precision f32` runs one request in f32)",
+        )),
+    }
 }
 
 /// [`start`] in float type `T`: the same draws and batches, the weights rounded to `T`.

@@ -63,7 +63,8 @@ impl Cell {
         Cell { lr, ..self.clone() }
     }
 
-    /// The checked request of this cell: `base` with the cell's settings and one seed.
+    /// The checked request of this cell: `base` with the cell's settings and one seed. A sweep
+    /// trains in f64: a `base` of another precision is refused ([`run::check_f64`]).
     pub fn config(&self, base: &RawTrain, seed: u64) -> Result<TrainConfig> {
         let mut raw = base.clone();
         raw.presets = self.preset.clone();
@@ -72,7 +73,9 @@ impl Cell {
         raw.lr = self.lr;
         raw.warmup = self.warmup;
         raw.seeds = seed.to_string();
-        raw.check()
+        let cfg = raw.check()?;
+        run::check_f64(&cfg)?;
+        Ok(cfg)
     }
 }
 

@@ -468,10 +468,7 @@ pub fn torch_seconds(
     threads: usize,
     precision: Precision,
 ) -> Result<(f64, String)> {
-    let dtype = match precision {
-        Precision::F64 => "float64",
-        Precision::F32 => "float32",
-    };
+    let dtype = precision.torch_dtype();
     let mut args = vec!["--threads".to_string(), threads.to_string()];
     args.extend(["--dtype".to_string(), dtype.to_string()]);
     for (flag, v) in [

@@ -142,14 +142,6 @@ pub struct TorchTiming {
     pub version: String,
 }
 
-/// PyTorch's name of a precision's dtype: `float64` or `float32`.
-pub fn torch_dtype(p: Precision) -> &'static str {
-    match p {
-        Precision::F64 => "float64",
-        Precision::F32 => "float32",
-    }
-}
-
 /// Writes each preset's `--dump-init` (the f64 weights and batches; the dump does not depend
 /// on the precision) to a temporary folder and trains from them with the reference script
 /// `script` run by `python` on `threads` threads, in the dtype of `cfg.mc.precision`.
@@ -164,10 +156,13 @@ pub fn torch_seconds(
         source: e,
     })?;
     let task = normscope::train::task::build(&cfg.task)?;
+    // The dump is made in f64 (`dump` refuses another precision); the script rounds it.
+    let mut f64_cfg = cfg.clone();
+    f64_cfg.mc.precision = Precision::F64;
     let mut dumps = Vec::new();
     for preset in &cfg.presets {
         let path = dir.path().join(format!("{preset}.json"));
-        let text = normscope::train::dump::dump(cfg, task.as_ref(), preset, cfg.seeds[0])?;
+        let text = normscope::train::dump::dump(&f64_cfg, task.as_ref(), preset, cfg.seeds[0])?;
         normscope::output::atomic::write_bytes(&path, text.as_bytes())?;
         dumps.push(path);
     }
@@ -176,7 +171,7 @@ pub fn torch_seconds(
         "--threads".into(),
         threads.to_string().into(),
         "--dtype".into(),
-        torch_dtype(cfg.mc.precision).into(),
+        cfg.mc.precision.torch_dtype().into(),
     ];
     args.extend(dumps.iter().map(|p| p.as_os_str().to_owned()));
     let v = crate::bench::python_json(python, script, &args, "the PyTorch training reference")?;
@@ -240,7 +235,7 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
         println!(
             "pytorch {} eager {}: {} steps in {:.2} s: {theirs_rate:.1} steps/s",
             t.version,
-            torch_dtype(p),
+            p.torch_dtype(),
             t.steps,
             t.seconds
         );
@@ -248,7 +243,7 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
         println!(
             "ratio normscope {} / pytorch {}: {ratio:.2}x (target >= {TARGET_TRAIN_VS_TORCH:.1}x: {})",
             p.name(),
-            torch_dtype(p),
+            p.torch_dtype(),
             crate::bench::verdict(ratio >= TARGET_TRAIN_VS_TORCH)
         );
     }
