@@ -120,11 +120,22 @@ pub struct MlpCache<T: Real> {
 impl<T: Real> Mlp<T> {
     /// The hidden layer `(h, z) = (W1 u, phi(W1 u))`: the first half of
     /// [`Module::forward`], for a caller that holds `W1` alone
-    /// (`monte_carlo::measure`'s streamed MLP blocks).
+    /// (`monte_carlo::lean_mlp`'s streamed MLP blocks).
     pub fn hidden(w1: &DMatrix<T>, act: Activation, u: &DMatrix<T>) -> (DMatrix<T>, DMatrix<T>) {
         let h = nn(w1, u);
         let z = h.map(|x| T::of(act.value(x.as_f64())));
         (h, z)
+    }
+
+    /// The second half of [`Module::forward`]: `W2 z`, and the cache of `u`, `h`, `z`.
+    pub fn output(
+        w2: &DMatrix<T>,
+        u: &DMatrix<T>,
+        h: DMatrix<T>,
+        z: DMatrix<T>,
+    ) -> (DMatrix<T>, MlpCache<T>) {
+        let out = nn(w2, &z);
+        (out, MlpCache { u: u.clone(), h, z })
     }
 
     /// Back through `W2` and phi: `(dL/dh, ||dL/dW2||^2) = (phi'(h) ⊙ W2^T g, ||g z^T||^2)`,
@@ -160,8 +171,7 @@ impl<T: Real> Module<T> for Mlp<T> {
 
     fn forward(&self, u: &DMatrix<T>) -> (DMatrix<T>, MlpCache<T>) {
         let (h, z) = Self::hidden(&self.w1, self.act, u);
-        let out = nn(&self.w2, &z);
-        (out, MlpCache { u: u.clone(), h, z })
+        Self::output(&self.w2, u, h, z)
     }
 
     fn jvp(
@@ -200,8 +210,8 @@ impl<T: Real> Module<T> for Mlp<T> {
     }
 
     /// [`Module::backward`] without `dL/dW1` (one product of four fewer), and with
-    /// `||dL/dW2||^2 = ||g z^T||^2` summed over column blocks of `g z^T`
-    /// ([`outer_energy::nt_sum_sq`]) instead of forming the d x rd gradient whole.
+    /// `||dL/dW2||^2 = ||g z^T||^2` from [`outer_energy::nt_sum_sq`] (column blocks of
+    /// `g z^T` in f64, Gram matrices in f32) instead of forming the d x rd gradient.
     fn backward_last_sq(&self, c: &MlpCache<T>, g: &DMatrix<T>) -> (DMatrix<T>, f64) {
         let (gh, gw2_sq) = Self::back_to_hidden(&self.w2, self.act, c, g);
         (tn(&self.w1, &gh), gw2_sq)

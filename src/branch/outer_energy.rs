@@ -14,8 +14,9 @@
 //! (`res += col.dotc(&col)` per column). Tested against the whole product below.
 //!
 //! In f32, which has no published bits to keep, the same number is computed as
-//! `<g^T g, z^T z>_F` from two n x n Gram matrices ([`gram_sum_sq`]): 3.2x fewer flops than
-//! forming `g z^T` at the reference workload's shape, and n x n values instead of d x rd.
+//! `<g^T g, z^T z>_F` from two n x n Gram matrices ([`gram_sum_sq`]) when that is cheaper and
+//! no larger ([`gram_pays`]; 3.2x fewer flops than forming `g z^T` at the reference
+//! workload's shape) and no column's squared norm underflows ([`GRAM_FLOOR`]).
 
 use crate::monte_carlo::gemm::{Real, nt, tn};
 use nalgebra::DMatrix;
@@ -35,12 +36,16 @@ pub fn column_sum_sq<T: Real>(acc: f64, m: &DMatrix<T>) -> f64 {
 ///
 /// - f64: [`column_sum_sq`] of `nt(a, b)`, formed [`CHUNK_COLUMNS`] columns at a time (rows of
 ///   `b`) through the engine's counted product [`nt`]: the bits every published table has.
-/// - f32: [`gram_sum_sq`], `<a^T a, b^T b>_F`, which has no f64 bits to keep and costs
-///   `2 k^2 (m + p)` instead of `2 m p k` flops (3.2x fewer for an MLP's `dL/dW2` at
-///   d = 512, r = 4, n = 128).
+/// - f32 (no f64 bits to keep): [`gram_sum_sq`], `<a^T a, b^T b>_F`, when [`gram_pays`]
+///   (`2 k^2 (m + p)` instead of `2 m p k` flops: 3.2x fewer for an MLP's `dL/dW2` at
+///   d = 512, r = 4, n = 128) and no Gram diagonal underflows; else the f64 path's blocks.
 pub fn nt_sum_sq<T: Real>(a: &DMatrix<T>, b: &DMatrix<T>) -> f64 {
-    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f64>() {
-        return gram_sum_sq(a, b);
+    let single = std::any::TypeId::of::<T>() != std::any::TypeId::of::<f64>();
+    if single
+        && gram_pays(a.nrows(), a.ncols(), b.nrows())
+        && let Some(s) = gram_sum_sq(a, b)
+    {
+        return s;
     }
     let rows = b.nrows();
     let mut acc = 0.0;
@@ -54,15 +59,35 @@ pub fn nt_sum_sq<T: Real>(a: &DMatrix<T>, b: &DMatrix<T>) -> f64 {
     acc
 }
 
-/// `||a b^T||_F^2 = tr(b a^T a b^T) = <a^T a, b^T b>_F` (k x k Gram matrices through the
-/// counted product [`tn`], their dot accumulated in f64 by [`Real::dot`]).
+/// Whether the Gram form pays for `a` m x k and `b` p x k: fewer flops (`k (m + p) < m p`)
+/// and Gram matrices no larger than one column block of the direct form
+/// (`2 k^2 <= m` [`CHUNK_COLUMNS`]), so it never raises the peak memory.
+pub fn gram_pays(m: usize, k: usize, p: usize) -> bool {
+    k * (m + p) < m * p && 2 * k * k <= m * CHUNK_COLUMNS
+}
+
+/// Smallest nonzero Gram diagonal entry `|a_t|^2` [`gram_sum_sq`] accepts: f32's smallest
+/// normal number over its epsilon (about 1e-31), so every entry down to `u` of the diagonal
+/// is still a normal f32 and loses no digits to underflow.
+pub const GRAM_FLOOR: f64 = (f32::MIN_POSITIVE / f32::EPSILON) as f64;
+
+/// `||a b^T||_F^2 = tr(b a^T a b^T) = <a^T a, b^T b>_F` from the k x k Gram matrices (the
+/// counted product [`tn`]; their dot accumulated in f64 by [`Real::dot`]), or `None` when a
+/// nonzero Gram diagonal entry is below [`GRAM_FLOOR`].
 ///
-/// Accuracy: each Gram entry carries a relative error of about `m u` (resp. `p u`) of
-/// `|a_i| |a_j|`, so the result is within about `(m + p) u (sum_i |a_i| |b_i|)^2`, at most
-/// `k (m + p) u` relative to `||a b^T||^2` (`tests/mc_memory.rs` measures f32 against f64 on
-/// every metric).
-pub fn gram_sum_sq<T: Real>(a: &DMatrix<T>, b: &DMatrix<T>) -> f64 {
-    T::dot(&tn(a, a), &tn(b, b))
+/// Accuracy (u the type's unit roundoff): the Gram entries `a_s . a_t` are within `m u |a_s|
+/// |a_t|` (resp. `p u |b_s| |b_t|`), so the result is within `(m + p) u S^2`,
+/// `S = sum_t |a_t| |b_t|` (an absolute bound: `||a b^T||^2` itself may be far below `S^2`
+/// when columns cancel).
+pub fn gram_sum_sq<T: Real>(a: &DMatrix<T>, b: &DMatrix<T>) -> Option<f64> {
+    let (ga, gb) = (tn(a, a), tn(b, b));
+    let normal = |g: &DMatrix<T>| {
+        g.diagonal().iter().all(|&x| {
+            let x = x.as_f64();
+            x == 0.0 || x >= GRAM_FLOOR
+        })
+    };
+    (normal(&ga) && normal(&gb)).then(|| T::dot(&ga, &gb))
 }
 
 #[cfg(test)]
@@ -98,19 +123,33 @@ mod tests {
     }
 
     #[test]
-    fn f32_gram_form_matches_the_f64_outer_products_norm() {
-        for (m, k, p) in SHAPES {
+    fn f32_gram_form_is_within_its_stated_bound_of_the_f64_outer_products_norm() {
+        let u = f64::from(f32::EPSILON) / 2.0;
+        for (m, k, p) in SHAPES.into_iter().chain([(512, 128, 2048)]) {
             let a = filled::<f64>(m, k, 0.37);
             let b = filled::<f64>(p, k, 0.11);
             let exact = nt(&a, &b).norm_squared();
-            let single = nt_sum_sq(&a.map(|x| x as f32), &b.map(|x| x as f32));
-            // Rounding the inputs moves the result by about 4 u relative; the Gram form's
-            // own error is at most k (m + p) u relative (gram_sum_sq), u = 2^-24.
-            let u = f64::from(f32::EPSILON) / 2.0;
-            let bound = (4.0 + (k * (m + p)) as f64) * u;
-            let rel = (single - exact).abs() / exact.max(f64::MIN_POSITIVE);
-            assert!(rel <= bound, "{m}x{k} by {p}x{k}: {rel:e} > {bound:e}");
+            let (a32, b32) = (a.map(|x| x as f32), b.map(|x| x as f32));
+            let single = nt_sum_sq(&a32, &b32);
+            // gram_sum_sq's (m + p) u S^2, plus 4 u S^2 for rounding the inputs to f32.
+            let s: f64 = (0..k)
+                .map(|t| a.column(t).norm() * b.column(t).norm())
+                .sum();
+            let bound = ((m + p) as f64 + 4.0) * u * s * s;
+            let err = (single - exact).abs();
+            assert!(err <= bound, "{m}x{k} by {p}x{k}: {err:e} > {bound:e}");
+            if (m, k, p) == (512, 128, 2048) {
+                // The reference workload's dL/dW2 takes the Gram form.
+                assert!(gram_pays(m, k, p) && gram_sum_sq(&a32, &b32).is_some());
+            }
         }
+        // It does not pay when k is not small against m and p.
+        assert!(!gram_pays(1, 1, 1) && !gram_pays(7, 5, 3) && !gram_pays(33, 300, 257));
+        // Below the floor the Gram form refuses, and nt_sum_sq forms the blocks instead.
+        let tiny = DMatrix::from_element(512, 128, 1e-20f32);
+        assert!(gram_sum_sq(&tiny, &tiny).is_none());
+        let blocked = column_sum_sq(0.0, &nt(&tiny, &tiny));
+        assert_eq!(nt_sum_sq(&tiny, &tiny).to_bits(), blocked.to_bits());
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! A streamed MLP block that holds one of its two weight matrices at a time.
 //!
 //! An MLP block `F(u) = W2 phi(W1 u)` has two `d x rd` matrices; regenerated whole, a block is
-//! `2 d^2 r` values, as much as the whole bound `d^2 r + L d n` at L = 32, d = 512,
+//! `2 d^2 r` values, two thirds of the whole bound `d^2 r + L d n` at L = 32, d = 512,
 //! n = 128 (README "Performance"). A streamed network ([`super::Memory::Streamed`]) therefore
-//! runs its MLP blocks through [`LeanMlp`]:
+//! runs its MLP blocks through [`LeanMlp`] in the forward and backward passes:
 //!
 //! - forward: draw `W1`, compute `h = W1 u`, `z = phi(h)`, drop `W1`; draw `W2` (the next
 //!   draws of the same stream), compute `W2 z`;
@@ -20,7 +20,7 @@ use super::gemm::{Real, Timed, timed, tn};
 use super::rng::Rng;
 use super::sampler::{self, MatrixDraw};
 use super::sampling::McConfig;
-use crate::branch::mlp::{Mlp, MlpCache};
+use crate::branch::mlp::Mlp;
 use crate::branch::{Activation, Block, Cache, Init};
 use crate::spec::StackSpec;
 use nalgebra::DMatrix;
@@ -66,8 +66,7 @@ impl LeanMlp {
         let (h, z) = Mlp::hidden(&w1, self.act, u);
         drop(w1);
         let w2 = self.draw::<T>(1, rng);
-        let out = super::gemm::nn(&w2, &z);
-        let cache = MlpCache { u: u.clone(), h, z };
+        let (out, cache) = Mlp::output(&w2, u, h, z);
         (out, Cache::Mlp(cache), w2)
     }
 

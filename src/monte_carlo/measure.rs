@@ -22,11 +22,14 @@
 //! first), saves the 32-byte generator state before them, and keeps only the streams `x_l`;
 //! every later pass regenerates block l's weights from the saved state and recomputes its
 //! forward step from `x_{l-1}` ([`super::network::step`]), so the values are bit-identical to
-//! the held network's and a network holds `O(d^2 r + L d n)` values. An MLP block is run
-//! holding one of its two matrices at a time ([`LeanMlp`]), and its last weight gradient is
-//! reduced to its squared norm block by block ([`crate::branch::outer_energy`]), so a streamed
-//! network's peak at d = 512, L = 32 is within 2x of `8 (d^2 r + L d n)` bytes (README
-//! "Performance"). Each pass reduces what it
+//! the held network's and a network holds `O(d^2 r + L d n)` values. In the forward and
+//! backward passes an MLP block is run holding one of its two matrices at a time
+//! ([`LeanMlp`]), and its last weight gradient is reduced to its squared norm without being
+//! held ([`crate::branch::outer_energy`]), so a streamed network measuring forward and backward
+//! metrics peaks within 2x of `8 (d^2 r + L d n)` bytes at d = 512, L = 32 (README
+//! "Performance"). The other passes (gains, paths, perturbation, merge error) regenerate a
+//! block whole, and the perturbation pass also holds a weight perturbation of the same size:
+//! about `4 d^2 r` values at once. Each pass reduces what it
 //! computes to the scalars the metrics read ([`Quantities`]) as it goes; statistics are
 //! accumulated in f64 in both precisions.
 

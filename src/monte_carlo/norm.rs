@@ -51,14 +51,14 @@ pub fn forward<T: Real>(kind: NormKind, eps: f64, z: &DMatrix<T>) -> NormCache<T
 
 /// `J dz` (equal to `J^T dz`): `(1/sigma) [P dz - y <y, P dz>/d]` per column.
 pub fn jacobian<T: Real>(cache: &NormCache<T>, dz: &DMatrix<T>) -> DMatrix<T> {
-    let d = T::of(dz.nrows() as f64);
+    let dn = dz.nrows() as f64;
     let mut out = dz.clone();
     if cache.kind == NormKind::Layer {
         center(&mut out);
     }
     for (t, mut c) in out.column_iter_mut().enumerate() {
         let y = cache.y.column(t);
-        let k = T::of(T::dot_view(&y, &c)) / d;
+        let k = T::of(T::dot_view(&y, &c) / dn);
         c.axpy(-k, &y, T::one());
         c *= cache.inv_sigma[t];
     }

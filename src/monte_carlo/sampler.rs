@@ -112,30 +112,34 @@ pub fn draw_block<T: Real>(
     let beta = spec.beta.unwrap_or(1.0);
     let init = cfg.init();
     let gain_scale = gain_scale(cfg, l);
-    let mut mat = |rows: usize, cols: usize, scale: f64, out: &mut Vec<f64>| {
-        let m = MatrixDraw { rows, cols, scale };
+    let square = |scale: f64| MatrixDraw {
+        rows: d,
+        cols: d,
+        scale,
+    };
+    let mut mat = |m: MatrixDraw, out: &mut Vec<f64>| {
         out.push(m.std(init));
         m.draw::<T>(init, rng)
     };
     let mut s = Vec::new();
     let b = match cfg.block(l) {
         Block::Linear => Branch::Linear(Linear {
-            w: mat(d, d, gain_scale * beta, &mut s),
+            w: mat(square(gain_scale * beta), &mut s),
         }),
         Block::Mlp(act) => {
             let [first, last] = mlp_draws(spec, cfg, l);
-            let w1 = mat(first.rows, first.cols, first.scale, &mut s);
-            let w2 = mat(last.rows, last.cols, last.scale, &mut s);
+            let w1 = mat(first, &mut s);
+            let w2 = mat(last, &mut s);
             Branch::Mlp(Mlp { w1, w2, act })
         }
         Block::Attention { uniform } => {
             let (wq, wk) = if uniform {
                 (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0))
             } else {
-                (mat(d, d, 1.0, &mut s), mat(d, d, 1.0, &mut s))
+                (mat(square(1.0), &mut s), mat(square(1.0), &mut s))
             };
-            let wv = mat(d, d, beta, &mut s);
-            let wo = mat(d, d, gain_scale * beta, &mut s);
+            let wv = mat(square(beta), &mut s);
+            let wo = mat(square(gain_scale * beta), &mut s);
             Branch::Attention(Attention {
                 wq,
                 wk,
@@ -148,8 +152,8 @@ pub fn draw_block<T: Real>(
             })
         }
         Block::CrossAttention => {
-            let wv = mat(d, d, beta, &mut s);
-            let wo = mat(d, d, gain_scale * beta, &mut s);
+            let wv = mat(square(beta), &mut s);
+            let wo = mat(square(gain_scale * beta), &mut s);
             Branch::Cross(CrossAttention {
                 wv,
                 wo,
