@@ -19,9 +19,9 @@ pub enum Memory {
     Auto,
     /// Every block's weights and forward cache kept (fastest).
     Held,
-    /// Only the streams `x_l` kept; each block regenerated per pass (a second draw of its
-    /// weights and a recomputed forward step: measured 1.5x (f32) to 1.8x (f64) the held time
-    /// on the reference workload).
+    /// Only the streams `x_l` kept; each block regenerated per pass (its weights drawn again
+    /// and its forward step recomputed, an MLP's first matrix twice in the backward pass): the
+    /// time it costs on the reference workload is measured in the README ("Performance").
     Streamed,
 }
 
