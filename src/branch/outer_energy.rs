@@ -18,7 +18,7 @@
 //! no larger ([`gram_pays`]; 3.2x fewer flops than forming `g z^T` at the reference
 //! workload's shape) and no column's squared norm underflows ([`GRAM_FLOOR`]).
 
-use crate::monte_carlo::gemm::{Real, nt, tn};
+use crate::monte_carlo::gemm::{self, Real, nt, tn};
 use nalgebra::DMatrix;
 
 /// Columns of `g z^T` formed at once by [`nt_sum_sq`] (d x 256 values: 1 MB at d = 512 in
@@ -40,8 +40,7 @@ pub fn column_sum_sq<T: Real>(acc: f64, m: &DMatrix<T>) -> f64 {
 ///   (`2 k^2 (m + p)` instead of `2 m p k` flops: 3.2x fewer for an MLP's `dL/dW2` at
 ///   d = 512, r = 4, n = 128) and no Gram diagonal underflows; else the f64 path's blocks.
 pub fn nt_sum_sq<T: Real>(a: &DMatrix<T>, b: &DMatrix<T>) -> f64 {
-    let single = std::any::TypeId::of::<T>() != std::any::TypeId::of::<f64>();
-    if single
+    if !gemm::is_f64::<T>()
         && gram_pays(a.nrows(), a.ncols(), b.nrows())
         && let Some(s) = gram_sum_sq(a, b)
     {

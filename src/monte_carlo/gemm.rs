@@ -158,6 +158,12 @@ impl Real for f32 {
     }
 }
 
+/// Whether `T` is f64: the precision whose bits the published tables have, so a path that may
+/// compute differently in f32 (fewer flops, no f64 copy) keeps f64's own arithmetic.
+pub fn is_f64<T: Real>() -> bool {
+    std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>()
+}
+
 /// The f32 reductions' f64 sum of `terms(x_i)` over a matrix's entries in column-major order:
 /// term i goes to accumulator `i mod 4`, and the four are combined as `(a0 + a1) + (a2 + a3)`.
 /// Four independent addition chains in a fixed order (the same bits for every call, whatever

@@ -28,7 +28,7 @@ pub fn matrix_in<T: Real>(
     cols: usize,
     scale: f64,
 ) -> DMatrix<T> {
-    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() {
+    if super::gemm::is_f64::<T>() {
         return super::sampler::into_real(matrix(rng, init, rows, cols, scale));
     }
     let mut data = Vec::with_capacity(rows * cols);
