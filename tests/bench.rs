@@ -21,7 +21,7 @@ fn has(out: &str, needles: &[&str]) -> bool {
 #[test]
 fn quick_bench_prints_every_line_for_both_precisions() {
     let out = bench(&[]);
-    for (p, torch_target) in [("f64", "3.0x"), ("f32", "2.0x")] {
+    for (p, torch_target, kernel) in [("f64", "3.0x", "matrixmultiply"), ("f32", "2.0x", "faer")] {
         assert!(out.contains(&format!("== {p} ==")), "{out}");
         assert!(
             has(
@@ -30,7 +30,8 @@ fn quick_bench_prints_every_line_for_both_precisions() {
                     &format!("gemm rate ({p}"),
                     "matrixmultiply",
                     "faer",
-                    "better: "
+                    "better: ",
+                    &format!("(normscope's {p} products use {kernel})")
                 ]
             ),
             "{p}: {out}"

@@ -11,8 +11,8 @@
 
 use super::module::{Module, Param};
 use super::{BranchModel, Init, KindInfo, MeanFieldBranch};
-use crate::monte_carlo::gemm::{Real, nn, nt, tn};
-use nalgebra::DMatrix;
+use crate::monte_carlo::gemm::{Real, mul_into, nn, nt, tn};
+use nalgebra::{DMatrix, Dyn, Matrix, Storage};
 
 /// Registry entry of softmax attention.
 pub const SOFTMAX_INFO: KindInfo = KindInfo {
@@ -137,13 +137,30 @@ fn row_softmax<T: Real>(s: &mut DMatrix<T>, causal: bool) {
     }
 }
 
+/// `op(a) op(b)` of two heads' blocks as a new matrix: [`mul_into`] (nalgebra's product's
+/// values in f64) into a fresh matrix.
+fn head_mul<T: Real, S1: Storage<T, Dyn, Dyn>, S2: Storage<T, Dyn, Dyn>>(
+    a: &Matrix<T, Dyn, Dyn, S1>,
+    ta: bool,
+    b: &Matrix<T, Dyn, Dyn, S2>,
+    tb: bool,
+) -> DMatrix<T> {
+    let rows = if ta { a.ncols() } else { a.nrows() };
+    let cols = if tb { b.nrows() } else { b.ncols() };
+    let mut out = DMatrix::zeros(rows, cols);
+    mul_into(&mut out.as_view_mut(), a, ta, b, tb);
+    out
+}
+
 /// `A ⊙ (G - rowsum(A ⊙ G) 1^T)`: the softmax Jacobian applied row by row (symmetric).
 fn softmax_jacobian<T: Real>(a: &DMatrix<T>, g: &DMatrix<T>) -> DMatrix<T> {
     let mut out = a.component_mul(g);
-    for i in 0..out.nrows() {
-        let s = T::of(T::sum(&out.row(i)));
-        for k in 0..out.ncols() {
-            out[(i, k)] -= a[(i, k)] * s;
+    let sums: Vec<T> = T::row_sums(&out).into_iter().map(T::of).collect();
+    let rows = out.nrows().max(1);
+    let cols = out.as_mut_slice().chunks_exact_mut(rows);
+    for (col, a_col) in cols.zip(a.as_slice().chunks_exact(rows)) {
+        for ((x, &a), &s) in col.iter_mut().zip(a_col).zip(&sums) {
+            *x -= a * s;
         }
     }
     out
@@ -221,13 +238,23 @@ impl<T: Real> Module<T> for Attention<T> {
                         }
                     })
                 } else {
-                    let mut sc =
-                        q.view((r, c0), (dh, len)).transpose() * k.view((r, c0), (dh, len)) * scale;
+                    let mut sc = head_mul(
+                        &q.view((r, c0), (dh, len)),
+                        true,
+                        &k.view((r, c0), (dh, len)),
+                        false,
+                    );
+                    sc *= scale;
                     row_softmax(&mut sc, self.causal);
                     sc
                 };
-                o.view_mut((r, c0), (dh, len))
-                    .copy_from(&(v.view((r, c0), (dh, len)) * a.transpose()));
+                mul_into(
+                    &mut o.view_mut((r, c0), (dh, len)),
+                    &v.view((r, c0), (dh, len)),
+                    false,
+                    &a,
+                    true,
+                );
                 attn.push(a);
             }
         }
@@ -311,14 +338,25 @@ impl<T: Real> Module<T> for Attention<T> {
             for s in 0..seqs {
                 let (c0, a) = (s * len, &c.attn[h * seqs + s]);
                 let go_h = go.view((r, c0), (dh, len));
-                gv.view_mut((r, c0), (dh, len)).copy_from(&(go_h * a));
+                mul_into(&mut gv.view_mut((r, c0), (dh, len)), &go_h, false, a, false);
                 if !self.uniform {
-                    let ga = go_h.transpose() * c.v.view((r, c0), (dh, len));
-                    let gs = softmax_jacobian(a, &ga) * scale;
-                    gq.view_mut((r, c0), (dh, len))
-                        .copy_from(&(c.k.view((r, c0), (dh, len)) * gs.transpose()));
-                    gk.view_mut((r, c0), (dh, len))
-                        .copy_from(&(c.q.view((r, c0), (dh, len)) * gs));
+                    let ga = head_mul(&go_h, true, &c.v.view((r, c0), (dh, len)), false);
+                    let mut gs = softmax_jacobian(a, &ga);
+                    gs *= scale;
+                    mul_into(
+                        &mut gq.view_mut((r, c0), (dh, len)),
+                        &c.k.view((r, c0), (dh, len)),
+                        false,
+                        &gs,
+                        true,
+                    );
+                    mul_into(
+                        &mut gk.view_mut((r, c0), (dh, len)),
+                        &c.q.view((r, c0), (dh, len)),
+                        false,
+                        &gs,
+                        false,
+                    );
                 }
             }
         }

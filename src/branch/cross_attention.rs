@@ -133,7 +133,7 @@ impl<T: Real> Module<T> for CrossAttention<T> {
     fn backward(&self, c: &CrossCache<T>, g: &DMatrix<T>) -> (DMatrix<T>, Vec<DMatrix<T>>) {
         let (d, n) = c.shape;
         // Summed over tokens in f64 (for f64 the additions of nalgebra's `column_sum`).
-        let gsum: DVector<T> = DVector::from_fn(d, |i, _| T::of(T::sum(&g.row(i))));
+        let gsum: DVector<T> = DVector::from_iterator(d, T::row_sums(g).into_iter().map(T::of));
         let gwo = &gsum * c.vm.transpose();
         let gwv = self.wo.tr_mul(&gsum) * self.memory_mean.transpose();
         (DMatrix::zeros(d, n), vec![gwv, gwo])

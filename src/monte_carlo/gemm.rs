@@ -1,16 +1,25 @@
-//! The float type [`Real`] and matrix products through matrixmultiply's strided `dgemm` or
-//! `sgemm` (single-threaded), so that
-//! transposed operands cost no copy: a transpose is the same buffer with swapped strides.
-//! nalgebra's own `tr_mul` computes column dot products and measured 8 GFLOP/s against 35
-//! for the blocked kernel at the workload's shape (2048 x 512 x 128, one core).
+//! The float type [`Real`] and matrix products through strided, single-threaded blocked
+//! kernels, so that transposed operands cost no copy: a transpose is the same buffer with
+//! swapped strides. nalgebra's own `tr_mul` computes column dot products and measured
+//! 8 GFLOP/s against 35 for the blocked kernel at the workload's shape (2048 x 512 x 128, one
+//! core).
+//!
+//! - f64: matrixmultiply's `dgemm`, whose order of additions every table in `data/` was made
+//!   with (a different kernel would move their last bits).
+//! - f32: faer's `matmul` (`Par::Seq`). On one core it was 1.0-1.3x matrixmultiply's `sgemm` at
+//!   the Monte Carlo workload's four shapes (the transposed ones gain most: matrixmultiply
+//!   repacks the large weight for every product) and 1.1-2.0x at the training bench's shapes
+//!   (d = 64, 512 tokens, per-head 32 x 16 x 32 products); the f32 Monte Carlo workload ran in
+//!   7.9 s against 8.5 s, the f32 training bench 3-5% faster (README, "Performance").
 
-use nalgebra::{DMatrix, Dim, Matrix, RealField, Storage};
+use nalgebra::{DMatrix, DMatrixViewMut, Dim, Dyn, Matrix, RealField, Storage};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 /// The float type of the sampled networks: f64 (the default, for exact comparisons) or f32.
 /// Pointwise nonlinearities and statistics go through f64 ([`Real::as_f64`]); matrix
-/// products use the type's own blocked kernel (matrixmultiply's `dgemm` or `sgemm`).
+/// products use the type's blocked kernel (matrixmultiply's `dgemm` for f64, faer's `matmul`
+/// for f32).
 pub trait Real: RealField + Copy + Send + Sync + 'static {
     /// `x` rounded to this type (exact for f64).
     fn of(x: f64) -> Self;
@@ -25,6 +34,10 @@ pub trait Real: RealField + Copy + Send + Sync + 'static {
     /// `sum_i m_i`, accumulated in f64 (nalgebra's `sum` for f64).
     fn sum<R: Dim, C: Dim, S: Storage<Self, R, C>>(m: &Matrix<Self, R, C, S>) -> f64;
 
+    /// `sum_j m[r, j]` for every row r, accumulated in f64: the same additions as
+    /// [`Real::sum`] of each row, computed column by column (contiguous reads).
+    fn row_sums(m: &DMatrix<Self>) -> Vec<f64>;
+
     /// `sum_i a_i b_i`, accumulated in f64 (nalgebra's `dot` for f64).
     fn dot(a: &DMatrix<Self>, b: &DMatrix<Self>) -> f64;
 
@@ -35,7 +48,8 @@ pub trait Real: RealField + Copy + Send + Sync + 'static {
         b: &Matrix<Self, R, C, S2>,
     ) -> f64;
 
-    /// `C = A B` for column-major buffers with the given strides (matrixmultiply's contract).
+    /// `C = A B` for column-major buffers with the given strides (matrixmultiply's contract),
+    /// one thread: f64 through matrixmultiply's `dgemm`, f32 through faer's `matmul`.
     ///
     /// # Safety
     /// The pointers must address `m x k`, `k x n` and `m x n` matrices with these strides,
@@ -72,6 +86,11 @@ impl Real for f64 {
 
     fn sum<R: Dim, C: Dim, S: Storage<f64, R, C>>(m: &Matrix<f64, R, C, S>) -> f64 {
         m.sum()
+    }
+
+    fn row_sums(m: &DMatrix<f64>) -> Vec<f64> {
+        // nalgebra's `sum` is one chain from zero: one accumulator per row.
+        row_sums_in_chains::<f64, 1>(m)
     }
 
     fn dot(a: &DMatrix<f64>, b: &DMatrix<f64>) -> f64 {
@@ -121,6 +140,11 @@ impl Real for f32 {
         sum4(m, |_, x| f64::from(x))
     }
 
+    fn row_sums(m: &DMatrix<f32>) -> Vec<f64> {
+        // [`sum4`]'s four chains: entry j of a row goes to chain j mod 4.
+        row_sums_in_chains::<f32, 4>(m)
+    }
+
     fn dot(a: &DMatrix<f32>, b: &DMatrix<f32>) -> f64 {
         Self::dot_view(a, b)
     }
@@ -153,9 +177,41 @@ impl Real for f32 {
         rsc: isize,
         csc: isize,
     ) {
-        // SAFETY: forwarded from the caller's contract.
-        unsafe { matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
+        // SAFETY: the caller's contract: the pointers address m x k, k x n and m x n matrices
+        // with these strides, and c aliases neither a nor b.
+        unsafe {
+            let a = faer::MatRef::from_raw_parts(a, m, k, rsa, csa);
+            let b = faer::MatRef::from_raw_parts(b, k, n, rsb, csb);
+            let c = faer::MatMut::from_raw_parts_mut(c, m, n, rsc, csc);
+            faer::linalg::matmul::matmul(c, faer::Accum::Replace, a, b, 1.0, faer::Par::Seq);
+            clear_upper_vector_state();
+        }
     }
+}
+
+/// `vzeroupper` after a faer product, on x86-64 machines with AVX.
+///
+/// faer's x86 microkernels return with the upper halves of the vector registers in use. Code
+/// compiled for baseline x86-64 (SSE encodings: this crate's scalar f64 arithmetic, `sqrt`,
+/// division) then pays a state-transition penalty on every instruction until the next
+/// `vzeroupper`: measured, the f32 training bench's Adam update took 15.5% of its time
+/// instead of 6.5%, and the f32 Monte Carlo workload ran slower with faer than with
+/// matrixmultiply (9.0 s against 8.5 s) until this was added (7.9 s).
+fn clear_upper_vector_state() {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx") {
+            // SAFETY: the CPU has AVX (checked above), which `vzeroupper` requires.
+            unsafe { zero_upper() }
+        }
+    }
+}
+
+/// `vzeroupper` (AVX).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+fn zero_upper() {
+    std::arch::x86_64::_mm256_zeroupper();
 }
 
 /// Whether `T` is f64: the precision whose bits the published tables have, so a path that may
@@ -189,12 +245,45 @@ fn sum4<R: Dim, C: Dim, S: Storage<f32, R, C>>(
             }
         }
         None => {
-            for (i, &x) in m.iter().enumerate() {
-                acc[i % 4] += term(i, x);
+            // By index rather than nalgebra's strided iterator (slower still than indexing):
+            // the same entries in the same column-major order.
+            let (rows, cols) = m.shape();
+            for j in 0..cols {
+                for r in 0..rows {
+                    let i = j * rows + r;
+                    // SAFETY: r < rows and j < cols.
+                    let x = unsafe { *m.get_unchecked((r, j)) };
+                    acc[i % 4] += term(i, x);
+                }
             }
         }
     }
     (acc[0] + acc[1]) + (acc[2] + acc[3])
+}
+
+/// Row sums in f64 with `C` chains per row (1 or 4): entry `(r, j)` is added to row r's chain
+/// `j mod C` in increasing j, and four chains are combined as `(a0 + a1) + (a2 + a3)`: for
+/// `C = 1` nalgebra's `sum` of the row, for `C = 4` [`sum4`] of the row (a 1 x n view, whose
+/// entry j is term j). Reads the matrix column by column, so the inner loop runs over
+/// contiguous entries.
+fn row_sums_in_chains<T: Real, const C: usize>(m: &DMatrix<T>) -> Vec<f64> {
+    let rows = m.nrows();
+    let mut acc = vec![0.0f64; rows * C];
+    if rows > 0 {
+        for (j, col) in m.as_slice().chunks_exact(rows).enumerate() {
+            let chain = &mut acc[(j % C) * rows..][..rows];
+            for (a, &x) in chain.iter_mut().zip(col) {
+                *a += x.as_f64();
+            }
+        }
+    }
+    (0..rows)
+        .map(|r| match C {
+            1 => acc[r],
+            4 => (acc[r] + acc[rows + r]) + (acc[2 * rows + r] + acc[3 * rows + r]),
+            _ => unreachable!("one or four chains"),
+        })
+        .collect()
 }
 
 /// The entries of `m` as one slice in column-major order, if they are stored that way.
@@ -271,58 +360,122 @@ pub fn count_products(on: bool) {
     COUNTING.store(on, Ordering::Relaxed);
 }
 
-/// `op(a) * op(b)` where `op` transposes when the flag is set.
-pub fn mul<T: Real>(a: &DMatrix<T>, ta: bool, b: &DMatrix<T>, tb: bool) -> DMatrix<T> {
-    let (ar, ac) = if ta {
-        (a.ncols(), a.nrows())
-    } else {
-        (a.nrows(), a.ncols())
-    };
-    let (br, bc) = if tb {
-        (b.ncols(), b.nrows())
-    } else {
-        (b.nrows(), b.ncols())
-    };
-    assert_eq!(ac, br, "inner dimensions");
-    let mut c = DMatrix::<T>::zeros(ar, bc);
-    if ar == 0 || bc == 0 || ac == 0 {
-        return c;
-    }
-    // Column-major: element (i, j) at i + j * nrows. A transpose swaps the two strides.
-    let (rsa, csa) = if ta {
-        (a.nrows() as isize, 1)
-    } else {
-        (1, a.nrows() as isize)
-    };
-    let (rsb, csb) = if tb {
-        (b.nrows() as isize, 1)
-    } else {
-        (1, b.nrows() as isize)
-    };
+/// `op(m)`'s shape and strides: `(rows, cols, row stride, column stride)`, where `op`
+/// transposes when `t` is set (a transpose swaps the shape and the two strides).
+fn layout<T: Real, S: Storage<T, Dyn, Dyn>>(
+    m: &Matrix<T, Dyn, Dyn, S>,
+    t: bool,
+) -> (usize, usize, isize, isize) {
+    let (r, c) = m.shape();
+    let (rs, cs) = m.strides();
+    let (rs, cs) = (rs as isize, cs as isize);
+    if t { (c, r, cs, rs) } else { (r, c, rs, cs) }
+}
+
+/// `C = op(a) op(b)` into the `m x n` buffer at `c` with strides `(rsc, csc)`, timed and
+/// counted while [`count_products`] counts. Returns `false` (and writes nothing) when
+/// `k = 0`.
+///
+/// # Safety
+/// `c` must address `op(a).nrows() x op(b).ncols()` entries with these strides, aliasing
+/// neither `a` nor `b`.
+unsafe fn product_into<T: Real, S1: Storage<T, Dyn, Dyn>, S2: Storage<T, Dyn, Dyn>>(
+    a: &Matrix<T, Dyn, Dyn, S1>,
+    ta: bool,
+    b: &Matrix<T, Dyn, Dyn, S2>,
+    tb: bool,
+    c: *mut T,
+    rsc: isize,
+    csc: isize,
+) {
+    let (m, k, rsa, csa) = layout(a, ta);
+    let (br, n, rsb, csb) = layout(b, tb);
+    assert_eq!(k, br, "inner dimensions");
     let start = COUNTING.load(Ordering::Relaxed).then(Instant::now);
-    // SAFETY: the pointers address a.len(), b.len() and c.len() values; the shapes and
-    // strides above keep every index inside them, and c does not alias a or b.
+    // SAFETY: a and b's own shapes and strides address their entries; c is the caller's.
     unsafe {
         T::gemm(
-            ar,
-            ac,
-            bc,
+            m,
+            k,
+            n,
             a.as_ptr(),
             rsa,
             csa,
             b.as_ptr(),
             rsb,
             csb,
-            c.as_mut_ptr(),
-            1,
-            ar as isize,
-        );
-    }
+            c,
+            rsc,
+            csc,
+        )
+    };
     if let Some(t) = start {
-        FLOPS.fetch_add(2 * (ar * ac * bc) as u64, Ordering::Relaxed);
+        FLOPS.fetch_add(2 * (m * k * n) as u64, Ordering::Relaxed);
         NANOS.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
-    c
+}
+
+/// `op(a) * op(b)` where `op` transposes when the flag is set; `a` and `b` are matrices or
+/// views (any strides).
+pub fn mul<T: Real, S1: Storage<T, Dyn, Dyn>, S2: Storage<T, Dyn, Dyn>>(
+    a: &Matrix<T, Dyn, Dyn, S1>,
+    ta: bool,
+    b: &Matrix<T, Dyn, Dyn, S2>,
+    tb: bool,
+) -> DMatrix<T> {
+    let (ar, ac, _, _) = layout(a, ta);
+    let (br, bc, _, _) = layout(b, tb);
+    assert_eq!(ac, br, "inner dimensions");
+    if ar == 0 || bc == 0 || ac == 0 {
+        return DMatrix::zeros(ar, bc);
+    }
+    // Not zeroed first: both kernels overwrite C without reading it (matrixmultiply with
+    // beta = 0, faer with `Accum::Replace`).
+    let mut c: Vec<T> = Vec::with_capacity(ar * bc);
+    // SAFETY: c's capacity holds the ar x bc column-major result (strides 1 and ar) and is
+    // a new buffer.
+    unsafe { product_into(a, ta, b, tb, c.as_mut_ptr(), 1, ar as isize) };
+    // SAFETY: the product wrote all `ar * bc` entries of c's capacity (m, n and k are all
+    // positive).
+    unsafe { c.set_len(ar * bc) };
+    DMatrix::from_vec(ar, bc, c)
+}
+
+/// nalgebra's `SMALL_DIM` (`base/blas_uninit.rs`): nalgebra multiplies through matrixmultiply
+/// only when every dimension of the product exceeds it, and with its own loops otherwise.
+pub const NALGEBRA_SMALL_DIM: usize = 5;
+
+/// `c = op(a) * op(b)` written into the view `c` (a block of a larger matrix) with no
+/// temporary; the values of nalgebra's `c.copy_from(&(op(a) * op(b)))`, bit for bit in f64:
+/// where nalgebra would use matrixmultiply (every dimension above
+/// [`NALGEBRA_SMALL_DIM`]), the same `dgemm` on the same values (packing makes the operands'
+/// strides irrelevant to the arithmetic); below it, nalgebra's own product. f32 always takes
+/// [`Real::gemm`].
+pub fn mul_into<T: Real, S1: Storage<T, Dyn, Dyn>, S2: Storage<T, Dyn, Dyn>>(
+    c: &mut DMatrixViewMut<T>,
+    a: &Matrix<T, Dyn, Dyn, S1>,
+    ta: bool,
+    b: &Matrix<T, Dyn, Dyn, S2>,
+    tb: bool,
+) {
+    let (m, k, _, _) = layout(a, ta);
+    let (br, n, _, _) = layout(b, tb);
+    assert_eq!(k, br, "inner dimensions");
+    assert_eq!(c.shape(), (m, n), "output shape");
+    if m == 0 || n == 0 {
+        return;
+    }
+    let small = m.min(n).min(k) <= NALGEBRA_SMALL_DIM;
+    if k == 0 || (small && is_f64::<T>()) {
+        let op = |x: &Matrix<T, Dyn, Dyn, S1>| if ta { x.transpose() } else { x.clone_owned() };
+        let bt = if tb { b.transpose() } else { b.clone_owned() };
+        c.copy_from(&(op(a) * bt));
+        return;
+    }
+    let (rsc, csc) = c.strides();
+    // SAFETY: c is a view of m x n entries with its own strides, borrowed mutably, so it
+    // aliases neither a nor b.
+    unsafe { product_into(a, ta, b, tb, c.as_mut_ptr(), rsc as isize, csc as isize) };
 }
 
 /// `a * b`.
@@ -365,8 +518,8 @@ mod tests {
         // Order-sensitive: four chains give (1e20 + 1) + (-1e20 + 1) = 0, left to right 1.
         let col = DMatrix::from_column_slice(4, 1, &[1e20f32, 1.0, -1e20, 1.0]);
         assert_eq!(<f32 as Real>::sum(&col).to_bits(), 0.0f64.to_bits());
-        // Strided views (a row, a block of rows) take the iterator path; contiguous ones
-        // (the matrix, a column) the slice path; both follow the stated order bit for bit.
+        // Strided views (a row, a block of rows) take the indexed path; contiguous ones (the
+        // matrix, a column) the slice path; both follow the stated order bit for bit.
         let m = DMatrix::from_fn(7, 5, |i, j| {
             ((i * 5 + j) as f32 * 0.37).sin() * 10f32.powi((i + 2 * j) as i32 % 9 - 4)
         });
@@ -407,6 +560,118 @@ mod tests {
             <f32 as Real>::dot_view(&m.rows(1, 3), &m.rows(1, 3)).to_bits(),
             <f32 as Real>::sum_sq(&rows).to_bits()
         );
+    }
+
+    /// Entries spread over 16 decades with both signs: sums of them depend on the order.
+    fn order_sensitive(rows: usize, cols: usize, seed: f64) -> DMatrix<f64> {
+        DMatrix::from_fn(rows, cols, |i, j| {
+            ((i * cols + j) as f64 * 0.61 + seed).sin()
+                * 10f64.powi(((3 * i + 7 * j) % 17) as i32 - 8)
+        })
+    }
+
+    #[test]
+    fn row_sums_are_each_rows_own_sum_bit_for_bit() {
+        // Every remainder of the four f32 chains (0..=9 columns), no rows, and one row.
+        for rows in [0, 1, 3, 7] {
+            for cols in 0..=9 {
+                let m = order_sensitive(rows, cols, 0.3);
+                let single = m.map(|x| x as f32);
+                let (got64, got32) = (
+                    <f64 as Real>::row_sums(&m),
+                    <f32 as Real>::row_sums(&single),
+                );
+                assert_eq!((got64.len(), got32.len()), (rows, rows));
+                for r in 0..rows {
+                    assert_eq!(got64[r].to_bits(), <f64 as Real>::sum(&m.row(r)).to_bits());
+                    assert_eq!(
+                        got32[r].to_bits(),
+                        <f32 as Real>::sum(&single.row(r)).to_bits()
+                    );
+                }
+            }
+        }
+        // The orders are really different: f64's one chain and f32's four chains disagree
+        // here, so a test comparing them would notice a swapped implementation.
+        let m = DMatrix::from_row_slice(1, 4, &[1e20, 1.0, -1e20, 1.0]);
+        assert_eq!(<f64 as Real>::row_sums(&m)[0].to_bits(), 1.0f64.to_bits());
+        let single = <f32 as Real>::row_sums(&m.map(|x| x as f32));
+        assert_eq!(single[0].to_bits(), 0.0f64.to_bits());
+    }
+
+    #[test]
+    fn mul_into_views_gives_nalgebras_product_bit_for_bit_in_f64() {
+        // Heads' blocks of larger matrices (views with a column stride), every transpose
+        // combination, above nalgebra's SMALL_DIM (its matrixmultiply path) and below it (its
+        // own loops): the values of `c.copy_from(&(op(a) * op(b)))`.
+        let big = order_sensitive(40, 50, 0.1);
+        let other = order_sensitive(40, 50, 0.9);
+        for (m, k, n) in [
+            (16, 32, 32),
+            (32, 16, 32),
+            (7, 6, 9),
+            (2, 8, 8),
+            (8, 3, 8),
+            (8, 8, 1),
+        ] {
+            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                let a = if ta {
+                    big.view((3, 2), (k, m))
+                } else {
+                    big.view((3, 2), (m, k))
+                };
+                let b = if tb {
+                    other.view((5, 7), (n, k))
+                } else {
+                    other.view((5, 7), (k, n))
+                };
+                let mut out = DMatrix::from_element(m + 4, n + 3, f64::NAN);
+                mul_into(&mut out.view_mut((2, 1), (m, n)), &a, ta, &b, tb);
+                let opa = if ta { a.transpose() } else { a.clone_owned() };
+                let opb = if tb { b.transpose() } else { b.clone_owned() };
+                let want = opa * opb;
+                for i in 0..m {
+                    for j in 0..n {
+                        assert_eq!(out[(2 + i, 1 + j)].to_bits(), want[(i, j)].to_bits());
+                    }
+                }
+                // Nothing outside the block was written.
+                let written = out.iter().filter(|x| !x.is_nan()).count();
+                assert_eq!(written, m * n, "({m}, {k}, {n}), {ta} {tb}");
+            }
+        }
+    }
+
+    #[test]
+    fn f32_products_within_the_rounding_bound_of_an_inner_product() {
+        // faer's f32 products (mul and mul_into) against the exact-enough f64 product of the
+        // same f32 values: |C32 - C| <= gamma_k (|A| |B|) entrywise, gamma_k = k u / (1 - k u),
+        // u = 2^-24 (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., eq. 3.13),
+        // plus the f64 product's own error, below 1e-12 of the bound here. Shapes cross faer's
+        // blocking (k = 300) and the transposed layouts.
+        let u = 2f64.powi(-24);
+        for (m, k, n) in [(70, 300, 90), (16, 32, 32), (5, 3, 4)] {
+            for (ta, tb) in [(false, false), (true, false), (false, true)] {
+                let a = order_sensitive(if ta { k } else { m }, if ta { m } else { k }, 0.2)
+                    .map(|x| x as f32);
+                let b = order_sensitive(if tb { n } else { k }, if tb { k } else { n }, 0.4)
+                    .map(|x| x as f32);
+                let (a64, b64) = (a.map(f64::from), b.map(f64::from));
+                let exact = mul(&a64, ta, &b64, tb);
+                let bound =
+                    mul(&a64.abs(), ta, &b64.abs(), tb) * (k as f64 * u / (1.0 - k as f64 * u));
+                let mut into = DMatrix::<f32>::zeros(m, n);
+                mul_into(&mut into.as_view_mut(), &a, ta, &b, tb);
+                for got in [mul(&a, ta, &b, tb), into] {
+                    for ((g, e), bnd) in got.iter().zip(exact.iter()).zip(bound.iter()) {
+                        assert!(
+                            (f64::from(*g) - e).abs() <= bnd * (1.0 + 1e-9),
+                            "({m}, {k}, {n}) {ta} {tb}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -103,5 +103,5 @@ impl<T: Real> NormLayer<T> {
 /// `sum_t m[:, t]` as a d x 1 matrix, each sum accumulated in f64 ([`Real::sum`]) and rounded
 /// once.
 pub fn row_sums<T: Real>(m: &DMatrix<T>) -> DMatrix<T> {
-    DMatrix::from_fn(m.nrows(), 1, |i, _| T::of(T::sum(&m.row(i))))
+    DMatrix::from_iterator(m.nrows(), 1, T::row_sums(m).into_iter().map(T::of))
 }

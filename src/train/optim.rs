@@ -315,7 +315,7 @@ impl<T: Real> Optimizer<T> {
                     let factor = T::of(1.0 - lr * weight_decay);
                     for (p, &decay) in params.iter_mut().zip(&self.decay) {
                         if decay && weight_decay != 0.0 {
-                            p.iter_mut().for_each(|x| *x *= factor);
+                            p.as_mut_slice().iter_mut().for_each(|x| *x *= factor);
                         }
                     }
                 }
@@ -401,14 +401,14 @@ fn sgd<T: Real>(
                 b.copy_from(g);
             } else {
                 // `buf.mul_(momentum).add_(grad, alpha=1 - dampening)`, dampening 0.
-                for (b, &g) in b.iter_mut().zip(g.iter()) {
+                for (b, &g) in b.as_mut_slice().iter_mut().zip(g.as_slice()) {
                     *b = *b * mu + g;
                 }
             }
             &buffers[i]
         };
         // `param.add_(d, alpha=-lr)`: p + (-lr) d, the same double as p - lr d.
-        for (p, &d) in p.iter_mut().zip(d.iter()) {
+        for (p, &d) in p.as_mut_slice().iter_mut().zip(d.as_slice()) {
             *p -= lr_t * d;
         }
     }
@@ -434,11 +434,14 @@ fn adam<T: Real>(
     let w1 = T::of(1.0 - beta1);
     let w2 = T::of(1.0 - beta2);
     let (beta2, eps) = (T::of(beta2), T::of(eps));
+    // On slices (contiguous column-major storage), so that the loop vectorizes; the same
+    // arithmetic per entry.
     for (i, p) in params.iter_mut().enumerate() {
         let entries = p
+            .as_mut_slice()
             .iter_mut()
-            .zip(grads[i].iter())
-            .zip(m[i].iter_mut().zip(v[i].iter_mut()));
+            .zip(grads[i].as_slice())
+            .zip(m[i].as_mut_slice().iter_mut().zip(v[i].as_mut_slice()));
         for ((p, &g), (m, v)) in entries {
             *m = lerp_as(*m, g, w1);
             // `exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)`: ATen's addcmul
@@ -460,6 +463,7 @@ fn lerp(start: f64, end: f64, weight: f64) -> f64 {
 
 /// `torch.lerp(start, end, weight)` in type `T`, as ATen's `Lerp.h` writes it: `start + weight
 /// (end - start)` for `|weight| < 0.5`, else `end - (end - start) (1 - weight)`.
+#[inline(always)]
 fn lerp_as<T: Real>(start: T, end: T, weight: T) -> T {
     if weight.as_f64().abs() < 0.5 {
         start + weight * (end - start)
@@ -509,7 +513,7 @@ pub fn clip_global_norm_as<T: Real>(grads: &mut [DMatrix<T>], max_norm: f64) -> 
     if coef < 1.0 || coef.is_nan() {
         let coef = T::of(coef);
         for g in grads.iter_mut() {
-            g.iter_mut().for_each(|x| *x *= coef);
+            g.as_mut_slice().iter_mut().for_each(|x| *x *= coef);
         }
     }
     total

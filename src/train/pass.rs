@@ -12,7 +12,7 @@
 //! ```
 //!
 //! Everything is generic over the float type `T` ([`Real`], f64 by default): products and
-//! activations in `T` (f32: matrixmultiply's `sgemm`), every sum of squares, dot product and
+//! activations in `T` (f32: faer's `matmul`), every sum of squares, dot product and
 //! row sum (the embedding gradients' sums over tokens too) accumulated in f64 and rounded
 //! once, and the loss computed in f64 from the outputs. For f64 every operation is the one it
 //! was before the type became generic.

@@ -1,7 +1,8 @@
 //! `normscope bench`: the reference workload against plain PyTorch, in one run on the same
-//! machine, dtype (f64 and f32) and thread count, next to the machine's GEMM rates (the
-//! engine's kernel, matrixmultiply, and faer) measured in the same run, and the peak memory of
-//! one network against the issue's bound.
+//! machine, dtype (f64 and f32) and thread count, next to the machine's GEMM rates
+//! (matrixmultiply and faer, each called directly; the engine uses matrixmultiply in f64 and
+//! faer in f32, [`normscope::monte_carlo::gemm`]) measured in the same run, and the peak
+//! memory of one network against the issue's bound.
 //!
 //! Workload (issue "Monte Carlo engine"): presets pre, post, deepnorm; ReLU-MLP branch with
 //! hidden ratio 4; d = 512, n = 128 tokens, L = 32 blocks, 8 networks each; forward with
@@ -14,7 +15,7 @@ use normscope::engine::Plan;
 use normscope::layers::LayerSpec;
 use normscope::metrics::Metric;
 use normscope::model::RawModel;
-use normscope::monte_carlo::gemm::{self, Real};
+use normscope::monte_carlo::gemm;
 use normscope::monte_carlo::{self, McConfig, Precision, RawMc};
 use normscope::spec::StackSpec;
 use normscope::{Error, Result};
@@ -105,9 +106,8 @@ impl Workload {
 /// GEMM rates (GFLOP/s) of one precision at the workload's shape.
 #[derive(Clone, Copy, Debug)]
 pub struct GemmRates {
-    /// The engine's kernel: matrixmultiply's `dgemm`/`sgemm` through
-    /// [`normscope::monte_carlo::gemm::nn`].
-    pub engine: f64,
+    /// matrixmultiply's `dgemm`/`sgemm`, called directly.
+    pub matrixmultiply: f64,
     /// faer's `matmul` with `Par::Seq`.
     pub faer: f64,
 }
@@ -115,11 +115,19 @@ pub struct GemmRates {
 impl GemmRates {
     /// The better of the two, with its name.
     pub fn best(&self) -> (&'static str, f64) {
-        if self.faer > self.engine {
+        if self.faer > self.matrixmultiply {
             ("faer", self.faer)
         } else {
-            ("matrixmultiply", self.engine)
+            ("matrixmultiply", self.matrixmultiply)
         }
+    }
+}
+
+/// The GEMM the engine's products use in `precision` ([`normscope::monte_carlo::gemm`]).
+pub fn engine_kernel(precision: Precision) -> &'static str {
+    match precision {
+        Precision::F64 => "matrixmultiply",
+        Precision::F32 => "faer",
     }
 }
 
@@ -160,15 +168,40 @@ fn rhs(i: usize, j: usize) -> f64 {
     ((i + j * 5) % 13) as f64 - 6.0
 }
 
-/// The engine's kernel in type `T`.
-fn engine_rate<T: Real>(w: Workload, threads: usize, seconds: f64) -> f64 {
-    let (d, n) = (w.width, w.tokens);
-    let a = DMatrix::<T>::from_fn(RATIO * d, d, |i, j| T::of(lhs(i, j)));
-    let b = DMatrix::<T>::from_fn(d, n, |i, j| T::of(rhs(i, j)));
-    let flops = 2.0 * (RATIO * d * d * n) as f64;
-    stream_rate(threads, seconds, flops, &|| {
-        gemm::nn(&a, &b)[(0, 0)].as_f64()
-    })
+/// matrixmultiply's GEMM (`dgemm` or `sgemm`, the function `$gemm`) in the given float type,
+/// called directly (one single-threaded product per call, into a new matrix as faer's is).
+macro_rules! matrixmultiply_rate {
+    ($t:ty, $gemm:ident, $w:expr, $threads:expr, $seconds:expr) => {{
+        let (d, n) = ($w.width, $w.tokens);
+        let (m, k) = (RATIO * d, d);
+        let a = DMatrix::<$t>::from_fn(m, k, |i, j| lhs(i, j) as $t);
+        let b = DMatrix::<$t>::from_fn(k, n, |i, j| rhs(i, j) as $t);
+        let flops = 2.0 * (m * k * n) as f64;
+        stream_rate($threads, $seconds, flops, &|| {
+            let mut c = DMatrix::<$t>::zeros(m, n);
+            // SAFETY: column-major m x k, k x n and m x n buffers of exactly these sizes with
+            // these strides; c is a new matrix, aliasing neither operand.
+            unsafe {
+                matrixmultiply::$gemm(
+                    m,
+                    k,
+                    n,
+                    1.0,
+                    a.as_ptr(),
+                    1,
+                    m as isize,
+                    b.as_ptr(),
+                    1,
+                    k as isize,
+                    0.0,
+                    c.as_mut_ptr(),
+                    1,
+                    m as isize,
+                );
+            }
+            f64::from(c[(0, 0)])
+        })
+    }};
 }
 
 /// faer's GEMM in the given float type (one sequential product per call).
@@ -199,11 +232,11 @@ macro_rules! faer_rate {
 pub fn gemm_rates(w: Workload, threads: usize, precision: Precision, seconds: f64) -> GemmRates {
     match precision {
         Precision::F64 => GemmRates {
-            engine: engine_rate::<f64>(w, threads, seconds),
+            matrixmultiply: matrixmultiply_rate!(f64, dgemm, w, threads, seconds),
             faer: faer_rate!(f64, w, threads, seconds),
         },
         Precision::F32 => GemmRates {
-            engine: engine_rate::<f32>(w, threads, seconds),
+            matrixmultiply: matrixmultiply_rate!(f32, sgemm, w, threads, seconds),
             faer: faer_rate!(f32, w, threads, seconds),
         },
     }

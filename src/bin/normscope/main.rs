@@ -2,6 +2,7 @@
 //! The application lives here (clap types in [`cli`], the PyTorch bench runners in [`bench`]
 //! and [`bench_train`]); everything it computes comes from the `normscope` library.
 
+mod allocator;
 mod bench;
 mod bench_shards;
 mod bench_train;
@@ -79,6 +80,7 @@ fn mc_request(a: &cli::McArgs) -> normscope::Result<McRequest> {
 
 fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
     if a.train {
+        allocator::keep_freed_memory();
         return bench_train::bench(a);
     }
     if let Some(n) = a.shards {
@@ -128,8 +130,10 @@ fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
         let g = bench::gemm_rates(w, threads, p, gemm_seconds);
         let (best_name, best) = g.best();
         println!(
-            "gemm rate ({name}, {threads} threads, one product stream per thread): matrixmultiply {:.1} GFLOP/s, faer {:.1} GFLOP/s, better: {best_name} {best:.1} GFLOP/s",
-            g.engine, g.faer
+            "gemm rate ({name}, {threads} threads, one product stream per thread): matrixmultiply {:.1} GFLOP/s, faer {:.1} GFLOP/s, better: {best_name} {best:.1} GFLOP/s (normscope's {name} products use {})",
+            g.matrixmultiply,
+            g.faer,
+            bench::engine_kernel(p)
         );
         let run = bench::normscope_seconds(w, p)?;
         let ours = run.seconds;
@@ -271,6 +275,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
         Command::Bench(a) => bench(&a),
         Command::Train(a) => {
             let out = out_path(&a.out)?;
+            allocator::keep_freed_memory();
             train::train(&a, out)
         }
         Command::Completions { shell } => {

@@ -254,14 +254,31 @@ impl TeacherLm {
             values.set_column(c0 + t, &v.column(b));
             for h in 0..a.heads {
                 let r = h * dh;
-                let qh = q.view((r, b), (dh, 1));
-                let kh = keys.view((r, c0), (dh, t + 1));
-                score.copy_from(&(kh.transpose() * qh * scale));
+                // `kh^T qh * scale` and `vh score / z` with kh, vh the head's keys and values
+                // (dh x (t + 1)), written out with no temporaries: the arithmetic of
+                // nalgebra's matrix-vector product (`gemv`), one sum per output entry in
+                // column order, `x0 c0`, then `y + x_j c_j`, no fused multiply-add.
+                let qh = &q.as_slice()[b * w + r..][..dh];
+                for j in 0..=t {
+                    let kh = &keys.as_slice()[(c0 + j) * w + r..][..dh];
+                    score[j] = (1..dh).fold(kh[0] * qh[0], |y, i| kh[i] * qh[i] + y);
+                }
+                score *= scale;
                 let m = score.max();
                 score.apply(|s| *s = (*s - m).exp());
                 let z = score.sum();
-                let vh = values.view((r, c0), (dh, t + 1));
-                o.view_mut((r, b), (dh, 1)).copy_from(&(vh * &score / z));
+                // The output's dh sums advance side by side (contiguous rows of the values).
+                let value = |j: usize| &values.as_slice()[(c0 + j) * w + r..][..dh];
+                let out = &mut o.as_mut_slice()[b * w + r..][..dh];
+                for (y, &v) in out.iter_mut().zip(value(0)) {
+                    *y = v * score[0];
+                }
+                for j in 1..=t {
+                    for (y, &v) in out.iter_mut().zip(value(j)) {
+                        *y += v * score[j];
+                    }
+                }
+                out.iter_mut().for_each(|y| *y /= z);
             }
         }
         &a.wo * o
