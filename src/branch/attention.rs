@@ -424,6 +424,47 @@ mod tests {
         }
     }
 
+    /// The softmax Jacobian as it was written before its rows' sums were taken at once: one
+    /// row at a time, the row's sum, then the row updated entry by entry.
+    fn softmax_jacobian_by_rows<T: Real>(a: &DMatrix<T>, g: &DMatrix<T>) -> DMatrix<T> {
+        let mut out = a.component_mul(g);
+        for i in 0..out.nrows() {
+            let s = T::of(T::sum(&out.row(i)));
+            for k in 0..out.ncols() {
+                out[(i, k)] -= a[(i, k)] * s;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn softmax_jacobian_keeps_its_row_by_row_bits() {
+        // Causal softmax rows and an order-sensitive gradient (entries over 12 decades), in
+        // both precisions, square and not.
+        for (rows, cols) in [(32, 32), (7, 5), (1, 9), (9, 1)] {
+            let mut a = mat(rows, cols, 0.3) * 4.0;
+            row_softmax(&mut a, rows == cols);
+            let g = DMatrix::from_fn(rows, cols, |i, j| {
+                ((i * cols + j) as f64 * 0.83).cos() * 10f64.powi(((5 * i + 3 * j) % 13) as i32 - 6)
+            });
+            let new = softmax_jacobian(&a, &g);
+            let old = softmax_jacobian_by_rows(&a, &g);
+            assert!(
+                new.iter()
+                    .zip(old.iter())
+                    .all(|(x, y)| x.to_bits() == y.to_bits())
+            );
+            let (a32, g32) = (a.map(|x| x as f32), g.map(|x| x as f32));
+            let new = softmax_jacobian(&a32, &g32);
+            let old = softmax_jacobian_by_rows(&a32, &g32);
+            assert!(
+                new.iter()
+                    .zip(old.iter())
+                    .all(|(x, y)| x.to_bits() == y.to_bits())
+            );
+        }
+    }
+
     #[test]
     fn causal_output_ignores_later_tokens() {
         let a = attention(true, 0);

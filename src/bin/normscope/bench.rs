@@ -123,11 +123,12 @@ impl GemmRates {
     }
 }
 
-/// The GEMM the engine's products use in `precision` ([`normscope::monte_carlo::gemm`]).
+/// The GEMM the engine's products use in `precision` ([`gemm::Real::KERNEL`]).
 pub fn engine_kernel(precision: Precision) -> &'static str {
+    use gemm::Real;
     match precision {
-        Precision::F64 => "matrixmultiply",
-        Precision::F32 => "faer",
+        Precision::F64 => <f64 as Real>::KERNEL,
+        Precision::F32 => <f32 as Real>::KERNEL,
     }
 }
 

@@ -80,7 +80,19 @@ fn mc_request(a: &cli::McArgs) -> normscope::Result<McRequest> {
 
 fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
     if a.train {
-        allocator::keep_freed_memory();
+        let kept = allocator::keep_freed_memory();
+        eprintln!(
+            "malloc: {}",
+            if kept {
+                format!(
+                    "glibc keeps freed memory (mmap threshold {} MiB, trim threshold {} MiB)",
+                    allocator::MMAP_THRESHOLD_BYTES >> 20,
+                    allocator::TRIM_THRESHOLD_BYTES >> 20
+                )
+            } else {
+                "the system allocator's defaults (not glibc, or glibc refused mallopt)".into()
+            }
+        );
         return bench_train::bench(a);
     }
     if let Some(n) = a.shards {
@@ -275,7 +287,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
         Command::Bench(a) => bench(&a),
         Command::Train(a) => {
             let out = out_path(&a.out)?;
-            allocator::keep_freed_memory();
+            let _ = allocator::keep_freed_memory();
             train::train(&a, out)
         }
         Command::Completions { shell } => {

@@ -437,6 +437,77 @@ mod tests {
         assert!(gap < tolerance::TWO_ROUTES_DEEP, "{gap}");
     }
 
+    /// `attend_last` as it was written with nalgebra's products and temporaries.
+    fn attend_last_with_temporaries(
+        t: &TeacherLm,
+        layer: &Layer,
+        u: &DMatrix<f64>,
+        keys: &mut DMatrix<f64>,
+        values: &mut DMatrix<f64>,
+        pos: usize,
+    ) -> DMatrix<f64> {
+        let a = &layer.attention;
+        let (w, size, len) = (u.nrows(), u.ncols(), t.seq);
+        let dh = w / a.heads;
+        let scale = 1.0 / (dh as f64).sqrt();
+        let (q, k, v) = (&a.wq * u, &a.wk * u, &a.wv * u);
+        let mut o = DMatrix::zeros(w, size);
+        let mut score = DVector::zeros(pos + 1);
+        for b in 0..size {
+            let c0 = b * len;
+            keys.set_column(c0 + pos, &k.column(b));
+            values.set_column(c0 + pos, &v.column(b));
+            for h in 0..a.heads {
+                let r = h * dh;
+                let qh = q.view((r, b), (dh, 1));
+                let kh = keys.view((r, c0), (dh, pos + 1));
+                score.copy_from(&(kh.transpose() * qh * scale));
+                let m = score.max();
+                score.apply(|s| *s = (*s - m).exp());
+                let z = score.sum();
+                let vh = values.view((r, c0), (dh, pos + 1));
+                o.view_mut((r, b), (dh, 1)).copy_from(&(vh * &score / z));
+            }
+        }
+        &a.wo * o
+    }
+
+    #[test]
+    fn attention_at_the_last_position_keeps_the_bits_of_nalgebras_products() {
+        // Every position of a sequence, each layer's inputs LayerNormed as in `generate`, and
+        // keys and values filled up to the position; the default teacher and a width-12 one
+        // (heads of width 3).
+        let narrow = TaskConfig {
+            teacher_width: 12,
+            ..config(4)
+        };
+        for cfg in [config(3), narrow] {
+            let t = TeacherLm::new(&cfg).unwrap();
+            let size = 3;
+            let w = t.width();
+            for layer in &t.layers {
+                let (mut k1, mut v1) = (
+                    DMatrix::zeros(w, size * t.seq),
+                    DMatrix::zeros(w, size * t.seq),
+                );
+                let (mut k2, mut v2) = (k1.clone(), v1.clone());
+                for pos in 0..t.seq {
+                    let x = DMatrix::from_fn(w, size, |i, b| {
+                        ((i * 7 + b * 3 + pos * 11) as f64 * 0.41).sin() * 2.0
+                    });
+                    let u = ln(&x);
+                    let new = t.attend_last(layer, &u, &mut k1, &mut v1, pos);
+                    let old = attend_last_with_temporaries(&t, layer, &u, &mut k2, &mut v2, pos);
+                    assert!(
+                        new.iter()
+                            .zip(old.iter())
+                            .all(|(a, b)| a.to_bits() == b.to_bits())
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn cross_entropy_of_the_teacher_equals_the_floor() {
         // Per position, -ln p(target) - H(p) has mean 0 given the prefix (a martingale
