@@ -11,8 +11,8 @@
 
 use super::module::{Module, Param};
 use super::{BranchModel, Init, KindInfo, MeanFieldBranch};
-use crate::monte_carlo::gemm::{Real, mul_into, nn, nt, tn};
-use nalgebra::{DMatrix, Dyn, Matrix, Storage};
+use crate::monte_carlo::gemm::{Real, mul_into, mul_new, nn, nt, tn};
+use nalgebra::DMatrix;
 
 /// Registry entry of softmax attention.
 pub const SOFTMAX_INFO: KindInfo = KindInfo {
@@ -137,21 +137,6 @@ fn row_softmax<T: Real>(s: &mut DMatrix<T>, causal: bool) {
     }
 }
 
-/// `op(a) op(b)` of two heads' blocks as a new matrix: [`mul_into`] (nalgebra's product's
-/// values in f64) into a fresh matrix.
-fn head_mul<T: Real, S1: Storage<T, Dyn, Dyn>, S2: Storage<T, Dyn, Dyn>>(
-    a: &Matrix<T, Dyn, Dyn, S1>,
-    ta: bool,
-    b: &Matrix<T, Dyn, Dyn, S2>,
-    tb: bool,
-) -> DMatrix<T> {
-    let rows = if ta { a.ncols() } else { a.nrows() };
-    let cols = if tb { b.nrows() } else { b.ncols() };
-    let mut out = DMatrix::zeros(rows, cols);
-    mul_into(&mut out.as_view_mut(), a, ta, b, tb);
-    out
-}
-
 /// `A ⊙ (G - rowsum(A ⊙ G) 1^T)`: the softmax Jacobian applied row by row (symmetric).
 fn softmax_jacobian<T: Real>(a: &DMatrix<T>, g: &DMatrix<T>) -> DMatrix<T> {
     let mut out = a.component_mul(g);
@@ -238,7 +223,7 @@ impl<T: Real> Module<T> for Attention<T> {
                         }
                     })
                 } else {
-                    let mut sc = head_mul(
+                    let mut sc = mul_new(
                         &q.view((r, c0), (dh, len)),
                         true,
                         &k.view((r, c0), (dh, len)),
@@ -340,7 +325,7 @@ impl<T: Real> Module<T> for Attention<T> {
                 let go_h = go.view((r, c0), (dh, len));
                 mul_into(&mut gv.view_mut((r, c0), (dh, len)), &go_h, false, a, false);
                 if !self.uniform {
-                    let ga = head_mul(&go_h, true, &c.v.view((r, c0), (dh, len)), false);
+                    let ga = mul_new(&go_h, true, &c.v.view((r, c0), (dh, len)), false);
                     let mut gs = softmax_jacobian(a, &ga);
                     gs *= scale;
                     mul_into(

@@ -6,7 +6,7 @@
 //!
 //! - f64: matrixmultiply's `dgemm`, whose order of additions every table in `data/` was made
 //!   with (a different kernel would move their last bits).
-//! - f32: faer's `matmul` (`Par::Seq`). On one core it was 1.0-1.3x matrixmultiply's `sgemm` at
+//! - f32: faer's `matmul` (`Par::Seq`). On one core it was 0.97-1.31x matrixmultiply's `sgemm` at
 //!   the Monte Carlo workload's four shapes (the transposed ones gain most: matrixmultiply
 //!   repacks the large weight for every product) and 1.1-2.0x at the training bench's shapes
 //!   (d = 64, 512 tokens, per-head 32 x 16 x 32 products); the f32 Monte Carlo workload ran in
@@ -494,6 +494,21 @@ pub fn mul_into<T: Real, S1: Storage<T, Dyn, Dyn>, S2: Storage<T, Dyn, Dyn>>(
     // SAFETY: c is a view of m x n entries with its own strides, borrowed mutably, so it
     // aliases neither a nor b.
     unsafe { product_into(a, ta, b, tb, c.as_mut_ptr(), rsc as isize, csc as isize) };
+}
+
+/// `op(a) * op(b)` as a new matrix with [`mul_into`]'s values (nalgebra's product's bits in
+/// f64, also at a dimension of 5 or less, where [`mul`] would still call `dgemm`).
+pub fn mul_new<T: Real, S1: Storage<T, Dyn, Dyn>, S2: Storage<T, Dyn, Dyn>>(
+    a: &Matrix<T, Dyn, Dyn, S1>,
+    ta: bool,
+    b: &Matrix<T, Dyn, Dyn, S2>,
+    tb: bool,
+) -> DMatrix<T> {
+    let (rows, _, _, _) = layout(a, ta);
+    let (_, cols, _, _) = layout(b, tb);
+    let mut out = DMatrix::zeros(rows, cols);
+    mul_into(&mut out.as_view_mut(), a, ta, b, tb);
+    out
 }
 
 /// `a * b`.
