@@ -73,8 +73,8 @@ pub struct BlockCache<T: Real = f64> {
     pub out: DMatrix<T>,
     /// `N_br`'s cache.
     pub n_br: Option<NormCache<T>>,
-    /// `b = A_br(N_br(o))`.
-    pub br: DMatrix<T>,
+    /// `b = A_br(N_br(o))` when the block has `N_br`; `None` when `b = o` ([`Self::br`]).
+    pub br: Option<DMatrix<T>>,
     /// `N_out`'s cache.
     pub n_out: Option<NormCache<T>>,
     /// Mean square of `z`, the input of `N_out` (whether or not it is a norm), accumulated in
@@ -97,33 +97,45 @@ pub struct Pass<T: Real = f64> {
     pub output: DMatrix<T>,
 }
 
-fn slot<T: Real>(
-    n: &Option<NormLayer<T>>,
-    eps: f64,
-    z: &DMatrix<T>,
-) -> (Option<NormCache<T>>, DMatrix<T>) {
-    match n {
-        Some(n) => {
-            let (c, y) = n.forward(eps, z);
-            (Some(c), y)
-        }
-        None => (None, z.clone()),
+impl<T: Real> BlockCache<T> {
+    /// `b = A_br(N_br(o))`: the stored matrix, or the branch output `o` itself when the
+    /// block has no `N_br`.
+    pub fn br(&self) -> &DMatrix<T> {
+        self.br.as_ref().unwrap_or(&self.out)
     }
 }
 
+/// A norm slot applied to `z`: `(cache, A(N(z)))`, or `(None, z)` itself (no copy) when the
+/// slot is empty.
+fn slot<'a, T: Real>(
+    n: &Option<NormLayer<T>>,
+    eps: f64,
+    z: Cow<'a, DMatrix<T>>,
+) -> (Option<NormCache<T>>, Cow<'a, DMatrix<T>>) {
+    match n {
+        Some(n) => {
+            let (c, y) = n.forward(eps, &z);
+            (Some(c), Cow::Owned(y))
+        }
+        None => (None, z),
+    }
+}
+
+/// A norm slot's backward pass of `g`: `J^T A^T g` (its parameters' gradients appended to
+/// `grads`), or `g` itself when the slot is empty.
 fn slot_back<T: Real>(
     n: &Option<NormLayer<T>>,
     c: &Option<NormCache<T>>,
-    g: &DMatrix<T>,
+    g: DMatrix<T>,
     grads: &mut Vec<DMatrix<T>>,
 ) -> DMatrix<T> {
     match (n, c) {
         (Some(n), Some(c)) => {
-            let (gz, gp) = n.backward(c, g);
+            let (gz, gp) = n.backward(c, &g);
             grads.extend(gp);
             gz
         }
-        _ => g.clone(),
+        _ => g,
     }
 }
 
@@ -183,20 +195,25 @@ impl<T: Real> TrainModel<T> {
         let mut blocks = Vec::with_capacity(self.depth());
         for b in &self.blocks {
             let x = xs.last().expect("x_0");
-            let (n_in, mut u) = slot(&b.n_in, self.eps, x);
+            let (n_in, mut u) = slot(&b.n_in, self.eps, Cow::Borrowed(x));
             if let Some(s) = b.in_scale {
-                u *= T::of(s);
+                *u.to_mut() *= T::of(s);
             }
             let (out, branch) = b.branch.forward(&u);
-            let (n_br, br) = slot(&b.n_br, self.eps, &out);
+            drop(u);
+            let (n_br, br) = slot(&b.n_br, self.eps, Cow::Borrowed(&out));
             let lambda = T::of(b.lambda.value());
             // The Monte Carlo engine's order of operations: x * alpha + br * lambda.
             let z = match &b.skip {
-                Skip::Fixed(a) => x * T::of(*a) + &br * lambda,
-                Skip::Learnable(a) => scale_rows(x, a) + &br * lambda,
+                Skip::Fixed(a) => x * T::of(*a) + &*br * lambda,
+                Skip::Learnable(a) => scale_rows(x, a) + &*br * lambda,
+            };
+            let br = match br {
+                Cow::Owned(b) => Some(b),
+                Cow::Borrowed(_) => None,
             };
             let z_sq = T::sum_sq(&z) / z.len() as f64;
-            let (n_out, y) = slot(&b.n_out, self.eps, &z);
+            let (n_out, y) = slot(&b.n_out, self.eps, Cow::Owned(z));
             blocks.push(BlockCache {
                 n_in,
                 branch,
@@ -206,9 +223,14 @@ impl<T: Real> TrainModel<T> {
                 n_out,
                 z_sq,
             });
-            xs.push(y);
+            xs.push(y.into_owned());
         }
-        let (final_norm, top) = slot(&self.final_norm, self.eps, xs.last().expect("x_L"));
+        let (final_norm, top) = slot(
+            &self.final_norm,
+            self.eps,
+            Cow::Borrowed(xs.last().expect("x_L")),
+        );
+        let top = top.into_owned();
         let output = crate::monte_carlo::gemm::nn(&self.head, &top);
         Pass {
             xs,
@@ -233,23 +255,23 @@ impl<T: Real> TrainModel<T> {
         let g_head = crate::monte_carlo::gemm::nt(g, &p.top);
         let g_top = crate::monte_carlo::gemm::tn(&self.head, g);
         let mut top_grads = Vec::new();
-        let mut gx = slot_back(&self.final_norm, &p.final_norm, &g_top, &mut top_grads);
+        let mut gx = slot_back(&self.final_norm, &p.final_norm, g_top, &mut top_grads);
         top_grads.push(g_head);
         per_layer[depth] = top_grads;
         for l in (1..=depth).rev() {
             let (b, c) = (&self.blocks[l - 1], &p.blocks[l - 1]);
             let x = &p.xs[l - 1];
             let mut out_grads = Vec::new();
-            let gz = slot_back(&b.n_out, &c.n_out, &gx, &mut out_grads);
+            let gz = slot_back(&b.n_out, &c.n_out, gx, &mut out_grads);
             let lambda = T::of(b.lambda.value());
             let mut br_grads = Vec::new();
-            let g_o = slot_back(&b.n_br, &c.n_br, &(&gz * lambda), &mut br_grads);
+            let g_o = slot_back(&b.n_br, &c.n_br, &gz * lambda, &mut br_grads);
             let (mut gu, gw) = b.branch.backward(&c.branch, &g_o);
             if let Some(s) = b.in_scale {
                 gu *= T::of(s);
             }
             let mut in_grads = Vec::new();
-            let g_in = slot_back(&b.n_in, &c.n_in, &gu, &mut in_grads);
+            let g_in = slot_back(&b.n_in, &c.n_in, gu, &mut in_grads);
             let (skip_part, skip_grad) = match &b.skip {
                 Skip::Fixed(a) => (&gz * T::of(*a), None),
                 Skip::Learnable(a) => (scale_rows(&gz, a), Some(row_sums(&gz.component_mul(x)))),
@@ -261,7 +283,7 @@ impl<T: Real> TrainModel<T> {
             grads.extend(out_grads);
             grads.extend(skip_grad);
             if let Multiplier::Learnable(_) = b.lambda {
-                grads.push(DMatrix::from_element(1, 1, T::of(T::dot(&gz, &c.br))));
+                grads.push(DMatrix::from_element(1, 1, T::of(T::dot(&gz, c.br()))));
             }
             per_layer[l - 1] = grads;
         }
@@ -348,7 +370,7 @@ impl<T: Real> TrainModel<T> {
             };
             dz += &d_br * T::of(b.lambda.value());
             if let Multiplier::Learnable(_) = b.lambda {
-                dz += &c.br * t.next().expect("a lambda tangent")[(0, 0)];
+                dz += c.br() * t.next().expect("a lambda tangent")[(0, 0)];
             }
             dx = slot_jvp(&b.n_out, &c.n_out, &dz, &mut n_out_t.into_iter());
         }

@@ -18,7 +18,10 @@
 //!   as it loads: the f32 run's weights); it times its training loops alone (building the
 //!   model and loading the JSON excluded).
 //!
-//! Steps/s counts the updates of both runs over the wall time.
+//! Steps/s counts the updates of both runs over the wall time. Each side is timed
+//! `--repeats` times (default [`DEFAULT_REPEATS`]), normscope and PyTorch alternating, and the
+//! verdict compares the two medians ([`VERDICT_STATISTIC`]); the ratios of the paired runs are
+//! printed beside it as their range.
 
 use normscope::model::RawModel;
 use normscope::monte_carlo::{Precision, RawMc};
@@ -142,38 +145,54 @@ pub struct TorchTiming {
     pub version: String,
 }
 
-/// Writes each preset's `--dump-init` (the f64 weights and batches; the dump does not depend
-/// on the precision) to a temporary folder and trains from them with the reference script
-/// `script` run by `python` on `threads` threads, in the dtype of `cfg.mc.precision`.
+/// Each preset's `--dump-init` (the f64 weights and batches; the dump does not depend on the
+/// precision), written once to a temporary folder for every PyTorch repetition.
+pub struct TorchDumps {
+    /// Keeps the folder until the dumps are no longer needed.
+    _dir: tempfile::TempDir,
+    /// One file per preset.
+    paths: Vec<std::path::PathBuf>,
+}
+
+impl TorchDumps {
+    /// Writes the dumps of `cfg`'s presets (its first seed).
+    pub fn write(cfg: &TrainConfig) -> Result<TorchDumps> {
+        let dir = tempfile::tempdir().map_err(|e| Error::Io {
+            path: std::env::temp_dir().display().to_string(),
+            source: e,
+        })?;
+        let task = normscope::train::task::build(&cfg.task)?;
+        // The dump is made in f64 (`dump` refuses another precision); the script rounds it.
+        let mut f64_cfg = cfg.clone();
+        f64_cfg.mc.precision = Precision::F64;
+        let mut paths = Vec::new();
+        for preset in &cfg.presets {
+            let path = dir.path().join(format!("{preset}.json"));
+            let text = normscope::train::dump::dump(&f64_cfg, task.as_ref(), preset, cfg.seeds[0])?;
+            normscope::output::atomic::write_bytes(&path, text.as_bytes())?;
+            paths.push(path);
+        }
+        Ok(TorchDumps { _dir: dir, paths })
+    }
+}
+
+/// Trains from `dumps` with the reference script `script` run by `python` on `threads`
+/// threads, in the dtype of `precision`.
 pub fn torch_seconds(
-    cfg: &TrainConfig,
+    dumps: &TorchDumps,
+    precision: Precision,
     python: &str,
     script: &Path,
     threads: usize,
 ) -> Result<TorchTiming> {
-    let dir = tempfile::tempdir().map_err(|e| Error::Io {
-        path: std::env::temp_dir().display().to_string(),
-        source: e,
-    })?;
-    let task = normscope::train::task::build(&cfg.task)?;
-    // The dump is made in f64 (`dump` refuses another precision); the script rounds it.
-    let mut f64_cfg = cfg.clone();
-    f64_cfg.mc.precision = Precision::F64;
-    let mut dumps = Vec::new();
-    for preset in &cfg.presets {
-        let path = dir.path().join(format!("{preset}.json"));
-        let text = normscope::train::dump::dump(&f64_cfg, task.as_ref(), preset, cfg.seeds[0])?;
-        normscope::output::atomic::write_bytes(&path, text.as_bytes())?;
-        dumps.push(path);
-    }
     let mut args: Vec<std::ffi::OsString> = vec![
         "--bench".into(),
         "--threads".into(),
         threads.to_string().into(),
         "--dtype".into(),
-        cfg.mc.precision.torch_dtype().into(),
+        precision.torch_dtype().into(),
     ];
-    args.extend(dumps.iter().map(|p| p.as_os_str().to_owned()));
+    args.extend(dumps.paths.iter().map(|p| p.as_os_str().to_owned()));
     let v = crate::bench::python_json(python, script, &args, "the PyTorch training reference")?;
     let field = |k: &str| {
         v[k].as_f64()
@@ -186,9 +205,36 @@ pub fn torch_seconds(
     })
 }
 
+/// The median of `xs` (the mean of the middle two for an even count); `xs` not empty.
+fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let h = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[h]
+    } else {
+        (v[h - 1] + v[h]) / 2.0
+    }
+}
+
+/// `min-max` of `xs` with `decimals` decimals, followed by `unit`.
+fn range(xs: &[f64], decimals: usize, unit: &str) -> String {
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{lo:.decimals$}-{hi:.decimals$}{unit}")
+}
+
 /// Issue 15's target: normscope's training steps per second at least this multiple of
 /// PyTorch eager's, in each precision (f64 against float64, f32 against float32).
 pub const TARGET_TRAIN_VS_TORCH: f64 = 2.0;
+
+/// How the repetitions are summarized for the verdict: each side's median steps/s (PyTorch's
+/// time moved by up to 1.4x between single runs on this machine; a single pair of runs could
+/// meet or miss the target by that noise alone).
+pub const VERDICT_STATISTIC: &str = "median";
+
+/// Repetitions of each side by default.
+pub const DEFAULT_REPEATS: usize = 3;
 
 /// Runs `normscope bench --train`.
 pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
@@ -218,34 +264,83 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
             .collect::<Vec<_>>()
             .join(" and ")
     );
+    let repeats = a.repeats;
+    eprintln!(
+        "{repeats} repetitions, normscope and PyTorch alternating; the verdict compares the {VERDICT_STATISTIC} steps/s of each side (target >= {TARGET_TRAIN_VS_TORCH:.1}x)"
+    );
     for p in precisions {
         let cfg = w.config(p)?;
-        let ours = normscope_seconds(&cfg)?;
-        let ours_rate = w.updates() as f64 / ours;
+        let dumps = if a.no_torch {
+            None
+        } else {
+            Some(TorchDumps::write(&cfg)?)
+        };
+        let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        let mut version = String::new();
+        for r in 1..=repeats {
+            let secs = normscope_seconds(&cfg)?;
+            let ours_rate = w.updates() as f64 / secs;
+            println!(
+                "[{r}/{repeats}] normscope {}: {} steps in {secs:.2} s: {ours_rate:.1} steps/s",
+                p.name(),
+                w.updates()
+            );
+            ours.push(ours_rate);
+            let Some(dumps) = &dumps else { continue };
+            let t = torch_seconds(dumps, p, &a.python, &a.train_script, threads)?;
+            let theirs_rate = t.steps as f64 / t.seconds;
+            println!(
+                "[{r}/{repeats}] pytorch {} eager {}: {} steps in {:.2} s: {theirs_rate:.1} steps/s",
+                t.version,
+                p.torch_dtype(),
+                t.steps,
+                t.seconds
+            );
+            theirs.push(theirs_rate);
+            ratios.push(ours_rate / theirs_rate);
+            version = t.version;
+        }
         println!(
-            "normscope {}: {} steps in {ours:.2} s: {ours_rate:.1} steps/s",
+            "normscope {}: median {:.1} steps/s (range {})",
             p.name(),
-            w.updates()
+            median(&ours),
+            range(&ours, 1, "")
         );
-        if a.no_torch {
+        if theirs.is_empty() {
             continue;
         }
-        let t = torch_seconds(&cfg, &a.python, &a.train_script, threads)?;
-        let theirs_rate = t.steps as f64 / t.seconds;
         println!(
-            "pytorch {} eager {}: {} steps in {:.2} s: {theirs_rate:.1} steps/s",
-            t.version,
+            "pytorch {version} eager {}: median {:.1} steps/s (range {})",
             p.torch_dtype(),
-            t.steps,
-            t.seconds
+            median(&theirs),
+            range(&theirs, 1, "")
         );
-        let ratio = ours_rate / theirs_rate;
+        let ratio = median(&ours) / median(&theirs);
         println!(
-            "ratio normscope {} / pytorch {}: {ratio:.2}x (target >= {TARGET_TRAIN_VS_TORCH:.1}x: {})",
+            "ratio normscope {} / pytorch {}: {ratio:.2}x of the medians (paired runs {}; target >= {TARGET_TRAIN_VS_TORCH:.1}x: {})",
             p.name(),
             p.torch_dtype(),
+            range(&ratios, 2, "x"),
             crate::bench::verdict(ratio >= TARGET_TRAIN_VS_TORCH)
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts_in_any_order() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]).to_bits(), 2.0f64.to_bits());
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]).to_bits(), 2.5f64.to_bits());
+        assert_eq!(median(&[7.5]).to_bits(), 7.5f64.to_bits());
+    }
+
+    #[test]
+    fn range_prints_the_extremes() {
+        assert_eq!(range(&[1.66, 1.71, 1.64], 2, "x"), "1.64-1.71x");
+        assert_eq!(range(&[50.04, 51.6], 1, ""), "50.0-51.6");
+    }
 }

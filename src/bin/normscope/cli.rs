@@ -407,6 +407,10 @@ pub struct BenchArgs {
     /// L = 12, seq 32, batch 16) trained with Adam for 200 steps, against plain PyTorch eager.
     #[arg(long)]
     pub train: bool,
+    /// With --train: times each side this many times, alternating, and compares the medians.
+    #[arg(long, default_value_t = crate::bench_train::DEFAULT_REPEATS, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub repeats: usize,
     /// The PyTorch training reference script (for --train).
     #[arg(long, default_value = "benches/torch_train_reference.py")]
     pub train_script: PathBuf,

@@ -1,0 +1,65 @@
+//! `normscope bench --train --quick`: the repetitions, each side's median and the verdict
+//! are printed (with PyTorch when a Python with torch is found, else without). No time is
+//! asserted.
+
+mod common;
+
+use std::process::{Command, Output};
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_normscope"))
+        .args(["bench", "--train", "--quick", "--precision", "f64"])
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout.clone()).expect("utf-8")
+}
+
+#[test]
+fn repetitions_and_their_median_without_torch() {
+    let out = stdout(&bench(&["--no-torch", "--repeats", "2"]));
+    for r in [
+        "[1/2] normscope f64: 40 steps in",
+        "[2/2] normscope f64: 40 steps in",
+    ] {
+        assert!(out.contains(r), "{r}: {out}");
+    }
+    assert!(out.contains("normscope f64: median "), "{out}");
+    assert!(!out.contains("pytorch"), "{out}");
+}
+
+#[test]
+fn zero_repetitions_are_refused() {
+    let o = bench(&["--no-torch", "--repeats", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--repeats"), "{err}");
+}
+
+#[test]
+fn verdict_on_the_medians_against_torch() {
+    let python = match common::torch_python() {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let out = stdout(&bench(&["--repeats", "2", "--python", &python]));
+    assert!(out.contains("[2/2] pytorch "), "{out}");
+    assert!(out.contains("eager float64: median "), "{out}");
+    let verdict = out
+        .lines()
+        .find(|l| l.starts_with("ratio normscope f64 / pytorch float64: "))
+        .unwrap_or_else(|| panic!("no ratio line: {out}"));
+    assert!(
+        verdict.contains("of the medians (paired runs "),
+        "{verdict}"
+    );
+    assert!(verdict.contains("target >= 2.0x: "), "{verdict}");
+}
