@@ -22,7 +22,10 @@ fn stdout(o: &Output) -> String {
 
 #[test]
 fn repetitions_and_their_median_without_torch() {
-    let out = stdout(&bench(&["--no-torch", "--repeats", "2"]));
+    let o = bench(&["--no-torch", "--repeats", "2"]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(err.contains("no PyTorch run, no verdict"), "{err}");
+    let out = stdout(&o);
     for r in [
         "[1/2] normscope f64: 40 steps in",
         "[2/2] normscope f64: 40 steps in",
@@ -38,7 +41,16 @@ fn zero_repetitions_are_refused() {
     let o = bench(&["--no-torch", "--repeats", "0"]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("--repeats"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--repeats") && err.contains("at least 1"),
+        "{err}"
+    );
+    assert!(
+        o.stdout.is_empty(),
+        "nothing timed: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
 }
 
 #[test]

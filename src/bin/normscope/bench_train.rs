@@ -205,6 +205,14 @@ pub fn torch_seconds(
     })
 }
 
+/// The ratio the target is judged on: normscope's median steps/s over PyTorch's, each over
+/// its repetitions ([`VERDICT_STATISTIC`]). PyTorch's time moved by up to 1.4x between single
+/// runs on this machine, so one pair of runs could meet or miss the target by that noise
+/// alone.
+pub fn verdict_ratio(ours: &[f64], theirs: &[f64]) -> f64 {
+    median(ours) / median(theirs)
+}
+
 /// The median of `xs` (the mean of the middle two for an even count); `xs` not empty.
 fn median(xs: &[f64]) -> f64 {
     let mut v = xs.to_vec();
@@ -228,16 +236,24 @@ fn range(xs: &[f64], decimals: usize, unit: &str) -> String {
 /// PyTorch eager's, in each precision (f64 against float64, f32 against float32).
 pub const TARGET_TRAIN_VS_TORCH: f64 = 2.0;
 
-/// How the repetitions are summarized for the verdict: each side's median steps/s (PyTorch's
-/// time moved by up to 1.4x between single runs on this machine; a single pair of runs could
-/// meet or miss the target by that noise alone).
+/// The name of the statistic [`verdict_ratio`] compares, as printed.
 pub const VERDICT_STATISTIC: &str = "median";
 
 /// Repetitions of each side by default.
 pub const DEFAULT_REPEATS: usize = 3;
 
+/// Refuses `--repeats 0` (before anything is printed or timed).
+pub fn check(a: &crate::cli::BenchArgs) -> Result<()> {
+    if a.repeats == 0 {
+        return Err(Error::invalid("--repeats", a.repeats, "at least 1"));
+    }
+    Ok(())
+}
+
 /// Runs `normscope bench --train`.
 pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
+    check(a)?;
+    let repeats = a.repeats;
     let w = if a.quick {
         TrainWorkload::QUICK
     } else {
@@ -264,17 +280,23 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
             .collect::<Vec<_>>()
             .join(" and ")
     );
-    let repeats = a.repeats;
-    eprintln!(
-        "{repeats} repetitions, normscope and PyTorch alternating; the verdict compares the {VERDICT_STATISTIC} steps/s of each side (target >= {TARGET_TRAIN_VS_TORCH:.1}x)"
-    );
+    if a.no_torch {
+        eprintln!(
+            "{repeats} repetitions of normscope's runs (--no-torch: no PyTorch run, no verdict)"
+        );
+    } else {
+        eprintln!(
+            "{repeats} repetitions, normscope and PyTorch alternating; the verdict compares the {VERDICT_STATISTIC} steps/s of each side (target >= {TARGET_TRAIN_VS_TORCH:.1}x)"
+        );
+    }
+    // The dumps are f64 whatever the precision (the script rounds them as it loads).
+    let dumps = if a.no_torch {
+        None
+    } else {
+        Some(TorchDumps::write(&w.config(Precision::F64)?)?)
+    };
     for p in precisions {
         let cfg = w.config(p)?;
-        let dumps = if a.no_torch {
-            None
-        } else {
-            Some(TorchDumps::write(&cfg)?)
-        };
         let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
         let mut version = String::new();
         for r in 1..=repeats {
@@ -315,7 +337,7 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
             median(&theirs),
             range(&theirs, 1, "")
         );
-        let ratio = median(&ours) / median(&theirs);
+        let ratio = verdict_ratio(&ours, &theirs);
         println!(
             "ratio normscope {} / pytorch {}: {ratio:.2}x of the medians (paired runs {}; target >= {TARGET_TRAIN_VS_TORCH:.1}x: {})",
             p.name(),
@@ -336,6 +358,13 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]).to_bits(), 2.0f64.to_bits());
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]).to_bits(), 2.5f64.to_bits());
         assert_eq!(median(&[7.5]).to_bits(), 7.5f64.to_bits());
+    }
+
+    #[test]
+    fn verdict_compares_medians_not_means_or_the_last_pair() {
+        // Means would give 40 / 3.67 = 10.9x and the last pair 100x.
+        let (ours, theirs) = ([10.0, 10.0, 100.0], [5.0, 5.0, 1.0]);
+        assert_eq!(verdict_ratio(&ours, &theirs).to_bits(), 2.0f64.to_bits());
     }
 
     #[test]

@@ -179,6 +179,7 @@ with --dependency=afterok on the array). A failed task is resubmitted alone with
   normscope bench --no-torch
   normscope bench --python /path/to/venv/bin/python
   normscope bench --train --python /path/to/venv/bin/python
+  normscope bench --train --precision f64 --repeats 5 --python /path/to/venv/bin/python
   normscope bench --shards 8 --quick --nodes 100")]
     Bench(BenchArgs),
     /// Print a shell completion script, e.g. `normscope completions bash > ~/.local/share/bash-completion/completions/normscope`.
@@ -408,8 +409,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub train: bool,
     /// With --train: times each side this many times, alternating, and compares the medians.
-    #[arg(long, default_value_t = crate::bench_train::DEFAULT_REPEATS, value_name = "N",
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long, default_value_t = crate::bench_train::DEFAULT_REPEATS, value_name = "N")]
     pub repeats: usize,
     /// The PyTorch training reference script (for --train).
     #[arg(long, default_value = "benches/torch_train_reference.py")]

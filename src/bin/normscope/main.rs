@@ -80,6 +80,7 @@ fn mc_request(a: &cli::McArgs) -> normscope::Result<McRequest> {
 
 fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
     if a.train {
+        bench_train::check(a)?;
         let kept = allocator::keep_freed_memory();
         eprintln!(
             "malloc: {}",
