@@ -434,9 +434,9 @@ fn bad_precision_exits_2_with_one_line_and_writes_nothing() {
 
 /// Allowed relative difference between normscope f32 and PyTorch float32 losses over 60
 /// updates, in units of `u`: both round every operation to f32, in different orders (blocked
-/// f32 products against oneDNN/MKL, f64 statistics against float32 ones), and PyTorch's logged loss
-/// is itself a float32 cross-entropy (a rounding or more of the loss at every step, against
-/// normscope's loss computed in f64 from f32 logits). Measured (PyTorch 2.15.0, one thread,
+/// f32 products against oneDNN/MKL, f64 statistics against float32 ones), and PyTorch's logged
+/// loss is itself a float32 cross-entropy (a rounding or more of the loss at every step,
+/// against normscope's loss computed in f64 from f32 logits). Measured (PyTorch 2.15.0, one thread,
 /// largest over the 60 updates): normscope f32 2.2 u from PyTorch float32; the f64-arithmetic
 /// reference (the same f32 starting weights trained in f64, [`reference`]) 2.4 u from it; the
 /// f64 run from the unrounded draws 25 u (all of it in the last 5 updates, 11-25 u, an Adam

@@ -348,9 +348,8 @@ pub fn pass_seconds() -> f64 {
 
 /// FLOPs (`2 m k n` per product) and seconds spent inside the kernels of [`mul`] and
 /// [`mul_into`] (not `mul_into`'s f64 products with a dimension of 5 or less, which nalgebra
-/// computes), summed over every thread
-/// since [`count_products`] started counting (`normscope bench`: the engine's rate in its
-/// products, against the machine's GEMM rate).
+/// computes), summed over every thread since [`count_products`] started counting
+/// (`normscope bench`: the engine's rate in its products, against the machine's GEMM rate).
 pub fn product_totals() -> (f64, f64) {
     (
         FLOPS.load(Ordering::Relaxed) as f64,
@@ -359,8 +358,7 @@ pub fn product_totals() -> (f64, f64) {
 }
 
 /// Starts (and zeroes) or stops counting the products of [`mul`] and [`mul_into`]. Off by
-/// default: a product
-/// then costs one relaxed atomic load more.
+/// default: a product then costs one relaxed atomic load more.
 pub fn count_products(on: bool) {
     if on {
         for total in [&FLOPS, &NANOS, &PASS_NANOS, &DRAW_NANOS] {
@@ -383,8 +381,7 @@ fn layout<T: Real, S: Storage<T, Dyn, Dyn>>(
 }
 
 /// `C = op(a) op(b)` into the `m x n` buffer at `c` with strides `(rsc, csc)`, timed and
-/// counted while [`count_products`] counts. Returns `false` (and writes nothing) when
-/// `k = 0`.
+/// counted while [`count_products`] counts.
 ///
 /// # Safety
 /// `c` must address `op(a).nrows() x op(b).ncols()` entries with these strides, aliasing
@@ -485,9 +482,9 @@ pub fn mul_into<T: Real, S1: Storage<T, Dyn, Dyn>, S2: Storage<T, Dyn, Dyn>>(
     }
     let small = m.min(n).min(k) <= NALGEBRA_SMALL_DIM;
     if k == 0 || (small && is_f64::<T>()) {
-        let op = |x: &Matrix<T, Dyn, Dyn, S1>| if ta { x.transpose() } else { x.clone_owned() };
+        let at = if ta { a.transpose() } else { a.clone_owned() };
         let bt = if tb { b.transpose() } else { b.clone_owned() };
-        c.copy_from(&(op(a) * bt));
+        c.copy_from(&(at * bt));
         return;
     }
     let (rsc, csc) = c.strides();

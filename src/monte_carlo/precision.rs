@@ -2,11 +2,11 @@
 //!
 //! `f64` (the default) is what every table in `data/` was made with and what the exact
 //! comparisons against the closed form use. `f32` runs the matrix products and activations in
-//! single precision (faer's f32 `matmul`, [`super::gemm`]), with statistics and reductions accumulated in
-//! f64 ([`super::gemm::Real::as_f64`]). Both precisions draw the same weights from the same
-//! stream (an f32 network is the f64 one rounded), so the precision is not part of the
-//! configuration text that seeds the networks ([`super::McConfig::canonical`]) and the two can
-//! be compared network by network.
+//! single precision (faer's f32 `matmul`, [`super::gemm`]), with statistics and reductions
+//! accumulated in f64 ([`super::gemm::Real::as_f64`]). Both precisions draw the same weights
+//! from the same stream (an f32 network is the f64 one rounded), so the precision is not part
+//! of the configuration text that seeds the networks ([`super::McConfig::canonical`]) and the
+//! two can be compared network by network.
 
 use crate::{Error, Result};
 

@@ -26,6 +26,7 @@
 use normscope::model::RawModel;
 use normscope::monte_carlo::{Precision, RawMc};
 use normscope::spec::NormKind;
+use normscope::stats::bootstrap::median;
 use normscope::train::config::{RawTrain, TrainConfig};
 use normscope::train::task::{TaskConfig, TaskKind};
 use normscope::{Error, Result};
@@ -213,18 +214,6 @@ pub fn verdict_ratio(ours: &[f64], theirs: &[f64]) -> f64 {
     median(ours) / median(theirs)
 }
 
-/// The median of `xs` (the mean of the middle two for an even count); `xs` not empty.
-fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let h = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[h]
-    } else {
-        (v[h - 1] + v[h]) / 2.0
-    }
-}
-
 /// `min-max` of `xs` with `decimals` decimals, followed by `unit`.
 fn range(xs: &[f64], decimals: usize, unit: &str) -> String {
     let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
@@ -242,17 +231,25 @@ pub const VERDICT_STATISTIC: &str = "median";
 /// Repetitions of each side by default.
 pub const DEFAULT_REPEATS: usize = 3;
 
-/// Refuses `--repeats 0` (before anything is printed or timed).
-pub fn check(a: &crate::cli::BenchArgs) -> Result<()> {
+/// Runs `normscope bench --train`: refuses bad input first, then sets glibc's `malloc` as
+/// `normscope train` has it ([`crate::allocator`]) and says so, then times.
+pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
     if a.repeats == 0 {
         return Err(Error::invalid("--repeats", a.repeats, "at least 1"));
     }
-    Ok(())
-}
-
-/// Runs `normscope bench --train`.
-pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
-    check(a)?;
+    let kept = crate::allocator::keep_freed_memory();
+    eprintln!(
+        "malloc: {}",
+        if kept {
+            format!(
+                "glibc keeps freed memory (mmap threshold {} MiB, trim threshold {} MiB)",
+                crate::allocator::MMAP_THRESHOLD_BYTES >> 20,
+                crate::allocator::TRIM_THRESHOLD_BYTES >> 20
+            )
+        } else {
+            "the system allocator's defaults (not glibc, or glibc refused mallopt)".into()
+        }
+    );
     let repeats = a.repeats;
     let w = if a.quick {
         TrainWorkload::QUICK
@@ -352,13 +349,6 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn median_of_odd_and_even_counts_in_any_order() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]).to_bits(), 2.0f64.to_bits());
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]).to_bits(), 2.5f64.to_bits());
-        assert_eq!(median(&[7.5]).to_bits(), 7.5f64.to_bits());
-    }
 
     #[test]
     fn verdict_compares_medians_not_means_or_the_last_pair() {

@@ -80,20 +80,6 @@ fn mc_request(a: &cli::McArgs) -> normscope::Result<McRequest> {
 
 fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
     if a.train {
-        bench_train::check(a)?;
-        let kept = allocator::keep_freed_memory();
-        eprintln!(
-            "malloc: {}",
-            if kept {
-                format!(
-                    "glibc keeps freed memory (mmap threshold {} MiB, trim threshold {} MiB)",
-                    allocator::MMAP_THRESHOLD_BYTES >> 20,
-                    allocator::TRIM_THRESHOLD_BYTES >> 20
-                )
-            } else {
-                "the system allocator's defaults (not glibc, or glibc refused mallopt)".into()
-            }
-        );
         return bench_train::bench(a);
     }
     if let Some(n) = a.shards {
