@@ -569,6 +569,9 @@ fn evaluate<T: Real>(
 /// Every (preset, seed) run of a request, in parallel, in (preset, seed) order.
 pub fn run(cfg: &TrainConfig, progress: &(dyn Progress + Sync)) -> crate::Result<Vec<Record>> {
     let task = super::task::build(&cfg.task)?;
+    // Every run logs it at step 0: estimated once here, on every thread, before the runs
+    // share the task (a run that asked first would estimate it while the others wait).
+    task.context_free_loss();
     let mut er = eval_rng(cfg.task.teacher_seed);
     let eval_set: Vec<Batch> = (0..cfg.eval_batches)
         .map(|_| task.batch(&mut er, cfg.batch))

@@ -152,6 +152,8 @@ impl Outcome {
 pub fn task_and_eval(base: &RawTrain) -> Result<(Box<dyn Task>, Vec<Batch>)> {
     let cfg = base.check()?;
     let t = task::build(&cfg.task)?;
+    // Estimated once here, on every thread, before the cells share the task.
+    t.context_free_loss();
     let mut er = run::eval_rng(cfg.task.teacher_seed);
     let eval: Vec<Batch> = (0..cfg.eval_batches)
         .map(|_| t.batch(&mut er, cfg.batch))

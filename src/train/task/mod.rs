@@ -186,7 +186,9 @@ pub trait Task: Send + Sync {
     /// The loss of the best predictor that ignores the input: token tasks: the entropy of the
     /// targets' marginal (unigram) distribution at the weighted positions (exact for copy,
     /// reverse, sort; a seeded estimate for teacher-lm); regression: the mean over outputs of
-    /// `Var y` (predicting the mean), a seeded estimate.
+    /// `Var y` (predicting the mean), a seeded estimate. Teacher-lm estimates it on the first
+    /// call, in parallel on rayon, and keeps it: a caller that shares the task across
+    /// parallel runs asks for it once before it shares it.
     fn context_free_loss(&self) -> f64;
 }
 

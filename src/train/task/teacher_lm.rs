@@ -48,19 +48,88 @@ use crate::monte_carlo::sample::{gaussian, matrix};
 use crate::spec::NormKind;
 use nalgebra::{DMatrix, DVector};
 use rand::RngExt;
+use rayon::prelude::*;
 use std::sync::OnceLock;
 
 /// Attention heads of the teacher (the width must be a multiple).
 pub const TEACHER_HEADS: usize = 2;
 
-/// Sequences per chunk of the context-free estimate (bounds its key/value caches).
+/// Sequences per chunk of the context-free estimate: the chunks take their draws from the
+/// estimate's stream one after the other ([`Draws`]), so this size fixes the estimate's value.
 const ESTIMATE_CHUNK: usize = 512;
+
+/// Sequences the estimate's sampler runs together (a part of a chunk), so that its key and
+/// value caches stay in a core's cache. A sequence's distributions do not depend on the others
+/// it runs with (every product of the sampler has more than nalgebra's `SMALL_DIM` = 5
+/// columns either way, and each column's arithmetic is its own), so the parts change no bit.
+const ESTIMATE_PART: usize = 32;
 
 /// One Pre-LN layer: attention, then the MLP.
 #[derive(Debug)]
 struct Layer {
     attention: Attention<f64>,
+    /// `[W_Q; W_K; W_V]` stacked (`3w x w`): the sampler's one product for the three. Each
+    /// entry of a product is the same sum as in the product of its own block: matrixmultiply
+    /// and nalgebra's small-matrix path order an entry's terms by the inner dimension alone.
+    wqkv: DMatrix<f64>,
     mlp: Mlp<f64>,
+}
+
+/// The randomness of `size` sequences, drawn from the stream in the sampler's order: the
+/// `size` first tokens, then one uniform per sequence and position, position by position.
+/// Drawing it apart from the distributions it inverts lets chunks of the context-free estimate
+/// take their draws from one stream in order and run in parallel.
+#[derive(Debug)]
+struct Draws {
+    /// `s_0` of each sequence.
+    first: Vec<u32>,
+    /// The uniform of sequence b at position t, index `t * size + b`.
+    uniforms: Vec<f64>,
+}
+
+impl Draws {
+    fn new(rng: &mut Rng, size: usize, len: usize, vocab: u32) -> Draws {
+        let first = (0..size).map(|_| rng.random_range(0..vocab)).collect();
+        let uniforms = (0..size * len).map(|_| rng.random::<f64>()).collect();
+        Draws { first, uniforms }
+    }
+
+    fn size(&self) -> usize {
+        self.first.len()
+    }
+
+    /// The draws of sequences `range` alone.
+    fn part(&self, range: std::ops::Range<usize>) -> Draws {
+        let size = self.size();
+        let uniforms = (0..self.uniforms.len() / size)
+            .flat_map(|t| &self.uniforms[t * size..][range.clone()])
+            .copied()
+            .collect();
+        Draws {
+            first: self.first[range].to_vec(),
+            uniforms,
+        }
+    }
+
+    /// Sequences `0..size()` cut into `ceil(size / part)` ranges of near-equal sizes, each
+    /// at least `min(size, part / 2)`.
+    fn parts(&self, part: usize) -> Vec<std::ops::Range<usize>> {
+        let size = self.size();
+        let n = size.div_ceil(part).max(1);
+        (0..n).map(|i| i * size / n..(i + 1) * size / n).collect()
+    }
+}
+
+/// One layer's keys and values for `size` sequences of `len` positions, as the sampler fills
+/// them position by position.
+#[derive(Clone, Debug)]
+struct KvCache {
+    /// Keys transposed per sequence and head, index `((b * heads + h) * dh + i) * stride + j`
+    /// (row i of head h's key at position j, `stride` = [`key_stride`]`(len)`): a query's
+    /// scores over the positions j are computed side by side.
+    keys: Vec<f64>,
+    /// Values, column `b * len + j`.
+    values: DMatrix<f64>,
 }
 
 /// The teacher-lm task and its teacher.
@@ -98,6 +167,57 @@ fn softmax_columns(mut z: DMatrix<f64>) -> DMatrix<f64> {
     z
 }
 
+/// Sums the sampler keeps side by side in registers.
+const LANES: usize = 8;
+
+/// Row stride of the transposed keys for `len` positions: `len` rounded up to [`LANES`], so
+/// a block of lanes never leaves its row (the padding stays 0 and its sums are not read).
+fn key_stride(len: usize) -> usize {
+    len.next_multiple_of(LANES)
+}
+
+/// `s_j = k_{0,j} q_0 + k_{1,j} q_1 + ... + k_{dh-1,j} q_{dh-1}` for `j < s.len()`, each sum
+/// in that order and unfused, from keys transposed with row stride `stride` (`dh` rows).
+fn scores(keys: &[f64], stride: usize, q: &[f64], s: &mut [f64]) {
+    for j0 in (0..s.len()).step_by(LANES) {
+        let row = |i: usize| -> &[f64; LANES] {
+            keys[i * stride + j0..][..LANES]
+                .try_into()
+                .expect("LANES keys")
+        };
+        let mut acc = row(0).map(|k| k * q[0]);
+        for (i, &qi) in q.iter().enumerate().skip(1) {
+            for (a, &k) in acc.iter_mut().zip(row(i)) {
+                *a += k * qi;
+            }
+        }
+        let n = LANES.min(s.len() - j0);
+        s[j0..j0 + n].copy_from_slice(&acc[..n]);
+    }
+}
+
+/// `out = v_0 p_0 + v_1 p_1 + ... + v_t p_t` (t + 1 = `p.len()`), each entry's sum in that
+/// order and unfused, with `v_j` the `out.len()` values at `values[j * w..]`.
+fn weighted_values(values: &[f64], w: usize, p: &[f64], out: &mut [f64]) {
+    fn block<const N: usize>(values: &[f64], w: usize, p: &[f64], r0: usize, out: &mut [f64]) {
+        let v = |j: usize| -> &[f64; N] { values[j * w + r0..][..N].try_into().expect("N values") };
+        let mut acc = v(0).map(|x| x * p[0]);
+        for (j, &pj) in p.iter().enumerate().skip(1) {
+            for (a, &x) in acc.iter_mut().zip(v(j)) {
+                *a += x * pj;
+            }
+        }
+        out[r0..r0 + N].copy_from_slice(&acc);
+    }
+    let full = out.len() / LANES * LANES;
+    for r0 in (0..full).step_by(LANES) {
+        block::<LANES>(values, w, p, r0, out);
+    }
+    for r0 in full..out.len() {
+        block::<1>(values, w, p, r0, out);
+    }
+}
+
 /// The first index i with `u < p_0 + ... + p_i` (the inverse CDF at `u` in `[0, 1)`), or the
 /// last index of positive probability if rounding leaves the total below u.
 pub fn categorical<'a>(p: impl IntoIterator<Item = &'a f64>, u: f64) -> usize {
@@ -125,17 +245,26 @@ impl TeacherLm {
         let layers = (0..cfg.teacher_depth)
             .map(|_| {
                 let mut draw = |init| matrix(&mut rng, init, w, w, 1.0);
+                let attention = Attention {
+                    wq: draw(Init::Xavier),
+                    wk: draw(Init::Xavier),
+                    wv: draw(Init::Xavier),
+                    wo: draw(Init::Xavier),
+                    heads: TEACHER_HEADS,
+                    uniform: false,
+                    causal: true,
+                    seq: cfg.seq,
+                };
+                let mut wqkv = DMatrix::zeros(3 * w, w);
+                for (i, m) in [&attention.wq, &attention.wk, &attention.wv]
+                    .iter()
+                    .enumerate()
+                {
+                    wqkv.rows_mut(i * w, w).copy_from(*m);
+                }
                 Layer {
-                    attention: Attention {
-                        wq: draw(Init::Xavier),
-                        wk: draw(Init::Xavier),
-                        wv: draw(Init::Xavier),
-                        wo: draw(Init::Xavier),
-                        heads: TEACHER_HEADS,
-                        uniform: false,
-                        causal: true,
-                        seq: cfg.seq,
-                    },
+                    attention,
+                    wqkv,
                     mlp: Mlp {
                         w1: draw(Init::He),
                         w2: draw(Init::He),
@@ -192,37 +321,31 @@ impl TeacherLm {
         self.readout(&x)
     }
 
-    /// Samples `size` sequences of `seq + 1` tokens (sequence-major, `seq + 1` per sequence),
-    /// calling `visit(t, p)` with the next-token distributions at position t (`vocab x size`)
-    /// before drawing token `t + 1`. Draw order: the `size` first tokens, then one uniform per
-    /// sequence and position, position by position.
-    fn generate(
-        &self,
-        rng: &mut Rng,
-        size: usize,
-        mut visit: impl FnMut(usize, &DMatrix<f64>),
-    ) -> Vec<u32> {
-        let (w, len, span) = (self.width(), self.seq, self.seq + 1);
-        let vocab = self.vocab() as u32;
+    /// Samples `draws.size()` sequences of `seq + 1` tokens (sequence-major, `seq + 1` per
+    /// sequence) from their randomness, calling `visit(t, p)` with the next-token
+    /// distributions at position t (`vocab x size`) before drawing token `t + 1`.
+    fn generate(&self, draws: &Draws, mut visit: impl FnMut(usize, &DMatrix<f64>)) -> Vec<u32> {
+        let (w, len, span, size) = (self.width(), self.seq, self.seq + 1, draws.size());
         let mut tokens = vec![0u32; size * span];
-        for b in 0..size {
-            tokens[b * span] = rng.random_range(0..vocab);
+        for (b, &s) in draws.first.iter().enumerate() {
+            tokens[b * span] = s;
         }
-        // Keys and values of every layer, column b * len + t.
-        let mut keys = vec![DMatrix::<f64>::zeros(w, size * len); self.layers.len()];
-        let mut values = keys.clone();
+        let cache = KvCache {
+            keys: vec![0.0; w * size * key_stride(len)],
+            values: DMatrix::zeros(w, size * len),
+        };
+        let mut caches = vec![cache; self.layers.len()];
         for t in 0..len {
             let mut x = DMatrix::from_fn(w, size, |i, b| {
                 self.embed[(i, tokens[b * span + t] as usize)]
             });
-            for (l, layer) in self.layers.iter().enumerate() {
-                x += self.attend_last(layer, &ln(&x), &mut keys[l], &mut values[l], t);
+            for (layer, cache) in self.layers.iter().zip(&mut caches) {
+                x += self.attend_last(layer, &ln(&x), cache, t);
                 x += layer.mlp.forward(&ln(&x)).0;
             }
             let p = self.readout(&x);
             visit(t, &p);
-            for b in 0..size {
-                let u: f64 = rng.random();
+            for (b, &u) in draws.uniforms[t * size..][..size].iter().enumerate() {
                 tokens[b * span + t + 1] = categorical(p.column(b).iter(), u) as u32;
             }
         }
@@ -237,47 +360,41 @@ impl TeacherLm {
         &self,
         layer: &Layer,
         u: &DMatrix<f64>,
-        keys: &mut DMatrix<f64>,
-        values: &mut DMatrix<f64>,
+        cache: &mut KvCache,
         t: usize,
     ) -> DMatrix<f64> {
         let a = &layer.attention;
         let (w, size, len) = (u.nrows(), u.ncols(), self.seq);
-        let dh = w / a.heads;
+        let (dh, stride) = (w / a.heads, key_stride(len));
         let scale = 1.0 / (dh as f64).sqrt();
-        let (q, k, v) = (&a.wq * u, &a.wk * u, &a.wv * u);
+        let qkv = &layer.wqkv * u;
         let mut o = DMatrix::zeros(w, size);
         let mut score = DVector::zeros(t + 1);
         for b in 0..size {
             let c0 = b * len;
-            keys.set_column(c0 + t, &k.column(b));
-            values.set_column(c0 + t, &v.column(b));
+            let (q, kv) = qkv.as_slice()[b * 3 * w..][..3 * w].split_at(w);
+            let (k, v) = kv.split_at(w);
+            cache.values.as_mut_slice()[(c0 + t) * w..][..w].copy_from_slice(v);
             for h in 0..a.heads {
                 let r = h * dh;
-                // `kh^T qh * scale` and `vh score / z` with kh, vh the head's keys and values
-                // (dh x (t + 1)), written out with no temporaries: the arithmetic of
-                // nalgebra's matrix-vector product (`gemv`), one sum per output entry in
-                // column order, `x0 c0`, then `y + x_j c_j`, no fused multiply-add.
-                let qh = &q.as_slice()[b * w + r..][..dh];
-                for j in 0..=t {
-                    let kh = &keys.as_slice()[(c0 + j) * w + r..][..dh];
-                    score[j] = (1..dh).fold(kh[0] * qh[0], |y, i| kh[i] * qh[i] + y);
+                let keys = &mut cache.keys[(b * a.heads + h) * dh * stride..][..dh * stride];
+                for (i, &k) in k[r..r + dh].iter().enumerate() {
+                    keys[i * stride + t] = k;
                 }
+                // `kh^T qh * scale` and `vh score / z` with kh, vh the head's keys and values
+                // (dh x (t + 1)) with no temporaries: the arithmetic of nalgebra's
+                // matrix-vector product (`gemv`), one sum per output entry in column order,
+                // `x0 c0`, then `y + x_j c_j`, no fused multiply-add. Sums advance side by
+                // side in registers, [`LANES`] at a time: the scores over positions (contiguous
+                // in the transposed keys), the outputs over rows (contiguous in the values).
+                scores(keys, stride, &q[r..r + dh], score.as_mut_slice());
                 score *= scale;
                 let m = score.max();
                 score.apply(|s| *s = (*s - m).exp());
                 let z = score.sum();
-                // The output's dh sums advance side by side (contiguous rows of the values).
-                let value = |j: usize| &values.as_slice()[(c0 + j) * w + r..][..dh];
+                let values = &cache.values.as_slice()[c0 * w + r..];
                 let out = &mut o.as_mut_slice()[b * w + r..][..dh];
-                for (y, &v) in out.iter_mut().zip(value(0)) {
-                    *y = v * score[0];
-                }
-                for j in 1..=t {
-                    for (y, &v) in out.iter_mut().zip(value(j)) {
-                        *y += v * score[j];
-                    }
-                }
+                weighted_values(values, w, score.as_slice(), out);
                 out.iter_mut().for_each(|y| *y /= z);
             }
         }
@@ -285,15 +402,51 @@ impl TeacherLm {
     }
 
     /// The entropy of the targets' marginal, estimated from [`super::CONTEXT_FREE_SAMPLE`]
-    /// sequences: `H(mean of p(. | prefix) over sequences and positions)`.
+    /// sequences: `H(mean of p(. | prefix) over sequences and positions)`, with the marginal
+    /// summed chunk by chunk ([`ESTIMATE_CHUNK`] sequences, their draws taken in order from the
+    /// one stream), position by position, each position's distributions by
+    /// `DMatrix::column_sum` over the chunk's sequences. The chunks' parts
+    /// ([`ESTIMATE_PART`]) run in parallel, and the sums are formed afterwards in that
+    /// sequential order, so the value's bits depend on neither the parts nor the thread count.
     fn unigram_entropy(&self) -> f64 {
         let mut rng = super::estimate_rng(self.teacher_seed);
+        let (len, vocab) = (self.seq, self.vocab() as u32);
+        let chunks: Vec<Draws> = (0..super::CONTEXT_FREE_SAMPLE)
+            .step_by(ESTIMATE_CHUNK)
+            .map(|start| {
+                let n = ESTIMATE_CHUNK.min(super::CONTEXT_FREE_SAMPLE - start);
+                Draws::new(&mut rng, n, len, vocab)
+            })
+            .collect();
+        let jobs: Vec<(usize, std::ops::Range<usize>)> = chunks
+            .iter()
+            .enumerate()
+            .flat_map(|(c, d)| d.parts(ESTIMATE_PART).into_iter().map(move |r| (c, r)))
+            .collect();
+        // Per job, its distributions position by position (vocab x part).
+        let dists: Vec<Vec<DMatrix<f64>>> = jobs
+            .par_iter()
+            .map(|(c, r)| {
+                let mut ps = Vec::with_capacity(len);
+                self.generate(&chunks[*c].part(r.clone()), |_, p| ps.push(p.clone()));
+                ps
+            })
+            .collect();
         let mut marginal = DVector::<f64>::zeros(self.vocab());
-        let mut left = super::CONTEXT_FREE_SAMPLE;
-        while left > 0 {
-            let n = left.min(ESTIMATE_CHUNK);
-            self.generate(&mut rng, n, |_, p| marginal += p.column_sum());
-            left -= n;
+        for (c, d) in chunks.iter().enumerate() {
+            let mine: Vec<(&std::ops::Range<usize>, &Vec<DMatrix<f64>>)> = jobs
+                .iter()
+                .zip(&dists)
+                .filter(|((jc, _), _)| *jc == c)
+                .map(|((_, r), p)| (r, p))
+                .collect();
+            let mut p = DMatrix::<f64>::zeros(self.vocab(), d.size());
+            for t in 0..len {
+                for (r, ps) in &mine {
+                    p.columns_mut(r.start, r.len()).copy_from(&ps[t]);
+                }
+                marginal += p.column_sum();
+            }
         }
         marginal /= marginal.sum();
         super::entropy(marginal.iter())
@@ -313,7 +466,8 @@ impl Task for TeacherLm {
     }
 
     fn batch(&self, rng: &mut Rng, size: usize) -> Batch {
-        let tokens = self.generate(rng, size, |_, _| {});
+        let draws = Draws::new(rng, size, self.seq, self.vocab() as u32);
+        let tokens = self.generate(&draws, |_, _| {});
         let span = self.seq + 1;
         let (mut inputs, mut targets) = (Vec::new(), Vec::new());
         for s in tokens.chunks_exact(span) {
@@ -348,8 +502,16 @@ impl Task for TeacherLm {
         sum / total
     }
 
+    /// Estimated on first use ([`TeacherLm::unigram_entropy`], in parallel). Not under
+    /// `get_or_init`: a thread waiting for the estimate's chunks may take up another run that
+    /// shares this task and asks for the value, and that run computes it too (the same bits)
+    /// instead of waiting on its own thread.
     fn context_free_loss(&self) -> f64 {
-        *self.context_free.get_or_init(|| self.unigram_entropy())
+        if let Some(&v) = self.context_free.get() {
+            return v;
+        }
+        let v = self.unigram_entropy();
+        *self.context_free.get_or_init(|| v)
     }
 }
 
@@ -423,7 +585,8 @@ mod tests {
         let t = TeacherLm::new(&config(2)).unwrap();
         let size = 5;
         let mut seen = DMatrix::zeros(t.vocab(), size * t.seq);
-        let toks = t.generate(&mut Rng::seed_from_u64(9), size, |i, p| {
+        let draws = Draws::new(&mut Rng::seed_from_u64(9), size, t.seq, t.vocab() as u32);
+        let toks = t.generate(&draws, |i, p| {
             for b in 0..size {
                 seen.set_column(b * t.seq + i, &p.column(b));
             }
@@ -476,27 +639,30 @@ mod tests {
     fn attention_at_the_last_position_keeps_the_bits_of_nalgebras_products() {
         // Every position of a sequence, each layer's inputs LayerNormed as in `generate`, and
         // keys and values filled up to the position; the default teacher and a width-12 one
-        // (heads of width 3).
+        // (heads of width 3); 3 sequences (nalgebra's own products, at most SMALL_DIM = 5
+        // columns) and 8 (matrixmultiply's).
         let narrow = TaskConfig {
             teacher_width: 12,
             ..config(4)
         };
-        for cfg in [config(3), narrow] {
+        for (cfg, size) in [config(3), narrow]
+            .into_iter()
+            .flat_map(|c| [(c, 3), (c, 8)])
+        {
             let t = TeacherLm::new(&cfg).unwrap();
-            let size = 3;
             let w = t.width();
             for layer in &t.layers {
-                let (mut k1, mut v1) = (
-                    DMatrix::zeros(w, size * t.seq),
-                    DMatrix::zeros(w, size * t.seq),
-                );
-                let (mut k2, mut v2) = (k1.clone(), v1.clone());
+                let mut c1 = KvCache {
+                    keys: vec![0.0; w * size * t.seq],
+                    values: DMatrix::zeros(w, size * t.seq),
+                };
+                let (mut k2, mut v2) = (c1.values.clone(), c1.values.clone());
                 for pos in 0..t.seq {
                     let x = DMatrix::from_fn(w, size, |i, b| {
                         ((i * 7 + b * 3 + pos * 11) as f64 * 0.41).sin() * 2.0
                     });
                     let u = ln(&x);
-                    let new = t.attend_last(layer, &u, &mut k1, &mut v1, pos);
+                    let new = t.attend_last(layer, &u, &mut c1, pos);
                     let old = attend_last_with_temporaries(&t, layer, &u, &mut k2, &mut v2, pos);
                     assert!(
                         new.iter()
@@ -553,6 +719,66 @@ mod tests {
             );
             let cf = t.context_free_loss();
             assert!(cf > floor && cf <= log_v + tolerance::ROUNDING, "{cf}");
+        }
+    }
+
+    #[test]
+    fn parts_cover_a_chunk_in_order_and_are_never_small() {
+        let mut rng = Rng::seed_from_u64(3);
+        for size in [1, 5, 31, 32, 33, 100, 512] {
+            let d = Draws::new(&mut rng, size, 4, 16);
+            let parts = d.parts(ESTIMATE_PART);
+            assert_eq!(parts.first().unwrap().start, 0);
+            assert_eq!(parts.last().unwrap().end, size);
+            for p in parts.windows(2) {
+                assert_eq!(p[0].end, p[1].start);
+            }
+            assert!(parts.iter().all(|r| r.len() >= size.min(ESTIMATE_PART / 2)));
+            // A part's draws are its sequences' own.
+            let r = parts.last().unwrap().clone();
+            let part = d.part(r.clone());
+            assert_eq!(part.first, d.first[r.clone()]);
+            for t in 0..4 {
+                for (i, b) in r.clone().enumerate() {
+                    let (x, y) = (part.uniforms[t * r.len() + i], d.uniforms[t * size + b]);
+                    assert_eq!(x.to_bits(), y.to_bits());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn parallel_estimate_keeps_the_bits_of_the_sequential_one() {
+        // The estimate as it was computed before its chunks ran in parallel: chunk after
+        // chunk from the one stream, each position's column sums added as they come; then the
+        // parallel estimate on one thread and on three.
+        let t = TeacherLm::new(&TaskConfig {
+            seq: 6,
+            ..config(5)
+        })
+        .unwrap();
+        let mut rng = super::super::estimate_rng(t.teacher_seed);
+        let mut marginal = DVector::<f64>::zeros(t.vocab());
+        let mut left = super::super::CONTEXT_FREE_SAMPLE;
+        while left > 0 {
+            let n = left.min(ESTIMATE_CHUNK);
+            let draws = Draws::new(&mut rng, n, t.seq, t.vocab() as u32);
+            t.generate(&draws, |_, p| marginal += p.column_sum());
+            left -= n;
+        }
+        marginal /= marginal.sum();
+        let sequential = super::super::entropy(marginal.iter());
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let parallel = pool.install(|| t.unigram_entropy());
+            assert_eq!(
+                parallel.to_bits(),
+                sequential.to_bits(),
+                "{threads} threads"
+            );
         }
     }
 
