@@ -123,17 +123,38 @@ pub struct AttentionCache<T: Real> {
 }
 
 /// Softmax of every row in place; `causal` zeroes the entries right of the diagonal (a score
-/// of minus infinity) before normalizing.
+/// of minus infinity) before normalizing. Row i's maximum is nalgebra's `max` of its first
+/// `last` entries (`last = i + 1` when causal, else every entry), a fold from the first entry
+/// with `if a >= b { a } else { b }`; its sum is [`Real::row_sums`] (the additions of
+/// [`Real::sum`] of the row). The matrix is read column by column, every row's chain advancing
+/// side by side.
 fn row_softmax<T: Real>(s: &mut DMatrix<T>, causal: bool) {
-    for i in 0..s.nrows() {
-        let mut row = s.row_mut(i);
-        let last = if causal { i + 1 } else { row.len() };
-        let m = row.columns(0, last).max();
-        for (j, x) in row.iter_mut().enumerate() {
-            *x = if j < last { (*x - m).exp() } else { T::zero() };
+    let n = s.nrows();
+    if n == 0 || s.ncols() == 0 {
+        return;
+    }
+    // The first row whose range includes column j.
+    let first = |j: usize| if causal { j } else { 0 };
+    let mut max: Vec<T> = s.column(0).iter().copied().collect();
+    for (j, col) in s.as_slice().chunks_exact(n).enumerate().skip(1) {
+        for (m, &x) in max.iter_mut().zip(col).skip(first(j)) {
+            *m = if *m >= x { *m } else { x };
         }
-        let z = T::of(T::sum(&row));
-        row /= z;
+    }
+    for (j, col) in s.as_mut_slice().chunks_exact_mut(n).enumerate() {
+        for (i, (x, &m)) in col.iter_mut().zip(&max).enumerate() {
+            *x = if i >= first(j) {
+                (*x - m).exp()
+            } else {
+                T::zero()
+            };
+        }
+    }
+    let z: Vec<T> = T::row_sums(s).into_iter().map(T::of).collect();
+    for col in s.as_mut_slice().chunks_exact_mut(n) {
+        for (x, &z) in col.iter_mut().zip(&z) {
+            *x /= z;
+        }
     }
 }
 
@@ -364,6 +385,47 @@ mod tests {
 
     fn mat(r: usize, c: usize, seed: f64) -> DMatrix<f64> {
         DMatrix::from_fn(r, c, |i, j| ((i * c + j) as f64 * 0.37 + seed).sin())
+    }
+
+    /// `row_softmax` as it was written on nalgebra's row views, before it read the matrix
+    /// column by column.
+    fn row_softmax_by_rows<T: Real>(s: &mut DMatrix<T>, causal: bool) {
+        for i in 0..s.nrows() {
+            let mut row = s.row_mut(i);
+            let last = if causal { i + 1 } else { row.len() };
+            let m = row.columns(0, last).max();
+            for (j, x) in row.iter_mut().enumerate() {
+                *x = if j < last { (*x - m).exp() } else { T::zero() };
+            }
+            let z = T::of(T::sum(&row));
+            row /= z;
+        }
+    }
+
+    fn same_bits<T: Real>(a: &DMatrix<T>, b: &DMatrix<T>) -> bool {
+        a.iter()
+            .zip(b.iter())
+            .all(|(x, y)| x.as_f64().to_bits() == y.as_f64().to_bits())
+    }
+
+    #[test]
+    fn row_softmax_keeps_the_bits_of_the_row_by_row_softmax() {
+        // Square score matrices (causal and not, as attention makes them) and a wide one, with
+        // scores spread over a wide range so that maxima and sums matter; f64 and f32.
+        for (r, c) in [(1, 1), (5, 5), (32, 32), (7, 11)] {
+            for causal in [false, true] {
+                let s = mat(r, c, 0.3 * r as f64) * 30.0;
+                let (mut a, mut b) = (s.clone(), s.clone());
+                row_softmax(&mut a, causal && r == c);
+                row_softmax_by_rows(&mut b, causal && r == c);
+                assert!(same_bits(&a, &b), "f64 {r}x{c} causal {causal}");
+                let s32 = s.map(|x| x as f32);
+                let (mut a, mut b) = (s32.clone(), s32);
+                row_softmax(&mut a, causal && r == c);
+                row_softmax_by_rows(&mut b, causal && r == c);
+                assert!(same_bits(&a, &b), "f32 {r}x{c} causal {causal}");
+            }
+        }
     }
 
     fn attention(causal: bool, seq: usize) -> Attention<f64> {

@@ -41,6 +41,11 @@ pub trait Real: RealField + Copy + Send + Sync + 'static {
     /// [`Real::sum`] of each row, computed column by column (contiguous reads).
     fn row_sums(m: &DMatrix<Self>) -> Vec<f64>;
 
+    /// [`Real::sum`] of every column: the same additions per column, in the same order.
+    fn column_sums(m: &DMatrix<Self>) -> Vec<f64> {
+        m.column_iter().map(|c| Self::sum(&c)).collect()
+    }
+
     /// `sum_i a_i b_i`, accumulated in f64 (nalgebra's `dot` for f64).
     fn dot(a: &DMatrix<Self>, b: &DMatrix<Self>) -> f64;
 
@@ -96,6 +101,33 @@ impl Real for f64 {
     fn row_sums(m: &DMatrix<f64>) -> Vec<f64> {
         // nalgebra's `sum` is one chain from zero: one accumulator per row.
         row_sums_in_chains::<f64, 1>(m)
+    }
+
+    fn column_sums(m: &DMatrix<f64>) -> Vec<f64> {
+        // nalgebra's `sum` is one chain from zero per column, `fold(0, |a, x| a + x)`, whose
+        // additions wait on each other: [`COLUMN_LANES`] columns' chains advance side by side.
+        let rows = m.nrows();
+        let mut out = vec![0.0; m.ncols()];
+        if rows == 0 {
+            return out;
+        }
+        let values = m.as_slice();
+        let mut blocks = out.chunks_exact_mut(COLUMN_LANES);
+        for (b, sums) in (&mut blocks).enumerate() {
+            let block = &values[b * COLUMN_LANES * rows..][..COLUMN_LANES * rows];
+            let mut acc = [0.0f64; COLUMN_LANES];
+            for r in 0..rows {
+                for (l, a) in acc.iter_mut().enumerate() {
+                    *a += block[l * rows + r];
+                }
+            }
+            sums.copy_from_slice(&acc);
+        }
+        let done = m.ncols() / COLUMN_LANES * COLUMN_LANES;
+        for (j, s) in blocks.into_remainder().iter_mut().enumerate() {
+            *s = m.column(done + j).sum();
+        }
+        out
     }
 
     fn dot(a: &DMatrix<f64>, b: &DMatrix<f64>) -> f64 {
@@ -195,6 +227,9 @@ impl Real for f32 {
         }
     }
 }
+
+/// Columns whose sums [`Real::column_sums`] advances side by side in f64.
+const COLUMN_LANES: usize = 8;
 
 /// `vzeroupper` after a faer product, on x86-64 machines with AVX.
 ///
@@ -526,6 +561,28 @@ pub fn nt<T: Real>(a: &DMatrix<T>, b: &DMatrix<T>) -> DMatrix<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn column_sums_keep_the_bits_of_each_columns_sum() {
+        // Blocks of COLUMN_LANES columns and a remainder; rows of 1, 7 and 64; f64 against
+        // nalgebra's `sum` of each column, f32 against `Real::sum` of each column.
+        for (r, c) in [(1, 3), (7, 19), (64, 16), (64, 9)] {
+            let m = DMatrix::from_fn(r, c, |i, j| ((i * 31 + j * 7) as f64 * 0.73).sin() * 1e3);
+            let sums = f64::column_sums(&m);
+            assert_eq!(sums.len(), c);
+            for (j, s) in sums.iter().enumerate() {
+                assert_eq!(
+                    s.to_bits(),
+                    m.column(j).sum().to_bits(),
+                    "{r}x{c} column {j}"
+                );
+            }
+            let m32 = m.map(|x| x as f32);
+            for (j, s) in f32::column_sums(&m32).iter().enumerate() {
+                assert_eq!(s.to_bits(), f32::sum(&m32.column(j)).to_bits());
+            }
+        }
+    }
 
     /// The stated order written out: entry i (column-major) to chain `i mod 4`, then
     /// `(a0 + a1) + (a2 + a3)`.

@@ -11,7 +11,12 @@
 
 use super::gemm::Real;
 use crate::spec::NormKind;
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DVectorView};
+
+/// A column's entries as a vector view, for nalgebra's sums and dot products.
+fn vector<T: Real>(c: &[T]) -> DVectorView<'_, T> {
+    DVectorView::from_slice(c, c.len())
+}
 
 /// What a forward pass keeps for the Jacobian.
 #[derive(Clone, Debug)]
@@ -24,12 +29,19 @@ pub struct NormCache<T: Real = f64> {
     pub kind: NormKind,
 }
 
-/// Subtracts each column's mean (P z), in place.
+/// Subtracts each column's mean (P z), in place: the mean from [`Real::column_sums`] (the
+/// additions of [`Real::sum`]), then `z_i + (-m)` entry by entry, as nalgebra's
+/// `add_scalar_mut(-m)`.
 pub fn center<T: Real>(z: &mut DMatrix<T>) {
-    let dn = z.nrows() as f64;
-    for mut c in z.column_iter_mut() {
-        let m = T::of(T::sum(&c) / dn);
-        c.add_scalar_mut(-m);
+    let rows = z.nrows();
+    if rows == 0 {
+        return;
+    }
+    let dn = rows as f64;
+    let sums = T::column_sums(z);
+    for (c, s) in z.as_mut_slice().chunks_exact_mut(rows).zip(sums) {
+        let m = -T::of(s / dn);
+        c.iter_mut().for_each(|x| *x += m);
     }
 }
 
@@ -41,9 +53,10 @@ pub fn forward<T: Real>(kind: NormKind, eps: f64, z: &DMatrix<T>) -> NormCache<T
         center(&mut y);
     }
     let mut inv_sigma = Vec::with_capacity(y.ncols());
-    for mut c in y.column_iter_mut() {
-        let s = T::one() / T::of(T::sum_sq(&c) / dn + eps).sqrt();
-        c *= s;
+    let rows = y.nrows().max(1);
+    for c in y.as_mut_slice().chunks_exact_mut(rows) {
+        let s = T::one() / T::of(T::sum_sq(&vector(c)) / dn + eps).sqrt();
+        c.iter_mut().for_each(|x| *x *= s);
         inv_sigma.push(s);
     }
     NormCache { y, inv_sigma, kind }
@@ -56,11 +69,16 @@ pub fn jacobian<T: Real>(cache: &NormCache<T>, dz: &DMatrix<T>) -> DMatrix<T> {
     if cache.kind == NormKind::Layer {
         center(&mut out);
     }
-    for (t, mut c) in out.column_iter_mut().enumerate() {
-        let y = cache.y.column(t);
-        let k = T::of(T::dot_view(&y, &c) / dn);
-        c.axpy(-k, &y, T::one());
-        c *= cache.inv_sigma[t];
+    let rows = out.nrows().max(1);
+    let ys = cache.y.as_slice().chunks_exact(rows);
+    let cols = out.as_mut_slice().chunks_exact_mut(rows);
+    for ((c, y), &s) in cols.zip(ys).zip(&cache.inv_sigma) {
+        let k = T::of(T::dot_view(&vector(y), &vector(c)) / dn);
+        // nalgebra's `c.axpy(-k, y, 1)`, `c_i = (-k) y_i + c_i`, then `c *= 1/sigma`.
+        for (x, &yv) in c.iter_mut().zip(y) {
+            *x = -k * yv + *x;
+            *x *= s;
+        }
     }
     out
 }
@@ -68,6 +86,78 @@ pub fn jacobian<T: Real>(cache: &NormCache<T>, dz: &DMatrix<T>) -> DMatrix<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `forward` and `jacobian` as they were written on nalgebra's column views (sums, scalar
+    /// additions, `axpy` and scaling), before they read the columns as slices.
+    fn by_views<T: Real>(
+        kind: NormKind,
+        eps: f64,
+        z: &DMatrix<T>,
+        dz: &DMatrix<T>,
+    ) -> [DMatrix<T>; 2] {
+        let center = |m: &mut DMatrix<T>| {
+            let dn = m.nrows() as f64;
+            for mut c in m.column_iter_mut() {
+                let mean = T::of(T::sum(&c) / dn);
+                c.add_scalar_mut(-mean);
+            }
+        };
+        let dn = z.nrows() as f64;
+        let mut y = z.clone();
+        if kind == NormKind::Layer {
+            center(&mut y);
+        }
+        let mut inv = Vec::new();
+        for mut c in y.column_iter_mut() {
+            let s = T::one() / T::of(T::sum_sq(&c) / dn + eps).sqrt();
+            c *= s;
+            inv.push(s);
+        }
+        let mut out = dz.clone();
+        if kind == NormKind::Layer {
+            center(&mut out);
+        }
+        for (t, mut c) in out.column_iter_mut().enumerate() {
+            let yc = y.column(t);
+            let k = T::of(T::dot_view(&yc, &c) / dn);
+            c.axpy(-k, &yc, T::one());
+            c *= inv[t];
+        }
+        [y, out]
+    }
+
+    #[test]
+    fn slices_keep_the_bits_of_the_column_views() {
+        for (d, n) in [(1, 3), (7, 9), (64, 19)] {
+            let z = DMatrix::from_fn(d, n, |i, j| {
+                ((i * 5 + j * 11) as f64 * 0.61).sin() * 3.0 + 0.2
+            });
+            let dz = DMatrix::from_fn(d, n, |i, j| ((i * 3 + j * 7) as f64 * 0.43).cos());
+            for kind in [NormKind::Layer, NormKind::Rms] {
+                let c = forward(kind, 1e-5, &z);
+                let new = [c.y.clone(), jacobian(&c, &dz)];
+                let old = by_views(kind, 1e-5, &z, &dz);
+                for (a, b) in new.iter().zip(&old) {
+                    assert!(
+                        a.iter()
+                            .zip(b.iter())
+                            .all(|(x, y)| x.to_bits() == y.to_bits())
+                    );
+                }
+                let (z32, dz32) = (z.map(|x| x as f32), dz.map(|x| x as f32));
+                let c = forward(kind, 1e-5, &z32);
+                let new = [c.y.clone(), jacobian(&c, &dz32)];
+                let old = by_views(kind, 1e-5, &z32, &dz32);
+                for (a, b) in new.iter().zip(&old) {
+                    assert!(
+                        a.iter()
+                            .zip(b.iter())
+                            .all(|(x, y)| x.to_bits() == y.to_bits())
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn jacobian_matches_finite_differences() {
