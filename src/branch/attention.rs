@@ -410,20 +410,31 @@ mod tests {
 
     #[test]
     fn row_softmax_keeps_the_bits_of_the_row_by_row_softmax() {
-        // Square score matrices (causal and not, as attention makes them) and a wide one, with
-        // scores spread over a wide range so that maxima and sums matter; f64 and f32.
-        for (r, c) in [(1, 1), (5, 5), (32, 32), (7, 11)] {
-            for causal in [false, true] {
-                let s = mat(r, c, 0.3 * r as f64) * 30.0;
+        // Square score matrices, causal (as attention makes them) and not, and a wide one, with
+        // scores spread over a wide range so that maxima and sums matter; a matrix with a NaN,
+        // an infinity and a minus infinity pins the maximum's `>=` fold; f64 and f32.
+        let mut special = mat(4, 4, 0.7) * 30.0;
+        special[(1, 0)] = f64::NAN;
+        special[(2, 1)] = f64::INFINITY;
+        special[(3, 2)] = f64::NEG_INFINITY;
+        let cases = [
+            (mat(1, 1, 0.3), vec![false, true]),
+            (mat(5, 5, 1.5) * 30.0, vec![false, true]),
+            (mat(32, 32, 9.6) * 30.0, vec![false, true]),
+            (mat(7, 11, 2.1) * 30.0, vec![false]),
+            (special, vec![false, true]),
+        ];
+        for (s, modes) in cases {
+            for causal in modes {
                 let (mut a, mut b) = (s.clone(), s.clone());
-                row_softmax(&mut a, causal && r == c);
-                row_softmax_by_rows(&mut b, causal && r == c);
-                assert!(same_bits(&a, &b), "f64 {r}x{c} causal {causal}");
+                row_softmax(&mut a, causal);
+                row_softmax_by_rows(&mut b, causal);
+                assert!(same_bits(&a, &b), "f64 {:?} causal {causal}", s.shape());
                 let s32 = s.map(|x| x as f32);
                 let (mut a, mut b) = (s32.clone(), s32);
-                row_softmax(&mut a, causal && r == c);
-                row_softmax_by_rows(&mut b, causal && r == c);
-                assert!(same_bits(&a, &b), "f32 {r}x{c} causal {causal}");
+                row_softmax(&mut a, causal);
+                row_softmax_by_rows(&mut b, causal);
+                assert!(same_bits(&a, &b), "f32 {:?} causal {causal}", s.shape());
             }
         }
     }

@@ -564,9 +564,9 @@ mod tests {
 
     #[test]
     fn column_sums_keep_the_bits_of_each_columns_sum() {
-        // Blocks of COLUMN_LANES columns and a remainder; rows of 1, 7 and 64; f64 against
-        // nalgebra's `sum` of each column, f32 against `Real::sum` of each column.
-        for (r, c) in [(1, 3), (7, 19), (64, 16), (64, 9)] {
+        // Blocks of COLUMN_LANES columns and a remainder; rows of 0, 1, 7 and 64; against
+        // nalgebra's `sum` of each column.
+        for (r, c) in [(0, 4), (1, 3), (7, 19), (64, 16), (64, 9)] {
             let m = DMatrix::from_fn(r, c, |i, j| ((i * 31 + j * 7) as f64 * 0.73).sin() * 1e3);
             let sums = f64::column_sums(&m);
             assert_eq!(sums.len(), c);
@@ -576,10 +576,6 @@ mod tests {
                     m.column(j).sum().to_bits(),
                     "{r}x{c} column {j}"
                 );
-            }
-            let m32 = m.map(|x| x as f32);
-            for (j, s) in f32::column_sums(&m32).iter().enumerate() {
-                assert_eq!(s.to_bits(), f32::sum(&m32.column(j)).to_bits());
             }
         }
     }

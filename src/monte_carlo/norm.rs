@@ -52,9 +52,10 @@ pub fn forward<T: Real>(kind: NormKind, eps: f64, z: &DMatrix<T>) -> NormCache<T
     if kind == NormKind::Layer {
         center(&mut y);
     }
-    let mut inv_sigma = Vec::with_capacity(y.ncols());
-    let rows = y.nrows().max(1);
-    for c in y.as_mut_slice().chunks_exact_mut(rows) {
+    let (rows, cols) = y.shape();
+    let mut inv_sigma = Vec::with_capacity(cols);
+    for j in 0..cols {
+        let c = &mut y.as_mut_slice()[j * rows..(j + 1) * rows];
         let s = T::one() / T::of(T::sum_sq(&vector(c)) / dn + eps).sqrt();
         c.iter_mut().for_each(|x| *x *= s);
         inv_sigma.push(s);
@@ -64,15 +65,21 @@ pub fn forward<T: Real>(kind: NormKind, eps: f64, z: &DMatrix<T>) -> NormCache<T
 
 /// `J dz` (equal to `J^T dz`): `(1/sigma) [P dz - y <y, P dz>/d]` per column.
 pub fn jacobian<T: Real>(cache: &NormCache<T>, dz: &DMatrix<T>) -> DMatrix<T> {
+    assert_eq!(
+        cache.y.shape(),
+        dz.shape(),
+        "the tangent has the norm's shape"
+    );
+    assert_eq!(cache.inv_sigma.len(), dz.ncols(), "one 1/sigma per column");
     let dn = dz.nrows() as f64;
     let mut out = dz.clone();
     if cache.kind == NormKind::Layer {
         center(&mut out);
     }
-    let rows = out.nrows().max(1);
-    let ys = cache.y.as_slice().chunks_exact(rows);
-    let cols = out.as_mut_slice().chunks_exact_mut(rows);
-    for ((c, y), &s) in cols.zip(ys).zip(&cache.inv_sigma) {
+    let rows = out.nrows();
+    for (j, &s) in cache.inv_sigma.iter().enumerate() {
+        let y = &cache.y.as_slice()[j * rows..(j + 1) * rows];
+        let c = &mut out.as_mut_slice()[j * rows..(j + 1) * rows];
         let k = T::of(T::dot_view(&vector(y), &vector(c)) / dn);
         // nalgebra's `c.axpy(-k, y, 1)`, `c_i = (-k) y_i + c_i`, then `c *= 1/sigma`.
         for (x, &yv) in c.iter_mut().zip(y) {

@@ -367,8 +367,10 @@ impl TrainConfig {
     }
 
     /// Peak bytes of the task's teacher: its weights (at most six `w x w` matrices per layer
-    /// and the two ends) and the caches of the seeded context-free estimate
-    /// ([`super::task::CONTEXT_FREE_SAMPLE`] sequences, keys, values and stream per layer).
+    /// and the two ends) and the seeded context-free estimate: bounded by the caches of
+    /// [`super::task::CONTEXT_FREE_SAMPLE`] sequences (keys, values and stream per layer; it
+    /// holds one part's per thread), plus each chunk's `seq x vocab` sums, which it holds
+    /// until they are added in order.
     pub fn teacher_bytes(&self) -> u128 {
         let t = &self.task;
         let w = t.teacher_width as u128;
@@ -379,7 +381,12 @@ impl TrainConfig {
             .saturating_mul(t.seq as u128 + 1)
             .saturating_mul(w)
             .saturating_mul(3 * depth);
-        8u128.saturating_mul(weights.saturating_add(estimate))
+        let chunks =
+            super::task::CONTEXT_FREE_SAMPLE.div_ceil(super::task::teacher_lm::ESTIMATE_CHUNK);
+        let sums = (chunks as u128)
+            .saturating_mul(t.seq as u128)
+            .saturating_mul(t.vocab as u128);
+        8u128.saturating_mul(weights.saturating_add(estimate).saturating_add(sums))
     }
 
     /// Peak bytes of `--dump-init`'s JSON document: every batch's numbers (about 64 bytes each

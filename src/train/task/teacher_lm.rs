@@ -31,9 +31,10 @@
 //! of the targets' marginal `q = E_t E[p(. | prefix_t)]`, estimated from
 //! [`super::CONTEXT_FREE_SAMPLE`] sequences drawn from [`super::estimate_rng`] by averaging
 //! their predictive distributions (not counting tokens, which is noisier); computed on first
-//! use, the same value whenever it is asked for, in parallel: chunks of 512 sequences take
-//! their draws from the stream in order, run in parts of 32 sequences on rayon, and their sums
-//! are formed in the sequential order, so the bits do not depend on the thread count.
+//! use, the same value whenever it is asked for, in parallel: chunks of sequences take their
+//! draws from the stream in order and run on rayon, each in parts small enough for a core's
+//! cache, and their sums are formed in the sequential order, so the bits do not depend on the
+//! thread count ([`TeacherLm::context_free_loss`]).
 //!
 //! Measured at the defaults (vocab 16, seq 16, width 32, depth 2, temperature 0.45; floor on
 //! 1024 sampled sequences): teacher seed 0 has floor 1.61 nats (58% of ln 16 = 2.77) and
@@ -57,14 +58,17 @@ use std::sync::OnceLock;
 pub const TEACHER_HEADS: usize = 2;
 
 /// Sequences per chunk of the context-free estimate: the chunks take their draws from the
-/// estimate's stream one after the other ([`Draws`]), so this size fixes the estimate's value.
-const ESTIMATE_CHUNK: usize = 512;
+/// estimate's stream one after the other, so this size fixes the estimate's value.
+pub const ESTIMATE_CHUNK: usize = 512;
 
 /// Sequences the estimate's sampler runs together (a part of a chunk), so that its key and
 /// value caches stay in a core's cache. A sequence's distributions do not depend on the others
 /// it runs with (every product of the sampler has more than nalgebra's `SMALL_DIM` = 5
 /// columns either way, and each column's arithmetic is its own), so the parts change no bit.
 const ESTIMATE_PART: usize = 32;
+
+// A part of a chunk has at least `ESTIMATE_PART / 2` sequences (or the whole chunk).
+const _: () = assert!(ESTIMATE_PART / 2 > crate::monte_carlo::gemm::NALGEBRA_SMALL_DIM);
 
 /// One Pre-LN layer: attention, then the MLP.
 #[derive(Debug)]
@@ -406,49 +410,40 @@ impl TeacherLm {
     /// The entropy of the targets' marginal, estimated from [`super::CONTEXT_FREE_SAMPLE`]
     /// sequences: `H(mean of p(. | prefix) over sequences and positions)`, with the marginal
     /// summed chunk by chunk ([`ESTIMATE_CHUNK`] sequences, their draws taken in order from the
-    /// one stream), position by position, each position's distributions by
-    /// `DMatrix::column_sum` over the chunk's sequences. The chunks' parts
-    /// ([`ESTIMATE_PART`]) run in parallel, and the sums are formed afterwards in that
-    /// sequential order, so the value's bits depend on neither the parts nor the thread count.
+    /// one stream), position by position, each position's distributions summed over the
+    /// chunk's sequences in order from zero (`DMatrix::column_sum`'s fold). The chunks run in
+    /// parallel, each in parts of [`ESTIMATE_PART`] sequences one after the other, the part's
+    /// columns added to the chunk's running sums as they come, and the chunks' sums are added
+    /// to the marginal in the sequential order: the value's bits depend on neither the parts
+    /// nor the thread count, and a thread holds one part's caches and one chunk's sums
+    /// (`seq x vocab`) at a time.
     fn unigram_entropy(&self) -> f64 {
         let mut rng = super::estimate_rng(self.teacher_seed);
-        let (len, vocab) = (self.seq, self.vocab() as u32);
+        let (len, vocab) = (self.seq, self.vocab());
         let chunks: Vec<Draws> = (0..super::CONTEXT_FREE_SAMPLE)
             .step_by(ESTIMATE_CHUNK)
             .map(|start| {
                 let n = ESTIMATE_CHUNK.min(super::CONTEXT_FREE_SAMPLE - start);
-                Draws::new(&mut rng, n, len, vocab)
+                Draws::new(&mut rng, n, len, vocab as u32)
             })
             .collect();
-        let jobs: Vec<(usize, std::ops::Range<usize>)> = chunks
-            .iter()
-            .enumerate()
-            .flat_map(|(c, d)| d.parts(ESTIMATE_PART).into_iter().map(move |r| (c, r)))
-            .collect();
-        // Per job, its distributions position by position (vocab x part).
-        let dists: Vec<Vec<DMatrix<f64>>> = jobs
+        let sums: Vec<Vec<DVector<f64>>> = chunks
             .par_iter()
-            .map(|(c, r)| {
-                let mut ps = Vec::with_capacity(len);
-                self.generate(&chunks[*c].part(r.clone()), |_, p| ps.push(p.clone()));
-                ps
+            .map(|d| {
+                let mut sums = vec![DVector::<f64>::zeros(vocab); len];
+                for r in d.parts(ESTIMATE_PART) {
+                    self.generate(&d.part(r), |t, p| {
+                        for col in p.column_iter() {
+                            sums[t] += col;
+                        }
+                    });
+                }
+                sums
             })
             .collect();
-        let mut marginal = DVector::<f64>::zeros(self.vocab());
-        for (c, d) in chunks.iter().enumerate() {
-            let mine: Vec<(&std::ops::Range<usize>, &Vec<DMatrix<f64>>)> = jobs
-                .iter()
-                .zip(&dists)
-                .filter(|((jc, _), _)| *jc == c)
-                .map(|((_, r), p)| (r, p))
-                .collect();
-            let mut p = DMatrix::<f64>::zeros(self.vocab(), d.size());
-            for t in 0..len {
-                for (r, ps) in &mine {
-                    p.columns_mut(r.start, r.len()).copy_from(&ps[t]);
-                }
-                marginal += p.column_sum();
-            }
+        let mut marginal = DVector::<f64>::zeros(vocab);
+        for s in sums.iter().flatten() {
+            marginal += s;
         }
         marginal /= marginal.sum();
         super::entropy(marginal.iter())
@@ -583,23 +578,31 @@ mod tests {
     fn sampler_distributions_match_the_full_forward() {
         // Two routes to the same distributions: position by position with cached keys and
         // values, and Attention's forward over whole sequences; they differ by rounding carried
-        // through two layers of norms and sums.
-        let t = TeacherLm::new(&config(2)).unwrap();
-        let size = 5;
-        let mut seen = DMatrix::zeros(t.vocab(), size * t.seq);
-        let draws = Draws::new(&mut Rng::seed_from_u64(9), size, t.seq, t.vocab() as u32);
-        let toks = t.generate(&draws, |i, p| {
-            for b in 0..size {
-                seen.set_column(b * t.seq + i, &p.column(b));
-            }
-        });
-        let inputs: Vec<u32> = toks
-            .chunks_exact(t.seq + 1)
-            .flat_map(|s| s[..t.seq].to_vec())
-            .collect();
-        let full = t.predictive(&inputs);
-        let gap = (full - seen).amax();
-        assert!(gap < tolerance::TWO_ROUTES_DEEP, "{gap}");
+        // through two layers of norms and sums. The default teacher, and one with heads of
+        // width 10 over 13 positions (padded keys, a partial block of rows).
+        let odd = TaskConfig {
+            teacher_width: 20,
+            seq: 13,
+            ..config(2)
+        };
+        for cfg in [config(2), odd] {
+            let t = TeacherLm::new(&cfg).unwrap();
+            let size = 5;
+            let mut seen = DMatrix::zeros(t.vocab(), size * t.seq);
+            let draws = Draws::new(&mut Rng::seed_from_u64(9), size, t.seq, t.vocab() as u32);
+            let toks = t.generate(&draws, |i, p| {
+                for b in 0..size {
+                    seen.set_column(b * t.seq + i, &p.column(b));
+                }
+            });
+            let inputs: Vec<u32> = toks
+                .chunks_exact(t.seq + 1)
+                .flat_map(|s| s[..t.seq].to_vec())
+                .collect();
+            let full = t.predictive(&inputs);
+            let gap = (full - seen).amax();
+            assert!(gap < tolerance::TWO_ROUTES_DEEP, "{gap}");
+        }
     }
 
     /// `attend_last` as it was written with nalgebra's products and temporaries.
@@ -647,7 +650,13 @@ mod tests {
             teacher_width: 12,
             ..config(4)
         };
-        for (cfg, size) in [config(3), narrow]
+        // Heads of width 10 (a block of 8 rows and 2 more) and 13 positions (padded keys).
+        let odd = TaskConfig {
+            teacher_width: 20,
+            seq: 13,
+            ..config(6)
+        };
+        for (cfg, size) in [config(3), narrow, odd]
             .into_iter()
             .flat_map(|c| [(c, 3), (c, 8)])
         {
@@ -655,7 +664,7 @@ mod tests {
             let w = t.width();
             for layer in &t.layers {
                 let mut c1 = KvCache {
-                    keys: vec![0.0; w * size * t.seq],
+                    keys: vec![0.0; w * size * key_stride(t.seq)],
                     values: DMatrix::zeros(w, size * t.seq),
                 };
                 let (mut k2, mut v2) = (c1.values.clone(), c1.values.clone());
