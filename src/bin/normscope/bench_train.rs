@@ -9,7 +9,8 @@
 //! Adam at 1e-3 for 200 updates, learnable LayerNorm affine maps, seed 0.
 //!
 //! - normscope: both runs through [`normscope::train::run::run`], in parallel on rayon (one run
-//!   per thread), timed whole: initial weights, the task's batches, the training loop, and the
+//!   per thread), timed whole: the teacher's context-free estimate (once, on both threads,
+//!   before the runs), initial weights, the task's batches, the training loop, and the
 //!   evaluation and logging at step 0 and at the end only (`eval_every = log_every = steps`,
 //!   one evaluation batch).
 //! - PyTorch: `benches/torch_train_reference.py --bench` trains each run from normscope's

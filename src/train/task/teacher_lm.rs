@@ -327,6 +327,11 @@ impl TeacherLm {
         self.readout(&x)
     }
 
+    /// The randomness of `size` of this teacher's sequences, taken from `rng`.
+    fn draws(&self, rng: &mut Rng, size: usize) -> Draws {
+        Draws::new(rng, size, self.seq, self.vocab() as u32)
+    }
+
     /// Samples `draws.size()` sequences of `seq + 1` tokens (sequence-major, `seq + 1` per
     /// sequence) from their randomness, calling `visit(t, p)` with the next-token
     /// distributions at position t (`vocab x size`) before drawing token `t + 1`.
@@ -424,7 +429,7 @@ impl TeacherLm {
             .step_by(ESTIMATE_CHUNK)
             .map(|start| {
                 let n = ESTIMATE_CHUNK.min(super::CONTEXT_FREE_SAMPLE - start);
-                Draws::new(&mut rng, n, len, vocab as u32)
+                self.draws(&mut rng, n)
             })
             .collect();
         let sums: Vec<Vec<DVector<f64>>> = chunks
@@ -463,7 +468,7 @@ impl Task for TeacherLm {
     }
 
     fn batch(&self, rng: &mut Rng, size: usize) -> Batch {
-        let draws = Draws::new(rng, size, self.seq, self.vocab() as u32);
+        let draws = self.draws(rng, size);
         let tokens = self.generate(&draws, |_, _| {});
         let span = self.seq + 1;
         let (mut inputs, mut targets) = (Vec::new(), Vec::new());
@@ -589,7 +594,7 @@ mod tests {
             let t = TeacherLm::new(&cfg).unwrap();
             let size = 5;
             let mut seen = DMatrix::zeros(t.vocab(), size * t.seq);
-            let draws = Draws::new(&mut Rng::seed_from_u64(9), size, t.seq, t.vocab() as u32);
+            let draws = t.draws(&mut Rng::seed_from_u64(9), size);
             let toks = t.generate(&draws, |i, p| {
                 for b in 0..size {
                     seen.set_column(b * t.seq + i, &p.column(b));
@@ -773,7 +778,7 @@ mod tests {
         let mut left = super::super::CONTEXT_FREE_SAMPLE;
         while left > 0 {
             let n = left.min(ESTIMATE_CHUNK);
-            let draws = Draws::new(&mut rng, n, t.seq, t.vocab() as u32);
+            let draws = t.draws(&mut rng, n);
             t.generate(&draws, |_, p| marginal += p.column_sum());
             left -= n;
         }
