@@ -120,3 +120,51 @@ fn memory_probe_prints_json() {
     let peak = v["peak"].as_f64().unwrap();
     assert!(peak >= streams && peak <= 16.0 * streams, "{peak}");
 }
+
+/// `bench --all`: the Monte Carlo lines, then the training lines, then one summary line per
+/// target (two Monte Carlo targets per precision, one per memory depth and precision, one
+/// training target per precision) and the tally; nothing is timed when `--repeats` is bad.
+#[test]
+fn all_measures_every_target_and_lists_them() {
+    let out = bench(&["--all", "--repeats", "1", "--memory-depths", "3"]);
+    let summary = out
+        .split("== summary: the performance targets, measured in this run ==\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no summary: {out}"));
+    assert!(out.contains("[1/1] normscope f32: 40 steps in"), "{out}");
+    let lines: Vec<&str> = summary.lines().collect();
+    // 2 precisions x (GEMM share, PyTorch ratio, memory at L = 3, training ratio) + tally + note.
+    assert_eq!(lines.len(), 2 * 4 + 2, "{summary}");
+    for p in ["f64", "f32"] {
+        for needle in [
+            format!("Monte Carlo passes / better GEMM rate ({p}) (target >= 80%): "),
+            format!(
+                "Monte Carlo pytorch / normscope ({p}) (target >= {}x): --no-torch, not measured",
+                if p == "f64" { "3.0" } else { "2.0" }
+            ),
+            format!("peak memory / 8 (d^2 r + L d n), L = 3 ({p}) (target <= 2.0x): "),
+            format!("training normscope {p} / pytorch "),
+        ] {
+            assert!(
+                lines.iter().any(|l| l.starts_with(&needle)),
+                "{needle}: {summary}"
+            );
+        }
+    }
+    assert!(lines[8].contains(" of 8 targets met, "), "{summary}");
+    assert!(lines[8].ends_with(", 4 not measured"), "{summary}");
+    assert!(
+        lines[9].starts_with("--quick: smoke-test sizes"),
+        "{summary}"
+    );
+
+    let o = Command::new(env!("CARGO_BIN_EXE_normscope"))
+        .args(["bench", "--all", "--quick", "--no-torch", "--repeats", "0"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("binary runs");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty(), "nothing timed");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -22,6 +22,8 @@ use normscope::{Error, Result};
 use rayon::prelude::*;
 use std::time::Instant;
 
+use crate::bench_summary::Outcome;
+
 /// Issue 15's target: PyTorch eager time / normscope time in f32 at least this.
 pub const TARGET_F32_VS_TORCH: f64 = 2.0;
 /// Issue 15's target: PyTorch eager time / normscope time in f64 at least this.
@@ -85,6 +87,11 @@ impl Workload {
         depth: 8,
         samples: 4,
     };
+
+    /// The reference size, or the small one for `--quick`.
+    pub fn of(quick: bool) -> Workload {
+        if quick { Self::QUICK } else { Self::REFERENCE }
+    }
 
     /// Nominal GEMM FLOPs of the whole workload (three presets).
     pub fn flops(&self) -> f64 {
@@ -518,4 +525,155 @@ pub fn torch_seconds(
         .as_f64()
         .ok_or_else(|| Error::Unsupported("no seconds in reference output".into()))?;
     Ok((secs, v["torch"].as_str().unwrap_or("?").to_string()))
+}
+
+/// Runs `normscope bench` on the Monte Carlo workload: per precision the GEMM rates,
+/// normscope's run, PyTorch's (unless `--no-torch`) and the peak memory of one streamed
+/// network, each line printed as it is measured; returns one [`Outcome`] per target (the
+/// PyTorch ratio, the GEMM share, the memory bound at each depth) for `bench --all`'s summary.
+pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
+    let w = Workload::of(a.quick);
+    let precisions: Vec<Precision> = match a.precision {
+        Some(p) => vec![p],
+        None => Precision::ALL.to_vec(),
+    };
+    let mut outcomes = Vec::new();
+    let depths = if a.memory_depths.is_empty() {
+        Workload::memory_depths(a.quick)
+    } else {
+        a.memory_depths.clone()
+    };
+    let threads = rayon::current_num_threads();
+    eprintln!(
+        "workload: pre, post, deepnorm x {} networks; relu-mlp (ratio {}), d = {}, n = {}, L = {}; {}; {threads} threads",
+        w.samples,
+        RATIO,
+        w.width,
+        w.tokens,
+        w.depth,
+        precisions
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(" and ")
+    );
+    let gf = w.flops() / 1e9;
+    let gemm_seconds = if a.quick { 0.2 } else { 2.0 };
+    for &p in &precisions {
+        let name = p.name();
+        let target = match p {
+            Precision::F64 => TARGET_F64_VS_TORCH,
+            Precision::F32 => TARGET_F32_VS_TORCH,
+        };
+        println!("== {name} ==");
+        let g = gemm_rates(w, threads, p, gemm_seconds);
+        let (best_name, best) = g.best();
+        println!(
+            "gemm rate ({name}, {threads} threads, one product stream per thread): matrixmultiply {:.1} GFLOP/s, faer {:.1} GFLOP/s, better: {best_name} {best:.1} GFLOP/s (normscope's {name} products use {})",
+            g.matrixmultiply,
+            g.faer,
+            engine_kernel(p)
+        );
+        let run = normscope_seconds(w, p)?;
+        let ours = run.seconds;
+        let rate = run.pass_rate(threads);
+        let share = rate / best;
+        println!(
+            "normscope ({name}, --memory auto: {}): {ours:.2} s, {:.1} nominal GFLOP/s; its products ran {:.1} GFLOP of {:.1} nominal, {:.0}% of the wall time, at {:.1} GFLOP/s",
+            run.memory,
+            gf / ours,
+            run.flops / 1e9,
+            gf,
+            100.0 * run.product_share(threads),
+            run.product_rate(threads)
+        );
+        println!(
+            "normscope's forward and backward passes ({name}, the GEMM-dominated phases, weight drawing excluded): {rate:.1} GFLOP/s, {:.0}% of the better GEMM rate (target >= {:.0}%: {})",
+            100.0 * share,
+            100.0 * TARGET_GEMM_SHARE,
+            verdict(share >= TARGET_GEMM_SHARE)
+        );
+        outcomes.push(Outcome::measured(
+            format!("Monte Carlo passes / better GEMM rate ({name})"),
+            format!(">= {:.0}%", 100.0 * TARGET_GEMM_SHARE),
+            format!("{:.0}%", 100.0 * share),
+            share >= TARGET_GEMM_SHARE,
+        ));
+        let torch_what = format!("Monte Carlo pytorch / normscope ({name})");
+        let torch_target = format!(">= {target:.1}x");
+        if a.no_torch {
+            println!(
+                "ratio pytorch / normscope ({name}): not measured (--no-torch) (target >= {target:.1}x)"
+            );
+            outcomes.push(Outcome::not_measured(
+                torch_what,
+                torch_target,
+                "--no-torch",
+            ));
+        } else {
+            let (theirs, version) = torch_seconds(&a.python, &a.script, w, threads, p)?;
+            println!(
+                "pytorch {version} ({name}, eager, autograd): {theirs:.2} s, {:.1} GFLOP/s",
+                gf / theirs
+            );
+            let ratio = theirs / ours;
+            println!(
+                "ratio pytorch / normscope ({name}): {ratio:.2}x (target >= {target:.1}x: {})",
+                verdict(ratio >= target)
+            );
+            outcomes.push(Outcome::measured(
+                torch_what,
+                torch_target,
+                format!("{ratio:.2}x"),
+                ratio >= target,
+            ));
+        }
+        println!(
+            "peak memory of one streamed network (--memory streamed; {name}; post, relu-mlp r = {}, d = {}, n = {}; 1 thread) against {} (d^2 r + L d n) bytes:",
+            RATIO, w.width, w.tokens, TARGET_MEMORY_BYTES
+        );
+        for &depth in &depths {
+            let formula = |b| memory_formula_bytes(w.width, w.tokens, depth, RATIO, b);
+            let bound = formula(TARGET_MEMORY_BYTES);
+            let what = format!("peak memory / 8 (d^2 r + L d n), L = {depth} ({name})");
+            let memory_target = format!("<= {TARGET_MEMORY_FACTOR:.1}x");
+            match memory_peak(w, a.quick, depth, p)? {
+                Memory::Measured(peak) => {
+                    let ratio = peak / bound;
+                    let own = if p.bytes() == TARGET_MEMORY_BYTES {
+                        String::new()
+                    } else {
+                        let b = p.bytes();
+                        format!(
+                            "; against {b} (d^2 r + L d n) = {}, {:.2}x",
+                            size(formula(b)),
+                            peak / formula(b)
+                        )
+                    };
+                    println!(
+                        "  memory L = {depth} ({name}): peak {}, formula {}, ratio {ratio:.2}x (target <= {:.1}x: {}){own}",
+                        size(peak),
+                        size(bound),
+                        TARGET_MEMORY_FACTOR,
+                        verdict(ratio <= TARGET_MEMORY_FACTOR)
+                    );
+                    outcomes.push(Outcome::measured(
+                        what,
+                        memory_target,
+                        format!("{ratio:.2}x"),
+                        ratio <= TARGET_MEMORY_FACTOR,
+                    ));
+                }
+                Memory::Skipped(why) => {
+                    println!(
+                        "  memory L = {depth} ({name}): {why}; formula {} (target <= {:.1}x)",
+                        size(bound),
+                        TARGET_MEMORY_FACTOR
+                    );
+                    outcomes.push(Outcome::not_measured(what, memory_target, &why));
+                }
+            }
+        }
+    }
+    Ok(outcomes)
 }

@@ -24,6 +24,7 @@
 //! verdict compares the two medians ([`VERDICT_STATISTIC`]); the ratios of the paired runs are
 //! printed beside it as their range.
 
+use crate::bench_summary::Outcome;
 use normscope::model::RawModel;
 use normscope::monte_carlo::{Precision, RawMc};
 use normscope::spec::NormKind;
@@ -232,12 +233,20 @@ pub const VERDICT_STATISTIC: &str = "median";
 /// Repetitions of each side by default.
 pub const DEFAULT_REPEATS: usize = 3;
 
-/// Runs `normscope bench --train`: refuses bad input first, then sets glibc's `malloc` as
-/// `normscope train` has it ([`crate::allocator`]) and says so, then times.
-pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
+/// Refuses the training bench's bad input (`--repeats 0`) before anything is timed; `bench
+/// --all` calls it before its Monte Carlo part.
+pub fn check(a: &crate::cli::BenchArgs) -> Result<()> {
     if a.repeats == 0 {
         return Err(Error::invalid("--repeats", a.repeats, "at least 1"));
     }
+    Ok(())
+}
+
+/// Runs `normscope bench --train`: refuses bad input first, then sets glibc's `malloc` as
+/// `normscope train` has it ([`crate::allocator`]) and says so, then times; returns the
+/// target's [`Outcome`] per precision (for `bench --all`'s summary).
+pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
+    check(a)?;
     let kept = crate::allocator::keep_freed_memory();
     eprintln!(
         "malloc: {}",
@@ -293,7 +302,14 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
     } else {
         Some(TorchDumps::write(&w.config(Precision::F64)?)?)
     };
+    let mut outcomes = Vec::new();
     for p in precisions {
+        let what = format!(
+            "training normscope {} / pytorch {} ({VERDICT_STATISTIC}s)",
+            p.name(),
+            p.torch_dtype()
+        );
+        let target = format!(">= {TARGET_TRAIN_VS_TORCH:.1}x");
         let cfg = w.config(p)?;
         let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
         let mut version = String::new();
@@ -327,6 +343,7 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
             range(&ours, 1, "")
         );
         if theirs.is_empty() {
+            outcomes.push(Outcome::not_measured(what, target, "--no-torch"));
             continue;
         }
         println!(
@@ -343,8 +360,14 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<()> {
             range(&ratios, 2, "x"),
             crate::bench::verdict(ratio >= TARGET_TRAIN_VS_TORCH)
         );
+        outcomes.push(Outcome::measured(
+            what,
+            target,
+            format!("{ratio:.2}x"),
+            ratio >= TARGET_TRAIN_VS_TORCH,
+        ));
     }
-    Ok(())
+    Ok(outcomes)
 }
 
 #[cfg(test)]

@@ -179,6 +179,7 @@ with --dependency=afterok on the array). A failed task is resubmitted alone with
   normscope bench --no-torch
   normscope bench --python /path/to/venv/bin/python
   normscope bench --train --python /path/to/venv/bin/python
+  normscope bench --all --python /path/to/venv/bin/python
   normscope bench --train --precision f64 --repeats 5 --python /path/to/venv/bin/python
   normscope bench --shards 8 --quick --nodes 100")]
     Bench(BenchArgs),
@@ -408,7 +409,13 @@ pub struct BenchArgs {
     /// L = 12, seq 32, batch 16) trained with Adam for 200 steps, against plain PyTorch eager.
     #[arg(long)]
     pub train: bool,
-    /// With --train: times each side this many times, alternating, and compares the medians.
+    /// Every performance target in one run: the Monte Carlo workload (GEMM rates, PyTorch
+    /// ratio, memory), then the training workload (--train), then a summary with one line per
+    /// target and its verdict.
+    #[arg(long, conflicts_with_all = ["train", "shards", "memory_probe"])]
+    pub all: bool,
+    /// With --train or --all: times each training side this many times, alternating, and
+    /// compares the medians.
     #[arg(long, default_value_t = crate::bench_train::DEFAULT_REPEATS, value_name = "N")]
     pub repeats: usize,
     /// The PyTorch training reference script (for --train).

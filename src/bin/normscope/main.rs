@@ -5,6 +5,7 @@
 mod allocator;
 mod bench;
 mod bench_shards;
+mod bench_summary;
 mod bench_train;
 mod cli;
 mod train;
@@ -12,7 +13,6 @@ mod train;
 use clap::Parser;
 use cli::{Cli, Command, ReproduceArgs};
 use normscope::model::{RawModel, TheoryConfig};
-use normscope::monte_carlo::Precision;
 use normscope::output::{atomic, table};
 use normscope::symbolic::Subs;
 use normscope::symbolic::render;
@@ -80,134 +80,25 @@ fn mc_request(a: &cli::McArgs) -> normscope::Result<McRequest> {
 
 fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
     if a.train {
-        return bench_train::bench(a);
+        return bench_train::bench(a).map(drop);
     }
     if let Some(n) = a.shards {
         return bench_shards::bench(n, a.nodes, a.quick, a.config.as_deref(), &a.analyses);
     }
-    use bench::{Memory, Workload};
-    let w = if a.quick {
-        Workload::QUICK
-    } else {
-        Workload::REFERENCE
-    };
-    let precisions: Vec<Precision> = match a.precision {
-        Some(p) => vec![p],
-        None => Precision::ALL.to_vec(),
-    };
     if let Some(depth) = a.memory_probe {
-        return bench::memory_probe(w, depth, a.precision.unwrap_or_default());
+        return bench::memory_probe(
+            bench::Workload::of(a.quick),
+            depth,
+            a.precision.unwrap_or_default(),
+        );
     }
-    let depths = if a.memory_depths.is_empty() {
-        Workload::memory_depths(a.quick)
-    } else {
-        a.memory_depths.clone()
-    };
-    let threads = rayon::current_num_threads();
-    eprintln!(
-        "workload: pre, post, deepnorm x {} networks; relu-mlp (ratio {}), d = {}, n = {}, L = {}; {}; {threads} threads",
-        w.samples,
-        bench::RATIO,
-        w.width,
-        w.tokens,
-        w.depth,
-        precisions
-            .iter()
-            .map(|p| p.name())
-            .collect::<Vec<_>>()
-            .join(" and ")
-    );
-    let gf = w.flops() / 1e9;
-    let gemm_seconds = if a.quick { 0.2 } else { 2.0 };
-    for &p in &precisions {
-        let name = p.name();
-        let target = match p {
-            Precision::F64 => bench::TARGET_F64_VS_TORCH,
-            Precision::F32 => bench::TARGET_F32_VS_TORCH,
-        };
-        println!("== {name} ==");
-        let g = bench::gemm_rates(w, threads, p, gemm_seconds);
-        let (best_name, best) = g.best();
-        println!(
-            "gemm rate ({name}, {threads} threads, one product stream per thread): matrixmultiply {:.1} GFLOP/s, faer {:.1} GFLOP/s, better: {best_name} {best:.1} GFLOP/s (normscope's {name} products use {})",
-            g.matrixmultiply,
-            g.faer,
-            bench::engine_kernel(p)
-        );
-        let run = bench::normscope_seconds(w, p)?;
-        let ours = run.seconds;
-        let rate = run.pass_rate(threads);
-        let share = rate / best;
-        println!(
-            "normscope ({name}, --memory auto: {}): {ours:.2} s, {:.1} nominal GFLOP/s; its products ran {:.1} GFLOP of {:.1} nominal, {:.0}% of the wall time, at {:.1} GFLOP/s",
-            run.memory,
-            gf / ours,
-            run.flops / 1e9,
-            gf,
-            100.0 * run.product_share(threads),
-            run.product_rate(threads)
-        );
-        println!(
-            "normscope's forward and backward passes ({name}, the GEMM-dominated phases, weight drawing excluded): {rate:.1} GFLOP/s, {:.0}% of the better GEMM rate (target >= {:.0}%: {})",
-            100.0 * share,
-            100.0 * bench::TARGET_GEMM_SHARE,
-            bench::verdict(share >= bench::TARGET_GEMM_SHARE)
-        );
-        if a.no_torch {
-            println!(
-                "ratio pytorch / normscope ({name}): not measured (--no-torch) (target >= {target:.1}x)"
-            );
-        } else {
-            let (theirs, version) = bench::torch_seconds(&a.python, &a.script, w, threads, p)?;
-            println!(
-                "pytorch {version} ({name}, eager, autograd): {theirs:.2} s, {:.1} GFLOP/s",
-                gf / theirs
-            );
-            let ratio = theirs / ours;
-            println!(
-                "ratio pytorch / normscope ({name}): {ratio:.2}x (target >= {target:.1}x: {})",
-                bench::verdict(ratio >= target)
-            );
-        }
-        println!(
-            "peak memory of one streamed network (--memory streamed; {name}; post, relu-mlp r = {}, d = {}, n = {}; 1 thread) against {} (d^2 r + L d n) bytes:",
-            bench::RATIO,
-            w.width,
-            w.tokens,
-            bench::TARGET_MEMORY_BYTES
-        );
-        for &depth in &depths {
-            let formula =
-                |b| bench::memory_formula_bytes(w.width, w.tokens, depth, bench::RATIO, b);
-            let bound = formula(bench::TARGET_MEMORY_BYTES);
-            match bench::memory_peak(w, a.quick, depth, p)? {
-                Memory::Measured(peak) => {
-                    let ratio = peak / bound;
-                    let own = if p.bytes() == bench::TARGET_MEMORY_BYTES {
-                        String::new()
-                    } else {
-                        let b = p.bytes();
-                        format!(
-                            "; against {b} (d^2 r + L d n) = {}, {:.2}x",
-                            bench::size(formula(b)),
-                            peak / formula(b)
-                        )
-                    };
-                    println!(
-                        "  memory L = {depth} ({name}): peak {}, formula {}, ratio {ratio:.2}x (target <= {:.1}x: {}){own}",
-                        bench::size(peak),
-                        bench::size(bound),
-                        bench::TARGET_MEMORY_FACTOR,
-                        bench::verdict(ratio <= bench::TARGET_MEMORY_FACTOR)
-                    );
-                }
-                Memory::Skipped(why) => println!(
-                    "  memory L = {depth} ({name}): {why}; formula {} (target <= {:.1}x)",
-                    bench::size(bound),
-                    bench::TARGET_MEMORY_FACTOR
-                ),
-            }
-        }
+    if a.all {
+        bench_train::check(a)?;
+    }
+    let mut outcomes = bench::monte_carlo(a)?;
+    if a.all {
+        outcomes.extend(bench_train::bench(a)?);
+        bench_summary::print(&outcomes, a.quick);
     }
     Ok(())
 }

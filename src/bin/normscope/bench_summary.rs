@@ -1,0 +1,98 @@
+//! `normscope bench --all`: every performance target (issue 15) measured in one run (the Monte Carlo
+//! workload of [`crate::bench`], then the training workload of [`crate::bench_train`]) and
+//! listed at the end, one line each, with the measured value, the threshold from its named
+//! constant and the verdict. The measuring functions return an [`Outcome`] per target as they
+//! print their own lines; this module only collects and lists them.
+
+/// One target's result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// What is measured, e.g. `pytorch / normscope (f64)`.
+    pub what: String,
+    /// The target as printed, e.g. `>= 3.0x`.
+    pub target: String,
+    /// The measured value as printed, or why it was not measured.
+    pub measured: String,
+    /// `Some(met)` when measured, `None` when not (`--no-torch`, a memory probe skipped).
+    pub met: Option<bool>,
+}
+
+impl Outcome {
+    /// A measured target.
+    pub fn measured(what: String, target: String, measured: String, met: bool) -> Outcome {
+        Outcome {
+            what,
+            target,
+            measured,
+            met: Some(met),
+        }
+    }
+
+    /// A target this run did not measure, and why.
+    pub fn not_measured(what: String, target: String, why: &str) -> Outcome {
+        Outcome {
+            what,
+            target,
+            measured: why.to_string(),
+            met: None,
+        }
+    }
+
+    /// `what (target T): value, verdict`.
+    pub fn line(&self) -> String {
+        let verdict = match self.met {
+            Some(m) => crate::bench::verdict(m),
+            None => "not measured",
+        };
+        format!(
+            "{} (target {}): {}, {verdict}",
+            self.what, self.target, self.measured
+        )
+    }
+}
+
+/// The closing count: `N of M targets met` with how many were not met and not measured.
+pub fn tally(outcomes: &[Outcome]) -> String {
+    let count = |m: Option<bool>| outcomes.iter().filter(|o| o.met == m).count();
+    format!(
+        "{} of {} targets met, {} not met, {} not measured",
+        count(Some(true)),
+        outcomes.len(),
+        count(Some(false)),
+        count(None)
+    )
+}
+
+/// Prints the summary block: a heading, one [`Outcome::line`] per target, the [`tally`], and
+/// with `quick` a reminder that the targets are set for the reference sizes.
+pub fn print(outcomes: &[Outcome], quick: bool) {
+    println!("== summary: the performance targets, measured in this run ==");
+    for o in outcomes {
+        println!("{}", o.line());
+    }
+    println!("{}", tally(outcomes));
+    if quick {
+        println!("{QUICK_NOTE}");
+    }
+}
+
+/// Printed after a `--quick` summary.
+pub const QUICK_NOTE: &str = "--quick: smoke-test sizes; the targets are set for the reference workloads, so these verdicts say nothing about them";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_and_tally_say_what_was_met_missed_and_not_measured() {
+        let o = vec![
+            Outcome::measured("a".into(), ">= 2.0x".into(), "2.50x".into(), true),
+            Outcome::measured("b".into(), ">= 80%".into(), "70%".into(), false),
+            Outcome::not_measured("c".into(), ">= 3.0x".into(), "--no-torch"),
+        ];
+        assert_eq!(o[0].line(), "a (target >= 2.0x): 2.50x, met");
+        assert_eq!(o[1].line(), "b (target >= 80%): 70%, not met");
+        assert_eq!(o[2].line(), "c (target >= 3.0x): --no-torch, not measured");
+        assert_eq!(tally(&o), "1 of 3 targets met, 1 not met, 1 not measured");
+    }
+}
