@@ -242,6 +242,7 @@ pub fn fine_tune(
     let options = run::Options {
         frozen: if frozen { Some(&f) } else { None },
         snapshots: &[],
+        batches: None,
     };
     run::train(
         cfg,

@@ -33,6 +33,7 @@ use crate::output::figure::{LinePlot, Series};
 use crate::output::latex::{Cell as Tex, Table, plain};
 use crate::output::table::column;
 use crate::stats::{bootstrap, fisher, holm, ols};
+use crate::train::batch_cache::BatchCache;
 use crate::train::config::RawTrain;
 use crate::train::model::TrainModel;
 use crate::train::run::{self, views};
@@ -267,12 +268,14 @@ fn early_runs(c: &Config, cells: &[Cell]) -> Result<Vec<Early>> {
         .iter()
         .flat_map(|cl| c.train_seeds().into_iter().map(move |s| (cl, s)))
         .collect();
+    let batches = BatchCache::new();
     jobs.par_iter()
         .map(|(cl, seed)| {
             let base = &bases[usize::from(cl.optimizer == "sgd")];
             let options = run::Options {
                 frozen: None,
                 snapshots: &snaps,
+                batches: Some(&batches),
             };
             let t = sweep::train_one(base, task.as_ref(), &eval, cl, *seed, &options)?;
             let out = |m: &TrainModel| m.forward(views(probe).0).output;

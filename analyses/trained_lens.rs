@@ -36,6 +36,7 @@ use crate::output::figure::{LinePlot, Series};
 use crate::output::latex::plain as sig;
 use crate::output::table::column;
 use crate::stats::bootstrap;
+use crate::train::batch_cache::BatchCache;
 use crate::train::config::RawTrain;
 use crate::train::run::{Options, views};
 use crate::train::sweep::{self, Cell};
@@ -241,10 +242,12 @@ fn measure_all(c: &Config, out: &mut Out) -> Result<Vec<Point>> {
         .collect();
     // A unit (see [`super::shard`]) is one (preset, seed): its training run and the
     // measurements at its snapshots, each quantity by its index in [`QUANTITIES`].
+    let batches = BatchCache::new();
     let measure = |&(p, seed): &(&String, u64)| -> Result<Vec<Stored>> {
         let options = Options {
             frozen: None,
             snapshots: &c.snapshots,
+            batches: Some(&batches),
         };
         let t = sweep::train_one(&base, task.as_ref(), &eval, &c.cell(p), seed, &options)?;
         let mut out = Vec::new();

@@ -104,3 +104,54 @@ fn bisection_brackets_the_stability_boundary() {
     let m = sweep::bisect(&b, &[above], 2, &()).unwrap();
     assert_eq!(m[0].censored, Censor::Below);
 }
+
+/// `run::run` and `sweep::run_jobs` share one `BatchCache` between their runs: each run's log
+/// is the log of that run trained alone (its own stream, no cache), bit for bit, on the
+/// teacher-lm task (whose batches the cache is for) and on regression.
+#[test]
+fn shared_batches_change_no_bit() {
+    use normscope::train::{run, task};
+    for kind in [TaskKind::TeacherLm, TaskKind::Regression] {
+        let raw = RawTrain {
+            presets: "pre,post".into(),
+            seeds: "0,1".into(),
+            steps: 12,
+            eval_every: 6,
+            log_every: 1,
+            task: TaskConfig {
+                kind,
+                seq: 6,
+                ..TaskConfig::default()
+            },
+            ..base()
+        };
+        let cfg = raw.check().unwrap();
+        let shared = run::run(&cfg, &()).unwrap();
+        let t = task::build(&cfg.task).unwrap();
+        let mut er = run::eval_rng(cfg.task.teacher_seed);
+        let eval: Vec<_> = (0..cfg.eval_batches)
+            .map(|_| t.batch(&mut er, cfg.batch))
+            .collect();
+        let mut alone = Vec::new();
+        for p in ["pre", "post"] {
+            for s in [0, 1] {
+                alone.extend(run::run_one(&cfg, t.as_ref(), (p, s), &eval, None, &()).unwrap());
+            }
+        }
+        assert_eq!(shared.len(), alone.len(), "{kind:?}");
+        for (a, b) in shared.iter().zip(&alone) {
+            assert_eq!(a.value.to_bits(), b.value.to_bits(), "{kind:?} {a:?} {b:?}");
+            assert_eq!((a.step, a.metric), (b.step, b.metric));
+        }
+        // A sweep over the same runs gives the same final losses as each run alone.
+        let cells = [cell("pre", 1e-3), cell("post", 1e-3)];
+        let jobs: Vec<(&Cell, u64)> = cells.iter().flat_map(|c| [(c, 0), (c, 1)]).collect();
+        let swept = sweep::run_jobs(&raw, &jobs, &()).unwrap();
+        for (o, (c, s)) in swept.iter().zip(&jobs) {
+            let (task, eval) = sweep::task_and_eval(&raw).unwrap();
+            let one = sweep::train_one(&raw, task.as_ref(), &eval, c, *s, &Default::default());
+            let one = sweep::Outcome::new((*c).clone(), *s, &one.unwrap());
+            assert_eq!(o.final_loss.to_bits(), one.final_loss.to_bits(), "{kind:?}");
+        }
+    }
+}

@@ -26,6 +26,7 @@
 //! request whose precision is not f64 ([`run::check_f64`]) instead of computing it in f64.
 
 pub mod ablation;
+pub mod batch_cache;
 pub mod config;
 pub mod diagnostics;
 pub mod dump;

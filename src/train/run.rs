@@ -34,6 +34,7 @@
 //! ([`Typed`]), and every logged value is accumulated in f64. The same seed in f64 and f32
 //! sees the same batches and starts from the same draws (rounded), so the two are paired.
 
+use super::batch_cache::{self, BatchCache};
 use super::config::TrainConfig;
 use super::diagnostics;
 use super::init;
@@ -279,41 +280,30 @@ pub fn start_as<T: Real>(
 }
 
 /// Trains one preset from one seed, from its initial model ([`start_as`]), in the float type
-/// of `cfg.mc.precision`.
+/// of `cfg.mc.precision`, taking its batches through `batches` when given.
 pub fn run_one(
     cfg: &TrainConfig,
     task: &dyn Task,
-    preset: &str,
-    seed: u64,
+    (preset, seed): (&str, u64),
     eval_set: &[Batch],
+    batches: Option<&BatchCache>,
     progress: &dyn Progress,
 ) -> crate::Result<Vec<Record>> {
-    match cfg.mc.precision {
-        Precision::F64 => run_one_as::<f64>(cfg, task, preset, seed, eval_set, progress),
-        Precision::F32 => run_one_as::<f32>(cfg, task, preset, seed, eval_set, progress),
-    }
-}
-
-fn run_one_as<T: Real>(
-    cfg: &TrainConfig,
-    task: &dyn Task,
-    preset: &str,
-    seed: u64,
-    eval_set: &[Batch],
-    progress: &dyn Progress,
-) -> crate::Result<Vec<Record>> {
-    let begin = start_as::<T>(cfg, task, preset, seed)?;
-    Ok(train(
-        cfg,
-        task,
-        preset,
-        seed,
-        begin,
-        eval_set,
-        &Options::default(),
-        progress,
-    )
-    .records)
+    let options = Options {
+        batches,
+        ..Options::default()
+    };
+    let records = match cfg.mc.precision {
+        Precision::F64 => {
+            let begin = start_as::<f64>(cfg, task, preset, seed)?;
+            train(cfg, task, preset, seed, begin, eval_set, &options, progress).records
+        }
+        Precision::F32 => {
+            let begin = start_as::<f32>(cfg, task, preset, seed)?;
+            train(cfg, task, preset, seed, begin, eval_set, &options, progress).records
+        }
+    };
+    Ok(records)
 }
 
 /// What [`train`] does besides the loop of `cfg`: which parameters it keeps fixed, and at which
@@ -324,6 +314,9 @@ pub struct Options<'a> {
     pub frozen: Option<&'a (dyn Fn(&ParamInfo) -> bool + Sync)>,
     /// Updates after which a copy of the model is kept (0 = the starting model).
     pub snapshots: &'a [u64],
+    /// Batches shared with the other runs of the request ([`BatchCache`]; the same batches
+    /// either way).
+    pub batches: Option<&'a BatchCache>,
 }
 
 /// A finished run: the final model (as it was when the run stopped), its log, and the copies
@@ -412,7 +405,11 @@ pub fn train<T: Real>(
     let mut diverged_at = None;
     for s in 1..=cfg.schedule.steps {
         if s > 1 {
-            batch = task.batch(&mut data, cfg.batch);
+            batch = batch_cache::draw(options.batches, task, &mut data, cfg.batch);
+        }
+        if let Some(c) = options.batches.filter(|_| s < cfg.schedule.steps) {
+            // The next batch, drawn now unless another run of this stream has claimed it.
+            c.prefetch(task, &data, cfg.batch);
         }
         let typed = Typed::<T>::new(&batch);
         let (input, target) = typed.views();
@@ -581,9 +578,11 @@ pub fn run(cfg: &TrainConfig, progress: &(dyn Progress + Sync)) -> crate::Result
         .iter()
         .flat_map(|p| cfg.seeds.iter().map(move |s| (p.as_str(), *s)))
         .collect();
+    // Runs of one seed draw the same batches: drawn once, by whichever run gets there first.
+    let batches = BatchCache::new();
     let parts: Vec<crate::Result<Vec<Record>>> = jobs
         .par_iter()
-        .map(|(p, s)| run_one(cfg, task.as_ref(), p, *s, &eval_set, progress))
+        .map(|&job| run_one(cfg, task.as_ref(), job, &eval_set, Some(&batches), progress))
         .collect();
     let mut out = Vec::new();
     for p in parts {

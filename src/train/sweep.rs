@@ -30,6 +30,7 @@
 //! **Determinism**: runs are independent and reduced in job order, so the outcomes are
 //! byte-identical for any thread count.
 
+use super::batch_cache::BatchCache;
 use super::config::{RawTrain, TrainConfig};
 use super::run::{self, Trained};
 use super::task::{self, Batch, Task};
@@ -211,9 +212,14 @@ pub fn run_jobs(
         c.config(base, *s)?;
     }
     let (task, eval) = task_and_eval(base)?;
+    let batches = BatchCache::new();
+    let options = run::Options {
+        batches: Some(&batches),
+        ..run::Options::default()
+    };
     jobs.par_iter()
         .map(|(c, s)| {
-            let t = train_one(base, task.as_ref(), &eval, c, *s, &run::Options::default())?;
+            let t = train_one(base, task.as_ref(), &eval, c, *s, &options)?;
             progress.tick();
             Ok(Outcome::new((*c).clone(), *s, &t))
         })
@@ -321,6 +327,11 @@ pub fn bisect(
         b.cell.at_lr(b.hi).config(base, b.seed)?;
     }
     let (task, eval) = task_and_eval(base)?;
+    let batches = BatchCache::new();
+    let options = run::Options {
+        batches: Some(&batches),
+        ..run::Options::default()
+    };
     brackets
         .par_iter()
         .map(|b| {
@@ -331,7 +342,7 @@ pub fn bisect(
                     &eval,
                     &b.cell.at_lr(lr),
                     b.seed,
-                    &run::Options::default(),
+                    &options,
                 )?;
                 Ok(!Outcome::new(b.cell.at_lr(lr), b.seed, &t).failed)
             };
