@@ -4,8 +4,9 @@
 //! 8 GFLOP/s against 35 for the blocked kernel at the workload's shape (2048 x 512 x 128, one
 //! core).
 //!
-//! - f64: matrixmultiply's `dgemm`, whose order of additions every table in `data/` was made
-//!   with (a different kernel would move their last bits).
+//! - f64: matrixmultiply's `dgemm` arithmetic, whose order of additions every table in
+//!   `data/` was made with (a different kernel would move their last bits), computed without
+//!   packing on AVX-512 machines ([`super::exact_dgemm`]: the same bits, faster).
 //! - f32: faer's `matmul` (`Par::Seq`). On one core it was 0.97-1.31x matrixmultiply's `sgemm` at
 //!   the Monte Carlo workload's four shapes (the transposed ones gain most: matrixmultiply
 //!   repacks the large weight for every product) and 1.1-2.0x at the training bench's shapes
@@ -21,7 +22,8 @@ use std::time::Instant;
 /// products use the type's blocked kernel (matrixmultiply's `dgemm` for f64, faer's `matmul`
 /// for f32).
 pub trait Real: RealField + Copy + Send + Sync + 'static {
-    /// The library whose GEMM computes this type's products ([`Real::gemm`]).
+    /// The library whose GEMM arithmetic computes this type's products ([`Real::gemm`]; f64:
+    /// matrixmultiply's `dgemm` bits, see [`super::exact_dgemm`]).
     const KERNEL: &'static str;
 
     /// `x` rounded to this type (exact for f64).
@@ -57,7 +59,8 @@ pub trait Real: RealField + Copy + Send + Sync + 'static {
     ) -> f64;
 
     /// `C = A B` for column-major buffers with the given strides (matrixmultiply's contract),
-    /// one thread: f64 through matrixmultiply's `dgemm`, f32 through faer's `matmul`.
+    /// one thread: f64 with matrixmultiply's `dgemm` arithmetic ([`super::exact_dgemm`]), f32
+    /// through faer's `matmul`.
     ///
     /// # Safety
     /// The pointers must address `m x k`, `k x n` and `m x n` matrices with these strides,
@@ -155,8 +158,16 @@ impl Real for f64 {
         rsc: isize,
         csc: isize,
     ) {
+        let p = super::exact_dgemm::Product {
+            m,
+            k,
+            n,
+            a: (a, rsa, csa),
+            b: (b, rsb, csb),
+            c: (c, rsc, csc),
+        };
         // SAFETY: forwarded from the caller's contract.
-        unsafe { matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc) }
+        unsafe { super::exact_dgemm::gemm(&p) }
     }
 }
 

@@ -7,6 +7,7 @@
 //! Matrix products are single-threaded ([`gemm`]: matrixmultiply in f64, faer with `Par::Seq`
 //! in f32), so rayon owns the cores.
 
+pub mod exact_dgemm;
 pub mod gemm;
 pub mod lean_mlp;
 pub mod measure;

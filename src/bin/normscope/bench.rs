@@ -130,12 +130,13 @@ impl GemmRates {
     }
 }
 
-/// The GEMM the engine's products use in `precision` ([`gemm::Real::KERNEL`]).
+/// The GEMM the engine's products use in `precision`: f64 with matrixmultiply's `dgemm`
+/// arithmetic ([`normscope::monte_carlo::exact_dgemm::kernel_name`]), f32 faer's
+/// ([`gemm::Real::KERNEL`]).
 pub fn engine_kernel(precision: Precision) -> &'static str {
-    use gemm::Real;
     match precision {
-        Precision::F64 => <f64 as Real>::KERNEL,
-        Precision::F32 => <f32 as Real>::KERNEL,
+        Precision::F64 => normscope::monte_carlo::exact_dgemm::kernel_name(),
+        Precision::F32 => <f32 as gemm::Real>::KERNEL,
     }
 }
 

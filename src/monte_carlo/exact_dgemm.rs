@@ -1,0 +1,500 @@
+//! f64 products with matrixmultiply's `dgemm` arithmetic, without its packing where the
+//! operands' layout allows, on x86-64 machines with AVX-512.
+//!
+//! matrixmultiply 0.3's `dgemm` (with `alpha = 1`, `beta = 0`, its FMA and AVX-512 kernels)
+//! computes every entry as
+//!
+//! ```text
+//! ab_b = fma(a[i, p_last], b[p_last, j], ... fma(a[i, p_first], b[p_first, j], 0.0) ...)
+//!        over the p of k-block b = [256 b, 256 (b + 1)) in increasing p   (KC = 256)
+//! c[i, j] = ab_0,  then  c[i, j] = c[i, j] + ab_b  for b = 1, 2, ...
+//! ```
+//!
+//! (`dgemm_kernel.rs`: `_mm512_fmadd_pd` over the k-block from zeros, then `alpha ab + beta c`
+//! with `beta = 0` for the first block and 1 after it; `gemm.rs`: the k-blocks of
+//! `range_chunk(k, KC)` in order). The entries' values do not depend on the packing, the tile
+//! shapes or the order in which tiles are visited, so any kernel that forms the same chains
+//! gives the same bits. [`gemm`] forms them in 32 x 6 register tiles (four 8-lane vectors of
+//! rows times six broadcast columns) straight from the operands when `A` and `C` have unit row
+//! stride (`W x`, `g z^T`; or `B` and `C` unit column stride, through `C^T = B^T A^T`), from a
+//! column-major copy of a transposed `A` used by at least [`COPY_MIN_COLUMNS`] columns, and
+//! leaves every other product (thin ones, per-head attention products) to `dgemm`.
+//!
+//! Measured on this project's machine (AMD EPYC, AVX-512; one core; a scratch benchmark against
+//! `dgemm` at the same shapes): 2048 x 512 x 128 117.7 against 88.8 GFLOP/s, 256 x 64 x 512
+//! 123.6 against 103.6, 64 x 256 x 512 125.5 against 91.8.
+//!
+//! [`gemm`] checks once per process that it gives `dgemm`'s bits on a probe product (k-blocks,
+//! ragged tiles, each layout) and calls `dgemm` itself when it does not, or when the machine
+//! has no AVX-512 (tests: `monte_carlo::gemm` and this module's, bit for bit against `dgemm`).
+
+use std::sync::OnceLock;
+
+/// matrixmultiply's `D_KC` for x86-64 (`archparam_defaults.rs`): the length of the k-blocks
+/// whose FMA chains start from zero.
+pub const KC: usize = 256;
+
+/// Rows of a register tile: four 8-lane vectors.
+const MR: usize = 32;
+/// Columns of a register tile (broadcast values).
+const NR: usize = 6;
+/// Columns of `B` from which a transposed `A` is copied into column-major for the unpacked
+/// kernel (below it, and for a thin product, `dgemm` packs as it always does): measured at the
+/// training bench's `W^T g` (64 x 64 x 512) the copy paid (117 against 98 GFLOP/s), at the
+/// Monte Carlo workload's (2048 x 512 x 128) it did not (63 against 98).
+pub const COPY_MIN_COLUMNS: usize = 256;
+
+/// Rows of `A` visited together for one k-block (kept in the level-2 cache across the column
+/// tiles).
+const MC: usize = 128;
+
+/// Whether [`gemm`] uses the unpacked kernel here: AVX-512 present and the probe product
+/// equal to `dgemm`'s bit for bit (checked once).
+pub fn active() -> bool {
+    static ACTIVE: OnceLock<bool> = OnceLock::new();
+    *ACTIVE.get_or_init(|| avx512() && probe_matches())
+}
+
+/// The products' kernel as printed by `normscope bench`.
+pub fn kernel_name() -> &'static str {
+    if active() {
+        "normscope's unpacked AVX-512 kernel with matrixmultiply's dgemm arithmetic"
+    } else {
+        "matrixmultiply"
+    }
+}
+
+fn avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// A product `C = A B` in matrixmultiply's terms: `m x k` times `k x n`, each matrix a pointer
+/// with its row and column strides.
+#[derive(Clone, Copy, Debug)]
+pub struct Product {
+    /// Rows of A and C.
+    pub m: usize,
+    /// Columns of A, rows of B.
+    pub k: usize,
+    /// Columns of B and C.
+    pub n: usize,
+    /// A: pointer, row stride, column stride.
+    pub a: (*const f64, isize, isize),
+    /// B: pointer, row stride, column stride.
+    pub b: (*const f64, isize, isize),
+    /// C: pointer, row stride, column stride.
+    pub c: (*mut f64, isize, isize),
+}
+
+impl Product {
+    /// matrixmultiply's `dgemm` of this product, with `alpha = 1`, `beta = 0`.
+    ///
+    /// # Safety
+    /// As [`gemm`].
+    pub unsafe fn dgemm(&self) {
+        let ((a, rsa, csa), (b, rsb, csb), (c, rsc, csc)) = (self.a, self.b, self.c);
+        // SAFETY: forwarded from the caller's contract.
+        unsafe {
+            matrixmultiply::dgemm(
+                self.m, self.k, self.n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, csc,
+            )
+        }
+    }
+
+    /// This product on the unpacked kernel where its layout allows, else `dgemm`, whatever
+    /// [`active`] says (the probe and the tests call it).
+    ///
+    /// # Safety
+    /// As [`gemm`], with m, k, n positive, no negative stride, on a machine with AVX-512.
+    unsafe fn unpacked(&self) {
+        let (m, k, n) = (self.m, self.k, self.n);
+        let ((a, rsa, csa), (b, rsb, csb), (c, rsc, csc)) = (self.a, self.b, self.c);
+        // SAFETY: the caller's contract; the copy is a new buffer of exactly the size indexed.
+        unsafe {
+            if rsa == 1 && rsc == 1 && m >= MR {
+                return columns(m, k, n, a, csa as usize, b, rsb, csb, c, csc as usize);
+            }
+            if csb == 1 && csc == 1 && n >= MR {
+                // C^T = B^T A^T: B^T has unit row stride, C^T too.
+                return columns(n, k, m, b, rsb as usize, a, csa, rsa, c, rsc as usize);
+            }
+            if rsc == 1 && m >= MR && n >= COPY_MIN_COLUMNS {
+                // A transposed (`W^T g`), used by enough columns to pay for a column-major copy.
+                let mut ac = vec![0.0; m * k];
+                for (p, col) in ac.chunks_exact_mut(m).enumerate() {
+                    for (i, x) in col.iter_mut().enumerate() {
+                        *x = *a.offset(i as isize * rsa + p as isize * csa);
+                    }
+                }
+                return columns(m, k, n, ac.as_ptr(), m, b, rsb, csb, c, csc as usize);
+            }
+            self.dgemm()
+        }
+    }
+}
+
+/// `C = A B` (`m x k` times `k x n`, any strides) with `dgemm`'s bits ([module docs](self)).
+///
+/// # Safety
+/// The pointers must address `m x k`, `k x n` and `m x n` matrices with these strides, `c`
+/// must not alias `a` or `b`, and no two entries of `c` may share an address.
+pub unsafe fn gemm(p: &Product) {
+    let strides = [p.a.1, p.a.2, p.b.1, p.b.2, p.c.1, p.c.2];
+    // SAFETY (both branches): the caller's contract.
+    unsafe {
+        if p.m == 0 || p.n == 0 || p.k == 0 || strides.iter().any(|&s| s < 0) || !active() {
+            p.dgemm()
+        } else {
+            p.unpacked()
+        }
+    }
+}
+
+/// `C = A B` for `A` with unit row stride (column stride `lda`) and `C` with unit row stride
+/// (column stride `ldc`); `B` any strides.
+///
+/// # Safety
+/// As [`gemm`] for these layouts, with m, k, n positive, on a machine with AVX-512.
+#[allow(clippy::too_many_arguments)]
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn columns(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: *const f64,
+    lda: usize,
+    b: *const f64,
+    rsb: isize,
+    csb: isize,
+    c: *mut f64,
+    ldc: usize,
+) {
+    let mut k0 = 0;
+    while k0 < k {
+        let kc = KC.min(k - k0);
+        let mut i1 = 0;
+        while i1 < m {
+            let mc = MC.min(m - i1);
+            let mut j0 = 0;
+            while j0 < n {
+                let nr = NR.min(n - j0);
+                let mut i0 = i1;
+                while i0 < i1 + mc {
+                    let mr = MR.min(i1 + mc - i0);
+                    // SAFETY: the tile's rows i0..i0 + mr < m, columns j0..j0 + nr < n and
+                    // k-block k0..k0 + kc < k lie inside the three matrices.
+                    unsafe {
+                        tile(
+                            Tile { kc, mr, nr },
+                            a.add(i0 + k0 * lda),
+                            lda,
+                            b.offset(k0 as isize * rsb + j0 as isize * csb),
+                            (rsb, csb),
+                            c.add(i0 + j0 * ldc),
+                            ldc,
+                            k0 == 0,
+                        )
+                    };
+                    i0 += MR;
+                }
+                j0 += NR;
+            }
+            i1 += MC;
+        }
+        k0 += KC;
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[allow(clippy::too_many_arguments)]
+unsafe fn columns(
+    _m: usize,
+    _k: usize,
+    _n: usize,
+    _a: *const f64,
+    _lda: usize,
+    _b: *const f64,
+    _rsb: isize,
+    _csb: isize,
+    _c: *mut f64,
+    _ldc: usize,
+) {
+    unreachable!("the unpacked kernel runs only where AVX-512 was detected")
+}
+
+/// A register tile's extent: `kc` terms, `mr <= MR` rows, `nr <= NR` columns.
+#[derive(Clone, Copy)]
+struct Tile {
+    kc: usize,
+    mr: usize,
+    nr: usize,
+}
+
+/// One register tile: `acc[v][j] = fma(a[8v.., p], b[p, j], acc[v][j])` over the k-block from
+/// zeros, then `c = acc` (the first k-block) or `c = c + acc`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+// `acc[v][j]` is a register tile: indices name registers, as in matrixmultiply's kernels.
+#[allow(clippy::needless_range_loop)]
+unsafe fn tile(
+    t: Tile,
+    a: *const f64,
+    lda: usize,
+    b: *const f64,
+    (rsb, csb): (isize, isize),
+    c: *mut f64,
+    ldc: usize,
+    first: bool,
+) {
+    use std::arch::x86_64::*;
+    let mask = |v: usize| -> __mmask8 {
+        let lo = 8 * v;
+        if t.mr >= lo + 8 {
+            0xff
+        } else if t.mr <= lo {
+            0
+        } else {
+            ((1u32 << (t.mr - lo)) - 1) as __mmask8
+        }
+    };
+    let masks = [mask(0), mask(1), mask(2), mask(3)];
+    let mut acc = [[_mm512_setzero_pd(); NR]; 4];
+    // SAFETY: rows beyond mr are masked off (not read, not written); columns beyond nr are
+    // neither read nor written; p < kc.
+    unsafe {
+        if t.mr == MR && t.nr == NR {
+            for p in 0..t.kc {
+                let ap = a.add(p * lda);
+                let av = [
+                    _mm512_loadu_pd(ap),
+                    _mm512_loadu_pd(ap.add(8)),
+                    _mm512_loadu_pd(ap.add(16)),
+                    _mm512_loadu_pd(ap.add(24)),
+                ];
+                let bp = b.offset(p as isize * rsb);
+                for j in 0..NR {
+                    let bv = _mm512_set1_pd(*bp.offset(j as isize * csb));
+                    for v in 0..4 {
+                        acc[v][j] = _mm512_fmadd_pd(av[v], bv, acc[v][j]);
+                    }
+                }
+            }
+        } else {
+            for p in 0..t.kc {
+                let ap = a.add(p * lda);
+                let av = [
+                    _mm512_maskz_loadu_pd(masks[0], ap),
+                    _mm512_maskz_loadu_pd(masks[1], ap.add(8)),
+                    _mm512_maskz_loadu_pd(masks[2], ap.add(16)),
+                    _mm512_maskz_loadu_pd(masks[3], ap.add(24)),
+                ];
+                let bp = b.offset(p as isize * rsb);
+                for j in 0..t.nr {
+                    let bv = _mm512_set1_pd(*bp.offset(j as isize * csb));
+                    for v in 0..4 {
+                        acc[v][j] = _mm512_fmadd_pd(av[v], bv, acc[v][j]);
+                    }
+                }
+            }
+        }
+        for j in 0..t.nr {
+            for (v, rows) in acc.iter().enumerate() {
+                if masks[v] == 0 {
+                    continue;
+                }
+                let sum = rows[j];
+                let cp = c.add(j * ldc + 8 * v);
+                let r = if first {
+                    sum
+                } else {
+                    _mm512_add_pd(_mm512_maskz_loadu_pd(masks[v], cp), sum)
+                };
+                _mm512_mask_storeu_pd(cp, masks[v], r);
+            }
+        }
+    }
+}
+
+/// Values of the probe's and the tests' operands (no structure a kernel could exploit).
+fn probe_value(i: usize, salt: usize) -> f64 {
+    ((i * 7919 + salt * 104_729) as f64 * 0.618_033_988_749_895).sin() * 1.5 + 0.25
+}
+
+/// `(m, k, n)` of the probe products: k over two k-blocks, ragged row and column tiles, and
+/// each of [`gemm`]'s paths (direct, through `C^T`, copying a transposed `A`) in some layout.
+const PROBE: [(usize, usize, usize); 2] = [(37, 2 * KC + 13, 35), (33, 19, COPY_MIN_COLUMNS + 3)];
+
+/// Whether the unpacked kernel gives `dgemm`'s bits on the probe products in every layout.
+fn probe_matches() -> bool {
+    PROBE.iter().all(|&(m, k, n)| {
+        layouts(m, k, n).into_iter().all(|l| {
+            let (x, y) = l.both();
+            x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits())
+        })
+    })
+}
+
+/// One product's operands in one layout: A as `m x k` (column-major or transposed storage),
+/// B as `k x n`, C column-major or row-major.
+struct Layout {
+    /// m, k, n.
+    dims: (usize, usize, usize),
+    /// A's values and strides.
+    a: (Vec<f64>, isize, isize),
+    /// B's values and strides.
+    b: (Vec<f64>, isize, isize),
+    /// C's strides (C has m n entries).
+    c: (isize, isize),
+}
+
+impl Layout {
+    /// `(dgemm's C, the unpacked kernel's C)`, each as stored.
+    ///
+    /// # Panics
+    /// On a machine without AVX-512 (the unpacked kernel cannot run).
+    fn both(&self) -> (Vec<f64>, Vec<f64>) {
+        assert!(avx512(), "the unpacked kernel needs AVX-512");
+        let (m, k, n) = self.dims;
+        let (mut x, mut y) = (vec![f64::NAN; m * n], vec![f64::NAN; m * n]);
+        let product = |c: &mut Vec<f64>| Product {
+            m,
+            k,
+            n,
+            a: (self.a.0.as_ptr(), self.a.1, self.a.2),
+            b: (self.b.0.as_ptr(), self.b.1, self.b.2),
+            c: (c.as_mut_ptr(), self.c.0, self.c.1),
+        };
+        // SAFETY: the layouts' buffers hold exactly m k, k n and m n entries with these
+        // strides, and x, y are new buffers.
+        unsafe {
+            product(&mut x).dgemm();
+            product(&mut y).unpacked();
+        }
+        (x, y)
+    }
+}
+
+/// Every layout [`gemm`] treats differently, for an `m x k` times `k x n` product: A column-
+/// major or transposed, B column-major or row-major, C column-major or row-major.
+fn layouts(m: usize, k: usize, n: usize) -> Vec<Layout> {
+    let (mi, ki, ni) = (m as isize, k as isize, n as isize);
+    let a: Vec<f64> = (0..m * k).map(|i| probe_value(i, 1)).collect();
+    let b: Vec<f64> = (0..k * n).map(|i| probe_value(i, 2)).collect();
+    let mut out = Vec::new();
+    for a_cols in [true, false] {
+        for b_cols in [true, false] {
+            for c_cols in [true, false] {
+                out.push(Layout {
+                    dims: (m, k, n),
+                    a: (
+                        a.clone(),
+                        if a_cols { 1 } else { ki },
+                        if a_cols { mi } else { 1 },
+                    ),
+                    b: (
+                        b.clone(),
+                        if b_cols { 1 } else { ni },
+                        if b_cols { ki } else { 1 },
+                    ),
+                    c: if c_cols { (1, mi) } else { (ni, 1) },
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unpacked_gives_dgemms_bits_in_every_layout() {
+        if !avx512() {
+            eprintln!("skipped: no AVX-512 on this machine (the unpacked kernel is not used)");
+            return;
+        }
+        // k of 1, below, at and across the k-block; rows and columns below, at and across the
+        // register tile (32 x 6) and the row block (128).
+        for (m, k, n) in [
+            (1, 1, 1),
+            (3, 5, 2),
+            (32, 16, 6),
+            (33, KC, 7),
+            (64, KC + 1, 13),
+            (129, 2 * KC + 7, 5),
+            (200, 64, 40),
+            (7, 3 * KC, 31),
+            (40, 70, COPY_MIN_COLUMNS),
+            (64, KC + 1, COPY_MIN_COLUMNS + 5),
+        ] {
+            for l in layouts(m, k, n) {
+                let (x, y) = l.both();
+                let same = x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits());
+                assert!(
+                    same,
+                    "{m}x{k}x{n} strides {:?} {:?} {:?}",
+                    (l.a.1, l.a.2),
+                    (l.b.1, l.b.2),
+                    l.c
+                );
+            }
+        }
+        assert!(active(), "the probe passes where the tests do");
+    }
+
+    #[test]
+    fn a_k_block_sum_is_not_one_chain() {
+        // The bits depend on KC: a chain over all of k (no restart) differs somewhere, so the
+        // test above would catch a wrong block length.
+        if !avx512() {
+            eprintln!("skipped: no AVX-512 on this machine");
+            return;
+        }
+        let (m, k, n) = (16, 3 * KC, 4);
+        let l = &layouts(m, k, n)[0];
+        let (x, _) = l.both();
+        let one_chain: Vec<f64> = (0..m * n)
+            .map(|e| {
+                let (i, j) = (e % m, e / m);
+                (0..k).fold(0.0, |acc, p| {
+                    l.a.0[i + p * m].mul_add(l.b.0[p + j * k], acc)
+                })
+            })
+            .collect();
+        assert!(
+            x.iter()
+                .zip(&one_chain)
+                .any(|(p, q)| p.to_bits() != q.to_bits())
+        );
+        // and the blocked chains, written out, are dgemm's.
+        let blocked: Vec<f64> = (0..m * n)
+            .map(|e| {
+                let (i, j) = (e % m, e / m);
+                let mut c = 0.0;
+                for (bi, start) in (0..k).step_by(KC).enumerate() {
+                    let ab = (start..(start + KC).min(k)).fold(0.0, |acc, p| {
+                        l.a.0[i + p * m].mul_add(l.b.0[p + j * k], acc)
+                    });
+                    c = if bi == 0 { ab } else { c + ab };
+                }
+                c
+            })
+            .collect();
+        assert!(
+            x.iter()
+                .zip(&blocked)
+                .all(|(p, q)| p.to_bits() == q.to_bits())
+        );
+    }
+}
