@@ -268,14 +268,14 @@ fn early_runs(c: &Config, cells: &[Cell]) -> Result<Vec<Early>> {
         .iter()
         .flat_map(|cl| c.train_seeds().into_iter().map(move |s| (cl, s)))
         .collect();
-    let batches = BatchCache::new();
+    let batches = BatchCache::for_runs(task.as_ref(), jobs.len());
     jobs.par_iter()
         .map(|(cl, seed)| {
             let base = &bases[usize::from(cl.optimizer == "sgd")];
             let options = run::Options {
                 frozen: None,
                 snapshots: &snaps,
-                batches: Some(&batches),
+                batches: batches.as_ref(),
             };
             let t = sweep::train_one(base, task.as_ref(), &eval, cl, *seed, &options)?;
             let out = |m: &TrainModel| m.forward(views(probe).0).output;

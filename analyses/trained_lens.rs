@@ -242,12 +242,12 @@ fn measure_all(c: &Config, out: &mut Out) -> Result<Vec<Point>> {
         .collect();
     // A unit (see [`super::shard`]) is one (preset, seed): its training run and the
     // measurements at its snapshots, each quantity by its index in [`QUANTITIES`].
-    let batches = BatchCache::new();
+    let batches = BatchCache::for_runs(task.as_ref(), jobs.len());
     let measure = |&(p, seed): &(&String, u64)| -> Result<Vec<Stored>> {
         let options = Options {
             frozen: None,
             snapshots: &c.snapshots,
-            batches: Some(&batches),
+            batches: batches.as_ref(),
         };
         let t = sweep::train_one(&base, task.as_ref(), &eval, &c.cell(p), seed, &options)?;
         let mut out = Vec::new();

@@ -153,7 +153,15 @@ fn all_measures_every_target_and_lists_them() {
         }
     }
     assert!(lines[8].contains(" of 8 targets met, "), "{summary}");
-    assert!(lines[8].ends_with(", 4 not measured"), "{summary}");
+    // Both PyTorch ratios and both training ratios at least (--no-torch); a memory probe may
+    // also be skipped where the OS or the free memory does not allow it.
+    let not_measured: usize = lines[8]
+        .rsplit(", ")
+        .next()
+        .and_then(|t| t.strip_suffix(" not measured"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of targets not measured: {summary}"));
+    assert!(not_measured >= 4, "{summary}");
     assert!(
         lines[9].starts_with("--quick: smoke-test sizes"),
         "{summary}"

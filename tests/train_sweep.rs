@@ -105,9 +105,9 @@ fn bisection_brackets_the_stability_boundary() {
     assert_eq!(m[0].censored, Censor::Below);
 }
 
-/// `run::run` and `sweep::run_jobs` share one `BatchCache` between their runs: each run's log
-/// is the log of that run trained alone (its own stream, no cache), bit for bit, on the
-/// teacher-lm task (whose batches the cache is for) and on regression.
+/// `run::run` and `sweep::run_jobs` share one `BatchCache` between their teacher-lm runs: each
+/// run's log is the log of that run trained alone (its own stream, no cache), bit for bit;
+/// regression (no cache) likewise.
 #[test]
 fn shared_batches_change_no_bit() {
     use normscope::train::{run, task};

@@ -1,32 +1,43 @@
 //! f64 products with matrixmultiply's `dgemm` arithmetic, without its packing where the
 //! operands' layout allows, on x86-64 machines with AVX-512.
 //!
-//! matrixmultiply 0.3's `dgemm` (with `alpha = 1`, `beta = 0`, its FMA and AVX-512 kernels)
-//! computes every entry as
+//! matrixmultiply 0.3.11's `dgemm` (pinned in `Cargo.toml`), with `alpha = 1`, `beta = 0`, on
+//! an AVX-512 machine (its `kernel_target_avx512`), computes every entry as
 //!
 //! ```text
 //! ab_b = fma(a[i, p_last], b[p_last, j], ... fma(a[i, p_first], b[p_first, j], 0.0) ...)
 //!        over the p of k-block b = [256 b, 256 (b + 1)) in increasing p   (KC = 256)
-//! c[i, j] = ab_0,  then  c[i, j] = c[i, j] + ab_b  for b = 1, 2, ...
+//! c[i, j] = 1 * ab_0,  then  c[i, j] = fma(1, ab_b, 1 * c[i, j]) = c[i, j] + ab_b  for b >= 1
 //! ```
 //!
-//! (`dgemm_kernel.rs`: `_mm512_fmadd_pd` over the k-block from zeros, then `alpha ab + beta c`
-//! with `beta = 0` for the first block and 1 after it; `gemm.rs`: the k-blocks of
-//! `range_chunk(k, KC)` in order). The entries' values do not depend on the packing, the tile
-//! shapes or the order in which tiles are visited, so any kernel that forms the same chains
-//! gives the same bits. [`gemm`] forms them in 32 x 6 register tiles (four 8-lane vectors of
-//! rows times six broadcast columns) straight from the operands when `A` and `C` have unit row
-//! stride (`W x`, `g z^T`; or `B` and `C` unit column stride, through `C^T = B^T A^T`), from a
-//! column-major copy of a transposed `A` used by at least [`COPY_MIN_COLUMNS`] columns, and
-//! leaves every other product (thin ones, per-head attention products) to `dgemm`.
+//! (`dgemm_kernel.rs`: `_mm512_fmadd_pd` over the k-block from zeros, then `alpha ab` when
+//! `beta = 0` and `fma(alpha, ab, beta c)` after the first block; `gemm.rs`: the k-blocks of
+//! `range_chunk(k, KC)` in order, and edge tiles through the same kernel then
+//! `c = c beta + ab`). The entries' values do not depend on the packing, the tile shapes or
+//! the order in which tiles are visited, so any kernel that forms the same chains gives the
+//! same bits, signed zeros included. (Its FMA kernel, used on machines without AVX-512, ends
+//! with `fma(alpha, ab, 0)`, which turns -0 into +0: this kernel runs only where
+//! matrixmultiply uses its AVX-512 one.) NaN payloads are not promised (the engines write no
+//! non-finite result).
 //!
-//! Measured on this project's machine (AMD EPYC, AVX-512; one core; a scratch benchmark against
-//! `dgemm` at the same shapes): 2048 x 512 x 128 117.7 against 88.8 GFLOP/s, 256 x 64 x 512
-//! 123.6 against 103.6, 64 x 256 x 512 125.5 against 91.8.
+//! [`gemm`] forms the chains in 32 x 6 register tiles (four 8-lane vectors of rows times six
+//! broadcast columns) straight from the operands when `A` and `C` have unit row stride
+//! (`W x`, `g z^T`; or `B` and `C` unit column stride, through `C^T = B^T A^T`) and the
+//! vectorized dimension has at least 32 entries, from a column-major copy of a transposed `A`
+//! used by at least [`COPY_MIN_COLUMNS`] columns, and leaves every other product to `dgemm`
+//! (thin products, e.g. per-head attention products while a head has fewer than 32 rows).
 //!
-//! [`gemm`] checks once per process that it gives `dgemm`'s bits on a probe product (k-blocks,
-//! ragged tiles, each layout) and calls `dgemm` itself when it does not, or when the machine
-//! has no AVX-512 (tests: `monte_carlo::gemm` and this module's, bit for bit against `dgemm`).
+//! Measured on this project's machine (AMD EPYC, AVX-512; one core; a scratch benchmark
+//! against `dgemm` at the same shapes, two runs): 2048 x 512 x 128 (`W1 x` of the Monte Carlo
+//! workload) 105-113 against 87-88 GFLOP/s; 512 x 2048 x 128 114-119 against 93-97;
+//! 512 x 128 x 2048 112-119 against 102-106; the training bench's shapes 113-126 against
+//! 92-108; transposed `W^T g` of the Monte Carlo workload and per-head products equal (left
+//! to `dgemm`).
+//!
+//! [`gemm`] checks once per process that it gives `dgemm`'s bits on probe products (k-blocks,
+//! ragged tiles, every path and layout, zeros of both signs, underflowing products and
+//! infinities) and calls `dgemm` itself when it does not, or when the machine has no AVX-512
+//! (tests: this module's, bit for bit against `dgemm`).
 
 use std::sync::OnceLock;
 
@@ -269,8 +280,10 @@ unsafe fn tile(
     };
     let masks = [mask(0), mask(1), mask(2), mask(3)];
     let mut acc = [[_mm512_setzero_pd(); NR]; 4];
-    // SAFETY: rows beyond mr are masked off (not read, not written); columns beyond nr are
-    // neither read nor written; p < kc.
+    // SAFETY: a vector with rows of the tile starts at one of them (row 8v < mr) and its rows
+    // beyond mr are masked off (not read, not written); vectors without rows are not touched
+    // and no pointer to them is formed; columns beyond nr are neither read nor written;
+    // p < kc.
     unsafe {
         if t.mr == MR && t.nr == NR {
             for p in 0..t.kc {
@@ -290,18 +303,18 @@ unsafe fn tile(
                 }
             }
         } else {
+            // Only the vectors that hold rows of the tile: no pointer past them is formed.
+            let vectors = t.mr.div_ceil(8);
             for p in 0..t.kc {
                 let ap = a.add(p * lda);
-                let av = [
-                    _mm512_maskz_loadu_pd(masks[0], ap),
-                    _mm512_maskz_loadu_pd(masks[1], ap.add(8)),
-                    _mm512_maskz_loadu_pd(masks[2], ap.add(16)),
-                    _mm512_maskz_loadu_pd(masks[3], ap.add(24)),
-                ];
+                let mut av = [_mm512_setzero_pd(); 4];
+                for v in 0..vectors {
+                    av[v] = _mm512_maskz_loadu_pd(masks[v], ap.add(8 * v));
+                }
                 let bp = b.offset(p as isize * rsb);
                 for j in 0..t.nr {
                     let bv = _mm512_set1_pd(*bp.offset(j as isize * csb));
-                    for v in 0..4 {
+                    for v in 0..vectors {
                         acc[v][j] = _mm512_fmadd_pd(av[v], bv, acc[v][j]);
                     }
                 }
@@ -325,9 +338,18 @@ unsafe fn tile(
     }
 }
 
-/// Values of the probe's and the tests' operands (no structure a kernel could exploit).
-fn probe_value(i: usize, salt: usize) -> f64 {
-    ((i * 7919 + salt * 104_729) as f64 * 0.618_033_988_749_895).sin() * 1.5 + 0.25
+/// Values of the probe's and the tests' operands: no structure a kernel could exploit, with
+/// zeros of both signs, values whose products underflow (to subnormals and to signed zeros)
+/// and, unless `finite`, infinities (whose products give infinities and NaNs).
+fn probe_value(i: usize, salt: usize, finite: bool) -> f64 {
+    let x = ((i * 7919 + salt * 104_729) as f64 * 0.618_033_988_749_895).sin() * 1.5 + 0.25;
+    match (i * 31 + salt) % 97 {
+        0 => 0.0,
+        1 => -0.0,
+        2 => x * 1e-160,
+        3 if !finite => f64::INFINITY,
+        _ => x,
+    }
 }
 
 /// `(m, k, n)` of the probe products: k over two k-blocks, ragged row and column tiles, and
@@ -337,10 +359,13 @@ const PROBE: [(usize, usize, usize); 2] = [(37, 2 * KC + 13, 35), (33, 19, COPY_
 /// Whether the unpacked kernel gives `dgemm`'s bits on the probe products in every layout.
 fn probe_matches() -> bool {
     PROBE.iter().all(|&(m, k, n)| {
-        layouts(m, k, n).into_iter().all(|l| {
-            let (x, y) = l.both();
-            x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits())
-        })
+        [true, false]
+            .into_iter()
+            .flat_map(|f| layouts(m, k, n, f))
+            .all(|l| {
+                let (x, y) = l.both();
+                x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits())
+            })
     })
 }
 
@@ -385,11 +410,12 @@ impl Layout {
 }
 
 /// Every layout [`gemm`] treats differently, for an `m x k` times `k x n` product: A column-
-/// major or transposed, B column-major or row-major, C column-major or row-major.
-fn layouts(m: usize, k: usize, n: usize) -> Vec<Layout> {
+/// major or transposed, B column-major or row-major, C column-major or row-major; operands
+/// from [`probe_value`].
+fn layouts(m: usize, k: usize, n: usize, finite: bool) -> Vec<Layout> {
     let (mi, ki, ni) = (m as isize, k as isize, n as isize);
-    let a: Vec<f64> = (0..m * k).map(|i| probe_value(i, 1)).collect();
-    let b: Vec<f64> = (0..k * n).map(|i| probe_value(i, 2)).collect();
+    let a: Vec<f64> = (0..m * k).map(|i| probe_value(i, 1, finite)).collect();
+    let b: Vec<f64> = (0..k * n).map(|i| probe_value(i, 2, finite)).collect();
     let mut out = Vec::new();
     for a_cols in [true, false] {
         for b_cols in [true, false] {
@@ -425,7 +451,8 @@ mod tests {
             return;
         }
         // k of 1, below, at and across the k-block; rows and columns below, at and across the
-        // register tile (32 x 6) and the row block (128).
+        // register tile (32 x 6) and the row block (128); finite operands, then with
+        // infinities.
         for (m, k, n) in [
             (1, 1, 1),
             (3, 5, 2),
@@ -438,7 +465,7 @@ mod tests {
             (40, 70, COPY_MIN_COLUMNS),
             (64, KC + 1, COPY_MIN_COLUMNS + 5),
         ] {
-            for l in layouts(m, k, n) {
+            for l in [true, false].into_iter().flat_map(|f| layouts(m, k, n, f)) {
                 let (x, y) = l.both();
                 let same = x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits());
                 assert!(
@@ -462,7 +489,7 @@ mod tests {
             return;
         }
         let (m, k, n) = (16, 3 * KC, 4);
-        let l = &layouts(m, k, n)[0];
+        let l = &layouts(m, k, n, true)[0];
         let (x, _) = l.both();
         let one_chain: Vec<f64> = (0..m * n)
             .map(|e| {

@@ -19,8 +19,8 @@ use std::time::Instant;
 
 /// The float type of the sampled networks: f64 (the default, for exact comparisons) or f32.
 /// Pointwise nonlinearities and statistics go through f64 ([`Real::as_f64`]); matrix
-/// products use the type's blocked kernel (matrixmultiply's `dgemm` for f64, faer's `matmul`
-/// for f32).
+/// products use the type's blocked kernel (matrixmultiply's `dgemm` arithmetic for f64,
+/// [`super::exact_dgemm`]; faer's `matmul` for f32).
 pub trait Real: RealField + Copy + Send + Sync + 'static {
     /// The library whose GEMM arithmetic computes this type's products ([`Real::gemm`]; f64:
     /// matrixmultiply's `dgemm` bits, see [`super::exact_dgemm`]).
@@ -491,7 +491,8 @@ pub fn mul<T: Real, S1: Storage<T, Dyn, Dyn>, S2: Storage<T, Dyn, Dyn>>(
         return c;
     }
     // f64, not zeroed first: matrixmultiply with beta = 0 overwrites C without reading it
-    // ("If beta is zero, then C does not need to be initialized", its `dgemm` docs).
+    // ("If beta is zero, then C does not need to be initialized", its `dgemm` docs), and so
+    // does `exact_dgemm` (its first k-block writes every entry before a later one reads it).
     let mut c: Vec<T> = Vec::with_capacity(ar * bc);
     // SAFETY: c's capacity holds the ar x bc column-major result (strides 1 and ar) and is
     // a new buffer.

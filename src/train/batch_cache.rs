@@ -22,9 +22,16 @@
 //! draws its *next* batch ([`BatchCache::prefetch`]) before its update whenever no run has
 //! claimed it: of two runs in step, the one that found its batch drawn draws the next while
 //! the other updates, and the two share the draws instead of waiting on each other. The cache
-//! holds at most [`BATCH_CACHE_BYTES`] of batches; when full, runs draw for themselves.
+//! holds at most [`BATCH_CACHE_BYTES`] of batches (their values; each kept draw also holds two
+//! stream states and a few words of bookkeeping) and keeps them for the whole request; when
+//! full, runs draw for themselves. A run that stops early (diverged) may have drawn one batch
+//! no run uses. [`BatchCache::for_runs`] makes one only where sharing pays.
+//!
+//! A run waits for a claimed state on a rayon thread. This cannot deadlock because a claim is
+//! held only while `Task::batch` runs, and `Task::batch` runs no rayon work (its contract): a
+//! thread holding a claim never picks up another run's job that could wait for it.
 
-use super::task::{Batch, Task};
+use super::task::{Batch, Task, TaskKind};
 use crate::monte_carlo::rng::Rng;
 use rand::Rng as _;
 use std::collections::HashMap;
@@ -112,6 +119,14 @@ impl BatchCache {
     /// A new, empty cache.
     pub fn new() -> BatchCache {
         BatchCache::default()
+    }
+
+    /// A cache for `runs` runs of `task`, when sharing pays: more than one run, and a task
+    /// whose batches cost more than keeping them (teacher-lm's, a teacher forward per
+    /// position; regression's and the algorithmic tasks' are a few random draws per value,
+    /// no dearer than the cache's lock and copy).
+    pub fn for_runs(task: &dyn Task, runs: usize) -> Option<BatchCache> {
+        (runs > 1 && task.kind() == TaskKind::TeacherLm).then(BatchCache::new)
     }
 
     /// `task.batch(rng, size)`: taken from the cache when a run drew from this state (then
@@ -283,6 +298,18 @@ mod tests {
             .collect();
         assert!(runs.iter().all(|r| *r == plain));
         assert_eq!(cache.len(), 20, "each state kept once");
+    }
+
+    #[test]
+    fn shared_only_between_runs_of_a_dear_task() {
+        let regression = build(&TaskConfig {
+            kind: TaskKind::Regression,
+            ..TaskConfig::default()
+        })
+        .expect("a valid task");
+        assert!(BatchCache::for_runs(teacher().as_ref(), 2).is_some());
+        assert!(BatchCache::for_runs(teacher().as_ref(), 1).is_none());
+        assert!(BatchCache::for_runs(regression.as_ref(), 8).is_none());
     }
 
     #[test]

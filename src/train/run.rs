@@ -579,10 +579,19 @@ pub fn run(cfg: &TrainConfig, progress: &(dyn Progress + Sync)) -> crate::Result
         .flat_map(|p| cfg.seeds.iter().map(move |s| (p.as_str(), *s)))
         .collect();
     // Runs of one seed draw the same batches: drawn once, by whichever run gets there first.
-    let batches = BatchCache::new();
+    let batches = BatchCache::for_runs(task.as_ref(), jobs.len());
     let parts: Vec<crate::Result<Vec<Record>>> = jobs
         .par_iter()
-        .map(|&job| run_one(cfg, task.as_ref(), job, &eval_set, Some(&batches), progress))
+        .map(|&job| {
+            run_one(
+                cfg,
+                task.as_ref(),
+                job,
+                &eval_set,
+                batches.as_ref(),
+                progress,
+            )
+        })
         .collect();
     let mut out = Vec::new();
     for p in parts {

@@ -212,9 +212,9 @@ pub fn run_jobs(
         c.config(base, *s)?;
     }
     let (task, eval) = task_and_eval(base)?;
-    let batches = BatchCache::new();
+    let batches = BatchCache::for_runs(task.as_ref(), jobs.len());
     let options = run::Options {
-        batches: Some(&batches),
+        batches: batches.as_ref(),
         ..run::Options::default()
     };
     jobs.par_iter()
@@ -327,9 +327,10 @@ pub fn bisect(
         b.cell.at_lr(b.hi).config(base, b.seed)?;
     }
     let (task, eval) = task_and_eval(base)?;
-    let batches = BatchCache::new();
+    // A bisection trains each bracket's seed again at every midpoint.
+    let batches = BatchCache::for_runs(task.as_ref(), brackets.len() * (iters as usize + 2));
     let options = run::Options {
-        batches: Some(&batches),
+        batches: batches.as_ref(),
         ..run::Options::default()
     };
     brackets

@@ -418,7 +418,7 @@ pub struct BenchArgs {
     /// compares the medians.
     #[arg(long, default_value_t = crate::bench_train::DEFAULT_REPEATS, value_name = "N")]
     pub repeats: usize,
-    /// The PyTorch training reference script (for --train).
+    /// The PyTorch training reference script (for --train and --all).
     #[arg(long, default_value = "benches/torch_train_reference.py")]
     pub train_script: PathBuf,
     /// Measure sharding instead: finite-width and warmup unsharded, as N shards run one

@@ -174,7 +174,10 @@ pub trait Task: Send + Sync {
     fn io(&self) -> Io;
 
     /// A fresh batch of `size` examples drawn from `rng` (the caller keeps one stream per
-    /// training seed, drawn in update order, so data order is paired across presets).
+    /// training seed, drawn in update order, so data order is paired across presets). A
+    /// function of the state of `rng` and `size` alone, and it runs no parallel (rayon) work:
+    /// [`crate::train::batch_cache`] shares batches between runs on rayon's threads, and a run
+    /// waits there for a batch another run is drawing.
     fn batch(&self, rng: &mut Rng, size: usize) -> Batch;
 
     /// The loss of the Bayes-optimal predictor on this batch (the floor): regression: the noise
