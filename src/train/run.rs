@@ -293,17 +293,23 @@ pub fn run_one(
         batches,
         ..Options::default()
     };
-    let records = match cfg.mc.precision {
-        Precision::F64 => {
-            let begin = start_as::<f64>(cfg, task, preset, seed)?;
-            train(cfg, task, preset, seed, begin, eval_set, &options, progress).records
-        }
-        Precision::F32 => {
-            let begin = start_as::<f32>(cfg, task, preset, seed)?;
-            train(cfg, task, preset, seed, begin, eval_set, &options, progress).records
-        }
-    };
-    Ok(records)
+    let job = (preset, seed);
+    match cfg.mc.precision {
+        Precision::F64 => run_one_as::<f64>(cfg, task, job, eval_set, &options, progress),
+        Precision::F32 => run_one_as::<f32>(cfg, task, job, eval_set, &options, progress),
+    }
+}
+
+fn run_one_as<T: Real>(
+    cfg: &TrainConfig,
+    task: &dyn Task,
+    (preset, seed): (&str, u64),
+    eval_set: &[Batch],
+    options: &Options,
+    progress: &dyn Progress,
+) -> crate::Result<Vec<Record>> {
+    let begin = start_as::<T>(cfg, task, preset, seed)?;
+    Ok(train(cfg, task, preset, seed, begin, eval_set, options, progress).records)
 }
 
 /// What [`train`] does besides the loop of `cfg`: which parameters it keeps fixed, and at which

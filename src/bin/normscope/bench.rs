@@ -1,8 +1,9 @@
 //! `normscope bench`: the reference workload against plain PyTorch, in one run on the same
 //! machine, dtype (f64 and f32) and thread count, next to the machine's GEMM rates
-//! (matrixmultiply and faer, each called directly; the engine uses matrixmultiply in f64 and
-//! faer in f32, [`normscope::monte_carlo::gemm`]) measured in the same run, and the peak
-//! memory of one network against the issue's bound.
+//! (matrixmultiply and faer, each called directly, and in f64 the engine's own kernel,
+//! [`normscope::monte_carlo::exact_dgemm`], where it runs; the engine's f32 products are
+//! faer's, [`normscope::monte_carlo::gemm`]) measured in the same run, and the peak memory of
+//! one network against the issue's bound.
 //!
 //! Workload (issue "Monte Carlo engine"): presets pre, post, deepnorm; ReLU-MLP branch with
 //! hidden ratio 4; d = 512, n = 128 tokens, L = 32 blocks, 8 networks each; forward with
@@ -52,6 +53,20 @@ pub fn size(bytes: f64) -> String {
     } else {
         format!("{:.2} GB", bytes / 1e9)
     }
+}
+
+/// The precisions a bench measures: the one `--precision` names, else both.
+pub fn precisions(only: Option<Precision>) -> Vec<Precision> {
+    only.map_or_else(|| Precision::ALL.to_vec(), |p| vec![p])
+}
+
+/// `f64 and f32`: the precisions' names, as the benches' headers print them.
+pub fn names(precisions: &[Precision]) -> String {
+    precisions
+        .iter()
+        .map(|p| p.name())
+        .collect::<Vec<_>>()
+        .join(" and ")
 }
 
 /// `met` or `not met`.
@@ -564,10 +579,7 @@ pub fn torch_seconds(
 /// PyTorch ratio, the GEMM share, the memory bound at each depth) for `bench --all`'s summary.
 pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
     let w = Workload::of(a.quick);
-    let precisions: Vec<Precision> = match a.precision {
-        Some(p) => vec![p],
-        None => Precision::ALL.to_vec(),
-    };
+    let precisions = precisions(a.precision);
     let mut outcomes = Vec::new();
     let depths = if a.memory_depths.is_empty() {
         Workload::memory_depths(a.quick)
@@ -582,11 +594,7 @@ pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
         w.width,
         w.tokens,
         w.depth,
-        precisions
-            .iter()
-            .map(|p| p.name())
-            .collect::<Vec<_>>()
-            .join(" and ")
+        names(&precisions)
     );
     let gf = w.flops() / 1e9;
     let gemm_seconds = if a.quick { 0.2 } else { 2.0 };

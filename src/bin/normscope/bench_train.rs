@@ -267,10 +267,7 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
         TrainWorkload::REFERENCE
     };
     let threads = rayon::current_num_threads();
-    let precisions: Vec<Precision> = match a.precision {
-        Some(p) => vec![p],
-        None => Precision::ALL.to_vec(),
-    };
+    let precisions = crate::bench::precisions(a.precision);
     eprintln!(
         "workload: {} x seed 0; transformer (attention + ReLU MLP, ratio 4), d = {}, {} heads, L = {}, seq {}, batch {}, teacher-lm (vocab {}); Adam, {} steps each; {}, {threads} threads",
         PRESETS.join(", "),
@@ -281,11 +278,7 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
         w.batch,
         w.vocab,
         w.steps,
-        precisions
-            .iter()
-            .map(|p| p.name())
-            .collect::<Vec<_>>()
-            .join(" and ")
+        crate::bench::names(&precisions)
     );
     if a.no_torch {
         eprintln!(
