@@ -37,14 +37,32 @@ fn quick_bench_prints_every_line_for_both_precisions() {
             ),
             "{p}: {out}"
         );
+        // Three rounds by default (--repeats), each with its rates, then the verdict on the
+        // median of the rounds' shares.
+        for r in 1..=3 {
+            assert!(
+                has(
+                    &out,
+                    &[
+                        &format!("[{r}/3] normscope's forward and backward passes ({p}"),
+                        "GFLOP/s",
+                        "of the better GEMM rate"
+                    ]
+                ),
+                "{p}: {out}"
+            );
+            assert!(
+                has(&out, &[&format!("[{r}/3] gemm rate ({p}"), "better: "]),
+                "{p}: {out}"
+            );
+        }
         assert!(
             has(
                 &out,
                 &[
-                    &format!("normscope's forward and backward passes ({p}"),
-                    "GFLOP/s",
-                    "of the better GEMM rate",
-                    "target >= 80%"
+                    &format!("normscope's passes / better GEMM rate ({p}): median of 3 rounds"),
+                    "(rounds ",
+                    "target >= 80%: "
                 ]
             ),
             "{p}: {out}"
@@ -167,13 +185,48 @@ fn all_measures_every_target_and_lists_them() {
         "{summary}"
     );
 
+    refuses_zero_repeats(&["--all"]);
+}
+
+/// `bench --quick --no-torch --repeats 0` with `args` exits 2 with one line naming the flag
+/// and what it accepts, before anything is timed (nothing on standard output).
+fn refuses_zero_repeats(args: &[&str]) {
     let o = Command::new(env!("CARGO_BIN_EXE_normscope"))
-        .args(["bench", "--all", "--quick", "--no-torch", "--repeats", "0"])
+        .args(["bench", "--quick", "--no-torch", "--repeats", "0"])
+        .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("binary runs");
     assert_eq!(o.status.code(), Some(2));
     assert!(o.stdout.is_empty(), "nothing timed");
     let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--repeats") && err.contains("at least 1"),
+        "{err}"
+    );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn monte_carlo_bench_times_in_rounds_and_refuses_zero_rounds() {
+    // --repeats 1: one round, its share the verdict's.
+    let out = bench(&[
+        "--precision",
+        "f64",
+        "--repeats",
+        "1",
+        "--memory-depths",
+        "2",
+    ]);
+    assert!(has(&out, &["[1/1] gemm rate (f64"]), "{out}");
+    assert!(!out.contains("[2/"), "{out}");
+    assert!(
+        has(
+            &out,
+            &["passes / better GEMM rate (f64): median of 1 rounds"]
+        ),
+        "{out}"
+    );
+    // --repeats 0: refused, nothing timed.
+    refuses_zero_repeats(&[]);
 }

@@ -21,24 +21,29 @@
 //! non-finite result).
 //!
 //! [`gemm`] forms the chains in 32 x 6 register tiles (four 8-lane vectors of rows times six
-//! broadcast columns) straight from the operands when `A` and `C` have unit row stride
-//! (`W x`, `g z^T`; or `B` and `C` unit column stride, through `C^T = B^T A^T`) and the
-//! vectorized dimension has at least 32 entries, from a column-major copy of a transposed `A`
-//! used by at least [`COPY_MIN_COLUMNS`] columns, and leaves every other product to `dgemm`
-//! (thin products, e.g. per-head attention products while a head has fewer than 32 rows).
+//! broadcast columns) with `C` of unit row stride (or, through `C^T = B^T A^T`, `B` and `C` of
+//! unit column stride) and at least 32 rows: straight from `A` when it has unit row stride
+//! (`W x`, `g z^T`), and from blocks of `A` packed into column-major panels when it has unit
+//! column stride (a transposed matrix: `W^T g`, per-head `q^T k`); packing copies values and
+//! leaves the chains as they are. Every other product goes to `dgemm` (fewer than 32 rows,
+//! e.g. per-head `v a^T` while a head has fewer than 32 rows; other layouts).
 //!
 //! Measured on this project's machine (AMD EPYC, AVX-512; one core; a scratch benchmark
-//! against `dgemm` at the same shapes, two runs): 2048 x 512 x 128 (`W1 x` of the Monte Carlo
-//! workload) 105-113 against 87-88 GFLOP/s; 512 x 2048 x 128 114-119 against 93-97;
+//! against `dgemm` at the same shapes, interleaved): 2048 x 512 x 128 (`W1 x` of the Monte
+//! Carlo workload) 105-113 against 87-88 GFLOP/s; 512 x 2048 x 128 114-119 against 93-97;
 //! 512 x 128 x 2048 112-119 against 102-106; the training bench's shapes 113-126 against
-//! 92-108; transposed `W^T g` of the Monte Carlo workload and per-head products equal (left
-//! to `dgemm`).
+//! 92-108. Packed: the Monte Carlo workload's `W^T g` (2048 x 512 x 128 and 512 x 2048 x 128)
+//! 105-106 against 96-99, the training bench's (64 x 64 x 512, 64 x 256 x 512) 124-129
+//! against 96-99, a head's `q^T k` (32 x 16 x 32) 96 against 59, and thin products (n from 1
+//! to 24) faster than `dgemm` at every n measured. (A whole transposed copy of `A` instead of
+//! packing block by block ran the workload's `W^T g` at 54-63.)
 //!
 //! [`gemm`] checks once per process that it gives `dgemm`'s bits on probe products (k-blocks,
 //! ragged tiles, every path and layout, zeros of both signs, underflowing products and
 //! infinities) and calls `dgemm` itself when it does not, or when the machine has no AVX-512
 //! (tests: this module's, bit for bit against `dgemm`).
 
+use std::cell::RefCell;
 use std::sync::OnceLock;
 
 /// matrixmultiply's `D_KC` for x86-64 (`archparam_defaults.rs`): the length of the k-blocks
@@ -49,12 +54,6 @@ pub const KC: usize = 256;
 const MR: usize = 32;
 /// Columns of a register tile (broadcast values).
 const NR: usize = 6;
-/// Columns of `B` from which a transposed `A` is copied into column-major for the unpacked
-/// kernel (below it, and for a thin product, `dgemm` packs as it always does): measured at the
-/// training bench's `W^T g` (64 x 64 x 512) the copy paid (117 against 98 GFLOP/s), at the
-/// Monte Carlo workload's (2048 x 512 x 128) it did not (63 against 98).
-pub const COPY_MIN_COLUMNS: usize = 256;
-
 /// Rows of `A` visited together for one k-block (kept in the level-2 cache across the column
 /// tiles).
 const MC: usize = 128;
@@ -127,24 +126,21 @@ impl Product {
     unsafe fn unpacked(&self) {
         let (m, k, n) = (self.m, self.k, self.n);
         let ((a, rsa, csa), (b, rsb, csb), (c, rsc, csc)) = (self.a, self.b, self.c);
-        // SAFETY: the caller's contract; the copy is a new buffer of exactly the size indexed.
+        // SAFETY: the caller's contract.
         unsafe {
             if rsa == 1 && rsc == 1 && m >= MR {
-                return columns(m, k, n, a, csa as usize, b, rsb, csb, c, csc as usize);
+                let rows = Rows::InPlace(a, csa as usize);
+                return columns(m, k, n, rows, b, rsb, csb, c, csc as usize);
             }
             if csb == 1 && csc == 1 && n >= MR {
                 // C^T = B^T A^T: B^T has unit row stride, C^T too.
-                return columns(n, k, m, b, rsb as usize, a, csa, rsa, c, rsc as usize);
+                let rows = Rows::InPlace(b, rsb as usize);
+                return columns(n, k, m, rows, a, csa, rsa, c, rsc as usize);
             }
-            if rsc == 1 && m >= MR && n >= COPY_MIN_COLUMNS {
-                // A transposed (`W^T g`), used by enough columns to pay for a column-major copy.
-                let mut ac = vec![0.0; m * k];
-                for (p, col) in ac.chunks_exact_mut(m).enumerate() {
-                    for (i, x) in col.iter_mut().enumerate() {
-                        *x = *a.offset(i as isize * rsa + p as isize * csa);
-                    }
-                }
-                return columns(m, k, n, ac.as_ptr(), m, b, rsb, csb, c, csc as usize);
+            if csa == 1 && rsc == 1 && m >= MR {
+                // A transposed (`W^T g`): packed block by block.
+                let rows = Rows::Packed(a, rsa as usize);
+                return columns(m, k, n, rows, b, rsb, csb, c, csc as usize);
             }
             self.dgemm()
         }
@@ -168,8 +164,24 @@ pub unsafe fn gemm(p: &Product) {
     }
 }
 
-/// `C = A B` for `A` with unit row stride (column stride `lda`) and `C` with unit row stride
-/// (column stride `ldc`); `B` any strides.
+/// Where a product's `A` is read from: its rows are the vectorized dimension.
+#[derive(Clone, Copy)]
+enum Rows {
+    /// `A` with unit row stride and this column stride, read in place.
+    InPlace(*const f64, usize),
+    /// `A` with unit column stride and this row stride (a transposed matrix, `W^T g`): each
+    /// block of [`MC`] rows and one k-block is first packed into column-major panels of
+    /// [`MR`] rows ([`pack_rows`]), in a buffer kept per thread.
+    Packed(*const f64, usize),
+}
+
+thread_local! {
+    /// The packed block of [`Rows::Packed`]: `MC x KC` values (256 KiB), one per thread.
+    static PACK: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `C = A B` for `A` as `rows` says and `C` with unit row stride (column stride `ldc`); `B`
+/// any strides.
 ///
 /// # Safety
 /// As [`gemm`] for these layouts, with m, k, n positive, on a machine with AVX-512.
@@ -180,47 +192,151 @@ unsafe fn columns(
     m: usize,
     k: usize,
     n: usize,
-    a: *const f64,
-    lda: usize,
+    rows: Rows,
     b: *const f64,
     rsb: isize,
     csb: isize,
     c: *mut f64,
     ldc: usize,
 ) {
-    let mut k0 = 0;
-    while k0 < k {
-        let kc = KC.min(k - k0);
-        let mut i1 = 0;
-        while i1 < m {
-            let mc = MC.min(m - i1);
-            let mut j0 = 0;
-            while j0 < n {
-                let nr = NR.min(n - j0);
-                let mut i0 = i1;
-                while i0 < i1 + mc {
-                    let mr = MR.min(i1 + mc - i0);
-                    // SAFETY: the tile's rows i0..i0 + mr < m, columns j0..j0 + nr < n and
-                    // k-block k0..k0 + kc < k lie inside the three matrices.
-                    unsafe {
-                        tile(
-                            Tile { kc, mr, nr },
-                            a.add(i0 + k0 * lda),
-                            lda,
-                            b.offset(k0 as isize * rsb + j0 as isize * csb),
-                            (rsb, csb),
-                            c.add(i0 + j0 * ldc),
-                            ldc,
-                            k0 == 0,
-                        )
-                    };
-                    i0 += MR;
-                }
-                j0 += NR;
-            }
-            i1 += MC;
+    PACK.with(|pack| {
+        let mut pack = pack.borrow_mut();
+        if matches!(rows, Rows::Packed(..)) && pack.len() < MC * KC {
+            pack.resize(MC * KC, 0.0);
         }
-        k0 += KC;
+        let mut k0 = 0;
+        while k0 < k {
+            let kc = KC.min(k - k0);
+            let mut i1 = 0;
+            while i1 < m {
+                let mc = MC.min(m - i1);
+                // The block's first row at term k0, the distance from one row to the next, and
+                // from one term to the next: row i0's terms start at base + (i0 - i1) step.
+                let (base, step, lda) = match rows {
+                    // SAFETY: row i1 < m and term k0 < k lie inside A.
+                    Rows::InPlace(a, lda) => (unsafe { a.add(i1 + k0 * lda) }, 1, lda),
+                    Rows::Packed(a, lda) => {
+                        // SAFETY: rows i1..i1 + mc and terms k0..k0 + kc lie inside A; the
+                        // buffer holds MC x KC >= mc x kc values.
+                        unsafe { pack_rows(a.add(i1 * lda + k0), lda, mc, kc, pack.as_mut_ptr()) };
+                        (pack.as_ptr(), kc, MR)
+                    }
+                };
+                let mut j0 = 0;
+                while j0 < n {
+                    let nr = NR.min(n - j0);
+                    let mut i0 = i1;
+                    while i0 < i1 + mc {
+                        let mr = MR.min(i1 + mc - i0);
+                        // SAFETY: the tile's rows i0..i0 + mr < m, columns j0..j0 + nr < n and
+                        // k-block k0..k0 + kc < k lie inside the three matrices.
+                        unsafe {
+                            tile(
+                                Tile { kc, mr, nr },
+                                base.add((i0 - i1) * step),
+                                lda,
+                                b.offset(k0 as isize * rsb + j0 as isize * csb),
+                                (rsb, csb),
+                                c.add(i0 + j0 * ldc),
+                                ldc,
+                                k0 == 0,
+                            )
+                        };
+                        i0 += MR;
+                    }
+                    j0 += NR;
+                }
+                i1 += MC;
+            }
+            k0 += KC;
+        }
+    })
+}
+
+/// Packs `mc` rows and `kc` terms of an `A` with unit column stride and row stride `lda`
+/// (starting at `a`) into column-major panels of [`MR`] rows: row `r` of panel `q`, term `p`
+/// at `buf[q MR kc + p MR + r]` (rows of a last, short panel beyond `mc` are left as they
+/// were; the tiles mask them off). Copies only: the products' arithmetic is unchanged.
+/// Eight rows by eight terms at a time are transposed in registers (three rounds of
+/// two-source permutes), the rest one value at a time.
+///
+/// # Safety
+/// `a` must address `mc` rows of `kc` terms with these strides, `buf` at least
+/// `mc.div_ceil(MR) MR kc` values; on a machine with AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn pack_rows(a: *const f64, lda: usize, mc: usize, kc: usize, buf: *mut f64) {
+    use std::arch::x86_64::*;
+    // SAFETY: every read is of a row q0 + r8 + i < mc and a term p < kc; every write of a
+    // panel row < MR and a term p < kc of a panel q0 / MR < mc.div_ceil(MR).
+    unsafe {
+        // Lanes of the permutes: pairs (0, 4) and (2, 6), then halves (0..4, 4..8).
+        let pairs_lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+        let pairs_hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+        let halves_lo = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11);
+        let halves_hi = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);
+        let mut q0 = 0;
+        while q0 < mc {
+            let rows = MR.min(mc - q0);
+            let panel = buf.add(q0 * kc);
+            let mut r8 = 0;
+            while r8 + 8 <= rows {
+                let src = a.add((q0 + r8) * lda);
+                let mut p8 = 0;
+                while p8 + 8 <= kc {
+                    // r[i] = row i, terms p8..p8 + 8.
+                    let r: [__m512d; 8] =
+                        std::array::from_fn(|i| _mm512_loadu_pd(src.add(i * lda + p8)));
+                    // Interleaved pairs of rows: even[h] = (r[2h][0], r[2h+1][0], r[2h][2], ...).
+                    let even: [__m512d; 4] =
+                        std::array::from_fn(|h| _mm512_unpacklo_pd(r[2 * h], r[2 * h + 1]));
+                    let odd: [__m512d; 4] =
+                        std::array::from_fn(|h| _mm512_unpackhi_pd(r[2 * h], r[2 * h + 1]));
+                    // Four rows' terms (0, 4), (2, 6) from even, (1, 5), (3, 7) from odd.
+                    let quad = |x: &[__m512d; 4], idx, h: usize| {
+                        _mm512_permutex2var_pd(x[2 * h], idx, x[2 * h + 1])
+                    };
+                    let (t04, t26) = (
+                        [quad(&even, pairs_lo, 0), quad(&even, pairs_lo, 1)],
+                        [quad(&even, pairs_hi, 0), quad(&even, pairs_hi, 1)],
+                    );
+                    let (t15, t37) = (
+                        [quad(&odd, pairs_lo, 0), quad(&odd, pairs_lo, 1)],
+                        [quad(&odd, pairs_hi, 0), quad(&odd, pairs_hi, 1)],
+                    );
+                    // Term t's eight rows: low halves give terms 0..4, high halves 4..8.
+                    let out = panel.add(p8 * MR + r8);
+                    for (t, (x, idx)) in [
+                        (&t04, halves_lo),
+                        (&t15, halves_lo),
+                        (&t26, halves_lo),
+                        (&t37, halves_lo),
+                        (&t04, halves_hi),
+                        (&t15, halves_hi),
+                        (&t26, halves_hi),
+                        (&t37, halves_hi),
+                    ]
+                    .into_iter()
+                    .enumerate()
+                    {
+                        _mm512_storeu_pd(out.add(t * MR), _mm512_permutex2var_pd(x[0], idx, x[1]));
+                    }
+                    p8 += 8;
+                }
+                for p in p8..kc {
+                    for i in 0..8 {
+                        *panel.add(p * MR + r8 + i) = *src.add(i * lda + p);
+                    }
+                }
+                r8 += 8;
+            }
+            for i in r8..rows {
+                for p in 0..kc {
+                    *panel.add(p * MR + i) = *a.add((q0 + i) * lda + p);
+                }
+            }
+            q0 += MR;
+        }
     }
 }
 
@@ -230,8 +346,7 @@ unsafe fn columns(
     _m: usize,
     _k: usize,
     _n: usize,
-    _a: *const f64,
-    _lda: usize,
+    _rows: Rows,
     _b: *const f64,
     _rsb: isize,
     _csb: isize,
@@ -353,8 +468,8 @@ fn probe_value(i: usize, salt: usize, finite: bool) -> f64 {
 }
 
 /// `(m, k, n)` of the probe products: k over two k-blocks, ragged row and column tiles, and
-/// each of [`gemm`]'s paths (direct, through `C^T`, copying a transposed `A`) in some layout.
-const PROBE: [(usize, usize, usize); 2] = [(37, 2 * KC + 13, 35), (33, 19, COPY_MIN_COLUMNS + 3)];
+/// each of [`gemm`]'s paths (direct, through `C^T`, packing a transposed `A`) in some layout.
+const PROBE: [(usize, usize, usize); 2] = [(37, 2 * KC + 13, 35), (33, 19, 7)];
 
 /// Whether the unpacked kernel gives `dgemm`'s bits on the probe products in every layout.
 fn probe_matches() -> bool {
@@ -462,8 +577,9 @@ mod tests {
             (129, 2 * KC + 7, 5),
             (200, 64, 40),
             (7, 3 * KC, 31),
-            (40, 70, COPY_MIN_COLUMNS),
-            (64, KC + 1, COPY_MIN_COLUMNS + 5),
+            (40, 70, 1),
+            (64, KC + 1, 261),
+            (45, 29, 3),
         ] {
             for l in [true, false].into_iter().flat_map(|f| layouts(m, k, n, f)) {
                 let (x, y) = l.both();

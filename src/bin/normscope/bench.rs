@@ -24,6 +24,8 @@ use rayon::prelude::*;
 use std::time::Instant;
 
 use crate::bench_summary::Outcome;
+use crate::bench_train::VERDICT_STATISTIC;
+use normscope::stats::bootstrap::median;
 
 /// Issue 15's target: PyTorch eager time / normscope time in f32 at least this.
 pub const TARGET_F32_VS_TORCH: f64 = 2.0;
@@ -573,11 +575,57 @@ pub fn torch_seconds(
     Ok((secs, v["torch"].as_str().unwrap_or("?").to_string()))
 }
 
-/// Runs `normscope bench` on the Monte Carlo workload: per precision the GEMM rates,
-/// normscope's run, PyTorch's (unless `--no-torch`) and the peak memory of one streamed
-/// network, each line printed as it is measured; returns one [`Outcome`] per target (the
+/// One round of the Monte Carlo bench in precision `p`: the GEMM rates ([`gemm_rates`]),
+/// then normscope's run ([`normscope_seconds`]), each printed after `label`; returns the run
+/// and its passes' share of the better GEMM rate.
+fn round(
+    w: Workload,
+    threads: usize,
+    p: Precision,
+    gemm_seconds: f64,
+    label: &str,
+) -> Result<(EngineRun, f64)> {
+    let name = p.name();
+    let g = gemm_rates(w, threads, p, gemm_seconds);
+    let (best_name, best) = g.best();
+    println!(
+        "{label}gemm rate ({name}, {threads} threads, one product stream per thread): matrixmultiply {:.1} GFLOP/s, faer {:.1} GFLOP/s{}, better: {best_name} {best:.1} GFLOP/s (normscope's {name} products use {})",
+        g.matrixmultiply,
+        g.faer,
+        g.unpacked_text(),
+        engine_kernel(p)
+    );
+    let run = normscope_seconds(w, p)?;
+    let gf = w.flops() / 1e9;
+    println!(
+        "{label}normscope ({name}, --memory auto: {}): {:.2} s, {:.1} nominal GFLOP/s; its products ran {:.1} GFLOP of {:.1} nominal, {:.0}% of the wall time, at {:.1} GFLOP/s",
+        run.memory,
+        run.seconds,
+        gf / run.seconds,
+        run.flops / 1e9,
+        gf,
+        100.0 * run.product_share(threads),
+        run.product_rate(threads)
+    );
+    let rate = run.pass_rate(threads);
+    let share = rate / best;
+    println!(
+        "{label}normscope's forward and backward passes ({name}, the GEMM-dominated phases, weight drawing excluded): {rate:.1} GFLOP/s, {:.1}% of the better GEMM rate",
+        100.0 * share
+    );
+    Ok((run, share))
+}
+
+/// Runs `normscope bench` on the Monte Carlo workload: per precision `--repeats` rounds of
+/// the GEMM rates and normscope's run ([`round`]; the share's verdict on the
+/// [`VERDICT_STATISTIC`] of the rounds' shares, because the machine's GEMM rate moved by up
+/// to 15% between single 2-second measurements), PyTorch's run once (unless `--no-torch`;
+/// against the median of normscope's times) and the peak memory of one streamed network,
+/// each line printed as it is measured; returns one [`Outcome`] per target (the
 /// PyTorch ratio, the GEMM share, the memory bound at each depth) for `bench --all`'s summary.
 pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
+    crate::bench_train::check(a)?;
+    let repeats = a.repeats;
     let w = Workload::of(a.quick);
     let precisions = precisions(a.precision);
     let mut outcomes = Vec::new();
@@ -605,31 +653,25 @@ pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
             Precision::F32 => TARGET_F32_VS_TORCH,
         };
         println!("== {name} ==");
-        let g = gemm_rates(w, threads, p, gemm_seconds);
-        let (best_name, best) = g.best();
         println!(
-            "gemm rate ({name}, {threads} threads, one product stream per thread): matrixmultiply {:.1} GFLOP/s, faer {:.1} GFLOP/s{}, better: {best_name} {best:.1} GFLOP/s (normscope's {name} products use {})",
-            g.matrixmultiply,
-            g.faer,
-            g.unpacked_text(),
-            engine_kernel(p)
+            "{repeats} rounds, each the GEMM rates then normscope's run; the GEMM share's verdict is the {VERDICT_STATISTIC} of the rounds' shares, the PyTorch ratio's uses the {VERDICT_STATISTIC} of normscope's times"
         );
-        let run = normscope_seconds(w, p)?;
-        let ours = run.seconds;
-        let rate = run.pass_rate(threads);
-        let share = rate / best;
+        let mut shares = Vec::with_capacity(repeats);
+        let mut seconds = Vec::with_capacity(repeats);
+        for r in 1..=repeats {
+            let (run, share) = round(w, threads, p, gemm_seconds, &format!("[{r}/{repeats}] "))?;
+            shares.push(share);
+            seconds.push(run.seconds);
+        }
+        let share = median(&shares);
         println!(
-            "normscope ({name}, --memory auto: {}): {ours:.2} s, {:.1} nominal GFLOP/s; its products ran {:.1} GFLOP of {:.1} nominal, {:.0}% of the wall time, at {:.1} GFLOP/s",
-            run.memory,
-            gf / ours,
-            run.flops / 1e9,
-            gf,
-            100.0 * run.product_share(threads),
-            run.product_rate(threads)
-        );
-        println!(
-            "normscope's forward and backward passes ({name}, the GEMM-dominated phases, weight drawing excluded): {rate:.1} GFLOP/s, {:.1}% of the better GEMM rate (target >= {:.0}%: {})",
+            "normscope's passes / better GEMM rate ({name}): {VERDICT_STATISTIC} of {repeats} rounds {:.1}% (rounds {}) (target >= {:.0}%: {})",
             100.0 * share,
+            shares
+                .iter()
+                .map(|s| format!("{:.1}%", 100.0 * s))
+                .collect::<Vec<_>>()
+                .join(", "),
             100.0 * TARGET_GEMM_SHARE,
             verdict(share >= TARGET_GEMM_SHARE)
         );
@@ -639,6 +681,7 @@ pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
             format!("{:.1}%", 100.0 * share),
             share >= TARGET_GEMM_SHARE,
         ));
+        let ours = median(&seconds);
         let torch_what = format!("Monte Carlo pytorch / normscope ({name})");
         let torch_target = format!(">= {target:.1}x");
         if a.no_torch {

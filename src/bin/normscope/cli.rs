@@ -414,8 +414,9 @@ pub struct BenchArgs {
     /// target and its verdict.
     #[arg(long, conflicts_with_all = ["train", "shards", "memory_probe"])]
     pub all: bool,
-    /// With --train or --all: times each training side this many times, alternating, and
-    /// compares the medians.
+    /// Times each side this many times and judges the medians: with --train each training
+    /// side, alternating; for the Monte Carlo workload (plain, or --all) the GEMM rates and
+    /// normscope's run, in rounds.
     #[arg(long, default_value_t = crate::bench_train::DEFAULT_REPEATS, value_name = "N")]
     pub repeats: usize,
     /// The PyTorch training reference script (for --train and --all).

@@ -92,9 +92,7 @@ fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
             a.precision.unwrap_or_default(),
         );
     }
-    if a.all {
-        bench_train::check(a)?;
-    }
+    // Refuses a bad --repeats (bench_train::check) before anything is timed.
     let mut outcomes = bench::monte_carlo(a)?;
     if a.all {
         outcomes.extend(bench_train::bench(a)?);
