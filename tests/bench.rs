@@ -156,7 +156,9 @@ fn all_measures_every_target_and_lists_them() {
     assert_eq!(lines.len(), 2 * 4 + 2, "{summary}");
     for p in ["f64", "f32"] {
         for needle in [
-            format!("Monte Carlo passes / better GEMM rate ({p}) (target >= 80%): "),
+            format!(
+                "Monte Carlo passes / better GEMM rate ({p}, median of 1 rounds) (target >= 80%): "
+            ),
             format!(
                 "Monte Carlo pytorch / normscope ({p}) (target >= {}x): --no-torch, not measured",
                 if p == "f64" { "3.0" } else { "2.0" }
@@ -229,4 +231,16 @@ fn monte_carlo_bench_times_in_rounds_and_refuses_zero_rounds() {
     );
     // --repeats 0: refused, nothing timed.
     refuses_zero_repeats(&[]);
+    // --repeats with --shards (which does not repeat): refused by the parser, exit 2.
+    let o = Command::new(env!("CARGO_BIN_EXE_normscope"))
+        .args(["bench", "--shards", "2", "--repeats", "2"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("binary runs");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--repeats") && err.contains("--shards"),
+        "{err}"
+    );
 }

@@ -57,6 +57,8 @@ const NR: usize = 6;
 /// Rows of `A` visited together for one k-block (kept in the level-2 cache across the column
 /// tiles).
 const MC: usize = 128;
+// A packed block's panels fill whole register tiles: `MC x KC` values hold any block's.
+const _: () = assert!(MC.is_multiple_of(MR));
 
 /// Whether [`gemm`] uses the unpacked kernel here: AVX-512 present and the probe product
 /// equal to `dgemm`'s bit for bit (checked once).
@@ -138,9 +140,19 @@ impl Product {
                 return columns(n, k, m, rows, a, csa, rsa, c, rsc as usize);
             }
             if csa == 1 && rsc == 1 && m >= MR {
-                // A transposed (`W^T g`): packed block by block.
-                let rows = Rows::Packed(a, rsa as usize);
-                return columns(m, k, n, rows, b, rsb, csb, c, csc as usize);
+                // A transposed (`W^T g`): packed block by block into this thread's buffer
+                // (`dgemm` if the thread's storage is gone, as in a thread-local destructor).
+                let packed = PACK.try_with(|pack| {
+                    let mut pack = pack.borrow_mut();
+                    if pack.len() < MC * KC {
+                        pack.resize(MC * KC, 0.0);
+                    }
+                    let rows = Rows::Packed(a, rsa as usize, pack.as_mut_ptr());
+                    columns(m, k, n, rows, b, rsb, csb, c, csc as usize)
+                });
+                if packed.is_ok() {
+                    return;
+                }
             }
             self.dgemm()
         }
@@ -171,8 +183,9 @@ enum Rows {
     InPlace(*const f64, usize),
     /// `A` with unit column stride and this row stride (a transposed matrix, `W^T g`): each
     /// block of [`MC`] rows and one k-block is first packed into column-major panels of
-    /// [`MR`] rows ([`pack_rows`]), in a buffer kept per thread.
-    Packed(*const f64, usize),
+    /// [`MR`] rows ([`pack_rows`]) in the buffer (at least `MC x KC` values; [`PACK`], kept
+    /// per thread).
+    Packed(*const f64, usize, *mut f64),
 }
 
 thread_local! {
@@ -199,11 +212,7 @@ unsafe fn columns(
     c: *mut f64,
     ldc: usize,
 ) {
-    PACK.with(|pack| {
-        let mut pack = pack.borrow_mut();
-        if matches!(rows, Rows::Packed(..)) && pack.len() < MC * KC {
-            pack.resize(MC * KC, 0.0);
-        }
+    {
         let mut k0 = 0;
         while k0 < k {
             let kc = KC.min(k - k0);
@@ -215,11 +224,12 @@ unsafe fn columns(
                 let (base, step, lda) = match rows {
                     // SAFETY: row i1 < m and term k0 < k lie inside A.
                     Rows::InPlace(a, lda) => (unsafe { a.add(i1 + k0 * lda) }, 1, lda),
-                    Rows::Packed(a, lda) => {
+                    Rows::Packed(a, lda, buf) => {
                         // SAFETY: rows i1..i1 + mc and terms k0..k0 + kc lie inside A; the
-                        // buffer holds MC x KC >= mc x kc values.
-                        unsafe { pack_rows(a.add(i1 * lda + k0), lda, mc, kc, pack.as_mut_ptr()) };
-                        (pack.as_ptr(), kc, MR)
+                        // buffer holds MC x KC >= mc.div_ceil(MR) MR kc values (MC is a
+                        // multiple of MR, mc <= MC, kc <= KC).
+                        unsafe { pack_rows(a.add(i1 * lda + k0), lda, mc, kc, buf) };
+                        (buf.cast_const(), kc, MR)
                     }
                 };
                 let mut j0 = 0;
@@ -229,7 +239,8 @@ unsafe fn columns(
                     while i0 < i1 + mc {
                         let mr = MR.min(i1 + mc - i0);
                         // SAFETY: the tile's rows i0..i0 + mr < m, columns j0..j0 + nr < n and
-                        // k-block k0..k0 + kc < k lie inside the three matrices.
+                        // k-block k0..k0 + kc < k lie inside A (or, packed, inside its panel of
+                        // the buffer), B and C.
                         unsafe {
                             tile(
                                 Tile { kc, mr, nr },
@@ -250,7 +261,7 @@ unsafe fn columns(
             }
             k0 += KC;
         }
-    })
+    }
 }
 
 /// Packs `mc` rows and `kc` terms of an `A` with unit column stride and row stride `lda`

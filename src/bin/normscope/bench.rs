@@ -24,8 +24,7 @@ use rayon::prelude::*;
 use std::time::Instant;
 
 use crate::bench_summary::Outcome;
-use crate::bench_train::VERDICT_STATISTIC;
-use normscope::stats::bootstrap::median;
+use crate::bench_train::{VERDICT_STATISTIC, statistic};
 
 /// Issue 15's target: PyTorch eager time / normscope time in f32 at least this.
 pub const TARGET_F32_VS_TORCH: f64 = 2.0;
@@ -620,7 +619,7 @@ fn round(
 /// the GEMM rates and normscope's run ([`round`]; the share's verdict on the
 /// [`VERDICT_STATISTIC`] of the rounds' shares, because the machine's GEMM rate moved by up
 /// to 15% between single 2-second measurements), PyTorch's run once (unless `--no-torch`;
-/// against the median of normscope's times) and the peak memory of one streamed network,
+/// against the [`VERDICT_STATISTIC`] of normscope's times) and the peak memory of one streamed network,
 /// each line printed as it is measured; returns one [`Outcome`] per target (the
 /// PyTorch ratio, the GEMM share, the memory bound at each depth) for `bench --all`'s summary.
 pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
@@ -663,7 +662,7 @@ pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
             shares.push(share);
             seconds.push(run.seconds);
         }
-        let share = median(&shares);
+        let share = statistic(&shares);
         println!(
             "normscope's passes / better GEMM rate ({name}): {VERDICT_STATISTIC} of {repeats} rounds {:.1}% (rounds {}) (target >= {:.0}%: {})",
             100.0 * share,
@@ -676,12 +675,12 @@ pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
             verdict(share >= TARGET_GEMM_SHARE)
         );
         outcomes.push(Outcome::measured(
-            format!("Monte Carlo passes / better GEMM rate ({name})"),
+            format!("Monte Carlo passes / better GEMM rate ({name}, {VERDICT_STATISTIC} of {repeats} rounds)"),
             format!(">= {:.0}%", 100.0 * TARGET_GEMM_SHARE),
             format!("{:.1}%", 100.0 * share),
             share >= TARGET_GEMM_SHARE,
         ));
-        let ours = median(&seconds);
+        let ours = statistic(&seconds);
         let torch_what = format!("Monte Carlo pytorch / normscope ({name})");
         let torch_target = format!(">= {target:.1}x");
         if a.no_torch {

@@ -213,7 +213,7 @@ pub fn torch_seconds(
 /// runs on this machine, so one pair of runs could meet or miss the target by that noise
 /// alone.
 pub fn verdict_ratio(ours: &[f64], theirs: &[f64]) -> f64 {
-    median(ours) / median(theirs)
+    statistic(ours) / statistic(theirs)
 }
 
 /// `min-max` of `xs` with `decimals` decimals, followed by `unit`.
@@ -230,11 +230,18 @@ pub const TARGET_TRAIN_VS_TORCH: f64 = 2.0;
 /// The name of the statistic [`verdict_ratio`] compares, as printed.
 pub const VERDICT_STATISTIC: &str = "median";
 
+/// The statistic [`VERDICT_STATISTIC`] names, of repeated measurements: what both benches'
+/// verdicts are judged on.
+pub fn statistic(xs: &[f64]) -> f64 {
+    median(xs)
+}
+
 /// Repetitions of each side by default.
 pub const DEFAULT_REPEATS: usize = 3;
 
-/// Refuses the training bench's bad input (`--repeats 0`) before anything is timed; `bench
-/// --all` calls it before its Monte Carlo part.
+/// Refuses a bad `--repeats` (0) before anything is timed: the training bench calls it first,
+/// and so does the Monte Carlo bench ([`crate::bench::monte_carlo`], plain `bench` and the
+/// start of `bench --all`).
 pub fn check(a: &crate::cli::BenchArgs) -> Result<()> {
     if a.repeats == 0 {
         return Err(Error::invalid("--repeats", a.repeats, "at least 1"));

@@ -417,7 +417,12 @@ pub struct BenchArgs {
     /// Times each side this many times and judges the medians: with --train each training
     /// side, alternating; for the Monte Carlo workload (plain, or --all) the GEMM rates and
     /// normscope's run, in rounds.
-    #[arg(long, default_value_t = crate::bench_train::DEFAULT_REPEATS, value_name = "N")]
+    #[arg(
+        long,
+        default_value_t = crate::bench_train::DEFAULT_REPEATS,
+        value_name = "N",
+        conflicts_with_all = ["shards", "memory_probe"]
+    )]
     pub repeats: usize,
     /// The PyTorch training reference script (for --train and --all).
     #[arg(long, default_value = "benches/torch_train_reference.py")]
