@@ -378,7 +378,11 @@ struct Tile {
 /// One register tile: `acc[v][j] = fma(a[8v.., p], b[p, j], acc[v][j])` over the k-block from
 /// zeros, then `c = acc` (the first k-block) or `c = c + acc`.
 #[cfg(target_arch = "x86_64")]
-#[inline]
+// Never inlined: a tile's 24 accumulators, four row vectors and a broadcast take 29 of the 32
+// vector registers, and inlined into `columns` the loop spilled accumulators to the stack once
+// `columns` held more values of its own (measured: 44-101 against 114-123 GFLOP/s at the
+// Monte Carlo shapes). A call per tile costs nothing next to its 256 steps.
+#[inline(never)]
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
 // `acc[v][j]` is a register tile: indices name registers, as in matrixmultiply's kernels.
