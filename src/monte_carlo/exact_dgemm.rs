@@ -212,55 +212,53 @@ unsafe fn columns(
     c: *mut f64,
     ldc: usize,
 ) {
-    {
-        let mut k0 = 0;
-        while k0 < k {
-            let kc = KC.min(k - k0);
-            let mut i1 = 0;
-            while i1 < m {
-                let mc = MC.min(m - i1);
-                // The block's first row at term k0, the distance from one row to the next, and
-                // from one term to the next: row i0's terms start at base + (i0 - i1) step.
-                let (base, step, lda) = match rows {
-                    // SAFETY: row i1 < m and term k0 < k lie inside A.
-                    Rows::InPlace(a, lda) => (unsafe { a.add(i1 + k0 * lda) }, 1, lda),
-                    Rows::Packed(a, lda, buf) => {
-                        // SAFETY: rows i1..i1 + mc and terms k0..k0 + kc lie inside A; the
-                        // buffer holds MC x KC >= mc.div_ceil(MR) MR kc values (MC is a
-                        // multiple of MR, mc <= MC, kc <= KC).
-                        unsafe { pack_rows(a.add(i1 * lda + k0), lda, mc, kc, buf) };
-                        (buf.cast_const(), kc, MR)
-                    }
-                };
-                let mut j0 = 0;
-                while j0 < n {
-                    let nr = NR.min(n - j0);
-                    let mut i0 = i1;
-                    while i0 < i1 + mc {
-                        let mr = MR.min(i1 + mc - i0);
-                        // SAFETY: the tile's rows i0..i0 + mr < m, columns j0..j0 + nr < n and
-                        // k-block k0..k0 + kc < k lie inside A (or, packed, inside its panel of
-                        // the buffer), B and C.
-                        unsafe {
-                            tile(
-                                Tile { kc, mr, nr },
-                                base.add((i0 - i1) * step),
-                                lda,
-                                b.offset(k0 as isize * rsb + j0 as isize * csb),
-                                (rsb, csb),
-                                c.add(i0 + j0 * ldc),
-                                ldc,
-                                k0 == 0,
-                            )
-                        };
-                        i0 += MR;
-                    }
-                    j0 += NR;
+    let mut k0 = 0;
+    while k0 < k {
+        let kc = KC.min(k - k0);
+        let mut i1 = 0;
+        while i1 < m {
+            let mc = MC.min(m - i1);
+            // The block's first row at term k0, the distance from one row to the next, and
+            // from one term to the next: row i0's terms start at base + (i0 - i1) step.
+            let (base, step, lda) = match rows {
+                // SAFETY: row i1 < m and term k0 < k lie inside A.
+                Rows::InPlace(a, lda) => (unsafe { a.add(i1 + k0 * lda) }, 1, lda),
+                Rows::Packed(a, lda, buf) => {
+                    // SAFETY: rows i1..i1 + mc and terms k0..k0 + kc lie inside A; the
+                    // buffer holds MC x KC >= mc.div_ceil(MR) MR kc values (MC is a
+                    // multiple of MR, mc <= MC, kc <= KC).
+                    unsafe { pack_rows(a.add(i1 * lda + k0), lda, mc, kc, buf) };
+                    (buf.cast_const(), kc, MR)
                 }
-                i1 += MC;
+            };
+            let mut j0 = 0;
+            while j0 < n {
+                let nr = NR.min(n - j0);
+                let mut i0 = i1;
+                while i0 < i1 + mc {
+                    let mr = MR.min(i1 + mc - i0);
+                    // SAFETY: the tile's rows i0..i0 + mr < m, columns j0..j0 + nr < n and
+                    // k-block k0..k0 + kc < k lie inside A (or, packed, inside its panel of
+                    // the buffer), B and C.
+                    unsafe {
+                        tile(
+                            Tile { kc, mr, nr },
+                            base.add((i0 - i1) * step),
+                            lda,
+                            b.offset(k0 as isize * rsb + j0 as isize * csb),
+                            (rsb, csb),
+                            c.add(i0 + j0 * ldc),
+                            ldc,
+                            k0 == 0,
+                        )
+                    };
+                    i0 += MR;
+                }
+                j0 += NR;
             }
-            k0 += KC;
+            i1 += MC;
         }
+        k0 += KC;
     }
 }
 

@@ -2,8 +2,8 @@
 //! machine, dtype (f64 and f32) and thread count, next to the machine's GEMM rates
 //! (matrixmultiply and faer, each called directly, and in f64 the engine's own kernel,
 //! [`normscope::monte_carlo::exact_dgemm`], where it runs; the engine's f32 products are
-//! faer's, [`normscope::monte_carlo::gemm`]) measured in the same run, and the peak memory of
-//! one network against the issue's bound.
+//! faer's, [`normscope::monte_carlo::gemm`]) measured in the same run, in `--repeats` rounds
+//! judged on their median, and the peak memory of one network against the issue's bound.
 //!
 //! Workload (issue "Monte Carlo engine"): presets pre, post, deepnorm; ReLU-MLP branch with
 //! hidden ratio 4; d = 512, n = 128 tokens, L = 32 blocks, 8 networks each; forward with
@@ -619,8 +619,8 @@ fn round(
 /// the GEMM rates and normscope's run ([`round`]; the share's verdict on the
 /// [`VERDICT_STATISTIC`] of the rounds' shares, because the machine's GEMM rate moved by up
 /// to 15% between single 2-second measurements), PyTorch's run once (unless `--no-torch`;
-/// against the [`VERDICT_STATISTIC`] of normscope's times) and the peak memory of one streamed network,
-/// each line printed as it is measured; returns one [`Outcome`] per target (the
+/// against the [`VERDICT_STATISTIC`] of normscope's times) and the peak memory of one
+/// streamed network, each line printed as it is measured; returns one [`Outcome`] per target (the
 /// PyTorch ratio, the GEMM share, the memory bound at each depth) for `bench --all`'s summary.
 pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
     crate::bench_train::check(a)?;
