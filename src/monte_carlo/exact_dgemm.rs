@@ -1,5 +1,6 @@
-//! f64 products with matrixmultiply's `dgemm` arithmetic, without its packing where the
-//! operands' layout allows, on x86-64 machines with AVX-512.
+//! f64 products with matrixmultiply's `dgemm` arithmetic in the engine's own kernel, on
+//! x86-64 machines with AVX-512: operands read in place where their layout allows, a
+//! transposed `A` packed block by block.
 //!
 //! matrixmultiply 0.3.11's `dgemm` (pinned in `Cargo.toml`), with `alpha = 1`, `beta = 0`, on
 //! an AVX-512 machine (its `kernel_target_avx512`), computes every entry as
@@ -60,7 +61,7 @@ const MC: usize = 128;
 // A packed block's panels fill whole register tiles: `MC x KC` values hold any block's.
 const _: () = assert!(MC.is_multiple_of(MR));
 
-/// Whether [`gemm`] uses the unpacked kernel here: AVX-512 present and the probe product
+/// Whether [`gemm`] uses the engine's kernel here: AVX-512 present and the probe product
 /// equal to `dgemm`'s bit for bit (checked once).
 pub fn active() -> bool {
     static ACTIVE: OnceLock<bool> = OnceLock::new();
@@ -70,7 +71,7 @@ pub fn active() -> bool {
 /// The products' kernel as printed by `normscope bench`.
 pub fn kernel_name() -> &'static str {
     if active() {
-        "normscope's unpacked AVX-512 kernel with matrixmultiply's dgemm arithmetic"
+        "normscope's AVX-512 kernel with matrixmultiply's dgemm arithmetic"
     } else {
         "matrixmultiply"
     }
@@ -120,12 +121,12 @@ impl Product {
         }
     }
 
-    /// This product on the unpacked kernel where its layout allows, else `dgemm`, whatever
+    /// This product on the engine's kernel where its layout allows, else `dgemm`, whatever
     /// [`active`] says (the probe and the tests call it).
     ///
     /// # Safety
     /// As [`gemm`], with m, k, n positive, no negative stride, on a machine with AVX-512.
-    unsafe fn unpacked(&self) {
+    unsafe fn own_kernel(&self) {
         let (m, k, n) = (self.m, self.k, self.n);
         let ((a, rsa, csa), (b, rsb, csb), (c, rsc, csc)) = (self.a, self.b, self.c);
         // SAFETY: the caller's contract.
@@ -171,7 +172,7 @@ pub unsafe fn gemm(p: &Product) {
         if p.m == 0 || p.n == 0 || p.k == 0 || strides.iter().any(|&s| s < 0) || !active() {
             p.dgemm()
         } else {
-            p.unpacked()
+            p.own_kernel()
         }
     }
 }
@@ -362,7 +363,7 @@ unsafe fn columns(
     _c: *mut f64,
     _ldc: usize,
 ) {
-    unreachable!("the unpacked kernel runs only where AVX-512 was detected")
+    unreachable!("the engine's kernel runs only where AVX-512 was detected")
 }
 
 /// A register tile's extent: `kc` terms, `mr <= MR` rows, `nr <= NR` columns.
@@ -484,7 +485,7 @@ fn probe_value(i: usize, salt: usize, finite: bool) -> f64 {
 /// each of [`gemm`]'s paths (direct, through `C^T`, packing a transposed `A`) in some layout.
 const PROBE: [(usize, usize, usize); 2] = [(37, 2 * KC + 13, 35), (33, 19, 7)];
 
-/// Whether the unpacked kernel gives `dgemm`'s bits on the probe products in every layout.
+/// Whether the engine's kernel gives `dgemm`'s bits on the probe products in every layout.
 fn probe_matches() -> bool {
     PROBE.iter().all(|&(m, k, n)| {
         [true, false]
@@ -511,12 +512,12 @@ struct Layout {
 }
 
 impl Layout {
-    /// `(dgemm's C, the unpacked kernel's C)`, each as stored.
+    /// `(dgemm's C, the engine's kernel's C)`, each as stored.
     ///
     /// # Panics
-    /// On a machine without AVX-512 (the unpacked kernel cannot run).
+    /// On a machine without AVX-512 (the engine's kernel cannot run).
     fn both(&self) -> (Vec<f64>, Vec<f64>) {
-        assert!(avx512(), "the unpacked kernel needs AVX-512");
+        assert!(avx512(), "the engine's kernel needs AVX-512");
         let (m, k, n) = self.dims;
         let (mut x, mut y) = (vec![f64::NAN; m * n], vec![f64::NAN; m * n]);
         let product = |c: &mut Vec<f64>| Product {
@@ -531,7 +532,7 @@ impl Layout {
         // strides, and x, y are new buffers.
         unsafe {
             product(&mut x).dgemm();
-            product(&mut y).unpacked();
+            product(&mut y).own_kernel();
         }
         (x, y)
     }
@@ -573,9 +574,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn unpacked_gives_dgemms_bits_in_every_layout() {
+    fn own_kernel_gives_dgemms_bits_in_every_layout() {
         if !avx512() {
-            eprintln!("skipped: no AVX-512 on this machine (the unpacked kernel is not used)");
+            eprintln!("skipped: no AVX-512 on this machine (the engine's kernel is not used)");
             return;
         }
         // k of 1, below, at and across the k-block; rows and columns below, at and across the

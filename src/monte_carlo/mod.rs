@@ -5,7 +5,8 @@
 //! Networks run in parallel (rayon); each draws from its own seeded stream ([`rng`]) and the
 //! results are reduced in index order, so the output is byte-identical for any thread count.
 //! Matrix products are single-threaded ([`gemm`]: matrixmultiply's `dgemm` arithmetic in f64,
-//! unpacked where [`exact_dgemm`] can; faer with `Par::Seq` in f32), so rayon owns the cores.
+//! in the engine's own kernel where [`exact_dgemm`] can; faer with `Par::Seq` in f32), so
+//! rayon owns the cores.
 
 pub mod exact_dgemm;
 pub mod gemm;

@@ -48,6 +48,15 @@ struct Drawn {
     batch: Batch,
 }
 
+impl Drawn {
+    /// The batch, with `rng` set to the state after it: what drawing from the state before
+    /// would have given.
+    fn take(&self, rng: &mut Rng) -> Batch {
+        *rng = self.after.clone();
+        self.batch.clone()
+    }
+}
+
 /// A state some run has claimed: being drawn (`None`) or drawn.
 #[derive(Debug)]
 struct Slot {
@@ -140,8 +149,7 @@ impl BatchCache {
                 Some(Slot { drawn: Some(d), .. }) => {
                     let d = Arc::clone(d);
                     drop(kept);
-                    *rng = d.after.clone();
-                    return d.batch.clone();
+                    return d.take(rng);
                 }
                 Some(_) => {
                     kept = self.drawn.wait(kept).unwrap_or_else(|e| e.into_inner());
@@ -149,10 +157,7 @@ impl BatchCache {
                 None => {
                     drop(kept);
                     return match self.draw_claimed(task, rng, size, key) {
-                        Some(d) => {
-                            *rng = d.after.clone();
-                            d.batch.clone()
-                        }
+                        Some(d) => d.take(rng),
                         None => task.batch(rng, size),
                     };
                 }

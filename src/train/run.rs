@@ -284,7 +284,7 @@ pub fn start_as<T: Real>(
 pub fn run_one(
     cfg: &TrainConfig,
     task: &dyn Task,
-    (preset, seed): (&str, u64),
+    job: (&str, u64),
     eval_set: &[Batch],
     batches: Option<&BatchCache>,
     progress: &dyn Progress,
@@ -293,7 +293,6 @@ pub fn run_one(
         batches,
         ..Options::default()
     };
-    let job = (preset, seed);
     match cfg.mc.precision {
         Precision::F64 => run_one_as::<f64>(cfg, task, job, eval_set, &options, progress),
         Precision::F32 => run_one_as::<f32>(cfg, task, job, eval_set, &options, progress),

@@ -136,17 +136,17 @@ pub struct GemmRates {
     /// The engine's own f64 kernel ([`normscope::monte_carlo::exact_dgemm`]) through the
     /// engine's product, when the engine uses it (f64 on an AVX-512 machine); the engine's f32
     /// kernel is faer's, measured above.
-    pub unpacked: Option<f64>,
+    pub own: Option<f64>,
 }
 
 /// The name [`GemmRates::best`] gives the engine's own f64 kernel.
-pub const UNPACKED_NAME: &str = "normscope's unpacked dgemm";
+pub const OWN_KERNEL_NAME: &str = "normscope's dgemm kernel";
 
 impl GemmRates {
     /// The best of the rates measured, with its name.
     pub fn best(&self) -> (&'static str, f64) {
         let mut best = ("matrixmultiply", self.matrixmultiply);
-        for (name, rate) in [("faer", Some(self.faer)), (UNPACKED_NAME, self.unpacked)] {
+        for (name, rate) in [("faer", Some(self.faer)), (OWN_KERNEL_NAME, self.own)] {
             if let Some(r) = rate.filter(|&r| r > best.1) {
                 best = (name, r);
             }
@@ -154,10 +154,10 @@ impl GemmRates {
         best
     }
 
-    /// `, normscope's unpacked dgemm R GFLOP/s` when it was measured, else nothing.
-    pub fn unpacked_text(&self) -> String {
-        self.unpacked
-            .map(|r| format!(", {UNPACKED_NAME} {r:.1} GFLOP/s"))
+    /// `, normscope's dgemm kernel R GFLOP/s` when it was measured, else nothing.
+    pub fn own_text(&self) -> String {
+        self.own
+            .map(|r| format!(", {OWN_KERNEL_NAME} {r:.1} GFLOP/s"))
             .unwrap_or_default()
     }
 }
@@ -284,13 +284,13 @@ pub fn gemm_rates(w: Workload, threads: usize, precision: Precision, seconds: f6
         Precision::F64 => GemmRates {
             matrixmultiply: matrixmultiply_rate!(f64, dgemm, w, threads, seconds),
             faer: faer_rate!(f64, w, threads, seconds),
-            unpacked: normscope::monte_carlo::exact_dgemm::active()
+            own: normscope::monte_carlo::exact_dgemm::active()
                 .then(|| engine_rate(w, threads, seconds)),
         },
         Precision::F32 => GemmRates {
             matrixmultiply: matrixmultiply_rate!(f32, sgemm, w, threads, seconds),
             faer: faer_rate!(f32, w, threads, seconds),
-            unpacked: None,
+            own: None,
         },
     }
 }
@@ -591,7 +591,7 @@ fn round(
         "{label}gemm rate ({name}, {threads} threads, one product stream per thread): matrixmultiply {:.1} GFLOP/s, faer {:.1} GFLOP/s{}, better: {best_name} {best:.1} GFLOP/s (normscope's {name} products use {})",
         g.matrixmultiply,
         g.faer,
-        g.unpacked_text(),
+        g.own_text(),
         engine_kernel(p)
     );
     let run = normscope_seconds(w, p)?;
