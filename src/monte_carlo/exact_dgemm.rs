@@ -40,7 +40,8 @@
 //! packing block by block ran the workload's `W^T g` at 54-63.)
 //!
 //! Blocks of `A` are visited row block by row block (each one's k-blocks in increasing order,
-//! so `C`'s rows stay in the level-2 cache between k-blocks), and while one block's tiles run,
+//! so a row block's part of `C` stays in the level-2 cache between k-blocks while it fits),
+//! and while one block's tiles run,
 //! the lines of `A` the next block reads are prefetched into the level-2 cache (`Ahead`): a
 //! held network's weights come from memory, and the first column of tiles of each block used
 //! to wait for them. On the Monte Carlo workload (f64, 2 threads, `normscope bench --no-torch
@@ -222,8 +223,9 @@ unsafe fn columns(
     c: *mut f64,
     ldc: usize,
 ) {
-    // Blocks of MC rows by one k-block, each row block's k-blocks in order (its part of C
-    // stays in the level-2 cache from one k-block to the next; every entry's k-blocks are
+    // Blocks of MC rows by one k-block, each row block's k-blocks in order (its part of C,
+    // MC n values, stays in the level-2 cache from one k-block to the next while it fits:
+    // 128 KiB at n = 128; B's k-blocks are read again for each row block); every entry's k-blocks are
     // added in increasing order, which is all the bits depend on).
     let blocks = Blocks { m, k };
     for at in 0..blocks.count() {
@@ -275,12 +277,17 @@ unsafe fn columns(
 
 /// The blocks [`columns`] visits, in order: row block by row block, and within one the
 /// k-blocks in increasing order.
+#[cfg(any(target_arch = "x86_64", test))]
 struct Blocks {
+    /// Rows of `A` (and `C`).
     m: usize,
+    /// Terms of the products (columns of `A`).
     k: usize,
 }
 
+#[cfg(any(target_arch = "x86_64", test))]
 impl Blocks {
+    /// How many blocks there are: row blocks of [`MC`] times k-blocks of [`KC`].
     fn count(&self) -> usize {
         self.m.div_ceil(MC) * self.k.div_ceil(KC)
     }
@@ -297,80 +304,115 @@ impl Blocks {
 /// pass reaches them, and without this the first column of tiles of every block waited on
 /// memory (measured in the [module docs](self)). Prefetching reads nothing the product uses
 /// and changes no value.
+#[cfg(target_arch = "x86_64")]
 struct Ahead {
-    /// The next block's first line, and the distance (in values) between its runs: its
-    /// columns in place, its rows when packed.
+    /// The next block's first value (not necessarily at the start of a line).
     base: *const f64,
+    /// Values from one run of the next block to the next: its columns in place, its rows
+    /// when packed (the row stride of `A`).
     stride: usize,
-    /// Lines per run, runs, and lines issued per tile.
-    per_run: usize,
+    /// Values in one run.
+    len: usize,
+    /// Runs in the next block (0 after the last block).
     runs: usize,
+    /// Lines issued before each tile: every line of the next block spread evenly over this
+    /// block's tiles, at most [`AHEAD_PER_TILE_MAX`].
     per_tile: usize,
-    /// The next line to issue: its run and its line within the run.
+    /// The run being issued, the start of its first line, its lines, and the next line.
     run: usize,
+    start: *const f64,
+    lines: usize,
     line: usize,
 }
 
+/// At most this many prefetches before one tile: a thin product (a few tiles per block)
+/// would otherwise issue a whole block's lines at once, more than the core has misses in
+/// flight. The Monte Carlo workload's blocks issue about 50 per tile.
+#[cfg(target_arch = "x86_64")]
+const AHEAD_PER_TILE_MAX: usize = 64;
+
+#[cfg(target_arch = "x86_64")]
 impl Ahead {
-    /// The lines of block `next` of `blocks` (none past the last) spread over `tiles` tiles.
+    /// The lines of block `next` of `blocks` (none past the last) spread over `tiles > 0`
+    /// tiles.
     fn of(blocks: &Blocks, next: usize, rows: Rows, tiles: usize) -> Ahead {
+        debug_assert!(tiles > 0);
         let mut ahead = Ahead {
             base: std::ptr::null(),
             stride: 0,
-            per_run: 1,
+            len: 1,
             runs: 0,
             per_tile: 0,
             run: 0,
+            start: std::ptr::null(),
+            lines: 0,
             line: 0,
         };
         if next < blocks.count() {
             let (i1, k0) = blocks.at(next);
             let (mc, kc) = (MC.min(blocks.m - i1), KC.min(blocks.k - k0));
             // Addresses only (wrapping: never dereferenced, and a prefetch cannot fault).
-            (ahead.base, ahead.stride, ahead.runs, ahead.per_run) = match rows {
+            (ahead.base, ahead.stride, ahead.runs, ahead.len) = match rows {
                 Rows::InPlace(a, lda) => (a.wrapping_add(i1 + k0 * lda), lda, kc, mc),
                 Rows::Packed(a, lda, _) => (a.wrapping_add(i1 * lda + k0), lda, mc, kc),
             };
-            ahead.per_run = (ahead.per_run * size_of::<f64>()).div_ceil(LINE);
-            ahead.per_tile = (ahead.runs * ahead.per_run).div_ceil(tiles);
+            // A run not starting at a line's start spans one line more.
+            let most = ahead.runs * (ahead.len.div_ceil(LINE_VALUES) + 1);
+            ahead.per_tile = most.div_ceil(tiles).min(AHEAD_PER_TILE_MAX);
+            ahead.enter(0);
         }
         ahead
     }
 
-    /// Issues the next [`Ahead::per_tile`] lines.
+    /// Starts run `run`: the line holding its first value, and how many lines it spans.
+    #[inline(always)]
+    fn enter(&mut self, run: usize) {
+        let first = self.base.wrapping_add(run * self.stride);
+        let offset = first.addr() % LINE;
+        self.start = first.wrapping_byte_sub(offset);
+        self.lines = (offset + self.len * size_of::<f64>()).div_ceil(LINE);
+        (self.run, self.line) = (run, 0);
+    }
+
+    /// Prefetches the next [`Ahead::per_tile`] lines.
     #[inline(always)]
     fn step(&mut self) {
+        self.issue(&mut prefetch);
+    }
+
+    /// Hands the next [`Ahead::per_tile`] lines' starts to `line`.
+    #[inline(always)]
+    fn issue(&mut self, line: &mut impl FnMut(*const f64)) {
         for _ in 0..self.per_tile {
             if self.run == self.runs {
                 return;
             }
-            let line = self
-                .base
-                .wrapping_add(self.run * self.stride + self.line * LINE_VALUES);
-            prefetch(line);
+            line(self.start.wrapping_add(self.line * LINE_VALUES));
             self.line += 1;
-            if self.line == self.per_run {
-                (self.line, self.run) = (0, self.run + 1);
+            if self.line == self.lines {
+                self.enter(self.run + 1);
             }
         }
     }
 }
 
-/// Bytes of a cache line, and f64 values in one.
+/// Bytes of a cache line on x86-64.
+#[cfg(target_arch = "x86_64")]
 const LINE: usize = 64;
+
+/// f64 values in a cache line.
+#[cfg(target_arch = "x86_64")]
 const LINE_VALUES: usize = LINE / size_of::<f64>();
 
-/// A hint to load the line at `p` into the level-2 cache (nothing elsewhere).
+/// A hint to load the line holding `p` into the level-2 cache.
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn prefetch(p: *const f64) {
-    #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch reads nothing the program sees and cannot fault, whatever `p` is.
     unsafe {
         use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
         _mm_prefetch::<_MM_HINT_T1>(p.cast());
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// Packs `mc` rows and `kc` terms of an `A` with unit column stride and row stride `lda`
@@ -732,6 +774,62 @@ mod tests {
                 }
             }
             assert_eq!(order, expected, "{m} x {k}");
+        }
+    }
+
+    /// The starts of the lines `Ahead` issues over `tiles` tiles for block `next`.
+    #[cfg(target_arch = "x86_64")]
+    fn issued(blocks: &Blocks, next: usize, rows: Rows, tiles: usize) -> Vec<usize> {
+        let mut ahead = Ahead::of(blocks, next, rows, tiles);
+        let mut lines = Vec::new();
+        for _ in 0..tiles {
+            ahead.issue(&mut |p| lines.push(p.addr()));
+        }
+        lines
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn ahead_issues_each_line_of_the_next_block_once() {
+        // A buffer whose columns (in place) or rows (packed) start at every offset within a
+        // line: a stride of 8 k + 3 values.
+        let a = vec![0.0f64; 700 * 600];
+        let line = |v: &f64| (v as *const f64).addr() / LINE * LINE;
+        for (m, k, lda) in [(300, 600, 603), (MC, KC + 5, 299), (5, 3, 11)] {
+            let blocks = Blocks { m, k };
+            for at in 1..blocks.count() {
+                let (i1, k0) = blocks.at(at);
+                let (mc, kc) = (MC.min(m - i1), KC.min(k - k0));
+                for packed in [false, true] {
+                    let (rows, value): (Rows, Box<dyn Fn(usize, usize) -> usize>) = if packed {
+                        (
+                            Rows::Packed(a.as_ptr(), lda, std::ptr::null_mut()),
+                            Box::new(|i, p| i * lda + p),
+                        )
+                    } else {
+                        (Rows::InPlace(a.as_ptr(), lda), Box::new(|i, p| i + p * lda))
+                    };
+                    let mut want: Vec<usize> = (i1..i1 + mc)
+                        .flat_map(|i| (k0..k0 + kc).map(move |p| (i, p)))
+                        .map(|(i, p)| line(&a[value(i, p)]))
+                        .collect();
+                    want.sort_unstable();
+                    want.dedup();
+                    // Enough tiles that the cap does not bind: every line, each once.
+                    let mut got = issued(&blocks, at, rows, want.len());
+                    got.sort_unstable();
+                    assert_eq!(
+                        got, want,
+                        "{m} x {k}, lda {lda}, block {at}, packed {packed}"
+                    );
+                    // One tile: the cap binds, and what is issued is the next block's.
+                    let one = issued(&blocks, at, rows, 1);
+                    assert_eq!(one.len(), want.len().min(AHEAD_PER_TILE_MAX));
+                    assert!(one.iter().all(|l| want.binary_search(l).is_ok()));
+                }
+            }
+            // Nothing after the last block.
+            assert!(issued(&blocks, blocks.count(), Rows::InPlace(a.as_ptr(), lda), 4).is_empty());
         }
     }
 
