@@ -178,6 +178,21 @@ fn jac<T: Real>(c: &Option<NormCache<T>>, v: &DMatrix<T>) -> DMatrix<T> {
     }
 }
 
+/// [`jac`] of a `v` the caller gives up: without a Norm, `v` itself (no copy).
+fn jac_owned<T: Real>(c: &Option<NormCache<T>>, v: DMatrix<T>) -> DMatrix<T> {
+    match c {
+        Some(c) => norm::jacobian(c, &v),
+        None => v,
+    }
+}
+
+/// `a x + b y` entry by entry, each product rounded and then their sum: the bits of
+/// nalgebra's `x * a + y * b` (two scaled copies, then their sum), in one pass and one
+/// matrix (no fused multiply-add: Rust does not contract `p * q + r`).
+fn scaled_sum<T: Real>(x: &DMatrix<T>, a: T, y: &DMatrix<T>, b: T) -> DMatrix<T> {
+    x.zip_map(y, |xv, yv| xv * a + yv * b)
+}
+
 impl<T: Real> Network<T> {
     /// Depth L.
     pub fn depth(&self) -> usize {
@@ -281,15 +296,23 @@ pub fn step_with<T: Real>(
     let block = spec.block(l);
     let (n_in, in_scale, u) = branch_input(spec, eps, l, x);
     let (out, cache) = branch_forward(&u);
-    let (n_br, br) = apply_norm(block.n_br.is_norm(), spec.norm, eps, &out);
+    let n_br = block
+        .n_br
+        .is_norm()
+        .then(|| norm::forward(spec.norm, eps, &out));
+    let br = n_br.as_ref().map_or(&out, |c| &c.y);
     let alpha = match block.skip {
         SkipScale::One => 1.0,
         SkipScale::Alpha(a) => a,
         SkipScale::AdminOmega => admin_omega,
     };
     let lambda = block.lambda.value();
-    let z = x * T::of(alpha) + &br * T::of(lambda);
-    let (n_out, y) = apply_norm(block.n_out.is_norm(), spec.norm, eps, &z);
+    let z = scaled_sum(x, T::of(alpha), br, T::of(lambda));
+    let n_out = block
+        .n_out
+        .is_norm()
+        .then(|| norm::forward(spec.norm, eps, &z));
+    let y = n_out.as_ref().map_or(z, |c| c.y.clone());
     let pass = BlockPass {
         n_in,
         in_scale,
@@ -378,13 +401,13 @@ pub fn backward_step_with<T: Real>(
 /// `(J_out^T g, J_br^T lambda J_out^T g)`: the gradient at the sum and at the branch output.
 fn into_branch<T: Real>(b: &BlockPass<T>, g: &DMatrix<T>) -> (DMatrix<T>, DMatrix<T>) {
     let gz = jac(&b.n_out, g);
-    let g_out = jac(&b.n_br, &(&gz * T::of(b.lambda)));
+    let g_out = jac_owned(&b.n_br, &gz * T::of(b.lambda));
     (gz, g_out)
 }
 
 /// `alpha gz + J_in^T (s gu)`: dL/dx_{l-1}.
 fn out_of_branch<T: Real>(b: &BlockPass<T>, gz: &DMatrix<T>, gu: DMatrix<T>) -> DMatrix<T> {
-    gz * T::of(b.alpha) + jac(&b.n_in, &(gu * T::of(b.in_scale)))
+    gz * T::of(b.alpha) + jac_owned(&b.n_in, gu * T::of(b.in_scale))
 }
 
 /// The result of [`Network::backward`].
@@ -394,4 +417,45 @@ pub struct Backward<T: Real = f64> {
     pub grads: Vec<DMatrix<T>>,
     /// Weight gradients of block l at index l - 1.
     pub weight_grads: Vec<Vec<DMatrix<T>>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values of every kind a stream holds: both signs, zeros of both signs, tiny and large.
+    fn values<T: Real>(rows: usize, cols: usize, seed: f64) -> DMatrix<T> {
+        DMatrix::from_fn(rows, cols, |i, j| {
+            let k = (i * cols + j) as f64;
+            let v = match (i + j) % 5 {
+                0 => (k * seed).sin() * 1e-300,
+                1 => -0.0,
+                2 => (k * seed).cos() * 1e200,
+                _ => (k * seed).sin(),
+            };
+            T::of(v)
+        })
+    }
+
+    fn scaled_sum_is_nalgebras<T: Real>(bits: impl Fn(T) -> u64) {
+        let (x, y) = (values::<T>(33, 7, 0.37), values::<T>(33, 7, 0.91));
+        for (a, b) in [(1.0, 1.0), (0.6, 1.3), (-2.5, 1e-3), (0.0, -1.0)] {
+            let (a, b) = (T::of(a), T::of(b));
+            let fused = scaled_sum(&x, a, &y, b);
+            let nalgebra = &x * a + &y * b;
+            assert!(
+                fused
+                    .iter()
+                    .zip(nalgebra.iter())
+                    .all(|(p, q)| bits(*p) == bits(*q)),
+                "a = {a}, b = {b}"
+            );
+        }
+    }
+
+    #[test]
+    fn scaled_sum_gives_the_bits_of_nalgebras_expression() {
+        scaled_sum_is_nalgebras::<f64>(f64::to_bits);
+        scaled_sum_is_nalgebras::<f32>(|v| u64::from(v.to_bits()));
+    }
 }
