@@ -41,10 +41,9 @@
 //!
 //! Blocks of `A` are visited row block by row block (each one's k-blocks in increasing order,
 //! so a row block's part of `C` stays in the level-2 cache between k-blocks while it fits),
-//! and while one block's tiles run,
-//! the lines of `A` the next block reads are prefetched into the level-2 cache (`Ahead`): a
-//! held network's weights come from memory, and the first column of tiles of each block used
-//! to wait for them. On the Monte Carlo workload (f64, 2 threads, `normscope bench --no-torch
+//! and while one block's tiles run, the lines of `A` the next block reads are prefetched into
+//! the level-2 cache (`Ahead`): a held network's weights come from memory, and the first
+//! column of tiles of each block used to wait for them. On the Monte Carlo workload (f64, 2 threads, `normscope bench --no-torch
 //! --precision f64 --repeats 1`, four interleaved pairs of runs) the engine's products went
 //! from 196-199 to 203-206 GFLOP/s and its passes from 181-184 to 188-191; on hot operands
 //! (one core, the scratch benchmark) the rate did not move (116-120 both ways).
@@ -223,10 +222,10 @@ unsafe fn columns(
     c: *mut f64,
     ldc: usize,
 ) {
-    // Blocks of MC rows by one k-block, each row block's k-blocks in order (its part of C,
-    // MC n values, stays in the level-2 cache from one k-block to the next while it fits:
-    // 128 KiB at n = 128; B's k-blocks are read again for each row block); every entry's k-blocks are
-    // added in increasing order, which is all the bits depend on).
+    // Blocks of MC rows by one k-block, each row block's k-blocks in order. Its part of C
+    // (MC n values, 128 KiB at n = 128) stays in the level-2 cache from one k-block to the
+    // next while it fits; B's k-blocks are read again for each row block. Every entry's
+    // k-blocks are added in increasing order, which is all the bits depend on.
     let blocks = Blocks { m, k };
     for at in 0..blocks.count() {
         let (i1, k0) = blocks.at(at);
@@ -315,13 +314,17 @@ struct Ahead {
     len: usize,
     /// Runs in the next block (0 after the last block).
     runs: usize,
-    /// Lines issued before each tile: every line of the next block spread evenly over this
-    /// block's tiles, at most [`AHEAD_PER_TILE_MAX`].
+    /// Lines issued before each tile: an upper bound of the next block's lines (one more per
+    /// run than its values fill) over this block's tiles, at most [`AHEAD_PER_TILE_MAX`]; so
+    /// the lines may all be issued before the last tile.
     per_tile: usize,
-    /// The run being issued, the start of its first line, its lines, and the next line.
+    /// The run being issued.
     run: usize,
+    /// The start of the line holding the run's first value.
     start: *const f64,
+    /// Lines the run spans.
     lines: usize,
+    /// The next line of the run to issue.
     line: usize,
 }
 
@@ -340,7 +343,7 @@ impl Ahead {
         let mut ahead = Ahead {
             base: std::ptr::null(),
             stride: 0,
-            len: 1,
+            len: 0,
             runs: 0,
             per_tile: 0,
             run: 0,
@@ -792,10 +795,12 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     fn ahead_issues_each_line_of_the_next_block_once() {
         // A buffer whose columns (in place) or rows (packed) start at every offset within a
-        // line: a stride of 8 k + 3 values.
+        // line: a stride of 8 k + 3 values, more than a line, so no two runs share a line (runs
+        // closer than that would issue a shared line twice: harmless, a prefetch changes no
+        // value). The last case has runs shorter than a line, 14 or 16 values apart.
         let a = vec![0.0f64; 700 * 600];
         let line = |v: &f64| (v as *const f64).addr() / LINE * LINE;
-        for (m, k, lda) in [(300, 600, 603), (MC, KC + 5, 299), (5, 3, 11)] {
+        for (m, k, lda) in [(300, 600, 603), (MC, KC + 5, 299), (5, KC + 3, 19)] {
             let blocks = Blocks { m, k };
             for at in 1..blocks.count() {
                 let (i1, k0) = blocks.at(at);
@@ -826,6 +831,14 @@ mod tests {
                     let one = issued(&blocks, at, rows, 1);
                     assert_eq!(one.len(), want.len().min(AHEAD_PER_TILE_MAX));
                     assert!(one.iter().all(|l| want.binary_search(l).is_ok()));
+                    // A few tiles sharing the lines (below the cap when the block is small):
+                    // never more than the lines, each a line of the next block, none twice.
+                    let mut few = issued(&blocks, at, rows, 4);
+                    few.sort_unstable();
+                    let cap = 4 * AHEAD_PER_TILE_MAX;
+                    assert_eq!(few.len(), want.len().min(cap), "4 tiles, block {at}");
+                    assert!(few.windows(2).all(|w| w[0] < w[1]));
+                    assert!(few.iter().all(|l| want.binary_search(l).is_ok()));
                 }
             }
             // Nothing after the last block.

@@ -156,6 +156,8 @@ fn variance<T: Real>(m: &DMatrix<T>) -> f64 {
     m.iter().map(|v| (v.as_f64() - mean).powi(2)).sum::<f64>() / len
 }
 
+/// A Norm slot's forward on `z`: `(Some(cache), N(z))` when the slot has a Norm, else
+/// `(None, z)` (a copy).
 fn apply_norm<T: Real>(
     slot_norm: bool,
     kind: crate::spec::NormKind,
@@ -171,6 +173,7 @@ fn apply_norm<T: Real>(
     }
 }
 
+/// `J^T v` of the Norm cached in `c` (the identity without one, a copy of `v`).
 fn jac<T: Real>(c: &Option<NormCache<T>>, v: &DMatrix<T>) -> DMatrix<T> {
     match c {
         Some(c) => norm::jacobian(c, v),
@@ -178,7 +181,8 @@ fn jac<T: Real>(c: &Option<NormCache<T>>, v: &DMatrix<T>) -> DMatrix<T> {
     }
 }
 
-/// [`jac`] of a `v` the caller gives up: without a Norm, `v` itself (no copy).
+/// `J^T v` of the Norm cached in `c`, as [`jac`], for a `v` the caller gives up: without a
+/// Norm, `v` itself (no copy).
 fn jac_owned<T: Real>(c: &Option<NormCache<T>>, v: DMatrix<T>) -> DMatrix<T> {
     match c {
         Some(c) => norm::jacobian(c, &v),
@@ -423,39 +427,43 @@ pub struct Backward<T: Real = f64> {
 mod tests {
     use super::*;
 
-    /// Values of every kind a stream holds: both signs, zeros of both signs, tiny and large.
-    fn values<T: Real>(rows: usize, cols: usize, seed: f64) -> DMatrix<T> {
+    /// Values of every kind a stream may hold in `T`: both signs, zeros of both signs,
+    /// subnormal ones (`tiny`) and ones a factor of 2.5 overflows (`huge`).
+    fn values<T: Real>(rows: usize, cols: usize, seed: f64, tiny: f64, huge: f64) -> DMatrix<T> {
         DMatrix::from_fn(rows, cols, |i, j| {
             let k = (i * cols + j) as f64;
             let v = match (i + j) % 5 {
-                0 => (k * seed).sin() * 1e-300,
+                0 => (k * seed).sin() * tiny,
                 1 => -0.0,
-                2 => (k * seed).cos() * 1e200,
+                2 => (k * seed).cos() * huge,
                 _ => (k * seed).sin(),
             };
             T::of(v)
         })
     }
 
-    fn scaled_sum_is_nalgebras<T: Real>(bits: impl Fn(T) -> u64) {
-        let (x, y) = (values::<T>(33, 7, 0.37), values::<T>(33, 7, 0.91));
+    fn scaled_sum_is_nalgebras<T: Real>(tiny: f64, huge: f64, bits: impl Fn(T) -> u64) {
+        let x = values::<T>(33, 7, 0.37, tiny, huge);
+        let y = values::<T>(33, 7, 0.91, tiny, huge);
         for (a, b) in [(1.0, 1.0), (0.6, 1.3), (-2.5, 1e-3), (0.0, -1.0)] {
             let (a, b) = (T::of(a), T::of(b));
             let fused = scaled_sum(&x, a, &y, b);
             let nalgebra = &x * a + &y * b;
-            assert!(
-                fused
-                    .iter()
-                    .zip(nalgebra.iter())
-                    .all(|(p, q)| bits(*p) == bits(*q)),
-                "a = {a}, b = {b}"
-            );
+            for (i, (p, q)) in fused.iter().zip(nalgebra.iter()).enumerate() {
+                assert_eq!(
+                    bits(*p),
+                    bits(*q),
+                    "a = {a}, b = {b}, entry {i}: {p} against {q}"
+                );
+            }
         }
     }
 
     #[test]
     fn scaled_sum_gives_the_bits_of_nalgebras_expression() {
-        scaled_sum_is_nalgebras::<f64>(f64::to_bits);
-        scaled_sum_is_nalgebras::<f32>(|v| u64::from(v.to_bits()));
+        // Subnormals (below f64::MIN_POSITIVE = 2.2e-308, f32::MIN_POSITIVE = 1.2e-38) and
+        // values within a factor of 2.5 of the largest (1.8e308, 3.4e38).
+        scaled_sum_is_nalgebras::<f64>(1e-310, 1e308, f64::to_bits);
+        scaled_sum_is_nalgebras::<f32>(1e-40, 3e38, |v| u64::from(v.to_bits()));
     }
 }
