@@ -43,10 +43,11 @@
 //! so a row block's part of `C` stays in the level-2 cache between k-blocks while it fits),
 //! and while one block's tiles run, the lines of `A` the next block reads are prefetched into
 //! the level-2 cache (`Ahead`): a held network's weights come from memory, and the first
-//! column of tiles of each block used to wait for them. On the Monte Carlo workload (f64, 2 threads, `normscope bench --no-torch
-//! --precision f64 --repeats 1`, four interleaved pairs of runs) the engine's products went
-//! from 196-199 to 203-206 GFLOP/s and its passes from 181-184 to 188-191; on hot operands
-//! (one core, the scratch benchmark) the rate did not move (116-120 both ways).
+//! column of tiles of each block used to wait for them. On the Monte Carlo workload (f64, 2
+//! threads, `normscope bench --no-torch --precision f64 --repeats 1`, four interleaved pairs
+//! of runs) the engine's products went from 196-199 to 203-206 GFLOP/s and its passes from
+//! 181-184 to 188-191; on hot operands (one core, the scratch benchmark) the rate did not
+//! move (116-120 both ways).
 //!
 //! [`gemm`] checks once per process that it gives `dgemm`'s bits on probe products (k-blocks,
 //! ragged tiles, every path and layout, zeros of both signs, underflowing products and

@@ -156,21 +156,15 @@ fn variance<T: Real>(m: &DMatrix<T>) -> f64 {
     m.iter().map(|v| (v.as_f64() - mean).powi(2)).sum::<f64>() / len
 }
 
-/// A Norm slot's forward on `z`: `(Some(cache), N(z))` when the slot has a Norm, else
-/// `(None, z)` (a copy).
-fn apply_norm<T: Real>(
-    slot_norm: bool,
+/// A Norm slot's forward on `z`: the cache of `N(z)` (its output `y` inside) when the slot
+/// has a Norm (`present`), else `None` (the slot passes `z` on as it is).
+fn norm_slot<T: Real>(
+    present: bool,
     kind: crate::spec::NormKind,
     eps: f64,
     z: &DMatrix<T>,
-) -> (Option<NormCache<T>>, DMatrix<T>) {
-    if slot_norm {
-        let c = norm::forward(kind, eps, z);
-        let y = c.y.clone();
-        (Some(c), y)
-    } else {
-        (None, z.clone())
-    }
+) -> Option<NormCache<T>> {
+    present.then(|| norm::forward(kind, eps, z))
 }
 
 /// `J^T v` of the Norm cached in `c` (the identity without one, a copy of `v`).
@@ -192,8 +186,9 @@ fn jac_owned<T: Real>(c: &Option<NormCache<T>>, v: DMatrix<T>) -> DMatrix<T> {
 
 /// `a x + b y` entry by entry, each product rounded and then their sum: the bits of
 /// nalgebra's `x * a + y * b` (two scaled copies, then their sum), in one pass and one
-/// matrix (no fused multiply-add: Rust does not contract `p * q + r`).
-fn scaled_sum<T: Real>(x: &DMatrix<T>, a: T, y: &DMatrix<T>, b: T) -> DMatrix<T> {
+/// matrix (no fused multiply-add: Rust does not contract `p * q + r`). A block's sum
+/// `alpha x + lambda N_br(F)` in both engines (the training engine's fixed skips too).
+pub(crate) fn scaled_sum<T: Real>(x: &DMatrix<T>, a: T, y: &DMatrix<T>, b: T) -> DMatrix<T> {
     x.zip_map(y, |xv, yv| xv * a + yv * b)
 }
 
@@ -259,7 +254,8 @@ pub fn branch_input<T: Real>(
     x: &DMatrix<T>,
 ) -> (Option<NormCache<T>>, f64, DMatrix<T>) {
     let b = spec.block(l);
-    let (c, mut u) = apply_norm(b.n_in.is_norm(), spec.norm, eps, x);
+    let c = norm_slot(b.n_in.is_norm(), spec.norm, eps, x);
+    let mut u = c.as_ref().map_or_else(|| x.clone(), |c| c.y.clone());
     let s = match b.in_scale {
         InputScale::One => 1.0,
         InputScale::InvSqrtLayer => {
@@ -300,10 +296,7 @@ pub fn step_with<T: Real>(
     let block = spec.block(l);
     let (n_in, in_scale, u) = branch_input(spec, eps, l, x);
     let (out, cache) = branch_forward(&u);
-    let n_br = block
-        .n_br
-        .is_norm()
-        .then(|| norm::forward(spec.norm, eps, &out));
+    let n_br = norm_slot(block.n_br.is_norm(), spec.norm, eps, &out);
     let br = n_br.as_ref().map_or(&out, |c| &c.y);
     let alpha = match block.skip {
         SkipScale::One => 1.0,
@@ -312,10 +305,7 @@ pub fn step_with<T: Real>(
     };
     let lambda = block.lambda.value();
     let z = scaled_sum(x, T::of(alpha), br, T::of(lambda));
-    let n_out = block
-        .n_out
-        .is_norm()
-        .then(|| norm::forward(spec.norm, eps, &z));
+    let n_out = norm_slot(block.n_out.is_norm(), spec.norm, eps, &z);
     let y = n_out.as_ref().map_or(z, |c| c.y.clone());
     let pass = BlockPass {
         n_in,

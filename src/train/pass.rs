@@ -21,6 +21,7 @@ use super::layer_norm::{NormLayer, row_sums};
 use super::model::{InputMap, Multiplier, Skip, TrainModel};
 use crate::branch::{Cache, Module};
 use crate::monte_carlo::gemm::Real;
+use crate::monte_carlo::network::scaled_sum;
 use crate::monte_carlo::norm::{self, NormCache};
 use nalgebra::DMatrix;
 use std::borrow::Cow;
@@ -205,7 +206,7 @@ impl<T: Real> TrainModel<T> {
             let lambda = T::of(b.lambda.value());
             // The Monte Carlo engine's order of operations: x * alpha + br * lambda.
             let z = match &b.skip {
-                Skip::Fixed(a) => x * T::of(*a) + &*br * lambda,
+                Skip::Fixed(a) => scaled_sum(x, T::of(*a), &br, lambda),
                 Skip::Learnable(a) => scale_rows(x, a) + &*br * lambda,
             };
             let br = match br {

@@ -617,11 +617,12 @@ fn round(
 
 /// Runs `normscope bench` on the Monte Carlo workload: per precision `--repeats` rounds of
 /// the GEMM rates and normscope's run ([`round`]; the share's verdict on the
-/// [`VERDICT_STATISTIC`] of the rounds' shares, because the machine's GEMM rate moved by up
-/// to 15% between single 2-second measurements), PyTorch's run once (unless `--no-torch`;
-/// against the [`VERDICT_STATISTIC`] of normscope's times) and the peak memory of one
-/// streamed network, each line printed as it is measured; returns one [`Outcome`] per target (the
-/// PyTorch ratio, the GEMM share, the memory bound at each depth) for `bench --all`'s summary.
+/// [`VERDICT_STATISTIC`] of the rounds' shares, because the machine's better GEMM rate moved
+/// by up to 20% between single 2-second measurements: 197-239 GFLOP/s in f64 on the README's
+/// machine), PyTorch's run once (unless `--no-torch`; against the [`VERDICT_STATISTIC`] of
+/// normscope's times) and the peak memory of one streamed network, each line printed as it is
+/// measured; returns one [`Outcome`] per target (the PyTorch ratio, the GEMM share, the memory
+/// bound at each depth) for `bench --all`'s summary.
 pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
     crate::bench_train::check(a)?;
     let repeats = a.repeats;
