@@ -439,8 +439,8 @@ mod tests {
     const NEWTON_STOP: f64 = 1e-9;
 
     /// Tobin's (1958) durable-goods data, `survival::tobin` (therneau/survival,
-    /// tests/data.tobin; the same 20 rows as Rdatasets' survival/tobin): `(durable, age,
-    /// quant)`, `durable = 0` left-censored at 0.
+    /// tests/data.tobin; checked row by row against neuhausi/Rdatasets, js/survival/tobin.js):
+    /// `(durable, age, quant)`, `durable = 0` left-censored at 0.
     const TOBIN: [(f64, f64, f64); 20] = [
         (0.0, 57.7, 236.0),
         (0.7, 50.9, 283.0),
