@@ -1,7 +1,7 @@
 //! Interval-censored Gaussian linear regression: the Tobit model (Tobin 1958, Econometrica
 //! 26:24) generalised to any mix of exact, interval-, left- and right-censored responses (R's
-//! `survival::survreg(Surv(lo, hi, type = "interval2") ~ x, dist = "gaussian")`; Klein and
-//! Moeschberger 2003, Survival Analysis, section 12.2). Each response `y_i` is known to lie in
+//! `survival::survreg(Surv(lo, hi, type = "interval2") ~ x, dist = "gaussian")`; Amemiya 1984,
+//! J. Econometrics 24:3, a survey of Tobit models). Each response `y_i` is known to lie in
 //! `[lo_i, hi_i]` ([`Obs`]) and
 //!
 //! ```text
@@ -23,15 +23,15 @@
 //!
 //! The maximum is found by Newton-Raphson in Olsen's parameters `gamma = beta/sigma`, `theta =
 //! 1/sigma` (Olsen 1978, Econometrica 46:1211), in which every term above is concave (a normal
-//! probability of an interval is log-concave in its ends, Prekopa 1973, and the ends are linear
-//! in `(gamma, theta)`), with the analytic gradient and Hessian, step halving until the
-//! log-likelihood does not fall, and a stop when the Newton decrement `g' (-H)^{-1} g` (twice the
-//! predicted remaining gain, and the squared length of the step in standard-error units) is
-//! below [`DECREMENT_TOL`], after one last step. The covariance of `(beta, ln sigma)` is the inverse observed
-//! information, carried from Olsen's parameters by the Jacobian of the change of variables
-//! (exact at the maximum, where the gradient vanishes); it is what `survreg` reports
-//! (`vcov(fit)`), and the Wald intervals are `beta_j +- z se_j` and `exp(ln sigma +- z se)`
-//! with `z` = [`super::z`].
+//! probability of an interval is log-concave in its ends, Prekopa 1973, Acta Sci. Math.
+//! 34:335, and the ends are linear in `(gamma, theta)`), with the analytic gradient and
+//! Hessian, step halving until the log-likelihood does not fall, and a stop when the Newton
+//! decrement `g' (-H)^{-1} g` (twice the predicted remaining gain, and the squared length of the
+//! step in standard-error units) is below [`DECREMENT_TOL`], after one last step. The
+//! covariance of `(beta, ln sigma)` is the inverse observed information, carried from Olsen's
+//! parameters by the Jacobian of the change of variables (exact at the maximum, where the
+//! gradient vanishes); it is what `survreg` reports (`vcov(fit)`), and the Wald intervals are
+//! `beta_j +- z se_j` and `exp(ln sigma +- z se)` with `z` = [`super::z`].
 //!
 //! The estimate does not exist when every response is censored on the same side (the
 //! likelihood grows without bound as `beta` runs off), when there are fewer responses than

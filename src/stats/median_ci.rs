@@ -1,6 +1,6 @@
 //! The distribution-free confidence interval for a median from order statistics (Conover 1999,
-//! Practical Nonparametric Statistics, section 3.3, the inversion of the sign test; Hollander
-//! and Wolfe 1999, Nonparametric Statistical Methods, section 3.6). For `n` observations with
+//! Practical Nonparametric Statistics, section 3.3: the inversion of the sign test). For `n`
+//! observations with
 //! order statistics `x_(1) <= ... <= x_(n)` and `K ~ Binomial(n, 1/2)`, the interval
 //!
 //! ```text
@@ -129,9 +129,9 @@ mod tests {
     #[test]
     fn ranks_match_the_published_table() {
         // Table A.7, "Confidence Intervals for the Population Median" (a textbook's table, n = 2
-        // to 20, stored at coursehero.com/file/5646626/A7): for each n the narrowest listed interval
-        // whose level is at least 95%, and that printed level. n = 10: [x_(2), x_(9)], 97.9%
-        // (by hand: 1 - 2 * 11/1024 = 0.978516); n = 20: [x_(6), x_(15)], 95.9% (1 - 2 *
+        // to 20, stored at coursehero.com/file/5646626/A7): for each n the narrowest listed
+        // interval whose level is at least 95%, and that printed level. n = 10: [x_(2), x_(9)],
+        // 97.9% (by hand: 1 - 2 * 11/1024 = 0.978516); n = 20: [x_(6), x_(15)], 95.9% (1 - 2 *
         // 21700/2^20 = 0.958611).
         let table = [
             (6, 1, 0.969),

@@ -1,8 +1,8 @@
 //! Logarithms of standard normal probabilities that stay accurate far in the tails, for the
 //! likelihood of censored observations ([`super::censored`]): `ln phi(x)`, `ln Phi(x)` and
 //! `ln(Phi(b) - Phi(a))`, with `phi` the standard normal density and `Phi` its distribution
-//! function (Abramowitz and Stegun 1964, Handbook of Mathematical Functions, 26.2.2 and
-//! 26.2.29).
+//! function (Abramowitz and Stegun 1964, Handbook of Mathematical Functions, 26.2.1 and
+//! 26.2.2).
 //!
 //! - `Phi(x) = 1/2 + phi(x) sum_k x^(2k+1) / (1 3 5 ... (2k+1))` (A&S 26.2.11) for `|x| <=`
 //!   [`CF_BELOW`]; below, Laplace's continued fraction for the Mills ratio (A&S 26.2.14),
@@ -50,7 +50,8 @@ pub fn ln_pdf(x: f64) -> f64 {
 
 /// `phi(x)`, with `x^2` split as `x_h^2 + (x - x_h)(x + x_h)`, `x_h` a multiple of 1/16 (whose
 /// square is exact), so the exponential's argument carries no rounding of `x^2` (Cody 1969,
-/// Math. Comp. 23:631, section 3): relative accuracy of a few ulps far out.
+/// Math. Comp. 23:631, who splits `x^2` so for `erfc`): relative accuracy of a few ulps far
+/// out.
 pub fn pdf(x: f64) -> f64 {
     if x.is_infinite() {
         return 0.0;

@@ -6,7 +6,7 @@
 //! failing rate; one still stable at the search's cap is right-censored at the cap.
 //!
 //! The paired difference of two interval observations is the set of every difference of values
-//! they allow (interval arithmetic; Moore 1966, Interval Analysis, section 2.2):
+//! they allow (interval arithmetic; Moore 1966, Interval Analysis, chapter 2):
 //!
 //! ```text
 //! [a.lo, a.hi] - [b.lo, b.hi] = [a.lo - b.hi, a.hi - b.lo]
