@@ -70,6 +70,89 @@ pub struct Claim {
     /// at or around the measurement's (L, d) and whether the closed form describes them, or
     /// that it lies outside the mapped grid; empty otherwise.
     pub finite_width: String,
+    /// Where the verdict was measured: `init` (closed form and Monte Carlo at init) or the
+    /// training tier of the headline verdict (`lm`, `regression`, `seq2seq`).
+    pub tier: String,
+    /// The verdicts on the other tiers, and whether they disagree with the headline's (empty
+    /// for init-time claims).
+    pub other_tiers: String,
+}
+
+/// The tier whose verdict heads a training claim when it has one.
+pub const PRIMARY_TIER: &str = "lm";
+
+/// The kind of a verdict (its first word): `supported`, `conditional`, `inconclusive`,
+/// `refuted`.
+fn kind(verdict: &str) -> &str {
+    verdict.split([':', ' ']).next().unwrap_or(verdict)
+}
+
+/// A training claim's ledger line from its verdicts per tier (module docs): the headline is
+/// the [`PRIMARY_TIER`]'s (else the first tier's), the measurement its effects (effect and
+/// interval first) and context, the other tiers listed with a note where their verdict's kind
+/// differs.
+pub(crate) fn training_claim(
+    id: u32,
+    statement: &'static str,
+    seeds: &'static str,
+    data: &'static str,
+    init: String,
+    verdicts: Vec<super::training::TierVerdict>,
+) -> Result<Claim> {
+    let head = verdicts
+        .iter()
+        .position(|v| v.tier == PRIMARY_TIER)
+        .unwrap_or(0);
+    let Some(h) = verdicts.get(head) else {
+        return Err(Error::Undefined(format!(
+            "claims: claim {id} has no training verdict on any tier"
+        )));
+    };
+    let ctx = |v: &super::training::TierVerdict| {
+        if v.context.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", v.context)
+        }
+    };
+    let others: Vec<String> = verdicts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != head)
+        .map(|(_, v)| {
+            let note = if kind(&v.verdict) == kind(&h.verdict) {
+                ""
+            } else {
+                " [tiers disagree]"
+            };
+            format!(
+                "{} tier: {}{note}; effects: {}{}",
+                v.tier,
+                v.verdict,
+                v.effects,
+                ctx(v)
+            )
+        })
+        .collect();
+    Ok(Claim {
+        id,
+        statement,
+        seeds,
+        data,
+        measurement: format!(
+            "{init}{}{} tier, effects (effect [95% CI] (n, Holm q): outcome): {}{}",
+            if init.is_empty() { "" } else { ". " },
+            h.tier,
+            h.effects,
+            ctx(h)
+        ),
+        rule: h.rule.clone(),
+        verdict: h.verdict.clone(),
+        trained: None,
+        finite_width: String::new(),
+        tier: h.tier.clone(),
+        other_tiers: others.join(" | "),
+    })
 }
 
 /// The after-training verdict of a claim made at init (issue 12 item 6): the same metrics on
@@ -237,6 +320,8 @@ fn claim1(d: &Data) -> Result<Claim> {
         verdict,
         trained: None,
         finite_width: String::new(),
+        tier: "init".into(),
+        other_tiers: String::new(),
     })
 }
 
@@ -308,6 +393,8 @@ fn claim2(d: &Data) -> Result<Claim> {
         verdict,
         trained: None,
         finite_width: String::new(),
+        tier: "init".into(),
+        other_tiers: String::new(),
     })
 }
 
@@ -383,6 +470,8 @@ fn claim3(d: &Data) -> Result<Claim> {
         verdict,
         trained: None,
         finite_width: String::new(),
+        tier: "init".into(),
+        other_tiers: String::new(),
     })
 }
 
@@ -526,6 +615,8 @@ fn claim4(d: &Data) -> Result<Claim> {
         verdict,
         trained: None,
         finite_width: String::new(),
+        tier: "init".into(),
+        other_tiers: String::new(),
     })
 }
 
@@ -585,6 +676,8 @@ fn claim5(d: &Data) -> Result<Claim> {
         verdict,
         trained: None,
         finite_width: String::new(),
+        tier: "init".into(),
+        other_tiers: String::new(),
     })
 }
 
@@ -594,19 +687,58 @@ fn claim6(d: &Data) -> Result<Claim> {
     let l = max_depth(&th, "post", w)?;
     let post = get(&th, "post", w, l, l, None)?.value;
     let pre = get(&th, "pre", w, l, l, None)?.value;
-    let trained = super::warmup::claim(d)?;
-    let law = super::stability_law::law_summary(d)?;
-    Ok(Claim {
-        data: "stream-and-gradients/vs_depth_theory.csv, warmup/tests.csv, stability-law/slope.csv",
-        measurement: format!(
-            "at init: last-block mean-square weight gradient at L = {l}: Post-LN {} vs Pre-LN {} (ratio {}; Xiong et al.: Post-LN's does not shrink with L, Pre-LN's shrinks like 1/L). Training: {}. Stability law: {law}",
+    let mut verdicts = super::warmup::claim6(d)?;
+    for (tier, law) in super::stability_law::summary(d)? {
+        if let Some(v) = verdicts.iter_mut().find(|v| v.tier == tier) {
+            v.context = format!("{}; stability law: {law}", v.context);
+        }
+    }
+    training_claim(
+        6,
+        "Post-LN's gradients near the output are large at init, so learning-rate warmup is essential (Xiong et al. 2020).",
+        "001, 002",
+        "stream-and-gradients/vs_depth_theory.csv, warmup/searches.csv, stability-law/fits.csv, stability-law/contrast.csv",
+        format!(
+            "at init: last-block mean-square weight gradient at L = {l}: Post-LN {} vs Pre-LN {} (ratio {}; Xiong et al.: Post-LN's does not shrink with L, Pre-LN's shrinks like 1/L); training: the effect of warmup on the maximum stable lr (doublings, log2 of the ratio, paired seeds)",
             sig(post),
             sig(pre),
             sig(post / pre),
-            trained.measurement
         ),
-        ..trained
-    })
+        verdicts,
+    )
+}
+
+fn claim7(d: &Data) -> Result<Claim> {
+    training_claim(
+        7,
+        "Adam's update is O(1) whatever the gradient's scale, which rescues Post-Norm from small gradients; SGD's update is proportional to the gradient.",
+        "002",
+        "optimizers/runs.csv, optimizers/scaling.csv, convergence/runs.csv, convergence/scaling.csv",
+        "slopes of ln||update_l|| on ln||grad_l|| across blocks beyond update 1, and Post-LN's final score under SGD minus Adam, each optimizer at its tuned lr".into(),
+        super::optimizers::claim7(d)?,
+    )
+}
+
+fn claim8(d: &Data) -> Result<Claim> {
+    training_claim(
+        8,
+        "Post-Norm converges faster early; Pre-Norm is better for deep nets, Post-Norm for shallow ones.",
+        "002, 003",
+        "convergence/runs.csv",
+        "Post-LN - Pre-LN at each one's tuned lr, in units of the task's gap (C - F)".into(),
+        super::convergence::claim8(d)?,
+    )
+}
+
+fn claim9(d: &Data) -> Result<Claim> {
+    training_claim(
+        9,
+        "Post-Norm fine-tunes better than Pre-Norm.",
+        "002",
+        "finetune/runs.csv",
+        "pre-trained on a teacher LM, fine-tuned on the same language with a quarter of its tokens rewired, each preset at its tuned fine-tuning lr".into(),
+        super::finetune::claim9(d)?,
+    )
 }
 
 /// Claim 10: relative difference under which two norms count as giving the same number.
@@ -662,6 +794,8 @@ fn claim10(d: &Data) -> Result<Claim> {
         verdict,
         trained: None,
         finite_width: String::new(),
+        tier: "init".into(),
+        other_tiers: String::new(),
     })
 }
 
@@ -683,9 +817,9 @@ fn ledger_and_inputs(root: &Path) -> Result<(Vec<Claim>, Vec<String>)> {
         claim4(&d)?,
         claim5(&d)?,
         claim6(&d)?,
-        super::optimizers::claim(&d)?,
-        super::convergence::claim(&d)?,
-        super::finetune::claim(&d)?,
+        claim7(&d)?,
+        claim8(&d)?,
+        claim9(&d)?,
         claim10(&d)?,
     ];
     let mut claims = claims;
@@ -768,17 +902,20 @@ fn run(_: &Config, out: &mut Out) -> Result<()> {
             "finite_width",
             claims.iter().map(|c| c.finite_width.as_str()),
         ),
+        column("tier", claims.iter().map(|c| c.tier.as_str())),
+        column("other_tiers", claims.iter().map(|c| c.other_tiers.as_str())),
     ])?;
     out.frame("claims.csv", &mut df)?;
     let mut md = String::from(
-        "# Claims ledger\n\nGenerated by `normscope reproduce` (analysis `claims`) from the tables under `data/`; do not edit. Each verdict is computed from the measurements with the rule stated. Claims about networks in use also have a verdict on trained weights.\n\n| # | claim | seeds | verdict | after training |\n|---|---|---|---|---|\n",
+        "# Claims ledger\n\nGenerated by `normscope reproduce` (analysis `claims`) from the tables under `data/`; do not edit. Each verdict is computed from the measurements with the rule stated. The tier says where it was measured (init: closed form and Monte Carlo at init; lm: decoder-only Transformer on a teacher language; regression: residual MLP regression; seq2seq: encoder-decoder Transformer). Training verdicts lead with the effect and its 95% interval; \"inconclusive\" means no significant effect either way, never \"refuted\". Claims about networks in use also have a verdict on trained weights.\n\n| # | claim | seeds | tier | verdict | after training |\n|---|---|---|---|---|---|\n",
     );
     for c in &claims {
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} |\n",
             c.id,
             c.statement,
             c.seeds,
+            c.tier,
             c.verdict,
             c.trained.as_ref().map_or("", |a| a.verdict.as_str())
         ));
@@ -794,6 +931,9 @@ fn run(_: &Config, out: &mut Out) -> Result<()> {
             c.rule,
             c.verdict
         ));
+        if !c.other_tiers.is_empty() {
+            md.push_str(&format!("- other tiers: {}\n", c.other_tiers));
+        }
         if !c.finite_width.is_empty() {
             md.push_str(&format!("- {}\n", c.finite_width));
         }

@@ -363,7 +363,7 @@ fn write_cells(
     let dev: Vec<(f64, f64, f64)> = pts.iter().map(Point::deviation).collect();
     let cdev: Vec<Option<(f64, f64, f64)>> =
         pts.iter().map(|p| p.corrected.map(|t| p.dev(t))).collect();
-    let mut df = super::regression_tier::frame(vec![
+    let mut df = super::training::frame(vec![
         column("preset", pts.iter().map(|p| p.preset.clone())),
         column("metric", pts.iter().map(|p| p.metric.name().to_string())),
         column("depth", pts.iter().map(|p| p.depth as u64)),
@@ -643,7 +643,7 @@ fn laws(c: &Config, all: &[Point]) -> Vec<Law> {
 
 fn write_laws(c: &Config, out: &mut Out, laws: &[Law]) -> Result<()> {
     let inside = |v: Option<f64>, ci: (f64, f64)| v.map(|v| ci.0 <= v && v <= ci.1);
-    let mut df = super::regression_tier::frame(vec![
+    let mut df = super::training::frame(vec![
         column("preset", laws.iter().map(|l| l.preset.clone())),
         column("metric", laws.iter().map(|l| l.metric.name().to_string())),
         column("estimator", laws.iter().map(|l| l.estimator.clone())),
@@ -753,7 +753,7 @@ fn write_coverage(c: &Config, out: &mut Out, pts: &[Point]) -> Result<()> {
     };
     let share =
         |k: &(&str, Metric, f64), t: fn(&Point) -> Option<f64>| coverage(&group(k), |_| true, t);
-    let mut df = super::regression_tier::frame(vec![
+    let mut df = super::training::frame(vec![
         column("preset", rows.iter().map(|k| k.0.to_string())),
         column("metric", rows.iter().map(|k| k.1.name().to_string())),
         column("l_over_d", rows.iter().map(|k| k.2)),
@@ -877,7 +877,7 @@ pub(crate) fn region_note(
 ) -> Result<String> {
     let df = d.frame(&format!("{}/deviation.csv", ANALYSIS.id))?;
     let sk = d.frame(&format!("{}/skipped.csv", ANALYSIS.id))?;
-    let (s, f) = (super::regression_tier::strs, super::regression_tier::f64s);
+    let (s, f) = (super::training::strs, super::training::f64s);
     let ints = |v: Vec<f64>| -> Vec<u64> { v.into_iter().map(|x| x as u64).collect() };
     let (p, m, l, w) = (
         s(&df, "preset")?,

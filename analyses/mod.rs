@@ -25,20 +25,23 @@ pub mod effective_depth;
 pub mod expansion;
 pub mod finetune;
 pub mod finite_width;
+pub mod lr_search;
 pub mod manifest;
 pub mod mc_grid;
 pub mod optimizers;
 pub mod output_change;
 pub mod placement_file;
 pub mod rank_collapse;
-pub mod regression_tier;
 pub mod shard;
 pub mod slurm;
 pub mod stability_law;
 pub mod stream_gradients;
+pub mod tier;
 pub mod train_grid;
 pub mod trained_lens;
+pub mod training;
 pub mod training_demo;
+pub mod tuned;
 pub mod warmup;
 
 use crate::output::lock::OutputLock;
@@ -355,10 +358,10 @@ pub const REGISTRY: &[Analysis] = &[
     training_demo::ANALYSIS,
     warmup::ANALYSIS,
     stability_law::ANALYSIS,
-    optimizers::ANALYSIS,
     convergence::ANALYSIS,
-    trained_lens::ANALYSIS,
+    optimizers::ANALYSIS,
     finetune::ANALYSIS,
+    trained_lens::ANALYSIS,
     finite_width::ANALYSIS,
     claims::ANALYSIS,
     mc_grid::ANALYSIS,

@@ -55,7 +55,7 @@
 //! ```
 
 use super::mc_grid::{cell_count, distinct, rename};
-use super::regression_tier as tier;
+use super::training as tier;
 use super::{Analysis, Out};
 use crate::model::RawModel;
 use crate::output::table::column;

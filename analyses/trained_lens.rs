@@ -5,10 +5,13 @@
 //! trained networks at several points of training, and the ledger gives those claims a second
 //! verdict, after training (`after_training`, read by the ledger).
 //!
-//! Setting: the regression tier (teacher-student, ReLU-MLP blocks, TRAINING.md section 2),
-//! He-initialized so that the branch gain (g = 2) lies inside claim 1's init-time condition,
-//! Adam at a learning rate every preset trains at, no warmup, norms without affine maps (the
-//! engine's network carries none; [`crate::train::lens`]). Each (preset, seed) is one trained
+//! Setting: the regression tier (teacher-student, TRAINING.md section 2), Adam at a learning rate
+//! every preset trains at, no warmup, norms without affine maps (the engine's network carries
+//! none; [`crate::train::lens`]), in two arms ([`Arm`]): `he-mlp`, ReLU-MLP blocks
+//! He-initialized so that the branch gain (g = 2) lies inside claim 1's init-time condition
+//! (claims 1, 4 and 5), and `xavier-linear`, linear blocks Xavier-initialized so that g = 1,
+//! the gain at which claim 3's `2^(-1/2)` per layer holds at init (claim 3: a test from any
+//! other init could only find another factor). Each (preset, seed) is one trained
 //! network, measured at the snapshots on the evaluation set's first batch (its columns are the
 //! engine's tokens) with one draw of the engine's Gaussian tangents per measurement. Seeds are
 //! paired across presets; medians over seeds carry seeded bootstrap 95% intervals
@@ -24,8 +27,7 @@
 //! | `cos_prev_mean` | `cos(x_l, x_{l-1})` averaged over blocks (claim 2's "adjacent layers barely differ") |
 
 use super::claims::{
-    AfterTraining, Data, KEEPS_DEPTH_MIN, LINEAR_MIN, MC_WIDEN, NO_VANISH_MIN, POST_OVER_PRE_MIN,
-    WIDTH_MAX,
+    AfterTraining, Data, KEEPS_DEPTH_MIN, LINEAR_MIN, NO_VANISH_MIN, POST_OVER_PRE_MIN, WIDTH_MAX,
 };
 use super::{Analysis, Out};
 use crate::metrics::Metric;
@@ -35,7 +37,9 @@ use crate::monte_carlo::rng::{Rng, config_hash, splitmix64};
 use crate::output::figure::{LinePlot, Series};
 use crate::output::latex::plain as sig;
 use crate::output::table::column;
-use crate::stats::bootstrap;
+use crate::stats::median_ci::median_ci;
+use crate::stats::obs::Obs;
+use crate::stats::verdict::{Claimed, Comparison, Family};
 use crate::train::batch_cache::BatchCache;
 use crate::train::config::RawTrain;
 use crate::train::run::{Options, views};
@@ -63,19 +67,42 @@ pub const QUANTITIES: [&str; 4] = [
     "cos_prev_mean",
 ];
 
+/// One arm: a branch and init, and the presets trained with it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arm {
+    /// Its name in the tables (`he-mlp`, `xavier-linear`).
+    pub name: String,
+    /// Branch (`relu-mlp`, `linear`).
+    pub branch: String,
+    /// Init scheme of the branch matrices (`he` gives a ReLU MLP branch gain g = 2, inside
+    /// claim 1's init-time condition g >= 0.398; `xavier` gives a linear branch g = 1).
+    pub init: String,
+    /// Presets (each must map onto the engine's network: no ReZero or Admin).
+    pub presets: Vec<String>,
+}
+
+/// The arm claims 1, 4 and 5 read.
+pub const MLP_ARM: &str = "he-mlp";
+/// The arm claim 3 reads.
+pub const LINEAR_ARM: &str = "xavier-linear";
+/// Claim 3 after training: a per-layer factor within this of `2^(-1/2)` (and of its value at
+/// update 0) is "the same".
+pub const FACTOR_SESOI: f64 = 0.05;
+/// Claim 4 after training (regression tier): Post-LN's first/last weight-gradient ratio
+/// counts as vanishing when it is below 1 by more than this factor (log10 units: `log10 2`).
+pub const VANISH_SESOI_FACTOR: f64 = 2.0;
+
 /// Configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Presets (each must map onto the engine's network: no ReZero or Admin).
-    pub presets: Vec<String>,
+    /// The arms.
+    pub arms: Vec<Arm>,
     /// Blocks L.
     pub depth: usize,
     /// Width d.
     pub width: usize,
-    /// Init scheme of the branch matrices (`he` gives a ReLU MLP branch gain g = 2, inside
-    /// claim 1's init-time condition g >= 0.398; `xavier` gives g = 0.32, outside it).
-    pub init: String,
     /// Adam's peak learning rate (constant, no warmup).
     pub lr: f64,
     /// Updates.
@@ -91,14 +118,26 @@ pub struct Config {
 impl super::AnalysisConfig for Config {
     fn full() -> Self {
         Config {
-            presets: ["pre", "post", "deepnorm"].map(String::from).to_vec(),
+            arms: vec![
+                Arm {
+                    name: MLP_ARM.into(),
+                    branch: "relu-mlp".into(),
+                    init: "he".into(),
+                    presets: ["pre", "post", "deepnorm"].map(String::from).to_vec(),
+                },
+                Arm {
+                    name: LINEAR_ARM.into(),
+                    branch: "linear".into(),
+                    init: "xavier".into(),
+                    presets: vec!["post".into()],
+                },
+            ],
             depth: 24,
             width: 16,
-            init: "he".into(),
             lr: 1e-3,
             steps: 200,
             snapshots: vec![0, 25, 50, 100, 200],
-            seeds: 20,
+            seeds: 10,
             seed: 0,
         }
     }
@@ -114,11 +153,11 @@ impl super::AnalysisConfig for Config {
     }
 
     fn check(&self) -> Result<()> {
-        if self.presets.is_empty() {
+        if self.arms.iter().any(|a| a.presets.is_empty()) || self.arms.is_empty() {
             return Err(Error::invalid(
-                "trained-lens.presets",
+                "trained-lens.arms.presets",
                 "[]",
-                "at least one preset",
+                "at least one arm, each with at least one preset",
             ));
         }
         if self.seeds < 2 {
@@ -135,15 +174,30 @@ impl super::AnalysisConfig for Config {
                 format!("a non-empty list of updates in 0..={}", self.steps),
             ));
         }
-        for p in &self.presets {
-            if matches!(p.as_str(), "rezero" | "admin") {
+        for a in &self.arms {
+            for p in &a.presets {
+                if matches!(p.as_str(), "rezero" | "admin") {
+                    return Err(Error::invalid(
+                        "trained-lens.arms.presets",
+                        p,
+                        "presets without a learnable skip or branch scale (not rezero or admin: the engine's network takes those from the stack spec)",
+                    ));
+                }
+                self.cell(p).config(&self.base(a), 0)?;
+            }
+        }
+        for need in [MLP_ARM, LINEAR_ARM] {
+            if !self.arms.iter().any(|a| a.name == need) {
                 return Err(Error::invalid(
-                    "trained-lens.presets",
-                    p,
-                    "presets without a learnable skip or branch scale (not rezero or admin: the engine's network takes those from the stack spec)",
+                    "trained-lens.arms",
+                    self.arms
+                        .iter()
+                        .map(|a| a.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    format!("arms including {MLP_ARM} and {LINEAR_ARM} (the claims read them)"),
                 ));
             }
-            self.cell(p).config(&self.base(), 0)?;
         }
         Ok(())
     }
@@ -154,15 +208,15 @@ impl super::AnalysisConfig for Config {
 }
 
 impl Config {
-    /// The training request shared by every run.
-    fn base(&self) -> RawTrain {
+    /// The training request shared by every run of an arm.
+    fn base(&self, arm: &Arm) -> RawTrain {
         let d = RawTrain::default();
         RawTrain {
             model: RawModel {
                 depth: self.depth,
-                branch: "relu-mlp".into(),
+                branch: arm.branch.clone(),
                 width: self.width,
-                init: self.init.clone(),
+                init: arm.init.clone(),
                 ..d.model
             },
             affine: false,
@@ -192,11 +246,11 @@ impl Config {
     }
 }
 
-/// One measurement: (preset, seed, step, quantity, value).
-type Point = (String, u64, u64, &'static str, f64);
+/// One measurement: (arm, preset, seed, step, quantity, value).
+type Point = (String, String, u64, u64, &'static str, f64);
 
 /// A [`Point`] as a work unit stores it: the quantity by its index in [`QUANTITIES`].
-type Stored = (String, u64, u64, usize, f64);
+type Stored = (String, String, u64, u64, usize, f64);
 
 /// The four quantities of one measured network (NaN where an estimator is undefined).
 fn quantities(v: &crate::monte_carlo::measure::Values, depth: usize) -> [f64; 4] {
@@ -223,8 +277,6 @@ fn quantities(v: &crate::monte_carlo::measure::Values, depth: usize) -> [f64; 4]
 }
 
 fn measure_all(c: &Config, out: &mut Out) -> Result<Vec<Point>> {
-    let base = c.base();
-    let (task, eval) = sweep::task_and_eval(&base)?;
     let plan = NetworkPlan {
         metrics: vec![
             Metric::EffDepth,
@@ -235,38 +287,58 @@ fn measure_all(c: &Config, out: &mut Out) -> Result<Vec<Point>> {
         selected: vec![true; c.depth + 1],
         path_max: c.depth,
     };
-    let jobs: Vec<(&String, u64)> = c
-        .presets
+    let jobs: Vec<(usize, String, u64)> = c
+        .arms
         .iter()
-        .flat_map(|p| (0..c.seeds).map(move |s| (p, s)))
+        .enumerate()
+        .flat_map(|(a, arm)| {
+            arm.presets
+                .iter()
+                .flat_map(move |p| (0..c.seeds).map(move |s| (a, p.clone(), s)))
+        })
         .collect();
-    // A unit (see [`super::shard`]) is one (preset, seed): its training run and the
+    // The arms' tasks (the same teacher; a base per arm for its branch).
+    let prepared: Vec<(
+        RawTrain,
+        Box<dyn crate::train::task::Task>,
+        Vec<crate::train::task::Batch>,
+    )> = c
+        .arms
+        .iter()
+        .map(|a| {
+            let base = c.base(a);
+            let (task, eval) = sweep::task_and_eval(&base)?;
+            Ok((base, task, eval))
+        })
+        .collect::<Result<_>>()?;
+    // A unit (see [`super::shard`]) is one (arm, preset, seed): its training run and the
     // measurements at its snapshots, each quantity by its index in [`QUANTITIES`].
-    let batches = BatchCache::for_runs(task.as_ref(), jobs.len());
-    let measure = |&(p, seed): &(&String, u64)| -> Result<Vec<Stored>> {
+    let batches = BatchCache::for_runs(prepared[0].1.as_ref(), jobs.len());
+    let measure = |(a, p, seed): &(usize, String, u64)| -> Result<Vec<Stored>> {
+        let (base, task, eval) = &prepared[*a];
         let options = Options {
-            frozen: None,
             snapshots: &c.snapshots,
             batches: batches.as_ref(),
+            ..Options::default()
         };
-        let t = sweep::train_one(&base, task.as_ref(), &eval, &c.cell(p), seed, &options)?;
+        let t = sweep::train_one(base, task.as_ref(), eval, &c.cell(p), *seed, &options)?;
         let mut out = Vec::new();
         for (step, m) in &t.snapshots {
             let x0 = m.embed(views(&eval[0]).0);
             let mut rng = Rng::seed_from_u64(splitmix64(
-                splitmix64(c.seed ^ splitmix64(seed) ^ splitmix64(*step + 1))
+                splitmix64(c.seed ^ splitmix64(*seed) ^ splitmix64(*step + 1))
                     ^ config_hash("normscope-trained-lens-v1"),
             ));
             let v = crate::train::lens::measure(m, x0, &plan, &mut rng)?;
             for (q, value) in quantities(&v, c.depth).into_iter().enumerate() {
                 if value.is_finite() {
-                    out.push((p.clone(), seed, *step, q, value));
+                    out.push((c.arms[*a].name.clone(), p.clone(), *seed, *step, q, value));
                 }
             }
         }
         Ok(out)
     };
-    // Every unit trains the same model for the same number of updates.
+    // Every unit trains a model of the same depth for the same number of updates.
     let parts = out.units(
         "runs",
         &jobs,
@@ -276,57 +348,64 @@ fn measure_all(c: &Config, out: &mut Out) -> Result<Vec<Point>> {
     Ok(parts
         .into_iter()
         .flatten()
-        .map(|(p, seed, step, q, value)| (p, seed, step, QUANTITIES[q], value))
+        .map(|(a, p, seed, step, q, value)| (a, p, seed, step, QUANTITIES[q], value))
         .collect())
 }
 
 /// `(median, lo, hi, n)` over seeds.
 type Median = (f64, f64, f64, usize);
 
-/// One row of `summary.csv`: preset, step, quantity and its [`Median`].
-type SummaryRow<'a> = (String, u64, &'a str, Median);
+/// One row of `summary.csv`: arm, preset, step, quantity and its [`Median`].
+type SummaryRow<'a> = (String, String, u64, &'a str, Median);
 
-/// `(median, lo, hi, n)` over seeds of one (preset, step, quantity).
-fn summary(points: &[Point], preset: &str, step: u64, q: &str, seed: u64) -> Median {
-    let v: Vec<f64> = points
+/// `(median, lo, hi, n)` over seeds of one (arm, preset, step, quantity): the median with its
+/// exact distribution-free 95% interval ([`crate::stats::median_ci`]).
+fn summary(points: &[Point], arm: &str, preset: &str, step: u64, q: &str) -> Median {
+    let v: Vec<Obs> = points
         .iter()
-        .filter(|x| x.0 == preset && x.2 == step && x.3 == q)
-        .map(|x| x.4)
+        .filter(|x| x.0 == arm && x.1 == preset && x.3 == step && x.4 == q)
+        .filter_map(|x| Obs::exact(x.5))
         .collect();
-    let (m, lo, hi) = bootstrap::median_interval(&v, seed);
-    (m, lo, hi, v.len())
+    match median_ci(&v) {
+        Some(m) => (m.estimate, m.lo, m.hi, v.len()),
+        None => (f64::NAN, f64::NAN, f64::NAN, 0),
+    }
 }
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {
     let points = measure_all(c, out)?;
     let mut df = DataFrame::new_infer_height(vec![
-        column("preset", points.iter().map(|p| p.0.as_str())),
-        column("seed", points.iter().map(|p| p.1)),
-        column("step", points.iter().map(|p| p.2)),
-        column("quantity", points.iter().map(|p| p.3)),
-        column("value", points.iter().map(|p| p.4)),
+        column("arm", points.iter().map(|p| p.0.as_str())),
+        column("preset", points.iter().map(|p| p.1.as_str())),
+        column("seed", points.iter().map(|p| p.2)),
+        column("step", points.iter().map(|p| p.3)),
+        column("quantity", points.iter().map(|p| p.4)),
+        column("value", points.iter().map(|p| p.5)),
     ])?;
     out.frame("lens.csv", &mut df)?;
     let mut rows: Vec<SummaryRow> = Vec::new();
-    for p in &c.presets {
-        for &s in &c.snapshots {
-            for q in QUANTITIES {
-                let r = summary(&points, p, s, q, c.seed);
-                if r.3 > 0 && r.0.is_finite() && r.1.is_finite() && r.2.is_finite() {
-                    rows.push((p.clone(), s, q, r));
+    for a in &c.arms {
+        for p in &a.presets {
+            for &s in &c.snapshots {
+                for q in QUANTITIES {
+                    let r = summary(&points, &a.name, p, s, q);
+                    if r.3 > 0 && r.0.is_finite() {
+                        rows.push((a.name.clone(), p.clone(), s, q, r));
+                    }
                 }
             }
         }
     }
-    let mut df = DataFrame::new_infer_height(vec![
-        column("preset", rows.iter().map(|r| r.0.as_str())),
+    let mut df = super::training::frame(vec![
+        column("arm", rows.iter().map(|r| r.0.as_str())),
+        column("preset", rows.iter().map(|r| r.1.as_str())),
         column("depth", rows.iter().map(|_| c.depth as u64)),
-        column("step", rows.iter().map(|r| r.1)),
-        column("quantity", rows.iter().map(|r| r.2)),
-        column("median", rows.iter().map(|r| r.3.0)),
-        column("ci_low", rows.iter().map(|r| r.3.1)),
-        column("ci_high", rows.iter().map(|r| r.3.2)),
-        column("seeds", rows.iter().map(|r| r.3.3 as u64)),
+        column("step", rows.iter().map(|r| r.2)),
+        column("quantity", rows.iter().map(|r| r.3)),
+        column("median", rows.iter().map(|r| r.4.0)),
+        column("ci_low", rows.iter().map(|r| r.4.1)),
+        column("ci_high", rows.iter().map(|r| r.4.2)),
+        column("seeds", rows.iter().map(|r| r.4.3 as u64)),
     ])?;
     out.frame("summary.csv", &mut df)?;
     let titles = [
@@ -338,45 +417,58 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         ),
         ("cos_prev_mean", "Mean cos(x_l, x_{l-1}) on trained weights"),
     ];
-    for (q, title) in titles {
-        let mut fig = LinePlot::new(
-            &format!("{title} (L = {}, {} seeds)", c.depth, c.seeds),
-            "update t",
-            q,
-        );
-        fig.x_log = false;
-        for (i, p) in c.presets.iter().enumerate() {
-            let pts: Vec<(f64, f64, f64, f64)> = rows
-                .iter()
-                .filter(|r| &r.0 == p && r.2 == q)
-                .map(|r| (r.1 as f64, r.3.0, r.3.1, r.3.2))
-                .collect();
-            fig.series
-                .push(Series::points(super::common::label(p), i, &pts));
+    for a in &c.arms {
+        for (q, title) in titles {
+            let mut fig = LinePlot::new(
+                &format!(
+                    "{title} ({}, L = {}, median of {} seeds, exact 95% CI)",
+                    a.name, c.depth, c.seeds
+                ),
+                "update t",
+                q,
+            );
+            fig.y_log = q == "grad_first_over_last";
+            for (i, p) in a.presets.iter().enumerate() {
+                let pts: Vec<(f64, f64, f64, f64)> = rows
+                    .iter()
+                    .filter(|r| r.0 == a.name && &r.1 == p && r.3 == q)
+                    .map(|r| (r.2 as f64, r.4.0, r.4.1, r.4.2))
+                    .filter(|p| !fig.y_log || (p.2 > 0.0 && p.1 > 0.0))
+                    .collect();
+                fig.series
+                    .push(Series::points(super::common::label(p), i, &pts));
+            }
+            out.figure(&format!("{q}_{}", a.name), &fig)?;
         }
-        out.figure(q, &fig)?;
     }
     Ok(())
 }
 
-/// The median and interval of one quantity at one step, read back from `summary.csv`.
+/// The lens values read back from `lens.csv` (per seed) and `summary.csv` (medians).
 struct Read {
-    rows: Vec<(String, u64, String, f64, f64, f64)>,
+    rows: Vec<(String, String, u64, String, f64, f64, f64)>,
+    seeds: Vec<(String, String, u64, u64, String, f64)>,
     depth: u64,
 }
 
 impl Read {
     fn new(d: &Data) -> Result<Read> {
         let df = d.frame("trained-lens/summary.csv")?;
-        let s = |n: &str| super::regression_tier::strs(&df, n);
-        let f = |n: &str| super::regression_tier::f64s(&df, n);
-        let (p, q) = (s("preset")?, s("quantity")?);
+        let s = |n: &str| super::training::strs(&df, n);
+        let f = |n: &str| super::training::f64s(&df, n);
+        let (arm, p, q) = (s("arm")?, s("preset")?, s("quantity")?);
         let (step, depth) = (f("step")?, f("depth")?);
         let (m, lo, hi) = (f("median")?, f("ci_low")?, f("ci_high")?);
+        let lens = d.frame("trained-lens/lens.csv")?;
+        let ls = |n: &str| super::training::strs(&lens, n);
+        let lf = |n: &str| super::training::f64s(&lens, n);
+        let (la, lp, lq) = (ls("arm")?, ls("preset")?, ls("quantity")?);
+        let (lseed, lstep, lv) = (lf("seed")?, lf("step")?, lf("value")?);
         Ok(Read {
             rows: (0..df.height())
                 .map(|k| {
                     (
+                        arm[k].clone(),
                         p[k].clone(),
                         step[k] as u64,
                         q[k].clone(),
@@ -386,25 +478,53 @@ impl Read {
                     )
                 })
                 .collect(),
+            seeds: (0..lens.height())
+                .map(|k| {
+                    (
+                        la[k].clone(),
+                        lp[k].clone(),
+                        lseed[k] as u64,
+                        lstep[k] as u64,
+                        lq[k].clone(),
+                        lv[k],
+                    )
+                })
+                .collect(),
             depth: depth.first().map_or(0, |d| *d as u64),
         })
     }
 
     fn last_step(&self) -> u64 {
-        self.rows.iter().map(|r| r.1).max().unwrap_or(0)
+        self.rows.iter().map(|r| r.2).max().unwrap_or(0)
     }
 
-    /// `(median, lo, hi)` of `q` for `preset` at `step`.
-    fn get(&self, preset: &str, step: u64, q: &str) -> Result<(f64, f64, f64)> {
+    fn steps(&self) -> Vec<u64> {
+        super::training::distinct(self.rows.iter().map(|r| r.2))
+    }
+
+    /// `(median, lo, hi)` of `q` for `(arm, preset)` at `step`.
+    fn get(&self, arm: &str, preset: &str, step: u64, q: &str) -> Result<(f64, f64, f64)> {
         self.rows
             .iter()
-            .find(|r| r.0 == preset && r.1 == step && r.2 == q)
-            .map(|r| (r.3, r.4, r.5))
+            .find(|r| r.0 == arm && r.1 == preset && r.2 == step && r.3 == q)
+            .map(|r| (r.4, r.5, r.6))
             .ok_or_else(|| {
                 Error::Undefined(format!(
-                    "claims: trained-lens/summary.csv has no {q} for {preset} at update {step}"
+                    "claims: trained-lens/summary.csv has no {q} for {preset} ({arm}) at update {step}"
                 ))
             })
+    }
+
+    /// `(seed, value)` of `q` for `(arm, preset)` at `step`, in seed order.
+    fn per_seed(&self, arm: &str, preset: &str, step: u64, q: &str) -> Vec<(u64, f64)> {
+        let mut v: Vec<(u64, f64)> = self
+            .seeds
+            .iter()
+            .filter(|r| r.0 == arm && r.1 == preset && r.3 == step && r.4 == q)
+            .map(|r| (r.2, r.5))
+            .collect();
+        v.sort_by_key(|x| x.0);
+        v
     }
 }
 
@@ -412,22 +532,24 @@ fn ci3(x: (f64, f64, f64)) -> String {
     format!("{} [{}, {}]", sig(x.0), sig(x.1), sig(x.2))
 }
 
-/// The after-training verdicts of claims 1, 3 and 5, with the same thresholds as their
-/// init-time verdicts in [`super::claims`], applied to the medians over seeds (and their
-/// bootstrap intervals) at the last snapshot; the step-0 values of the same pipeline are
-/// printed beside them.
+/// The after-training verdicts of claims 1 and 5 (the same thresholds as their init-time
+/// verdicts in [`super::claims`], applied to the medians over seeds and their exact intervals
+/// at the last snapshot, the `he-mlp` arm), of claim 3 (the `xavier-linear` arm, g = 1: an
+/// equivalence family, [`claim3_family`]) and of claim 4 on the regression tier
+/// ([`claim4_family`]); the step-0 values of the same pipeline are printed beside them.
 pub(crate) fn after_training(d: &Data) -> Result<Vec<(u32, AfterTraining)>> {
     let r = Read::new(d)?;
     let (t, l) = (r.last_step(), r.depth);
     let ed = "eff_depth_over_L";
+    let m = MLP_ARM;
     let (pre, post, dn) = (
-        r.get("pre", t, ed)?,
-        r.get("post", t, ed)?,
-        r.get("deepnorm", t, ed)?,
+        r.get(m, "pre", t, ed)?,
+        r.get(m, "post", t, ed)?,
+        r.get(m, "deepnorm", t, ed)?,
     );
-    let (pre0, post0) = (r.get("pre", 0, ed)?, r.get("post", 0, ed)?);
+    let (pre0, post0) = (r.get(m, "pre", 0, ed)?, r.get(m, "post", 0, ed)?);
     let setting = format!(
-        "regression tier, ReLU MLP (He init, g = 2 at init), L = {l}, Adam, no affine norms; medians over seeds with bootstrap 95% intervals, after {t} updates (at update 0 in the same pipeline)"
+        "regression tier, ReLU MLP (He init, g = 2 at init), L = {l}, Adam, no affine norms; medians over seeds with exact 95% intervals, after {t} updates (at update 0 in the same pipeline)"
     );
     // Claim 1.
     let width = pre.0 < WIDTH_MAX;
@@ -457,32 +579,33 @@ pub(crate) fn after_training(d: &Data) -> Result<Vec<(u32, AfterTraining)>> {
         verdict: c1,
     };
     // Claim 3.
-    let f = r.get("post", t, "x0_factor")?;
-    let f0 = r.get("post", 0, "x0_factor")?;
-    let target = 0.5f64.sqrt();
-    let c3 = if f.1 * (1.0 - MC_WIDEN) <= target && target <= f.2 * (1.0 + MC_WIDEN) {
-        "supported".to_string()
-    } else {
-        format!(
-            "refuted: after training x_0's per-layer factor in Post-LN is {}, not 2^(-1/2) = {}",
-            sig(f.0),
-            sig(target)
-        )
-    };
+    let fam = claim3_family(&r)?;
+    let (assessed, v) = super::warmup::judge(&fam)?;
+    let f = r.get(LINEAR_ARM, "post", t, "x0_factor")?;
+    let f0 = r.get(LINEAR_ARM, "post", 0, "x0_factor")?;
     let three = AfterTraining {
         measurement: format!(
-            "Post-LN x_0 factor (x_0's share)^(1/(2L)) after training {} (at init {}); {setting}",
+            "Post-LN x_0 factor (x_0's share)^(1/(2L)) from a g = 1 init (linear branch, Xavier): after {t} updates {} (at update 0 in the same pipeline {}); effects: {}; regression tier, L = {l}, Adam, no affine norms",
             ci3(f),
-            sig(f0.0)
+            ci3(f0),
+            super::training::lines(&assessed)
         ),
-        rule: format!(
-            "supported if 2^(-1/2) lies in the bootstrap interval widened by {}% on each side",
-            MC_WIDEN * 100.0
+        rule: fam.rule(),
+        verdict: v.to_string(),
+    };
+    // Claim 4 (regression tier).
+    let fam = claim4_family(&r)?;
+    let (assessed, v) = super::warmup::judge(&fam)?;
+    let four = AfterTraining {
+        measurement: format!(
+            "Post-LN log10 of the first/last block weight-gradient ratio during training: {}; {setting}",
+            super::training::lines(&assessed)
         ),
-        verdict: c3,
+        rule: fam.rule(),
+        verdict: v.to_string(),
     };
     // Claim 5.
-    let g = r.get("deepnorm", t, "grad_first_over_last")?;
+    let g = r.get(m, "deepnorm", t, "grad_first_over_last")?;
     let keeps = dn.0 >= KEEPS_DEPTH_MIN * post.0;
     let no_vanish = g.0 >= NO_VANISH_MIN;
     let c5 = if keeps && no_vanish {
@@ -506,7 +629,72 @@ pub(crate) fn after_training(d: &Data) -> Result<Vec<(u32, AfterTraining)>> {
         ),
         verdict: c5,
     };
-    Ok(vec![(1, one), (3, three), (5, five)])
+    Ok(vec![(1, one), (3, three), (4, four), (5, five)])
+}
+
+/// Claim 3 after training: Post-LN's per-layer factor on x_0 from the g = 1 init, after
+/// training, is `2^(-1/2)` (equivalence within [`FACTOR_SESOI`]), and is what it was at
+/// update 0 in the same pipeline (the paired per-seed change, equivalence likewise).
+fn claim3_family(r: &Read) -> Result<Family> {
+    let t = r.last_step();
+    let after = r.per_seed(LINEAR_ARM, "post", t, "x0_factor");
+    let before = r.per_seed(LINEAR_ARM, "post", 0, "x0_factor");
+    let target = 0.5f64.sqrt();
+    let to_target: Vec<Obs> = after
+        .iter()
+        .filter_map(|x| Obs::exact(x.1 - target))
+        .collect();
+    let change: Vec<Obs> = after
+        .iter()
+        .filter_map(|(s, x)| {
+            let y = before.iter().find(|b| b.0 == *s)?.1;
+            Obs::exact(x - y)
+        })
+        .collect();
+    Ok(Family::new(
+        "Post-LN's per-layer factor on x_0 after training from a g = 1 init",
+        FACTOR_SESOI,
+        vec![
+            Comparison {
+                name: format!("factor - 2^(-1/2) after {t} updates"),
+                diffs: to_target,
+                claimed: Claimed::Equivalent,
+                sesoi: None,
+            },
+            Comparison {
+                name: format!("factor after {t} updates - at update 0"),
+                diffs: change,
+                claimed: Claimed::Equivalent,
+                sesoi: None,
+            },
+        ],
+    ))
+}
+
+/// Claim 4 after training on the regression tier: Post-LN's `log10` first/last block
+/// weight-gradient ratio at every snapshot after update 0, claimed below 0 (gradients vanish
+/// toward the input), smallest effect of interest `log10` [`VANISH_SESOI_FACTOR`].
+fn claim4_family(r: &Read) -> Result<Family> {
+    let comparisons = r
+        .steps()
+        .into_iter()
+        .filter(|s| *s > 0)
+        .map(|step| Comparison {
+            name: format!("update {step}"),
+            diffs: r
+                .per_seed(MLP_ARM, "post", step, "grad_first_over_last")
+                .iter()
+                .filter_map(|x| Obs::exact(x.1.log10()))
+                .collect(),
+            claimed: Claimed::Decrease,
+            sesoi: None,
+        })
+        .collect();
+    Ok(Family::new(
+        "Post-LN's first/last block weight-gradient ratio is below 1 during training (log10)",
+        VANISH_SESOI_FACTOR.log10(),
+        comparisons,
+    ))
 }
 
 #[cfg(test)]
@@ -518,15 +706,13 @@ mod tests {
     fn configs_check_and_bad_fields_are_named() {
         Config::full().check().unwrap();
         Config::quick().check().unwrap();
-        let bad = Config {
-            presets: vec!["rezero".into()],
-            ..Config::quick()
-        };
+        let mut bad = Config::quick();
+        bad.arms[0].presets = vec!["rezero".into()];
         assert!(
             bad.check()
                 .unwrap_err()
                 .to_string()
-                .contains("trained-lens.presets")
+                .contains("trained-lens.arms.presets")
         );
         let bad = Config {
             snapshots: vec![1000],

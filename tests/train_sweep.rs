@@ -1,9 +1,11 @@
-//! Sweeps of training runs (`normscope::train::sweep`): the failure rule, pairing and the
-//! log-scale bisection of the maximum stable learning rate, on a tiny regression model.
+//! Sweeps of training runs (`normscope::train::sweep`): the runs' classes, pairing and the
+//! widening log-scale search of the maximum stable learning rate, on a tiny regression model.
 
 use normscope::model::RawModel;
+use normscope::train::classify::Curve;
 use normscope::train::config::RawTrain;
-use normscope::train::sweep::{self, Bracket, Cell, Censor, FAIL_FRACTION};
+use normscope::train::search::{Censor, Plan};
+use normscope::train::sweep::{self, Cell};
 use normscope::train::task::{TaskConfig, TaskKind};
 
 fn base() -> RawTrain {
@@ -39,19 +41,29 @@ fn cell(preset: &str, lr: f64) -> Cell {
 }
 
 #[test]
-fn outcomes_follow_the_failure_rule_and_are_paired() {
+fn outcomes_are_classified_and_paired() {
     let cells = [cell("pre", 3e-3), cell("post", 3e-3), cell("post", 3.0)];
     let out = sweep::run(&base(), &cells, &[0, 1], &()).unwrap();
     assert_eq!(out.len(), 6);
     for o in &out {
-        let threshold = o.floor + FAIL_FRACTION * (o.context_free - o.floor);
-        assert_eq!(o.failed, o.diverged || o.final_loss > threshold, "{o:?}");
+        // The class is the classifier's on the run's own curve, and failure its complement.
+        let class = Curve {
+            points: &o.curve,
+            steps: 100,
+            diverged: o.diverged,
+            floor: o.floor,
+            context_free: o.context_free,
+        }
+        .class();
+        assert_eq!(o.class, class, "{o:?}");
+        assert_eq!(o.failed, !class.stable());
         assert!(o.curve.iter().all(|(_, e)| e.is_finite()));
         // Every run is scored on the one evaluation set: one floor for all.
         assert_eq!(o.floor.to_bits(), out[0].floor.to_bits());
     }
-    // An absurd learning rate fails.
+    // An absurd learning rate fails, a modest one trains.
     assert!(out[4].failed && out[5].failed);
+    assert!(!out[0].failed && !out[1].failed);
     // Same request, same bytes.
     let again = sweep::run(&base(), &cells, &[0, 1], &()).unwrap();
     for (a, b) in out.iter().zip(&again) {
@@ -60,49 +72,47 @@ fn outcomes_follow_the_failure_rule_and_are_paired() {
 }
 
 #[test]
-fn bisection_brackets_the_stability_boundary() {
+fn the_search_brackets_the_stability_boundary() {
     let b = base();
-    let brackets: Vec<Bracket> = ["pre", "post"]
-        .iter()
-        .map(|p| Bracket {
-            cell: cell(p, 0.0),
-            seed: 0,
-            lo: 1e-2,
-            hi: 10.0,
-            lo_stable: None,
-            hi_stable: None,
-        })
-        .collect();
-    let iters = 3;
-    let found = sweep::bisect(&b, &brackets, iters, &()).unwrap();
-    let (task, eval) = sweep::task_and_eval(&b).unwrap();
-    let failed = |c: &Cell| {
-        let t = sweep::train_one(&b, task.as_ref(), &eval, c, 0, &Default::default()).unwrap();
-        sweep::Outcome::new(c.clone(), 0, &t).failed
+    let plan = Plan {
+        start: 1e-2,
+        factor: 4.0,
+        halvings: 2,
+        min: 1e-4,
+        max: 30.0,
     };
-    for m in &found {
-        assert_eq!(m.censored, Censor::None, "{m:?}");
-        let hi = m.unstable.expect("bracketed");
-        // The final bracket's ratio is (hi/lo)^(2^-iters) of the starting one.
-        let want = (10.0f64 / 1e-2).powf(0.5f64.powi(iters as i32));
+    let cells = [cell("pre", 0.0), cell("post", 0.0)];
+    let jobs: Vec<(&Cell, u64)> = cells.iter().map(|c| (c, 0)).collect();
+    let found = sweep::search(&b, &jobs, &plan, &()).unwrap();
+    let prepared = sweep::Prepared::new(&b, 0).unwrap();
+    let failed = |c: &Cell| prepared.outcome(c, 0).unwrap().failed;
+    for ((s, runs), c) in found.iter().zip(&cells) {
+        assert_eq!(s.censored, Censor::None, "{s:?}");
+        let (lo, hi) = s.interval();
+        // The final bracket's ratio is the plan's resolution.
         assert!(
-            (hi / m.lr / want - 1.0).abs() < 1e-9,
-            "{} {}",
-            hi / m.lr,
-            want
+            (hi / lo / plan.resolution() - 1.0).abs() < 1e-9,
+            "{lo} {hi}"
         );
-        // Its ends are what the bisection says they are.
-        assert!(!failed(&m.cell));
-        assert!(failed(&m.cell.at_lr(hi)));
+        // Its ends are what the search says they are, trained again alone.
+        assert!(!failed(&c.at_lr(lo)));
+        assert!(failed(&c.at_lr(hi)));
+        // One outcome per rate tried, in order, agreeing with the search's record.
+        assert_eq!(runs.len(), s.tried.len());
+        for (o, (lr, stable)) in runs.iter().zip(&s.tried) {
+            assert_eq!(o.cell.lr.to_bits(), lr.to_bits());
+            assert_eq!(!o.failed, *stable);
+        }
     }
-    // Censoring: a bracket entirely above the boundary.
-    let above = Bracket {
-        lo: 50.0,
-        hi: 100.0,
-        ..brackets[0].clone()
+    // Censoring: a plan whose smallest rate already fails.
+    let above = Plan {
+        start: 50.0,
+        min: 50.0,
+        max: 100.0,
+        ..plan
     };
-    let m = sweep::bisect(&b, &[above], 2, &()).unwrap();
-    assert_eq!(m[0].censored, Censor::Below);
+    let m = sweep::search(&b, &jobs[..1], &above, &()).unwrap();
+    assert_eq!(m[0].0.censored, Censor::Below);
 }
 
 /// `run::run` and `sweep::run_jobs` share one `BatchCache` between their teacher-lm runs: each
@@ -149,8 +159,8 @@ fn shared_batches_change_no_bit() {
         let swept = sweep::run_jobs(&raw, &jobs, &()).unwrap();
         for (o, (c, s)) in swept.iter().zip(&jobs) {
             let (task, eval) = sweep::task_and_eval(&raw).unwrap();
-            let one = sweep::train_one(&raw, task.as_ref(), &eval, c, *s, &Default::default());
-            let one = sweep::Outcome::new((*c).clone(), *s, &one.unwrap());
+            let one = sweep::train_one(&raw, task.as_ref(), &eval, c, *s, &sweep::SWEEP_OPTIONS);
+            let one = sweep::Outcome::of((*c).clone(), *s, 100, &one.unwrap());
             assert_eq!(o.final_loss.to_bits(), one.final_loss.to_bits(), "{kind:?}");
         }
     }

@@ -26,6 +26,14 @@ impl DelayedBar {
         Self::with_template(len, "train [{bar:30}] {pos}/{len} updates, eta {eta}")
     }
 
+    /// A hidden bar over `len` items of a training analysis (`what`: "searches", "runs").
+    pub fn training(len: u64, what: &str) -> Self {
+        Self::with_template(
+            len,
+            &format!("train [{{bar:30}}] {{pos}}/{{len}} {what}, eta {{eta}}"),
+        )
+    }
+
     fn with_template(len: u64, template: &str) -> Self {
         let bar = indicatif::ProgressBar::with_draw_target(
             Some(len),

@@ -67,6 +67,10 @@ pub struct Comparison {
     pub diffs: Vec<Obs>,
     /// The claim's prediction for this comparison.
     pub claimed: Claimed,
+    /// This comparison's smallest effect of interest, in its effect's units, when it differs
+    /// from the family's (`None`: [`Family::sesoi`]); a family whose comparisons measure
+    /// different quantities (a slope and a loss) states one for each.
+    pub sesoi: Option<f64>,
 }
 
 /// A claim and its family of comparisons, all fixed in advance.
@@ -279,7 +283,14 @@ impl Family {
     /// The decision rule as one line for the ledger: alpha, the SESOI, the tests, the family's
     /// comparison names and how the verdict follows (module docs).
     pub fn rule(&self) -> String {
-        let names: Vec<&str> = self.comparisons.iter().map(|c| c.name.as_str()).collect();
+        let names: Vec<String> = self
+            .comparisons
+            .iter()
+            .map(|c| match c.sesoi {
+                Some(x) => format!("{} (SESOI {})", c.name, sig4(x)),
+                None => c.name.clone(),
+            })
+            .collect();
         let m = names.len();
         let directional = self
             .comparisons
@@ -330,12 +341,14 @@ pub fn judge(f: &Family) -> Result<(Vec<Assessed>, Verdict), FamilyError> {
     if !(f.alpha > 0.0 && f.alpha < 1.0) {
         return Err(FamilyError::BadAlpha(f.alpha));
     }
-    if !(f.sesoi > 0.0 && f.sesoi.is_finite()) {
-        return Err(FamilyError::BadSesoi(f.sesoi));
+    for s in std::iter::once(f.sesoi).chain(f.comparisons.iter().filter_map(|c| c.sesoi)) {
+        if !(s > 0.0 && s.is_finite()) {
+            return Err(FamilyError::BadSesoi(s));
+        }
     }
-    let s = f.sesoi;
     let mut raw = Vec::with_capacity(f.comparisons.len());
     for c in &f.comparisons {
+        let s = c.sesoi.unwrap_or(f.sesoi);
         let ci = median_ci(&c.diffs).ok_or_else(|| FamilyError::EmptyComparison(c.name.clone()))?;
         let d = &c.diffs;
         let up = p_greater(d, 0.0) < p_less(d, 0.0);
@@ -471,6 +484,7 @@ mod tests {
             name: name.into(),
             diffs: ex(v),
             claimed,
+            sesoi: None,
         }
     }
 
@@ -688,6 +702,7 @@ mod tests {
             name: "e".into(),
             diffs: vec![],
             claimed: Claimed::Increase,
+            sesoi: None,
         };
         assert!(matches!(
             judge(&Family::new("c", 1.0, vec![empty])),
@@ -883,6 +898,7 @@ mod tests {
                     name: format!("c{c}"),
                     diffs: w,
                     claimed,
+                    sesoi: None,
                 });
             }
             let (ae, ve) = judge(&Family::new("sim", sesoi, exact)).unwrap();

@@ -27,18 +27,19 @@
 //! Tokens where either stream is zero have no angle and are left out.
 
 use super::model::{Multiplier, TrainModel};
-use super::run::{eval_loss, views};
+use super::run::{Typed, eval_loss};
 use super::task::Batch;
+use crate::monte_carlo::gemm::Real;
 
 /// A copy of `m` with block `l`'s branch removed (`lambda_l` fixed to 0; l in 1..=L).
-pub fn without_branch(m: &TrainModel, l: usize) -> TrainModel {
+pub fn without_branch<T: Real>(m: &TrainModel<T>, l: usize) -> TrainModel<T> {
     let mut a = m.clone();
     a.blocks[l - 1].lambda = Multiplier::Fixed(0.0);
     a
 }
 
 /// `cost_l` for l = 1..=L (index l - 1) on `set`.
-pub fn costs(m: &TrainModel, set: &[Batch]) -> Vec<f64> {
+pub fn costs<T: Real>(m: &TrainModel<T>, set: &[Batch]) -> Vec<f64> {
     let base = eval_loss(m, set);
     (1..=m.depth())
         .map(|l| eval_loss(&without_branch(m, l), set) - base)
@@ -46,14 +47,17 @@ pub fn costs(m: &TrainModel, set: &[Batch]) -> Vec<f64> {
 }
 
 /// `d_l` for l = 1..=L (index l - 1) on the inputs of `set`; NaN for a block where no token
-/// has an angle.
-pub fn angular_distances(m: &TrainModel, set: &[Batch]) -> Vec<f64> {
+/// has an angle. Norms and dot products are accumulated in f64 (for f64, nalgebra's).
+pub fn angular_distances<T: Real>(m: &TrainModel<T>, set: &[Batch]) -> Vec<f64> {
     let mut sum = vec![0.0; m.depth()];
     let mut count = vec![0usize; m.depth()];
     for b in set {
-        let p = m.forward(views(b).0);
+        let p = m.forward(Typed::<T>::new(b).views().0);
         for l in 1..=m.depth() {
-            let (x, xp) = (&p.xs[l], &p.xs[l - 1]);
+            let (x, xp) = (
+                &p.xs[l].map(|v| v.as_f64()),
+                &p.xs[l - 1].map(|v| v.as_f64()),
+            );
             for (c, cp) in x.column_iter().zip(xp.column_iter()) {
                 let den = c.norm() * cp.norm();
                 if den > 0.0 && den.is_finite() {
@@ -111,7 +115,10 @@ pub(crate) mod tests {
     fn removed_branch_leaves_the_skip_path() {
         let (m, set) = setup("pre");
         let a = without_branch(&m, 2);
-        let (p, q) = (m.forward(views(&set[0]).0), a.forward(views(&set[0]).0));
+        let (p, q) = (
+            m.forward(crate::train::run::views(&set[0]).0),
+            a.forward(crate::train::run::views(&set[0]).0),
+        );
         // Block 2 of the ablated model is the identity (Pre-LN's skip), so x_2 = x_1.
         assert_eq!(q.xs[2], q.xs[1]);
         assert_eq!(p.xs[1], q.xs[1]);

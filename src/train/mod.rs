@@ -11,6 +11,8 @@
 //!   Transformer, copy / reverse / sort; every batch drawn from a seed.
 //! - [`config`], [`run`], [`diagnostics`], [`log`]: a checked request, the loop and what it
 //!   logs, the tidy table; [`dump`]: the initial weights and batches for the PyTorch check.
+//! - [`classify`]: a run's class from its curve (diverged, collapsed, still descending,
+//!   trained); [`search`]: the widening log-scale search for a maximum stable learning rate.
 //! - [`sweep`]: many runs over cells and paired seeds; [`ablation`]: each block's ablation
 //!   cost and angular distance (Curse of Depth); [`lens`]: a trained model as the Monte Carlo
 //!   engine's network, so its init-time estimators run on trained weights.
@@ -27,9 +29,11 @@
 
 pub mod ablation;
 pub mod batch_cache;
+pub mod classify;
 pub mod config;
 pub mod diagnostics;
 pub mod dump;
+pub mod first_update;
 pub mod init;
 pub mod layer_norm;
 pub mod lens;
@@ -39,5 +43,6 @@ pub mod optim;
 pub mod pass;
 pub mod run;
 pub mod schedule;
+pub mod search;
 pub mod sweep;
 pub mod task;

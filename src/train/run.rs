@@ -15,7 +15,7 @@
 //! |---|---|---|
 //! | `train_loss`, `lr` | every `--log-every` updates | - |
 //! | `grad_norm` | same, before clipping | every parameter tensor; `all` per layer; global |
-//! | `update_ratio` `‖Δθ_l‖/‖θ_l‖` | same | per layer |
+//! | `update_norm` `‖Δθ_l‖`, `update_ratio` `‖Δθ_l‖/‖θ_l‖` | same | per layer |
 //! | `adam_v_mean`, `adam_v_max` (Adam's second moment, not bias-corrected) | same | per layer |
 //! | `eval_loss`, `excess_loss` (over the task's floor on the eval set) | step 0 and every `--eval-every` | - |
 //! | `output_change` `‖f(θ_t; P) - f(θ_0; P)‖_F / sqrt(columns)` on the probe batch P (Liu et al. 2020) | same | - |
@@ -322,6 +322,14 @@ pub struct Options<'a> {
     /// Batches shared with the other runs of the request ([`BatchCache`]; the same batches
     /// either way).
     pub batches: Option<&'a BatchCache>,
+    /// Stop a run that is collapsed on its evaluations so far, from
+    /// [`super::classify::STOP_FROM`] of its updates on ([`super::classify::stop_now`]); the
+    /// log then has `stopped_collapsed` = 1 at that update.
+    pub stop_collapsed: bool,
+    /// Skip what only a single run's log needs: the per-parameter gradient norms and the
+    /// evaluation-time diagnostics (norm-input RMS, attention statistics). Losses, per-layer
+    /// gradient and update norms, `output_change` and everything the classifier reads stay.
+    pub lean: bool,
 }
 
 /// A finished run: the final model (as it was when the run stopped), its log, and the copies
@@ -336,6 +344,9 @@ pub struct Trained<T: Real = f64> {
     pub snapshots: Vec<(u64, TrainModel<T>)>,
     /// The update at which the run was flagged as diverged, if it was.
     pub diverged_at: Option<u64>,
+    /// The update at which a collapsed run was stopped ([`Options::stop_collapsed`]), if it
+    /// was.
+    pub stopped_at: Option<u64>,
 }
 
 /// Trains `begin = (model, data stream, first batch)` (from [`start`], or a pre-trained model
@@ -352,7 +363,7 @@ pub fn train<T: Real>(
     options: &Options,
     progress: &dyn Progress,
 ) -> Trained<T> {
-    let (mut m, mut data, first) = begin;
+    let (mut m, mut data, first_batch) = begin;
     let infos: Vec<_> = m.params().into_iter().map(|(i, _)| i).collect();
     let layers: Vec<usize> = infos.iter().map(|i| i.layer).collect();
     let trained: Vec<bool> = infos
@@ -405,9 +416,14 @@ pub fn train<T: Real>(
     };
     log.put(0, None, None, "eval_floor", floor);
     log.put(0, None, None, "context_free_loss", task.context_free_loss());
-    let mut rule = DivergenceRule::new(evaluate(&m, eval_set, probe, &f0, floor, 0, &mut log));
-    let mut batch = first;
+    let context_free = task.context_free_loss();
+    let lean = options.lean;
+    let first = evaluate(&m, eval_set, probe, &f0, floor, 0, lean, &mut log);
+    let mut rule = DivergenceRule::new(first);
+    let mut evals = vec![(0, first)];
+    let mut batch = first_batch;
     let mut diverged_at = None;
+    let mut stopped_at = None;
     for s in 1..=cfg.schedule.steps {
         if s > 1 {
             batch = batch_cache::draw(options.batches, task, &mut data, cfg.batch);
@@ -437,7 +453,7 @@ pub fn train<T: Real>(
             log.put(s, None, None, "train_loss", loss);
             log.put(s, None, None, "lr", lr);
             let gsq = layer_sq(&layers, &grads.iter().collect::<Vec<_>>(), depth);
-            for (i, info) in infos.iter().enumerate() {
+            for (i, info) in infos.iter().enumerate().filter(|_| !lean) {
                 log.put(
                     s,
                     Some(info.layer),
@@ -485,6 +501,7 @@ pub fn train<T: Real>(
             let dsq = layer_sq(&layers, &delta.iter().collect::<Vec<_>>(), depth);
             let wsq = layer_sq(&layers, &before.iter().collect::<Vec<_>>(), depth);
             for l in 0..=depth + 1 {
+                log.put(s, Some(l), Some("all"), "update_norm", dsq[l].sqrt());
                 if wsq[l] > 0.0 {
                     log.put(
                         s,
@@ -518,12 +535,23 @@ pub fn train<T: Real>(
                 }
             }
         }
-        if (s % cfg.eval_every == 0 || s == cfg.schedule.steps)
-            && rule.observe(evaluate(&m, eval_set, probe, &f0, floor, s, &mut log))
-        {
-            diverged_at = Some(s);
-            progress.tick();
-            break;
+        if s % cfg.eval_every == 0 || s == cfg.schedule.steps {
+            let e = evaluate(&m, eval_set, probe, &f0, floor, s, lean, &mut log);
+            evals.push((s, e));
+            if rule.observe(e) {
+                diverged_at = Some(s);
+                progress.tick();
+                break;
+            }
+            if options.stop_collapsed
+                && s < cfg.schedule.steps
+                && super::classify::stop_now(&evals, cfg.schedule.steps, floor, context_free)
+            {
+                log.put(s, None, None, "stopped_collapsed", 1.0);
+                stopped_at = Some(s);
+                progress.tick();
+                break;
+            }
         }
         if options.snapshots.contains(&s) {
             snapshots.push((s, m.clone()));
@@ -532,17 +560,26 @@ pub fn train<T: Real>(
     }
     match diverged_at {
         Some(s) => log.put(s, None, None, "diverged", 1.0),
-        None => log.put(cfg.schedule.steps, None, None, "diverged", 0.0),
+        None => log.put(
+            stopped_at.unwrap_or(cfg.schedule.steps),
+            None,
+            None,
+            "diverged",
+            0.0,
+        ),
     }
     Trained {
         model: m,
         records: log.out,
         snapshots,
         diverged_at,
+        stopped_at,
     }
 }
 
-/// Logs the evaluation-time quantities at `step`; returns the evaluation loss.
+/// Logs the evaluation-time quantities at `step` (without the diagnostics when `lean`);
+/// returns the evaluation loss.
+#[allow(clippy::too_many_arguments)]
 fn evaluate<T: Real>(
     m: &TrainModel<T>,
     eval_set: &[Batch],
@@ -550,6 +587,7 @@ fn evaluate<T: Real>(
     f0: &DMatrix<T>,
     floor: f64,
     step: u64,
+    lean: bool,
     log: &mut Logger,
 ) -> f64 {
     let e = eval_loss(m, eval_set);
@@ -558,6 +596,9 @@ fn evaluate<T: Real>(
     let p = m.forward(Typed::<T>::new(probe).views().0);
     let change = T::sum_sq(&(&p.output - f0)).sqrt() / (f0.ncols() as f64).sqrt();
     log.put(step, None, None, "output_change", change);
+    if lean {
+        return e;
+    }
     for (l, slot, v) in diagnostics::norm_inputs(m, &p) {
         log.put(step, Some(l), Some(slot), "norm_input_rms", v);
     }

@@ -1,47 +1,34 @@
-//! Many small training runs for the training analyses (issue 12): a grid of cells (preset,
-//! depth, optimizer, peak learning rate, warmup) times paired seeds, each run summarised by its
-//! [`Outcome`], and the maximum stable learning rate of a (cell, seed) found by bisection on a
-//! log scale ([`bisect`]).
+//! Many small training runs for the training analyses: a grid of cells (preset, depth,
+//! optimizer, peak learning rate, warmup) times paired seeds, each run summarised by its
+//! [`Outcome`] with its class ([`super::classify`]: diverged, collapsed, still descending,
+//! trained), and the maximum stable learning rate of a (cell, seed) found by the widening
+//! log-scale search of [`super::search`] ([`search`]).
 //!
-//! **Failure** ([`FAIL_FRACTION`]; TRAINING.md section 2: "the failure is not a NaN", Post-LN
-//! collapses to the context-free plateau and stays there): a run fails if it diverged (the
-//! rule of [`super::run`]: a non-finite loss, or evaluation losses above `DIVERGE_FACTOR` times
-//! the initial one), or if its final evaluation loss `E` has not come down even
-//! `1 - FAIL_FRACTION` of the way from the task's context-free loss `C` (predicting without the
-//! input) to its floor `F` (the teacher's own loss):
+//! A learning rate is *stable* for a (cell, seed) if that run is trained or still descending
+//! ([`super::classify::RunClass::stable`]). Sweep runs stop once collapsed
+//! ([`SWEEP_OPTIONS`]).
 //!
-//! ```text
-//! failed  <=>  diverged  or  E > F + FAIL_FRACTION (C - F)
-//! ```
-//!
-//! Measured before the rule was fixed (regression, ReLU MLP, d = 16, 200 Adam updates, 4 seeds
-//! of 7 presets at L = 6 and 48): collapsed runs end at 0.89-1.07 C, trained ones at 0.2-0.6 C
-//! for learning rates 1e-3 to 3e-2; at 3e-4 runs are merely slow (0.7-0.9 C, ReZero 1.4 C at
-//! L = 6), so a learning rate far below the useful range also "fails" by this rule: sweeps
-//! start their grids at 1e-3 and report a maximum stable learning rate below the grid as
-//! censored.
-//!
-//! A learning rate is *stable* for a (cell, seed) if that run does not fail.
+//! **Precision**: a sweep trains in the base request's precision (`cfg.mc.precision`, f64 or
+//! f32; [`outcome`] dispatches); [`train_one`], which returns the trained model, is f64 only.
 //!
 //! **Pairing**: every cell of a sweep trains from the same seeds; a seed fixes the data order
 //! and the weight draws ([`super::run`]), so two presets or learning rates at one seed see the
 //! same batches from the same initial draws where shapes match.
 //!
-//! **Determinism**: runs are independent and reduced in job order, so the outcomes are
-//! byte-identical for any thread count.
+//! **Determinism**: runs are independent and reduced in job order (a search's runs one after
+//! the other), so the outcomes are byte-identical for any thread count.
 
 use super::batch_cache::BatchCache;
+use super::classify::{Curve, RunClass};
 use super::config::{RawTrain, TrainConfig};
-use super::run::{self, Trained};
+use super::run::{self, Record, Trained};
+use super::search::{self, Plan, Search};
 use super::task::{self, Batch, Task};
 use crate::Result;
 use crate::monte_carlo::Progress;
+use crate::monte_carlo::gemm::Real;
+use crate::monte_carlo::precision::Precision;
 use rayon::prelude::*;
-
-/// A run fails if its final evaluation loss is above `floor + FAIL_FRACTION (context-free -
-/// floor)` (or it diverged): it has not closed even a tenth of the gap between predicting
-/// without the input and the teacher (it is stuck at, or back at, the context-free plateau).
-pub const FAIL_FRACTION: f64 = 0.9;
 
 /// What varies between the runs of a sweep; everything else comes from the base request.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -64,8 +51,7 @@ impl Cell {
         Cell { lr, ..self.clone() }
     }
 
-    /// The checked request of this cell: `base` with the cell's settings and one seed. A sweep
-    /// trains in f64: a `base` of another precision is refused ([`run::check_f64`]).
+    /// The checked request of this cell: `base` with the cell's settings and one seed.
     pub fn config(&self, base: &RawTrain, seed: u64) -> Result<TrainConfig> {
         let mut raw = base.clone();
         raw.presets = self.preset.clone();
@@ -74,9 +60,7 @@ impl Cell {
         raw.lr = self.lr;
         raw.warmup = self.warmup;
         raw.seeds = seed.to_string();
-        let cfg = raw.check()?;
-        run::check_f64(&cfg)?;
-        Ok(cfg)
+        raw.check()
     }
 }
 
@@ -97,10 +81,16 @@ pub struct Outcome {
     pub context_free: f64,
     /// Flagged by the divergence rule of [`super::run`].
     pub diverged: bool,
-    /// Failed by the rule of the module docs.
+    /// What became of it ([`super::classify`]).
+    pub class: RunClass,
+    /// Not stable: diverged or collapsed ([`RunClass::stable`]).
     pub failed: bool,
     /// `(update, evaluation loss)` at every evaluation.
     pub curve: Vec<(u64, f64)>,
+    /// `(update, slope)` at every logged update: the least-squares slope of
+    /// `ln ||update_l||` on `ln ||grad_l||` across the blocks `l = 1..=L` (Adam's update does
+    /// not follow the gradient's scale: slope 0; SGD's is proportional to it: slope 1).
+    pub scaling: Vec<(u64, f64)>,
 }
 
 impl Outcome {
@@ -117,36 +107,101 @@ impl Outcome {
             .map(|(s, _)| *s)
     }
 
-    /// Summarises a finished run.
-    pub fn new(cell: Cell, seed: u64, t: &Trained) -> Outcome {
+    /// Summarises a finished run of `steps` planned updates from its log.
+    pub fn new(cell: Cell, seed: u64, steps: u64, records: &[Record], diverged: bool) -> Outcome {
         let one = |m: &str| {
-            t.records
+            records
                 .iter()
                 .find(|r| r.metric == m)
                 .map_or(f64::NAN, |r| r.value)
         };
-        let curve: Vec<(u64, f64)> = t
-            .records
+        let curve: Vec<(u64, f64)> = records
             .iter()
             .filter(|r| r.metric == "eval_loss")
             .map(|r| (r.step, r.value))
             .collect();
         let (floor, context_free) = (one("eval_floor"), one("context_free_loss"));
         let final_loss = curve.last().map_or(f64::NAN, |c| c.1);
-        let diverged = t.diverged_at.is_some();
+        let class = Curve {
+            points: &curve,
+            steps,
+            diverged,
+            floor,
+            context_free,
+        }
+        .class();
+        let scaling = scaling(records);
         Outcome {
             cell,
             seed,
+            scaling,
             initial_loss: curve.first().map_or(f64::NAN, |c| c.1),
             final_loss,
             floor,
             context_free,
             diverged,
-            failed: diverged || final_loss > floor + FAIL_FRACTION * (context_free - floor),
+            class,
+            failed: !class.stable(),
             curve,
         }
     }
+
+    /// Summarises a finished f64 run ([`Outcome::new`] of its log).
+    pub fn of(cell: Cell, seed: u64, steps: u64, t: &Trained) -> Outcome {
+        Outcome::new(cell, seed, steps, &t.records, t.diverged_at.is_some())
+    }
 }
+
+/// The slope of `ln ||update_l||` on `ln ||grad_l||` across blocks at every update whose log
+/// has both for every block (see [`Outcome::scaling`]); blocks are the layers between the
+/// input map (0) and the output (the largest layer logged).
+fn scaling(records: &[Record]) -> Vec<(u64, f64)> {
+    let top = records.iter().filter_map(|r| r.layer).max().unwrap_or(0);
+    let mut steps: Vec<u64> = records
+        .iter()
+        .filter(|r| r.metric == "update_norm")
+        .map(|r| r.step)
+        .collect();
+    steps.dedup();
+    steps
+        .into_iter()
+        .filter_map(|step| {
+            let at = |metric: &str, l: usize| {
+                records.iter().find(|r| {
+                    r.step == step
+                        && r.metric == metric
+                        && r.layer == Some(l)
+                        && r.param.as_deref() == Some("all")
+                })
+            };
+            let pts: Option<Vec<(f64, f64)>> = (1..top)
+                .map(|l| {
+                    Some((
+                        at("grad_norm", l)?.value.ln(),
+                        at("update_norm", l)?.value.ln(),
+                    ))
+                })
+                .collect();
+            let pts = pts?;
+            (pts.len() >= 2).then(|| {
+                let (x, y): (Vec<f64>, Vec<f64>) = pts.into_iter().unzip();
+                (step, crate::stats::ols::line(&x, &y).0)
+            })
+        })
+        .filter(|(_, slope)| slope.is_finite())
+        .collect()
+}
+
+/// The options of every sweep run ([`run_jobs`], [`Prepared`]): a collapsed run is stopped
+/// from [`super::classify::STOP_FROM`] of its updates on, and the log keeps only what an
+/// [`Outcome`] reads (losses, per-layer gradient and update norms).
+pub const SWEEP_OPTIONS: run::Options<'static> = run::Options {
+    frozen: None,
+    snapshots: &[],
+    batches: None,
+    stop_collapsed: true,
+    lean: true,
+};
 
 /// The task of `base` and its evaluation set (shared by every cell: the task does not depend
 /// on the cell).
@@ -162,7 +217,8 @@ pub fn task_and_eval(base: &RawTrain) -> Result<(Box<dyn Task>, Vec<Batch>)> {
     Ok((t, eval))
 }
 
-/// Trains one (cell, seed) from its initial model.
+/// Trains one (cell, seed) from its initial model, in f64 (a base of another precision is
+/// refused, [`run::check_f64`]): for the analyses that use the trained model.
 pub fn train_one(
     base: &RawTrain,
     task: &dyn Task,
@@ -215,204 +271,136 @@ pub fn run_jobs(
     let batches = BatchCache::for_runs(task.as_ref(), jobs.len());
     let options = run::Options {
         batches: batches.as_ref(),
-        ..run::Options::default()
+        ..SWEEP_OPTIONS
     };
     jobs.par_iter()
         .map(|(c, s)| {
-            let t = train_one(base, task.as_ref(), &eval, c, *s, &options)?;
+            let o = outcome(base, task.as_ref(), &eval, c, *s, &options)?;
             progress.tick();
-            Ok(Outcome::new((*c).clone(), *s, &t))
+            Ok(o)
         })
         .collect()
 }
 
-/// The maximum stable learning rate of one (cell, seed): where the bisection ended, and
-/// whether the true value lies outside the bracket searched.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct MaxStable {
-    /// The cell (its `lr` is the value found).
-    pub cell: Cell,
-    /// Training seed.
-    pub seed: u64,
-    /// The largest learning rate found stable (`lo` of the final bracket), or the bracket's end
-    /// when censored.
-    pub lr: f64,
-    /// The smallest learning rate found unstable (`hi` of the final bracket), if any.
-    pub unstable: Option<f64>,
-    /// `below`: even the bracket's lower end fails; `above`: even its upper end is stable;
-    /// `none`: bracketed.
-    pub censored: Censor,
-}
-
-/// Where a bisection's answer lies relative to its bracket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Censor {
-    /// Bracketed: `lr` stable, `unstable` not.
-    None,
-    /// Every learning rate tried fails: the maximum stable one is below `lr`.
-    Below,
-    /// Every learning rate tried is stable: the maximum stable one is at least `lr`.
-    Above,
-}
-
-impl Censor {
-    /// `none`, `below`, `above`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Censor::None => "none",
-            Censor::Below => "below",
-            Censor::Above => "above",
-        }
-    }
-}
-
-/// A bisection to run: a (cell, seed) and a bracket `[lo, hi]` on the learning rate, with what
-/// is already known of its ends (from a grid: `Some(true)` stable, `Some(false)` failed).
-#[derive(Clone, Debug)]
-pub struct Bracket {
-    /// The cell (its `lr` is ignored).
-    pub cell: Cell,
-    /// Training seed.
-    pub seed: u64,
-    /// Lower end.
-    pub lo: f64,
-    /// Upper end.
-    pub hi: f64,
-    /// Whether `lo` is known stable.
-    pub lo_stable: Option<bool>,
-    /// Whether `hi` is known stable.
-    pub hi_stable: Option<bool>,
-}
-
-/// The bracket a grid of learning rates gives one (cell, seed), from its grid outcomes
-/// `(lr, failed)`: `lo`
-/// the largest grid value with every grid value up to it stable, `hi` the next grid value
-/// (known to fail). The smallest value failing or every value stable give a bracket whose
-/// both ends are known, which [`bisect`] reports as censored.
-pub fn grid_bracket(cell: &Cell, seed: u64, grid: &[(f64, bool)]) -> Bracket {
-    let mut g = grid.to_vec();
-    g.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let first_fail = g.iter().position(|(_, failed)| *failed);
-    let (lo, hi, lo_s, hi_s) = match first_fail {
-        Some(0) => (g[0].0, g[0].0, Some(false), Some(false)),
-        Some(k) => (g[k - 1].0, g[k].0, Some(true), Some(false)),
-        None => {
-            let last = g.last().map_or(f64::NAN, |x| x.0);
-            (last, last, Some(true), Some(true))
-        }
-    };
-    Bracket {
-        cell: cell.clone(),
-        seed,
-        lo,
-        hi,
-        lo_stable: lo_s,
-        hi_stable: hi_s,
-    }
-}
-
-/// Bisection on `log lr` ([`bisect`]): `iters` halvings of `log(hi/lo)`, each one training run
-/// at the geometric midpoint `sqrt(lo hi)`, keeping the half whose lower end is stable and upper
-/// end fails. After `k` halvings the bracket's ratio is `(hi/lo)^(2^-k)`. Assumes stability is
-/// monotone in the learning rate over the bracket; where it is not, the answer is one point of
-/// the stability boundary.
-pub fn bisect(
+/// Trains one (cell, seed) in the base request's precision and summarises it.
+pub fn outcome(
     base: &RawTrain,
-    brackets: &[Bracket],
-    iters: u32,
-    progress: &(dyn Progress + Sync),
-) -> Result<Vec<MaxStable>> {
-    for b in brackets {
-        b.cell.at_lr(b.lo).config(base, b.seed)?;
-        b.cell.at_lr(b.hi).config(base, b.seed)?;
-    }
-    let (task, eval) = task_and_eval(base)?;
-    // A bisection trains each bracket's seed again at every midpoint.
-    let batches = BatchCache::for_runs(task.as_ref(), brackets.len() * (iters as usize + 2));
-    let options = run::Options {
-        batches: batches.as_ref(),
-        ..run::Options::default()
+    task: &dyn Task,
+    eval: &[Batch],
+    cell: &Cell,
+    seed: u64,
+    options: &run::Options,
+) -> Result<Outcome> {
+    let cfg = cell.config(base, seed)?;
+    let steps = cfg.schedule.steps;
+    let (records, diverged) = match cfg.mc.precision {
+        Precision::F64 => trained_log::<f64>(&cfg, task, eval, cell, seed, options)?,
+        Precision::F32 => trained_log::<f32>(&cfg, task, eval, cell, seed, options)?,
     };
-    brackets
-        .par_iter()
-        .map(|b| {
-            let stable = |lr: f64| -> Result<bool> {
-                let t = train_one(
-                    base,
-                    task.as_ref(),
-                    &eval,
-                    &b.cell.at_lr(lr),
-                    b.seed,
-                    &options,
-                )?;
-                Ok(!Outcome::new(b.cell.at_lr(lr), b.seed, &t).failed)
-            };
-            let done = |lr: f64, unstable: Option<f64>, censored: Censor| MaxStable {
-                cell: b.cell.at_lr(lr),
-                seed: b.seed,
-                lr,
-                unstable,
-                censored,
-            };
-            let lo_ok = match b.lo_stable {
-                Some(v) => v,
-                None => stable(b.lo)?,
-            };
-            if !lo_ok {
-                progress.tick();
-                return Ok(done(b.lo, Some(b.lo), Censor::Below));
-            }
-            let hi_ok = match b.hi_stable {
-                Some(v) => v,
-                None => stable(b.hi)?,
-            };
-            if hi_ok {
-                progress.tick();
-                return Ok(done(b.hi, None, Censor::Above));
-            }
-            let (mut lo, mut hi) = (b.lo, b.hi);
-            for _ in 0..iters {
-                let mid = (lo * hi).sqrt();
-                if stable(mid)? {
-                    lo = mid;
-                } else {
-                    hi = mid;
-                }
-            }
-            progress.tick();
-            Ok(done(lo, Some(hi), Censor::None))
-        })
-        .collect()
+    Ok(Outcome::new(cell.clone(), seed, steps, &records, diverged))
 }
 
-#[cfg(test)]
-// Grid values are copied, not computed: exact comparison is right.
-#[allow(clippy::float_cmp)]
-mod tests {
-    use super::*;
+fn trained_log<T: Real>(
+    cfg: &TrainConfig,
+    task: &dyn Task,
+    eval: &[Batch],
+    cell: &Cell,
+    seed: u64,
+    options: &run::Options,
+) -> Result<(Vec<Record>, bool)> {
+    let begin = run::start_as::<T>(cfg, task, &cell.preset, seed)?;
+    let t = run::train(cfg, task, &cell.preset, seed, begin, eval, options, &());
+    Ok((t.records, t.diverged_at.is_some()))
+}
 
-    fn cell() -> Cell {
-        Cell {
-            preset: "pre".into(),
-            depth: 4,
-            optimizer: "adam".into(),
-            lr: 1e-3,
-            warmup: 0,
-        }
+/// A base request with its task, evaluation set and batch cache made once, for many runs of
+/// its cells ([`Prepared::outcome`], [`Prepared::search`]).
+pub struct Prepared {
+    base: RawTrain,
+    task: Box<dyn Task>,
+    eval: Vec<Batch>,
+    batches: Option<BatchCache>,
+}
+
+impl Prepared {
+    /// Prepares `base` for about `runs` runs (whether a batch cache pays, [`BatchCache::for_runs`]).
+    pub fn new(base: &RawTrain, runs: usize) -> Result<Prepared> {
+        let (task, eval) = task_and_eval(base)?;
+        let batches = BatchCache::for_runs(task.as_ref(), runs);
+        Ok(Prepared {
+            base: base.clone(),
+            task,
+            eval,
+            batches,
+        })
     }
 
-    #[test]
-    fn grid_brackets_the_first_failure() {
-        let g = [(1e-2, true), (1e-3, false), (3e-3, false), (3e-2, false)];
-        let b = grid_bracket(&cell(), 0, &g);
-        assert_eq!((b.lo, b.hi), (3e-3, 1e-2));
-        assert_eq!((b.lo_stable, b.hi_stable), (Some(true), Some(false)));
-        // A failure below a stable value: the bracket ends at the first failure.
-        let g = [(1e-3, false), (3e-3, true), (1e-2, false)];
-        assert_eq!(grid_bracket(&cell(), 0, &g).hi, 3e-3);
-        let all_fail = grid_bracket(&cell(), 0, &[(1e-3, true), (1e-2, true)]);
-        assert_eq!((all_fail.lo, all_fail.lo_stable), (1e-3, Some(false)));
-        let none = grid_bracket(&cell(), 0, &[(1e-3, false), (1e-2, false)]);
-        assert_eq!((none.hi, none.hi_stable), (1e-2, Some(true)));
+    /// The base request.
+    pub fn base(&self) -> &RawTrain {
+        &self.base
     }
+
+    /// The task.
+    pub fn task(&self) -> &dyn Task {
+        self.task.as_ref()
+    }
+
+    /// The evaluation set.
+    pub fn eval(&self) -> &[Batch] {
+        &self.eval
+    }
+
+    /// Trains one (cell, seed) ([`outcome`]) with the sweeps' options ([`SWEEP_OPTIONS`]).
+    pub fn outcome(&self, cell: &Cell, seed: u64) -> Result<Outcome> {
+        let options = run::Options {
+            batches: self.batches.as_ref(),
+            ..SWEEP_OPTIONS
+        };
+        outcome(
+            &self.base,
+            self.task.as_ref(),
+            &self.eval,
+            cell,
+            seed,
+            &options,
+        )
+    }
+
+    /// The maximum stable learning rate of (cell, seed) ([`search::run`] with `plan`, the
+    /// cell's own `lr` ignored): the search and the outcome of every run it trained, in the
+    /// order tried, one run after the other.
+    pub fn search(&self, cell: &Cell, seed: u64, plan: &Plan) -> Result<(Search, Vec<Outcome>)> {
+        let mut runs = Vec::new();
+        let found = search::run(plan, |lr| {
+            let o = self.outcome(&cell.at_lr(lr), seed)?;
+            let stable = !o.failed;
+            runs.push(o);
+            Ok(stable)
+        })?;
+        Ok((found, runs))
+    }
+}
+
+/// The maximum stable learning rate of each (cell, seed) of `jobs` ([`Prepared::search`] with
+/// `plan`): searches in parallel, each one's runs one after the other. Every request is
+/// checked before anything runs.
+pub fn search(
+    base: &RawTrain,
+    jobs: &[(&Cell, u64)],
+    plan: &Plan,
+    progress: &(dyn Progress + Sync),
+) -> Result<Vec<(Search, Vec<Outcome>)>> {
+    plan.check()?;
+    for (c, s) in jobs {
+        c.at_lr(plan.min).config(base, *s)?;
+        c.at_lr(plan.max).config(base, *s)?;
+    }
+    let prepared = Prepared::new(base, jobs.len() * 4)?;
+    jobs.par_iter()
+        .map(|(c, seed)| {
+            let r = prepared.search(c, *seed, plan)?;
+            progress.tick();
+            Ok(r)
+        })
+        .collect()
 }

@@ -76,6 +76,13 @@ pub struct TrainArgs {
     /// Seed of the teacher's weights and of the evaluation set.
     #[arg(long, default_value_t = TaskConfig::default().teacher_seed)]
     pub teacher_seed: u64,
+    /// Teacher-lm: the fraction of the vocabulary whose teacher embeddings are drawn anew (a
+    /// related language for fine-tuning; 0 = the teacher as drawn).
+    #[arg(long, default_value_t = TaskConfig::default().rewire, allow_hyphen_values = true)]
+    pub teacher_rewire: f64,
+    /// Seed of the rewired tokens and their new embeddings.
+    #[arg(long, default_value_t = TaskConfig::default().rewire_seed)]
+    pub teacher_rewire_seed: u64,
     /// Optimizer: sgd, adam, adamw.
     #[arg(long, default_value_t = RawTrain::default().optimizer)]
     pub optimizer: String,
@@ -173,6 +180,8 @@ impl TrainArgs {
                 noise: self.noise,
                 temperature: self.teacher_temperature,
                 teacher_seed: self.teacher_seed,
+                rewire: self.teacher_rewire,
+                rewire_seed: self.teacher_rewire_seed,
             },
             optimizer: self.optimizer.clone(),
             beta1: self.beta1,

@@ -219,6 +219,12 @@ pub struct TaskConfig {
     pub temperature: f64,
     /// The teacher's weights' seed (`--teacher-seed`).
     pub teacher_seed: u64,
+    /// Teacher-lm: the fraction of the vocabulary whose teacher embeddings are drawn anew
+    /// (`--teacher-rewire`, 0 = the teacher as drawn): the same language with a changed subset
+    /// of its rules, for fine-tuning ([`teacher_lm::TeacherLm::new`]).
+    pub rewire: f64,
+    /// The seed of the rewired tokens and their new embeddings (`--teacher-rewire-seed`).
+    pub rewire_seed: u64,
 }
 
 /// The default `--teacher-temperature`: with the other defaults the teacher-lm floor is about
@@ -242,6 +248,8 @@ impl Default for TaskConfig {
             noise: 0.1,
             temperature: DEFAULT_TEMPERATURE,
             teacher_seed: 0,
+            rewire: 0.0,
+            rewire_seed: 0,
         }
     }
 }
@@ -330,6 +338,20 @@ impl TaskConfig {
                 "--noise",
                 self.noise,
                 "a finite standard deviation >= 0",
+            ));
+        }
+        if !(self.rewire.is_finite() && (0.0..=1.0).contains(&self.rewire)) {
+            return Err(Error::invalid(
+                "--teacher-rewire",
+                self.rewire,
+                "a fraction of the vocabulary from 0 to 1",
+            ));
+        }
+        if self.rewire > 0.0 && kind != TaskKind::TeacherLm {
+            return Err(Error::invalid(
+                "--teacher-rewire",
+                self.rewire,
+                "0 unless --task teacher-lm (only its teacher has embeddings to rewire)",
             ));
         }
         if !(self.temperature.is_finite() && self.temperature > 0.0) {

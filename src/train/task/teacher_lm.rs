@@ -26,6 +26,11 @@
 //! (O(seq) layer passes per batch); [`TeacherLm::predictive`] runs the whole sequence at once
 //! through [`crate::branch::attention::Attention`], and the tests check the two agree.
 //!
+//! **Rewiring** (`--teacher-rewire f`, for fine-tuning on a related language): after the
+//! draws above, the embedding columns of `round(f vocab)` tokens are drawn anew from a stream
+//! of `--teacher-rewire-seed` ([`rewired_count`]); every weight of the layers and the head is
+//! kept, so the new language shares every rule except how the teacher reads those tokens.
+//!
 //! Floor of a batch: the mean over positions of the entropy of `p(. | prefix)`; its
 //! expectation is the conditional entropy, the exact loss floor. Context-free loss: the entropy
 //! of the targets' marginal `q = E_t E[p(. | prefix_t)]`, estimated from
@@ -241,13 +246,42 @@ pub fn categorical<'a>(p: impl IntoIterator<Item = &'a f64>, u: f64) -> usize {
     last
 }
 
+/// The number of tokens [`rewire`] redraws: `round(fraction x vocab)`.
+pub fn rewired_count(fraction: f64, vocab: usize) -> usize {
+    ((fraction * vocab as f64).round() as usize).min(vocab)
+}
+
+/// Draws anew the embedding columns of `rewired_count(fraction, vocab)` tokens (a related
+/// language: the teacher reacts differently to those tokens, and keeps every other rule). The
+/// tokens are the first of a Fisher-Yates shuffle of `0..vocab`, then their new columns are
+/// drawn in that order, all from `Xoshiro256++` seeded with `splitmix64(seed) ^ "rewire.."`.
+fn rewire(embed: &mut DMatrix<f64>, fraction: f64, seed: u64) {
+    let vocab = embed.ncols();
+    let k = rewired_count(fraction, vocab);
+    if k == 0 {
+        return;
+    }
+    let mut rng = <Rng as rand::SeedableRng>::seed_from_u64(
+        crate::monte_carlo::rng::splitmix64(seed) ^ 0x7265_7769_7265_0000,
+    );
+    let mut order: Vec<usize> = (0..vocab).collect();
+    for i in 0..k {
+        let j = rng.random_range(i..vocab);
+        order.swap(i, j);
+    }
+    for &t in &order[..k] {
+        let col = gaussian(&mut rng, embed.nrows(), 1);
+        embed.column_mut(t).copy_from(&col.column(0));
+    }
+}
+
 impl TeacherLm {
     /// Checks `cfg` as a teacher-lm config ([`TaskConfig::check_as`]) and draws the teacher.
     pub fn new(cfg: &TaskConfig) -> Result<Self> {
         cfg.check_as(TaskKind::TeacherLm)?;
         let mut rng = super::teacher_rng(cfg.teacher_seed);
         let w = cfg.teacher_width;
-        let embed = gaussian(&mut rng, w, cfg.vocab);
+        let mut embed = gaussian(&mut rng, w, cfg.vocab);
         let layers = (0..cfg.teacher_depth)
             .map(|_| {
                 let mut draw = |init| matrix(&mut rng, init, w, w, 1.0);
@@ -280,6 +314,7 @@ impl TeacherLm {
             })
             .collect();
         let head = gaussian(&mut rng, cfg.vocab, w) / (w as f64).sqrt();
+        rewire(&mut embed, cfg.rewire, cfg.rewire_seed);
         Ok(TeacherLm {
             seq: cfg.seq,
             temperature: cfg.temperature,

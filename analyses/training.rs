@@ -1,8 +1,7 @@
-//! What the training analyses `optimizers` and `convergence` share: the regression tier's base
-//! request (TRAINING.md section 2, tier 0: a ReLU-MLP residual student of a random teacher,
-//! Gaussian noise whose variance is the floor), the final excess a run is ranked by, the
-//! choice of a cell's best learning rate, the summaries of a group of paired runs, and reading
-//! the tables back for the verdicts.
+//! What the training analyses share: the final excess a run is ranked by, the choice of a
+//! cell's best learning rate, the summaries of a group of paired runs, a claim's verdict on one
+//! tier ([`TierVerdict`]), checks of their configurations, and reading the tables back for
+//! the verdicts. The tiers themselves are [`super::tier`].
 //!
 //! **Score** ([`score`]): a run's final excess loss over the task's floor, `E - F`; a run the
 //! divergence rule of [`crate::train::run`] stopped counts as no better than the context-free
@@ -306,6 +305,41 @@ pub fn lr_text(lr: f64) -> String {
     format!("{lr}")
 }
 
+/// A training claim's verdict on one tier, for the ledger.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TierVerdict {
+    /// Tier name.
+    pub tier: String,
+    /// The effects, one per comparison, effect first ([`lines`]).
+    pub effects: String,
+    /// The rule (the family, its tests, alpha and SESOI).
+    pub rule: String,
+    /// The verdict.
+    pub verdict: String,
+    /// Context reported beside the verdict (not part of the family).
+    pub context: String,
+}
+
+/// `name: effect [lo, hi] (n, q): outcome` for each assessed comparison, `; `-separated.
+pub fn lines(assessed: &[crate::stats::verdict::Assessed]) -> String {
+    assessed
+        .iter()
+        .map(|a| format!("{}: {a}", a.name))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The distinct strings of `v`, in order of first appearance.
+pub fn distinct_strings(v: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for x in v {
+        if !out.contains(x) {
+            out.push(x.clone());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,8 +359,14 @@ mod tests {
             floor: 0.5,
             context_free: 1.5,
             diverged,
+            class: if diverged {
+                crate::train::classify::RunClass::Diverged
+            } else {
+                crate::train::classify::RunClass::Trained
+            },
             failed: diverged,
             curve: vec![],
+            scaling: vec![],
         }
     }
 
