@@ -11,6 +11,8 @@
 //!   Transformer, copy / reverse / sort; every batch drawn from a seed.
 //! - [`config`], [`run`], [`diagnostics`], [`log`]: a checked request, the loop and what it
 //!   logs, the tidy table; [`dump`]: the initial weights and batches for the PyTorch check.
+//! - [`trainable`]: what the loop needs of a model; [`seq2seq`]: the encoder-decoder
+//!   Transformer (`--arch encoder-decoder`) and its passes, on the reverse-pairs task.
 //! - [`sweep`]: many runs over cells and paired seeds; [`ablation`]: each block's ablation
 //!   cost and angular distance (Curse of Depth); [`lens`]: a trained model as the Monte Carlo
 //!   engine's network, so its init-time estimators run on trained weights.
@@ -39,5 +41,7 @@ pub mod optim;
 pub mod pass;
 pub mod run;
 pub mod schedule;
+pub mod seq2seq;
 pub mod sweep;
 pub mod task;
+pub mod trainable;
