@@ -48,8 +48,10 @@ fn config(preset: &str) -> TrainConfig {
     .expect("a valid request")
 }
 
-fn pairs(b: Batch) -> PairBatch {
-    match b {
+/// A batch of `cfg`'s task (seeded), as pairs.
+fn batch(cfg: &TrainConfig) -> PairBatch {
+    let t = task::build(&cfg.task).unwrap();
+    match t.batch(&mut Rng::seed_from_u64(5), cfg.batch) {
         Batch::Pairs(p) => p,
         _ => panic!("reverse-pairs gives pairs"),
     }
@@ -59,8 +61,7 @@ fn pairs(b: Batch) -> PairBatch {
 /// 1, biases off 0, omega off its profile), and a batch.
 fn model(preset: &str) -> (EncDec, PairBatch) {
     let cfg = config(preset);
-    let t = task::build(&cfg.task).unwrap();
-    let b = pairs(t.batch(&mut Rng::seed_from_u64(5), cfg.batch));
+    let b = batch(&cfg);
     let mut m = seq2seq::init::model::<f64>(&cfg, preset, 1, &b).unwrap();
     let mut r = Rng::seed_from_u64(7);
     for w in m.params_mut() {
@@ -197,8 +198,7 @@ fn deepnorm_uses_deepnets_encoder_decoder_constants_on_paired_draws() {
     // the same numbers, so deepnorm's V, O and MLP matrices are Post-LN's times beta and its
     // Q and K are Post-LN's.
     let cfg = config("deepnorm");
-    let t = task::build(&cfg.task).unwrap();
-    let b = pairs(t.batch(&mut Rng::seed_from_u64(5), cfg.batch));
+    let b = batch(&cfg);
     let deep = seq2seq::init::model::<f64>(&cfg, "deepnorm", 1, &b).unwrap();
     let post = seq2seq::init::model::<f64>(&config("post"), "post", 1, &b).unwrap();
     let (n, m) = (2f64, 2f64);
@@ -243,14 +243,16 @@ fn admins_omega_is_profiled_per_stack_on_the_first_batch() {
     // omega_{l+1}^2 = Var(omega_l x_{l-1}) + Var(F_l), cross-attention a sublayer like any
     // other; checked on a forward pass of the profiled model over the first batch.
     let cfg = config("admin");
-    let t = task::build(&cfg.task).unwrap();
-    let b = pairs(t.batch(&mut Rng::seed_from_u64(5), cfg.batch));
+    let b = batch(&cfg);
     let m = seq2seq::init::model::<f64>(&cfg, "admin", 1, &b).unwrap();
     let p = m.forward(&b);
     for (stack, pass) in [(&m.encoder, &p.encoder), (&m.decoder, &p.decoder)] {
         let omega = |l: usize| match &stack.blocks[l].skip {
             normscope::train::model::Skip::Learnable(w) => {
-                assert!(w.iter().all(|v| v == &w[0]), "one omega per block");
+                assert!(
+                    w.iter().all(|v| v.to_bits() == w[0].to_bits()),
+                    "one omega per block"
+                );
                 w[0]
             }
             _ => panic!("a learnable omega"),
@@ -280,37 +282,20 @@ fn normscope(args: &[&str], threads: &str) -> std::process::Output {
 }
 
 /// A short encoder-decoder run (without its presets).
-const RUN: &[&str] = &[
-    "--arch",
-    "encoder-decoder",
-    "--layers",
-    "2",
-    "--task",
-    "reverse-pairs",
-    "--width",
-    "16",
-    "--heads",
-    "2",
-    "--vocab",
-    "8",
-    "--seq",
-    "5",
-    "--batch",
-    "4",
-    "--steps",
-    "12",
-    "--eval-every",
-    "6",
-    "--log-every",
-    "3",
-];
+const RUN: &str = "--arch encoder-decoder --layers 2 --task reverse-pairs --width 16 --heads 2 \
+    --vocab 8 --seq 5 --batch 4 --steps 12 --eval-every 6 --log-every 3";
+
+/// [`RUN`]'s flags.
+fn run_args() -> Vec<&'static str> {
+    RUN.split_whitespace().collect()
+}
 
 #[test]
 fn logs_are_byte_identical_for_one_and_two_threads_in_f64_and_f32() {
     let mut first_losses = Vec::new();
     for precision in ["f64", "f32"] {
         let args = [
-            RUN,
+            &run_args()[..],
             &["--preset", "pre,post,admin", "--precision", precision],
         ]
         .concat();
@@ -395,7 +380,7 @@ fn the_dump_lists_every_parameter_of_both_stacks() {
     let path = dir.path().join("ed.json");
     let out = normscope(
         &[
-            RUN,
+            &run_args()[..],
             &["--preset", "admin", "--dump-init", path.to_str().unwrap()],
         ]
         .concat(),

@@ -61,28 +61,8 @@ const LM: &[&str] = &[
 
 /// The encoder-decoder model and task the encoder-decoder cases share: N = 2 layers per stack
 /// (4 encoder, 6 decoder blocks), d = 32.
-const ENCDEC: &[&str] = &[
-    "--arch",
-    "encoder-decoder",
-    "--layers",
-    "2",
-    "--task",
-    "reverse-pairs",
-    "--width",
-    "32",
-    "--heads",
-    "4",
-    "--batch",
-    "8",
-    "--seq",
-    "8",
-    "--vocab",
-    "16",
-    "--seeds",
-    "0",
-    "--optimizer",
-    "adam",
-];
+const ENCDEC: &str = "--arch encoder-decoder --layers 2 --task reverse-pairs --width 32 \
+    --heads 4 --batch 8 --seq 8 --vocab 16 --seeds 0 --optimizer adam";
 
 /// One comparison: a name, the preset, and the flags after the shared ones.
 struct Case {
@@ -97,7 +77,11 @@ fn cases() -> Vec<Case> {
         args.extend_from_slice(extra);
         args
     };
-    let encdec = |preset: &'static str| [&["--preset", preset][..], ENCDEC].concat();
+    let encdec = |preset: &'static str| {
+        let mut args = vec!["--preset", preset];
+        args.extend(ENCDEC.split_whitespace());
+        args
+    };
     let regression = |preset: &'static str, branch: &'static str| {
         vec![
             "--preset",

@@ -101,6 +101,14 @@ fn model_json(cfg: &TrainConfig, m: &TrainModel) -> Value {
         .iter()
         .map(|b| block_json(b, branch_json(&b.branch)))
         .collect();
+    let mut v = settings_json(cfg, m.width(), m.eps);
+    v.insert("blocks".into(), json!(blocks));
+    v.insert("final_norm".into(), json!(m.final_norm.is_some()));
+    Value::Object(v)
+}
+
+/// What every architecture's `model` holds: width, heads, eps, norm, affine, io.
+fn settings_json(cfg: &TrainConfig, width: usize, eps: f64) -> serde_json::Map<String, Value> {
     let io = match cfg.io {
         Io::Tokens { vocab, seq } => json!({"kind": "tokens", "vocab": vocab, "seq": seq}),
         Io::Vectors { d_in, d_out } => json!({"kind": "vectors", "d_in": d_in, "d_out": d_out}),
@@ -108,16 +116,18 @@ fn model_json(cfg: &TrainConfig, m: &TrainModel) -> Value {
             json!({"kind": "pairs", "vocab": vocab, "src": src, "tgt": tgt})
         }
     };
-    json!({
-        "width": m.width(),
+    let v = json!({
+        "width": width,
         "heads": cfg.mc.heads,
-        "eps": m.eps,
+        "eps": eps,
         "norm": cfg.mc.model.norm.name(),
         "affine": cfg.affine,
         "io": io,
-        "blocks": blocks,
-        "final_norm": m.final_norm.is_some(),
-    })
+    });
+    match v {
+        Value::Object(map) => map,
+        _ => unreachable!("a JSON object"),
+    }
 }
 
 fn optimizer_json(k: &OptimizerKind) -> Value {
@@ -167,50 +177,29 @@ fn encdec_json(cfg: &TrainConfig, m: &EncDec) -> Value {
             .collect();
         json!({"blocks": blocks, "final_norm": s.final_norm.is_some()})
     };
-    let Io::Pairs { vocab, src, tgt } = cfg.io else {
-        unreachable!("an encoder-decoder request reads pairs")
-    };
-    json!({
-        "width": m.width(),
-        "heads": cfg.mc.heads,
-        "eps": m.eps,
-        "norm": cfg.mc.model.norm.name(),
-        "affine": cfg.affine,
-        "layers": m.layers,
-        "io": {"kind": "pairs", "vocab": vocab, "src": src, "tgt": tgt},
-        "encoder": stack(&m.encoder),
-        "decoder": stack(&m.decoder),
-    })
+    let mut v = settings_json(cfg, m.width(), m.eps);
+    v.insert("layers".into(), json!(m.layers));
+    v.insert("encoder".into(), stack(&m.encoder));
+    v.insert("decoder".into(), stack(&m.decoder));
+    Value::Object(v)
 }
 
 /// The dump of `preset`'s run from `seed` as JSON text (format v1 for a decoder-only
 /// request, `normscope-train-encdec-v1` for an encoder-decoder one).
 pub fn dump(cfg: &TrainConfig, task: &dyn Task, preset: &str, seed: u64) -> crate::Result<String> {
-    match cfg.arch {
+    Ok(match cfg.arch {
         Arch::Decoder => {
-            let (m, data, first) = super::run::start(cfg, task, preset, seed)?;
-            let model = model_json(cfg, &m);
-            Ok(document(
-                cfg,
-                task,
-                (preset, seed),
-                (&m, model),
-                (data, first),
-            ))
+            let begin = super::run::start(cfg, task, preset, seed)?;
+            let model = model_json(cfg, &begin.0);
+            document(cfg, task, (preset, seed), begin, model)
         }
         Arch::EncoderDecoder { .. } => {
             super::run::check_f64(cfg)?;
-            let (m, data, first) = super::run::start_encdec::<f64>(cfg, task, preset, seed)?;
-            let model = encdec_json(cfg, &m);
-            Ok(document(
-                cfg,
-                task,
-                (preset, seed),
-                (&m, model),
-                (data, first),
-            ))
+            let begin = super::run::start_encdec::<f64>(cfg, task, preset, seed)?;
+            let model = encdec_json(cfg, &begin.0);
+            document(cfg, task, (preset, seed), begin, model)
         }
-    }
+    })
 }
 
 /// The JSON text of a dump: the model's parameters, its architecture (`model`), and the run.
@@ -218,8 +207,8 @@ fn document<M: Trainable<Real = f64>>(
     cfg: &TrainConfig,
     task: &dyn Task,
     (preset, seed): (&str, u64),
-    (m, model): (&M, Value),
-    (mut data, first): (Rng, Batch),
+    (m, mut data, first): (M, Rng, Batch),
+    model: Value,
 ) -> String {
     let params: Vec<Value> = m
         .params()

@@ -56,9 +56,10 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = RawTrain::default().mc.eps, allow_hyphen_values = true)]
     pub eps: f64,
     /// Task: regression, teacher-lm, copy, reverse, sort; reverse-pairs (the source's reverse,
-    /// for --arch encoder-decoder).
-    #[arg(long, default_value_t = RawTrain::default().task.kind.name().to_string())]
-    pub task: String,
+    /// for --arch encoder-decoder) [default: teacher-lm; reverse-pairs with --arch
+    /// encoder-decoder].
+    #[arg(long)]
+    pub task: Option<String>,
     /// Vocabulary size (sequence tasks; copy/reverse/sort use one id as the separator).
     #[arg(long, default_value_t = TaskConfig::default().vocab)]
     pub vocab: usize,
@@ -184,7 +185,11 @@ impl TrainArgs {
             },
             affine: !self.no_affine,
             task: TaskConfig {
-                kind: TaskKind::parse(&self.task)?,
+                kind: match (&self.task, arch) {
+                    (Some(t), _) => TaskKind::parse(t)?,
+                    (None, Arch::EncoderDecoder { .. }) => TaskKind::ReversePairs,
+                    (None, Arch::Decoder) => RawTrain::default().task.kind,
+                },
                 vocab: self.vocab,
                 seq: self.seq,
                 d_in: self.task_in,
