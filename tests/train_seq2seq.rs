@@ -281,8 +281,9 @@ fn normscope(args: &[&str], threads: &str) -> std::process::Output {
         .expect("normscope runs")
 }
 
-/// A short encoder-decoder run (without its presets).
-const RUN: &str = "--arch encoder-decoder --layers 2 --task reverse-pairs --width 16 --heads 2 \
+/// A short encoder-decoder run (without its presets; the task is the architecture's default,
+/// reverse-pairs).
+const RUN: &str = "--arch encoder-decoder --layers 2 --width 16 --heads 2 \
     --vocab 8 --seq 5 --batch 4 --steps 12 --eval-every 6 --log-every 3";
 
 /// [`RUN`]'s flags.
@@ -408,4 +409,33 @@ fn the_dump_lists_every_parameter_of_both_stacks() {
     );
     assert_eq!(v["batches"].as_array().unwrap().len(), 12);
     assert_eq!(v["batches"][0]["source"].as_array().unwrap().len(), 4 * 5);
+}
+
+#[test]
+fn parameters_sit_in_the_documented_layers() {
+    // N = 2: 0 source embeddings, 1..=4 encoder blocks, 5 the encoder's output norm (Pre-LN
+    // only), 6 target embeddings, 7..=12 decoder blocks (cross-attention at 8 and 11), 13 the
+    // decoder's output norm and the head.
+    for (preset, encoder_norm) in [("pre", true), ("post", false)] {
+        let (m, _) = model(preset);
+        let at = |layer: usize| -> Vec<String> {
+            m.params()
+                .iter()
+                .filter(|(p, _)| p.layer == layer)
+                .map(|(p, _)| p.name.clone())
+                .collect()
+        };
+        assert_eq!(at(0), ["embedding", "positions"]);
+        assert_eq!(at(6), ["embedding", "positions"]);
+        assert_eq!(!at(5).is_empty(), encoder_norm, "{preset}");
+        for l in [8, 11] {
+            assert!(at(l).contains(&"cross.wk".to_string()), "{preset} {l}");
+        }
+        assert_eq!(at(13).last().map(String::as_str), Some("head"));
+        assert!(m.params().iter().all(|(p, _)| p.layer < m.layers()));
+        for (p, _) in m.params() {
+            let want = if p.layer <= 5 { "encoder" } else { "decoder" };
+            assert_eq!(seq2seq::part(2, p.layer).name(), want);
+        }
+    }
 }

@@ -232,3 +232,30 @@ impl<T: Real> EncDec<T> {
         self.params().iter().map(|(_, m)| m.len()).sum()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_number_the_encoder_then_the_decoder() {
+        // N = 2: encoder 0..=5 (embeddings, 4 blocks, output norm), decoder 6..=13.
+        assert_eq!(part(2, 0), Part::Encoder);
+        assert_eq!(part(2, 5), Part::Encoder);
+        assert_eq!(part(2, 6), Part::Decoder);
+        assert_eq!(part(2, 13), Part::Decoder);
+        let kinds: Vec<DecoderBlock> = (1..=6).map(DecoderBlock::of).collect();
+        use DecoderBlock::*;
+        assert_eq!(
+            kinds,
+            [
+                SelfAttention,
+                CrossAttention,
+                Mlp,
+                SelfAttention,
+                CrossAttention,
+                Mlp
+            ]
+        );
+    }
+}
