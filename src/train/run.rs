@@ -37,8 +37,8 @@
 //! encoder-decoder [`EncDec`]); [`run_one`] starts the one `cfg.arch` asks for.
 //!
 //! Float type: a run computes in `cfg.mc.precision` (`--precision`, f64 by default): [`train`]
-//! is generic over the model's [`Real`], a task's batches (drawn in f64) are rounded to the run's type
-//! ([`Typed`]), and every logged value is accumulated in f64. The same seed in f64 and f32
+//! is generic over the model's [`Real`], a task's batches (drawn in f64) are rounded to the
+//! run's type ([`Typed`]), and every logged value is accumulated in f64. The same seed in f64 and f32
 //! sees the same batches and starts from the same draws (rounded), so the two are paired.
 
 use super::batch_cache::{self, BatchCache};
@@ -127,7 +127,8 @@ pub fn eval_rng(teacher_seed: u64) -> Rng {
     ))
 }
 
-/// The model's input and the loss's target of a batch.
+/// The decoder-only model's input and the loss's target of a batch (a batch of pairs, read by
+/// the encoder-decoder model, panics).
 pub fn views(b: &Batch) -> (Input<'_>, Target<'_>) {
     match b {
         Batch::Vectors(v) => views_with(b, Some((&v.x, &v.y))),

@@ -230,12 +230,12 @@ pub trait Task: Send + Sync {
     /// The loss of the Bayes-optimal predictor on this batch (the floor): regression: the noise
     /// variance `noise^2`; teacher-lm: the mean over weighted positions of the entropy (nats) of
     /// the teacher's next-token distribution at the batch's prefixes, whose expectation is the
-    /// exact loss floor; copy, reverse, sort: 0.
+    /// exact loss floor; copy, reverse, sort, reverse-pairs: 0.
     fn floor(&self, batch: &Batch) -> f64;
 
     /// The loss of the best predictor that ignores the input: token tasks: the entropy of the
     /// targets' marginal (unigram) distribution at the weighted positions (exact for copy,
-    /// reverse, sort; a seeded estimate for teacher-lm); regression: the mean over outputs of
+    /// reverse, sort, reverse-pairs; a seeded estimate for teacher-lm); regression: the mean over outputs of
     /// `Var y` (predicting the mean), a seeded estimate. Teacher-lm estimates it on the first
     /// call, in parallel on rayon, and keeps it: a caller that shares the task across
     /// parallel runs asks for it once before it shares it.
@@ -248,9 +248,11 @@ pub trait Task: Send + Sync {
 pub struct TaskConfig {
     /// Which task (`--task`).
     pub kind: TaskKind,
-    /// Vocabulary size, separator included for the algorithmic tasks (`--vocab`).
+    /// Vocabulary size, separator included for the algorithmic tasks and BOS for reverse-pairs
+    /// (`--vocab`).
     pub vocab: usize,
-    /// Tokens per sequence the model sees (`--seq`).
+    /// Tokens per sequence the model sees (`--seq`; reverse-pairs: the source's and the
+    /// target's length k).
     pub seq: usize,
     /// Regression input width (`--task-in`).
     pub d_in: usize,
