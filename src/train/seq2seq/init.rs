@@ -15,11 +15,12 @@
 //!
 //! Admin (Liu et al. 2020): `omega` is profiled on the first training batch per stack as
 //! Transformer-Clinic's `adaptive-profiling` does for its encoder-decoder models
-//! (`fairseq/modules/transformer_layer.py`: one running ratio per stack, `encoder_ratio` and
-//! `decoder_ratio`, both starting at 1; each sublayer, cross-attention included, takes the
-//! current ratio as its omega and sets it to `sqrt(Var(omega x) + Var F)`, centred over all
-//! entries): the encoder first, then the decoder, whose cross-attention reads the memory of the
-//! profiled encoder. Then omega is learnable.
+//! (`fairseq/fairseq/modules/transformer_layer.py` in its repository: one running ratio per
+//! stack, `encoder_ratio` and `decoder_ratio`, both starting at 1; each sublayer,
+//! cross-attention included, takes the current ratio as its omega and sets it to
+//! `sqrt(Var(omega x) + Var F)`, centred over all entries): the encoder first, then the
+//! decoder, whose cross-attention reads the memory of the profiled encoder. Then omega is
+//! learnable.
 
 use super::pass::branch_forward;
 use super::{EncDec, Part, Stack};
