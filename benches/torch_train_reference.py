@@ -73,6 +73,24 @@ error over every entry.
 A matrix in the dump maps columns to rows, as `torch.nn.Linear.weight`, so it loads as is; the
 token and position embeddings (d x vocab, d x seq) load transposed into `torch.nn.Embedding`;
 gains, biases and omega (d x 1) load as vectors; lambda (1 x 1) as a one-element vector.
+
+Encoder-decoder dumps (format "normscope-train-encdec-v1", `normscope train --arch
+encoder-decoder --layers N --task reverse-pairs ... --dump-init FILE`): "model" has "layers": N,
+"io": {"kind": "pairs", "vocab", "src", "tgt"}, and "encoder" and "decoder", each
+{"blocks": [...], "final_norm"} with blocks as above plus the cross-attention branch
+{"kind": "cross-attention", "seq", "memory_seq"}; batches are {"source", "inputs", "targets",
+"weights"}. The model (normscope's `src/train/seq2seq/`):
+
+    m = N_final_enc(encoder blocks(E_s[source] + P_s))         (2N blocks: attention, MLP)
+    y = N_final_dec(decoder blocks(E_t[inputs] + P_t; m))      (3N blocks: causal attention,
+                                                                cross-attention to m, MLP)
+    f = H y
+
+where cross-attention takes Q = Wq u from its block's input u and K = Wk m, V = Wv m from the
+same pair's encoder output, every query seeing every source token; its weights are named
+cross.wq, cross.wk, cross.wv, cross.wo. Parameter layers: 0 the source embeddings, 1..2N the
+encoder blocks, 2N+1 the encoder's output norm, 2N+2 the target embeddings, 2N+3..5N+2 the
+decoder blocks, 5N+3 the decoder's output norm and the head.
 """
 import argparse
 import json
@@ -83,6 +101,9 @@ import time
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+ENCDEC_FORMAT = "normscope-train-encdec-v1"
+FORMATS = ("normscope-train-init-v1", ENCDEC_FORMAT)
 
 
 def make_norm(kind, d, eps, affine):
@@ -164,8 +185,38 @@ class Attention(nn.Module):
         return out
 
 
+class CrossAttention(nn.Module):
+    """Multi-head softmax attention from the stream (queries) to a memory (keys and values)
+    of the same pair, without biases or mask."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads, self.dh = heads, d // heads
+        self.wq = nn.Linear(d, d, bias=False)
+        self.wk = nn.Linear(d, d, bias=False)
+        self.wv = nn.Linear(d, d, bias=False)
+        self.wo = nn.Linear(d, d, bias=False)
+
+    def forward(self, u, memory):
+        b, s, d = u.shape
+        t = memory.shape[1]
+
+        def split(x, n):  # (b, n, d) -> (b, heads, n, dh)
+            return x.view(b, n, self.heads, self.dh).transpose(1, 2)
+
+        q, k, v = split(self.wq(u), s), split(self.wk(memory), t), split(self.wv(memory), t)
+        a = ((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.dh))).softmax(-1)
+        o = (a @ v).transpose(1, 2).reshape(b, s, d)
+        return self.wo(o)
+
+    def dump_params(self):
+        return {"cross.wq": self.wq.weight, "cross.wk": self.wk.weight,
+                "cross.wv": self.wv.weight, "cross.wo": self.wo.weight}
+
+
 class Block(nn.Module):
-    """One residual block: x -> N_out(skip * x + lambda * N_br(F(s * N_in(x))))."""
+    """One residual block: x -> N_out(skip * x + lambda * N_br(F(s * N_in(x)))); F of a
+    cross-attention block also reads the memory."""
 
     def __init__(self, spec, model, hidden):
         super().__init__()
@@ -183,6 +234,8 @@ class Block(nn.Module):
             self.branch = Mlp(d, hidden, br["activation"])
         elif br["kind"] == "attention":
             self.branch = Attention(d, model["heads"], br["uniform"], br["causal"])
+        elif br["kind"] == "cross-attention" and "memory_seq" in br:
+            self.branch = CrossAttention(d, model["heads"])
         else:
             raise ValueError(f"unsupported branch {br}")
         self.omega = nn.Parameter(torch.ones(d)) if spec["skip"] == "learnable" else None
@@ -190,11 +243,11 @@ class Block(nn.Module):
         self.lam = nn.Parameter(torch.zeros(1)) if spec["lambda"] == "learnable" else None
         self.lam_value = None if self.lam is not None else spec["lambda"]
 
-    def forward(self, x):
+    def forward(self, x, memory=None):
         u = self.n_in(x) if self.n_in is not None else x
         if self.in_scale is not None:
             u = u * self.in_scale
-        o = self.branch(u)
+        o = self.branch(u, memory) if isinstance(self.branch, CrossAttention) else self.branch(u)
         b = self.n_br(o) if self.n_br is not None else o
         skip = self.omega if self.omega is not None else self.skip
         lam = self.lam if self.lam is not None else self.lam_value
@@ -264,6 +317,62 @@ class Model(nn.Module):
         return self.blocks[layer - 1].dump_params()[name], False
 
 
+class Stack(nn.Module):
+    """One stack of an encoder-decoder model: token and position embeddings, the blocks, the
+    output norm."""
+
+    def __init__(self, spec, model, hidden, seq):
+        super().__init__()
+        d = model["width"]
+        self.embedding = nn.Embedding(model["io"]["vocab"], d)
+        self.positions = nn.Embedding(seq, d)
+        self.blocks = nn.ModuleList(Block(b, model, hidden) for b in spec["blocks"])
+        self.final_norm = (
+            make_norm(model["norm"], d, model["eps"], model["affine"]) if spec["final_norm"] else None
+        )
+
+    def forward(self, ids, memory=None):
+        x = self.embedding(ids) + self.positions(torch.arange(ids.shape[1]))
+        for block in self.blocks:
+            x = block(x, memory)
+        return self.final_norm(x) if self.final_norm is not None else x
+
+    def dump_param(self, layer, name):
+        """`(tensor, transposed)` of parameter `name` at the stack's own layer (0 the
+        embeddings, 1..L the blocks, L + 1 the output norm)."""
+        if layer == 0:
+            return getattr(self, name).weight, True
+        if layer == len(self.blocks) + 1:
+            return {"final.gain": self.final_norm.weight,
+                    "final.bias": getattr(self.final_norm, "bias", None)}[name], False
+        return self.blocks[layer - 1].dump_params()[name], False
+
+
+class EncoderDecoder(nn.Module):
+    """The encoder, the decoder reading its output through cross-attention, the head."""
+
+    def __init__(self, model, hidden):
+        super().__init__()
+        io = model["io"]
+        self.layers = model["layers"]
+        self.encoder = Stack(model["encoder"], model, hidden, io["src"])
+        self.decoder = Stack(model["decoder"], model, hidden, io["tgt"])
+        self.head = nn.Linear(model["width"], io["vocab"], bias=False)
+
+    def forward(self, source, inputs):
+        return self.head(self.decoder(inputs, self.encoder(source)))
+
+    def dump_param(self, layer, name):
+        """`(tensor, transposed)` of the dump's parameter `name` at `layer` (0..2N+1 the
+        encoder's, 2N+2..5N+3 the decoder's, the head at 5N+3)."""
+        first = 2 * self.layers + 2
+        if layer == 5 * self.layers + 3 and name == "head":
+            return self.head.weight, False
+        if layer < first:
+            return self.encoder.dump_param(layer, name)
+        return self.decoder.dump_param(layer - first, name)
+
+
 def hidden_width(dump):
     """The MLP hidden width, read off the first MLP's W1 in the dump (d if there is none)."""
     for p in dump["params"]:
@@ -275,7 +384,8 @@ def hidden_width(dump):
 def build(dump):
     """The model with the dump's weights, and the parameter list in the dump's order with
     each parameter's AdamW decay flag."""
-    model = Model(dump["model"], hidden_width(dump))
+    kind = EncoderDecoder if dump["format"] == ENCDEC_FORMAT else Model
+    model = kind(dump["model"], hidden_width(dump))
     ordered = []
     with torch.no_grad():
         for p in dump["params"]:
@@ -314,20 +424,29 @@ def make_optimizer(spec, ordered):
     raise ValueError(f"unknown optimizer {name!r}")
 
 
+def weighted_cross_entropy(b):
+    """The loss of a token batch: sum_t w_t CE_t / sum_t w_t over its targets."""
+    targets = torch.tensor(b["targets"], dtype=torch.long)
+    weights = torch.tensor(b["weights"], dtype=torch.get_default_dtype())
+
+    def loss(f):
+        ce = F.cross_entropy(f.reshape(targets.numel(), -1), targets, reduction="none")
+        return (weights * ce).sum() / weights.sum()
+    return loss
+
+
 def batches(dump):
-    """Every batch as `(model input, loss function)` tensors, built before any timing."""
+    """Every batch as `(model inputs, loss function)` tensors, built before any timing."""
     io = dump["model"]["io"]
     out = []
     for b in dump["batches"]:
-        if io["kind"] == "tokens":
-            seq = io["seq"]
-            inputs = torch.tensor(b["inputs"], dtype=torch.long).view(-1, seq)
-            targets = torch.tensor(b["targets"], dtype=torch.long)
-            weights = torch.tensor(b["weights"], dtype=torch.get_default_dtype())
-
-            def loss(f, targets=targets, weights=weights):
-                ce = F.cross_entropy(f.reshape(targets.numel(), -1), targets, reduction="none")
-                return (weights * ce).sum() / weights.sum()
+        if io["kind"] == "pairs":
+            source = torch.tensor(b["source"], dtype=torch.long).view(-1, io["src"])
+            inputs = torch.tensor(b["inputs"], dtype=torch.long).view(-1, io["tgt"])
+            out.append(((source, inputs), weighted_cross_entropy(b)))
+        elif io["kind"] == "tokens":
+            inputs = torch.tensor(b["inputs"], dtype=torch.long).view(-1, io["seq"])
+            out.append(((inputs,), weighted_cross_entropy(b)))
         else:
             size = b["size"]
             inputs = torch.tensor(b["x"], dtype=torch.get_default_dtype()).view(-1, size).T.contiguous()
@@ -335,7 +454,7 @@ def batches(dump):
 
             def loss(f, y=y):
                 return F.mse_loss(f, y)
-        out.append((inputs, loss))
+            out.append(((inputs,), loss))
     return out
 
 
@@ -352,7 +471,7 @@ def train(dump):
         for g in opt.param_groups:
             g["lr"] = lr
         opt.zero_grad(set_to_none=True)
-        loss = loss_of(model(inputs))
+        loss = loss_of(model(*inputs))
         loss.backward()
         if clip is not None:
             torch.nn.utils.clip_grad_norm_(params, clip, foreach=False)
@@ -377,8 +496,8 @@ def main():
     for path in a.dumps:
         with open(path) as f:
             dump = json.load(f)
-        if dump.get("format") != "normscope-train-init-v1":
-            sys.exit(f"{path}: not a normscope-train-init-v1 dump")
+        if dump.get("format") not in FORMATS:
+            sys.exit(f"{path}: not a normscope-train-init-v1 or {ENCDEC_FORMAT} dump")
         losses, seconds = train(dump)
         runs.append({"preset": dump["preset"], "seed": dump["seed"], "steps": len(losses),
                      "seconds": seconds, "losses": losses})

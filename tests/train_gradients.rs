@@ -338,3 +338,44 @@ fn a_training_run_profiles_admin_on_its_first_batch() {
         }
     }
 }
+
+#[test]
+fn stream_gradients_are_the_gradients_at_the_ends_of_the_stack() {
+    // backward_with_streams' ||dL/dx_l||^2 at both ends, by two other routes: for one
+    // sequence, dL/dx_0 is the position embeddings' gradient column for column; without an
+    // output norm, dL/dx_L = H^T dL/df.
+    let (ids, targets, weights) = batch();
+    let one = |v: &[u32]| v[..SEQ].to_vec();
+    let (ids, targets, weights) = (one(&ids), one(&targets), weights[..SEQ].to_vec());
+    let input = Input::Tokens {
+        ids: &ids,
+        seq: SEQ,
+    };
+    for (name, m) in models() {
+        let normscope::train::model::InputMap::Embedding { .. } = m.input else {
+            continue;
+        };
+        let p = m.forward(input);
+        let target = Target::Classes {
+            ids: &targets,
+            weights: &weights,
+        };
+        let (_, g) = pass::loss(&p.output, target);
+        let (grads, stream_sq) = m.backward_with_streams(input, &p, &g);
+        assert_eq!(stream_sq.len(), DEPTH + 1, "{name}");
+        let positions = grads[1].norm_squared();
+        assert!(
+            (stream_sq[0] - positions).abs() <= tolerance::ROUNDING_CHAIN * positions,
+            "{name}: x_0: {} vs {positions}",
+            stream_sq[0]
+        );
+        if m.final_norm.is_none() {
+            let top = normscope::monte_carlo::gemm::tn(&m.head, &g).norm_squared();
+            assert!(
+                (stream_sq[DEPTH] - top).abs() <= tolerance::ROUNDING_CHAIN * top,
+                "{name}: x_L: {} vs {top}",
+                stream_sq[DEPTH]
+            );
+        }
+    }
+}

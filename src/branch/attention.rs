@@ -172,6 +172,20 @@ fn softmax_jacobian<T: Real>(a: &DMatrix<T>, g: &DMatrix<T>) -> DMatrix<T> {
     out
 }
 
+/// Which query columns see which key columns: `seqs` sequences side by side, sequence s's
+/// queries at columns `s * q_len ..` of the queries and its keys at `s * k_len ..` of the keys
+/// and values (self-attention: `q_len = k_len`, the stream's own columns; cross-attention: the
+/// decoder's tokens against the encoder output's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// Sequences.
+    pub seqs: usize,
+    /// Queries per sequence.
+    pub q_len: usize,
+    /// Keys (and values) per sequence.
+    pub k_len: usize,
+}
+
 impl<T: Real> Attention<T> {
     /// `(heads, rows per head)` at width d.
     fn head_rows(&self, d: usize) -> (usize, usize) {
@@ -187,8 +201,192 @@ impl<T: Real> Attention<T> {
         }
     }
 
+    /// The span of self-attention over n columns ([`Attention::seq`] tokens per sequence).
+    pub fn span(&self, n: usize) -> Span {
+        let (seqs, len) = self.sequences(n);
+        Span {
+            seqs,
+            q_len: len,
+            k_len: len,
+        }
+    }
+
+    /// The span of cross-attention from `n` query columns ([`Attention::seq`] tokens per
+    /// sequence) to a memory of `mem_len` tokens per sequence; panics unless the memory has
+    /// `mem_len` columns per query sequence (a programming error).
+    pub fn cross_span(&self, n: usize, mem_cols: usize, mem_len: usize) -> Span {
+        let (seqs, q_len) = self.sequences(n);
+        assert_eq!(
+            seqs * mem_len,
+            mem_cols,
+            "one memory sequence per query sequence"
+        );
+        Span {
+            seqs,
+            q_len,
+            k_len: mem_len,
+        }
+    }
+
     fn scale(dh: usize) -> T {
         T::of(1.0 / (dh as f64).sqrt())
+    }
+
+    /// `([O_1; ...; O_H], attention weights)` for projected queries, keys and values (`n`
+    /// query columns), per head and sequence of `span`: `A = softmax(Q_h^T K_h / sqrt(d_h))`
+    /// (causal when [`Attention::causal`]; the fixed averages when uniform), `O_h = V_h A^T`.
+    fn mix(
+        &self,
+        (q, k, v): (&DMatrix<T>, &DMatrix<T>, &DMatrix<T>),
+        n: usize,
+        span: Span,
+    ) -> (DMatrix<T>, Vec<DMatrix<T>>) {
+        let d = v.nrows();
+        let (heads, dh) = self.head_rows(d);
+        let Span { seqs, q_len, k_len } = span;
+        let mut attn = Vec::with_capacity(heads * seqs);
+        let mut o = DMatrix::zeros(d, n);
+        let scale = Self::scale(dh);
+        for h in 0..heads {
+            let r = h * dh;
+            for s in 0..seqs {
+                let (cq, ck) = (s * q_len, s * k_len);
+                let a = if self.uniform {
+                    DMatrix::from_fn(q_len, k_len, |i, j| {
+                        if self.causal && j > i {
+                            T::zero()
+                        } else if self.causal {
+                            T::of(1.0 / (i + 1) as f64)
+                        } else {
+                            T::of(1.0 / k_len as f64)
+                        }
+                    })
+                } else {
+                    let mut sc = mul_new(
+                        &q.view((r, cq), (dh, q_len)),
+                        true,
+                        &k.view((r, ck), (dh, k_len)),
+                        false,
+                    );
+                    sc *= scale;
+                    row_softmax(&mut sc, self.causal);
+                    sc
+                };
+                mul_into(
+                    &mut o.view_mut((r, cq), (dh, q_len)),
+                    &v.view((r, ck), (dh, k_len)),
+                    false,
+                    &a,
+                    true,
+                );
+                attn.push(a);
+            }
+        }
+        (o, attn)
+    }
+
+    /// `(dL/dQ, dL/dK, dL/dV)` for the gradient `go` of `[O_1; ...; O_H]` (`k_cols` key
+    /// columns; `dL/dQ` and `dL/dK` empty when uniform).
+    fn mix_backward(
+        &self,
+        c: &AttentionCache<T>,
+        go: &DMatrix<T>,
+        k_cols: usize,
+        span: Span,
+    ) -> (DMatrix<T>, DMatrix<T>, DMatrix<T>) {
+        let (d, n) = (go.nrows(), go.ncols());
+        let (heads, dh) = self.head_rows(d);
+        let Span { seqs, q_len, k_len } = span;
+        let mut gv = DMatrix::zeros(d, k_cols);
+        let qk_rows = if self.uniform { 0 } else { d };
+        let mut gq = DMatrix::zeros(qk_rows, n);
+        let mut gk = DMatrix::zeros(qk_rows, k_cols);
+        let scale = Self::scale(dh);
+        for h in 0..heads {
+            let r = h * dh;
+            for s in 0..seqs {
+                let (cq, ck, a) = (s * q_len, s * k_len, &c.attn[h * seqs + s]);
+                let go_h = go.view((r, cq), (dh, q_len));
+                mul_into(
+                    &mut gv.view_mut((r, ck), (dh, k_len)),
+                    &go_h,
+                    false,
+                    a,
+                    false,
+                );
+                if !self.uniform {
+                    let ga = mul_new(&go_h, true, &c.v.view((r, ck), (dh, k_len)), false);
+                    let mut gs = softmax_jacobian(a, &ga);
+                    gs *= scale;
+                    mul_into(
+                        &mut gq.view_mut((r, cq), (dh, q_len)),
+                        &c.k.view((r, ck), (dh, k_len)),
+                        false,
+                        &gs,
+                        true,
+                    );
+                    mul_into(
+                        &mut gk.view_mut((r, ck), (dh, k_len)),
+                        &c.q.view((r, cq), (dh, q_len)),
+                        false,
+                        &gs,
+                        false,
+                    );
+                }
+            }
+        }
+        (gq, gk, gv)
+    }
+
+    /// Cross-attention (Vaswani et al. 2017, "encoder-decoder attention"): queries
+    /// `Q = W_Q u` from the stream `u` ([`Attention::seq`] tokens per sequence), keys and
+    /// values `K = W_K m`, `V = W_V m` from the memory `m` (the encoder output, `mem_len`
+    /// tokens per sequence, one sequence per query sequence), every query attending to all of
+    /// its own sequence's memory tokens (not causal, not uniform). The cache's `k`, `v` have
+    /// the memory's columns; `m` itself is not kept ([`Attention::backward_cross`] takes it).
+    pub fn forward_cross(
+        &self,
+        u: &DMatrix<T>,
+        m: &DMatrix<T>,
+        mem_len: usize,
+    ) -> (DMatrix<T>, AttentionCache<T>) {
+        assert!(
+            !self.uniform && !self.causal,
+            "cross-attention is softmax attention over the whole source"
+        );
+        let span = self.cross_span(u.ncols(), m.ncols(), mem_len);
+        let (q, k, v) = (nn(&self.wq, u), nn(&self.wk, m), nn(&self.wv, m));
+        let (o, attn) = self.mix((&q, &k, &v), u.ncols(), span);
+        let out = nn(&self.wo, &o);
+        let c = AttentionCache {
+            u: u.clone(),
+            q,
+            k,
+            v,
+            o,
+            attn,
+        };
+        (out, c)
+    }
+
+    /// Backprop of [`Attention::forward_cross`] for the output gradient `g`:
+    /// `(dL/du, dL/dm, [dL/dW_Q, dL/dW_K, dL/dW_V, dL/dW_O])`, with `m` the memory the forward
+    /// pass read.
+    pub fn backward_cross(
+        &self,
+        c: &AttentionCache<T>,
+        g: &DMatrix<T>,
+        m: &DMatrix<T>,
+        mem_len: usize,
+    ) -> (DMatrix<T>, DMatrix<T>, Vec<DMatrix<T>>) {
+        let span = self.cross_span(c.u.ncols(), m.ncols(), mem_len);
+        let gwo = nt(g, &c.o);
+        let go = tn(&self.wo, g);
+        let (gq, gk, gv) = self.mix_backward(c, &go, m.ncols(), span);
+        let gu = tn(&self.wq, &gq);
+        let gm = tn(&self.wk, &gk) + tn(&self.wv, &gv);
+        let grads = vec![nt(&gq, &c.u), nt(&gk, m), nt(&gv, m), gwo];
+        (gu, gm, grads)
     }
 }
 
@@ -217,53 +415,13 @@ impl<T: Real> Module<T> for Attention<T> {
     }
 
     fn forward(&self, u: &DMatrix<T>) -> (DMatrix<T>, AttentionCache<T>) {
-        let (d, n) = (u.nrows(), u.ncols());
-        let (heads, dh) = self.head_rows(d);
-        let (seqs, len) = self.sequences(n);
         let v = nn(&self.wv, u);
         let (q, k) = if self.uniform {
             (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0))
         } else {
             (nn(&self.wq, u), nn(&self.wk, u))
         };
-        let mut attn = Vec::with_capacity(heads * seqs);
-        let mut o = DMatrix::zeros(d, n);
-        let scale = Self::scale(dh);
-        for h in 0..heads {
-            let r = h * dh;
-            for s in 0..seqs {
-                let c0 = s * len;
-                let a = if self.uniform {
-                    DMatrix::from_fn(len, len, |i, j| {
-                        if self.causal && j > i {
-                            T::zero()
-                        } else if self.causal {
-                            T::of(1.0 / (i + 1) as f64)
-                        } else {
-                            T::of(1.0 / len as f64)
-                        }
-                    })
-                } else {
-                    let mut sc = mul_new(
-                        &q.view((r, c0), (dh, len)),
-                        true,
-                        &k.view((r, c0), (dh, len)),
-                        false,
-                    );
-                    sc *= scale;
-                    row_softmax(&mut sc, self.causal);
-                    sc
-                };
-                mul_into(
-                    &mut o.view_mut((r, c0), (dh, len)),
-                    &v.view((r, c0), (dh, len)),
-                    false,
-                    &a,
-                    true,
-                );
-                attn.push(a);
-            }
-        }
+        let (o, attn) = self.mix((&q, &k, &v), u.ncols(), self.span(u.ncols()));
         let out = nn(&self.wo, &o);
         let c = AttentionCache {
             u: u.clone(),
@@ -329,43 +487,10 @@ impl<T: Real> Module<T> for Attention<T> {
     }
 
     fn backward(&self, c: &AttentionCache<T>, g: &DMatrix<T>) -> (DMatrix<T>, Vec<DMatrix<T>>) {
-        let (d, n) = (c.u.nrows(), c.u.ncols());
-        let (heads, dh) = self.head_rows(d);
         let gwo = nt(g, &c.o);
         let go = tn(&self.wo, g);
-        let mut gv = DMatrix::zeros(d, n);
-        let qk_rows = if self.uniform { 0 } else { d };
-        let mut gq = DMatrix::zeros(qk_rows, n);
-        let mut gk = DMatrix::zeros(qk_rows, n);
-        let scale = Self::scale(dh);
-        let (seqs, len) = self.sequences(n);
-        for h in 0..heads {
-            let r = h * dh;
-            for s in 0..seqs {
-                let (c0, a) = (s * len, &c.attn[h * seqs + s]);
-                let go_h = go.view((r, c0), (dh, len));
-                mul_into(&mut gv.view_mut((r, c0), (dh, len)), &go_h, false, a, false);
-                if !self.uniform {
-                    let ga = mul_new(&go_h, true, &c.v.view((r, c0), (dh, len)), false);
-                    let mut gs = softmax_jacobian(a, &ga);
-                    gs *= scale;
-                    mul_into(
-                        &mut gq.view_mut((r, c0), (dh, len)),
-                        &c.k.view((r, c0), (dh, len)),
-                        false,
-                        &gs,
-                        true,
-                    );
-                    mul_into(
-                        &mut gk.view_mut((r, c0), (dh, len)),
-                        &c.q.view((r, c0), (dh, len)),
-                        false,
-                        &gs,
-                        false,
-                    );
-                }
-            }
-        }
+        let n = c.u.ncols();
+        let (gq, gk, gv) = self.mix_backward(c, &go, n, self.span(n));
         let mut gu = tn(&self.wv, &gv);
         let gwv = nt(&gv, &c.u);
         if self.uniform {

@@ -325,7 +325,18 @@ pub fn step_with<T: Real>(
 /// for block l's pass from `x` = x_{l-1}.
 pub fn next_admin_omega<T: Real>(x: &DMatrix<T>, pass: &BlockPass<T>) -> f64 {
     let br = pass.n_br.as_ref().map_or(&pass.out, |c| &c.y);
-    let (alpha, lambda) = (pass.alpha, pass.lambda);
+    next_admin_omega_of(x, br, pass.alpha, pass.lambda)
+}
+
+/// [`next_admin_omega`] from its parts: `sqrt(alpha^2 var(x) + lambda^2 var(br))` for block
+/// input `x`, branch output after `N_br` `br`, the block's omega `alpha` and `lambda` (the
+/// training engine's encoder-decoder profiling, `crate::train::seq2seq::init`).
+pub fn next_admin_omega_of<T: Real>(
+    x: &DMatrix<T>,
+    br: &DMatrix<T>,
+    alpha: f64,
+    lambda: f64,
+) -> f64 {
     (alpha * alpha * variance(x) + lambda * lambda * variance(br)).sqrt()
 }
 

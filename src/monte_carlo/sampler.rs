@@ -65,12 +65,12 @@ impl MatrixDraw {
     }
 }
 
-/// The `--gain` rescaling of block l's output matrix: `sqrt(g / g_unit)` with `g_unit` the
-/// branch's nominal gain at unit scale (1 without `--gain`).
-fn gain_scale(cfg: &McConfig, l: usize) -> f64 {
+/// The `--gain` rescaling of the output matrix of a block computing `block`: `sqrt(g /
+/// g_unit)` with `g_unit` the branch's nominal gain at unit scale (1 without `--gain`).
+fn gain_scale(cfg: &McConfig, block: Block) -> f64 {
     match cfg.model.branch.gain {
         Some(g) => {
-            let unit = cfg.proxy_model(l).nominal_gain;
+            let unit = cfg.proxy_for(block).nominal_gain;
             if unit > 0.0 { (g / unit).sqrt() } else { 1.0 }
         }
         None => 1.0,
@@ -82,6 +82,11 @@ fn gain_scale(cfg: &McConfig, l: usize) -> f64 {
 /// other from the same stream, so drawing `W1` then `W2` from a generator saved before the
 /// block gives the same matrices.
 pub fn mlp_draws(spec: &StackSpec, cfg: &McConfig, l: usize) -> [MatrixDraw; 2] {
+    mlp_draws_scaled(spec, cfg, gain_scale(cfg, cfg.block(l)))
+}
+
+/// [`mlp_draws`] with the `--gain` rescaling of `W2` given.
+fn mlp_draws_scaled(spec: &StackSpec, cfg: &McConfig, gain_scale: f64) -> [MatrixDraw; 2] {
     let d = cfg.model.branch.width;
     let (h, beta) = (hidden(cfg), spec.beta.unwrap_or(1.0));
     [
@@ -93,7 +98,7 @@ pub fn mlp_draws(spec: &StackSpec, cfg: &McConfig, l: usize) -> [MatrixDraw; 2] 
         MatrixDraw {
             rows: d,
             cols: h,
-            scale: gain_scale(cfg, l) * beta,
+            scale: gain_scale * beta,
         },
     ]
 }
@@ -108,10 +113,26 @@ pub fn draw_block<T: Real>(
     memory_mean: Option<&DVector<T>>,
     rng: &mut Rng,
 ) -> (Branch<T>, Vec<f64>) {
+    draw_branch(spec, cfg, cfg.block(l), memory_mean, rng)
+}
+
+/// A branch computing `block` and the init standard deviation of each of its matrices, drawn
+/// from `rng` as [`draw_block`] draws a block of that kind in `spec` (DeepNet's `spec.beta` on
+/// the MLP's matrices and attention's V and O, the `--gain` rescaling of the last matrix):
+/// what a stack whose blocks do not follow `cfg`'s branch kind (the encoder-decoder model's
+/// decoder, [`crate::train::seq2seq`]) draws per block. Softmax attention (4 matrices) is
+/// drawn for cross-attention to an encoder as well.
+pub fn draw_branch<T: Real>(
+    spec: &StackSpec,
+    cfg: &McConfig,
+    block: Block,
+    memory_mean: Option<&DVector<T>>,
+    rng: &mut Rng,
+) -> (Branch<T>, Vec<f64>) {
     let d = cfg.model.branch.width;
     let beta = spec.beta.unwrap_or(1.0);
     let init = cfg.init();
-    let gain_scale = gain_scale(cfg, l);
+    let gain_scale = gain_scale(cfg, block);
     let square = |scale: f64| MatrixDraw {
         rows: d,
         cols: d,
@@ -122,12 +143,12 @@ pub fn draw_block<T: Real>(
         m.draw::<T>(init, rng)
     };
     let mut s = Vec::new();
-    let b = match cfg.block(l) {
+    let b = match block {
         Block::Linear => Branch::Linear(Linear {
             w: mat(square(gain_scale * beta), &mut s),
         }),
         Block::Mlp(act) => {
-            let [first, last] = mlp_draws(spec, cfg, l);
+            let [first, last] = mlp_draws_scaled(spec, cfg, gain_scale);
             let w1 = mat(first, &mut s);
             let w2 = mat(last, &mut s);
             Branch::Mlp(Mlp { w1, w2, act })

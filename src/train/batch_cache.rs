@@ -103,6 +103,12 @@ fn bytes(b: &Batch) -> usize {
                 + std::mem::size_of_val(t.weights.as_slice())
         }
         Batch::Vectors(v) => (v.x.len() + v.y.len()) * std::mem::size_of::<f64>(),
+        Batch::Pairs(p) => {
+            std::mem::size_of_val(p.source.as_slice())
+                + std::mem::size_of_val(p.inputs.as_slice())
+                + std::mem::size_of_val(p.targets.as_slice())
+                + std::mem::size_of_val(p.weights.as_slice())
+        }
     }
 }
 

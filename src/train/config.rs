@@ -14,12 +14,82 @@ use crate::{Error, Result};
 pub const TRAINABLE_BRANCHES: &str =
     "linear, relu-mlp (mlp), gelu-mlp, attention, uniform-attention, transformer";
 
+/// The model's architecture (`--arch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arch {
+    /// One stack of `--depth` blocks with an input map and a head ([`super::model::TrainModel`]):
+    /// decoder-only Transformers, MLPs.
+    Decoder,
+    /// An encoder-decoder Transformer ([`super::seq2seq::EncDec`]) of `layers` layers per
+    /// stack: `2 layers` encoder blocks (self-attention, MLP) and `3 layers` decoder blocks
+    /// (causal self-attention, cross-attention, MLP).
+    EncoderDecoder {
+        /// Layers N per stack (`--layers`).
+        layers: usize,
+    },
+}
+
+impl Arch {
+    /// Names `--arch` accepts.
+    pub const NAMES: &'static str = "decoder, encoder-decoder";
+
+    /// Canonical name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Decoder => "decoder",
+            Arch::EncoderDecoder { .. } => "encoder-decoder",
+        }
+    }
+
+    /// `--arch` (ignoring ASCII case) with `--layers`: the layers are required with
+    /// encoder-decoder (an integer >= 1) and refused with decoder (whose size is `--depth`).
+    pub fn parse(name: &str, layers: Option<usize>) -> Result<Self> {
+        match (name.to_ascii_lowercase().as_str(), layers) {
+            ("decoder", None) => Ok(Arch::Decoder),
+            ("decoder", Some(n)) => Err(Error::invalid(
+                "--layers",
+                n,
+                "only with --arch encoder-decoder (--depth counts the blocks of --arch decoder)",
+            )),
+            ("encoder-decoder", Some(n)) if (1..=crate::train::task::MAX_SIZE).contains(&n) => {
+                Ok(Arch::EncoderDecoder { layers: n })
+            }
+            ("encoder-decoder", n) => Err(Error::invalid(
+                "--layers",
+                n.map_or("none".to_string(), |n| n.to_string()),
+                format!(
+                    "an integer from 1 to {} with --arch encoder-decoder (N encoder layers of 2 blocks, N decoder layers of 3)",
+                    crate::train::task::MAX_SIZE
+                ),
+            )),
+            _ => Err(Error::Unknown {
+                kind: "architecture (--arch)",
+                name: name.to_string(),
+                valid: Self::NAMES.to_string(),
+            }),
+        }
+    }
+
+    /// Residual blocks in all: L for decoder, `5 layers` for encoder-decoder.
+    pub fn blocks(self, depth: usize) -> usize {
+        match self {
+            Arch::Decoder => depth,
+            Arch::EncoderDecoder { layers } => 5 * layers,
+        }
+    }
+}
+
 /// Raw training settings, as the command line gives them.
 #[derive(Clone, Debug)]
 pub struct RawTrain {
     /// Comma-separated presets.
     pub presets: String,
-    /// The body: branch, depth, width, init, hidden ratio, norm kind (other fields unused).
+    /// The architecture (`--arch`): `decoder` or `encoder-decoder`.
+    pub arch: String,
+    /// Layers per stack of an encoder-decoder model (`--layers`; `None` with `decoder`).
+    pub layers: Option<usize>,
+    /// The body: branch, depth, width, init, hidden ratio, norm kind (other fields unused; an
+    /// encoder-decoder model's depth is its `layers`').
     pub model: RawModel,
     /// Heads and norm epsilon (other fields unused).
     pub mc: RawMc,
@@ -68,6 +138,8 @@ impl Default for RawTrain {
     fn default() -> Self {
         RawTrain {
             presets: "pre,post".into(),
+            arch: "decoder".into(),
+            layers: None,
             model: RawModel {
                 depth: 12,
                 branch: "transformer".into(),
@@ -105,7 +177,10 @@ impl Default for RawTrain {
 pub struct TrainConfig {
     /// Presets, in the order given.
     pub presets: Vec<String>,
-    /// The body's sampling settings (tokens = tokens per sequence).
+    /// The architecture.
+    pub arch: Arch,
+    /// The body's sampling settings (tokens = tokens per sequence; depth = every block of the
+    /// model, [`Arch::blocks`]).
     pub mc: McConfig,
     /// Learnable norm affine parameters.
     pub affine: bool,
@@ -193,6 +268,8 @@ impl RawTrain {
             ));
         }
         let task_kind = self.task.kind;
+        let arch = Arch::parse(&self.arch, self.layers)?;
+        check_arch(arch, kind, task_kind, &presets, &self.model.branch)?;
         let attention = (1..=2).any(|l| matches!(kind.block(l, false), Block::Attention { .. }));
         if task_kind == TaskKind::Regression && attention {
             return Err(Error::invalid(
@@ -221,6 +298,11 @@ impl RawTrain {
                 d_in: self.task.d_in,
                 d_out: self.task.d_out,
             },
+            TaskKind::ReversePairs => Io::Pairs {
+                vocab: self.task.vocab,
+                src: self.task.seq,
+                tgt: self.task.seq,
+            },
             _ => Io::Tokens {
                 vocab: self.task.vocab,
                 seq: self.task.seq,
@@ -235,10 +317,12 @@ impl RawTrain {
         }
         let tokens = match io {
             Io::Tokens { seq, .. } => seq,
+            Io::Pairs { src, .. } => src,
             Io::Vectors { .. } => 1,
         };
         let raw = RawModel {
             tokens,
+            depth: arch.blocks(self.model.depth),
             ..self.model.clone()
         };
         let mc = McConfig::new(
@@ -304,6 +388,7 @@ impl RawTrain {
         )?;
         let cfg = TrainConfig {
             presets,
+            arch,
             mc,
             affine: self.affine,
             task: self.task,
@@ -322,6 +407,60 @@ impl RawTrain {
     }
 }
 
+/// What an architecture accepts: encoder-decoder takes the transformer branch, the
+/// reverse-pairs task and every preset but DeepNet's encoder-decoder halves (`deepnorm` brings
+/// both); reverse-pairs needs encoder-decoder.
+fn check_arch(
+    arch: Arch,
+    kind: BranchKind,
+    task: TaskKind,
+    presets: &[String],
+    branch: &str,
+) -> Result<()> {
+    match arch {
+        Arch::EncoderDecoder { .. } => {
+            if kind != BranchKind::Transformer {
+                return Err(Error::invalid(
+                    "--branch",
+                    branch,
+                    "transformer with --arch encoder-decoder (its layers are attention and ReLU MLP blocks)",
+                ));
+            }
+            if !task.is_pairs() {
+                return Err(Error::invalid(
+                    "--task",
+                    task.name(),
+                    "reverse-pairs with --arch encoder-decoder (a task of source and target sequences)",
+                ));
+            }
+            if let Some(p) = presets.iter().find(|p| p.starts_with("deepnorm-ed-")) {
+                return Err(Error::invalid(
+                    "--preset",
+                    p,
+                    "a preset other than deepnorm-ed-enc and deepnorm-ed-dec with --arch encoder-decoder (deepnorm uses DeepNet's encoder constants in the encoder and its decoder constants in the decoder)",
+                ));
+            }
+        }
+        Arch::Decoder if task.is_pairs() => {
+            return Err(Error::invalid(
+                "--task",
+                task.name(),
+                format!(
+                    "a decoder-only task ({}) with --arch decoder; reverse-pairs needs --arch encoder-decoder",
+                    TaskKind::ALL
+                        .iter()
+                        .filter(|k| !k.is_pairs())
+                        .map(|k| k.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        Arch::Decoder => {}
+    }
+    Ok(())
+}
+
 fn set(slot: &mut f64, v: Option<f64>) {
     if let Some(v) = v {
         *slot = v;
@@ -333,6 +472,7 @@ impl TrainConfig {
     pub fn columns(&self) -> usize {
         match self.io {
             Io::Tokens { seq, .. } => seq * self.batch,
+            Io::Pairs { tgt, .. } => tgt * self.batch,
             Io::Vectors { .. } => self.batch,
         }
     }
@@ -349,6 +489,7 @@ impl TrainConfig {
             crate::budget::network_bytes(&batch_cfg, depth, &[crate::metrics::Metric::GradSq]);
         let (outputs, inputs) = match self.io {
             Io::Tokens { vocab, seq } => (vocab, vocab + seq),
+            Io::Pairs { vocab, src, tgt } => (vocab, 2 * vocab + src + tgt),
             Io::Vectors { d_in, d_out } => (d_out, d_in),
         };
         let d = self.mc.model.branch.width as u128;
@@ -394,6 +535,7 @@ impl TrainConfig {
     pub fn dump_bytes(&self) -> u128 {
         let per_batch = match self.io {
             Io::Tokens { seq, .. } => 3 * seq * self.batch,
+            Io::Pairs { src, tgt, .. } => (src + 3 * tgt) * self.batch,
             Io::Vectors { d_in, d_out } => (d_in + d_out) * self.batch,
         } as u128;
         let d = self.mc.model.branch.width as u128;

@@ -4,8 +4,9 @@
 //! arXiv:2309.14322: attention-logit growth and entropy collapse at small scale). Every
 //! statistic is accumulated in f64, whatever the model's float type.
 
-use super::model::TrainModel;
-use super::pass::Pass;
+use super::model::{TrainBlock, TrainModel};
+use super::pass::{BlockCache, Pass};
+use crate::branch::attention::{Attention, AttentionCache, Span};
 use crate::branch::{Branch, Cache};
 use crate::monte_carlo::gemm::Real;
 use nalgebra::DMatrix;
@@ -18,11 +19,21 @@ pub fn rms<T: Real>(z: &DMatrix<T>) -> f64 {
 /// Per-block norm-input RMS: `(block, slot, value)` for every norm slot present (`n_in`'s
 /// input is `x_{l-1}`, `n_br`'s the branch output, `n_out`'s `z = alpha x + lambda b`).
 pub fn norm_inputs<T: Real>(m: &TrainModel<T>, p: &Pass<T>) -> Vec<(usize, &'static str, f64)> {
+    blocks_norm_inputs(&m.blocks, (&p.xs, &p.blocks), 1)
+}
+
+/// [`norm_inputs`] of a run of blocks whose first is layer `first`, from its streams and
+/// caches.
+pub(crate) fn blocks_norm_inputs<T: Real>(
+    blocks: &[TrainBlock<T>],
+    (xs, caches): (&[DMatrix<T>], &[BlockCache<T>]),
+    first: usize,
+) -> Vec<(usize, &'static str, f64)> {
     let mut out = Vec::new();
-    for (i, (b, c)) in m.blocks.iter().zip(&p.blocks).enumerate() {
-        let l = i + 1;
+    for (i, (b, c)) in blocks.iter().zip(caches).enumerate() {
+        let l = first + i;
         if b.n_in.is_some() {
-            out.push((l, "n_in", rms(&p.xs[i])));
+            out.push((l, "n_in", rms(&xs[i])));
         }
         if b.n_br.is_some() {
             out.push((l, "n_br", rms(&c.out)));
@@ -47,52 +58,63 @@ pub struct AttentionStats {
 
 /// [`AttentionStats`] of every softmax-attention block: `(block, stats)`.
 pub fn attention<T: Real>(m: &TrainModel<T>, p: &Pass<T>) -> Vec<(usize, AttentionStats)> {
+    blocks_attention(&m.blocks, &p.blocks, 1, |_, a, ac| a.span(ac.u.ncols()))
+}
+
+/// [`attention`] of a run of blocks whose first is layer `first`; `span(i, attention, cache)`
+/// is block i's (0-based) [`Span`] (self-attention's own, or cross-attention's).
+pub(crate) fn blocks_attention<T: Real>(
+    blocks: &[TrainBlock<T>],
+    caches: &[BlockCache<T>],
+    first: usize,
+    span: impl Fn(usize, &Attention<T>, &AttentionCache<T>) -> Span,
+) -> Vec<(usize, AttentionStats)> {
     let mut out = Vec::new();
-    for (i, (b, c)) in m.blocks.iter().zip(&p.blocks).enumerate() {
+    for (i, (b, c)) in blocks.iter().zip(caches).enumerate() {
         let (Branch::Attention(a), Cache::Attention(ac)) = (&b.branch, &c.branch) else {
             continue;
         };
         if a.uniform {
             continue;
         }
-        let (d, n) = (ac.u.nrows(), ac.u.ncols());
-        let dh = d / a.heads;
-        let len = if a.seq == 0 || a.seq >= n { n } else { a.seq };
-        let seqs = n / len;
-        let scale = 1.0 / (dh as f64).sqrt();
-        let mut max_logit = f64::NEG_INFINITY;
-        for h in 0..a.heads {
-            for s in 0..seqs {
-                let q = ac.q.view((h * dh, s * len), (dh, len));
-                let k = ac.k.view((h * dh, s * len), (dh, len));
-                for qi in 0..len {
-                    let last = if a.causal { qi + 1 } else { len };
-                    for kj in 0..last {
-                        let qk = T::dot_view(&q.column(qi), &k.column(kj));
-                        max_logit = max_logit.max(qk * scale);
-                    }
+        out.push((first + i, stats(a, ac, span(i, a, ac))));
+    }
+    out
+}
+
+/// [`AttentionStats`] of one softmax-attention pass over `span`.
+fn stats<T: Real>(a: &Attention<T>, ac: &AttentionCache<T>, span: Span) -> AttentionStats {
+    let dh = ac.u.nrows() / a.heads;
+    let Span { seqs, q_len, k_len } = span;
+    let scale = 1.0 / (dh as f64).sqrt();
+    let mut max_logit = f64::NEG_INFINITY;
+    for h in 0..a.heads {
+        for s in 0..seqs {
+            let q = ac.q.view((h * dh, s * q_len), (dh, q_len));
+            let k = ac.k.view((h * dh, s * k_len), (dh, k_len));
+            for qi in 0..q_len {
+                let last = if a.causal { qi + 1 } else { k_len };
+                for kj in 0..last {
+                    let qk = T::dot_view(&q.column(qi), &k.column(kj));
+                    max_logit = max_logit.max(qk * scale);
                 }
             }
         }
-        let (mut sum, mut rows) = (0.0, 0usize);
-        for w in &ac.attn {
-            for r in w.row_iter() {
-                sum -= r
-                    .iter()
-                    .map(|p| p.as_f64())
-                    .filter(|&p| p > 0.0)
-                    .map(|p| p * p.ln())
-                    .sum::<f64>();
-                rows += 1;
-            }
-        }
-        out.push((
-            i + 1,
-            AttentionStats {
-                max_logit,
-                entropy: sum / rows as f64,
-            },
-        ));
     }
-    out
+    let (mut sum, mut rows) = (0.0, 0usize);
+    for w in &ac.attn {
+        for r in w.row_iter() {
+            sum -= r
+                .iter()
+                .map(|p| p.as_f64())
+                .filter(|&p| p > 0.0)
+                .map(|p| p * p.ln())
+                .sum::<f64>();
+            rows += 1;
+        }
+    }
+    AttentionStats {
+        max_logit,
+        entropy: sum / rows as f64,
+    }
 }

@@ -83,9 +83,8 @@ pub fn ends<T: Real>(cfg: &McConfig, io: Io, rng: &mut Rng) -> (InputMap<T>, DMa
     let d = cfg.model.branch.width;
     let (input, outputs) = match io {
         Io::Tokens { vocab, seq } => {
-            let s = 0.5f64.sqrt();
-            let tokens = into_real(sample::gaussian(rng, d, vocab) * s);
-            let positions = into_real(sample::gaussian(rng, d, seq) * s);
+            let tokens = embedding(rng, d, vocab);
+            let positions = embedding(rng, d, seq);
             (InputMap::Embedding { tokens, positions }, vocab)
         }
         Io::Vectors { d_in, d_out } => (
@@ -94,9 +93,22 @@ pub fn ends<T: Real>(cfg: &McConfig, io: Io, rng: &mut Rng) -> (InputMap<T>, DMa
             )),
             d_out,
         ),
+        Io::Pairs { .. } => panic!("pairs are read by the encoder-decoder model (seq2seq::init)"),
     };
-    let head = into_real(sample::matrix(rng, cfg.init(), outputs, d, 1.0));
-    (input, head)
+    (input, head(cfg, outputs, rng))
+}
+
+/// An embedding table (token or position), d x `cols`, entries `N(0, 1/2)`, drawn in f64 from
+/// `rng` and rounded to `T`.
+pub(crate) fn embedding<T: Real>(rng: &mut Rng, d: usize, cols: usize) -> DMatrix<T> {
+    into_real(sample::gaussian(rng, d, cols) * 0.5f64.sqrt())
+}
+
+/// The output head, `outputs x d`, from the init scheme (fan-in d), drawn in f64 from `rng` and
+/// rounded to `T`.
+pub(crate) fn head<T: Real>(cfg: &McConfig, outputs: usize, rng: &mut Rng) -> DMatrix<T> {
+    let d = cfg.model.branch.width;
+    into_real(sample::matrix(rng, cfg.init(), outputs, d, 1.0))
 }
 
 /// The trainable model of `spec` for training seed `seed`: body, ends, Admin's profiling on

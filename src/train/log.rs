@@ -6,9 +6,15 @@
 //! The float type: an f32 run's log (`--precision f32`) has one more column,
 //! [`PRECISION_COLUMN`] (`f32`), after `batch`; an f64 log (the default) has exactly
 //! [`COLUMNS`], as before the f32 path existed, so f64 logs are byte-identical to theirs.
+//!
+//! The architecture: an encoder-decoder run's log (`--arch encoder-decoder`) has one more
+//! column, [`PART_COLUMN`], after `layer`: `encoder` or `decoder` for a row with a layer
+//! ([`crate::train::seq2seq::part`]), empty otherwise; its `depth` is the model's blocks in
+//! all, `5 N` (`--layers N`). A decoder-only log has no such column.
 
-use super::config::TrainConfig;
+use super::config::{Arch, TrainConfig};
 use super::run::Record;
+use super::seq2seq;
 use crate::monte_carlo::precision::Precision;
 use crate::output::table::column;
 use crate::placement;
@@ -40,6 +46,9 @@ pub const COLUMNS: [&str; 20] = [
 
 /// The column an f32 log adds after `batch`: the float type the run computed in.
 pub const PRECISION_COLUMN: &str = "precision";
+
+/// The column an encoder-decoder log adds after `layer`: the stack of the row's layer.
+pub const PART_COLUMN: &str = "part";
 
 /// The log of a request's runs as a data frame (rows in the order given), with the
 /// [`PRECISION_COLUMN`] after `batch` unless the run was f64.
@@ -97,6 +106,18 @@ pub fn frame(cfg: &TrainConfig, records: &[Record]) -> crate::Result<DataFrame> 
         column(COLUMNS[18], records.iter().map(|r| r.metric.to_string())),
         column(COLUMNS[19], records.iter().map(|r| r.value)),
     ];
+    if let Arch::EncoderDecoder { layers } = cfg.arch {
+        let at = COLUMNS
+            .iter()
+            .position(|c| *c == "layer")
+            .expect("a layer column")
+            + 1;
+        let part = |l: Option<usize>| l.map(|l| seq2seq::part(layers, l).name().to_string());
+        cols.insert(
+            at,
+            column(PART_COLUMN, records.iter().map(|r| part(r.layer))),
+        );
+    }
     if cfg.mc.precision != Precision::F64 {
         let at = COLUMNS
             .iter()

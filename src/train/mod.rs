@@ -13,6 +13,8 @@
 //!   logs, the tidy table; [`dump`]: the initial weights and batches for the PyTorch check.
 //! - [`classify`]: a run's class from its curve (diverged, collapsed, still descending,
 //!   trained); [`search`]: the widening log-scale search for a maximum stable learning rate.
+//! - [`trainable`]: what the loop needs of a model; [`seq2seq`]: the encoder-decoder
+//!   Transformer (`--arch encoder-decoder`) and its passes, on the reverse-pairs task.
 //! - [`sweep`]: many runs over cells and paired seeds; [`ablation`]: each block's ablation
 //!   cost and angular distance (Curse of Depth); [`lens`]: a trained model as the Monte Carlo
 //!   engine's network, so its init-time estimators run on trained weights.
@@ -44,5 +46,7 @@ pub mod pass;
 pub mod run;
 pub mod schedule;
 pub mod search;
+pub mod seq2seq;
 pub mod sweep;
 pub mod task;
+pub mod trainable;

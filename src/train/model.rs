@@ -92,16 +92,113 @@ pub struct TrainBlock<T: Real = f64> {
     pub n_out: Option<NormLayer<T>>,
 }
 
+impl<T: Real> TrainBlock<T> {
+    /// The block's parameters in order, named, with whether AdamW's weight decay applies: the
+    /// branch's matrices (their names after `prefix`, e.g. `cross.` for cross-attention), then
+    /// `n_in.gain`, `n_in.bias`, `n_br.*`, `n_out.*` (where present), `omega`, `lambda`
+    /// (where learnable).
+    pub fn named_params(&self, prefix: &str) -> Vec<(String, &DMatrix<T>, bool)> {
+        let mut out: Vec<(String, &DMatrix<T>, bool)> = self
+            .branch
+            .params()
+            .into_iter()
+            .map(|(name, m)| (format!("{prefix}{name}"), m, true))
+            .collect();
+        for (slot, n) in [
+            ("n_in", &self.n_in),
+            ("n_br", &self.n_br),
+            ("n_out", &self.n_out),
+        ] {
+            for (name, m) in n.iter().flat_map(|n| n.params()) {
+                out.push((format!("{slot}.{name}"), m, false));
+            }
+        }
+        if let Skip::Learnable(m) = &self.skip {
+            out.push(("omega".into(), m, false));
+        }
+        if let Multiplier::Learnable(m) = &self.lambda {
+            out.push(("lambda".into(), m, false));
+        }
+        out
+    }
+
+    /// The same parameters, mutable, in [`Self::named_params`] order.
+    pub fn params_mut(&mut self) -> Vec<&mut DMatrix<T>> {
+        let mut out = self.branch.params_mut();
+        for n in [&mut self.n_in, &mut self.n_br, &mut self.n_out]
+            .into_iter()
+            .flatten()
+        {
+            out.extend(n.params_mut());
+        }
+        if let Skip::Learnable(m) = &mut self.skip {
+            out.push(m);
+        }
+        if let Multiplier::Learnable(m) = &mut self.lambda {
+            out.push(m);
+        }
+        out
+    }
+}
+
 /// Where a parameter sits, for per-block statistics.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParamInfo {
-    /// 0 for the input map, l for block l, L + 1 for the output norm and head.
+    /// 0 for the input map, l for block l, L + 1 for the output norm and head (the
+    /// encoder-decoder model numbers its two stacks one after the other:
+    /// [`super::seq2seq`]).
     pub layer: usize,
     /// Its name within the layer, e.g. `wq`, `n_in.gain`, `omega`, `head`.
     pub name: String,
     /// Whether AdamW's decoupled weight decay applies (matrices only, not gains, biases or
     /// scalars).
     pub decay: bool,
+}
+
+/// The trainable blocks of `spec` around its sampled `branches` (width d) and its output norm:
+/// norm slots with learnable affine maps when `affine`, ReZero's `lambda` learnable, Admin's
+/// `omega` a learnable d-vector filled with `omegas[l-1]` (rounded to `T`; ignored for other
+/// skips) ([`TrainModel::from_network`]).
+pub(crate) fn train_blocks<T: Real>(
+    spec: &StackSpec,
+    branches: Vec<Branch<T>>,
+    d: usize,
+    affine: bool,
+    omegas: &[f64],
+) -> (Vec<TrainBlock<T>>, Option<NormLayer<T>>) {
+    let kind = spec.norm;
+    let slot = |s: crate::spec::Slot| s.is_norm().then(|| NormLayer::new(kind, d, affine));
+    let blocks = branches
+        .into_iter()
+        .enumerate()
+        .map(|(i, branch)| {
+            let b = spec.block(i + 1);
+            TrainBlock {
+                n_in: slot(b.n_in),
+                in_scale: match b.in_scale {
+                    InputScale::One => None,
+                    InputScale::InvSqrtLayer => Some(1.0 / ((i + 1) as f64).sqrt()),
+                },
+                branch,
+                n_br: slot(b.n_br),
+                skip: match b.skip {
+                    SkipScale::One => Skip::Fixed(1.0),
+                    SkipScale::Alpha(a) => Skip::Fixed(a),
+                    SkipScale::AdminOmega => {
+                        Skip::Learnable(DMatrix::from_element(d, 1, T::of(omegas[i])))
+                    }
+                },
+                lambda: match b.lambda {
+                    BranchScale::One => Multiplier::Fixed(1.0),
+                    BranchScale::Lambda(v) => {
+                        Multiplier::Learnable(DMatrix::from_element(1, 1, T::of(v)))
+                    }
+                },
+                n_out: slot(b.n_out),
+            }
+        })
+        .collect();
+    (blocks, slot(spec.final_norm))
 }
 
 /// A trainable model, its parameters and activations in float type `T` (f64 by default; f32
@@ -135,44 +232,11 @@ impl<T: Real> TrainModel<T> {
         affine: bool,
         omegas: &[f64],
     ) -> Self {
-        let spec = net.spec.clone();
         let d = net.input.nrows();
-        let kind = spec.norm;
-        let slot = |s: crate::spec::Slot| s.is_norm().then(|| NormLayer::new(kind, d, affine));
-        let blocks = net
-            .branches
-            .into_iter()
-            .enumerate()
-            .map(|(i, branch)| {
-                let b = spec.block(i + 1);
-                TrainBlock {
-                    n_in: slot(b.n_in),
-                    in_scale: match b.in_scale {
-                        InputScale::One => None,
-                        InputScale::InvSqrtLayer => Some(1.0 / ((i + 1) as f64).sqrt()),
-                    },
-                    branch,
-                    n_br: slot(b.n_br),
-                    skip: match b.skip {
-                        SkipScale::One => Skip::Fixed(1.0),
-                        SkipScale::Alpha(a) => Skip::Fixed(a),
-                        SkipScale::AdminOmega => {
-                            Skip::Learnable(DMatrix::from_element(d, 1, T::of(omegas[i])))
-                        }
-                    },
-                    lambda: match b.lambda {
-                        BranchScale::One => Multiplier::Fixed(1.0),
-                        BranchScale::Lambda(v) => {
-                            Multiplier::Learnable(DMatrix::from_element(1, 1, T::of(v)))
-                        }
-                    },
-                    n_out: slot(b.n_out),
-                }
-            })
-            .collect();
+        let (blocks, final_norm) = train_blocks(&net.spec, net.branches, d, affine, omegas);
         TrainModel {
-            final_norm: slot(spec.final_norm),
-            spec,
+            final_norm,
+            spec: net.spec,
             eps: net.eps,
             input,
             blocks,
@@ -214,20 +278,8 @@ impl<T: Real> TrainModel<T> {
             InputMap::Linear(w) => put!(0, "w_in".into(), w, true),
         }
         for (i, b) in self.blocks.iter().enumerate() {
-            let l = i + 1;
-            for (name, m) in b.branch.params() {
-                put!(l, name.into(), m, true);
-            }
-            for (slot, n) in [("n_in", &b.n_in), ("n_br", &b.n_br), ("n_out", &b.n_out)] {
-                for (name, m) in n.iter().flat_map(|n| n.params()) {
-                    put!(l, format!("{slot}.{name}"), m, false);
-                }
-            }
-            if let Skip::Learnable(m) = &b.skip {
-                put!(l, "omega".into(), m, false);
-            }
-            if let Multiplier::Learnable(m) = &b.lambda {
-                put!(l, "lambda".into(), m, false);
+            for (name, m, decay) in b.named_params("") {
+                put!(i + 1, name, m, decay);
             }
         }
         let top = self.depth() + 1;
@@ -249,19 +301,7 @@ impl<T: Real> TrainModel<T> {
             InputMap::Linear(w) => out.push(w),
         }
         for b in &mut self.blocks {
-            out.extend(b.branch.params_mut());
-            for n in [&mut b.n_in, &mut b.n_br, &mut b.n_out]
-                .into_iter()
-                .flatten()
-            {
-                out.extend(n.params_mut());
-            }
-            if let Skip::Learnable(m) = &mut b.skip {
-                out.push(m);
-            }
-            if let Multiplier::Learnable(m) = &mut b.lambda {
-                out.push(m);
-            }
+            out.extend(b.params_mut());
         }
         if let Some(n) = &mut self.final_norm {
             out.extend(n.params_mut());

@@ -18,7 +18,7 @@
 //! was before the type became generic.
 
 use super::layer_norm::{NormLayer, row_sums};
-use super::model::{InputMap, Multiplier, Skip, TrainModel};
+use super::model::{InputMap, Multiplier, Skip, TrainBlock, TrainModel};
 use crate::branch::{Cache, Module};
 use crate::monte_carlo::gemm::Real;
 use crate::monte_carlo::network::scaled_sum;
@@ -108,7 +108,7 @@ impl<T: Real> BlockCache<T> {
 
 /// A norm slot applied to `z`: `(cache, A(N(z)))`, or `(None, z)` itself (no copy) when the
 /// slot is empty.
-fn slot<'a, T: Real>(
+pub(crate) fn slot<'a, T: Real>(
     n: &Option<NormLayer<T>>,
     eps: f64,
     z: Cow<'a, DMatrix<T>>,
@@ -124,7 +124,7 @@ fn slot<'a, T: Real>(
 
 /// A norm slot's backward pass of `g`: `J^T A^T g` (its parameters' gradients appended to
 /// `grads`), or `g` itself when the slot is empty.
-fn slot_back<T: Real>(
+pub(crate) fn slot_back<T: Real>(
     n: &Option<NormLayer<T>>,
     c: &Option<NormCache<T>>,
     g: DMatrix<T>,
@@ -175,14 +175,201 @@ fn scale_rows<T: Real>(x: &DMatrix<T>, s: &DMatrix<T>) -> DMatrix<T> {
     out
 }
 
+/// Token and position embeddings of `ids` (sequence-major, `seq` tokens per sequence):
+/// `x_0[:, t] = E[:, ids_t] + P[:, t mod seq]`.
+pub(crate) fn embed_tokens<T: Real>(
+    tokens: &DMatrix<T>,
+    positions: &DMatrix<T>,
+    ids: &[u32],
+    seq: usize,
+) -> DMatrix<T> {
+    DMatrix::from_fn(tokens.nrows(), ids.len(), |i, t| {
+        tokens[(i, ids[t] as usize)] + positions[(i, t % seq)]
+    })
+}
+
+/// The gradients `[dL/dE, dL/dP]` of [`embed_tokens`] for `g0 = dL/dx_0`, with `E` of `vocab`
+/// columns and `P` of `seq`.
+pub(crate) fn embedding_grads<T: Real>(
+    g0: &DMatrix<T>,
+    (vocab, seq): (usize, usize),
+    ids: &[u32],
+) -> Vec<DMatrix<T>> {
+    // Each column a sum over the tokens (positions) that use it: accumulated in f64 and
+    // rounded to `T` once, as `row_sums` does for gains and biases (for f64: the same
+    // additions in the same order as accumulating in place).
+    let mut ge = DMatrix::<f64>::zeros(g0.nrows(), vocab);
+    let mut gp = DMatrix::<f64>::zeros(g0.nrows(), seq);
+    for (t, col) in g0.column_iter().enumerate() {
+        for (e, v) in ge.column_mut(ids[t] as usize).iter_mut().zip(col.iter()) {
+            *e += v.as_f64();
+        }
+        for (q, v) in gp.column_mut(t % seq).iter_mut().zip(col.iter()) {
+            *q += v.as_f64();
+        }
+    }
+    vec![ge.map(T::of), gp.map(T::of)]
+}
+
+/// One block's forward pass from `x = x_{l-1}`, the branch computed by `branch` (its input
+/// `u` to `(F(u), cache)`): `(cache, x_l)`.
+pub(crate) fn block_forward<T: Real>(
+    b: &TrainBlock<T>,
+    eps: f64,
+    x: &DMatrix<T>,
+    branch: impl FnOnce(&DMatrix<T>) -> (DMatrix<T>, Cache<T>),
+) -> (BlockCache<T>, DMatrix<T>) {
+    let (n_in, mut u) = slot(&b.n_in, eps, Cow::Borrowed(x));
+    if let Some(s) = b.in_scale {
+        *u.to_mut() *= T::of(s);
+    }
+    let (out, branch) = branch(&u);
+    drop(u);
+    let (n_br, br) = slot(&b.n_br, eps, Cow::Borrowed(&out));
+    let lambda = T::of(b.lambda.value());
+    // The Monte Carlo engine's order of operations: x * alpha + br * lambda.
+    let z = match &b.skip {
+        Skip::Fixed(a) => scaled_sum(x, T::of(*a), &br, lambda),
+        Skip::Learnable(a) => scale_rows(x, a) + &*br * lambda,
+    };
+    let br = match br {
+        Cow::Owned(b) => Some(b),
+        Cow::Borrowed(_) => None,
+    };
+    let z_sq = T::sum_sq(&z) / z.len() as f64;
+    let (n_out, y) = slot(&b.n_out, eps, Cow::Owned(z));
+    let cache = BlockCache {
+        n_in,
+        branch,
+        out,
+        n_br,
+        br,
+        n_out,
+        z_sq,
+    };
+    (cache, y.into_owned())
+}
+
+/// One block's backward pass: `(dL/dx_{l-1}, the block's gradients in
+/// [`TrainBlock::named_params`] order)` for `gx = dL/dx_l`, with `x = x_{l-1}` and the branch
+/// backpropagated by `branch` (`dL/do` to `(dL/du, [dL/dW])`).
+pub(crate) fn block_backward<T: Real>(
+    b: &TrainBlock<T>,
+    c: &BlockCache<T>,
+    x: &DMatrix<T>,
+    gx: DMatrix<T>,
+    branch: impl FnOnce(&DMatrix<T>) -> (DMatrix<T>, Vec<DMatrix<T>>),
+) -> (DMatrix<T>, Vec<DMatrix<T>>) {
+    let mut out_grads = Vec::new();
+    let gz = slot_back(&b.n_out, &c.n_out, gx, &mut out_grads);
+    let lambda = T::of(b.lambda.value());
+    let mut br_grads = Vec::new();
+    let g_o = slot_back(&b.n_br, &c.n_br, &gz * lambda, &mut br_grads);
+    let (mut gu, gw) = branch(&g_o);
+    if let Some(s) = b.in_scale {
+        gu *= T::of(s);
+    }
+    let mut in_grads = Vec::new();
+    let g_in = slot_back(&b.n_in, &c.n_in, gu, &mut in_grads);
+    let (skip_part, skip_grad) = match &b.skip {
+        Skip::Fixed(a) => (&gz * T::of(*a), None),
+        Skip::Learnable(a) => (scale_rows(&gz, a), Some(row_sums(&gz.component_mul(x)))),
+    };
+    let gx = skip_part + g_in;
+    let mut grads = gw;
+    grads.extend(in_grads);
+    grads.extend(br_grads);
+    grads.extend(out_grads);
+    grads.extend(skip_grad);
+    if let Multiplier::Learnable(_) = b.lambda {
+        grads.push(DMatrix::from_element(1, 1, T::of(T::dot(&gz, c.br()))));
+    }
+    (gx, grads)
+}
+
+/// The blocks' forward pass from `x0`: `(x_0..=x_L, caches)`, block i (0-based) computing its
+/// branch with `branch(i, block, u)`.
+pub(crate) fn forward_blocks<T: Real>(
+    blocks: &[TrainBlock<T>],
+    eps: f64,
+    x0: DMatrix<T>,
+    mut branch: impl FnMut(usize, &TrainBlock<T>, &DMatrix<T>) -> (DMatrix<T>, Cache<T>),
+) -> (Vec<DMatrix<T>>, Vec<BlockCache<T>>) {
+    let mut xs = Vec::with_capacity(blocks.len() + 1);
+    xs.push(x0);
+    let mut caches = Vec::with_capacity(blocks.len());
+    for (i, b) in blocks.iter().enumerate() {
+        let x = xs.last().expect("x_0");
+        let (c, y) = block_forward(b, eps, x, |u| branch(i, b, u));
+        caches.push(c);
+        xs.push(y);
+    }
+    (xs, caches)
+}
+
+/// What [`backward_blocks`] returns.
+pub(crate) struct BlocksBackward<T: Real> {
+    /// `dL/dx_0`.
+    pub(crate) g0: DMatrix<T>,
+    /// Block i's gradients (0-based), each in [`TrainBlock::named_params`] order.
+    pub(crate) grads: Vec<Vec<DMatrix<T>>>,
+    /// `||dL/dx_l||_F^2` for l = 0..=L (accumulated in f64).
+    pub(crate) stream_sq: Vec<f64>,
+}
+
+/// The blocks' backward pass from `gx = dL/dx_L` over the forward pass `(xs, caches)`, block
+/// i's branch backpropagated by `branch(i, block, cache, dL/do)`.
+pub(crate) fn backward_blocks<T: Real>(
+    blocks: &[TrainBlock<T>],
+    (xs, caches): (&[DMatrix<T>], &[BlockCache<T>]),
+    mut gx: DMatrix<T>,
+    mut branch: impl FnMut(
+        usize,
+        &TrainBlock<T>,
+        &Cache<T>,
+        &DMatrix<T>,
+    ) -> (DMatrix<T>, Vec<DMatrix<T>>),
+) -> BlocksBackward<T> {
+    let depth = blocks.len();
+    let mut grads = vec![Vec::new(); depth];
+    let mut stream_sq = vec![0.0; depth + 1];
+    stream_sq[depth] = T::sum_sq(&gx);
+    for i in (0..depth).rev() {
+        let (b, c) = (&blocks[i], &caches[i]);
+        let (g, w) = block_backward(b, c, &xs[i], gx, |g_o| branch(i, b, &c.branch, g_o));
+        gx = g;
+        stream_sq[i] = T::sum_sq(&gx);
+        grads[i] = w;
+    }
+    BlocksBackward {
+        g0: gx,
+        grads,
+        stream_sq,
+    }
+}
+
+/// The head's backward pass from `g = dL/df` with `top` its input: `(dL/dx_L, [final norm's
+/// gradients.., dL/dH])`.
+pub(crate) fn head_backward<T: Real>(
+    head: &DMatrix<T>,
+    final_norm: (&Option<NormLayer<T>>, &Option<NormCache<T>>),
+    top: &DMatrix<T>,
+    g: &DMatrix<T>,
+) -> (DMatrix<T>, Vec<DMatrix<T>>) {
+    let g_head = crate::monte_carlo::gemm::nt(g, top);
+    let g_top = crate::monte_carlo::gemm::tn(head, g);
+    let mut top_grads = Vec::new();
+    let gx = slot_back(final_norm.0, final_norm.1, g_top, &mut top_grads);
+    top_grads.push(g_head);
+    (gx, top_grads)
+}
+
 impl<T: Real> TrainModel<T> {
     /// `x_0` for an input.
     pub fn embed(&self, input: Input<T>) -> DMatrix<T> {
         match (&self.input, input) {
             (InputMap::Embedding { tokens, positions }, Input::Tokens { ids, seq }) => {
-                DMatrix::from_fn(self.width(), ids.len(), |i, t| {
-                    tokens[(i, ids[t] as usize)] + positions[(i, t % seq)]
-                })
+                embed_tokens(tokens, positions, ids, seq)
             }
             (InputMap::Linear(w), Input::Vectors(x)) => crate::monte_carlo::gemm::nn(w, x),
             _ => panic!("the input does not match the model's input map"),
@@ -191,41 +378,8 @@ impl<T: Real> TrainModel<T> {
 
     /// The forward pass from the stream `x_0`.
     pub fn forward_from(&self, x0: DMatrix<T>) -> Pass<T> {
-        let mut xs = Vec::with_capacity(self.depth() + 1);
-        xs.push(x0);
-        let mut blocks = Vec::with_capacity(self.depth());
-        for b in &self.blocks {
-            let x = xs.last().expect("x_0");
-            let (n_in, mut u) = slot(&b.n_in, self.eps, Cow::Borrowed(x));
-            if let Some(s) = b.in_scale {
-                *u.to_mut() *= T::of(s);
-            }
-            let (out, branch) = b.branch.forward(&u);
-            drop(u);
-            let (n_br, br) = slot(&b.n_br, self.eps, Cow::Borrowed(&out));
-            let lambda = T::of(b.lambda.value());
-            // The Monte Carlo engine's order of operations: x * alpha + br * lambda.
-            let z = match &b.skip {
-                Skip::Fixed(a) => scaled_sum(x, T::of(*a), &br, lambda),
-                Skip::Learnable(a) => scale_rows(x, a) + &*br * lambda,
-            };
-            let br = match br {
-                Cow::Owned(b) => Some(b),
-                Cow::Borrowed(_) => None,
-            };
-            let z_sq = T::sum_sq(&z) / z.len() as f64;
-            let (n_out, y) = slot(&b.n_out, self.eps, Cow::Owned(z));
-            blocks.push(BlockCache {
-                n_in,
-                branch,
-                out,
-                n_br,
-                br,
-                n_out,
-                z_sq,
-            });
-            xs.push(y.into_owned());
-        }
+        let (xs, blocks) =
+            forward_blocks(&self.blocks, self.eps, x0, |_, b, u| b.branch.forward(u));
         let (final_norm, top) = slot(
             &self.final_norm,
             self.eps,
@@ -248,77 +402,44 @@ impl<T: Real> TrainModel<T> {
     }
 
     /// `(dL/dx_0, gradients of every parameter except the input map's, in [`Self::params`]
-    /// order)` for the output gradient `g = dL/df`.
-    fn backward_body(&self, p: &Pass<T>, g: &DMatrix<T>) -> (DMatrix<T>, Vec<Vec<DMatrix<T>>>) {
-        let depth = self.depth();
-        // Per layer 1..=L+1, each in params() order.
-        let mut per_layer: Vec<Vec<DMatrix<T>>> = vec![Vec::new(); depth + 1];
-        let g_head = crate::monte_carlo::gemm::nt(g, &p.top);
-        let g_top = crate::monte_carlo::gemm::tn(&self.head, g);
-        let mut top_grads = Vec::new();
-        let mut gx = slot_back(&self.final_norm, &p.final_norm, g_top, &mut top_grads);
-        top_grads.push(g_head);
-        per_layer[depth] = top_grads;
-        for l in (1..=depth).rev() {
-            let (b, c) = (&self.blocks[l - 1], &p.blocks[l - 1]);
-            let x = &p.xs[l - 1];
-            let mut out_grads = Vec::new();
-            let gz = slot_back(&b.n_out, &c.n_out, gx, &mut out_grads);
-            let lambda = T::of(b.lambda.value());
-            let mut br_grads = Vec::new();
-            let g_o = slot_back(&b.n_br, &c.n_br, &gz * lambda, &mut br_grads);
-            let (mut gu, gw) = b.branch.backward(&c.branch, &g_o);
-            if let Some(s) = b.in_scale {
-                gu *= T::of(s);
-            }
-            let mut in_grads = Vec::new();
-            let g_in = slot_back(&b.n_in, &c.n_in, gu, &mut in_grads);
-            let (skip_part, skip_grad) = match &b.skip {
-                Skip::Fixed(a) => (&gz * T::of(*a), None),
-                Skip::Learnable(a) => (scale_rows(&gz, a), Some(row_sums(&gz.component_mul(x)))),
-            };
-            gx = skip_part + g_in;
-            let mut grads = gw;
-            grads.extend(in_grads);
-            grads.extend(br_grads);
-            grads.extend(out_grads);
-            grads.extend(skip_grad);
-            if let Multiplier::Learnable(_) = b.lambda {
-                grads.push(DMatrix::from_element(1, 1, T::of(T::dot(&gz, c.br()))));
-            }
-            per_layer[l - 1] = grads;
-        }
-        (gx, per_layer)
+    /// order, ||dL/dx_l||_F^2 for l = 0..=L)` for the output gradient `g = dL/df`.
+    fn backward_body(&self, p: &Pass<T>, g: &DMatrix<T>) -> BlocksBackward<T> {
+        let (gx, top_grads) =
+            head_backward(&self.head, (&self.final_norm, &p.final_norm), &p.top, g);
+        let mut body = backward_blocks(&self.blocks, (&p.xs, &p.blocks), gx, |_, b, c, g_o| {
+            b.branch.backward(c, g_o)
+        });
+        body.grads.push(top_grads);
+        body
     }
 
     /// Gradients of every parameter, in [`Self::params`] order, for the output gradient
     /// `g = dL/df` of a pass of `input`.
     pub fn backward(&self, input: Input<T>, p: &Pass<T>, g: &DMatrix<T>) -> Vec<DMatrix<T>> {
-        let (g0, per_layer) = self.backward_body(p, g);
+        self.backward_with_streams(input, p, g).0
+    }
+
+    /// [`Self::backward`] and the stream gradients' squared norms `||dL/dx_l||_F^2` for
+    /// l = 0..=L (accumulated in f64), from the same pass.
+    pub fn backward_with_streams(
+        &self,
+        input: Input<T>,
+        p: &Pass<T>,
+        g: &DMatrix<T>,
+    ) -> (Vec<DMatrix<T>>, Vec<f64>) {
+        let body = self.backward_body(p, g);
+        let g0 = &body.g0;
         let mut out = match (&self.input, input) {
-            (InputMap::Embedding { tokens, positions }, Input::Tokens { ids, seq }) => {
-                // Each column a sum over the tokens (positions) that use it: accumulated in
-                // f64 and rounded to `T` once, as `row_sums` does for gains and biases (for
-                // f64: the same additions in the same order as accumulating in place).
-                let mut ge = DMatrix::<f64>::zeros(tokens.nrows(), tokens.ncols());
-                let mut gp = DMatrix::<f64>::zeros(positions.nrows(), positions.ncols());
-                for (t, col) in g0.column_iter().enumerate() {
-                    for (e, v) in ge.column_mut(ids[t] as usize).iter_mut().zip(col.iter()) {
-                        *e += v.as_f64();
-                    }
-                    for (q, v) in gp.column_mut(t % seq).iter_mut().zip(col.iter()) {
-                        *q += v.as_f64();
-                    }
-                }
-                vec![ge.map(T::of), gp.map(T::of)]
+            (InputMap::Embedding { tokens, positions }, Input::Tokens { ids, .. }) => {
+                embedding_grads(g0, (tokens.ncols(), positions.ncols()), ids)
             }
             (InputMap::Linear(_), Input::Vectors(x)) => {
-                vec![crate::monte_carlo::gemm::nt(&g0, x)]
+                vec![crate::monte_carlo::gemm::nt(g0, x)]
             }
             _ => panic!("the input does not match the model's input map"),
         };
-        out.extend(per_layer.into_iter().flatten());
-        out
+        out.extend(body.grads.into_iter().flatten());
+        (out, body.stream_sq)
     }
 
     /// The output tangent `df` for parameter tangents `dw` (in [`Self::params`] order) at the

@@ -9,7 +9,9 @@
 //! and shared by every run.
 //!
 //! Logged per run (long format, one value per row; `layer` 0 is the input map, 1..=L the
-//! blocks, L + 1 the output norm and head):
+//! blocks, L + 1 the output norm and head; an encoder-decoder model numbers its two stacks one
+//! after the other, [`super::seq2seq`], and a layer without parameters gets no per-layer
+//! `grad_norm`, `update_ratio` or Adam rows):
 //!
 //! | metric | when | layer / param |
 //! |---|---|---|
@@ -17,6 +19,8 @@
 //! | `grad_norm` | same, before clipping | every parameter tensor; `all` per layer; global |
 //! | `update_norm` `‖Δθ_l‖`, `update_ratio` `‖Δθ_l‖/‖θ_l‖` | same | per layer |
 //! | `adam_v_mean`, `adam_v_max` (Adam's second moment, not bias-corrected) | same | per layer |
+//! | `stream_grad` `‖dL/dx_l‖_F / sqrt(columns)` at every block boundary ([`super::trainable`]) | same | per layer (0..=L) |
+//! | `memory_grad` (encoder-decoder: what each cross-attention block sends to the encoder output) | same | cross-attention layers |
 //! | `eval_loss`, `excess_loss` (over the task's floor on the eval set) | step 0 and every `--eval-every` | - |
 //! | `output_change` `‖f(θ_t; P) - f(θ_0; P)‖_F / sqrt(columns)` on the probe batch P (Liu et al. 2020) | same | - |
 //! | `norm_input_rms` | same | per layer, param = slot |
@@ -29,19 +33,23 @@
 //! consecutive evaluations. A flagged run stops there; the other runs go on. No non-finite
 //! number is logged.
 //!
+//! Models: [`train`] trains any [`Trainable`] (the decoder-only [`TrainModel`], the
+//! encoder-decoder [`EncDec`]); [`run_one`] starts the one `cfg.arch` asks for.
+//!
 //! Float type: a run computes in `cfg.mc.precision` (`--precision`, f64 by default): [`train`]
-//! is generic over [`Real`], a task's batches (drawn in f64) are rounded to the run's type
-//! ([`Typed`]), and every logged value is accumulated in f64. The same seed in f64 and f32
+//! is generic over the model's [`Real`], a task's batches (drawn in f64) are rounded to the
+//! run's type ([`Typed`]), and every logged value is accumulated in f64. The same seed in f64 and f32
 //! sees the same batches and starts from the same draws (rounded), so the two are paired.
 
 use super::batch_cache::{self, BatchCache};
-use super::config::TrainConfig;
-use super::diagnostics;
+use super::config::{Arch, TrainConfig};
 use super::init;
 use super::model::{ParamInfo, TrainModel};
 use super::optim::{Optimizer, clip_global_norm_as};
 use super::pass::{self, Input, Target};
+use super::seq2seq::EncDec;
 use super::task::{Batch, Task};
+use super::trainable::{Gradients, Trainable};
 use crate::monte_carlo::Progress;
 use crate::monte_carlo::gemm::Real;
 use crate::monte_carlo::precision::Precision;
@@ -119,11 +127,12 @@ pub fn eval_rng(teacher_seed: u64) -> Rng {
     ))
 }
 
-/// The model's input and the loss's target of a batch.
+/// The decoder-only model's input and the loss's target of a batch (a batch of pairs, read by
+/// the encoder-decoder model, panics).
 pub fn views(b: &Batch) -> (Input<'_>, Target<'_>) {
     match b {
-        Batch::Tokens(_) => views_with(b, None),
         Batch::Vectors(v) => views_with(b, Some((&v.x, &v.y))),
+        _ => views_with(b, None),
     }
 }
 
@@ -146,6 +155,7 @@ fn views_with<'a, T: Real>(
         ),
         (Batch::Vectors(_), Some((x, y))) => (Input::Vectors(x), Target::Values(y)),
         (Batch::Vectors(_), None) => unreachable!("a vector batch's matrices"),
+        (Batch::Pairs(_), _) => panic!("pairs are read by the encoder-decoder model (seq2seq)"),
     }
 }
 
@@ -163,8 +173,8 @@ impl<'a, T: Real> Typed<'a, T> {
     /// `b` in type `T`.
     pub fn new(batch: &'a Batch) -> Self {
         let (x, y) = match batch {
-            Batch::Tokens(_) => (None, None),
             Batch::Vectors(v) => (Some(pass::real_ref(&v.x)), Some(pass::real_ref(&v.y))),
+            Batch::Tokens(_) | Batch::Pairs(_) => (None, None),
         };
         Typed { batch, x, y }
     }
@@ -180,19 +190,17 @@ impl<'a, T: Real> Typed<'a, T> {
 fn batch_weight(b: &Batch) -> f64 {
     match b {
         Batch::Tokens(t) => t.weights.iter().sum(),
+        Batch::Pairs(p) => p.weights.iter().sum(),
         Batch::Vectors(v) => v.y.len() as f64,
     }
 }
 
 /// Weighted mean loss of `m` over `set` (accumulated in f64).
-pub fn eval_loss<T: Real>(m: &TrainModel<T>, set: &[Batch]) -> f64 {
+pub fn eval_loss<M: Trainable>(m: &M, set: &[Batch]) -> f64 {
     let (mut sum, mut w) = (0.0, 0.0);
     for b in set {
-        let typed = Typed::<T>::new(b);
-        let (input, target) = typed.views();
-        let p = m.forward(input);
         let bw = batch_weight(b);
-        sum += pass::loss(&p.output, target).0 * bw;
+        sum += m.batch_loss(b) * bw;
         w += bw;
     }
     sum / w
@@ -227,9 +235,10 @@ impl Logger<'_> {
     }
 }
 
-/// Per-layer square sums of a list of tensors in [`TrainModel::params`] order (in f64).
-fn layer_sq<T: Real>(layers: &[usize], tensors: &[&DMatrix<T>], depth: usize) -> Vec<f64> {
-    let mut out = vec![0.0; depth + 2];
+/// Per-layer square sums of a list of tensors in [`Trainable::params`] order (in f64), over
+/// `n` layers.
+fn layer_sq<T: Real>(layers: &[usize], tensors: &[&DMatrix<T>], n: usize) -> Vec<f64> {
+    let mut out = vec![0.0; n];
     for (l, t) in layers.iter().zip(tensors) {
         out[*l] += T::sum_sq(*t);
     }
@@ -263,13 +272,21 @@ pub fn check_f64(cfg: &TrainConfig) -> crate::Result<()> {
     }
 }
 
-/// [`start`] in float type `T`: the same draws and batches, the weights rounded to `T`.
+/// [`start`] in float type `T`: the same draws and batches, the weights rounded to `T`. A
+/// decoder-only model: an encoder-decoder request is refused ([`start_encdec`] starts those).
 pub fn start_as<T: Real>(
     cfg: &TrainConfig,
     task: &dyn Task,
     preset: &str,
     seed: u64,
 ) -> crate::Result<(TrainModel<T>, Rng, Batch)> {
+    if cfg.arch != Arch::Decoder {
+        return Err(crate::Error::invalid(
+            "--arch",
+            cfg.arch.name(),
+            "decoder here (sweeps, ablations and the training analyses train decoder-only models; `normscope train` runs encoder-decoder requests)",
+        ));
+    }
     let spec = cfg.mc.model.stack(preset)?;
     let mut data = data_rng(seed);
     let first = task.batch(&mut data, cfg.batch);
@@ -279,8 +296,31 @@ pub fn start_as<T: Real>(
     Ok((m, data, first))
 }
 
-/// Trains one preset from one seed, from its initial model ([`start_as`]), in the float type
-/// of `cfg.mc.precision`, taking its batches through `batches` when given.
+/// The initial encoder-decoder model of `preset` for training seed `seed` in float type `T`
+/// ([`super::seq2seq::init`]), the seed's data stream, and its first batch (on which Admin's
+/// `omega` is profiled): [`start_as`] for `--arch encoder-decoder`.
+pub fn start_encdec<T: Real>(
+    cfg: &TrainConfig,
+    task: &dyn Task,
+    preset: &str,
+    seed: u64,
+) -> crate::Result<(EncDec<T>, Rng, Batch)> {
+    let mut data = data_rng(seed);
+    let first = task.batch(&mut data, cfg.batch);
+    let Batch::Pairs(pairs) = &first else {
+        return Err(crate::Error::invalid(
+            "--task",
+            task.kind().name(),
+            "reverse-pairs with --arch encoder-decoder",
+        ));
+    };
+    let m = super::seq2seq::init::model(cfg, preset, seed, pairs)?;
+    Ok((m, data, first))
+}
+
+/// Trains one preset from one seed, from its initial model ([`start_as`], or [`start_encdec`]
+/// for an encoder-decoder request), in the float type of `cfg.mc.precision`, taking its batches
+/// through `batches` when given.
 pub fn run_one(
     cfg: &TrainConfig,
     task: &dyn Task,
@@ -307,8 +347,17 @@ fn run_one_as<T: Real>(
     options: &Options,
     progress: &dyn Progress,
 ) -> crate::Result<Vec<Record>> {
-    let begin = start_as::<T>(cfg, task, preset, seed)?;
-    Ok(train(cfg, task, preset, seed, begin, eval_set, options, progress).records)
+    let records = match cfg.arch {
+        Arch::Decoder => {
+            let begin = start_as::<T>(cfg, task, preset, seed)?;
+            train(cfg, task, preset, seed, begin, eval_set, options, progress).records
+        }
+        Arch::EncoderDecoder { .. } => {
+            let begin = start_encdec::<T>(cfg, task, preset, seed)?;
+            train(cfg, task, preset, seed, begin, eval_set, options, progress).records
+        }
+    };
+    Ok(records)
 }
 
 /// What [`train`] does besides the loop of `cfg`: which parameters it keeps fixed, and at which
@@ -333,15 +382,16 @@ pub struct Options<'a> {
 }
 
 /// A finished run: the final model (as it was when the run stopped), its log, and the copies
-/// asked for by [`Options::snapshots`] (in step order; none after a divergence).
+/// asked for by [`Options::snapshots`] (in step order; none after a divergence). `Trained`
+/// alone is an f64 decoder-only run's (`Trained<TrainModel<f64>>`).
 #[derive(Clone, Debug)]
-pub struct Trained<T: Real = f64> {
+pub struct Trained<M = TrainModel> {
     /// The model after the last update made.
-    pub model: TrainModel<T>,
+    pub model: M,
     /// The log.
     pub records: Vec<Record>,
     /// `(update, model)` copies.
-    pub snapshots: Vec<(u64, TrainModel<T>)>,
+    pub snapshots: Vec<(u64, M)>,
     /// The update at which the run was flagged as diverged, if it was.
     pub diverged_at: Option<u64>,
     /// The update at which a collapsed run was stopped ([`Options::stop_collapsed`]), if it
@@ -349,20 +399,21 @@ pub struct Trained<T: Real = f64> {
     pub stopped_at: Option<u64>,
 }
 
-/// Trains `begin = (model, data stream, first batch)` (from [`start`], or a pre-trained model
-/// with a new task's stream) for `cfg`'s schedule, logging as the module docs say. The float
-/// type is the model's (`cfg.mc.precision` is not read here).
+/// Trains `begin = (model, data stream, first batch)` (from [`start`], [`start_encdec`], or a
+/// pre-trained model with a new task's stream) for `cfg`'s schedule, logging as the module
+/// docs say. Any [`Trainable`] model; the float type is the model's (`cfg.mc.precision` is not
+/// read here).
 #[allow(clippy::too_many_arguments)]
-pub fn train<T: Real>(
+pub fn train<M: Trainable>(
     cfg: &TrainConfig,
     task: &dyn Task,
     preset: &str,
     seed: u64,
-    begin: (TrainModel<T>, Rng, Batch),
+    begin: (M, Rng, Batch),
     eval_set: &[Batch],
     options: &Options,
     progress: &dyn Progress,
-) -> Trained<T> {
+) -> Trained<M> {
     let (mut m, mut data, first_batch) = begin;
     let infos: Vec<_> = m.params().into_iter().map(|(i, _)| i).collect();
     let layers: Vec<usize> = infos.iter().map(|i| i.layer).collect();
@@ -393,8 +444,13 @@ pub fn train<T: Real>(
             }))
         })
         .collect();
-    let mut opt = Optimizer::<T>::new_as(cfg.optimizer, &shapes, &decay);
-    let depth = m.depth();
+    let mut opt = Optimizer::<M::Real>::new_as(cfg.optimizer, &shapes, &decay);
+    let n_layers = m.layers();
+    // Layers without parameters (an encoder without an output norm) get no per-layer rows.
+    let mut has_params = vec![false; n_layers];
+    for l in &layers {
+        has_params[*l] = true;
+    }
     let mut log = Logger {
         preset,
         seed,
@@ -405,7 +461,7 @@ pub fn train<T: Real>(
         snapshots.push((0, m.clone()));
     }
     let probe = &eval_set[0];
-    let f0 = m.forward(Typed::<T>::new(probe).views().0).output;
+    let f0 = m.output(probe);
     let floor = {
         let (mut s, mut w) = (0.0, 0.0);
         for b in eval_set {
@@ -432,12 +488,11 @@ pub fn train<T: Real>(
             // The next batch, drawn now unless another run of this stream has claimed it.
             c.prefetch(task, &data, cfg.batch);
         }
-        let typed = Typed::<T>::new(&batch);
-        let (input, target) = typed.views();
-        let p = m.forward(input);
-        let (loss, g) = pass::loss(&p.output, target);
-        let mut grads = m.backward(input, &p, &g);
-        drop(p);
+        let Gradients {
+            loss,
+            mut grads,
+            streams,
+        } = m.gradients(&batch);
         let logging = s == 1 || s % cfg.log_every == 0 || s == cfg.schedule.steps;
         let finite = loss.is_finite()
             && grads
@@ -452,17 +507,17 @@ pub fn train<T: Real>(
         if logging {
             log.put(s, None, None, "train_loss", loss);
             log.put(s, None, None, "lr", lr);
-            let gsq = layer_sq(&layers, &grads.iter().collect::<Vec<_>>(), depth);
+            let gsq = layer_sq(&layers, &grads.iter().collect::<Vec<_>>(), n_layers);
             for (i, info) in infos.iter().enumerate().filter(|_| !lean) {
                 log.put(
                     s,
                     Some(info.layer),
                     Some(&info.name),
                     "grad_norm",
-                    T::sum_sq(&grads[i]).sqrt(),
+                    M::Real::sum_sq(&grads[i]).sqrt(),
                 );
             }
-            for (l, v) in gsq.iter().enumerate() {
+            for (l, v) in gsq.iter().enumerate().filter(|(l, _)| has_params[*l]) {
                 log.put(s, Some(l), Some("all"), "grad_norm", v.sqrt());
             }
             log.put(
@@ -472,8 +527,11 @@ pub fn train<T: Real>(
                 "grad_norm",
                 gsq.iter().sum::<f64>().sqrt(),
             );
+            for v in &streams {
+                log.put(s, Some(v.layer), None, v.metric, v.value);
+            }
         }
-        let mut grads: Vec<DMatrix<T>> = grads
+        let mut grads: Vec<DMatrix<M::Real>> = grads
             .drain(..)
             .zip(&trained)
             .filter(|(_, t)| **t)
@@ -482,10 +540,10 @@ pub fn train<T: Real>(
         if let Some(c) = cfg.clip {
             clip_global_norm_as(&mut grads, c);
         }
-        let before: Option<Vec<DMatrix<T>>> =
+        let before: Option<Vec<DMatrix<M::Real>>> =
             logging.then(|| m.params().iter().map(|(_, w)| (*w).clone()).collect());
         {
-            let mut params: Vec<&mut DMatrix<T>> = m
+            let mut params: Vec<&mut DMatrix<M::Real>> = m
                 .params_mut()
                 .into_iter()
                 .zip(&trained)
@@ -496,11 +554,11 @@ pub fn train<T: Real>(
         }
         if let Some(before) = before {
             let now = m.params();
-            let delta: Vec<DMatrix<T>> =
+            let delta: Vec<DMatrix<M::Real>> =
                 now.iter().zip(&before).map(|((_, w), b)| *w - b).collect();
-            let dsq = layer_sq(&layers, &delta.iter().collect::<Vec<_>>(), depth);
-            let wsq = layer_sq(&layers, &before.iter().collect::<Vec<_>>(), depth);
-            for l in 0..=depth + 1 {
+            let dsq = layer_sq(&layers, &delta.iter().collect::<Vec<_>>(), n_layers);
+            let wsq = layer_sq(&layers, &before.iter().collect::<Vec<_>>(), n_layers);
+            for l in (0..n_layers).filter(|l| has_params[*l]) {
                 log.put(s, Some(l), Some("all"), "update_norm", dsq[l].sqrt());
                 if wsq[l] > 0.0 {
                     log.put(
@@ -512,17 +570,17 @@ pub fn train<T: Real>(
                     );
                 }
             }
-            let mut v_sum = vec![0.0; depth + 2];
-            let mut v_n = vec![0usize; depth + 2];
-            let mut v_max = vec![f64::NEG_INFINITY; depth + 2];
+            let mut v_sum = vec![0.0; n_layers];
+            let mut v_n = vec![0usize; n_layers];
+            let mut v_max = vec![f64::NEG_INFINITY; n_layers];
             for (i, l) in layers.iter().enumerate() {
                 if let Some(v) = slot[i].and_then(|k| opt.second_moment(k)) {
-                    v_sum[*l] += T::sum(v);
+                    v_sum[*l] += M::Real::sum(v);
                     v_n[*l] += v.len();
                     v_max[*l] = v_max[*l].max(v.max().as_f64());
                 }
             }
-            for l in 0..=depth + 1 {
+            for l in 0..n_layers {
                 if v_n[l] > 0 {
                     log.put(
                         s,
@@ -580,11 +638,11 @@ pub fn train<T: Real>(
 /// Logs the evaluation-time quantities at `step` (without the diagnostics when `lean`);
 /// returns the evaluation loss.
 #[allow(clippy::too_many_arguments)]
-fn evaluate<T: Real>(
-    m: &TrainModel<T>,
+fn evaluate<M: Trainable>(
+    m: &M,
     eval_set: &[Batch],
     probe: &Batch,
-    f0: &DMatrix<T>,
+    f0: &DMatrix<M::Real>,
     floor: f64,
     step: u64,
     lean: bool,
@@ -593,16 +651,16 @@ fn evaluate<T: Real>(
     let e = eval_loss(m, eval_set);
     log.put(step, None, None, "eval_loss", e);
     log.put(step, None, None, "excess_loss", e - floor);
-    let p = m.forward(Typed::<T>::new(probe).views().0);
-    let change = T::sum_sq(&(&p.output - f0)).sqrt() / (f0.ncols() as f64).sqrt();
+    let p = m.probe(probe);
+    let change = M::Real::sum_sq(&(&p.output - f0)).sqrt() / (f0.ncols() as f64).sqrt();
     log.put(step, None, None, "output_change", change);
     if lean {
         return e;
     }
-    for (l, slot, v) in diagnostics::norm_inputs(m, &p) {
+    for (l, slot, v) in p.norm_inputs {
         log.put(step, Some(l), Some(slot), "norm_input_rms", v);
     }
-    for (l, a) in diagnostics::attention(m, &p) {
+    for (l, a) in p.attention {
         log.put(step, Some(l), None, "attn_max_logit", a.max_logit);
         log.put(step, Some(l), None, "attn_entropy", a.entropy);
     }

@@ -7,7 +7,7 @@ use normscope::model::RawModel;
 use normscope::monte_carlo::{Precision, RawMc};
 use normscope::output::{atomic, table};
 use normscope::spec::NormKind;
-use normscope::train::config::RawTrain;
+use normscope::train::config::{Arch, RawTrain};
 use normscope::train::task::{TaskConfig, TaskKind};
 use std::path::PathBuf;
 
@@ -18,13 +18,22 @@ pub struct TrainArgs {
     /// the same seeds.
     #[arg(long, default_value_t = RawTrain::default().presets)]
     pub preset: String,
+    /// Architecture: decoder (one stack of --depth blocks: decoder-only Transformers, MLPs)
+    /// or encoder-decoder (a Transformer of --layers N encoder layers of 2 blocks and N
+    /// decoder layers of 3: causal self-attention, cross-attention, MLP; --task
+    /// reverse-pairs).
+    #[arg(long, default_value_t = RawTrain::default().arch)]
+    pub arch: String,
+    /// Layers N per stack of --arch encoder-decoder (2N encoder and 3N decoder blocks).
+    #[arg(long)]
+    pub layers: Option<usize>,
     /// Branch: linear, relu-mlp (mlp), gelu-mlp, attention, uniform-attention, transformer
-    /// (attention and ReLU MLP blocks alternating).
+    /// (attention and ReLU MLP blocks alternating; the only one of --arch encoder-decoder).
     #[arg(long, default_value_t = RawTrain::default().model.branch)]
     pub branch: String,
-    /// Residual blocks L (a Transformer layer is two blocks).
-    #[arg(long, default_value_t = RawTrain::default().model.depth)]
-    pub depth: usize,
+    /// Residual blocks L of --arch decoder (a Transformer layer is two blocks) [default: 12].
+    #[arg(long)]
+    pub depth: Option<usize>,
     /// Width d.
     #[arg(long, default_value_t = RawTrain::default().model.width)]
     pub width: usize,
@@ -46,13 +55,16 @@ pub struct TrainArgs {
     /// Norm epsilon.
     #[arg(long, default_value_t = RawTrain::default().mc.eps, allow_hyphen_values = true)]
     pub eps: f64,
-    /// Task: regression, teacher-lm, copy, reverse, sort.
-    #[arg(long, default_value_t = RawTrain::default().task.kind.name().to_string())]
-    pub task: String,
+    /// Task: regression, teacher-lm, copy, reverse, sort; reverse-pairs (the source's reverse,
+    /// for --arch encoder-decoder) [default: teacher-lm; reverse-pairs with --arch
+    /// encoder-decoder].
+    #[arg(long)]
+    pub task: Option<String>,
     /// Vocabulary size (sequence tasks; copy/reverse/sort use one id as the separator).
     #[arg(long, default_value_t = TaskConfig::default().vocab)]
     pub vocab: usize,
-    /// Tokens per sequence the model sees (copy/reverse/sort: even, 2k for k symbols).
+    /// Tokens per sequence the model sees (copy/reverse/sort: even, 2k for k symbols;
+    /// reverse-pairs: k, the source's and the target's length).
     #[arg(long, default_value_t = TaskConfig::default().seq)]
     pub seq: usize,
     /// Regression input dimension.
@@ -151,10 +163,20 @@ pub struct TrainArgs {
 impl TrainArgs {
     /// The raw request.
     pub fn raw(&self) -> normscope::Result<RawTrain> {
+        let arch = Arch::parse(&self.arch, self.layers)?;
+        if let (Arch::EncoderDecoder { .. }, Some(depth)) = (arch, self.depth) {
+            return Err(Error::invalid(
+                "--depth",
+                depth,
+                "no --depth with --arch encoder-decoder (its size is --layers N: 2N encoder and 3N decoder blocks)",
+            ));
+        }
         Ok(RawTrain {
             presets: self.preset.clone(),
+            arch: self.arch.clone(),
+            layers: self.layers,
             model: RawModel {
-                depth: self.depth,
+                depth: self.depth.unwrap_or(RawTrain::default().model.depth),
                 branch: self.branch.clone(),
                 init: self.init.clone(),
                 hidden_ratio: self.hidden_ratio,
@@ -170,7 +192,11 @@ impl TrainArgs {
             },
             affine: !self.no_affine,
             task: TaskConfig {
-                kind: TaskKind::parse(&self.task)?,
+                kind: match (&self.task, arch) {
+                    (Some(t), _) => TaskKind::parse(t)?,
+                    (None, Arch::EncoderDecoder { .. }) => TaskKind::ReversePairs,
+                    (None, Arch::Decoder) => RawTrain::default().task.kind,
+                },
                 vocab: self.vocab,
                 seq: self.seq,
                 d_in: self.task_in,

@@ -7,6 +7,8 @@
 //!   Transformer (tier 1), loss the mean cross-entropy, floor the teacher's conditional entropy.
 //! - [`algorithmic`]: copy, reverse and sort (tier 1), loss the cross-entropy on the output
 //!   half, floor 0.
+//! - [`seq2seq`]: reverse-pairs, a source sequence and its reverse for the encoder-decoder
+//!   model ([`crate::train::seq2seq`]), floor 0.
 //!
 //! Reference losses: the *floor* is the loss of the Bayes-optimal predictor
 //! ([`Task::floor`]); the *context-free loss* is the loss of the best predictor that ignores
@@ -20,6 +22,7 @@
 
 pub mod algorithmic;
 pub mod regression;
+pub mod seq2seq;
 pub mod teacher_lm;
 
 use crate::monte_carlo::rng::{Rng, splitmix64};
@@ -53,19 +56,22 @@ pub enum TaskKind {
     Reverse,
     /// `[a, SEP, sort(a)]` ([`algorithmic`]).
     Sort,
+    /// Source a, target `reverse(a)`, for the encoder-decoder model ([`seq2seq`]).
+    ReversePairs,
 }
 
 impl TaskKind {
     /// Names accepted by `--task`.
-    pub const NAMES: &'static str = "regression, teacher-lm, copy, reverse, sort";
+    pub const NAMES: &'static str = "regression, teacher-lm, copy, reverse, sort, reverse-pairs";
 
     /// Every task, in help-text order.
-    pub const ALL: [TaskKind; 5] = [
+    pub const ALL: [TaskKind; 6] = [
         TaskKind::Regression,
         TaskKind::TeacherLm,
         TaskKind::Copy,
         TaskKind::Reverse,
         TaskKind::Sort,
+        TaskKind::ReversePairs,
     ];
 
     /// Parses a name, ignoring ASCII case (`Teacher-LM`, `COPY`).
@@ -89,6 +95,7 @@ impl TaskKind {
             TaskKind::Copy => "copy",
             TaskKind::Reverse => "reverse",
             TaskKind::Sort => "sort",
+            TaskKind::ReversePairs => "reverse-pairs",
         }
     }
 
@@ -100,12 +107,18 @@ impl TaskKind {
             TaskKind::Copy => "Copy",
             TaskKind::Reverse => "Reverse",
             TaskKind::Sort => "Sort",
+            TaskKind::ReversePairs => "Reverse (pairs)",
         }
     }
 
     /// Whether it is one of copy, reverse, sort.
     pub fn is_algorithmic(self) -> bool {
         matches!(self, TaskKind::Copy | TaskKind::Reverse | TaskKind::Sort)
+    }
+
+    /// Whether its batches are (source, target) pairs for an encoder-decoder model.
+    pub fn is_pairs(self) -> bool {
+        self == TaskKind::ReversePairs
     }
 }
 
@@ -125,6 +138,16 @@ pub enum Io {
         d_in: usize,
         /// Output width.
         d_out: usize,
+    },
+    /// Sequence pairs for an encoder-decoder model: the encoder reads `src` tokens per
+    /// sequence, the decoder `tgt`, every id `< vocab`.
+    Pairs {
+        /// Vocabulary size (shared by source and target).
+        vocab: usize,
+        /// Source tokens per sequence.
+        src: usize,
+        /// Target tokens per sequence.
+        tgt: usize,
     },
 }
 
@@ -156,13 +179,37 @@ pub struct VectorBatch {
     pub y: DMatrix<f64>,
 }
 
-/// One batch of either kind.
+/// A batch of (source, target) sequence pairs, sequence-major (token t of pair b at index
+/// `b * src_len + t` of the source, `b * tgt_len + t` of the target side). The encoder reads
+/// `source`; the decoder reads `inputs` and predicts `targets`; the loss is
+/// `sum_i w_i CE_i / sum_i w_i` over the target positions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PairBatch {
+    /// Source tokens per pair.
+    pub src_len: usize,
+    /// Target tokens per pair (the decoder's inputs and targets).
+    pub tgt_len: usize,
+    /// Pairs.
+    pub size: usize,
+    /// Source ids, `size * src_len`.
+    pub source: Vec<u32>,
+    /// The decoder's input ids, `size * tgt_len` (the targets shifted right behind BOS).
+    pub inputs: Vec<u32>,
+    /// Target ids, `size * tgt_len`.
+    pub targets: Vec<u32>,
+    /// Loss weights, `size * tgt_len`.
+    pub weights: Vec<f64>,
+}
+
+/// One batch of any kind.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Batch {
     /// Token sequences.
     Tokens(TokenBatch),
     /// Vectors.
     Vectors(VectorBatch),
+    /// Sequence pairs.
+    Pairs(PairBatch),
 }
 
 /// A seeded task.
@@ -183,12 +230,12 @@ pub trait Task: Send + Sync {
     /// The loss of the Bayes-optimal predictor on this batch (the floor): regression: the noise
     /// variance `noise^2`; teacher-lm: the mean over weighted positions of the entropy (nats) of
     /// the teacher's next-token distribution at the batch's prefixes, whose expectation is the
-    /// exact loss floor; copy, reverse, sort: 0.
+    /// exact loss floor; copy, reverse, sort, reverse-pairs: 0.
     fn floor(&self, batch: &Batch) -> f64;
 
     /// The loss of the best predictor that ignores the input: token tasks: the entropy of the
     /// targets' marginal (unigram) distribution at the weighted positions (exact for copy,
-    /// reverse, sort; a seeded estimate for teacher-lm); regression: the mean over outputs of
+    /// reverse, sort, reverse-pairs; a seeded estimate for teacher-lm); regression: the mean over outputs of
     /// `Var y` (predicting the mean), a seeded estimate. Teacher-lm estimates it on the first
     /// call, in parallel on rayon, and keeps it: a caller that shares the task across
     /// parallel runs asks for it once before it shares it.
@@ -201,9 +248,11 @@ pub trait Task: Send + Sync {
 pub struct TaskConfig {
     /// Which task (`--task`).
     pub kind: TaskKind,
-    /// Vocabulary size, separator included for the algorithmic tasks (`--vocab`).
+    /// Vocabulary size, separator included for the algorithmic tasks and BOS for reverse-pairs
+    /// (`--vocab`).
     pub vocab: usize,
-    /// Tokens per sequence the model sees (`--seq`).
+    /// Tokens per sequence the model sees (`--seq`; reverse-pairs: the source's and the
+    /// target's length k).
     pub seq: usize,
     /// Regression input width (`--task-in`).
     pub d_in: usize,
@@ -277,7 +326,7 @@ impl TaskConfig {
     /// the flag and what is accepted):
     ///
     /// - `--vocab` in `2..=4096` (algorithmic tasks: `3..=4096`, two content symbols and the
-    ///   separator at least);
+    ///   separator at least; reverse-pairs: `3..=4096`, two content symbols and BOS);
     /// - `--seq` in `1..=4096` (algorithmic: even, `2..=4096`, so `k = seq / 2 >= 1`);
     /// - `--task-in`, `--task-out` in `1..=4096`;
     /// - `--teacher-depth` in `0..=4096` (regression: `1..=4096`, its blocks are scaled by
@@ -287,7 +336,15 @@ impl TaskConfig {
     /// - `--noise` finite and `>= 0`; `--teacher-temperature` finite and `> 0`.
     pub fn check_as(&self, kind: TaskKind) -> Result<()> {
         let algorithmic = kind.is_algorithmic();
-        if algorithmic {
+        if kind.is_pairs() {
+            check_size(
+                "--vocab",
+                self.vocab,
+                3,
+                &format!(" for {} (at least 2 content symbols and BOS)", kind.name()),
+            )?;
+            check_size("--seq", self.seq, 1, "")?;
+        } else if algorithmic {
             check_size(
                 "--vocab",
                 self.vocab,
@@ -374,6 +431,7 @@ pub fn build(cfg: &TaskConfig) -> Result<Box<dyn Task>> {
         TaskKind::Copy | TaskKind::Reverse | TaskKind::Sort => {
             Box::new(algorithmic::Algorithmic::new(cfg)?)
         }
+        TaskKind::ReversePairs => Box::new(seq2seq::ReversePairs::new(cfg)?),
     })
 }
 
@@ -435,6 +493,9 @@ mod tests {
                     assert_eq!((d_in, d_out), (16, 16))
                 }
                 (_, Io::Tokens { vocab, seq }) => assert_eq!((vocab, seq), (16, 16)),
+                (TaskKind::ReversePairs, Io::Pairs { vocab, src, tgt }) => {
+                    assert_eq!((vocab, src, tgt), (16, 16, 16))
+                }
                 (k, io) => panic!("{k:?} has io {io:?}"),
             }
         }
@@ -466,6 +527,17 @@ mod tests {
                 (Io::Vectors { d_in, d_out }, Batch::Vectors(b)) => {
                     assert_eq!(b.x.shape(), (d_in, 5));
                     assert_eq!(b.y.shape(), (d_out, 5));
+                }
+                (Io::Pairs { vocab, src, tgt }, Batch::Pairs(b)) => {
+                    assert_eq!((b.src_len, b.tgt_len, b.size), (src, tgt, 5));
+                    assert_eq!(b.source.len(), 5 * src);
+                    for v in [&b.inputs, &b.targets] {
+                        assert_eq!(v.len(), 5 * tgt);
+                    }
+                    for v in [&b.source, &b.inputs, &b.targets] {
+                        assert!(v.iter().all(|&x| (x as usize) < vocab));
+                    }
+                    assert_eq!(b.weights.len(), 5 * tgt);
                 }
                 (io, _) => panic!("{k:?}: batch does not match {io:?}"),
             }
