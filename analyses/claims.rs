@@ -690,7 +690,11 @@ fn claim6(d: &Data) -> Result<Claim> {
     let mut verdicts = super::warmup::claim6(d)?;
     for (tier, law) in super::stability_law::summary(d)? {
         if let Some(v) = verdicts.iter_mut().find(|v| v.tier == tier) {
-            v.context = format!("{}; stability law: {law}", v.context);
+            v.context = [v.context.clone(), format!("stability law: {law}")]
+                .into_iter()
+                .filter(|x| !x.is_empty())
+                .collect::<Vec<_>>()
+                .join("; ");
         }
     }
     training_claim(
@@ -827,6 +831,30 @@ fn ledger_and_inputs(root: &Path) -> Result<(Vec<Claim>, Vec<String>)> {
         if let Some(c) = claims.iter_mut().find(|c| c.id == id) {
             c.trained = Some(a);
         }
+    }
+    // Claim 4 after training: the encoder-decoder tier heads (the papers' setting), the
+    // regression tier's verdict follows it.
+    let s2s = super::encoder_decoder::claim4(&d)?;
+    if let Some(c) = claims.iter_mut().find(|c| c.id == 4) {
+        let other = c.trained.take().map_or(String::new(), |r| {
+            let note = if kind(&r.verdict) == kind(&s2s.verdict) {
+                ""
+            } else {
+                " [tiers disagree]"
+            };
+            format!(
+                " | regression tier (ReLU MLP, first/last block weight-gradient ratio): {}{note}; {}",
+                r.verdict, r.measurement
+            )
+        });
+        c.trained = Some(AfterTraining {
+            measurement: format!(
+                "{} tier, effects (effect [95% CI] (n, Holm q): outcome): {}; {}{other}",
+                s2s.tier, s2s.effects, s2s.context
+            ),
+            rule: s2s.rule,
+            verdict: s2s.verdict,
+        });
     }
     for (id, note) in finite_width_notes(&d)? {
         if let Some(c) = claims.iter_mut().find(|c| c.id == id) {

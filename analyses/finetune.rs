@@ -207,10 +207,17 @@ struct Job {
     /// `(purpose, outcome)`: pretrain (task A), tuning and finetune and scratch (task A').
     runs: Vec<(String, Outcome)>,
     /// `(stage, seed, ablation costs, angular distances)` at init and after pre-training.
-    depth_use: Vec<(String, u64, Vec<f64>, Vec<f64>)>,
+    depth_use: Vec<DepthUse>,
     /// The tuned fine-tuning rate.
     lr: f64,
 }
+
+/// `(stage, seed, ablation costs, angular distances)` of one model.
+type DepthUse = (String, u64, Vec<f64>, Vec<f64>);
+
+/// One evaluation seed's runs (pretrain, finetune, scratch) and its depth use at init and
+/// after pre-training.
+type SeedRuns = (Vec<(String, Outcome)>, DepthUse, DepthUse);
 
 /// The two prepared tasks and the pre-training rate of each preset.
 struct Setup {
@@ -382,11 +389,7 @@ fn job<T: Real>(c: &Config, s: &Setup, preset: &str, pre_lr: f64, bar: &DelayedB
         .map(|x| &x.1)
         .collect();
     let lr = best_lr(&tuned);
-    let eval: Vec<(
-        Vec<(String, Outcome)>,
-        (String, u64, Vec<f64>, Vec<f64>),
-        (String, u64, Vec<f64>, Vec<f64>),
-    )> = c
+    let eval: Vec<SeedRuns> = c
         .tune
         .eval_seeds()
         .par_iter()
@@ -525,7 +528,7 @@ fn family(df: &DataFrame) -> Result<(Family, String)> {
         "Post-LN - Pre-LN fine-tuned score on the related language, each at its tuned fine-tuning lr (units of the gap)",
         LOSS_SESOI,
         vec![Comparison {
-            name: format!("{l} layers"),
+            name: super::training::layers_text(l as usize),
             diffs: pair(&arm("post", "finetune"), &arm("pre", "finetune"))?,
             claimed: Claimed::Decrease,
             sesoi: None,

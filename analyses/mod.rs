@@ -22,6 +22,7 @@ pub mod config_file;
 pub mod convergence;
 pub mod deepnorm_alpha;
 pub mod effective_depth;
+pub mod encoder_decoder;
 pub mod expansion;
 pub mod finetune;
 pub mod finite_width;
@@ -362,6 +363,7 @@ pub const REGISTRY: &[Analysis] = &[
     optimizers::ANALYSIS,
     finetune::ANALYSIS,
     trained_lens::ANALYSIS,
+    encoder_decoder::ANALYSIS,
     finite_width::ANALYSIS,
     claims::ANALYSIS,
     mc_grid::ANALYSIS,

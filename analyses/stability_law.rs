@@ -14,8 +14,9 @@
 //!   Pre-LN, whose relative (SGD-like) output changes the closed form gives the same order.
 //!
 //! Two predictors, both per (tier, preset, depth) from the very initial models the `warmup`
-//! analysis trains (its manifest's tiers and seeds; each seed's own first batch, the tier's
-//! evaluation set's first batch as the probe):
+//! analysis trains (its manifest's decoder-only tiers and seeds; each seed's own first batch,
+//! the tier's evaluation set's first batch as the probe; the encoder-decoder model has no
+//! forward-mode pass here, so its tier is not fitted):
 //!
 //! - `first_update`: the exact first Adam update (every parameter, the gradient's signs), by
 //!   Monte Carlo on the seeds' initial models (the geometric mean over seeds);
@@ -200,7 +201,12 @@ fn closed_random_sign(tier: &Tier, preset: &str, depth: usize) -> Result<Option<
 /// Every (tier, preset, depth) of `warmup`'s warmup-0 cells, with its predictions.
 fn predict(w: &warmup::Config) -> Result<Vec<Predicted>> {
     let mut cells = Vec::new();
-    for (t, tc) in w.tiers.iter().enumerate() {
+    for (t, tc) in w
+        .tiers
+        .iter()
+        .enumerate()
+        .filter(|(_, tc)| !tc.tier.encdec())
+    {
         for p in &tc.presets {
             for &depth in &tc.depths {
                 cells.push((t, p.clone(), depth));
@@ -208,19 +214,21 @@ fn predict(w: &warmup::Config) -> Result<Vec<Predicted>> {
         }
     }
     let seeds: Vec<u64> = (0..w.seeds).collect();
-    let prepared: Vec<Prepared> = w
+    let prepared: Vec<Option<Prepared>> = w
         .tiers
         .iter()
         .map(|tc| {
             let mut base = tc.tier.base()?;
             base.mc.precision = crate::monte_carlo::precision::Precision::F64;
-            Prepared::new(&base, 0)
+            (!tc.tier.encdec())
+                .then(|| Prepared::new(&base, 0))
+                .transpose()
         })
         .collect::<Result<_>>()?;
     cells
         .par_iter()
         .map(|(t, preset, depth)| {
-            let p = &prepared[*t];
+            let p = prepared[*t].as_ref().expect("a decoder-only tier");
             let cell = Cell {
                 preset: preset.clone(),
                 depth: *depth,
@@ -355,7 +363,12 @@ fn fit_law(tier: &str, predictor: &str, preset: &str, cells: &[(f64, Vec<Obs>)])
 /// Every fit, from the predictions and `searches.csv`.
 fn fits(w: &warmup::Config, pred: &[Predicted], df: &DataFrame) -> Result<Vec<LawFit>> {
     let mut out = Vec::new();
-    for (t, tc) in w.tiers.iter().enumerate() {
+    for (t, tc) in w
+        .tiers
+        .iter()
+        .enumerate()
+        .filter(|(_, tc)| !tc.tier.encdec())
+    {
         for predictor in PREDICTORS {
             for preset in &tc.presets {
                 let cells: Vec<(f64, Vec<Obs>)> = pred
@@ -513,7 +526,12 @@ fn figures(
     df: &DataFrame,
     f: &[LawFit],
 ) -> Result<()> {
-    for (t, tc) in w.tiers.iter().enumerate() {
+    for (t, tc) in w
+        .tiers
+        .iter()
+        .enumerate()
+        .filter(|(_, tc)| !tc.tier.encdec())
+    {
         let predictor = PREDICTORS[0];
         let mut plot = LinePlot::new(
             &format!(

@@ -10,8 +10,11 @@
 //!   on next-token prediction of sequences from a random teacher Transformer (`teacher-lm`:
 //!   its conditional entropy is the exact floor, the unigram entropy the context-free loss);
 //!   d = 32, 4 heads, 16 tokens, batch 16, Adam with the papers' betas (0.9, 0.98).
-//! - **`seq2seq`** (tier 2, the papers' own setting): an encoder-decoder Transformer on a
-//!   generated sequence-to-sequence task (claim 4 after training, claim 6 at one depth).
+//! - **`seq2seq`** (tier 2, the papers' own setting): an encoder-decoder Transformer (N
+//!   encoder layers of self-attention and MLP, N decoder layers of causal self-attention,
+//!   cross-attention and MLP: 5N blocks) on reversing a sequence of 12 tokens (`reverse-pairs`:
+//!   floor 0, context-free loss ln 15), otherwise the LM tier's settings (claim 4 after
+//!   training, claim 6 at one depth). Its depth is given in blocks, 5N.
 //!
 //! A tier is a base request ([`Tier::base`]); a cell of an analysis sets the preset, depth
 //! (blocks), optimizer, learning rate and warmup on it ([`crate::train::sweep::Cell`]).
@@ -32,6 +35,9 @@ use serde::{Deserialize, Serialize};
 pub struct Tier {
     /// Its name in tables (`regression`, `lm`, `seq2seq`).
     pub name: String,
+    /// `decoder` (one stack) or `encoder-decoder` (`normscope train --arch`).
+    #[serde(default = "decoder")]
+    pub arch: String,
     /// Task (`normscope train --task`).
     pub task: String,
     /// Branch (`--branch`).
@@ -62,12 +68,34 @@ pub struct Tier {
     pub seed: u64,
 }
 
+fn decoder() -> String {
+    "decoder".into()
+}
+
 impl Tier {
+    /// Whether the tier is an encoder-decoder one.
+    pub fn encdec(&self) -> bool {
+        self.arch == "encoder-decoder"
+    }
+
+    /// Tier 2 (module docs): reverse-pairs (12 source tokens), encoder-decoder Transformer,
+    /// d = 32, 4 heads, batch 16, 300 updates evaluated every 20, Adam betas (0.9, 0.98), f32.
+    pub fn seq2seq() -> Tier {
+        Tier {
+            name: "seq2seq".into(),
+            arch: "encoder-decoder".into(),
+            task: "reverse-pairs".into(),
+            seq: 12,
+            ..Tier::lm()
+        }
+    }
+
     /// Tier 0 (module docs): regression, ReLU MLP, d = 16, batch 16, 1000 updates evaluated
     /// every 50, Xavier init, f64.
     pub fn regression() -> Tier {
         Tier {
             name: "regression".into(),
+            arch: decoder(),
             task: "regression".into(),
             branch: "relu-mlp".into(),
             init: "xavier".into(),
@@ -85,11 +113,12 @@ impl Tier {
         }
     }
 
-    /// Tier 1 (module docs): teacher-LM, Transformer, d = 32, 4 heads, 16 tokens, batch 16,
+    /// Tier 1 (module docs): teacher-LM, decoder-only Transformer, d = 32, 4 heads, 16 tokens, batch 16,
     /// 300 updates evaluated every 20, Adam betas (0.9, 0.98), f32.
     pub fn lm() -> Tier {
         Tier {
             name: "lm".into(),
+            arch: decoder(),
             task: "teacher-lm".into(),
             branch: "transformer".into(),
             init: "xavier".into(),
@@ -107,12 +136,19 @@ impl Tier {
         }
     }
 
-    /// Blocks per layer: 2 for a Transformer (attention and MLP), 1 otherwise.
+    /// Blocks per layer: 2 for a Transformer (attention and MLP), 1 otherwise; an
+    /// encoder-decoder's "layer" is one encoder and one decoder layer, 2 + 3 blocks.
     pub fn blocks_per_layer(&self) -> usize {
-        if self.branch == "transformer" { 2 } else { 1 }
+        if self.encdec() {
+            5
+        } else if self.branch == "transformer" {
+            2
+        } else {
+            1
+        }
     }
 
-    /// Layers of a model of `blocks` blocks.
+    /// Layers of a model of `blocks` blocks (per stack for an encoder-decoder).
     pub fn layers(&self, blocks: usize) -> usize {
         blocks / self.blocks_per_layer()
     }
@@ -123,6 +159,8 @@ impl Tier {
     pub fn base(&self) -> Result<RawTrain> {
         let d = RawTrain::default();
         Ok(RawTrain {
+            arch: self.arch.clone(),
+            layers: self.encdec().then_some(1),
             presets: "pre".into(),
             model: RawModel {
                 branch: self.branch.clone(),
@@ -170,6 +208,9 @@ impl Tier {
             }
             let mut raw = base.clone();
             raw.model.depth = depth;
+            if self.encdec() {
+                raw.layers = Some(depth / 5);
+            }
             raw.check().map_err(|e| {
                 Error::invalid(field, &self.name, format!("a valid training tier ({e})"))
             })?;
@@ -326,6 +367,9 @@ mod tests {
     fn built_in_tiers_are_valid_and_count_layers() {
         Tier::regression().check("tiers", &[6, 48]).unwrap();
         Tier::lm().check("tiers", &[12, 24]).unwrap();
+        Tier::seq2seq().check("tiers", &[30]).unwrap();
+        assert_eq!(Tier::seq2seq().layers(30), 6);
+        assert!(Tier::seq2seq().check("tiers", &[24]).is_err());
         assert_eq!(Tier::lm().layers(24), 12);
         assert_eq!(Tier::regression().layers(24), 24);
         // A Transformer depth must be whole layers.

@@ -329,6 +329,15 @@ pub fn lines(assessed: &[crate::stats::verdict::Assessed]) -> String {
         .join("; ")
 }
 
+/// `1 layer`, `6 layers`: a comparison's name by its depth in layers.
+pub fn layers_text(layers: usize) -> String {
+    if layers == 1 {
+        "1 layer".into()
+    } else {
+        format!("{layers} layers")
+    }
+}
+
 /// The distinct strings of `v`, in order of first appearance.
 pub fn distinct_strings(v: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -367,6 +376,7 @@ mod tests {
             failed: diverged,
             curve: vec![],
             scaling: vec![],
+            stream: vec![],
         }
     }
 

@@ -66,6 +66,9 @@ pub const CONTRAST_PRESET: &str = "pre";
 /// The tier whose verdict heads the ledger.
 pub const PRIMARY_TIER: &str = "lm";
 
+/// The suffix of an f64 copy of a tier in the tables (`lm-f64`).
+pub const F64_SUFFIX: &str = "-f64";
+
 /// A tier and the cells searched in it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -95,11 +98,52 @@ pub struct Config {
     pub search: Plan,
     /// The tiers and their cells.
     pub tiers: Vec<TierCells>,
+    /// Cells searched again in f64 (both warmups), to show an f32 tier gives the f64 verdict.
+    pub precision_check: Vec<PrecisionCheck>,
+}
+
+/// A (tier, preset, depth) of an f32 tier searched again in f64 with and without warmup
+/// (`precision.csv`: per seed, both precisions' intervals; the warmup effect's verdict in
+/// each).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrecisionCheck {
+    /// The tier's name (one of `tiers`).
+    pub tier: String,
+    /// A preset of that tier's `warmup_presets`.
+    pub preset: String,
+    /// A depth of that tier (blocks).
+    pub depth: usize,
 }
 
 impl Config {
+    /// The tiers, then an f64 copy of each tier a precision check names (named `<tier>-f64`).
     fn tiers(&self) -> Vec<Tier> {
-        self.tiers.iter().map(|t| t.tier.clone()).collect()
+        let mut v: Vec<Tier> = self.tiers.iter().map(|t| t.tier.clone()).collect();
+        for name in self.checked_tiers() {
+            let t = self
+                .tiers
+                .iter()
+                .find(|t| t.tier.name == name)
+                .expect("checked");
+            v.push(Tier {
+                name: format!("{name}{F64_SUFFIX}"),
+                precision: "f64".into(),
+                ..t.tier.clone()
+            });
+        }
+        v
+    }
+
+    /// The tiers the precision checks name, in order of first appearance.
+    fn checked_tiers(&self) -> Vec<String> {
+        distinct_strings(
+            &self
+                .precision_check
+                .iter()
+                .map(|c| c.tier.clone())
+                .collect::<Vec<_>>(),
+        )
     }
 
     /// Every searched cell, in (tier, preset, depth, warmup) order.
@@ -125,6 +169,22 @@ impl Config {
                         });
                     }
                 }
+            }
+        }
+        let checked = self.checked_tiers();
+        for c in &self.precision_check {
+            let t = self.tiers.len() + checked.iter().position(|n| *n == c.tier).expect("named");
+            for warmup in [0, self.warmup] {
+                v.push(SearchCell {
+                    tier: t,
+                    cell: Cell {
+                        preset: c.preset.clone(),
+                        depth: c.depth,
+                        optimizer: self.optimizer.clone(),
+                        lr: self.search.start,
+                        warmup,
+                    },
+                });
             }
         }
         v
@@ -166,6 +226,11 @@ impl super::AnalysisConfig for Config {
                     warmup_presets: ["pre", "post"].map(String::from).to_vec(),
                 },
             ],
+            precision_check: vec![PrecisionCheck {
+                tier: "lm".into(),
+                preset: "post".into(),
+                depth: 12,
+            }],
         }
     }
 
@@ -187,7 +252,13 @@ impl super::AnalysisConfig for Config {
             tiers: vec![
                 small(Tier::lm(), vec![4]),
                 small(Tier::regression(), vec![4]),
+                small(Tier::seq2seq(), vec![5]),
             ],
+            precision_check: vec![PrecisionCheck {
+                tier: "lm".into(),
+                preset: "post".into(),
+                depth: 4,
+            }],
             ..full
         }
     }
@@ -225,6 +296,21 @@ impl super::AnalysisConfig for Config {
             common::check_depths("warmup.tiers.depths", &t.depths)?;
             t.tier.check("warmup.tiers", &t.depths)?;
         }
+        for pc in &self.precision_check {
+            let ok = self.tiers.iter().any(|t| {
+                t.tier.name == pc.tier
+                    && t.tier.precision == "f32"
+                    && t.warmup_presets.contains(&pc.preset)
+                    && t.depths.contains(&pc.depth)
+            });
+            if !ok {
+                return Err(Error::invalid(
+                    "warmup.precision_check",
+                    format!("{} {} at {} blocks", pc.tier, pc.preset, pc.depth),
+                    "a tier of `tiers` in f32, one of its warmup_presets and one of its depths",
+                ));
+            }
+        }
         let tiers = self.tiers();
         for c in self.cells() {
             let base = tiers[c.tier].base()?;
@@ -257,7 +343,88 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     summary(c, out, &tiers, &cells, &found)?;
     let effects = all_effects(c, &searches)?;
     effects_table(out, &effects)?;
+    precision_table(c, out, &searches)?;
     figures(c, out, &tiers, &cells, &found)
+}
+
+/// `precision.csv`: for each precision check, per seed and warmup, both precisions' intervals
+/// and whether they overlap; and per check, the warmup effect's outcome and the family's
+/// verdict in each precision (the family of that one depth).
+fn precision_table(c: &Config, out: &mut Out, searches: &DataFrame) -> Result<()> {
+    let mut rows: Vec<(String, String, usize, u64, String, Obs, Obs)> = Vec::new();
+    let mut verdicts: Vec<(String, String, usize, String, String)> = Vec::new();
+    for pc in &c.precision_check {
+        let f64_tier = format!("{}{F64_SUFFIX}", pc.tier);
+        for warmup in [0, c.warmup] {
+            let a = cell_obs(searches, &pc.tier, &pc.preset, pc.depth as u64, warmup)?;
+            let b = cell_obs(searches, &f64_tier, &pc.preset, pc.depth as u64, warmup)?;
+            for (s, (x, y)) in a.iter().zip(&b).enumerate() {
+                rows.push((
+                    pc.tier.clone(),
+                    pc.preset.clone(),
+                    pc.depth,
+                    warmup,
+                    s.to_string(),
+                    *x,
+                    *y,
+                ));
+            }
+        }
+        let one = |tier: &str| -> Result<String> {
+            let with = cell_obs(searches, tier, &pc.preset, pc.depth as u64, c.warmup)?;
+            let none = cell_obs(searches, tier, &pc.preset, pc.depth as u64, 0)?;
+            let fam = Family::new(
+                "warmup raises the maximum stable lr (one depth)",
+                SESOI_RATIO.log2(),
+                vec![Comparison {
+                    name: format!("{} blocks", pc.depth),
+                    diffs: Obs::paired(&with, &none).unwrap_or_default(),
+                    claimed: Claimed::Increase,
+                    sesoi: None,
+                }],
+            );
+            let (a, v) = judge(&fam)?;
+            Ok(format!(
+                "{}: {v}",
+                a.first().map(|x| x.to_string()).unwrap_or_default()
+            ))
+        };
+        verdicts.push((
+            pc.tier.clone(),
+            pc.preset.clone(),
+            pc.depth,
+            one(&pc.tier)?,
+            one(&f64_tier)?,
+        ));
+    }
+    let overlap = |x: &Obs, y: &Obs| x.lo() <= y.hi() && y.lo() <= x.hi();
+    let mut df = frame(vec![
+        column("tier", rows.iter().map(|r| r.0.clone())),
+        column("preset", rows.iter().map(|r| r.1.clone())),
+        column("blocks", rows.iter().map(|r| r.2 as u64)),
+        column("warmup", rows.iter().map(|r| r.3)),
+        column("seed", rows.iter().map(|r| r.4.clone())),
+        column("f32_log2_lo", rows.iter().map(|r| r.5.lo())),
+        column("f32_log2_hi", rows.iter().map(|r| r.5.hi())),
+        column("f64_log2_lo", rows.iter().map(|r| r.6.lo())),
+        column("f64_log2_hi", rows.iter().map(|r| r.6.hi())),
+        column("overlap", rows.iter().map(|r| overlap(&r.5, &r.6))),
+    ])?;
+    out.frame("precision.csv", &mut df)?;
+    let mut dv = frame(vec![
+        column("tier", verdicts.iter().map(|r| r.0.clone())),
+        column("preset", verdicts.iter().map(|r| r.1.clone())),
+        column("blocks", verdicts.iter().map(|r| r.2 as u64)),
+        column("f32", verdicts.iter().map(|r| r.3.clone())),
+        column("f64", verdicts.iter().map(|r| r.4.clone())),
+        column(
+            "same_verdict",
+            verdicts
+                .iter()
+                .map(|r| r.3.rsplit(": ").next() == r.4.rsplit(": ").next()),
+        ),
+    ])?;
+    out.frame("precision_verdicts.csv", &mut dv)
 }
 
 /// The interval holding a search's maximum stable rate, in log2.
@@ -362,6 +529,9 @@ fn cell_obs(
         .collect())
 }
 
+/// A depth as `(blocks, layers)`.
+pub type Depth = (u64, u64);
+
 /// The family of warmup effects of `preset` in `tier` (one comparison per depth with both
 /// arms), from `searches.csv`; `None` when the tier has no such depth.
 pub fn family(
@@ -369,7 +539,7 @@ pub fn family(
     tier: &str,
     preset: &str,
     warmup: u64,
-) -> Result<Option<(Family, Vec<(u64, u64)>)>> {
+) -> Result<Option<(Family, Vec<Depth>)>> {
     let (t, p, b, l, w) = (
         strs(df, "tier")?,
         strs(df, "preset")?,
@@ -395,7 +565,7 @@ pub fn family(
             ))
         })?;
         comparisons.push(Comparison {
-            name: format!("{layers} layers"),
+            name: super::training::layers_text(layers as usize),
             diffs,
             claimed: Claimed::Increase,
             sesoi: None,
@@ -559,7 +729,10 @@ pub(crate) fn claim6(d: &Data) -> Result<Vec<TierVerdict>> {
     let mut names: Vec<String> = tiers.clone();
     names.dedup();
     let mut out = Vec::new();
-    for tier in distinct_strings(&names) {
+    for tier in distinct_strings(&names)
+        .into_iter()
+        .filter(|t| !t.ends_with(F64_SUFFIX))
+    {
         let Some((fam, _)) = family(&df, &tier, CLAIM_PRESET, warmup)? else {
             continue;
         };

@@ -51,11 +51,22 @@ impl Cell {
         Cell { lr, ..self.clone() }
     }
 
-    /// The checked request of this cell: `base` with the cell's settings and one seed.
+    /// The checked request of this cell: `base` with the cell's settings and one seed. For an
+    /// encoder-decoder base, `depth` counts all its blocks, 5 per layer (`--layers depth/5`).
     pub fn config(&self, base: &RawTrain, seed: u64) -> Result<TrainConfig> {
         let mut raw = base.clone();
         raw.presets = self.preset.clone();
         raw.model.depth = self.depth;
+        if base.layers.is_some() {
+            if !self.depth.is_multiple_of(5) {
+                return Err(crate::Error::invalid(
+                    "depth",
+                    self.depth,
+                    "a multiple of 5 blocks for an encoder-decoder (N layers: 2N encoder and 3N decoder blocks)",
+                ));
+            }
+            raw.layers = Some(self.depth / 5);
+        }
         raw.optimizer = self.optimizer.clone();
         raw.lr = self.lr;
         raw.warmup = self.warmup;
@@ -87,6 +98,9 @@ pub struct Outcome {
     pub failed: bool,
     /// `(update, evaluation loss)` at every evaluation.
     pub curve: Vec<(u64, f64)>,
+    /// `(update, layer, ||dL/dx_l|| / sqrt(columns))`: the logged stream gradients
+    /// (`stream_grad`, [`super::trainable`]).
+    pub stream: Vec<(u64, usize, f64)>,
     /// `(update, slope)` at every logged update: the least-squares slope of
     /// `ln ||update_l||` on `ln ||grad_l||` across the blocks `l = 1..=L` (Adam's update does
     /// not follow the gradient's scale: slope 0; SGD's is proportional to it: slope 1).
@@ -131,10 +145,16 @@ impl Outcome {
         }
         .class();
         let scaling = scaling(records);
+        let stream = records
+            .iter()
+            .filter(|r| r.metric == "stream_grad")
+            .filter_map(|r| Some((r.step, r.layer?, r.value)))
+            .collect();
         Outcome {
             cell,
             seed,
             scaling,
+            stream,
             initial_loss: curve.first().map_or(f64::NAN, |c| c.1),
             final_loss,
             floor,
@@ -308,9 +328,19 @@ fn trained_log<T: Real>(
     seed: u64,
     options: &run::Options,
 ) -> Result<(Vec<Record>, bool)> {
-    let begin = run::start_as::<T>(cfg, task, &cell.preset, seed)?;
-    let t = run::train(cfg, task, &cell.preset, seed, begin, eval, options, &());
-    Ok((t.records, t.diverged_at.is_some()))
+    let t = match cfg.arch {
+        super::config::Arch::Decoder => {
+            let begin = run::start_as::<T>(cfg, task, &cell.preset, seed)?;
+            let t = run::train(cfg, task, &cell.preset, seed, begin, eval, options, &());
+            (t.records, t.diverged_at)
+        }
+        super::config::Arch::EncoderDecoder { .. } => {
+            let begin = run::start_encdec::<T>(cfg, task, &cell.preset, seed)?;
+            let t = run::train(cfg, task, &cell.preset, seed, begin, eval, options, &());
+            (t.records, t.diverged_at)
+        }
+    };
+    Ok((t.0, t.1.is_some()))
 }
 
 /// A base request with its task, evaluation set and batch cache made once, for many runs of
@@ -352,9 +382,17 @@ impl Prepared {
 
     /// Trains one (cell, seed) ([`outcome`]) with the sweeps' options ([`SWEEP_OPTIONS`]).
     pub fn outcome(&self, cell: &Cell, seed: u64) -> Result<Outcome> {
+        self.outcome_with(cell, seed, &SWEEP_OPTIONS)
+    }
+
+    /// [`Prepared::outcome`] with other options (their batch cache replaced by this one's).
+    pub fn outcome_with(&self, cell: &Cell, seed: u64, options: &run::Options) -> Result<Outcome> {
         let options = run::Options {
             batches: self.batches.as_ref(),
-            ..SWEEP_OPTIONS
+            frozen: options.frozen,
+            snapshots: options.snapshots,
+            stop_collapsed: options.stop_collapsed,
+            lean: options.lean,
         };
         outcome(
             &self.base,
