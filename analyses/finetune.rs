@@ -252,22 +252,16 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         a: Prepared::new(&c.base_a()?, presets.len() * runs_per)?,
         b: Prepared::new(&c.base_b()?, presets.len() * runs_per)?,
     };
-    let jobs: Vec<Job> = out.units(
-        "presets",
-        &presets,
-        |_| 1.0,
-        |mine| {
-            mine.par_iter()
-                .map(|p| {
-                    let lr = pre_lr.iter().find(|x| x.0 == *p).expect("every preset").1;
-                    match Precision::parse(&c.tier.tier.precision)? {
-                        Precision::F64 => job::<f64>(c, &setup, p, lr, &bar),
-                        Precision::F32 => job::<f32>(c, &setup, p, lr, &bar),
-                    }
-                })
-                .collect()
-        },
-    )?;
+    let jobs: Vec<Job> = presets
+        .par_iter()
+        .map(|p| {
+            let lr = pre_lr.iter().find(|x| x.0 == *p).expect("every preset").1;
+            match Precision::parse(&c.tier.tier.precision)? {
+                Precision::F64 => job::<f64>(c, &setup, p, lr, &bar),
+                Precision::F32 => job::<f32>(c, &setup, p, lr, &bar),
+            }
+        })
+        .collect::<Result<_>>()?;
     bar.finish();
     tables(c, out, &jobs)
 }

@@ -178,14 +178,6 @@ fn sgd_base(t: &Tier, momentum: f64) -> Result<crate::train::config::RawTrain> {
 }
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {
-    for rel in [CONV_RUNS, CONV_SCALING] {
-        if !out.root().join(rel).exists() {
-            return Err(Error::Undefined(format!(
-                "optimizers reads {rel} (the Adam arm), which does not exist under the output root: run the convergence analysis first (`normscope reproduce --only convergence,optimizers`)"
-            )));
-        }
-        out.read_input(rel)?;
-    }
     let cells = c.cells();
     let sets = c.sets();
     let total: usize = cells
@@ -208,6 +200,15 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let mut sc = scaling_frame(&runs)?;
     out.frame("scaling.csv", &mut sc)?;
     status_table(out, &tiers, &cells, &tuned, &c.tune)?;
+    // The Adam arm, read after the SGD runs (a shard computes its runs and stops before).
+    for rel in [CONV_RUNS, CONV_SCALING] {
+        if !out.root().join(rel).exists() {
+            return Err(Error::Undefined(format!(
+                "optimizers reads {rel} (the Adam arm), which does not exist under the output root: run the convergence analysis first (`normscope reproduce --only convergence,optimizers`)"
+            )));
+        }
+        out.read_input(rel)?;
+    }
     let adam_runs = crate::output::table::read_csv(&out.root().join(CONV_RUNS))?;
     let adam_scaling = crate::output::table::read_csv(&out.root().join(CONV_SCALING))?;
     let names: Vec<String> = tiers.iter().map(|t| t.name.clone()).collect();

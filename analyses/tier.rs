@@ -91,7 +91,7 @@ impl Tier {
     }
 
     /// Tier 0 (module docs): regression, ReLU MLP, d = 16, batch 16, 1000 updates evaluated
-    /// every 50, Xavier init, f64.
+    /// every 20, Xavier init, f64.
     pub fn regression() -> Tier {
         Tier {
             name: "regression".into(),
@@ -105,7 +105,7 @@ impl Tier {
             seq: 16,
             batch: 16,
             steps: 1000,
-            eval_every: 50,
+            eval_every: 20,
             eval_batches: 4,
             beta2: 0.999,
             precision: "f64".into(),

@@ -7,16 +7,21 @@
 //! learning rate and warmup. A run depends on its (cell, seed) alone: the seed fixes the data
 //! order and the weight draws, the task (teacher and evaluation set) comes from `seed`, so a
 //! run's outcome does not depend on which other cells are in the grid, which shard runs it,
-//! or the number of threads. Failure and divergence are [`crate::train::sweep`]'s rules.
+//! or the number of threads. A run's class (diverged, collapsed, still descending, trained)
+//! is [`crate::train::classify`]'s; every run is trained to its end.
 //!
 //! Outputs (cells in grid order, presets outermost, warmups innermost, then seeds in the
-//! order given):
+//! order given), each row led by the training tables' settings columns
+//! ([`super::tier::key_columns`]: `preset, label, tier` (= `train-grid`), `task, branch,
+//! width, heads, blocks, layers, optimizer, lr, warmup, schedule, steps, batch, precision,
+//! seed`):
 //!
-//! - `data/train-grid/runs.csv`: one row per (cell, seed): `preset, depth, optimizer, lr,
-//!   warmup, seed, initial_loss, final_loss, floor, context_free, excess, failed, diverged`
-//!   (`excess = final_loss - floor`; an undefined number is written empty);
-//! - `data/train-grid/curves.csv`: every evaluation of every run: `preset, depth, optimizer,
-//!   lr, warmup, seed, step, eval_loss`.
+//! - `data/train-grid/runs.csv`: one row per (cell, seed): the settings, then `purpose`
+//!   (`grid`), `class, diverged, initial_loss, final_loss, floor, context_free, excess`
+//!   (`final_loss - floor`), `closed` (the fraction of the gap `C - F` closed) and `failed`
+//!   (not stable: diverged or collapsed); an undefined number is written empty;
+//! - `data/train-grid/curves.csv`: every evaluation of every run: the settings, `step,
+//!   eval_loss`.
 //!
 //! (And each as Parquet beside it.) No figure.
 //!
@@ -55,6 +60,7 @@
 //! ```
 
 use super::mc_grid::{cell_count, distinct, rename};
+use super::tier::{RunKey, Tier, key_columns};
 use super::training as tier;
 use super::{Analysis, Out};
 use crate::model::RawModel;
@@ -193,6 +199,28 @@ impl Config {
             log_every: self.steps.max(1),
             ..d
         })
+    }
+
+    /// The grid's settings as a tier (named `train-grid`), for its tables' leading columns.
+    pub fn tier(&self) -> Tier {
+        Tier {
+            name: "train-grid".into(),
+            arch: "decoder".into(),
+            task: self.task.clone(),
+            branch: self.branch.clone(),
+            init: self.init.clone(),
+            width: self.width,
+            heads: crate::monte_carlo::sampling::RawMc::default().heads,
+            vocab: TaskConfig::default().vocab,
+            seq: TaskConfig::default().seq,
+            batch: self.batch,
+            steps: self.steps,
+            eval_every: self.eval_every,
+            eval_batches: self.eval_batches,
+            beta2: 0.999,
+            precision: "f64".into(),
+            seed: self.seed,
+        }
     }
 
     /// Every cell, in grid order (presets, depths, optimizers, lrs, warmups).
@@ -335,36 +363,26 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         let refs: Vec<(&Cell, u64)> = mine.iter().map(|(cell, s)| (cell, *s)).collect();
         sweep::run_jobs(&base, &refs, &())
     })?;
-    let o = &outcomes;
-    let mut runs = tier::frame(vec![
-        column("preset", o.iter().map(|r| r.cell.preset.clone())),
-        column("depth", o.iter().map(|r| r.cell.depth as u64)),
-        column("optimizer", o.iter().map(|r| r.cell.optimizer.clone())),
-        column("lr", o.iter().map(|r| r.cell.lr)),
-        column("warmup", o.iter().map(|r| r.cell.warmup)),
-        column("seed", o.iter().map(|r| r.seed)),
-        column("initial_loss", o.iter().map(|r| r.initial_loss)),
-        column("final_loss", o.iter().map(|r| r.final_loss)),
-        column("floor", o.iter().map(|r| r.floor)),
-        column("context_free", o.iter().map(|r| r.context_free)),
-        column("excess", o.iter().map(Outcome::excess)),
-        column("failed", o.iter().map(|r| r.failed)),
-        column("diverged", o.iter().map(|r| r.diverged)),
-    ])?;
+    let t = c.tier();
+    let key = |r: &Outcome| RunKey {
+        schedule: c.schedule.clone(),
+        ..RunKey::new(&t, &r.cell, r.seed)
+    };
+    let keyed: Vec<(RunKey, &Outcome, &str)> =
+        outcomes.iter().map(|r| (key(r), r, "grid")).collect();
+    let mut runs = super::lr_search::outcome_frame(&keyed)?;
+    runs.with_column(column("failed", outcomes.iter().map(|r| r.failed)))?;
     out.frame("runs.csv", &mut runs)?;
-    let pts: Vec<(&Outcome, u64, f64)> = o
+    let pts: Vec<(&Outcome, u64, f64)> = outcomes
         .iter()
         .flat_map(|r| r.curve.iter().map(move |&(s, e)| (r, s, e)))
         .collect();
-    let mut curves = tier::frame(vec![
-        column("preset", pts.iter().map(|p| p.0.cell.preset.clone())),
-        column("depth", pts.iter().map(|p| p.0.cell.depth as u64)),
-        column("optimizer", pts.iter().map(|p| p.0.cell.optimizer.clone())),
-        column("lr", pts.iter().map(|p| p.0.cell.lr)),
-        column("warmup", pts.iter().map(|p| p.0.cell.warmup)),
-        column("seed", pts.iter().map(|p| p.0.seed)),
+    let keys: Vec<RunKey> = pts.iter().map(|p| key(p.0)).collect();
+    let mut cols = key_columns(&keys);
+    cols.extend([
         column("step", pts.iter().map(|p| p.1)),
         column("eval_loss", pts.iter().map(|p| p.2)),
-    ])?;
+    ]);
+    let mut curves = tier::frame(cols)?;
     out.frame("curves.csv", &mut curves)
 }

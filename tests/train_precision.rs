@@ -606,7 +606,7 @@ fn f32_loss_curve_matches_pytorch_float32() {
 }
 
 #[test]
-fn f64_only_paths_refuse_f32_instead_of_computing_it_in_f64() {
+fn f64_only_paths_refuse_f32_and_sweeps_train_in_it() {
     use normscope::train::{dump, run, sweep};
     let raw = request(TaskKind::Regression, Precision::F32);
     let cfg = raw.clone().check().expect("a valid request");
@@ -624,7 +624,16 @@ fn f64_only_paths_refuse_f32_instead_of_computing_it_in_f64() {
         lr: 1e-3,
         warmup: 0,
     };
-    refused(sweep::run(&raw, std::slice::from_ref(&cell), &[0], &()).unwrap_err());
+    // A sweep trains in its base's precision: the f32 run's own final evaluation loss.
+    let swept = sweep::run(&raw, std::slice::from_ref(&cell), &[0], &()).unwrap();
+    let mut er = run::eval_rng(cfg.task.teacher_seed);
+    let eval: Vec<_> = (0..cfg.eval_batches)
+        .map(|_| t.batch(&mut er, cfg.batch))
+        .collect();
+    let cell_cfg = cell.config(&raw, 0).unwrap();
+    let log = run::run_one(&cell_cfg, t.as_ref(), ("pre", 0), &eval, None, &()).unwrap();
+    let last = log.iter().rev().find(|r| r.metric == "eval_loss").unwrap();
+    assert_eq!(swept[0].final_loss.to_bits(), last.value.to_bits());
     // The f32 entry point and f64 requests are unaffected.
     assert!(run::start_as::<f32>(&cfg, t.as_ref(), "pre", 0).is_ok());
     let f64_raw = request(TaskKind::Regression, Precision::F64);

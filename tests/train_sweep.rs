@@ -159,7 +159,7 @@ fn shared_batches_change_no_bit() {
         let swept = sweep::run_jobs(&raw, &jobs, &()).unwrap();
         for (o, (c, s)) in swept.iter().zip(&jobs) {
             let (task, eval) = sweep::task_and_eval(&raw).unwrap();
-            let one = sweep::train_one(&raw, task.as_ref(), &eval, c, *s, &sweep::SWEEP_OPTIONS);
+            let one = sweep::train_one(&raw, task.as_ref(), &eval, c, *s, &Default::default());
             let one = sweep::Outcome::of((*c).clone(), *s, 100, &one.unwrap());
             assert_eq!(o.final_loss.to_bits(), one.final_loss.to_bits(), "{kind:?}");
         }

@@ -5,8 +5,8 @@
 //! log-scale search of [`super::search`] ([`search`]).
 //!
 //! A learning rate is *stable* for a (cell, seed) if that run is trained or still descending
-//! ([`super::classify::RunClass::stable`]). Sweep runs stop once collapsed
-//! ([`SWEEP_OPTIONS`]).
+//! ([`super::classify::RunClass::stable`]). The analyses' runs ([`Prepared`]) stop once
+//! collapsed ([`SWEEP_OPTIONS`]); [`run`] and [`run_jobs`] train every run to its end.
 //!
 //! **Precision**: a sweep trains in the base request's precision (`cfg.mc.precision`, f64 or
 //! f32; [`outcome`] dispatches); [`train_one`], which returns the trained model, is f64 only.
@@ -276,7 +276,9 @@ pub fn run(
     run_jobs(base, &jobs, progress)
 }
 
-/// The given (cell, seed) runs, in parallel, in the given order. A run depends on its cell and
+/// The given (cell, seed) runs, in parallel, in the given order, each trained to its end with
+/// its whole log (`train-grid`'s runs; the analyses' searches use [`Prepared`], whose runs stop
+/// once collapsed). A run depends on its cell and
 /// seed alone, so any subset gives the same outcomes (what a shard relies on,
 /// `crate::analyses::shard`). Every request is checked before anything runs.
 pub fn run_jobs(
@@ -291,7 +293,7 @@ pub fn run_jobs(
     let batches = BatchCache::for_runs(task.as_ref(), jobs.len());
     let options = run::Options {
         batches: batches.as_ref(),
-        ..SWEEP_OPTIONS
+        ..run::Options::default()
     };
     jobs.par_iter()
         .map(|(c, s)| {

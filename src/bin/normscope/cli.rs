@@ -179,6 +179,7 @@ with --dependency=afterok on the array). A failed task is resubmitted alone with
   normscope bench --no-torch
   normscope bench --python /path/to/venv/bin/python
   normscope bench --train --python /path/to/venv/bin/python
+  normscope bench --train-grid --python /path/to/venv/bin/python
   normscope bench --all --python /path/to/venv/bin/python
   normscope bench --train --precision f64 --repeats 5 --python /path/to/venv/bin/python
   normscope bench --shards 8 --quick --nodes 100")]
@@ -409,10 +410,16 @@ pub struct BenchArgs {
     /// L = 12, seq 32, batch 16) trained with Adam for 200 steps, against plain PyTorch eager.
     #[arg(long)]
     pub train: bool,
+    /// Time one cell of the training analyses' Transformer tier instead: 10 seeds of Post-LN
+    /// (d = 32, 4 heads, L = 12 blocks, seq 16, batch 16, 300 Adam steps) against PyTorch's
+    /// eager loop over the seeds and its vmap ensemble (the ratio to the better; target >= 3x
+    /// in f32).
+    #[arg(long, conflicts_with = "train")]
+    pub train_grid: bool,
     /// Every performance target in one run: the Monte Carlo workload (GEMM rates, PyTorch
-    /// ratio, memory), then the training workload (--train), then a summary with one line per
-    /// target and its verdict.
-    #[arg(long, conflicts_with_all = ["train", "shards", "memory_probe"])]
+    /// ratio, memory), then the training workload (--train) and the training-grid cell
+    /// (--train-grid), then a summary with one line per target and its verdict.
+    #[arg(long, conflicts_with_all = ["train", "train_grid", "shards", "memory_probe"])]
     pub all: bool,
     /// Times each side this many times and judges the medians: with --train each training
     /// side, alternating; for the Monte Carlo workload (plain, or --all) the GEMM rates and
@@ -427,6 +434,9 @@ pub struct BenchArgs {
     /// The PyTorch training reference script (for --train and --all).
     #[arg(long, default_value = "benches/torch_train_reference.py")]
     pub train_script: PathBuf,
+    /// The PyTorch ensemble script (for --train-grid and --all).
+    #[arg(long, default_value = "benches/torch_ensemble.py")]
+    pub ensemble_script: PathBuf,
     /// Measure sharding instead: finite-width and warmup unsharded, as N shards run one
     /// after another, and merged; overhead per unit and a projection for --nodes nodes.
     #[arg(long, value_name = "N")]

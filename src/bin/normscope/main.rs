@@ -4,6 +4,7 @@
 
 mod allocator;
 mod bench;
+mod bench_grid;
 mod bench_shards;
 mod bench_summary;
 mod bench_train;
@@ -82,6 +83,9 @@ fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
     if a.train {
         return bench_train::bench(a).map(drop);
     }
+    if a.train_grid {
+        return bench_grid::bench(a).map(drop);
+    }
     if let Some(n) = a.shards {
         return bench_shards::bench(n, a.nodes, a.quick, a.config.as_deref(), &a.analyses);
     }
@@ -96,6 +100,7 @@ fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
     let mut outcomes = bench::monte_carlo(a)?;
     if a.all {
         outcomes.extend(bench_train::bench(a)?);
+        outcomes.extend(bench_grid::bench(a)?);
         bench_summary::print(&outcomes, a.quick);
     }
     Ok(())
