@@ -349,7 +349,7 @@ pub fn status_table(
             "converged",
             tuned
                 .iter()
-                .map(|t| !t.runs.iter().any(|o| o.class == RunClass::Descending)),
+                .map(|t| !t.runs.iter().any(|o| matches!(o.class, RunClass::Descending | RunClass::Slow))),
         ),
     ]);
     let mut df = frame(cols)?;
@@ -538,7 +538,7 @@ fn curves(c: &Config, out: &mut Out, cells: &[TunedCell], tuned: &[Tuned]) -> Re
                     })
                     .filter(|p| p.1 > 0.0 && p.2 > 0.0)
                     .collect();
-                let converged = !tu.runs.iter().any(|o| o.class == RunClass::Descending);
+                let converged = !tu.runs.iter().any(|o| matches!(o.class, RunClass::Descending | RunClass::Slow));
                 let label = format!(
                     "{}, lr {}{}",
                     common::label(p),

@@ -352,10 +352,13 @@ fn profile(c: &Config, out: &mut Out, runs: &[Outcome]) -> Result<()> {
             }
         }
     }
-    let mut df = frame(vec![
-        column("preset", rows.iter().map(|r| r.0.clone())),
-        column("tier", rows.iter().map(|_| c.tier.name.clone())),
-        column("blocks", rows.iter().map(|_| c.depth as u64)),
+    let seeds = super::tier::seed_range(&(0..c.seeds).collect::<Vec<_>>());
+    let keys: Vec<RunKey> = rows
+        .iter()
+        .map(|r| RunKey::new(&c.tier, &c.cell(&r.0), &seeds))
+        .collect();
+    let mut cols = key_columns(&keys);
+    cols.extend([
         column("step", rows.iter().map(|r| r.1)),
         column("layer", rows.iter().map(|r| r.2 as u64)),
         column(
@@ -369,7 +372,8 @@ fn profile(c: &Config, out: &mut Out, runs: &[Outcome]) -> Result<()> {
         column("median_over_top", rows.iter().map(|r| r.3)),
         column("lo", rows.iter().map(|r| r.4)),
         column("hi", rows.iter().map(|r| r.5)),
-    ])?;
+    ]);
+    let mut df = frame(cols)?;
     out.frame("profile.csv", &mut df)?;
     let last = rows.iter().map(|r| r.1).max().unwrap_or(0);
     let mut plot = LinePlot::new(

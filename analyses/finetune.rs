@@ -210,6 +210,8 @@ struct Job {
     depth_use: Vec<DepthUse>,
     /// The tuned fine-tuning rate.
     lr: f64,
+    /// The pre-training rate (`convergence`'s).
+    pre_lr: f64,
 }
 
 /// `(stage, seed, ablation costs, angular distances)` of one model.
@@ -428,6 +430,7 @@ fn job<T: Real>(c: &Config, s: &Setup, preset: &str, pre_lr: f64, bar: &DelayedB
         runs,
         depth_use,
         lr,
+        pre_lr,
     })
 }
 
@@ -546,23 +549,23 @@ fn family(df: &DataFrame) -> Result<(Family, String)> {
 
 fn depth_use(c: &Config, out: &mut Out, jobs: &[Job]) -> Result<()> {
     let mut rows: Vec<(String, String, u64, usize, f64, f64)> = Vec::new();
+    let mut keys = Vec::new();
     for j in jobs {
         for (stage, seed, cost, ang) in &j.depth_use {
             for (l, (a, b)) in cost.iter().zip(ang).enumerate() {
                 rows.push((j.preset.clone(), stage.clone(), *seed, l + 1, *a, *b));
+                keys.push(RunKey::new(&c.tier.tier, &c.cell(&j.preset, j.pre_lr), seed));
             }
         }
     }
-    let mut df = frame(vec![
-        column("preset", rows.iter().map(|r| r.0.clone())),
-        column("tier", rows.iter().map(|_| c.tier.tier.name.clone())),
-        column("blocks", rows.iter().map(|_| c.depth() as u64)),
+    let mut cols = super::tier::key_columns(&keys);
+    cols.extend([
         column("stage", rows.iter().map(|r| r.1.clone())),
-        column("seed", rows.iter().map(|r| r.2)),
         column("block", rows.iter().map(|r| r.3 as u64)),
         column("ablation_cost", rows.iter().map(|r| r.4)),
         column("angular_distance", rows.iter().map(|r| r.5)),
-    ])?;
+    ]);
+    let mut df = frame(cols)?;
     out.frame("depth_use.csv", &mut df)?;
     for (metric, col) in [("ablation_cost", 4), ("angular_distance", 5)] {
         let mut plot = LinePlot::new(

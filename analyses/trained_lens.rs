@@ -46,7 +46,7 @@ use crate::train::run::{Options, views};
 use crate::train::sweep::{self, Cell};
 use crate::train::task::{TaskConfig, TaskKind};
 use crate::{Error, Result};
-use polars::prelude::*;
+
 use rand::SeedableRng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -235,6 +235,20 @@ impl Config {
         }
     }
 
+    /// An arm's settings as a tier (`regression`, the arm's branch and init), for the tables'
+    /// leading columns.
+    fn tier(&self, arm: &Arm) -> super::tier::Tier {
+        super::tier::Tier {
+            branch: arm.branch.clone(),
+            init: arm.init.clone(),
+            width: self.width,
+            steps: self.steps,
+            eval_every: 25,
+            seed: self.seed,
+            ..super::tier::Tier::regression()
+        }
+    }
+
     fn cell(&self, preset: &str) -> Cell {
         Cell {
             preset: preset.into(),
@@ -374,14 +388,20 @@ fn summary(points: &[Point], arm: &str, preset: &str, step: u64, q: &str) -> Med
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {
     let points = measure_all(c, out)?;
-    let mut df = DataFrame::new_infer_height(vec![
+    let arm_of = |name: &str| c.arms.iter().find(|a| a.name == name).expect("an arm");
+    let keys: Vec<super::tier::RunKey> = points
+        .iter()
+        .map(|p| super::tier::RunKey::new(&c.tier(arm_of(&p.0)), &c.cell(&p.1), p.2))
+        .collect();
+    let mut cols = super::tier::key_columns(&keys);
+    cols.extend([
         column("arm", points.iter().map(|p| p.0.as_str())),
-        column("preset", points.iter().map(|p| p.1.as_str())),
-        column("seed", points.iter().map(|p| p.2)),
+        column("init", points.iter().map(|p| arm_of(&p.0).init.clone())),
         column("step", points.iter().map(|p| p.3)),
         column("quantity", points.iter().map(|p| p.4)),
         column("value", points.iter().map(|p| p.5)),
-    ])?;
+    ]);
+    let mut df = super::training::frame(cols)?;
     out.frame("lens.csv", &mut df)?;
     let mut rows: Vec<SummaryRow> = Vec::new();
     for a in &c.arms {
@@ -396,9 +416,15 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             }
         }
     }
-    let mut df = super::training::frame(vec![
+    let seeds = super::tier::seed_range(&(0..c.seeds).collect::<Vec<_>>());
+    let keys: Vec<super::tier::RunKey> = rows
+        .iter()
+        .map(|r| super::tier::RunKey::new(&c.tier(arm_of(&r.0)), &c.cell(&r.1), &seeds))
+        .collect();
+    let mut cols = super::tier::key_columns(&keys);
+    cols.extend([
         column("arm", rows.iter().map(|r| r.0.as_str())),
-        column("preset", rows.iter().map(|r| r.1.as_str())),
+        column("init", rows.iter().map(|r| arm_of(&r.0).init.clone())),
         column("depth", rows.iter().map(|_| c.depth as u64)),
         column("step", rows.iter().map(|r| r.2)),
         column("quantity", rows.iter().map(|r| r.3)),
@@ -406,7 +432,8 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         column("ci_low", rows.iter().map(|r| r.4.1)),
         column("ci_high", rows.iter().map(|r| r.4.2)),
         column("seeds", rows.iter().map(|r| r.4.3 as u64)),
-    ])?;
+    ]);
+    let mut df = super::training::frame(cols)?;
     out.frame("summary.csv", &mut df)?;
     let titles = [
         ("eff_depth_over_L", "Effective depth / L on trained weights"),

@@ -225,6 +225,12 @@ impl super::AnalysisConfig for Config {
                     depths: vec![6, 12, 24, 48],
                     warmup_presets: ["pre", "post"].map(String::from).to_vec(),
                 },
+                TierCells {
+                    tier: Tier::seq2seq(),
+                    presets: ["pre", "post"].map(String::from).to_vec(),
+                    depths: vec![30],
+                    warmup_presets: ["pre", "post"].map(String::from).to_vec(),
+                },
             ],
             precision_check: vec![PrecisionCheck {
                 tier: "lm".into(),

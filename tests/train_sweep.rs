@@ -165,3 +165,57 @@ fn shared_batches_change_no_bit() {
         }
     }
 }
+
+/// The runs of a cell's seeds trained together (`lr_search::run_cells`: the seeds of a cell in
+/// parallel, sharing batches through one cache, on any number of threads) are the runs of each
+/// seed searched alone, bit for bit: the same rates tried, the same classes, the same losses.
+#[test]
+fn a_cells_seeds_together_are_each_seed_alone() {
+    use normscope::analyses::lr_search::{self, SearchCell};
+    use normscope::analyses::tier::Tier;
+    let tier = Tier {
+        steps: 40,
+        eval_every: 10,
+        ..Tier::regression()
+    };
+    let plan = Plan {
+        start: 1e-2,
+        factor: 2.0,
+        halvings: 1,
+        min: 1e-4,
+        max: 30.0,
+    };
+    let cells = [SearchCell {
+        tier: 0,
+        cell: Cell {
+            depth: 3,
+            ..cell("post", 0.0)
+        },
+    }];
+    let seeds = [0, 1, 2, 3];
+    let together = lr_search::run_cells(std::slice::from_ref(&tier), &cells, &seeds, &plan, &())
+        .unwrap()
+        .remove(0);
+    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let serial = one_thread.install(|| {
+        lr_search::run_cells(std::slice::from_ref(&tier), &cells, &seeds, &plan, &())
+            .unwrap()
+            .remove(0)
+    });
+    // Each seed alone, in a fresh preparation (no shared cache), from the start the cell
+    // gave it (the first seed's answer for the others).
+    let start = together[0].search.point().clamp(plan.min, plan.max);
+    for (k, s) in together.iter().enumerate() {
+        let alone_plan = if k == 0 { plan } else { Plan { start, ..plan } };
+        let p = sweep::Prepared::new(&tier.base().unwrap(), 0).unwrap();
+        let (search, runs) = p.search(&cells[0].cell, s.seed, &alone_plan).unwrap();
+        assert_eq!(search, s.search, "seed {}", s.seed);
+        assert_eq!(serial[k].search, s.search, "seed {} on one thread", s.seed);
+        for ((a, b), c) in runs.iter().zip(&s.runs).zip(&serial[k].runs) {
+            assert_eq!(a.class, b.class);
+            assert_eq!(a.final_loss.to_bits(), b.final_loss.to_bits());
+            assert_eq!(c.final_loss.to_bits(), b.final_loss.to_bits());
+            assert_eq!(a.curve.len(), b.curve.len());
+        }
+    }
+}

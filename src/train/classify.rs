@@ -1,6 +1,7 @@
 //! What became of a training run, read from its evaluation curve: **diverged**, **collapsed**
-//! (at or above the context-free loss and not coming down), **still descending** (slow, not
-//! failed), or **trained**.
+//! (at or above the context-free loss and not coming down), **slow** (still coming down, but
+//! not yet off the plateau), **still descending** (off the plateau, still falling), or
+//! **trained**.
 //!
 //! Why a classifier (TRAINING.md section 3): a run that ends near the context-free loss `C` is
 //! not necessarily a failure. At d = 16 and 200 updates, slow training at a small learning rate
@@ -20,12 +21,17 @@
 //! at plateau   E > F + PLATEAU_FRACTION G          (less than a tenth of the gap closed)
 //! descending   D > DESCENT_MIN G                   (still falling by a visible part of the gap)
 //! collapsed    at plateau and not descending
-//! descending   (still descending) descending and E > F + TRAINED_FRACTION G
+//! slow         at plateau and descending (falling toward, or just under, the context-free
+//!              loss: has not learnt what the context tells within the run)
+//! descending   (still descending) off the plateau, descending and E > F + TRAINED_FRACTION G
 //! trained      otherwise: off the plateau, and either no longer falling or past half the gap
 //! ```
 //!
-//! A learning rate is **stable** for a run when the run is trained or still descending
-//! ([`RunClass::stable`]): the two failure modes are divergence and collapse.
+//! A learning rate is **stable** for a run when the run is trained or still descending off the
+//! plateau ([`RunClass::stable`]). Diverged and collapsed runs failed; a slow one did not fail
+//! but has not trained either (at a tiny learning rate a run falls from its initial loss
+//! toward the context-free loss for the whole run), so it is not stable: a maximum stable
+//! learning rate is the largest rate at which a run gets off the plateau and stays off it.
 //!
 //! The thresholds are named constants fixed before the Transformer-tier grids ran; the tests
 //! check the classifier on made curves of each kind.
@@ -58,7 +64,9 @@ pub enum RunClass {
     Diverged,
     /// At or above the context-free loss, and not coming down.
     Collapsed,
-    /// Not yet far from the plateau, but still falling.
+    /// On (or above) the plateau, still falling: not yet off it.
+    Slow,
+    /// Off the plateau, still falling, not yet past half the gap.
     Descending,
     /// Off the plateau and settled, or past half the gap.
     Trained,
@@ -66,24 +74,27 @@ pub enum RunClass {
 
 impl RunClass {
     /// Every class, in table order.
-    pub const ALL: [RunClass; 4] = [
+    pub const ALL: [RunClass; 5] = [
         RunClass::Diverged,
         RunClass::Collapsed,
+        RunClass::Slow,
         RunClass::Descending,
         RunClass::Trained,
     ];
 
-    /// Its name in tables: `diverged`, `collapsed`, `descending`, `trained`.
+    /// Its name in tables: `diverged`, `collapsed`, `slow`, `descending`, `trained`.
     pub fn name(self) -> &'static str {
         match self {
             RunClass::Diverged => "diverged",
             RunClass::Collapsed => "collapsed",
+            RunClass::Slow => "slow",
             RunClass::Descending => "descending",
             RunClass::Trained => "trained",
         }
     }
 
-    /// Trained or still descending: the learning rate did not make the run fail.
+    /// Trained or still descending off the plateau: the run got off the plateau and stayed
+    /// off it (module docs).
     pub fn stable(self) -> bool {
         matches!(self, RunClass::Descending | RunClass::Trained)
     }
@@ -134,7 +145,8 @@ impl Curve<'_> {
         let descending = self.descent() > DESCENT_MIN * gap;
         match (plateau, descending) {
             (true, false) => RunClass::Collapsed,
-            (_, true) if e > self.floor + TRAINED_FRACTION * gap => RunClass::Descending,
+            (true, true) => RunClass::Slow,
+            (false, true) if e > self.floor + TRAINED_FRACTION * gap => RunClass::Descending,
             _ => RunClass::Trained,
         }
     }
@@ -199,7 +211,11 @@ mod tests {
         // Slow training at a small lr: still on the plateau at the end, but falling.
         let slow = made(|s| C + 0.1 - 0.1 * (C - F) * s / 400.0);
         assert!(slow.last().unwrap().1 > F + PLATEAU_FRACTION * (C - F));
-        assert_eq!(class(&slow, false), RunClass::Descending);
+        assert_eq!(class(&slow, false), RunClass::Slow);
+        // A tiny lr: falling from the initial loss toward the context-free loss all run.
+        let tiny = made(|s| 2.8 - (2.8 - C) * s / 500.0);
+        assert_eq!(class(&tiny, false), RunClass::Slow);
+        assert!(!RunClass::Slow.stable());
         // Off the plateau, a third of the gap closed, still falling steadily: descending.
         let slow2 = made(|s| C - 0.33 * (C - F) * s / 400.0);
         assert_eq!(class(&slow2, false), RunClass::Descending);
@@ -245,7 +261,7 @@ mod tests {
         let g = C - F;
         assert_eq!(
             class(&falling((DESCENT_MIN + eps) * g), false),
-            RunClass::Descending
+            RunClass::Slow
         );
         assert_eq!(
             class(&falling((DESCENT_MIN - eps) * g), false),
