@@ -118,13 +118,13 @@ impl super::AnalysisConfig for Config {
                     tier: super::tier::Tier::lm(),
                     presets: two.clone(),
                     depths: vec![12, 24, 48],
-                    lrs: vec![3e-4, 1e-3, 3e-3, 1e-2, 3e-2],
+                    lrs: vec![1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2],
                 },
                 TierSet {
                     tier: super::tier::Tier::regression(),
                     presets: two,
                     depths: vec![6, 24, 48],
-                    lrs: vec![3e-4, 1e-3, 3e-3, 1e-2, 3e-2],
+                    lrs: vec![1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2],
                 },
             ],
         }
@@ -347,9 +347,23 @@ pub fn status_table(
         ),
         column(
             "converged",
-            tuned
-                .iter()
-                .map(|t| !t.runs.iter().any(|o| matches!(o.class, RunClass::Descending | RunClass::Slow))),
+            tuned.iter().map(|t| {
+                !t.runs
+                    .iter()
+                    .any(|o| matches!(o.class, RunClass::Descending | RunClass::Slow))
+            }),
+        ),
+        column(
+            "tuned_at_grid_edge",
+            tuned.iter().map(|t| {
+                let lrs: Vec<f64> = t.tuning.iter().map(|o| o.cell.lr).collect();
+                let (lo, hi) = lrs
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |a, &x| {
+                        (a.0.min(x), a.1.max(x))
+                    });
+                t.lr <= lo || t.lr >= hi
+            }),
         ),
     ]);
     let mut df = frame(cols)?;
@@ -538,7 +552,10 @@ fn curves(c: &Config, out: &mut Out, cells: &[TunedCell], tuned: &[Tuned]) -> Re
                     })
                     .filter(|p| p.1 > 0.0 && p.2 > 0.0)
                     .collect();
-                let converged = !tu.runs.iter().any(|o| matches!(o.class, RunClass::Descending | RunClass::Slow));
+                let converged = !tu
+                    .runs
+                    .iter()
+                    .any(|o| matches!(o.class, RunClass::Descending | RunClass::Slow));
                 let label = format!(
                     "{}, lr {}{}",
                     common::label(p),

@@ -554,7 +554,11 @@ fn depth_use(c: &Config, out: &mut Out, jobs: &[Job]) -> Result<()> {
         for (stage, seed, cost, ang) in &j.depth_use {
             for (l, (a, b)) in cost.iter().zip(ang).enumerate() {
                 rows.push((j.preset.clone(), stage.clone(), *seed, l + 1, *a, *b));
-                keys.push(RunKey::new(&c.tier.tier, &c.cell(&j.preset, j.pre_lr), seed));
+                keys.push(RunKey::new(
+                    &c.tier.tier,
+                    &c.cell(&j.preset, j.pre_lr),
+                    seed,
+                ));
             }
         }
     }

@@ -110,7 +110,7 @@ impl super::AnalysisConfig for Config {
                 .iter()
                 .map(|s| TierSet {
                     presets: vec![CLAIM_PRESET.into()],
-                    lrs: vec![1e-2, 3e-2, 1e-1, 3e-1, 1.0],
+                    lrs: vec![3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0],
                     ..s.clone()
                 })
                 .collect(),

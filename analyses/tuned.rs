@@ -3,7 +3,8 @@
 //! learning-rate grid ([`TierSet::lrs`]) on held-out tuning seeds, the rate with the lowest median score is kept
 //! ([`super::training::best_lr`]; score: the final excess over the floor, a diverged run
 //! counting as the context-free gap, [`super::training::score`]), and the cell is trained at
-//! that rate from the evaluation seeds (paired across cells). A work unit ([`super::shard`]) is
+//! that rate from the evaluation seeds (paired across cells), every evaluation run to its end
+//! ([`EVAL_OPTIONS`]). A work unit ([`super::shard`]) is
 //! one cell: its tuning runs and its evaluation runs.
 
 use super::tier::{RunKey, Tier, TierSet};
@@ -14,6 +15,17 @@ use crate::train::config::RawTrain;
 use crate::train::sweep::{Cell, Outcome, Prepared};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+
+/// The options of the evaluation runs at a tuned rate: every run trained to its end (its curve,
+/// and its gradient and update statistics at every logged update, whole), the log lean. The
+/// tuning runs stop once collapsed ([`crate::train::sweep::SWEEP_OPTIONS`]).
+pub const EVAL_OPTIONS: crate::train::run::Options<'static> = crate::train::run::Options {
+    frozen: None,
+    snapshots: &[],
+    batches: None,
+    stop_collapsed: false,
+    lean: true,
+};
 
 /// One tuned cell: the index of its tier and the cell (its `lr` ignored).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -122,7 +134,7 @@ pub fn run_cells_with(
                 .eval_seeds()
                 .par_iter()
                 .map(|&s| {
-                    let o = p.outcome(&c.cell.at_lr(lr), s);
+                    let o = p.outcome_with(&c.cell.at_lr(lr), s, &EVAL_OPTIONS);
                     progress.tick();
                     o
                 })

@@ -196,7 +196,10 @@ fn a_cells_seeds_together_are_each_seed_alone() {
     let together = lr_search::run_cells(std::slice::from_ref(&tier), &cells, &seeds, &plan, &())
         .unwrap()
         .remove(0);
-    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let one_thread = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
     let serial = one_thread.install(|| {
         lr_search::run_cells(std::slice::from_ref(&tier), &cells, &seeds, &plan, &())
             .unwrap()
