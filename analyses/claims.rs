@@ -15,12 +15,15 @@
 //! `(1+g)^-(L-1)` (Liu et al. 2020, arXiv:2004.08249); when only those stacks fall below
 //! `VANISH_MAX` the verdict is `conditional` on cross-attention, with both ratios printed.
 //!
-//! Claims 6-9 are judged on training runs at the regression tier: claim 6 by `warmup` and
-//! `stability-law` (with the init-time output change), claim 7 by `optimizers`, claim 8 by
-//! `convergence`, claim 9 by `finetune`, each with the rule stated in that analysis (Wilson,
-//! Fisher and Holm, bootstrap and sign tests). Their verdicts come from the full grids; a
-//! `--quick` run has too few seeds for its verdicts to be read as results (the reproduce tests
-//! compare only their form). Claims 1, 3 and 5 also carry a verdict after training, from
+//! Claims 6-9 are judged on training runs, on the Transformer LM tier first ([`PRIMARY_TIER`])
+//! and on the regression and encoder-decoder tiers where their analyses run them: claim 6 by
+//! `warmup` and `stability-law` (with the init-time output change), claim 7 by `optimizers`,
+//! claim 8 by `convergence`, claim 9 by `finetune`, each from effects with 95% intervals and
+//! the family, tests and smallest effect of interest stated in that analysis
+//! ([`crate::stats::verdict`]); tiers whose verdicts differ in kind make the claim
+//! conditional (`across_tiers`). Their verdicts come from the full grids; a `--quick` run has
+//! too few seeds for its verdicts to be read as results (the reproduce tests compare only their
+//! form). Claims 1, 3 and 5 also carry a verdict after training, from
 //! `trained-lens` ([`AfterTraining`]).
 
 use super::{Analysis, Out, common};
@@ -87,10 +90,26 @@ fn kind(verdict: &str) -> &str {
     verdict.split([':', ' ']).next().unwrap_or(verdict)
 }
 
-/// A training claim's ledger line from its verdicts per tier (module docs): the headline is
-/// the [`PRIMARY_TIER`]'s (else the first tier's), the measurement its effects (effect and
-/// interval first) and context, the other tiers listed with a note where their verdict's kind
-/// differs.
+/// The verdict of a claim judged on several tiers: the primary tier's `h` when every tier's
+/// verdict is of the same kind (supported, conditional, inconclusive, refuted); otherwise
+/// `conditional (tiers disagree)`, naming each tier's verdict, the primary's first (a claim
+/// that holds in one setting and not another is conditional on the setting).
+fn across_tiers(h: &super::training::TierVerdict, all: &[super::training::TierVerdict]) -> String {
+    if all.iter().all(|v| kind(&v.verdict) == kind(&h.verdict)) {
+        return h.verdict.clone();
+    }
+    let others = all.iter().filter(|v| v.tier != h.tier);
+    let each: Vec<String> = std::iter::once(h)
+        .chain(others)
+        .map(|v| format!("{} tier: {}", v.tier, v.verdict))
+        .collect();
+    format!("conditional (tiers disagree): {}", each.join("; "))
+}
+
+/// A training claim's ledger line from its verdicts per tier (module docs): the measurement is
+/// the [`PRIMARY_TIER`]'s effects (effect and interval first) and context (a claim without a
+/// verdict on that tier is an error), the other tiers listed with a note where their verdict's
+/// kind differs, and the verdict [`across_tiers`].
 pub(crate) fn training_claim(
     id: u32,
     statement: &'static str,
@@ -99,15 +118,17 @@ pub(crate) fn training_claim(
     init: String,
     verdicts: Vec<super::training::TierVerdict>,
 ) -> Result<Claim> {
-    let head = verdicts
-        .iter()
-        .position(|v| v.tier == PRIMARY_TIER)
-        .unwrap_or(0);
-    let Some(h) = verdicts.get(head) else {
+    let Some(head) = verdicts.iter().position(|v| v.tier == PRIMARY_TIER) else {
         return Err(Error::Undefined(format!(
-            "claims: claim {id} has no training verdict on any tier"
+            "claims: claim {id} has no training verdict on its primary tier `{PRIMARY_TIER}` (tiers judged: {})",
+            verdicts
+                .iter()
+                .map(|v| v.tier.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     };
+    let h = &verdicts[head];
     let ctx = |v: &super::training::TierVerdict| {
         if v.context.is_empty() {
             String::new()
@@ -146,8 +167,11 @@ pub(crate) fn training_claim(
             h.effects,
             ctx(h)
         ),
-        rule: h.rule.clone(),
-        verdict: h.verdict.clone(),
+        rule: format!(
+            "{}. Across tiers: the primary tier's verdict when every tier's verdict is of the same kind, else conditional, naming each tier's.",
+            h.rule
+        ),
+        verdict: across_tiers(h, &verdicts),
         trained: None,
         finite_width: String::new(),
         tier: h.tier.clone(),
@@ -985,5 +1009,66 @@ impl super::AnalysisConfig for Config {
 
     fn seeds(&self) -> Vec<u64> {
         vec![]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyses::training::TierVerdict;
+
+    fn tv(tier: &str, verdict: &str) -> TierVerdict {
+        TierVerdict {
+            tier: tier.into(),
+            effects: "e".into(),
+            rule: "r".into(),
+            verdict: verdict.into(),
+            context: String::new(),
+        }
+    }
+
+    #[test]
+    fn tiers_of_one_kind_keep_the_primary_verdict_and_others_make_it_conditional() {
+        let lm = tv("lm", "supported");
+        assert_eq!(
+            across_tiers(&lm, &[lm.clone(), tv("regression", "supported")]),
+            "supported"
+        );
+        assert_eq!(
+            across_tiers(&lm, &[tv("regression", "inconclusive"), lm.clone()]),
+            "conditional (tiers disagree): lm tier: supported; regression tier: inconclusive"
+        );
+        let c = training_claim(
+            6,
+            "s",
+            "0",
+            "d",
+            String::new(),
+            vec![tv("regression", "refuted: x"), lm],
+        )
+        .unwrap();
+        assert_eq!(c.tier, "lm");
+        assert!(
+            c.verdict
+                .starts_with("conditional (tiers disagree): lm tier: supported")
+        );
+        assert!(
+            c.other_tiers.contains("[tiers disagree]"),
+            "{}",
+            c.other_tiers
+        );
+    }
+
+    #[test]
+    fn a_claim_without_its_primary_tier_is_an_error() {
+        let e = training_claim(
+            6,
+            "s",
+            "0",
+            "d",
+            String::new(),
+            vec![tv("regression", "supported")],
+        );
+        assert!(e.unwrap_err().to_string().contains("primary tier `lm`"));
     }
 }

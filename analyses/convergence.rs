@@ -31,7 +31,8 @@ use super::claims::Data;
 use super::lr_search::outcome_frame;
 use super::tier::{RunKey, TierSet, key_columns, seed_range};
 use super::training::{
-    TierVerdict, check_count, distinct_strings, f64s, frame, lines, score, strs,
+    TierVerdict, at_least_name, check_count, distinct_strings, f64s, frame, lines, obs_column,
+    paired_obs, score, score_at_least, score_obs, strs,
 };
 use super::tuned::{self, TunePlan, Tuned, TunedCell};
 use super::warmup::judge;
@@ -225,27 +226,34 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     curves(c, out, &cells, &tuned)
 }
 
-/// The outcome table of `runs` with `score` and, when `early_step > 0`, `early_excess`.
+/// The outcome table of `runs` with `score` and, when `early_step > 0`, `early_excess`, each
+/// with its censoring flag ([`super::training::at_least_name`]).
 pub fn runs_with_early(runs: &[(RunKey, &Outcome, &str)], early_step: u64) -> Result<DataFrame> {
     let mut df = outcome_frame(runs)?;
     df.with_column(column("score", runs.iter().map(|r| score(r.1))))?;
+    df.with_column(column(
+        &at_least_name("score"),
+        runs.iter().map(|r| score_at_least(r.1)),
+    ))?;
     if early_step > 0 {
+        let early: Vec<(f64, bool)> = runs.iter().map(|r| early_excess(r.1, early_step)).collect();
+        df.with_column(column("early_excess", early.iter().map(|e| e.0)))?;
         df.with_column(column(
-            "early_excess",
-            runs.iter().map(|r| early_excess(r.1, early_step)),
+            &at_least_name("early_excess"),
+            early.iter().map(|e| e.1),
         ))?;
     }
     Ok(df)
 }
 
-/// A run's early excess: its evaluation loss at `step` minus the floor, or (stopped before,
-/// or diverged) at least the context-free gap.
-pub fn early_excess(o: &Outcome, step: u64) -> f64 {
+/// A run's early excess: its evaluation loss at `step` minus the floor (exact whenever that
+/// evaluation is finite, whatever happened later), or, when the run stopped before `step` or
+/// its loss there is not finite, at least the context-free gap (`(value, at_least)`).
+pub fn early_excess(o: &Outcome, step: u64) -> (f64, bool) {
     let gap = o.context_free - o.floor;
     match o.curve.iter().find(|(s, _)| *s == step) {
-        Some((_, e)) if !o.diverged => e - o.floor,
-        Some((_, e)) => (e - o.floor).max(gap),
-        None => gap,
+        Some((_, e)) if e.is_finite() => (e - o.floor, false),
+        _ => (gap, true),
     }
 }
 
@@ -323,11 +331,7 @@ pub fn status_table(
     let rel: Vec<Option<crate::stats::median_ci::MedianCi>> = tuned
         .iter()
         .map(|t| {
-            let v: Vec<Obs> = t
-                .runs
-                .iter()
-                .filter_map(|o| Obs::exact(score(o) / (o.context_free - o.floor)))
-                .collect();
+            let v: Vec<Obs> = t.runs.iter().map(score_obs).collect();
             median_ci(&v)
         })
         .collect();
@@ -377,8 +381,8 @@ struct Place {
     layers: usize,
 }
 
-/// Per seed, `post - pre` of column `col` over the gap, for `(tier, blocks)`, from an
-/// evaluation-runs table.
+/// Per seed, `post - pre` of column `col` over the gap (interval observations: censored
+/// values stay censored), for `(tier, blocks)`, from an evaluation-runs table.
 fn diffs(df: &DataFrame, tier: &str, blocks: u64, col: &str) -> Result<Vec<Obs>> {
     let (t, p, b, seed) = (
         strs(df, "tier")?,
@@ -387,12 +391,8 @@ fn diffs(df: &DataFrame, tier: &str, blocks: u64, col: &str) -> Result<Vec<Obs>>
         strs(df, "seed")?,
     );
     let purpose = strs(df, "purpose")?;
-    let (v, f, cf) = (
-        f64s(df, col)?,
-        f64s(df, "floor")?,
-        f64s(df, "context_free")?,
-    );
-    let arm = |preset: &str| -> Vec<(String, f64)> {
+    let v = obs_column(df, col, true)?;
+    let arm = |preset: &str| -> Vec<(String, Obs)> {
         (0..df.height())
             .filter(|&i| {
                 t[i] == tier
@@ -400,22 +400,14 @@ fn diffs(df: &DataFrame, tier: &str, blocks: u64, col: &str) -> Result<Vec<Obs>>
                     && b[i] as u64 == blocks
                     && purpose[i] == "evaluation"
             })
-            .map(|i| (seed[i].clone(), v[i] / (cf[i] - f[i])))
+            .map(|i| (seed[i].clone(), v[i]))
             .collect()
     };
-    let (post, pre) = (arm("post"), arm("pre"));
-    post.iter()
-        .map(|(s, x)| {
-            let y = pre.iter().find(|(u, _)| u == s).ok_or_else(|| {
-                Error::Undefined(format!(
-                    "convergence: seed {s} has no Pre-LN run at {blocks} blocks"
-                ))
-            })?;
-            Obs::exact(x - y.1).ok_or_else(|| {
-                Error::Undefined(format!("convergence: a non-finite {col} at seed {s}"))
-            })
-        })
-        .collect()
+    paired_obs(
+        &arm("post"),
+        &arm("pre"),
+        &format!("convergence ({tier}, {blocks} blocks, {col})"),
+    )
 }
 
 /// Claim 8's family per tier (module docs) from a runs table (its evaluation rows).
@@ -586,5 +578,135 @@ pub(crate) fn claim8(d: &Data) -> Result<Vec<TierVerdict>> {
             context: String::new(),
         });
     }
+    for v in &mut out {
+        v.context = edge_note(d, "convergence/status.csv", &v.tier, None)?;
+    }
     Ok(out)
+}
+
+/// The cells of `status` (a `status.csv` of tuned cells) on `tier` (of `preset` when given) whose tuned learning rate
+/// sits at an edge of its grid (the best rate may lie beyond it: the comparison is at the best
+/// rate of the grid, not necessarily the preset's best), named for the ledger; empty when
+/// none.
+pub(crate) fn edge_note(
+    d: &Data,
+    status: &str,
+    tier: &str,
+    preset: Option<&str>,
+) -> Result<String> {
+    let df = d.frame(status)?;
+    let (t, p, b, o, lr, edge) = (
+        strs(&df, "tier")?,
+        strs(&df, "preset")?,
+        f64s(&df, "blocks")?,
+        strs(&df, "optimizer")?,
+        f64s(&df, "lr")?,
+        strs(&df, "tuned_at_grid_edge")?,
+    );
+    let at: Vec<String> = (0..df.height())
+        .filter(|&i| t[i] == tier && edge[i] == "true" && preset.is_none_or(|x| p[i] == x))
+        .map(|i| {
+            format!(
+                "{} {} {} blocks (lr {})",
+                common::label(&p[i]),
+                o[i],
+                b[i],
+                crate::output::latex::plain(lr[i])
+            )
+        })
+        .collect();
+    Ok(if at.is_empty() {
+        String::new()
+    } else {
+        format!("tuned lr at its grid's edge: {}", at.join(", "))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::verdict::Outcome as Found;
+
+    /// A runs table where the answer is known: at 4 and 48 layers, 12 paired seeds, Post-LN's
+    /// final excess is Pre-LN's + `final_gap` (units of the gap, C - F = 2) and its early
+    /// excess the same as Pre-LN's + `early_gap`; seed 0's Post-LN run diverged (its score
+    /// only a lower bound, `score_at_least`).
+    fn table(final_gap: f64, early_gap: f64) -> DataFrame {
+        let mut rows: Vec<(&str, f64, f64, u64, f64, bool, f64)> = Vec::new();
+        for (blocks, layers) in [(8.0, 4.0), (96.0, 48.0)] {
+            for seed in 0..12u64 {
+                let base = 0.4 + 0.01 * seed as f64;
+                rows.push(("pre", blocks, layers, seed, base, false, base));
+                let diverged = seed == 0;
+                let post = if diverged {
+                    2.0
+                } else {
+                    base + 2.0 * final_gap
+                };
+                rows.push((
+                    "post",
+                    blocks,
+                    layers,
+                    seed,
+                    post,
+                    diverged,
+                    base + 2.0 * early_gap,
+                ));
+            }
+        }
+        let n = rows.len();
+        DataFrame::new_infer_height(vec![
+            column("tier", vec!["lm"; n]),
+            column("preset", rows.iter().map(|r| r.0)),
+            column("blocks", rows.iter().map(|r| r.1)),
+            column("layers", rows.iter().map(|r| r.2)),
+            column("seed", rows.iter().map(|r| r.3)),
+            column("purpose", vec!["evaluation"; n]),
+            column("floor", vec![1.0; n]),
+            column("context_free", vec![3.0; n]),
+            column("score", rows.iter().map(|r| r.4)),
+            column(&at_least_name("score"), rows.iter().map(|r| r.5)),
+            column("early_excess", rows.iter().map(|r| r.6)),
+        ])
+        .unwrap()
+    }
+
+    fn outcomes(df: &DataFrame) -> Vec<(String, Found)> {
+        let fams = claim8_families(&["lm".into()], df).unwrap();
+        let (assessed, _) = judge(&fams[0].0).unwrap();
+        assessed.into_iter().map(|a| (a.name, a.outcome)).collect()
+    }
+
+    #[test]
+    fn a_post_ln_worse_everywhere_holds_deep_and_is_opposite_early_and_shallow() {
+        let o = outcomes(&table(0.3, 0.3));
+        let find = |n: &str| o.iter().find(|x| x.0 == n).unwrap().1;
+        assert_eq!(find("final (deep), 48 layers"), Found::AsClaimed, "{o:?}");
+        assert_eq!(find("final (shallow), 4 layers"), Found::Opposite, "{o:?}");
+        assert_eq!(find("early, 4 layers"), Found::Opposite, "{o:?}");
+        assert_eq!(find("early, 48 layers"), Found::Opposite, "{o:?}");
+    }
+
+    /// The diverged run stays censored: at least the gap (1 in gap units) minus Pre-LN's, not an
+    /// exact difference.
+    #[test]
+    fn a_diverged_run_is_a_lower_bound_in_the_differences() {
+        let d = diffs(&table(0.3, 0.3), "lm", 8, "score").unwrap();
+        assert_eq!(d.len(), 12);
+        assert!(
+            d[0].hi().is_infinite() && (d[0].lo() - (1.0 - 0.2)).abs() < 1e-12,
+            "{:?}",
+            d[0]
+        );
+        assert!(d[1..].iter().all(|x| x.is_exact()), "{d:?}");
+    }
+
+    /// No difference at all: every comparison is negligible (TOST at the SESOI), so the claim
+    /// is refuted, by equivalence and not by a lack of significance.
+    #[test]
+    fn equal_presets_are_negligible_not_merely_not_significant() {
+        let o = outcomes(&table(0.0, 0.0));
+        // The diverged seed 0 counts against the TOST but 11 of 12 still bound it.
+        assert!(o.iter().all(|x| x.1 == Found::Negligible), "{o:?}");
+    }
 }

@@ -26,7 +26,9 @@
 use super::claims::Data;
 use super::lr_search::outcome_frame;
 use super::tier::{RunKey, Tier, key_columns};
-use super::training::{TierVerdict, check_count, check_presets, f64s, frame, lines, strs};
+use super::training::{
+    TierVerdict, check_count, check_presets, f64s, frame, lines, paired_obs, strs, unknown,
+};
 use super::warmup::judge;
 use super::{Analysis, Out, common};
 use crate::output::figure::{LinePlot, Series};
@@ -222,17 +224,21 @@ fn gradients_frame(c: &Config, runs: &[(RunKey, &Outcome, &str)]) -> Result<Data
     let n = c.layers();
     let (input, memory, top) = (2 * n + 2, 2 * n + 1, 5 * n + 2);
     let mut rows: Vec<(RunKey, u64, f64, f64)> = Vec::new();
+    // Every run at every update any run logged: a run stopped before an update (diverged)
+    // keeps its row, with the ratios empty (unknown to the verdict, never dropped).
+    let mut steps: Vec<u64> = runs
+        .iter()
+        .flat_map(|r| r.1.stream.iter().map(|x| x.0))
+        .collect();
+    steps.sort_unstable();
+    steps.dedup();
     for (k, o, _) in runs {
-        let mut steps: Vec<u64> = o.stream.iter().map(|x| x.0).collect();
-        steps.dedup();
-        for step in steps {
-            if let (Some(i), Some(m), Some(t)) = (
-                stream(o, step, input),
-                stream(o, step, memory),
-                stream(o, step, top),
-            ) {
-                rows.push((k.clone(), step, i / t, m / t));
-            }
+        for &step in &steps {
+            let ratio = |l: usize| match (stream(o, step, l), stream(o, step, top)) {
+                (Some(a), Some(t)) => a / t,
+                _ => f64::NAN,
+            };
+            rows.push((k.clone(), step, ratio(input), ratio(memory)));
         }
     }
     let keys: Vec<RunKey> = rows.iter().map(|r| r.0.clone()).collect();
@@ -245,8 +251,11 @@ fn gradients_frame(c: &Config, runs: &[(RunKey, &Outcome, &str)]) -> Result<Data
     frame(cols)
 }
 
-/// `(seed, ratio)` of `gradients.csv` for (preset, step).
-fn ratios(df: &DataFrame, preset: &str, step: u64) -> Result<Vec<(String, f64)>> {
+/// `(seed, log10 ratio)` of `gradients.csv` for (preset, step), every run: a ratio that
+/// underflowed to 0 (the vanishing the claim is about) is at most `log10` of the smallest
+/// normal double; an empty one (the run stopped before) or any other non-finite one is
+/// unknown ([`unknown`]).
+fn ratios(df: &DataFrame, preset: &str, step: u64) -> Result<Vec<(String, Obs)>> {
     let (p, st, seed, r) = (
         strs(df, "preset")?,
         f64s(df, "step")?,
@@ -255,8 +264,30 @@ fn ratios(df: &DataFrame, preset: &str, step: u64) -> Result<Vec<(String, f64)>>
     );
     Ok((0..df.height())
         .filter(|&i| p[i] == preset && st[i] as u64 == step)
-        .map(|i| (seed[i].clone(), r[i]))
+        .map(|i| (seed[i].clone(), log10_obs(r[i])))
         .collect())
+}
+
+/// `log10 x` as an observation (see [`ratios`]).
+fn log10_obs(x: f64) -> Obs {
+    if x == 0.0 {
+        Obs::at_most(f64::MIN_POSITIVE.log10()).expect("finite")
+    } else {
+        Obs::exact(x.log10()).unwrap_or_else(unknown)
+    }
+}
+
+/// How many of `v` are unknown, as a note for a comparison's name (empty when none).
+fn unknown_note(v: &[Obs]) -> String {
+    let k = v
+        .iter()
+        .filter(|o| !o.lo().is_finite() && !o.hi().is_finite())
+        .count();
+    if k == 0 {
+        String::new()
+    } else {
+        format!(" ({k} of {} runs stopped before: unknown)", v.len())
+    }
 }
 
 /// Claim 4's family on this tier (module docs) from `gradients.csv`, and the context text.
@@ -268,15 +299,14 @@ fn family(df: &DataFrame) -> Result<(Family, String)> {
         .collect();
     steps.sort_unstable();
     steps.dedup();
-    let log10 = |v: &[(String, f64)]| -> Vec<Obs> {
-        v.iter().filter_map(|x| Obs::exact(x.1.log10())).collect()
-    };
+    let values = |v: &[(String, Obs)]| -> Vec<Obs> { v.iter().map(|x| x.1).collect() };
     let comparisons: Vec<Comparison> = steps
         .iter()
         .map(|&step| {
+            let diffs = values(&ratios(df, CLAIM_PRESET, step)?);
             Ok(Comparison {
-                name: format!("update {step}"),
-                diffs: log10(&ratios(df, CLAIM_PRESET, step)?),
+                name: format!("update {step}{}", unknown_note(&diffs)),
+                diffs,
                 claimed: Claimed::Decrease,
                 sesoi: None,
             })
@@ -288,7 +318,7 @@ fn family(df: &DataFrame) -> Result<(Family, String)> {
             ratios(df, CLAIM_PRESET, last)?,
             ratios(df, CONTRAST_PRESET, last)?,
         );
-        if let Some(m) = median_ci(&log10(&pre)) {
+        if let Some(m) = median_ci(&values(&pre)) {
             context.push(format!(
                 "{} log10 ratio at update {last}: {} [{}, {}]",
                 common::label(CONTRAST_PRESET),
@@ -297,13 +327,7 @@ fn family(df: &DataFrame) -> Result<(Family, String)> {
                 crate::output::latex::plain(m.hi)
             ));
         }
-        let diff: Vec<Obs> = post
-            .iter()
-            .filter_map(|(s, x)| {
-                let y = pre.iter().find(|u| u.0 == *s)?.1;
-                Obs::exact(x.log10() - y.log10())
-            })
-            .collect();
+        let diff = paired_obs(&post, &pre, "encoder-decoder")?;
         if let Some(m) = median_ci(&diff) {
             context.push(format!(
                 "Post-LN - Pre-LN (log10, paired) {} [{}, {}]",
@@ -419,13 +443,15 @@ fn ratio_figure(c: &Config, out: &mut Out, g: &DataFrame) -> Result<()> {
         let pts: Vec<(f64, f64, f64, f64)> = steps
             .iter()
             .filter_map(|&s| {
-                let v: Vec<Obs> = ratios(g, p, s)
-                    .ok()?
-                    .iter()
-                    .filter_map(|x| Obs::exact(x.1))
-                    .collect();
+                let v: Vec<Obs> = ratios(g, p, s).ok()?.iter().map(|x| x.1).collect();
                 let m = median_ci(&v)?;
-                (m.estimate > 0.0 && m.lo > 0.0).then_some((s as f64, m.estimate, m.lo, m.hi))
+                let e = |x: f64| 10f64.powf(x);
+                (m.estimate.is_finite() && m.lo.is_finite() && m.hi.is_finite()).then_some((
+                    s as f64,
+                    e(m.estimate),
+                    e(m.lo),
+                    e(m.hi),
+                ))
             })
             .collect();
         plot.series.push(Series::points(common::label(p), i, &pts));
@@ -446,4 +472,24 @@ pub(crate) fn claim4(d: &Data) -> Result<TierVerdict> {
         verdict: v.to_string(),
         context,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A ratio that underflowed to 0 is the claimed vanishing itself: kept, as at most the
+    /// smallest normal double's log10; an empty one (a run stopped before) is unknown.
+    #[test]
+    fn vanished_and_missing_ratios_are_kept() {
+        let z = log10_obs(0.0);
+        assert!(z.lo().is_infinite() && (z.hi() - f64::MIN_POSITIVE.log10()).abs() < 1e-12);
+        let u = log10_obs(f64::NAN);
+        assert!(u.lo().is_infinite() && u.hi().is_infinite());
+        assert_eq!(log10_obs(100.0), Obs::exact(2.0).unwrap());
+        assert_eq!(
+            unknown_note(&[u, z]),
+            " (1 of 2 runs stopped before: unknown)"
+        );
+    }
 }

@@ -33,7 +33,9 @@
 use super::claims::Data;
 use super::convergence::{LOSS_SESOI, runs_with_early};
 use super::tier::{RunKey, TierSet};
-use super::training::{TierVerdict, best_lr, check_count, f64s, frame, lines, strs};
+use super::training::{
+    TierVerdict, best_lr, check_count, f64s, frame, lines, obs_column, paired_obs, strs,
+};
 use super::tuned::TunePlan;
 use super::warmup::judge;
 use super::{Analysis, Out, common};
@@ -497,29 +499,14 @@ fn family(df: &DataFrame) -> Result<(Family, String)> {
         strs(df, "seed")?,
         f64s(df, "layers")?,
     );
-    let (sc, f, cf) = (
-        f64s(df, "score")?,
-        f64s(df, "floor")?,
-        f64s(df, "context_free")?,
-    );
-    let arm = |preset: &str, what: &str| -> Vec<(String, f64)> {
+    let sc = obs_column(df, "score", true)?;
+    let arm = |preset: &str, what: &str| -> Vec<(String, Obs)> {
         (0..df.height())
             .filter(|&i| p[i] == preset && purpose[i] == what)
-            .map(|i| (seed[i].clone(), sc[i] / (cf[i] - f[i])))
+            .map(|i| (seed[i].clone(), sc[i]))
             .collect()
     };
-    let pair = |a: &[(String, f64)], b: &[(String, f64)]| -> Result<Vec<Obs>> {
-        a.iter()
-            .map(|(s, x)| {
-                let y = b.iter().find(|(u, _)| u == s).ok_or_else(|| {
-                    Error::Undefined(format!("finetune: seed {s} is missing an arm"))
-                })?;
-                Obs::exact(x - y.1).ok_or_else(|| {
-                    Error::Undefined(format!("finetune: a non-finite score at seed {s}"))
-                })
-            })
-            .collect()
-    };
+    let pair = |a: &[(String, Obs)], b: &[(String, Obs)]| paired_obs(a, b, "finetune");
     let l = layers.first().copied().unwrap_or(f64::NAN);
     let fam = Family::new(
         "Post-LN - Pre-LN fine-tuned score on the related language, each at its tuned fine-tuning lr (units of the gap)",

@@ -30,7 +30,9 @@ use super::claims::Data;
 use super::convergence::{LOSS_SESOI, runs_with_early, status_table};
 use super::lr_search::scaling_frame;
 use super::tier::{Tier, TierSet};
-use super::training::{TierVerdict, distinct_strings, f64s, frame, lines, strs};
+use super::training::{
+    TierVerdict, distinct_strings, f64s, frame, lines, obs_column, paired_obs, strs, unknown,
+};
 use super::tuned::{self, TunePlan, TunedCell};
 use super::warmup::judge;
 use super::{Analysis, Out};
@@ -58,6 +60,7 @@ pub const CLAIM_PRESET: &str = "post";
 
 const CONV_RUNS: &str = "data/convergence/runs.csv";
 const CONV_SCALING: &str = "data/convergence/scaling.csv";
+const CONV_STATUS: &str = "convergence/status.csv";
 
 /// Configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -217,14 +220,15 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
 }
 
 /// `(seed, value)` of the evaluation runs of `(tier, preset, blocks, optimizer)` in a runs or
-/// scaling table, `value` from `col` (over the gap when `gap`), at `step` when given.
+/// scaling table, `value` from `col` (over the gap when `gap`; censored where its flag says
+/// so, unknown where not finite: [`obs_column`]), at `step` when given.
 fn values(
     df: &DataFrame,
     at: (&str, &str, u64, &str),
     col: &str,
     gap: bool,
     step: Option<u64>,
-) -> Result<Vec<(String, f64)>> {
+) -> Result<Vec<(String, Obs)>> {
     let (t, p, b, o) = (
         strs(df, "tier")?,
         strs(df, "preset")?,
@@ -232,18 +236,12 @@ fn values(
         strs(df, "optimizer")?,
     );
     let seed = strs(df, "seed")?;
-    let v = f64s(df, col)?;
+    let v = obs_column(df, col, gap)?;
     let purpose = strs(df, "purpose").unwrap_or_else(|_| vec!["evaluation".into(); df.height()]);
     let steps = if step.is_some() {
         f64s(df, "step")?
     } else {
         vec![0.0; df.height()]
-    };
-    let scale: Vec<f64> = if gap {
-        let (f, cf) = (f64s(df, "floor")?, f64s(df, "context_free")?);
-        f.iter().zip(&cf).map(|(a, b)| b - a).collect()
-    } else {
-        vec![1.0; df.height()]
     };
     Ok((0..df.height())
         .filter(|&i| {
@@ -254,26 +252,33 @@ fn values(
                 && purpose[i] == "evaluation"
                 && step.is_none_or(|s| steps[i] as u64 == s)
         })
-        .map(|i| (seed[i].clone(), v[i] / scale[i]))
+        .map(|i| (seed[i].clone(), v[i]))
         .collect())
 }
 
-/// Paired `a - b` by seed (seeds of `a` missing from `b` are an error).
-fn paired(a: &[(String, f64)], b: &[(String, f64)], what: &str) -> Result<Vec<Obs>> {
-    a.iter()
-        .map(|(s, x)| {
-            let y = b.iter().find(|(u, _)| u == s).ok_or_else(|| {
-                Error::Undefined(format!(
-                    "optimizers: {what}: seed {s} missing in the Adam arm"
-                ))
-            })?;
-            Obs::exact(x - y.1).ok_or_else(|| {
-                Error::Undefined(format!(
-                    "optimizers: {what}: a non-finite value at seed {s}"
-                ))
-            })
+/// Every evaluation seed of `runs` (the arm's runs) with its slope `- shift` from `slopes`; a
+/// run without a slope at that update (stopped before it, or undefined) counts as unknown
+/// (`[-inf, inf]`), never dropped. Returns the observations and how many are unknown.
+fn slopes_of_every_run(
+    runs: &[(String, Obs)],
+    slopes: &[(String, Obs)],
+    shift: f64,
+) -> (Vec<Obs>, usize) {
+    let shift = Obs::exact(shift).expect("a finite shift");
+    let obs: Vec<Obs> = runs
+        .iter()
+        .map(|(s, _)| {
+            slopes
+                .iter()
+                .find(|(u, _)| u == s)
+                .map_or_else(unknown, |x| x.1 - shift)
         })
-        .collect()
+        .collect();
+    let missing = obs
+        .iter()
+        .filter(|o| !o.lo().is_finite() && !o.hi().is_finite())
+        .count();
+    (obs, missing)
 }
 
 /// Claim 7's family per tier (module docs).
@@ -311,36 +316,38 @@ fn claim7_families(
         depths.dedup();
         let mut comps = Vec::new();
         for &(blocks, layers) in &depths {
+            let at = |opt| (tier.as_str(), CLAIM_PRESET, blocks, opt);
+            let sgd_score = values(sgd_runs, at("sgd"), "score", true, None)?;
+            let adam_score = values(adam_runs, at("adam"), "score", true, None)?;
             for &step in &steps {
-                let at = |opt| (tier.as_str(), CLAIM_PRESET, blocks, opt);
-                let adam = values(adam_scaling, at("adam"), "slope", false, Some(step))?;
-                let sgd = values(sgd_scaling, at("sgd"), "slope", false, Some(step))?;
-                let exact = |v: &[(String, f64)], shift: f64| -> Vec<Obs> {
-                    v.iter().filter_map(|x| Obs::exact(x.1 - shift)).collect()
-                };
-                if !adam.is_empty() {
+                for (opt, runs, scaling, shift, what) in [
+                    ("adam", &adam_score, adam_scaling, 0.0, "Adam slope"),
+                    ("sgd", &sgd_score, sgd_scaling, 1.0, "SGD slope - 1"),
+                ] {
+                    let slopes = values(scaling, at(opt), "slope", false, Some(step))?;
+                    if runs.is_empty() || slopes.is_empty() {
+                        continue;
+                    }
+                    let (diffs, missing) = slopes_of_every_run(runs, &slopes, shift);
+                    let unknown_text = if missing > 0 {
+                        format!(
+                            " ({missing} of {} runs without a slope: unknown)",
+                            diffs.len()
+                        )
+                    } else {
+                        String::new()
+                    };
                     comps.push(Comparison {
-                        name: format!("Adam slope, {layers} layers, update {step}"),
-                        diffs: exact(&adam, 0.0),
-                        claimed: Claimed::Equivalent,
-                        sesoi: None,
-                    });
-                }
-                if !sgd.is_empty() {
-                    comps.push(Comparison {
-                        name: format!("SGD slope - 1, {layers} layers, update {step}"),
-                        diffs: exact(&sgd, 1.0),
+                        name: format!("{what}, {layers} layers, update {step}{unknown_text}"),
+                        diffs,
                         claimed: Claimed::Equivalent,
                         sesoi: None,
                     });
                 }
             }
-            let at = |opt| (tier.as_str(), CLAIM_PRESET, blocks, opt);
-            let sgd = values(sgd_runs, at("sgd"), "score", true, None)?;
-            let adam = values(adam_runs, at("adam"), "score", true, None)?;
             comps.push(Comparison {
                 name: format!("rescue (SGD - Adam, units of the gap), {layers} layers"),
-                diffs: paired(&sgd, &adam, "rescue")?,
+                diffs: paired_obs(&sgd_score, &adam_score, "optimizers: rescue")?,
                 claimed: Claimed::Increase,
                 sesoi: Some(LOSS_SESOI),
             });
@@ -396,11 +403,18 @@ pub(crate) fn claim7(d: &Data) -> Result<Vec<TierVerdict>> {
     for (tier, f) in claim7_families(&tiers, &sgd_runs, &sgd_scaling, &adam_runs, &adam_scaling)? {
         let (assessed, v) = judge(&f)?;
         out.push(TierVerdict {
-            tier,
+            tier: tier.clone(),
             effects: lines(&assessed),
             rule: f.rule(),
             verdict: v.to_string(),
-            context: String::new(),
+            context: [CONV_STATUS, "optimizers/status.csv"]
+                .iter()
+                .map(|f| super::convergence::edge_note(d, f, &tier, Some(CLAIM_PRESET)))
+                .collect::<Result<Vec<_>>>()?
+                .into_iter()
+                .filter(|x| !x.is_empty())
+                .collect::<Vec<_>>()
+                .join("; "),
         });
     }
     Ok(out)

@@ -31,9 +31,15 @@
 //! searches (warmup 0) on `log2 c` of its cell, with the slope's Wald 95% interval. The law
 //! *explains* a preset when the interval contains -1 and lies within `-1 +-`
 //! [`SLOPE_TOLERANCE`]; it *fails* when the interval excludes -1; otherwise the fit cannot
-//! tell. Per preset also `log2 tau` (the intercept with the slope fixed at -1, the same
+//! tell. The seed-level Wald interval is valid only if the depths' means lie on a line, so
+//! the line is first tested against one mean per depth (**lack of fit**: the likelihood-ratio
+//! statistic of the two censored fits, chi-square on `depths - 2` degrees of freedom); below
+//! [`LOF_ALPHA`] the law *fails* (not a power law) whatever the slope, and where the test
+//! cannot run (two depths, or a depth whose seeds are all censored on one side) the outcome
+//! says so. Per preset also `log2 tau` (the intercept with the slope fixed at -1, the same
 //! censored fit of `log2 lr_max + log2 c`), and the Admin - Pre-LN difference of `log2 tau`
-//! (a common `tau` means 0).
+//! (a common `tau` means 0), from the paired seeds: per (depth, seed) the difference of the
+//! two intervals, and the censored fit of their common mean.
 //!
 //! Outputs: `predictions.csv` (per tier, preset, depth, seed: both predictors), `fits.csv`
 //! (per tier, predictor, preset: slope and interval, predicted slope, outcome, `log2 tau`),
@@ -73,6 +79,9 @@ pub const ANALYSIS: Analysis = Analysis {
 pub const PREDICTED_SLOPE: f64 = -1.0;
 /// The law explains a preset when the slope's 95% interval lies within `-1 +-` this.
 pub const SLOPE_TOLERANCE: f64 = 0.5;
+/// The lack-of-fit test's level: below it, the depths' mean `log2 lr_max` are off every line in
+/// `log2 c`, and the law (a power law) fails whatever the slope.
+pub const LOF_ALPHA: f64 = 0.05;
 /// Seed of the random-sign directions of seed `s`: `s` XOR this ("randsign").
 pub const SIGN_SALT: u64 = 0x7261_6e64_7369_676e;
 
@@ -284,6 +293,10 @@ pub struct LawFit {
     pub tau: (f64, f64, f64),
     /// `explains`, `fails` or `cannot tell` (module docs), or why there is no fit.
     pub outcome: String,
+    /// The lack-of-fit test's p-value (module docs); NaN where it was not computed.
+    pub lack_of_fit_p: f64,
+    /// Every seed's `log2 (lr_max c)` interval, keyed by (blocks, seed): the paired contrasts.
+    pub tau_obs: Vec<((usize, u64), Obs)>,
 }
 
 /// The outcome of a slope interval (module docs).
@@ -298,51 +311,109 @@ pub fn outcome(lo: f64, hi: f64) -> &'static str {
 }
 
 /// The per-seed `log2 lr_max` intervals of `searches.csv` at warmup 0 for a (tier, preset,
-/// blocks), in row order.
-fn measured(df: &DataFrame, tier: &str, preset: &str, blocks: usize) -> Result<Vec<Obs>> {
+/// blocks), `(seed, interval)` sorted by the `seed` column.
+fn measured(df: &DataFrame, tier: &str, preset: &str, blocks: usize) -> Result<Vec<(u64, Obs)>> {
     let (t, p) = (strs(df, "tier")?, strs(df, "preset")?);
     let (b, w) = (f64s(df, "blocks")?, f64s(df, "warmup")?);
     let (lo, hi) = (f64s(df, "max_lr_lo")?, f64s(df, "max_lr_hi")?);
-    Ok((0..df.height())
+    let seed = f64s(df, "seed")?;
+    let mut v: Vec<(u64, Obs)> = (0..df.height())
         .filter(|&i| t[i] == tier && p[i] == preset && b[i] as usize == blocks && w[i] == 0.0)
         .filter_map(|i| {
             let h = if hi[i].is_nan() { f64::INFINITY } else { hi[i] };
-            Obs::between(lo[i].log2(), h.log2())
+            Some((seed[i] as u64, Obs::between(lo[i].log2(), h.log2())?))
         })
-        .collect())
+        .collect();
+    v.sort_by_key(|x| x.0);
+    Ok(v)
 }
 
-/// Fits the law for one (tier, predictor, preset) over its cells `(x = log2 c, seeds' y)`.
-fn fit_law(tier: &str, predictor: &str, preset: &str, cells: &[(f64, Vec<Obs>)]) -> LawFit {
+/// The lack-of-fit test of the line (module docs): the likelihood-ratio statistic of one mean
+/// per depth against the line, on `distinct - 2` degrees of freedom; its p-value, or why it
+/// cannot be computed.
+fn lack_of_fit(y: &[Obs], xs: &[f64], line_ll: f64) -> std::result::Result<f64, String> {
+    let mut levels: Vec<u64> = xs.iter().map(|x| x.to_bits()).collect();
+    levels.sort_unstable();
+    levels.dedup();
+    if levels.len() < 3 {
+        return Err("fewer than three depths".into());
+    }
+    let design: Vec<Vec<f64>> = xs
+        .iter()
+        .map(|x| {
+            levels
+                .iter()
+                .map(|l| if *l == x.to_bits() { 1.0 } else { 0.0 })
+                .collect()
+        })
+        .collect();
+    let cells = censored::fit(y, &design).map_err(|e| format!("one mean per depth: {e}"))?;
+    let stat = (2.0 * (cells.log_likelihood - line_ll)).max(0.0);
+    let chi = statrs::distribution::ChiSquared::new((levels.len() - 2) as f64)
+        .map_err(|e| e.to_string())?;
+    Ok(statrs::distribution::ContinuousCDF::sf(&chi, stat))
+}
+
+/// One cell of a fit: `(blocks, x = log2 c, every seed's (seed, log2 lr_max interval))`.
+pub type LawCell = (usize, f64, Vec<(u64, Obs)>);
+
+/// Fits the law for one (tier, predictor, preset) over its cells `(blocks, x = log2 c, seeds'
+/// y)`.
+fn fit_law(tier: &str, predictor: &str, preset: &str, cells: &[LawCell]) -> LawFit {
     let (mut y, mut x, mut y_tau) = (Vec::new(), Vec::new(), Vec::new());
-    for (xc, ys) in cells {
-        for o in ys {
+    for (blocks, xc, ys) in cells {
+        for (seed, o) in ys {
             y.push(*o);
             x.push(vec![*xc]);
-            y_tau.push(Obs::between(o.lo() + xc, o.hi() + xc).expect("a shifted interval"));
+            y_tau.push((
+                (*blocks, *seed),
+                Obs::between(o.lo() + xc, o.hi() + xc).expect("a shifted interval"),
+            ));
         }
     }
     let above = y.iter().filter(|o| o.hi().is_infinite()).count();
     let below = y.iter().filter(|o| o.lo().is_infinite()).count();
     let nan3 = (f64::NAN, f64::NAN, f64::NAN);
     let distinct = {
-        let mut v: Vec<u64> = cells.iter().map(|c| c.0.to_bits()).collect();
+        let mut v: Vec<u64> = cells.iter().map(|c| c.1.to_bits()).collect();
         v.sort_unstable();
         v.dedup();
         v.len()
     };
-    let (slope, why) = if distinct < 2 {
-        (nan3, "no fit: fewer than two depths".to_string())
+    let (slope, why, lof) = if distinct < 2 {
+        (
+            nan3,
+            "no fit: fewer than two depths".to_string(),
+            Err(String::new()),
+        )
     } else {
         match censored::fit_with_intercept(&y, &x) {
-            Ok(f) => ((f.beta[1], f.beta_ci[1].0, f.beta_ci[1].1), String::new()),
-            Err(e) => (nan3, format!("no fit: {e}")),
+            Ok(f) => {
+                let xs: Vec<f64> = x.iter().map(|r| r[0]).collect();
+                (
+                    (f.beta[1], f.beta_ci[1].0, f.beta_ci[1].1),
+                    String::new(),
+                    lack_of_fit(&y, &xs, f.log_likelihood),
+                )
+            }
+            Err(e) => (nan3, format!("no fit: {e}"), Err(String::new())),
         }
     };
-    let ones: Vec<Vec<f64>> = y_tau.iter().map(|_| vec![1.0]).collect();
-    let tau = match censored::fit(&y_tau, &ones) {
-        Ok(f) => (f.beta[0], f.beta_ci[0].0, f.beta_ci[0].1),
-        Err(_) => nan3,
+    let tau = intercept(&y_tau.iter().map(|t| t.1).collect::<Vec<_>>());
+    let outcome = if !why.is_empty() {
+        why
+    } else {
+        match &lof {
+            Ok(p) if *p < LOF_ALPHA => format!(
+                "fails (not a power law: the depths' means are off every line, lack-of-fit p = {})",
+                crate::output::latex::plain(*p)
+            ),
+            Ok(_) => outcome(slope.1, slope.2).to_string(),
+            Err(e) => format!(
+                "{} (lack of fit not tested: {e})",
+                outcome(slope.1, slope.2)
+            ),
+        }
     };
     LawFit {
         tier: tier.into(),
@@ -350,13 +421,21 @@ fn fit_law(tier: &str, predictor: &str, preset: &str, cells: &[(f64, Vec<Obs>)])
         preset: preset.into(),
         n: y.len(),
         censored: (above, below),
-        outcome: if why.is_empty() {
-            outcome(slope.1, slope.2).to_string()
-        } else {
-            why
-        },
+        outcome,
         slope,
         tau,
+        lack_of_fit_p: lof.unwrap_or(f64::NAN),
+        tau_obs: y_tau,
+    }
+}
+
+/// The censored Gaussian fit of a common mean (`y_i ~ N(mu, sigma^2)`, interval observed) and
+/// its Wald 95% interval; NaN where the fit does not exist.
+fn intercept(y: &[Obs]) -> (f64, f64, f64) {
+    let ones: Vec<Vec<f64>> = y.iter().map(|_| vec![1.0]).collect();
+    match censored::fit(y, &ones) {
+        Ok(f) => (f.beta[0], f.beta_ci[0].0, f.beta_ci[0].1),
+        Err(_) => (f64::NAN, f64::NAN, f64::NAN),
     }
 }
 
@@ -371,11 +450,12 @@ fn fits(w: &warmup::Config, pred: &[Predicted], df: &DataFrame) -> Result<Vec<La
     {
         for predictor in PREDICTORS {
             for preset in &tc.presets {
-                let cells: Vec<(f64, Vec<Obs>)> = pred
+                let cells: Vec<LawCell> = pred
                     .iter()
                     .filter(|c| c.tier == t && c.preset == *preset)
                     .map(|c| {
                         Ok((
+                            c.depth,
                             c.value(predictor).log2(),
                             measured(df, &tc.tier.name, preset, c.depth)?,
                         ))
@@ -455,6 +535,7 @@ fn fits_table(out: &mut Out, f: &[LawFit]) -> Result<()> {
         column("log2_tau", g(|x| x.tau.0)),
         column("log2_tau_lo", g(|x| x.tau.1)),
         column("log2_tau_hi", g(|x| x.tau.2)),
+        column("lack_of_fit_p", g(|x| x.lack_of_fit_p)),
         column("outcome", f.iter().map(|x| x.outcome.clone())),
     ])?;
     out.frame("fits.csv", &mut df)?;
@@ -488,19 +569,25 @@ fn fits_table(out: &mut Out, f: &[LawFit]) -> Result<()> {
 }
 
 /// Admin - Pre-LN in `log2 tau`, per (tier, predictor): `(tier, predictor, difference, lo,
-/// hi)`, the interval from the two independent Wald intervals (half-widths added in
-/// quadrature).
-fn contrasts(f: &[LawFit]) -> Vec<(String, String, f64, f64, f64)> {
+/// hi, pairs)`, from the paired seeds: per (depth, seed) the difference of the two presets'
+/// `log2 (lr_max c)` intervals, and their censored common mean with its Wald 95% interval.
+fn contrasts(f: &[LawFit]) -> Vec<(String, String, f64, f64, f64, usize)> {
     let mut out = Vec::new();
     for a in f.iter().filter(|x| x.preset == "admin") {
         if let Some(p) = f
             .iter()
             .find(|x| x.preset == "pre" && x.tier == a.tier && x.predictor == a.predictor)
         {
-            let d = a.tau.0 - p.tau.0;
-            let half = |x: &LawFit| (x.tau.2 - x.tau.1) / 2.0;
-            let h = (half(a).powi(2) + half(p).powi(2)).sqrt();
-            out.push((a.tier.clone(), a.predictor.clone(), d, d - h, d + h));
+            let diffs: Vec<Obs> = a
+                .tau_obs
+                .iter()
+                .filter_map(|(k, x)| {
+                    let y = p.tau_obs.iter().find(|u| u.0 == *k)?.1;
+                    Some(*x - y)
+                })
+                .collect();
+            let (d, lo, hi) = intercept(&diffs);
+            out.push((a.tier.clone(), a.predictor.clone(), d, lo, hi, diffs.len()));
         }
     }
     out
@@ -514,6 +601,7 @@ fn contrast_table(out: &mut Out, f: &[LawFit]) -> Result<()> {
         column("admin_minus_pre_log2_tau", c.iter().map(|x| x.2)),
         column("lo", c.iter().map(|x| x.3)),
         column("hi", c.iter().map(|x| x.4)),
+        column("pairs", c.iter().map(|x| x.5 as u64)),
     ])?;
     out.frame("contrast.csv", &mut df)
 }
@@ -546,7 +634,10 @@ fn figures(
         for (i, preset) in tc.presets.iter().enumerate() {
             let mut pts = Vec::new();
             for c in pred.iter().filter(|c| c.tier == t && c.preset == *preset) {
-                let obs = measured(df, &tc.tier.name, preset, c.depth)?;
+                let obs: Vec<Obs> = measured(df, &tc.tier.name, preset, c.depth)?
+                    .into_iter()
+                    .map(|x| x.1)
+                    .collect();
                 if let Some(m) = median_ci(&obs) {
                     let cap = |v: f64| v.exp2().clamp(w.search.min, w.search.max);
                     pts.push((c.value(predictor), m.estimate.exp2(), cap(m.lo), cap(m.hi)));
@@ -659,8 +750,9 @@ mod tests {
     /// Synthetic searches of a law that holds: `log2 lr_max = 2 - x + N(0, 0.3^2)` per seed
     /// (tau = 4, slope -1), bracketed like a search (a factor sqrt 2, 0.5 in log2, the bracket
     /// placed at random around the truth), those more than 0.4 (1.3 sd) above their cell's
-    /// mean censored above there (about 10%, a search's cap).
-    fn synthetic(slope: f64, seed: u64) -> Vec<(f64, Vec<Obs>)> {
+    /// mean censored above there (about 10%, a search's cap). `kink` moves the middle depth's
+    /// mean off the line.
+    fn synthetic(slope: f64, kink: f64, seed: u64) -> Vec<LawCell> {
         use rand::{RngExt, SeedableRng};
         use rand_distr::{Distribution, Normal};
         let mut rng = crate::monte_carlo::rng::Rng::seed_from_u64(seed);
@@ -669,34 +761,73 @@ mod tests {
             .into_iter()
             .map(|x| {
                 let ys = (0..10)
-                    .map(|_| {
-                        let mean = 2.0 + slope * x;
+                    .map(|s| {
+                        let mean = 2.0 + slope * x + if x as usize == 2 { kink } else { 0.0 };
                         let y = mean + noise.sample(&mut rng);
                         let lo = y - 0.5 * rng.random::<f64>();
-                        if y > mean + 0.4 {
+                        let o = if y > mean + 0.4 {
                             Obs::at_least(mean + 0.4).unwrap()
                         } else {
                             Obs::between(lo, lo + 0.5).unwrap()
-                        }
+                        };
+                        (s, o)
                     })
                     .collect();
-                (x, ys)
+                (x as usize * 12, x, ys)
             })
             .collect()
     }
 
     #[test]
     fn a_law_that_holds_is_explained_and_one_that_does_not_fails() {
-        let f = fit_law("t", "first_update", "pre", &synthetic(-1.0, 7));
+        let f = fit_law("t", "first_update", "pre", &synthetic(-1.0, 0.0, 7));
         assert_eq!(f.outcome, "explains", "{f:?}");
+        assert!(f.lack_of_fit_p > LOF_ALPHA, "{f:?}");
         assert!(f.slope.1 <= -1.0 && -1.0 <= f.slope.2, "{f:?}");
         assert!(f.censored.0 > 0, "{f:?}");
         assert!(f.tau.1 <= 2.0 && 2.0 <= f.tau.2, "{f:?}");
         // A preset whose lr_max falls twice as fast: the law fails.
-        let steep = fit_law("t", "first_update", "post", &synthetic(-2.0, 8));
+        let steep = fit_law("t", "first_update", "post", &synthetic(-2.0, 0.0, 8));
         assert_eq!(steep.outcome, "fails", "{steep:?}");
         // One that does not move with c: fails too.
-        let flat = fit_law("t", "first_update", "post", &synthetic(0.0, 9));
+        let flat = fit_law("t", "first_update", "post", &synthetic(0.0, 0.0, 9));
         assert_eq!(flat.outcome, "fails", "{flat:?}");
+    }
+
+    /// Slope -1 on average, but the middle depth's mean 1 (3.3 sd of a seed) off the line:
+    /// the seed-level slope interval alone could say "explains"; the lack-of-fit test says the
+    /// law is not a power law.
+    #[test]
+    fn depth_means_off_the_line_fail_the_lack_of_fit_test() {
+        let f = fit_law("t", "first_update", "post", &synthetic(-1.0, 1.0, 10));
+        assert!(f.lack_of_fit_p < 1e-6, "{f:?}");
+        assert!(f.outcome.starts_with("fails (not a power law"), "{f:?}");
+    }
+
+    /// Two presets with the same tau, each seed's runs with their own noise: the paired
+    /// contrast's interval holds 0; with Admin's tau 2 doublings lower, it holds -2 and
+    /// excludes 0.
+    #[test]
+    fn paired_contrast_of_tau_recovers_the_difference() {
+        let shifted = |d: f64, seed: u64| -> Vec<LawCell> {
+            synthetic(-1.0, 0.0, seed)
+                .into_iter()
+                .map(|(b, x, ys)| {
+                    let ys = ys
+                        .into_iter()
+                        .map(|(s, o)| (s, Obs::between(o.lo() + d, o.hi() + d).unwrap()))
+                        .collect();
+                    (b, x, ys)
+                })
+                .collect()
+        };
+        let pre = fit_law("t", "first_update", "pre", &shifted(0.0, 11));
+        let same = fit_law("t", "first_update", "admin", &shifted(0.0, 12));
+        let lower = fit_law("t", "first_update", "admin", &shifted(-2.0, 12));
+        let c = contrasts(&[pre.clone(), same]);
+        assert_eq!(c[0].5, 30);
+        assert!(c[0].3 <= 0.0 && 0.0 <= c[0].4, "{c:?}");
+        let c = contrasts(&[pre, lower]);
+        assert!(c[0].3 <= -2.0 && -2.0 <= c[0].4 && c[0].4 < 0.0, "{c:?}");
     }
 }

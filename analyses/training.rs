@@ -5,7 +5,9 @@
 //!
 //! **Score** ([`score`]): a run's final excess loss over the task's floor, `E - F`; a run the
 //! divergence rule of [`crate::train::run`] stopped counts as no better than the context-free
-//! plateau, `max(E - F, C - F)` (its last finite evaluation may predate the blow-up).
+//! plateau: its score is censored, *at least* `max(E - F, C - F)` (its last finite evaluation
+//! may predate the blow-up), flagged in the tables' `score_at_least` column and modelled as an
+//! interval observation by the effects ([`obs_column`]).
 //!
 //! **Best learning rate** ([`best_lr`]): of a grid, the one with the lowest median score over
 //! the seeds; ties go to the smaller learning rate.
@@ -18,6 +20,7 @@
 use crate::model::RawModel;
 use crate::output::table::column;
 use crate::spec::NormKind;
+use crate::stats::obs::Obs;
 use crate::stats::{bootstrap, sign, wilson};
 use crate::train::config::RawTrain;
 use crate::train::sweep::Cell;
@@ -62,13 +65,93 @@ pub fn base(
     }
 }
 
-/// The score of a run (module docs): `E - F`, or `max(E - F, C - F)` if it diverged.
+/// The score of a run (module docs): `E - F`, or, if it diverged, the lower bound
+/// `max(E - F, C - F)` (`C - F` when `E` is not finite); [`score_at_least`] flags it.
 pub fn score(o: &Outcome) -> f64 {
-    if o.diverged {
-        o.excess().max(o.context_free - o.floor)
+    let e = o.excess();
+    if !o.diverged {
+        e
+    } else if e.is_finite() {
+        e.max(o.context_free - o.floor)
     } else {
-        o.excess()
+        o.context_free - o.floor
     }
+}
+
+/// Whether [`score`] is only a lower bound (the run diverged: censored, never a made-up
+/// exact value).
+pub fn score_at_least(o: &Outcome) -> bool {
+    o.diverged
+}
+
+/// [`score`] in units of the gap `C - F` as an interval observation: exact, or at least the
+/// bound when the run diverged.
+pub fn score_obs(o: &Outcome) -> Obs {
+    let x = score(o) / (o.context_free - o.floor);
+    let v = if score_at_least(o) {
+        Obs::at_least(x)
+    } else {
+        Obs::exact(x)
+    };
+    v.unwrap_or_else(unknown)
+}
+
+/// The name of the flag column of a censored column `col`: `true` where the value is only a
+/// lower bound.
+pub fn at_least_name(col: &str) -> String {
+    format!("{col}_at_least")
+}
+
+/// Column `col` of `df` per row as an interval observation ([`Obs`]), divided by the row's
+/// gap `context_free - floor` when `gap`: exact, or at least the value where the flag column
+/// [`at_least_name`] is `true` (a table without it has exact values); nothing known
+/// (`[-inf, inf]`) where the value is not finite, so that a test rests on every run, never
+/// on the survivors only.
+pub fn obs_column(df: &DataFrame, col: &str, gap: bool) -> Result<Vec<Obs>> {
+    let v = f64s(df, col)?;
+    let flag = match df.column(&at_least_name(col)) {
+        Ok(_) => strs(df, &at_least_name(col))?
+            .iter()
+            .map(|s| s == "true")
+            .collect(),
+        Err(_) => vec![false; df.height()],
+    };
+    let scale = if gap {
+        let (f, cf) = (f64s(df, "floor")?, f64s(df, "context_free")?);
+        f.iter().zip(&cf).map(|(a, b)| b - a).collect()
+    } else {
+        vec![1.0; df.height()]
+    };
+    Ok((0..df.height())
+        .map(|i| {
+            let x = v[i] / scale[i];
+            let o = if flag[i] {
+                Obs::at_least(x)
+            } else {
+                Obs::exact(x)
+            };
+            o.unwrap_or_else(unknown)
+        })
+        .collect())
+}
+
+/// Nothing known: `[-inf, inf]` (a value that is undefined for a run that must still count).
+pub fn unknown() -> Obs {
+    Obs::between(f64::NEG_INFINITY, f64::INFINITY).expect("[-inf, inf] is an interval")
+}
+
+/// The paired differences `a_s - b_s` over the seeds of `a` (interval arithmetic,
+/// [`Obs`]); a seed of `a` missing from `b` is an error naming `what`.
+pub fn paired_obs(a: &[(String, Obs)], b: &[(String, Obs)], what: &str) -> Result<Vec<Obs>> {
+    a.iter()
+        .map(|(s, x)| {
+            let y = b
+                .iter()
+                .find(|(u, _)| u == s)
+                .ok_or_else(|| Error::Undefined(format!("{what}: seed {s} has no paired run")))?;
+            Ok(*x - y.1)
+        })
+        .collect()
 }
 
 /// The lowest-median-score learning rate among `runs` (one cell family at several learning
@@ -101,7 +184,7 @@ pub fn best_lr(runs: &[&Outcome]) -> f64 {
 pub struct Group {
     /// Runs.
     pub n: u64,
-    /// Failed runs ([`crate::train::sweep::FAIL_FRACTION`]).
+    /// Failed runs (not stable: [`crate::train::classify::RunClass::stable`]).
     pub failed: u64,
     /// Wilson 95% interval of the failure rate.
     pub fail_ci: (f64, f64),

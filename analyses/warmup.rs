@@ -364,7 +364,8 @@ fn precision_table(c: &Config, out: &mut Out, searches: &DataFrame) -> Result<()
         for warmup in [0, c.warmup] {
             let a = cell_obs(searches, &pc.tier, &pc.preset, pc.depth as u64, warmup)?;
             let b = cell_obs(searches, &f64_tier, &pc.preset, pc.depth as u64, warmup)?;
-            for (s, (x, y)) in a.iter().zip(&b).enumerate() {
+            paired_by_seed(&a, &b, "precision check")?;
+            for ((s, x), (_, y)) in a.iter().zip(&b) {
                 rows.push((
                     pc.tier.clone(),
                     pc.preset.clone(),
@@ -384,7 +385,7 @@ fn precision_table(c: &Config, out: &mut Out, searches: &DataFrame) -> Result<()
                 SESOI_RATIO.log2(),
                 vec![Comparison {
                     name: format!("{} blocks", pc.depth),
-                    diffs: Obs::paired(&with, &none).unwrap_or_default(),
+                    diffs: paired_by_seed(&with, &none, tier)?,
                     claimed: Claimed::Increase,
                     sesoi: None,
                 }],
@@ -516,23 +517,45 @@ pub struct Effect {
     pub rule: String,
 }
 
-/// The per-seed log2 intervals of `searches.csv` rows of one cell, in seed order.
+/// The per-seed log2 intervals of `searches.csv` rows of one cell, `(seed, interval)` sorted
+/// by the `seed` column (never by row order: merged shards may be in any order).
 fn cell_obs(
     df: &DataFrame,
     tier: &str,
     preset: &str,
     blocks: u64,
     warmup: u64,
-) -> Result<Vec<Obs>> {
+) -> Result<Vec<(u64, Obs)>> {
     let (t, p) = (strs(df, "tier")?, strs(df, "preset")?);
     let (b, w) = (f64s(df, "blocks")?, f64s(df, "warmup")?);
     let (lo, hi) = (f64s(df, "max_lr_lo")?, f64s(df, "max_lr_hi")?);
-    Ok((0..df.height())
+    let seed = f64s(df, "seed")?;
+    let mut v: Vec<(u64, Obs)> = (0..df.height())
         .filter(|&i| {
             t[i] == tier && p[i] == preset && b[i] as u64 == blocks && w[i] as u64 == warmup
         })
-        .map(|i| log2_obs(lo[i], if hi[i].is_nan() { f64::INFINITY } else { hi[i] }))
-        .collect())
+        .map(|i| {
+            (
+                seed[i] as u64,
+                log2_obs(lo[i], if hi[i].is_nan() { f64::INFINITY } else { hi[i] }),
+            )
+        })
+        .collect();
+    v.sort_by_key(|x| x.0);
+    Ok(v)
+}
+
+/// The paired differences `a_s - b_s` of two cells' [`cell_obs`], which must hold the same
+/// seeds, each once (else an error naming `what`).
+fn paired_by_seed(a: &[(u64, Obs)], b: &[(u64, Obs)], what: &str) -> Result<Vec<Obs>> {
+    let seeds = |v: &[(u64, Obs)]| v.iter().map(|x| x.0).collect::<Vec<u64>>();
+    let (sa, sb) = (seeds(a), seeds(b));
+    if sa != sb || sa.windows(2).any(|w| w[0] == w[1]) {
+        return Err(Error::Undefined(format!(
+            "warmup: {what}: the paired cells' seeds differ or repeat ({sa:?} and {sb:?})"
+        )));
+    }
+    Ok(a.iter().zip(b).map(|(x, y)| x.1 - y.1).collect())
 }
 
 /// A depth as `(blocks, layers)`.
@@ -563,13 +586,7 @@ pub fn family(
     for &(blocks, layers) in &depths {
         let with = cell_obs(df, tier, preset, blocks, warmup)?;
         let none = cell_obs(df, tier, preset, blocks, 0)?;
-        let diffs = Obs::paired(&with, &none).ok_or_else(|| {
-            Error::Undefined(format!(
-                "warmup: {tier} {preset} at {blocks} blocks has {} seeds with warmup and {} without",
-                with.len(),
-                none.len()
-            ))
-        })?;
+        let diffs = paired_by_seed(&with, &none, &format!("{tier} {preset} at {blocks} blocks"))?;
         comparisons.push(Comparison {
             name: super::training::layers_text(layers as usize),
             diffs,

@@ -152,8 +152,9 @@ fn all_measures_every_target_and_lists_them() {
         .unwrap_or_else(|| panic!("no summary: {out}"));
     assert!(out.contains("[1/1] normscope f32: 40 steps in"), "{out}");
     let lines: Vec<&str> = summary.lines().collect();
-    // 2 precisions x (GEMM share, PyTorch ratio, memory at L = 3, training ratio) + tally + note.
-    assert_eq!(lines.len(), 2 * 4 + 2, "{summary}");
+    // 2 precisions x (GEMM share, PyTorch ratio, memory at L = 3, training ratio, train-grid
+    // ratio) + tally + note.
+    assert_eq!(lines.len(), 2 * 5 + 2, "{summary}");
     for p in ["f64", "f32"] {
         for needle in [
             format!(
@@ -165,6 +166,7 @@ fn all_measures_every_target_and_lists_them() {
             ),
             format!("peak memory / 8 (d^2 r + L d n), L = 3 ({p}) (target <= 2.0x): "),
             format!("training normscope {p} / pytorch "),
+            format!("train-grid cell normscope {p} / pytorch "),
         ] {
             assert!(
                 lines.iter().any(|l| l.starts_with(&needle)),
@@ -172,18 +174,19 @@ fn all_measures_every_target_and_lists_them() {
             );
         }
     }
-    assert!(lines[8].contains(" of 8 targets met, "), "{summary}");
-    // Both PyTorch ratios and both training ratios at least (--no-torch); a memory probe may
-    // also be skipped where the OS or the free memory does not allow it.
-    let not_measured: usize = lines[8]
+    assert!(lines[10].contains(" of 10 targets met, "), "{summary}");
+    // Both PyTorch ratios, both training ratios and both train-grid ratios at least
+    // (--no-torch); a memory probe may also be skipped where the OS or the free memory does
+    // not allow it.
+    let not_measured: usize = lines[10]
         .rsplit(", ")
         .next()
         .and_then(|t| t.strip_suffix(" not measured"))
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no count of targets not measured: {summary}"));
-    assert!(not_measured >= 4, "{summary}");
+    assert!(not_measured >= 6, "{summary}");
     assert!(
-        lines[9].starts_with("--quick: smoke-test sizes"),
+        lines[11].starts_with("--quick: smoke-test sizes"),
         "{summary}"
     );
 

@@ -4,20 +4,13 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use common::success_stdout as stdout;
+use std::process::Output;
 
 fn bench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_normscope"))
-        .args(["bench", "--train", "--quick", "--precision", "f64"])
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout.clone()).expect("utf-8")
+    let mut all = vec!["bench", "--train", "--quick", "--precision", "f64"];
+    all.extend_from_slice(args);
+    common::normscope(&all)
 }
 
 #[test]

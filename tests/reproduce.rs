@@ -303,9 +303,15 @@ fn verdicts(path: &Path) -> Vec<(String, String)> {
 const TRAINING_CLAIMS: [&str; 4] = ["6", "7", "8", "9"];
 
 fn is_verdict(v: &str) -> bool {
-    ["supported", "conditional: ", "inconclusive", "refuted"]
-        .iter()
-        .any(|k| v.starts_with(k))
+    [
+        "supported",
+        "conditional: ",
+        "conditional (",
+        "inconclusive",
+        "refuted",
+    ]
+    .iter()
+    .any(|k| v.starts_with(k))
 }
 
 #[test]

@@ -304,7 +304,9 @@ impl Family {
         let mut parts = vec![format!(
             "{:?} over {m} paired comparison{} ({}): median difference with its exact \
              distribution-free 95% CI; exact sign tests (censored or tied values count against \
-             each test), each test Holm-adjusted over the {m} at alpha = {}",
+             each test), each kind of test (two-sided, TOST, minimum-effect) Holm-adjusted \
+             separately over the {m} at alpha = {} (each kind of decision's family-wise error \
+             is at most alpha)",
             self.claim,
             if m == 1 { "" } else { "s" },
             names.join(", "),

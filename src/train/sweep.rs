@@ -2,11 +2,11 @@
 //! optimizer, peak learning rate, warmup) times paired seeds, each run summarised by its
 //! [`Outcome`] with its class ([`super::classify`]: diverged, collapsed, still descending,
 //! trained), and the maximum stable learning rate of a (cell, seed) found by the widening
-//! log-scale search of [`super::search`] ([`search`]).
+//! log-scale search of [`super::search`] ([`search()`]).
 //!
 //! A learning rate is *stable* for a (cell, seed) if that run is trained or still descending
 //! ([`super::classify::RunClass::stable`]). The analyses' runs ([`Prepared`]) stop once
-//! collapsed ([`SWEEP_OPTIONS`]); [`run`] and [`run_jobs`] train every run to its end.
+//! collapsed ([`SWEEP_OPTIONS`]); [`run()`] and [`run_jobs`] train every run to its end.
 //!
 //! **Precision**: a sweep trains in the base request's precision (`cfg.mc.precision`, f64 or
 //! f32; [`outcome`] dispatches); [`train_one`], which returns the trained model, is f64 only.

@@ -126,3 +126,19 @@ pub fn torch_python() -> Result<String, String> {
         ))
     }
 }
+
+/// Runs the `normscope` binary from the crate root with `args`.
+pub fn normscope(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_normscope"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("binary runs")
+}
+
+/// The standard output of a run that must have succeeded (else its standard error, as the
+/// panic message).
+pub fn success_stdout(o: &std::process::Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout.clone()).expect("utf-8")
+}

@@ -246,7 +246,7 @@ pub fn categorical<'a>(p: impl IntoIterator<Item = &'a f64>, u: f64) -> usize {
     last
 }
 
-/// The number of tokens [`rewire`] redraws: `round(fraction x vocab)`.
+/// The number of tokens `rewire` redraws: `round(fraction x vocab)`.
 pub fn rewired_count(fraction: f64, vocab: usize) -> usize {
     ((fraction * vocab as f64).round() as usize).min(vocab)
 }

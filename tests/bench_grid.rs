@@ -1,0 +1,49 @@
+//! `normscope bench --train-grid --quick`: the repetitions, normscope's median, and with a
+//! Python that has torch, both PyTorch modes (eager loop, vmap ensemble) and the ratio to the
+//! better of them. No time is asserted.
+
+mod common;
+
+use common::success_stdout as stdout;
+use std::process::Output;
+
+fn bench(args: &[&str]) -> Output {
+    let mut all = vec!["bench", "--train-grid", "--quick", "--precision", "f32"];
+    all.extend_from_slice(args);
+    common::normscope(&all)
+}
+
+#[test]
+fn repetitions_and_their_median_without_torch() {
+    let out = stdout(&bench(&["--no-torch", "--repeats", "2"]));
+    for r in [
+        "[1/2] normscope f32: 3 runs in",
+        "[2/2] normscope f32: 3 runs in",
+        "normscope f32: median ",
+    ] {
+        assert!(out.contains(r), "{r}: {out}");
+    }
+    assert!(!out.contains("pytorch"), "{out}");
+}
+
+#[test]
+fn ratio_to_the_better_torch_mode() {
+    let python = match common::torch_python() {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let out = stdout(&bench(&["--repeats", "1", "--python", &python]));
+    assert!(out.contains("[1/1] pytorch "), "{out}");
+    assert!(
+        out.contains("eager loop ") && out.contains("vmap ensemble "),
+        "{out}"
+    );
+    let verdict = out
+        .lines()
+        .find(|l| l.contains("ratio to the better ("))
+        .unwrap_or_else(|| panic!("no ratio line: {out}"));
+    assert!(verdict.contains("target >= 3.0x: "), "{verdict}");
+}
