@@ -11,7 +11,7 @@
 //!
 //! **Effects**, per seed, in units of the task's gap `C - F` (context-free loss minus floor),
 //! Post-LN minus Pre-LN: the *early excess* (evaluation loss minus floor at update
-//! `early_step`; a run stopped before counts as the gap) and the *final score* (the final
+//! `early_step`; a run stopped before, or not finite there, counts as at least the gap) and the *final score* (the final
 //! excess, a diverged run counting as at least the gap, [`super::training::score`]).
 //!
 //! **Claim 8's family** (one family per tier, Holm over all of it, smallest effect of interest

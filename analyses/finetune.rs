@@ -61,9 +61,9 @@ pub const ANALYSIS: Analysis = Analysis {
     id: "finetune",
     about: "pre-train on a language, fine-tune on a related one at each preset's tuned lr: Post-LN vs Pre-LN, transfer, per-block ablation cost, claim 9",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
-    units: Some(
-        "one preset: its pre-training, fine-tuning (tuning and evaluation) and scratch runs",
-    ),
+    // No work units: its runs need `convergence`'s tuned rates, which a shard's folder does not
+    // hold, so the merge runs it (after `convergence`, in registry order).
+    units: None,
 };
 
 /// Mixed into the training seed for the fine-tuning data stream, so it differs from the

@@ -90,16 +90,20 @@ impl Settings {
     }
 }
 
-/// Sets every `seed` key in `v` (at any depth) to `seed`.
+/// Sets every `seed` key in `v` (at any depth, in tables and arrays of tables) to `seed`.
 fn set_seeds(v: &mut toml::Value, seed: u64) {
-    if let Some(t) = v.as_table_mut() {
-        for (k, x) in t.iter_mut() {
-            if k == "seed" && x.is_integer() {
-                *x = toml::Value::Integer(seed as i64);
-            } else {
-                set_seeds(x, seed);
+    match v {
+        toml::Value::Table(t) => {
+            for (k, x) in t.iter_mut() {
+                if k == "seed" && x.is_integer() {
+                    *x = toml::Value::Integer(seed as i64);
+                } else {
+                    set_seeds(x, seed);
+                }
             }
         }
+        toml::Value::Array(a) => a.iter_mut().for_each(|x| set_seeds(x, seed)),
+        _ => {}
     }
 }
 
