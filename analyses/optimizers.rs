@@ -23,7 +23,7 @@
 //! **Claim 7's family** (per tier, Holm over all of it): the scaling comparisons of Post-LN
 //! for both optimizers at both updates and every depth, and the rescue at every depth.
 //!
-//! Outputs: `runs.csv`, `scaling.csv`, `tuning.csv`, `status.csv` (the SGD arm, as
+//! Outputs: `runs.csv` (tuning and evaluation runs), `scaling.csv`, `status.csv` (the SGD arm, as
 //! `convergence` writes them), `effects.csv` (the family's comparisons).
 
 use super::claims::Data;
