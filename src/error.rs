@@ -122,6 +122,23 @@ pub const SHOWN_VALUE: usize = 80;
 /// A value as an error message shows it: whole up to [`SHOWN_VALUE`] characters, else its
 /// start and its length (a 10 MB value is not echoed back).
 fn shown(value: &str) -> String {
+    // Control characters (a newline in a name) are escaped: an error is one line.
+    let escaped: String;
+    let value = if value.chars().any(char::is_control) {
+        escaped = value
+            .chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect();
+        &escaped
+    } else {
+        value
+    };
     match value.char_indices().nth(SHOWN_VALUE) {
         Some((cut, _)) => format!("{}... ({} bytes)", &value[..cut], value.len()),
         None => value.to_string(),

@@ -80,6 +80,7 @@ pub mod budget;
 pub mod compare;
 pub mod engine;
 pub mod error;
+pub mod input;
 pub mod layers;
 pub mod metrics;
 pub mod model;
