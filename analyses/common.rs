@@ -89,6 +89,7 @@ pub struct Mc {
     /// Independent networks S per point.
     pub samples: usize,
     /// Base seed.
+    #[serde(with = "crate::analyses::seed")]
     pub seed: u64,
 }
 
@@ -199,7 +200,7 @@ pub fn theory(
 /// Prints an analysis's notes (missing values, skipped metrics) under its progress line.
 fn print_notes(notes: Vec<String>) {
     for n in notes {
-        eprintln!("      note: {n}");
+        crate::output::console::note(format_args!("      note: {n}"));
     }
 }
 

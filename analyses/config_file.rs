@@ -36,13 +36,17 @@ pub struct ConfigFile {
 pub const PLACEMENTS_KEY: &str = "placements";
 
 impl ConfigFile {
-    /// Reads and parses `path`, checking that every top-level key is one of `ids` and a table.
+    /// Reads and parses `path` (a regular file of at most [`crate::input::TEXT_CAP`] bytes),
+    /// checking that every top-level key is one of `ids` and a table.
     pub fn load(path: &Path, ids: &[&str]) -> Result<Self> {
         let shown = path.display().to_string();
         // A missing, unreadable or binary file is bad input (exit 2), not an I/O failure.
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Config {
+        let text = crate::input::read_text(path).map_err(|why| Error::Config {
             path: shown.clone(),
-            message: format!("cannot read it as a UTF-8 TOML file: {e}"),
+            message: format!(
+                "--config: cannot read it as a UTF-8 TOML file of at most {} bytes: {why}",
+                crate::input::TEXT_CAP
+            ),
         })?;
         let mut tables: toml::Table = text.parse().map_err(|e: toml::de::Error| Error::Config {
             path: shown.clone(),

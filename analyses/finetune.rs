@@ -82,6 +82,7 @@ pub struct Config {
     /// The fraction of the vocabulary rewired for task A'.
     pub rewire: f64,
     /// The seed of the rewiring.
+    #[serde(with = "crate::analyses::seed")]
     pub rewire_seed: u64,
     /// Fine-tuning (and scratch) updates.
     pub finetune_steps: u64,

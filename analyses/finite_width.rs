@@ -114,6 +114,7 @@ pub struct Config {
     /// see the module docs).
     pub path_max: usize,
     /// Base seed.
+    #[serde(with = "crate::analyses::seed")]
     pub seed: u64,
     /// The network.
     pub model: Model,
@@ -265,7 +266,9 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         .units("cells", &cells, cost, |mine| {
             mine.iter()
                 .map(|(p, l, d)| {
-                    eprintln!("      finite-width: {p}, L = {l}, d = {d}");
+                    crate::output::console::note(format_args!(
+                        "      finite-width: {p}, L = {l}, d = {d}"
+                    ));
                     cell(c, p, &metrics, *l, *d)
                 })
                 .collect()

@@ -134,12 +134,9 @@ pub fn sha256(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))
 }
 
-/// sha256 of a file, hex.
+/// sha256 of a file, hex: a regular file of at most [`crate::input::DATA_CAP`] bytes.
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| crate::Error::Io {
-        path: path.display().to_string(),
-        source: e,
-    })?;
+    let bytes = crate::input::read(path, "input file", crate::input::DATA_CAP)?;
     Ok(sha256(&bytes))
 }
 

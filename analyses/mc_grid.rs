@@ -123,6 +123,7 @@ pub struct Config {
     /// Layers written, as `mc --layers` takes them.
     pub layers: String,
     /// Base seed.
+    #[serde(with = "crate::analyses::seed")]
     pub seed: u64,
 }
 
@@ -467,7 +468,7 @@ fn compute(c: &Config, metrics: &[Metric], cells: &[Cell]) -> Result<Vec<Vec<Row
                 &mut notes,
             )?;
             for n in notes {
-                eprintln!("      note ({}): {n}", cell.name());
+                crate::output::console::note(format_args!("      note ({}): {n}", cell.name()));
             }
             crate::profile::sort_rows(&mut rows);
             Ok(rows.iter().map(RowData::of).collect())

@@ -33,6 +33,7 @@ pub mod optimizers;
 pub mod output_change;
 pub mod placement_file;
 pub mod rank_collapse;
+pub mod seed;
 pub mod shard;
 pub mod slurm;
 pub mod stability_law;
@@ -45,6 +46,7 @@ pub mod training_demo;
 pub mod tuned;
 pub mod warmup;
 
+use crate::output::console::say;
 use crate::output::lock::OutputLock;
 use crate::output::staging::{self, Stage};
 use crate::output::{figure, table};
@@ -95,8 +97,8 @@ fn set_seeds(v: &mut toml::Value, seed: u64) {
     match v {
         toml::Value::Table(t) => {
             for (k, x) in t.iter_mut() {
-                if k == "seed" && x.is_integer() {
-                    *x = toml::Value::Integer(seed as i64);
+                if k == "seed" && (x.is_integer() || x.is_str()) {
+                    *x = seed::to_toml(seed);
                 } else {
                     set_seeds(x, seed);
                 }
@@ -474,7 +476,10 @@ impl Run<'_> {
         )?;
         // The data folder holds the manifest: last in, first out.
         stage.commit(self.root, &[&figures, &data])?;
-        eprintln!("      {files} files in {:.1} s", t.elapsed().as_secs_f64());
+        say(format_args!(
+            "      {files} files in {:.1} s",
+            t.elapsed().as_secs_f64()
+        ))?;
         Ok(())
     }
 }
@@ -490,14 +495,15 @@ fn run_shard(
     spec: shard::ShardSpec,
     source: manifest::Source,
 ) -> Result<()> {
-    let _lock = OutputLock::acquire(&req.root)?;
-    staging::remove_leftovers(&req.root, &ids())?;
-    let t = std::time::Instant::now();
-    eprintln!(
+    // Said before the folder is created: a standard error that cannot be written leaves none.
+    say(format_args!(
         "{} shard {spec}: {}",
         a.id,
         a.units.unwrap_or("no work units: the merge runs it")
-    );
+    ))?;
+    let _lock = OutputLock::acquire(&req.root)?;
+    staging::remove_leftovers(&req.root, &ids())?;
+    let t = std::time::Instant::now();
     let config_toml = toml::to_string(&p.toml).expect("TOML tables print");
     let Prepared {
         config,
@@ -554,7 +560,10 @@ fn run_shard(
     let mut bytes = serde_json::to_vec_pretty(&m).expect("manifests serialize");
     bytes.push(b'\n');
     crate::output::atomic::write_bytes(&req.root.join(shard::MANIFEST), &bytes)?;
-    eprintln!("      {units} units in {:.1} s", t.elapsed().as_secs_f64());
+    say(format_args!(
+        "      {units} units in {:.1} s",
+        t.elapsed().as_secs_f64()
+    ))?;
     Ok(())
 }
 
@@ -600,6 +609,11 @@ pub fn merge(dirs: &[PathBuf], root: &Path) -> Result<()> {
         ));
     }
     let (source, quick, invocation) = (m.source.clone(), m.quick, m.invocation.clone());
+    // Said before the folder is created: a standard error that cannot be written leaves none.
+    say(format_args!(
+        "merging {} shards of {}: {}",
+        m.shard.count, a.id, a.about
+    ))?;
     let _lock = OutputLock::acquire(root)?;
     staging::remove_leftovers(root, &ids())?;
     let run = Run {
@@ -609,8 +623,8 @@ pub fn merge(dirs: &[PathBuf], root: &Path) -> Result<()> {
         invocation,
         inputs: &BTreeMap::new(),
     };
-    eprintln!("merging {} shards of {}: {}", m.shard.count, a.id, a.about);
-    run.analysis(a, p, Mode::Merge(Some(Box::new(loaded))))
+    run.analysis(a, p, Mode::Merge(Some(Box::new(loaded))))?;
+    crate::output::console::failed()
 }
 
 /// A sharded run resolves its analysis from the shards alone, so its `--config` may not name
@@ -679,7 +693,7 @@ pub fn reproduce(req: &Request) -> Result<()> {
         .map(|a| (a.prepare)(a.id, &settings))
         .collect::<Result<_>>()?;
     if req.print_config {
-        print!("{}", config_toml(&selected, &prepared, req.quick));
+        crate::output::console::out(config_toml(&selected, &prepared, req.quick).as_bytes())?;
         return Ok(());
     }
     // Placement files named by the configuration are inputs of every analysis.
@@ -702,6 +716,12 @@ pub fn reproduce(req: &Request) -> Result<()> {
         let p = prepared.into_iter().next().expect("one analysis");
         return run_shard(req, selected[0], p, spec, source);
     }
+    // Said before the folder is created: a standard error that cannot be written leaves none.
+    say(format_args!(
+        "{} analyses into {}",
+        selected.len(),
+        req.root.display()
+    ))?;
     let _lock = OutputLock::acquire(&req.root)?;
     staging::remove_leftovers(&req.root, &ids())?;
     let total = std::time::Instant::now();
@@ -713,9 +733,19 @@ pub fn reproduce(req: &Request) -> Result<()> {
         inputs: &placement_inputs,
     };
     for (i, (a, p)) in selected.iter().zip(prepared).enumerate() {
-        eprintln!("[{}/{}] {}: {}", i + 1, selected.len(), a.id, a.about);
+        say(format_args!(
+            "[{}/{}] {}: {}",
+            i + 1,
+            selected.len(),
+            a.id,
+            a.about
+        ))?;
         run.analysis(a, p, Mode::Whole)?;
     }
-    eprintln!("done in {:.1} s", total.elapsed().as_secs_f64());
+    say(format_args!(
+        "done in {:.1} s",
+        total.elapsed().as_secs_f64()
+    ))?;
+    crate::output::console::failed()?;
     Ok(())
 }

@@ -219,11 +219,9 @@ pub struct Loaded {
     pub results: BTreeMap<usize, Vec<u8>>,
 }
 
+/// A shard's file: a regular file of at most [`crate::input::DATA_CAP`] bytes.
 fn read(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| Error::Io {
-        path: path.display().to_string(),
-        source: e,
-    })
+    crate::input::read(path, "SHARD_DIRS", crate::input::DATA_CAP)
 }
 
 /// Reads and checks shard folders: each has a `shard.json` of [`FORMAT`] whose files match their
@@ -243,11 +241,19 @@ pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
     for d in dirs {
         let name = d.display().to_string();
         let path = d.join(MANIFEST);
-        let bytes = std::fs::read(&path).map_err(|_| {
+        let bytes = crate::input::read_capped(&path, crate::input::TEXT_CAP).map_err(|e| {
+            let why = match e {
+                crate::input::ReadError::Io(_) => "none here: the shard did not finish".to_string(),
+                crate::input::ReadError::Refused(why) => {
+                    format!("its {MANIFEST} is refused: {why}")
+                }
+            };
             Error::invalid(
                 "SHARD_DIRS",
                 &name,
-                format!("a shard folder with a {MANIFEST} (written by `reproduce --shard I/N`); none here: the shard did not finish"),
+                format!(
+                    "a shard folder with a {MANIFEST} (written by `reproduce --shard I/N`); {why}"
+                ),
             )
         })?;
         let m: ShardManifest = serde_json::from_slice(&bytes).map_err(|e| {
@@ -264,7 +270,8 @@ pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
             ));
         }
         for (file, hash) in &m.files {
-            let ok = std::fs::read(d.join(file)).is_ok_and(|b| &manifest::sha256(&b) == hash);
+            let ok = crate::input::read_capped(&d.join(file), crate::input::DATA_CAP)
+                .is_ok_and(|b| &manifest::sha256(&b) == hash);
             if !ok {
                 return Err(Error::invalid(
                     "SHARD_DIRS",

@@ -83,7 +83,8 @@ fn option(field: &'static str, v: &Option<String>) -> Result<Option<String>> {
     }
 }
 
-/// A path in single quotes for bash.
+/// A path in single quotes for bash: `'` becomes `'\''`, and nothing else inside single quotes
+/// is special (`$`, backticks, `;` and `"` are literal).
 fn quoted(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
 }
@@ -95,6 +96,25 @@ fn absolute(p: &Path) -> Result<PathBuf> {
     })
 }
 
+/// `p` made absolute and quoted for bash ([`quoted`]), for the script's commands and comments. A
+/// path holding a control character (a newline would end a comment and start a command; Slurm
+/// stops reading `#SBATCH` lines at the first command) or that is not UTF-8 is refused, naming
+/// `field`.
+fn script_path(field: &'static str, p: &Path) -> Result<(PathBuf, String)> {
+    let abs = absolute(p)?;
+    match abs.to_str() {
+        Some(s) if !s.contains(char::is_control) => {
+            let q = quoted(&abs);
+            Ok((abs, q))
+        }
+        _ => Err(Error::invalid(
+            field,
+            p.display(),
+            "a UTF-8 path without newlines or other control characters (it is written into a shell script)",
+        )),
+    }
+}
+
 /// The scripts for `r` (paths made absolute, since Slurm runs them elsewhere).
 pub fn scripts(r: &SlurmRequest) -> Result<Scripts> {
     super::check_shardable(&r.only, r.config.as_deref(), r.quick, r.seed)?;
@@ -104,7 +124,7 @@ pub fn scripts(r: &SlurmRequest) -> Result<Scripts> {
             .to_string()
             .contains(|c: char| c.is_whitespace() || "%'\"\\".contains(c))
     };
-    if !plain(&r.dir) {
+    if !plain(&absolute(&r.dir)?) {
         return Err(Error::invalid(
             "--dir",
             r.dir.display(),
@@ -135,26 +155,30 @@ pub fn scripts(r: &SlurmRequest) -> Result<Scripts> {
     if let Some(c) = r.cpus_per_task {
         head.push(format!("#SBATCH --cpus-per-task={c}"));
     }
-    let bin = match &r.binary {
-        Some(b) => absolute(b)?,
-        None => std::env::current_exe().map_err(|e| Error::Io {
-            path: "normscope".into(),
-            source: e,
-        })?,
+    let (_, b) = match &r.binary {
+        Some(b) => script_path("--binary", b)?,
+        None => script_path(
+            "--binary",
+            &std::env::current_exe().map_err(|e| Error::Io {
+                path: "normscope".into(),
+                source: e,
+            })?,
+        )?,
     };
-    let dir = absolute(&r.dir)?;
-    let out = absolute(&r.out_dir)?;
+    let (dir, d) = script_path("--dir", &r.dir)?;
+    let (_, o) = script_path("--out-dir", &r.out_dir)?;
+    // `only` is a registered analysis id (checked above): letters, digits and '-'.
     let mut flags = format!("--only {}", r.only);
     if r.quick {
         flags.push_str(" --quick");
     }
     if let Some(c) = &r.config {
-        flags.push_str(&format!(" --config {}", quoted(&absolute(c)?)));
+        flags.push_str(&format!(" --config {}", script_path("--config", c)?.1));
     }
     if let Some(s) = r.seed {
         flags.push_str(&format!(" --seed {s}"));
     }
-    let (n, id, d, b) = (r.shards, &r.only, quoted(&dir), quoted(&bin));
+    let (n, id) = (r.shards, &r.only);
     let head = head.join("\n");
     let array = format!(
         "#!/bin/bash
@@ -178,7 +202,7 @@ exec {b} reproduce {flags} --shard \"$i/{n}\" --out-dir {d}/shard-\"$i\"
     );
     let merge = format!(
         "#!/bin/bash
-# normscope {id}: merges the {n} shards into {out}/data and {out}/figures.
+# normscope {id}: merges the {n} shards into {o}/data and {o}/figures.
 #SBATCH --job-name=normscope-{id}-merge
 #SBATCH --output={dir}/logs/merge-%j.out
 {head}
@@ -188,8 +212,6 @@ exec {b} merge {d}/shard-{{0..{last}}} --out-dir {o}
 ",
         last = n - 1,
         dir = dir.display(),
-        out = out.display(),
-        o = quoted(&out),
     );
     let submit = format!(
         "#!/bin/bash

@@ -124,10 +124,7 @@ fn input(out: &mut Out, rel: &str) -> Result<std::path::PathBuf> {
 /// `warmup`'s configuration, from its manifest.
 fn warmup_config(out: &mut Out) -> Result<warmup::Config> {
     let path = input(out, WARMUP_MANIFEST)?;
-    let bytes = std::fs::read(&path).map_err(|source| Error::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let bytes = crate::input::read(&path, WARMUP_MANIFEST, crate::input::TEXT_CAP)?;
     let m: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| Error::Undefined(format!("{WARMUP_MANIFEST}: {e}")))?;
     serde_json::from_value(m["config"].clone())

@@ -65,6 +65,7 @@ pub struct Tier {
     /// `f64` or `f32`.
     pub precision: String,
     /// The task's teacher and evaluation set.
+    #[serde(with = "crate::analyses::seed")]
     pub seed: u64,
 }
 

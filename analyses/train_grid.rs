@@ -164,6 +164,7 @@ pub struct Config {
     /// Learning-rate schedule after warmup.
     pub schedule: String,
     /// The task's seed (teacher and evaluation set).
+    #[serde(with = "crate::analyses::seed")]
     pub seed: u64,
 }
 

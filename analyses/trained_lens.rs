@@ -112,6 +112,7 @@ pub struct Config {
     /// Training seeds `0..seeds`, paired across presets.
     pub seeds: u64,
     /// The seed of the teacher, the evaluation set and the lens's tangents.
+    #[serde(with = "crate::analyses::seed")]
     pub seed: u64,
 }
 

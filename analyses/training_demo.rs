@@ -57,6 +57,7 @@ pub struct Config {
     /// Logging interval.
     pub log_every: u64,
     /// The seed of the teacher and the evaluation set.
+    #[serde(with = "crate::analyses::seed")]
     pub seed: u64,
 }
 

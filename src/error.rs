@@ -48,6 +48,16 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// Standard output or standard error could not be written (a closed pipe, a full device).
+    /// Exit status 2, or 141 for a closed pipe (see [`crate::output::console`]).
+    #[error("cannot write to {stream}: {source}")]
+    Console {
+        /// `standard output` or `standard error`.
+        stream: &'static str,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// Another process is writing into the output folder (it holds the folder's lock). Not bad
     /// input: exit status 1, like other failures of the environment.
     #[error(
@@ -96,7 +106,14 @@ impl Error {
                 | Error::Config { .. }
                 | Error::TooLarge(_)
                 | Error::Overflow(_)
+                | Error::Console { .. }
         )
+    }
+
+    /// Whether the error is a closed pipe on standard output or error (the reader went away),
+    /// which ends a run quietly.
+    pub fn is_closed_pipe(&self) -> bool {
+        matches!(self, Error::Console { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
     }
 
     /// Whether the error is a numerical failure of one stack's computation (an overflow beyond

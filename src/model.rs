@@ -104,6 +104,22 @@ pub struct ModelConfig {
     pub norm: NormKind,
 }
 
+/// The largest value whose square is finite in f64 (sqrt of `f64::MAX`, rounded down).
+pub const SQUARE_FINITE: f64 = 1.3407807929942596e154;
+
+/// A scale the mean-field maps square (DeepNet's beta, a branch multiplier lambda): finite, >= 0
+/// and with a finite square, else bad input naming `field`.
+fn square_finite(field: &'static str, v: Option<f64>) -> Result<()> {
+    match v {
+        Some(x) if !x.is_finite() || !(0.0..=SQUARE_FINITE).contains(&x) => Err(Error::invalid(
+            field,
+            x,
+            format!("a number in [0, {SQUARE_FINITE:e}] (its square must be finite in f64)"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn non_negative(field: &'static str, v: Option<f64>) -> Result<()> {
     match v {
         Some(x) if !x.is_finite() || x < 0.0 => {
@@ -120,9 +136,9 @@ impl RawModel {
             return Err(Error::invalid("--depth", 0, "an integer >= 1"));
         }
         non_negative("--alpha", self.alpha)?;
-        non_negative("--beta", self.beta)?;
+        square_finite("--beta", self.beta)?;
         non_negative("--gain", self.gain)?;
-        non_negative("--lambda", self.lambda)?;
+        square_finite("--lambda", self.lambda)?;
         if !(self.q0.is_finite() && self.q0 > 0.0) {
             return Err(Error::invalid("--q0", self.q0, "a finite number > 0"));
         }

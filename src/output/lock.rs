@@ -20,7 +20,8 @@ pub struct OutputLock {
 
 impl OutputLock {
     /// Creates `root` if missing and locks it, or fails at once with [`Error::Busy`] if another
-    /// process (or another lock in this one) holds it.
+    /// process (or another lock in this one) holds it. A lock file that is not a regular file
+    /// (a FIFO would block the open) is refused as bad input.
     pub fn acquire(root: &Path) -> Result<OutputLock> {
         let io_err = |path: &Path, source| Error::Io {
             path: path.display().to_string(),
@@ -28,12 +29,30 @@ impl OutputLock {
         };
         std::fs::create_dir_all(root).map_err(|e| io_err(root, e))?;
         let path = root.join(FILE);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| io_err(&path, e))?;
+        let not_regular = || {
+            Error::invalid(
+                "--out-dir",
+                path.display(),
+                format!(
+                    "a folder whose {FILE} is a regular file (or absent); it is a FIFO, device, folder or link: remove it"
+                ),
+            )
+        };
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.file_type().is_file()) {
+            return Err(not_regular());
+        }
+        let mut opts = OpenOptions::new();
+        opts.create(true).truncate(false).write(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            // Never block on a FIFO swapped in after the check above.
+            opts.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+        }
+        let file = opts.open(&path).map_err(|e| io_err(&path, e))?;
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(not_regular());
+        }
         match file.try_lock() {
             Ok(()) => Ok(OutputLock { _file: file }),
             Err(TryLockError::WouldBlock) => Err(Error::Busy {

@@ -1,7 +1,8 @@
 //! Everything that leaves the process: tidy CSV tables (polars), figures (plotters), LaTeX
-//! tables, atomic writes, staging and the output folder's lock, the progress bar.
+//! tables, atomic writes, standard output and error without panics, staging and the output folder's lock, the progress bar.
 
 pub mod atomic;
+pub mod console;
 pub mod figure;
 pub mod heatmap;
 pub mod latex;

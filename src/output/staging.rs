@@ -160,10 +160,10 @@ impl Stage {
                         .map_or("stage".into(), |n| n.to_string_lossy().into_owned())
                 ));
                 if std::fs::rename(&old, &keep).is_ok() {
-                    eprintln!(
+                    crate::output::console::note(format_args!(
                         "warning: some earlier outputs could not be put back; they are in {}",
                         keep.display()
-                    );
+                    ));
                 }
             }
         }
@@ -180,13 +180,15 @@ impl Drop for Stage {
     }
 }
 
-/// Removes every stage of this process and blocks every later staging step for good (a step
+/// Removes every stage of this process, and every temporary file of an [`atomic`] write (an
+/// interrupted `--out`), and blocks every later staging step and rename for good (a step
 /// under way finishes first). For a SIGINT/SIGTERM handler, right before the process exits.
 pub fn abandon() {
     let reg = in_flight();
     for dir in reg.iter() {
         let _ = std::fs::remove_dir_all(dir);
     }
+    atomic::abandon();
     std::mem::forget(reg);
 }
 

@@ -227,14 +227,29 @@ pub fn write_rows(rows: Vec<Row>, path: &Path) -> Result<()> {
     super::atomic::write_bytes(path, &rows_csv(rows)?)
 }
 
-/// Reads a CSV written by [`write_rows`] (or any CSV) into a frame.
+/// Reads a CSV written by [`write_rows`] (or any CSV) into a frame: a regular file of at most
+/// [`crate::input::DATA_CAP`] bytes. Column types are inferred, except that a `seed` column
+/// that does not parse as inferred (a seed of 2^63 or more beside smaller ones: inference reads
+/// i64) is read as text.
 pub fn read_csv(path: &Path) -> Result<DataFrame> {
-    let df = CsvReadOptions::default()
-        .with_has_header(true)
-        .try_into_reader_with_file_path(Some(path.to_path_buf()))
-        .map_err(Error::Table)?
-        .finish()?;
-    Ok(df)
+    let bytes = crate::input::read(path, "input table", crate::input::DATA_CAP)?;
+    let read = |seed_as_text: bool| {
+        let mut opts = CsvReadOptions::default().with_has_header(true);
+        if seed_as_text {
+            let schema = Schema::from_iter([Field::new("seed".into(), DataType::String)]);
+            opts = opts.with_schema_overwrite(Some(std::sync::Arc::new(schema)));
+        }
+        opts.into_reader_with_file_handle(std::io::Cursor::new(&bytes))
+            .finish()
+    };
+    let header = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    let has_seed = header
+        .split(|&b| b == b',')
+        .any(|c| c.strip_suffix(b"\r").unwrap_or(c) == b"seed");
+    match read(false) {
+        Err(_) if has_seed => Ok(read(true)?),
+        r => Ok(r?),
+    }
 }
 
 /// Builds a frame of rows tagged with numeric parameters (e.g. the gain g or the skip scale

@@ -242,12 +242,16 @@ pub fn parse(text: &str, path: &str) -> Result<Vec<Placement>> {
     Ok(out)
 }
 
-/// Reads and parses a placement file. A missing or unreadable file is bad input (exit 2).
+/// Reads and parses a placement file. A missing or unreadable file, or one that is not a regular
+/// file of at most [`crate::input::TEXT_CAP`] bytes, is bad input (exit 2).
 pub fn read(path: &Path) -> Result<Vec<Placement>> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Config {
+    let text = crate::input::read_text(path).map_err(|why| Error::Config {
         path: shown.clone(),
-        message: format!("cannot read it as a UTF-8 TOML placement file: {e}"),
+        message: format!(
+            "--placements: cannot read it as a UTF-8 TOML placement file of at most {} bytes: {why}",
+            crate::input::TEXT_CAP
+        ),
     })?;
     parse(&text, &shown)
 }

@@ -569,4 +569,7 @@ pub struct SlurmArgs {
     /// Submit the array and the merge with sbatch and print the job ids.
     #[arg(long)]
     pub submit: bool,
+    /// The normscope binary the jobs run, as the compute nodes see it (default: this one).
+    #[arg(long)]
+    pub binary: Option<PathBuf>,
 }

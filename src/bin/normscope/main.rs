@@ -11,10 +11,9 @@ mod bench_train;
 mod cli;
 mod train;
 
-use clap::Parser;
 use cli::{Cli, Command, ReproduceArgs};
 use normscope::model::{RawModel, TheoryConfig};
-use normscope::output::{atomic, table};
+use normscope::output::{atomic, console, table};
 use normscope::symbolic::Subs;
 use normscope::symbolic::render;
 use normscope::{Error, analyses};
@@ -25,10 +24,7 @@ use std::process::ExitCode;
 fn emit(out: Option<&std::path::Path>, bytes: &[u8]) -> normscope::Result<()> {
     match out {
         Some(p) => atomic::write_bytes(p, bytes),
-        None => std::io::stdout().write_all(bytes).map_err(|e| Error::Io {
-            path: "<stdout>".into(),
-            source: e,
-        }),
+        None => console::out(bytes),
     }
 }
 
@@ -75,6 +71,13 @@ fn mc_request(a: &cli::McArgs) -> normscope::Result<McRequest> {
     let cfg = normscope::monte_carlo::McConfig::new(&a.model.raw(), &a.sampling.raw())?;
     let metrics = normscope::metrics::Metric::parse_list(&a.table.metrics)?;
     let layers = normscope::layers::LayerSpec::parse(&a.table.layers)?;
+    if cfg.model.branch.tokens < 2 && metrics.contains(&normscope::metrics::Metric::Corr) {
+        return Err(Error::invalid(
+            "--tokens",
+            cfg.model.branch.tokens,
+            "at least 2 with --metrics corr (a correlation between tokens needs two)",
+        ));
+    }
     normscope::tables::check_mc_fits(&cfg, &metrics, &layers)?;
     Ok((presets, cfg, metrics, layers))
 }
@@ -194,11 +197,12 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             emit(out, &table::Format::of(out).encode(&mut df)?)
         }
         Command::Reproduce(a) if a.list => {
+            let mut text = String::new();
             for x in analyses::REGISTRY {
                 let units = x.units.unwrap_or("the whole analysis, run by the merge");
-                println!("{}\t{}\tunit: {units}", x.id, x.about);
+                text.push_str(&format!("{}\t{}\tunit: {units}\n", x.id, x.about));
             }
-            Ok(())
+            emit(None, text.as_bytes())
         }
         Command::Reproduce(a) => analyses::reproduce(&analyses::Request {
             root: a.out_dir,
@@ -213,9 +217,9 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
         Command::Slurm(a) => slurm(a),
     };
     for n in notes {
-        eprintln!("note: {n}");
+        console::note(format_args!("note: {n}"));
     }
-    result
+    result.and_then(|()| console::failed())
 }
 
 /// `normscope slurm`: writes the scripts, and submits them with `--submit`.
@@ -234,44 +238,55 @@ fn slurm(a: cli::SlurmArgs) -> normscope::Result<()> {
         mem: a.mem,
         account: a.account,
         out_dir: a.out_dir,
-        binary: None,
+        binary: a.binary,
     };
     let paths = slurm::write(&r)?;
     for p in &paths {
-        eprintln!("wrote {}", p.display());
+        console::say(format_args!("wrote {}", p.display()))?;
     }
     if a.submit {
         let (array, merge) = slurm::submit(&paths)?;
-        println!(
-            "array job {array} ({} tasks), merge job {merge} (after every task succeeds)",
-            r.shards
-        );
+        emit(
+            None,
+            format!(
+                "array job {array} ({} tasks), merge job {merge} (after every task succeeds)\n",
+                r.shards
+            )
+            .as_bytes(),
+        )
     } else {
-        eprintln!("submit with: {}", paths[2].display());
+        console::say(format_args!("submit with: {}", paths[2].display()))
     }
-    Ok(())
 }
 
 /// A clap parse error as one line (`error: ... [possible values: ...]`), without the usage and
 /// `--help` hint lines; help and version requests print as clap renders them.
 fn parse_args() -> Result<Cli, ExitCode> {
-    Cli::try_parse().map_err(|e| {
-        use clap::error::ErrorKind;
-        if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-            let _ = e.print();
-            return ExitCode::SUCCESS;
-        }
-        let text = e.render().to_string();
-        let line: Vec<&str> = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| {
-                !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
-            })
-            .collect();
-        eprintln!("{}", line.join(" "));
-        ExitCode::from(2)
-    })
+    use clap::{CommandFactory, FromArgMatches};
+    // `--layers -1` is a value (refused with a message about layers), not an unknown flag.
+    Cli::command()
+        .mut_subcommands(|s| s.allow_negative_numbers(true))
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+        .map_err(|e| {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            let text = e.render().to_string();
+            let line: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| {
+                    !l.is_empty()
+                        && !l.starts_with("Usage:")
+                        && !l.starts_with("For more information")
+                })
+                .collect();
+            console::note(line.join(" "));
+            ExitCode::from(2)
+        })
 }
 
 /// SIGINT, SIGTERM, SIGHUP: discards the staging folders of a `reproduce` in flight (a write
@@ -296,8 +311,18 @@ fn main() -> ExitCode {
     let _ = ctrlc::set_handler(on_interrupt);
     match dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`normscope reproduce --list | head -1`): nothing to say, and
+        // the status a shell reports for a tool ended by SIGPIPE.
+        Err(e) if e.is_closed_pipe() => ExitCode::from(141),
         Err(e) => {
-            eprintln!("error: {e}");
+            // One line, even when a cause (a polars parse error) spans several.
+            let text = e.to_string();
+            let line: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            console::note(format_args!("error: {}", line.join(" ")));
             ExitCode::from(if e.is_bad_input() { 2 } else { 1 })
         }
     }

@@ -1,0 +1,379 @@
+//! A hostile user's inputs (issue 33's report): names that try to reach a shell, input files
+//! that are FIFOs or devices, output to closed pipes and full devices, seeds beyond i64,
+//! negative numbers, scientific notation. Each case either does what was asked or is refused
+//! with exit status 2 and one line naming the flag, and leaves nothing behind.
+
+mod common;
+use common::normscope;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_normscope"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+/// Asserts a refusal: exit status 2 and one line on stderr containing `field`.
+#[track_caller]
+fn refused(o: &std::process::Output, field: &str) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    // One error line (a `reproduce` may have said its first progress line before).
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "one error line expected: {err:?}");
+    assert!(
+        err.ends_with('\n') && err.lines().last() == Some(lines[0]),
+        "{err:?}"
+    );
+    assert!(lines[0].contains(field), "{field} not named: {err}");
+    err
+}
+
+#[cfg(unix)]
+fn mkfifo(p: &Path) {
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// A stand-in for the normscope binary that records its arguments, one per line, in `log`.
+fn recorder(dir: &Path, log: &Path) -> std::path::PathBuf {
+    let p = dir.join("fake-normscope");
+    std::fs::write(
+        &p,
+        format!(
+            "#!/bin/bash\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> '{}'\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    p
+}
+
+#[test]
+fn slurm_scripts_pass_hostile_names_as_data_and_refuse_newlines() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    let log = root.join("args.log");
+    let fake = recorder(root, &log);
+    // Shell syntax in every path the scripts carry: none of it may run.
+    let dir = root.join("w$(touch${IFS}PWNED1)`touch${IFS}PWNED2`;touch${IFS}PWNED3");
+    let out = root.join("o $(touch PWNED4) `touch PWNED5` 'q' \"d\" ; touch PWNED6 #");
+    let o = normscope(&[
+        "slurm",
+        "--only",
+        "finite-width",
+        "--quick",
+        "--shards",
+        "2",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--out-dir",
+        out.to_str().unwrap(),
+        "--binary",
+        fake.to_str().unwrap(),
+    ]);
+    common::success_stdout(&o);
+    for (script, task) in [("array.sbatch", Some("1")), ("merge.sbatch", None)] {
+        let mut c = Command::new("bash");
+        c.arg(dir.join(script)).current_dir(root);
+        if let Some(i) = task {
+            c.env("SLURM_ARRAY_TASK_ID", i);
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let pwned: Vec<_> = std::fs::read_dir(root)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("PWNED"))
+        .collect();
+    assert!(pwned.is_empty(), "the scripts ran {pwned:?}");
+    let args = std::fs::read_to_string(&log).unwrap();
+    let args: Vec<&str> = args.lines().collect();
+    // The array task and the merge got the paths as single arguments, byte for byte.
+    let shard1 = format!("{}/shard-1", dir.display());
+    assert!(args.contains(&shard1.as_str()), "{args:?}");
+    assert!(args.contains(&out.to_str().unwrap()), "{args:?}");
+    // The #SBATCH lines all come before the first command (sbatch stops reading there).
+    let merge = std::fs::read_to_string(dir.join("merge.sbatch")).unwrap();
+    let lines: Vec<&str> = merge.lines().collect();
+    let first_command = lines
+        .iter()
+        .position(|l| !l.starts_with('#') && !l.is_empty())
+        .unwrap();
+    let last_sbatch = lines
+        .iter()
+        .rposition(|l| l.starts_with("#SBATCH"))
+        .unwrap();
+    assert!(last_sbatch < first_command, "{merge}");
+
+    // A newline would end a comment and start a command: refused, nothing written.
+    for (flag, value) in [
+        ("--out-dir", "o\ntouch PWNED #"),
+        ("--binary", "/x\ntouch PWNED"),
+        ("--config", "c\n.toml"),
+    ] {
+        let d2 = root.join(format!("d{}", flag.trim_start_matches('-')));
+        let mut args = vec![
+            "slurm",
+            "--only",
+            "finite-width",
+            "--quick",
+            "--shards",
+            "3",
+            "--dir",
+            d2.to_str().unwrap(),
+        ];
+        args.extend([flag, value]);
+        let o = normscope(&args);
+        if flag == "--config" {
+            // The configuration is read (and refused) before any script is written.
+            assert_eq!(o.status.code(), Some(2));
+        } else {
+            refused(&o, flag);
+        }
+        assert!(!d2.exists(), "{flag}: {} was written", d2.display());
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn input_files_that_are_fifos_devices_or_too_large_are_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let fifo = t.path().join("fifo.toml");
+    mkfifo(&fifo);
+    let big = t.path().join("big.toml");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(normscope::input::TEXT_CAP + 1).unwrap();
+    for file in [fifo.as_path(), Path::new("/dev/zero"), big.as_path()] {
+        let f = file.to_str().unwrap();
+        let o = normscope(&["presets", "--placements", f]);
+        refused(&o, f);
+        let o = normscope(&["reproduce", "--quick", "--print-config", "--config", f]);
+        refused(&o, f);
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_lock_file_that_is_a_fifo_is_refused_not_waited_on() {
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("o");
+    std::fs::create_dir(&out).unwrap();
+    mkfifo(&out.join(".normscope.lock"));
+    let o = normscope(&[
+        "reproduce",
+        "--quick",
+        "--only",
+        "expansion",
+        "--out-dir",
+        out.to_str().unwrap(),
+    ]);
+    refused(&o, ".normscope.lock");
+    assert!(!out.join("data").exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_shard_file_replaced_by_a_fifo_or_device_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let mut dirs = Vec::new();
+    for i in 0..2 {
+        let d = t.path().join(format!("s{i}"));
+        let o = normscope(&[
+            "reproduce",
+            "--quick",
+            "--only",
+            "finite-width",
+            "--shard",
+            &format!("{i}/2"),
+            "--out-dir",
+            d.to_str().unwrap(),
+        ]);
+        common::success_stdout(&o);
+        dirs.push(d);
+    }
+    let m = dirs[0].join("shard.json");
+    let saved = std::fs::read(&m).unwrap();
+    std::fs::remove_file(&m).unwrap();
+    mkfifo(&m);
+    let out = t.path().join("merged");
+    let args = |out: &Path| {
+        vec![
+            "merge".to_string(),
+            dirs[0].display().to_string(),
+            dirs[1].display().to_string(),
+            "--out-dir".into(),
+            out.display().to_string(),
+        ]
+    };
+    let run = |a: Vec<String>| bin().args(a).output().unwrap();
+    refused(&run(args(&out)), "shard.json");
+    // A units file replaced by a device.
+    std::fs::remove_file(&m).unwrap();
+    std::fs::write(&m, saved).unwrap();
+    let units = std::fs::read_dir(&dirs[1])
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "bin"))
+        .expect("a units file");
+    std::fs::remove_file(&units).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &units).unwrap();
+    refused(&run(args(&out)), "SHARD_DIRS");
+    assert!(!out.join("data").exists());
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly_and_a_full_device_is_exit_2() {
+    // `reproduce --list | head -1`: the reader goes away after one line.
+    let mut child = bin()
+        .args(["reproduce", "--list"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.is_empty(), "{err}");
+    assert_eq!(o.status.code(), Some(141), "{err}");
+    if Path::new("/dev/full").exists() {
+        let full = || std::fs::OpenOptions::new().write(true).open("/dev/full");
+        for args in [
+            &["reproduce", "--list"][..],
+            &["reproduce", "--quick", "--print-config"],
+        ] {
+            let o = bin().args(args).stdout(full().unwrap()).output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(!err.contains("panicked"), "{err}");
+        }
+        // An error that cannot be written is still exit 2, without a panic.
+        let o = bin()
+            .args(["theory", "--depth", "0"])
+            .stderr(full().unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        // A run whose messages cannot be written leaves no output folder.
+        let t = tempfile::tempdir().unwrap();
+        let out = t.path().join("o");
+        let o = bin()
+            .args(["reproduce", "--quick", "--only", "expansion", "--out-dir"])
+            .arg(&out)
+            .stderr(full().unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        assert!(!out.exists(), "{} was left behind", out.display());
+    }
+}
+
+#[test]
+fn seeds_take_the_whole_u64_range() {
+    let o = normscope(&[
+        "reproduce",
+        "--quick",
+        "--seed",
+        "18446744073709551615",
+        "--print-config",
+    ]);
+    let text = common::success_stdout(&o);
+    assert!(text.contains("18446744073709551615"), "{text}");
+    // A user's seed does not reach keys the user never set, whatever its value.
+    let o = normscope(&["reproduce", "--quick", "--seed", "1", "--list"]);
+    common::success_stdout(&o);
+    let o = normscope(&[
+        "slurm",
+        "--only",
+        "finite-width",
+        "--quick",
+        "--shards",
+        "2",
+        "--seed",
+        "9223372036854775808",
+        "--dir",
+        tempfile::tempdir()
+            .unwrap()
+            .path()
+            .join("w")
+            .to_str()
+            .unwrap(),
+    ]);
+    common::success_stdout(&o);
+}
+
+#[test]
+fn negative_numbers_are_values_that_get_a_message_about_their_flag() {
+    for (args, field) in [
+        (&["theory", "--layers", "-1"][..], "--layers"),
+        (&["train", "--seeds", "-1"], "--seeds"),
+        (&["theory", "--depth", "-3"], "--depth"),
+    ] {
+        let o = normscope(args);
+        let err = refused(&o, field);
+        assert!(!err.contains("unexpected argument"), "{err}");
+    }
+}
+
+#[test]
+fn huge_parameters_are_refused_naming_their_flag() {
+    for (flag, value) in [
+        ("--beta", "1e300"),
+        ("--lambda", "1e300"),
+        ("--beta", "1.35e154"),
+    ] {
+        let o = normscope(&["theory", "--preset", "deepnorm", flag, value]);
+        refused(&o, flag);
+    }
+    // The largest accepted value computes.
+    let o = normscope(&["theory", "--preset", "deepnorm", "--beta", "1.34e154"]);
+    common::success_stdout(&o);
+}
+
+#[test]
+fn an_out_path_in_a_missing_folder_names_out() {
+    let o = normscope(&["theory", "--out", "no-such-folder-here/"]);
+    refused(&o, "--out");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_replaced_output_file_keeps_its_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("t.csv");
+    std::fs::write(&out, "old").unwrap();
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let o = normscope(&["theory", "--depth", "4", "--out", out.to_str().unwrap()]);
+    common::success_stdout(&o);
+    let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert_ne!(std::fs::read(&out).unwrap(), b"old");
+}
+
+#[test]
+fn mc_says_why_a_metric_has_no_rows() {
+    let o = normscope(&[
+        "mc",
+        "--tokens",
+        "1",
+        "--metrics",
+        "corr",
+        "--depth",
+        "2",
+        "--samples",
+        "4",
+    ]);
+    let err = refused(&o, "--tokens");
+    assert!(err.contains("corr"), "{err}");
+}
