@@ -37,6 +37,7 @@ pub mod seed;
 pub mod shard;
 pub mod slurm;
 pub mod stability_law;
+pub mod stale;
 pub mod stream_gradients;
 pub mod tier;
 pub mod train_grid;
@@ -474,8 +475,13 @@ impl Run<'_> {
             &format!("{data}/{}", manifest::FILE),
             &manifest::to_bytes(&m),
         )?;
+        // Readers of files this replaces are listed as stale before the move (an interrupted
+        // run leaves the list), and the list is rebuilt from the folder after it.
+        stale::update(self.root, Some((a.id, &m.outputs)))?;
         // The data folder holds the manifest: last in, first out.
-        stage.commit(self.root, &[&figures, &data])?;
+        let moved = stage.commit(self.root, &[&figures, &data]);
+        stale::update(self.root, None)?;
+        moved?;
         say(format_args!(
             "      {files} files in {:.1} s",
             t.elapsed().as_secs_f64()
@@ -718,8 +724,13 @@ pub fn reproduce(req: &Request) -> Result<()> {
     }
     // Said before the folder is created: a standard error that cannot be written leaves none.
     say(format_args!(
-        "{} analyses into {}",
+        "{} {} into {}",
         selected.len(),
+        if selected.len() == 1 {
+            "analysis"
+        } else {
+            "analyses"
+        },
         req.root.display()
     ))?;
     let _lock = OutputLock::acquire(&req.root)?;
@@ -746,6 +757,12 @@ pub fn reproduce(req: &Request) -> Result<()> {
         "done in {:.1} s",
         total.elapsed().as_secs_f64()
     ))?;
+    if req.root.join(stale::FILE).exists() {
+        say(format_args!(
+            "note: {} lists analyses that cite files this run replaced; rebuild them with --only",
+            req.root.join(stale::FILE).display()
+        ))?;
+    }
     crate::output::console::failed()?;
     Ok(())
 }

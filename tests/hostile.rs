@@ -377,3 +377,45 @@ fn mc_says_why_a_metric_has_no_rows() {
     let err = refused(&o, "--tokens");
     assert!(err.contains("corr"), "{err}");
 }
+
+#[test]
+fn placement_expressions_take_scientific_notation() {
+    let t = tempfile::tempdir().unwrap();
+    let file = |file: &str, branch: &str| {
+        let p = t.path().join(format!("{file}.toml"));
+        std::fs::write(
+            &p,
+            format!(
+                "[[placement]]\nname = \"sci\"\n[[placement.segment]]\ninput = \"layer\"\nbranch = \"{branch}\"\n"
+            ),
+        )
+        .unwrap();
+        p
+    };
+    // The same scale written two ways gives the same bytes.
+    for (sci, plain) in [
+        ("1e-3", "0.001"),
+        ("2.5e1", "25"),
+        ("1E3", "1000"),
+        ("2.5e+1*l", "25*l"),
+        ("1e-3^2", "0.000001"),
+    ] {
+        let a = file("a", sci);
+        let b = file("b", plain);
+        let run = |p: &Path| {
+            let o = normscope(&[
+                "theory",
+                "--placements",
+                p.to_str().unwrap(),
+                "--preset",
+                "sci",
+                "--depth",
+                "6",
+                "--metrics",
+                "eff_depth,grad_sq",
+            ]);
+            common::success_stdout(&o)
+        };
+        assert_eq!(run(&a), run(&b), "{sci} against {plain}");
+    }
+}

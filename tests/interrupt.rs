@@ -316,7 +316,9 @@ fn a_second_writer_is_refused() {
     let o = run(reproduce(&out, "expansion", None));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
+    // Its first line (said before the folder is touched), then one line of error.
+    assert_eq!(err.lines().count(), 2, "{err}");
+    assert!(err.lines().nth(1).unwrap().starts_with("error: "), "{err}");
     assert!(
         err.contains(&out.display().to_string())
             && err.contains("another normscope run is writing into this folder"),

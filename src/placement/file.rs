@@ -25,7 +25,8 @@
 //! ```
 //!
 //! Expressions are parsed by `exmex` (f64 arithmetic, `^`, `sqrt`, `exp`, `log`, ...) in the
-//! variables `l` (the 1-based block index) and `L` (the depth). A scale written as an
+//! variables `l` (the 1-based block index) and `L` (the depth); numbers may have an exponent
+//! (`1e-3`, `2.5E1`). A scale written as an
 //! expression without variables whose value is 1 is structurally 1 (no symbol in `expand`);
 //! any other scale that does not depend on `l` is the symbol `alpha` (`lambda`) with its value
 //! at that depth; an `l`-dependent one gives each block its own value (consecutive equal blocks
@@ -41,7 +42,48 @@ use crate::spec::{
     BlockSpec, BranchScale, InputScale, NormKind, Segment, SkipScale, Slot, StackSpec,
 };
 use crate::{Error, Result};
-use exmex::{Express, FlatEx};
+use exmex::{Express, FlatEx, FloatOpsFactory, MatchLiteral};
+
+/// Number literals of placement expressions: exmex's (digits with at most one dot) and an
+/// optional exponent, so `1e-3`, `2.5e1`, `1E3` and `.5` are numbers (exmex alone reads `1e-3`
+/// as `1`, a variable `e`, `-`, `3`).
+#[derive(Clone, Debug)]
+struct SciNumber;
+
+impl MatchLiteral for SciNumber {
+    fn is_literal(text: &str) -> Option<&str> {
+        let b = text.as_bytes();
+        let digits = |mut i: usize| {
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            i
+        };
+        let int_end = digits(0);
+        let mut end = int_end;
+        if end < b.len() && b[end] == b'.' {
+            end = digits(end + 1);
+        }
+        // At least one digit, and not a lone dot.
+        if int_end == 0 && end <= 1 {
+            return None;
+        }
+        if end < b.len() && (b[end] == b'e' || b[end] == b'E') {
+            let mut k = end + 1;
+            if k < b.len() && (b[k] == b'+' || b[k] == b'-') {
+                k += 1;
+            }
+            let exp_end = digits(k);
+            if exp_end > k {
+                end = exp_end;
+            }
+        }
+        Some(&text[..end])
+    }
+}
+
+/// A parsed placement expression.
+type Expr = FlatEx<f64, FloatOpsFactory<f64>, SciNumber>;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -83,7 +125,7 @@ struct RawSegment {
 #[derive(Clone, Debug)]
 struct Formula {
     text: String,
-    ex: FlatEx<f64>,
+    ex: Expr,
     /// Index of `l` and of `L` in the expression's variable list.
     l: Option<usize>,
     big_l: Option<usize>,
@@ -360,8 +402,8 @@ fn formula(
             body.replacen('^', ")^", 1)
         ));
     }
-    let ex = exmex::parse::<f64>(text)
-        .map_err(|e| format!("{here} = \"{text}\": not an expression ({e})"))?;
+    let ex =
+        Expr::parse(text).map_err(|e| format!("{here} = \"{text}\": not an expression ({e})"))?;
     let (mut l, mut big_l) = (None, None);
     for (i, v) in ex.var_names().iter().enumerate() {
         match v.as_str() {
