@@ -26,7 +26,7 @@ pub static INFO: Info = Info {
 
 /// `b_l^2`.
 pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
-    put(None, q.mf.branch_gain[l]);
+    put(None, q.mf.branch_gain[l].value());
 }
 
 /// `||J_branch h||^2 / ||h||^2`.

@@ -26,7 +26,7 @@ pub static INFO: Info = Info {
 
 /// From the pair kernel.
 pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
-    put(None, q.mf.merge_error[l]);
+    put(None, q.mf.merge_error[l].value());
 }
 
 /// `F_{l+1}` on block l+1's branch input of `x_{l-1}`, against its output on `x_l`.

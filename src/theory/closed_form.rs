@@ -2,6 +2,7 @@
 //! quantities its metrics read ([`Quantities`]), turned into an exact [`Profile`].
 
 use super::layered::Keep;
+use super::logsum::ln0;
 use super::mean_field::{Inputs, MeanField};
 use super::paths::{MAX_PATH_LAYER, SplitPaths};
 use crate::branch::{BranchConfig, BranchKind, BranchModel, Init};
@@ -10,7 +11,7 @@ use crate::metrics::Metric;
 use crate::profile::{EngineKind, Profile, Setup, Value};
 use crate::spec::StackSpec;
 use crate::{Error, Result};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The closed form for a branch and an input law.
 #[derive(Clone, Copy, Debug)]
@@ -44,14 +45,20 @@ pub struct Quantities<'a> {
     pub mf: &'a MeanField,
     /// `eff_depth` at the selected layers (if asked for).
     pub eff_depth: BTreeMap<usize, f64>,
+    /// The selected layers whose `eff_depth` is positive though some block's branch share
+    /// was below f64's normal range ([`MeanField::path_tiny`]).
+    pub eff_depth_tiny: BTreeSet<usize>,
     /// The `path_len` law `(k, P(k))` at the selected layers up to [`MAX_PATH_LAYER`] (if asked
     /// for).
     pub path_laws: BTreeMap<usize, Vec<(usize, f64)>>,
 }
 
 impl<'a> Quantities<'a> {
-    /// For the metrics the recursion carries in log space (`stream_sq`, `grad_sq`,
-    /// `weight_grad_sq`, `output_change`, and per source `coef` and `branch_weight`): the
+    /// For the metrics the recursion carries as magnitudes beyond f64's range (`stream_sq`,
+    /// `grad_sq`, `weight_grad_sq`, `output_change`, `skip_gain`, `branch_gain`,
+    /// `merge_error`; [`crate::theory::logsum::Mag`]), in log space (per source `coef` and
+    /// `branch_weight`), or as a mean of path lengths that may fall below f64's normal range
+    /// (`eff_depth`, a sum of ratios; a subnormal one has lost bits): the
     /// reason the value at layer l (source `s`) cannot be written as a number though its
     /// logarithm is exact, `e^x` above f64's largest number or below its smallest positive
     /// normal one (a true zero, log = -inf, is written as 0). A coefficient or branch weight
@@ -64,11 +71,27 @@ impl<'a> Quantities<'a> {
             (Metric::GradSq, _) => self.mf.grad[l].ln(),
             (Metric::WeightGradSq, _) => self.mf.weight_grad[l].ln(),
             (Metric::OutputChange, _) => self.mf.output_change[l].ln(),
+            (Metric::SkipGain, _) => self.mf.skip_gain[l].ln(),
+            (Metric::BranchGain, _) => self.mf.branch_gain[l].ln(),
+            (Metric::MergeError, _) => self.mf.merge_error[l].ln(),
+            (Metric::EffDepth, _) => return self.eff_depth_beyond_f64(l),
             (Metric::Coef, Some(j)) => self.mf.ln_coef(l, j).max(0.0),
             (Metric::BranchWeight, Some(j)) => self.mf.ln_branch_weight(l, j).max(0.0),
             _ => return None,
         };
         ln_beyond_f64(ln)
+    }
+
+    /// Why `eff_depth` at layer l cannot be written: a positive mean path length below f64's
+    /// normal range (a subnormal has lost bits, and a share below it was dropped).
+    fn eff_depth_beyond_f64(&self, l: usize) -> Option<String> {
+        let v = *self.eff_depth.get(&l)?;
+        if v >= f64::MIN_POSITIVE || (v == 0.0 && !self.eff_depth_tiny.contains(&l)) {
+            return None;
+        }
+        ln_beyond_f64(ln0(v)).or_else(|| {
+            Some("underflow: the mean path length is below f64's smallest number (every branch's share of the paths is)".to_string())
+        })
     }
 
     /// Computes what `metrics` need at `layers` (sorted); notes on skipped layers go to `notes`.
@@ -83,6 +106,7 @@ impl<'a> Quantities<'a> {
         let mut q = Quantities {
             mf,
             eff_depth: BTreeMap::new(),
+            eff_depth_tiny: BTreeSet::new(),
             path_laws: BTreeMap::new(),
         };
         if metrics.contains(&Metric::PathLen) {
@@ -90,14 +114,18 @@ impl<'a> Quantities<'a> {
         }
         if metrics.contains(&Metric::EffDepth) {
             let mut paths = SplitPaths::new(1.0 / mf.tokens);
-            let mut next = 0;
+            let (mut next, mut tiny) = (0, false);
             for l in 0..=mf.depth {
                 if l >= 1 {
                     let (a2, bm, bf) = mf.transfer(l)?;
                     paths.push_mean(a2, bm, bf);
+                    tiny |= mf.path_tiny[l];
                 }
                 if layers.get(next) == Some(&l) {
                     q.eff_depth.insert(l, paths.mean_length());
+                    if tiny {
+                        q.eff_depth_tiny.insert(l);
+                    }
                     next += 1;
                 }
             }

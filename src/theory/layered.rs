@@ -69,8 +69,8 @@ impl Keep {
             b += 40;
         }
         if self.gains {
-            // a^2 (8), (b_mean^2, b_fluct^2) (16).
-            b += 24;
+            // a^2 (8), (b_mean^2, b_fluct^2) (16), whether a branch share is lost (1).
+            b += 25;
         }
         b
     }

@@ -29,7 +29,7 @@
 use super::layered::{Keep, Layered};
 use super::logsum::{Mag, PrefixSum, ln0};
 use super::split::Energy;
-use crate::branch::BranchModel;
+use crate::branch::{BranchKind, BranchModel};
 use crate::spec::{InputScale, SkipScale, StackSpec};
 use crate::{Error, Result};
 use std::ops::{Add, Div, Mul};
@@ -111,9 +111,37 @@ fn branch_at(model: &BranchModel, q: Mag, c: f64, layer: usize) -> Result<Branch
     }
 }
 
-/// One block's Jacobian on a split energy: `a^2 e + (b_mean^2 e.mean, b_fluct^2 e.fluct)`.
-fn jacobian_step(a2: f64, split: (f64, f64), e: Energy) -> Energy {
-    e.scale(Mag::new(a2)) + e.transfer((Mag::new(split.0), Mag::new(split.1)))
+/// One block's Jacobian on a split energy: `a^2 e + (b_mean^2 e.mean, b_fluct^2 e.fluct)`,
+/// with the gains as magnitudes (beyond f64's range too).
+fn jacobian_step(a2: Mag, split: (Mag, Mag), e: Energy) -> Energy {
+    e.scale(a2) + e.transfer(split)
+}
+
+/// Below this share of `K(a,a) + K(b,b)`, the merge error's numerator
+/// `K(a,a) + K(b,b) - 2 K(a,b)` has lost more than 20 of its 53 bits to cancellation: the
+/// linear branch then takes the difference route ([`Ctx::merge_linear`]).
+const MERGE_CANCELLATION: f64 = 1.0 / (1u64 << 20) as f64;
+
+/// `(a_l^2, b_mean^2, b_fluct^2)` divided by one power of two, the binary exponent of the
+/// largest: every ratio is kept bit for bit (the path law and its mean depend only on ratios,
+/// THEORY.md section 5), and no gain beyond f64's range (a^2 = 1/(1 + g) at g = 1.7e308)
+/// rounds to 0 or a subnormal on its own. Also whether a nonzero branch gain is below
+/// f64's normal range relative to the largest (its share of the paths is lost).
+fn path_gains(a2: Mag, split: (Mag, Mag)) -> ((f64, f64, f64), bool) {
+    let top = [a2, split.0, split.1]
+        .iter()
+        .filter(|m| m.ln() > f64::NEG_INFINITY)
+        .map(|m| m.exponent())
+        .max()
+        .unwrap_or(0);
+    let scaled = (
+        a2.over_pow2(top),
+        split.0.over_pow2(top),
+        split.1.over_pow2(top),
+    );
+    let lost = |m: Mag, v: f64| m.ln() > f64::NEG_INFINITY && v < f64::MIN_POSITIVE;
+    let tiny = lost(split.0, scaled.1) || lost(split.1, scaled.2);
+    (scaled, tiny)
 }
 
 /// What the forward recursion carries from block to block.
@@ -137,9 +165,13 @@ struct Local {
     m: Mag,
     ln_coef_new: f64,
     skip_prefix: f64,
-    a2: f64,
-    branch_gain: f64,
-    split: (f64, f64),
+    a2: Mag,
+    branch_gain: Mag,
+    split: (Mag, Mag),
+    /// The branch part of the sum `lambda^2 q_br`, the sum `s_l`, and `n_l^2`.
+    br_part: Mag,
+    s: Mag,
+    n_sq: Mag,
     to_stream: Mag,
     last_in: Mag,
     rel_update: f64,
@@ -184,11 +216,12 @@ impl Ctx<'_> {
         };
         let alpha_sq = match b.skip {
             SkipScale::One => Mag::one(),
-            SkipScale::Alpha(a) => Mag::new(a * a),
+            // Squared as magnitudes: alpha = 1e-155 or lambda = 1e155 square beyond f64.
+            SkipScale::Alpha(a) => Mag::new(a).mul(Mag::new(a)),
             SkipScale::AdminOmega => st.admin_omega_sq,
         };
         let lambda = b.lambda.value();
-        let lambda_sq = Mag::new(lambda * lambda);
+        let lambda_sq = Mag::new(lambda).mul(Mag::new(lambda));
         let skip_part = alpha_sq.mul(qp);
         let br_part = lambda_sq.mul(q_br);
         let s = skip_part.add(br_part);
@@ -222,8 +255,8 @@ impl Ctx<'_> {
         let to = n_sq.mul(lambda_sq).mul(br_jac);
         let factor = to.mul(in_jac);
         let split = (
-            factor.mul(Mag::new(br.split.0)).value(),
-            factor.mul(Mag::new(br.split.1)).value(),
+            factor.mul(Mag::new(br.split.0)),
+            factor.mul(Mag::new(br.split.1)),
         );
         // Share of a branch perturbation's energy in the token mean.
         let pert_mean_share = if model.mixes_tokens() {
@@ -237,7 +270,7 @@ impl Ctx<'_> {
         // Output change: O_l = J_l O_{l-1} + pert_l gain(B_l -> x_l) (split by the
         // perturbation's token correlation), then the final Norm's 1/q_l.
         let p = br.perturbation.mul(to);
-        let o = jacobian_step(a2.value(), split, st.o)
+        let o = jacobian_step(a2, split, st.o)
             + Energy {
                 mean: p.mul(Mag::new(pert_mean_share)),
                 fluct: p.mul(Mag::new(1.0 - pert_mean_share)),
@@ -255,9 +288,12 @@ impl Ctx<'_> {
             m: br.out,
             ln_coef_new: 0.5 * n_sq.ln() + ln0(lambda) + ln_nbr,
             skip_prefix: 0.5 * (n_sq.ln() + alpha_sq.ln()),
-            a2: a2.value(),
-            branch_gain: factor.mul(Mag::new(br.backward_gain)).value(),
+            a2,
+            branch_gain: factor.mul(Mag::new(br.backward_gain)),
             split,
+            br_part,
+            s,
+            n_sq,
             to_stream: to,
             last_in: br.last_input,
             rel_update: ru.sqrt(),
@@ -279,7 +315,13 @@ impl Ctx<'_> {
     /// `E<x_l, x_{l-1}>/d = n_l alpha_l q_{l-1}` for the same token and
     /// `n_l alpha_l q_{l-1} c_{l-1}` across tokens (the branch term is uncorrelated with
     /// x_{l-1}). `prev` is the state after block l-1, `local` block l's contributions.
-    fn merge(&self, l: usize, prev: &State, local: &Local) -> Result<f64> {
+    ///
+    /// `(K(a,a) + K(b,b) - 2 K(a,b)) / K(a,a)` in plain f64 while its terms are finite and
+    /// cancel by less than [`MERGE_CANCELLATION`]; else the linear branch's difference route
+    /// ([`Self::merge_linear`]), or for the other scale-free branches the same kernels at
+    /// rescaled moments ([`Self::merge_rescaled`]). A value beyond f64 is returned as such
+    /// (its magnitude is exact), for the caller to write as missing.
+    fn merge(&self, l: usize, prev: &State, local: &Local) -> Result<Mag> {
         let (spec, model) = (self.spec, self.model);
         let next = spec.block(l + 1);
         let in_scale = match next.in_scale {
@@ -295,12 +337,9 @@ impl Ctx<'_> {
             (1.0, ratio, cos * ratio.sqrt())
         };
         let (qa, qb, m) = (qa * in_scale, qb * in_scale, m * in_scale);
+        let scale_free = model.scale_free() || next.n_in.is_norm();
         // Moments are relative to q_l; scale back where the branch is not scale-free.
-        let scale = if model.scale_free() || next.n_in.is_norm() {
-            1.0
-        } else {
-            local.q.value()
-        };
+        let scale = if scale_free { 1.0 } else { local.q.value() };
         if !scale.is_finite() {
             return Err(Error::Overflow(format!(
                 "merge_error at layer {l}: stream second moment beyond f64"
@@ -311,10 +350,93 @@ impl Ctx<'_> {
         let kaa = model.pair(qa, qa, qa, qa * ca).0;
         let kbb = model.pair(qb, qb, qb, qb * cb).0;
         let kab = model.pair(qa, qb, m, m * cb).0;
-        if kaa <= 0.0 {
-            return Ok(f64::NAN);
+        if kaa <= 0.0 && (model.last == 0.0 || model.first == 0.0) {
+            return Ok(Mag::new(f64::NAN));
         }
-        Ok(((kaa + kbb - 2.0 * kab) / kaa).max(0.0))
+        let num = kaa + kbb - 2.0 * kab;
+        let plain = [kaa, kbb, kab, num].iter().all(|x| x.is_finite()) && kaa.is_normal();
+        if plain && num >= MERGE_CANCELLATION * (kaa + kbb) {
+            return Ok(Mag::new((num / kaa).max(0.0)));
+        }
+        if model.kind == BranchKind::Linear {
+            return Ok(self.merge_linear(next.n_in.is_norm(), prev, local));
+        }
+        if plain {
+            return Ok(Mag::new((num / kaa).max(0.0)));
+        }
+        let moments = if model.scale_free() {
+            None
+        } else {
+            Some((qa, qb, m))
+        };
+        Ok(self.merge_rescaled(prev, local, next.n_in.is_norm(), moments))
+    }
+
+    /// The merge error of a linear branch, `E||N(x_l) - N(x_{l-1})||^2 / E||N(x_l)||^2` (the
+    /// gain cancels), without cancellation: behind a norm `2 (1 - cos)` with
+    /// `1 - cos = (lambda^2 q_br / s_l) / (1 + cos)` (as `1 - cos^2 = lambda^2 q_br / s_l`),
+    /// else `E||x_l - x_{l-1}||^2 / q_l` from the recursion's magnitudes.
+    fn merge_linear(&self, norm_in: bool, prev: &State, local: &Local) -> Mag {
+        if norm_in {
+            Mag::new(2.0)
+                .mul(local.br_part.div(local.s))
+                .div(Mag::new(1.0 + local.cos_prev))
+        } else {
+            // x_l - x_{l-1} = (k - 1) x_{l-1} + n lambda N_br(F(u)), the terms uncorrelated.
+            (skip_gap(local.a2).mul(prev.q) + local.n_sq.mul(local.br_part)).div(local.q)
+        }
+    }
+
+    /// The merge error from the kernels with the last matrix's gain 1 (every kernel is linear
+    /// in it, and it cancels in the ratio). A scale-free branch (`moments` None) also takes
+    /// `first = 1` (its kernel is `first last K_1`) and the moments scaled by
+    /// `sqrt(q_l / q_{l-1})` (its kernel is homogeneous of degree 1): the two inputs' moments
+    /// are `r^-1, r` with `r = sqrt(q_{l-1} / q_l)`, both in range while the result can be.
+    /// Other branches keep their `(q_a, q_b, m_same)`. NaN when a kernel is still not finite.
+    fn merge_rescaled(
+        &self,
+        prev: &State,
+        local: &Local,
+        norm_in: bool,
+        moments: Option<(f64, f64, f64)>,
+    ) -> Mag {
+        let mut unit = BranchModel {
+            last: 1.0,
+            ..self.model.clone()
+        };
+        let (qa, qb, m) = moments.unwrap_or_else(|| {
+            unit.first = 1.0;
+            let r = if norm_in {
+                Mag::one()
+            } else {
+                prev.q.div(local.q).sqrt()
+            };
+            (Mag::one().div(r).value(), r.value(), local.cos_prev)
+        });
+        let (ca, cb) = (local.corr, prev.corr);
+        let kaa = unit.pair(qa, qa, qa, qa * ca).0;
+        let kbb = unit.pair(qb, qb, qb, qb * cb).0;
+        let kab = unit.pair(qa, qb, m, m * cb).0;
+        let num = kaa + kbb - 2.0 * kab;
+        if !(num.is_finite() && kaa.is_normal()) {
+            return Mag::new(f64::NAN);
+        }
+        Mag::new(num.max(0.0)).div(Mag::new(kaa))
+    }
+}
+
+/// `(k - 1)^2` for the skip path's gain `k = sqrt(a^2)`, as a magnitude: `k^2` where k is
+/// beyond 2^53 (k - 1 rounds to k), 1 where it is below f64's normal range.
+fn skip_gap(a2: Mag) -> Mag {
+    let k = a2.sqrt();
+    let kv = k.value();
+    if kv.is_normal() && kv < 2f64.powi(53) {
+        let d = Mag::new((kv - 1.0).abs());
+        d.mul(d)
+    } else if kv >= 1.0 {
+        a2
+    } else {
+        Mag::one()
     }
 }
 
@@ -339,12 +461,17 @@ pub struct MeanField {
     /// when [`Keep::sources`], else empty).
     pub skip_prefix: PrefixSum,
     /// `a_l^2`, l = 1..=L.
-    pub skip_gain: Layered<f64>,
+    pub skip_gain: Layered<Mag>,
     /// `b_l^2`, l = 1..=L: the branch path's gain for a tangent with independent tokens.
-    pub branch_gain: Layered<f64>,
-    /// The branch path's gains on the token-mean part and the fluctuation of a tangent,
-    /// `(b_mean^2, b_fluct^2)`, l = 1..=L (equal for per-token branches).
-    pub branch_split: Layered<(f64, f64)>,
+    pub branch_gain: Layered<Mag>,
+    /// `(a_l^2, b_mean^2, b_fluct^2)` over one power of two (the binary exponent of the
+    /// largest), l = 1..=L: the skip gain and the branch path's gains on the token-mean part
+    /// and the fluctuation of a tangent (equal for per-token branches), whose ratios the path
+    /// law reads.
+    pub path_gains: Layered<(f64, f64, f64)>,
+    /// Whether block l's branch share of the paths is positive but below f64's normal range
+    /// relative to the largest gain, l = 1..=L (with [`Self::path_gains`]).
+    pub path_tiny: Layered<bool>,
     /// Tokens n.
     pub tokens: f64,
     /// `r_l`, the mean-square gradient at x_l, l = 0..=L (if [`Keep::backward`]).
@@ -356,7 +483,7 @@ pub struct MeanField {
     /// `cos(x_l, x_{l-1})`, l = 1..=L.
     pub cos_prev: Layered<f64>,
     /// The seeds' merge error for `F_{l+1}`, l = 1..=L-1 (if [`Keep::merge`]).
-    pub merge_error: Layered<f64>,
+    pub merge_error: Layered<Mag>,
     /// Output change per squared relative weight perturbation, l = 0..=L.
     pub output_change: Layered<Mag>,
 }
@@ -385,15 +512,16 @@ impl MeanField {
             m: keep.storage(keep.sources, len, q0),
             ln_coef_new: keep.storage(keep.sources, len, 0.0),
             skip_prefix: PrefixSum::new(if keep.sources { depth } else { 0 }),
-            skip_gain: keep.storage(keep.gains, len, nan),
-            branch_gain: keep.storage(false, len, nan),
-            branch_split: keep.storage(keep.gains, len, (nan, nan)),
+            skip_gain: keep.storage(false, len, Mag::new(nan)),
+            branch_gain: keep.storage(false, len, Mag::new(nan)),
+            path_gains: keep.storage(keep.gains, len, (nan, nan, nan)),
+            path_tiny: keep.storage(keep.gains, len, false),
             tokens: model.tokens,
             grad: keep.storage(false, len, Mag::one()),
             weight_grad: keep.storage(false, len, Mag::zero()),
             rel_update: keep.storage(false, len, nan),
             cos_prev: keep.storage(false, len, nan),
-            merge_error: keep.storage(false, len, nan),
+            merge_error: keep.storage(false, len, Mag::new(nan)),
             output_change: keep.storage(false, len, Mag::zero()),
         };
         let ctx = Ctx { spec, model };
@@ -421,6 +549,7 @@ impl MeanField {
                 mf.q.set(l, loc.q);
                 mf.corr.set(l, loc.corr);
                 mf.branch_gain.set(l, loc.branch_gain);
+                mf.skip_gain.set(l, loc.a2);
                 mf.rel_update.set(l, loc.rel_update);
                 mf.cos_prev.set(l, loc.cos_prev);
                 mf.output_change.set(l, loc.output_change);
@@ -435,9 +564,10 @@ impl MeanField {
             if keep.sources {
                 mf.skip_prefix.push(loc.skip_prefix);
             }
-            if keep.gains || keep.has(l) {
-                mf.skip_gain.set(l, loc.a2);
-                mf.branch_split.set(l, loc.split);
+            if keep.gains {
+                let (gains, tiny) = path_gains(loc.a2, loc.split);
+                mf.path_gains.set(l, gains);
+                mf.path_tiny.set(l, tiny);
             }
             st = next;
             if keep.backward && l % every == 0 && l < depth {
@@ -520,15 +650,16 @@ impl MeanField {
         2.0 * self.ln_coef(l, j) + self.m[j].ln() - self.q[l].ln()
     }
 
-    /// Skip gain and split branch gains of block l, `(a^2, b_mean^2, b_fluct^2)`, checking that
-    /// the block's Jacobian is not zero.
+    /// Skip gain and split branch gains of block l, `(a^2, b_mean^2, b_fluct^2)` over one
+    /// power of two ([`Self::path_gains`]: only their ratios are meaningful), checking that the
+    /// block's Jacobian is not zero.
     pub fn transfer(&self, l: usize) -> Result<(f64, f64, f64)> {
-        let (bm, bf) = self.branch_split[l];
-        if self.skip_gain[l] + bm + bf > 0.0 {
-            Ok((self.skip_gain[l], bm, bf))
+        let (a2, bm, bf) = self.path_gains[l];
+        if a2 + bm + bf > 0.0 {
+            Ok((a2, bm, bf))
         } else {
             Err(Error::Undefined(format!(
-                "path_len/eff_depth: block {l}'s Jacobian gains are a^2 = b^2 = 0 in f64 (a zero skip scale and branch, or gains below f64's smallest number, e.g. behind a norm whose input has grown huge)"
+                "path_len/eff_depth: block {l}'s Jacobian gains are a^2 = b^2 = 0 (a zero skip scale and branch)"
             )))
         }
     }
