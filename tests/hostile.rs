@@ -419,3 +419,59 @@ fn placement_expressions_take_scientific_notation() {
         assert_eq!(run(&a), run(&b), "{sci} against {plain}");
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_out_never_lands_and_leaves_no_temporary_file() {
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("t.csv");
+    // Large enough that the temporary file is being written for a while (367 MB).
+    let mut child = bin()
+        .args([
+            "theory",
+            "--preset",
+            "pre",
+            "--depth",
+            "2000000",
+            "--layers",
+            "all",
+            "--metrics",
+            "stream_sq,grad_sq",
+            "--out",
+        ])
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let temps = || {
+        std::fs::read_dir(t.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".normscope-"))
+            .count()
+    };
+    // Wait for the temporary file (the rows are computed first), then interrupt.
+    let started = std::time::Instant::now();
+    while temps() == 0 && child.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed().as_secs() < 600,
+            "no temporary file appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let ok = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let o = child.wait_with_output().unwrap();
+    if o.status.success() {
+        // The write finished before the signal: the file landed whole, nothing else is left.
+        eprintln!("the write finished before the signal");
+        assert_eq!(temps(), 0);
+        return;
+    }
+    assert_eq!(o.status.code(), Some(130));
+    assert!(!out.exists(), "an interrupted --out landed");
+    assert_eq!(temps(), 0, "the temporary file was left behind");
+}

@@ -118,7 +118,16 @@ pub fn write_with(path: &Path, fill: impl FnOnce(&mut dyn Write) -> Result<()>) 
     Ok(())
 }
 
-/// Writes `bytes` to `path` atomically.
+/// Bytes per `write` call: a signal is handled when a system call returns, so one write of
+/// hundreds of MB would hold an interrupt back until the file is complete.
+const CHUNK: usize = 1 << 20;
+
+/// Writes `bytes` to `path` atomically, in pieces of [`CHUNK`] bytes.
 pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_with(path, |w| w.write_all(bytes).map_err(|e| io_err(path, e)))
+    write_with(path, |w| {
+        bytes
+            .chunks(CHUNK)
+            .try_for_each(|c| w.write_all(c))
+            .map_err(|e| io_err(path, e))
+    })
 }

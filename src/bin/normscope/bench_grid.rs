@@ -163,7 +163,7 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
     };
     let threads = rayon::current_num_threads();
     let precisions = crate::bench::precisions(a.precision);
-    eprintln!(
+    errln!(
         "workload: one LM-tier cell, {} seeds of Post-LN; transformer d = 32, 4 heads, L = {} blocks, seq 16, batch 16, teacher-lm (vocab 16); Adam (0.9, 0.98) at 1e-3, {} steps each; {}, {threads} threads",
         w.seeds,
         w.depth,
@@ -177,20 +177,20 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
         let mut version = String::new();
         for r in 1..=a.repeats {
             let s = normscope_seconds(&w, p)?;
-            println!(
+            outln!(
                 "[{r}/{}] normscope {}: {} runs in {s:.2} s",
                 a.repeats,
                 p.name(),
                 w.seeds
-            );
+            )?;
             ours.push(s);
             let Some(d) = &d else { continue };
             let (l, v, ver) = torch_seconds(d, p, &a.python, &a.ensemble_script, threads)?;
-            println!(
+            outln!(
                 "[{r}/{}] pytorch {ver} {}: eager loop {l:.2} s, vmap ensemble {v:.2} s",
                 a.repeats,
                 p.torch_dtype()
-            );
+            )?;
             looped.push(l);
             vmapped.push(v);
             version = ver;
@@ -204,11 +204,11 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
             Precision::F32 => format!(">= {TARGET_GRID_VS_TORCH:.1}x"),
             Precision::F64 => "none (printed)".to_string(),
         };
-        println!(
+        outln!(
             "normscope {}: {VERDICT_STATISTIC} {:.2} s",
             p.name(),
             statistic(&ours)
-        );
+        )?;
         if looped.is_empty() {
             outcomes.push(Outcome::not_measured(what, target, "--no-torch"));
             continue;
@@ -217,7 +217,7 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
         let better = l.min(v);
         let ratio = better / statistic(&ours);
         let met = ratio >= TARGET_GRID_VS_TORCH;
-        println!(
+        outln!(
             "pytorch {version} {}: {VERDICT_STATISTIC} eager loop {l:.2} s, vmap ensemble {v:.2} s; ratio to the better ({}): {ratio:.2}x{}",
             p.torch_dtype(),
             if v < l { "vmap" } else { "loop" },
@@ -228,7 +228,7 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
                 ),
                 Precision::F64 => String::new(),
             }
-        );
+        )?;
         outcomes.push(match p {
             Precision::F32 => Outcome::measured(what, target, format!("{ratio:.2}x"), met),
             Precision::F64 => {

@@ -90,15 +90,15 @@ pub fn bench(
         source: e,
     })?;
     let t = |p: &Path| p.display().to_string();
-    println!(
+    outln!(
         "sharding, {shards} shards run one after another on this machine ({} threads), {} configuration{}; projection for {nodes} nodes",
         rayon::current_num_threads(),
         if quick { "quick" } else { "full" },
         config.map_or(String::new(), |c| format!(" with {}", c.display()))
-    );
-    println!(
+    )?;
+    outln!(
         "analysis | units | single s | sum of shards s | merge s | overhead s/unit | identical | projected wall s on {nodes} nodes"
-    );
+    )?;
     for id in ANALYSES
         .into_iter()
         .filter(|id| only.is_empty() || only.iter().any(|o| o == id))
@@ -154,15 +154,15 @@ pub fn bench(
         } else {
             0.0
         };
-        println!(
+        outln!(
             "{id} | {units} | {single:.2} | {sum:.2} | {merge:.2} | {:.4} | {} | {:.1}",
             (sum + merge - single) / units as f64,
             if identical { "yes" } else { "NO" },
             longest * rate + merge + startup,
-        );
+        )?;
     }
-    println!(
+    outln!(
         "sum of shards: the grid's total work at this machine's speed; projected wall: longest shard of the {nodes}-node plan at the measured seconds per cost unit, plus the merge, plus the fastest shard's time as start-up"
-    );
+    )?;
     Ok(())
 }

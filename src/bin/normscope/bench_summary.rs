@@ -65,15 +65,16 @@ pub fn tally(outcomes: &[Outcome]) -> String {
 
 /// Prints the summary block: a heading, one [`Outcome::line`] per target, the [`tally`], and
 /// with `quick` a reminder that the targets are set for the reference sizes.
-pub fn print(outcomes: &[Outcome], quick: bool) {
-    println!("== summary: the performance targets, measured in this run ==");
+pub fn print(outcomes: &[Outcome], quick: bool) -> normscope::Result<()> {
+    outln!("== summary: the performance targets, measured in this run ==")?;
     for o in outcomes {
-        println!("{}", o.line());
+        outln!("{}", o.line())?;
     }
-    println!("{}", tally(outcomes));
+    outln!("{}", tally(outcomes))?;
     if quick {
-        println!("{QUICK_NOTE}");
+        outln!("{QUICK_NOTE}")?;
     }
+    Ok(())
 }
 
 /// Printed after a `--quick` summary.

@@ -255,7 +255,7 @@ pub fn check(a: &crate::cli::BenchArgs) -> Result<()> {
 pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
     check(a)?;
     let kept = crate::allocator::keep_freed_memory();
-    eprintln!(
+    errln!(
         "malloc: {}",
         if kept {
             format!(
@@ -275,7 +275,7 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
     };
     let threads = rayon::current_num_threads();
     let precisions = crate::bench::precisions(a.precision);
-    eprintln!(
+    errln!(
         "workload: {} x seed 0; transformer (attention + ReLU MLP, ratio 4), d = {}, {} heads, L = {}, seq {}, batch {}, teacher-lm (vocab {}); Adam, {} steps each; {}, {threads} threads",
         PRESETS.join(", "),
         w.width,
@@ -288,11 +288,11 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
         crate::bench::names(&precisions)
     );
     if a.no_torch {
-        eprintln!(
+        errln!(
             "{repeats} repetitions of normscope's runs (--no-torch: no PyTorch run, no verdict)"
         );
     } else {
-        eprintln!(
+        errln!(
             "{repeats} repetitions, normscope and PyTorch alternating; the verdict compares the {VERDICT_STATISTIC} steps/s of each side (target >= {TARGET_TRAIN_VS_TORCH:.1}x)"
         );
     }
@@ -316,50 +316,50 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
         for r in 1..=repeats {
             let secs = normscope_seconds(&cfg)?;
             let ours_rate = w.updates() as f64 / secs;
-            println!(
+            outln!(
                 "[{r}/{repeats}] normscope {}: {} steps in {secs:.2} s: {ours_rate:.1} steps/s",
                 p.name(),
                 w.updates()
-            );
+            )?;
             ours.push(ours_rate);
             let Some(dumps) = &dumps else { continue };
             let t = torch_seconds(dumps, p, &a.python, &a.train_script, threads)?;
             let theirs_rate = t.steps as f64 / t.seconds;
-            println!(
+            outln!(
                 "[{r}/{repeats}] pytorch {} eager {}: {} steps in {:.2} s: {theirs_rate:.1} steps/s",
                 t.version,
                 p.torch_dtype(),
                 t.steps,
                 t.seconds
-            );
+            )?;
             theirs.push(theirs_rate);
             ratios.push(ours_rate / theirs_rate);
             version = t.version;
         }
-        println!(
+        outln!(
             "normscope {}: median {:.1} steps/s (range {})",
             p.name(),
             median(&ours),
             range(&ours, 1, "")
-        );
+        )?;
         if theirs.is_empty() {
             outcomes.push(Outcome::not_measured(what, target, "--no-torch"));
             continue;
         }
-        println!(
+        outln!(
             "pytorch {version} eager {}: median {:.1} steps/s (range {})",
             p.torch_dtype(),
             median(&theirs),
             range(&theirs, 1, "")
-        );
+        )?;
         let ratio = verdict_ratio(&ours, &theirs);
-        println!(
+        outln!(
             "ratio normscope {} / pytorch {}: {ratio:.2}x of the medians (paired runs {}; target >= {TARGET_TRAIN_VS_TORCH:.1}x: {})",
             p.name(),
             p.torch_dtype(),
             range(&ratios, 2, "x"),
             crate::bench::verdict(ratio >= TARGET_TRAIN_VS_TORCH)
-        );
+        )?;
         outcomes.push(Outcome::measured(
             what,
             target,

@@ -2,6 +2,22 @@
 //! The application lives here (clap types in [`cli`], the PyTorch bench runners in [`bench`]
 //! and [`bench_train`]); everything it computes comes from the `normscope` library.
 
+/// `println!` that returns [`normscope::Error::Console`] instead of panicking (a closed pipe, a
+/// full device).
+macro_rules! outln {
+    ($($t:tt)*) => {
+        normscope::output::console::out(format!("{}\n", format_args!($($t)*)).as_bytes())
+    };
+}
+
+/// `eprintln!` that never panics: a failure is reported when the command ends
+/// ([`normscope::output::console::note`]).
+macro_rules! errln {
+    ($($t:tt)*) => {
+        normscope::output::console::note(format_args!($($t)*))
+    };
+}
+
 mod allocator;
 mod bench;
 mod bench_grid;
@@ -104,7 +120,7 @@ fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
     if a.all {
         outcomes.extend(bench_train::bench(a)?);
         outcomes.extend(bench_grid::bench(a)?);
-        bench_summary::print(&outcomes, a.quick);
+        bench_summary::print(&outcomes, a.quick)?;
     }
     Ok(())
 }
