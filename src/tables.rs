@@ -66,6 +66,9 @@ pub fn theory_rows(cfg: &TheoryConfig, notes: &mut Vec<String>) -> Result<Vec<Ro
     let count = cfg.layers.max_count(depth);
     let probe = crate::theory::closed_form::keep(&cfg.metrics, &[]);
     crate::budget::check_closed_form_plan(depth, &probe, count, cfg.presets.len())?;
+    check_stacks(&cfg.presets, depth, |depth| {
+        crate::budget::closed_form_plan_bytes(depth, &probe, count)
+    })?;
     if count > MAX_ROWS {
         return Err(Error::invalid(
             "--layers",
@@ -114,6 +117,12 @@ pub fn mc_rows(
     notes: &mut Vec<String>,
 ) -> Result<Vec<Row>> {
     check_mc_fits(cfg, metrics, layers)?;
+    let depth = cfg.model.depth;
+    let selected = crate::budget::Selected::of(&layers.resolve(depth)?);
+    crate::budget::check_mc_work(cfg, depth, metrics, &selected, presets.len())?;
+    check_stacks(presets, depth, |depth| {
+        crate::budget::mc_bytes(cfg, depth, metrics, 0)
+    })?;
     let bar = DelayedBar::networks((cfg.samples * presets.len()) as u64);
     let engine = MonteCarlo {
         cfg,
@@ -125,11 +134,31 @@ pub fn mc_rows(
     rows
 }
 
-/// Refuses a Monte Carlo run of `cfg` that cannot fit in memory ([`crate::budget`]).
+/// Refuses a Monte Carlo run of `cfg` (one preset) that cannot fit in memory or would take
+/// more than [`crate::budget::MAX_WORK`] ([`crate::budget`]).
 pub fn check_mc_fits(cfg: &McConfig, metrics: &[Metric], layers: &LayerSpec) -> Result<()> {
     let depth = cfg.model.depth;
     // The networks first: a depth too large for them is refused before the layers are listed.
     crate::budget::check_mc(cfg, depth, metrics, 0)?;
-    let rows = estimate_rows(metrics, &layers.resolve(depth)?);
-    crate::budget::check_mc(cfg, depth, metrics, rows)
+    let resolved = layers.resolve(depth)?;
+    let rows = estimate_rows(metrics, &resolved);
+    let selected = crate::budget::Selected::of(&resolved);
+    drop(resolved);
+    crate::budget::check_mc_selected(cfg, depth, metrics, rows, &selected)?;
+    crate::budget::check_mc_work(cfg, depth, metrics, &selected, 1)
+}
+
+/// Refuses presets whose stacks at `depth` (a placement file's can hold one segment per
+/// block, [`crate::budget::stack_bytes`]) do not fit beside the engine's `engine_bytes`.
+fn check_stacks(
+    presets: &[String],
+    depth: usize,
+    engine_bytes: impl Fn(usize) -> u128,
+) -> Result<()> {
+    let stacks = crate::budget::stacks_bytes(presets, depth)?;
+    crate::budget::check(
+        stacks.saturating_add(engine_bytes(depth)),
+        &format!("building --preset {} at depth {depth}", presets.join(",")),
+        "--depth, or use presets whose placement-file scales do not depend on the block index l",
+    )
 }

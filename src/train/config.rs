@@ -206,6 +206,24 @@ pub struct TrainConfig {
     pub log_every: u64,
 }
 
+/// Bytes per row of the training log while it is written: the [`super::run::Record`] (about
+/// 150 bytes with its strings), its row of the data frame (20 columns) and its line of the
+/// encoded table, rounded up.
+pub const LOG_ROW_BYTES: u128 = 1024;
+
+/// Log rows per layer of one logged update, at most: `grad_norm` of each parameter tensor (up
+/// to ten per block) and of the layer, `update_norm`, `update_ratio`, `adam_v_mean`,
+/// `adam_v_max`, `stream_grad` and `memory_grad`.
+pub const LOG_ROWS_PER_LAYER_LOGGED: u128 = 18;
+
+/// Log rows per layer of one evaluation, at most: `norm_input_rms` of up to three slots,
+/// `attn_max_logit` and `attn_entropy`.
+pub const LOG_ROWS_PER_LAYER_EVAL: u128 = 6;
+
+/// Work per parameter of one optimizer update (Adam's moments, bias corrections, weight
+/// decay, clipping's norm), in floating-point operations.
+pub const OPTIMIZER_WORK: f64 = 20.0;
+
 /// The most seeds one request runs.
 pub const MAX_SEEDS: u64 = 1 << 16;
 
@@ -403,6 +421,7 @@ impl RawTrain {
             log_every: self.log_every,
         };
         cfg.check_memory()?;
+        cfg.check_work()?;
         Ok(cfg)
     }
 }
@@ -468,42 +487,134 @@ fn set(slot: &mut f64, v: Option<f64>) {
 }
 
 impl TrainConfig {
-    /// Columns per batch (tokens of every sequence, or examples).
+    /// Columns per batch (tokens of every sequence, or examples), saturating at `usize::MAX`
+    /// (a batch that large is refused by [`Self::check_memory`]).
     pub fn columns(&self) -> usize {
+        usize::try_from(self.columns_u128()).unwrap_or(usize::MAX)
+    }
+
+    /// [`Self::columns`] without overflow.
+    fn columns_u128(&self) -> u128 {
+        self.tokens_per_example() * self.batch as u128
+    }
+
+    /// Columns per example: the tokens of a sequence (a target's for pairs), or 1.
+    fn tokens_per_example(&self) -> u128 {
         match self.io {
-            Io::Tokens { seq, .. } => seq * self.batch,
-            Io::Pairs { tgt, .. } => tgt * self.batch,
-            Io::Vectors { .. } => self.batch,
+            Io::Tokens { seq, .. } => seq as u128,
+            Io::Pairs { tgt, .. } => tgt as u128,
+            Io::Vectors { .. } => 1,
         }
+    }
+
+    /// Runs of the request: presets times seeds.
+    fn runs(&self) -> u128 {
+        (self.presets.len() as u128) * (self.seeds.len() as u128)
+    }
+
+    /// Rows of the training log of one run ([`super::run`]'s table): per logged update (every
+    /// `--log-every`, the first and the last) at most [`LOG_ROWS_PER_LAYER_LOGGED`] per layer
+    /// (the blocks, the input map and the head) and a few scalars; per evaluation (every
+    /// `--eval-every`, step 0 and the last) at most [`LOG_ROWS_PER_LAYER_EVAL`] per layer.
+    pub fn log_rows(&self) -> u128 {
+        let steps = self.schedule.steps as u128;
+        let layers = self.mc.model.depth as u128 + 2;
+        let logged = steps / self.log_every as u128 + 2;
+        let evals = steps / self.eval_every as u128 + 2;
+        logged
+            .saturating_mul(8 + LOG_ROWS_PER_LAYER_LOGGED * layers)
+            .saturating_add(evals.saturating_mul(8 + LOG_ROWS_PER_LAYER_EVAL * layers))
     }
 
     /// Refuses a run whose estimated peak memory does not fit, before allocating: per run in
     /// flight (one per thread), the body's weights four times (parameters, gradients, two
     /// optimizer moments) and its activations over a batch (the Monte Carlo estimate with a
-    /// backward pass), the ends, and the logits.
+    /// backward pass), the ends, and the logits; the task's teacher; and the log every run
+    /// keeps until the table is written ([`Self::log_rows`] rows of [`LOG_ROW_BYTES`]).
     pub fn check_memory(&self) -> Result<()> {
+        let columns = self.columns_u128();
         let mut batch_cfg = self.mc.clone();
         batch_cfg.model.branch.tokens = self.columns();
         let depth = self.mc.model.depth;
         let body =
             crate::budget::network_bytes(&batch_cfg, depth, &[crate::metrics::Metric::GradSq]);
+        let (outputs, inputs) = self.ends();
+        let d = self.mc.model.branch.width as u128;
+        let ends = (4 * 8 * d).saturating_mul(inputs + outputs);
+        let logits = (3 * 8 * outputs).saturating_mul(columns);
+        let eval = (8 * 4 * self.eval_batches as u128).saturating_mul(columns);
+        let per_run = body
+            .saturating_mul(3)
+            .saturating_add(ends)
+            .saturating_add(logits)
+            .saturating_add(eval);
+        let runs = (rayon::current_num_threads() as u128).min(self.runs());
+        let log = self
+            .runs()
+            .saturating_mul(self.log_rows())
+            .saturating_mul(LOG_ROW_BYTES);
+        let model = per_run
+            .saturating_mul(runs)
+            .saturating_add(self.teacher_bytes());
+        let lower = if log > model {
+            "--steps (or raise --log-every and --eval-every), --seeds or --preset (the log of every run is kept until the table is written)"
+        } else {
+            "--width, --depth, --batch, --seq, --teacher-width, --teacher-depth or the number of threads"
+        };
+        crate::budget::check(model.saturating_add(log), "this training run", lower)
+    }
+
+    /// Outputs and inputs of the model's ends (vocabulary or vector sizes, positions).
+    fn ends(&self) -> (u128, u128) {
         let (outputs, inputs) = match self.io {
             Io::Tokens { vocab, seq } => (vocab, vocab + seq),
             Io::Pairs { vocab, src, tgt } => (vocab, 2 * vocab + src + tgt),
             Io::Vectors { d_in, d_out } => (d_out, d_in),
         };
-        let d = self.mc.model.branch.width as u128;
-        let ends = 4 * 8 * d * (inputs + outputs) as u128;
-        let logits = 3 * 8 * (outputs as u128) * (self.columns() as u128);
-        let eval = 8 * (self.eval_batches as u128) * (self.columns() as u128) * 4;
-        let per_run = body.saturating_mul(3).saturating_add(ends + logits + eval);
-        let runs = rayon::current_num_threads().min(self.presets.len() * self.seeds.len()) as u128;
-        crate::budget::check(
-            per_run
-                .saturating_mul(runs)
-                .saturating_add(self.teacher_bytes()),
-            "this training run",
-            "--width, --depth, --batch, --seq, --teacher-width, --teacher-depth or the number of threads",
+        (outputs as u128, inputs as u128)
+    }
+
+    /// Estimated work of the request in floating-point operations
+    /// ([`crate::budget::WORK_RATE`]), per run (presets times seeds): every update a forward
+    /// and backward pass over the batch (three forward passes: [`crate::budget::body_forward_work`]
+    /// with the ends and logits) plus the optimizer's update ([`OPTIMIZER_WORK`] per
+    /// parameter) and the task's teacher drawing the batch; every evaluation a forward pass over
+    /// `--eval-batches` batches; every logged update a copy and norms of the parameters.
+    pub fn work(&self) -> f64 {
+        let depth = self.mc.model.depth;
+        let batch = self.batch as f64;
+        let (outputs, inputs) = self.ends();
+        let d = self.mc.model.branch.width as f64;
+        let columns = self.columns_u128() as f64;
+        let ends = 2.0 * columns * d * outputs as f64 + columns * d;
+        let forward = crate::budget::body_forward_work(&self.mc, depth, batch) + ends;
+        let params =
+            crate::budget::body_weights(&self.mc, depth) as f64 + d * (inputs + outputs) as f64;
+        let t = &self.task;
+        let teacher = 2.0
+            * columns
+            * (6.0 * (t.teacher_width as f64).powi(2) * (t.teacher_depth as f64 + 1.0)
+                + t.teacher_width as f64 * t.vocab.max(t.d_out) as f64);
+        let steps = self.schedule.steps as f64;
+        let evals = (steps / self.eval_every as f64).floor() + 2.0;
+        let logged = (steps / self.log_every as f64).floor() + 2.0;
+        let per_run = steps * (3.0 * forward + OPTIMIZER_WORK * params + teacher)
+            + evals * (self.eval_batches as f64 + 1.0) * forward
+            + logged * 6.0 * params;
+        per_run * self.runs() as f64
+    }
+
+    /// Refuses a request whose [`Self::work`] exceeds [`crate::budget::MAX_WORK`].
+    pub fn check_work(&self) -> Result<()> {
+        crate::budget::check_work(
+            self.work(),
+            &format!(
+                "training {} run(s) of {} updates of --batch {}",
+                self.runs(),
+                self.schedule.steps,
+                self.batch
+            ),
+            "--steps, --batch, --seeds, --preset, --width, --depth, --seq, --heads, --hidden-ratio, or --eval-batches (or raise --eval-every)",
         )
     }
 
@@ -533,11 +644,12 @@ impl TrainConfig {
     /// Peak bytes of `--dump-init`'s JSON document: every batch's numbers (about 64 bytes each
     /// as parsed JSON values and text) and the parameters.
     pub fn dump_bytes(&self) -> u128 {
-        let per_batch = match self.io {
-            Io::Tokens { seq, .. } => 3 * seq * self.batch,
-            Io::Pairs { src, tgt, .. } => (src + 3 * tgt) * self.batch,
-            Io::Vectors { d_in, d_out } => (d_in + d_out) * self.batch,
-        } as u128;
+        let per_example = match self.io {
+            Io::Tokens { seq, .. } => 3 * seq as u128,
+            Io::Pairs { src, tgt, .. } => src as u128 + 3 * tgt as u128,
+            Io::Vectors { d_in, d_out } => d_in as u128 + d_out as u128,
+        };
+        let per_batch = per_example * self.batch as u128;
         let d = self.mc.model.branch.width as u128;
         let params = (self.mc.model.depth as u128).saturating_mul(12 * d * d);
         64u128.saturating_mul(

@@ -411,6 +411,27 @@ pub fn engine_bytes_estimate(w: Workload, depth: usize, precision: Precision) ->
     Ok(floats as f64 * precision.bytes() as f64)
 }
 
+/// Refuses a `--memory-probe` depth whose network cannot fit or would take more than
+/// [`normscope::budget::MAX_WORK`], before anything is allocated: the same estimates as `mc`
+/// for one streamed network writing every layer, plus the probe's layer flags.
+fn check_probe(cfg: &McConfig, depth: usize) -> Result<()> {
+    use normscope::budget;
+    let metrics = Metric::parse_list(METRICS)?;
+    let all = budget::Selected::all(depth);
+    let floats = budget::mc_network_floats(cfg, depth, &metrics, false);
+    let bytes = floats
+        .saturating_mul(cfg.precision.bytes() as u128)
+        .saturating_add(budget::mc_network_extra_bytes(cfg, depth, &metrics, &all))
+        .saturating_add(depth as u128 + 1);
+    let what = format!("--memory-probe {depth} (one streamed network of depth {depth})");
+    budget::check(bytes, &what, "--memory-probe")?;
+    budget::check_work(
+        budget::mc_network_work(cfg, depth, &metrics, &all),
+        &what,
+        "--memory-probe",
+    )
+}
+
 /// A `kB` field of `/proc/self/status` (or `/proc/meminfo`) in bytes.
 fn proc_kb(file: &str, field: &str) -> Result<f64> {
     let text = std::fs::read_to_string(file).map_err(|e| Error::Io {
@@ -438,6 +459,7 @@ fn proc_kb(file: &str, field: &str) -> Result<f64> {
 pub fn memory_probe(w: Workload, depth: usize, precision: Precision) -> Result<()> {
     let baseline = proc_kb("/proc/self/status", "VmRSS")?;
     let (cfg, spec) = probe_config(w, depth, precision)?;
+    check_probe(&cfg, depth)?;
     let plan = monte_carlo::measure::NetworkPlan {
         metrics: Metric::parse_list(METRICS)?,
         selected: vec![true; depth + 1],

@@ -1,0 +1,301 @@
+//! Issue 33 ("no time or size preflight", "memory check ignores process limits"): every
+//! hostile command of the report is refused before anything is allocated or run, with exit
+//! status 2, one line on standard error naming the flag to lower, and no output file. The
+//! commands run under an address-space limit (`ulimit -v`), so a regression that starts
+//! allocating fails fast instead of taking the machine's memory, and a watchdog kills a run
+//! that starts computing instead of refusing. No wall-clock time is asserted.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Generous: a refusal takes milliseconds; a run that was not refused computes for minutes.
+const WATCHDOG: Duration = Duration::from_secs(120);
+
+/// Address-space limit of the runs, in KiB (`ulimit -v`): 16 GiB, enough for the binary and
+/// its threads, far below what any of the refused runs asks for.
+const ULIMIT_KB: u64 = 16 << 20;
+
+/// Runs `normscope args` in `dir` under `ulimit -v limit_kb`, killed after [`WATCHDOG`].
+fn run_limited(args: &[&str], dir: &Path, limit_kb: u64) -> Output {
+    let script = format!("ulimit -v {limit_kb} && exec \"$0\" \"$@\"");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_normscope"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sh runs");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        if start.elapsed() > WATCHDOG {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "{args:?} was still running after {WATCHDOG:?} (not refused): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Asserts that `args` is refused: exit status 2, one line on standard error containing every
+/// one of `names`, and nothing in `dir` but the inputs.
+#[track_caller]
+fn assert_refused(args: &[&str], dir: &Path, limit_kb: u64, names: &[&str]) -> String {
+    let before: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
+    let o = run_limited(args, dir, limit_kb);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    assert!(err.starts_with("error: "), "{args:?}: {err}");
+    for n in names {
+        assert!(err.contains(n), "{args:?}: no {n:?} in {err}");
+    }
+    assert!(o.stdout.is_empty(), "{args:?} wrote to stdout");
+    let after: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
+    assert_eq!(before.len(), after.len(), "{args:?} wrote a file");
+    err
+}
+
+/// The report's Monte Carlo commands (default metrics and layers, and the cheaper metrics),
+/// at every size, with `--out`.
+#[test]
+fn hostile_monte_carlo_sizes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &[
+                "mc",
+                "--depth",
+                "10000000",
+                "--width",
+                "16",
+                "--tokens",
+                "4",
+                "--samples",
+                "4",
+            ],
+            &["too large", "--depth", "--samples"],
+        ),
+        (
+            &[
+                "mc",
+                "--depth",
+                "100000",
+                "--width",
+                "4",
+                "--tokens",
+                "2",
+                "--samples",
+                "2",
+            ],
+            &["too large", "--depth", "--layers"],
+        ),
+        (
+            &["mc", "--samples", "1000000000"],
+            &["too large", "--samples"],
+        ),
+        (
+            // Fits in memory, but its O(L^2) decomposition is about a week of work.
+            &[
+                "mc",
+                "--depth",
+                "1000000",
+                "--width",
+                "2",
+                "--tokens",
+                "1",
+                "--samples",
+                "1000",
+                "--metrics",
+                "stream_sq",
+                "--layers",
+                "last",
+                "--preset",
+                "pre",
+            ],
+            &[
+                "too large",
+                "floating-point operations",
+                "days",
+                "--samples",
+            ],
+        ),
+        (
+            &[
+                "compare",
+                "--depth",
+                "10000000",
+                "--width",
+                "16",
+                "--tokens",
+                "4",
+                "--samples",
+                "4",
+            ],
+            &["too large", "--depth"],
+        ),
+    ];
+    for (args, names) in cases {
+        let mut a = args.to_vec();
+        a.extend(["--out", "out.csv"]);
+        assert_refused(&a, dir.path(), ULIMIT_KB, names);
+    }
+}
+
+/// `mc --samples 1000000000` under an 8 GB address-space limit is refused naming the limit
+/// (RLIMIT_AS), not aborted by the allocator; so is a run that fits the machine but not 1 GB.
+#[test]
+fn the_address_space_limit_is_part_of_the_memory_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = assert_refused(
+        &["mc", "--samples", "1000000000", "--out", "out.csv"],
+        dir.path(),
+        8_000_000,
+        &["too large", "RLIMIT_AS", "--samples"],
+    );
+    assert!(err.contains("GB of memory"), "{err}");
+    // ~1.6 GB of per-network values: refused under 1 GB, whatever the machine has free.
+    let args = [
+        "mc",
+        "--depth",
+        "2",
+        "--width",
+        "2",
+        "--tokens",
+        "1",
+        "--samples",
+        "200000000",
+        "--metrics",
+        "stream_sq",
+        "--layers",
+        "last",
+        "--preset",
+        "pre",
+        "--out",
+        "out.csv",
+    ];
+    assert_refused(&args, dir.path(), 1_000_000, &["RLIMIT_AS", "--samples"]);
+}
+
+/// The report's training commands: a huge step count (its log alone, and its work with the
+/// log thinned out), huge batches (with and without `--dump-init`), and a batch whose column
+/// count overflows usize (a capacity-overflow panic before).
+#[test]
+fn hostile_training_sizes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = "1000000000000000000";
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["train", "--steps", huge], &["too large", "--steps"]),
+        (
+            &[
+                "train",
+                "--steps",
+                huge,
+                "--log-every",
+                huge,
+                "--eval-every",
+                huge,
+            ],
+            &["too large", "floating-point operations", "--steps"],
+        ),
+        (
+            &["train", "--batch", "4503599627370496"],
+            &["too large", "--batch"],
+        ),
+        (
+            &["train", "--batch", "9223372036854775808"],
+            &["too large", "--batch"],
+        ),
+        (
+            &["train", "--batch", "18446744073709551615"],
+            &["too large", "--batch"],
+        ),
+    ];
+    for (args, names) in cases {
+        let mut a = args.to_vec();
+        a.extend(["--out", "log.csv"]);
+        assert_refused(&a, dir.path(), ULIMIT_KB, names);
+    }
+    for batch in ["4503599627370496", "9223372036854775808"] {
+        let args = [
+            "train",
+            "--preset",
+            "pre",
+            "--batch",
+            batch,
+            "--dump-init",
+            "init.json",
+        ];
+        assert_refused(&args, dir.path(), ULIMIT_KB, &["too large", "--batch"]);
+    }
+}
+
+/// A placement file whose branch scale depends on the block index builds one segment per
+/// block: at depth 1e9 that is refused before the stack is built, in `theory` and `mc`; at a
+/// small depth the same file runs.
+#[test]
+fn placement_files_at_any_depth_are_refused_before_their_stack_is_built() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("decay.toml"),
+        "[[placement]]\nname = \"my-decay\"\nlabel = \"Pre-LN, branch/sqrt(l)\"\nequation = \"x_l = x_{l-1} + l^(-1/2) F_l(Norm(x_{l-1}))\"\nsource = \"test\"\nfinal_norm = \"layer\"\n\n[[placement.segment]]\ninput = \"layer\"\nbranch = \"1/sqrt(l)\"\n",
+    )
+    .unwrap();
+    let base = [
+        "--placements",
+        "decay.toml",
+        "--preset",
+        "my-decay",
+        "--metrics",
+        "stream_sq",
+        "--layers",
+        "last",
+        "--out",
+        "out.csv",
+    ];
+    for cmd in ["theory", "mc"] {
+        let mut a = vec![cmd, "--depth", "1000000000"];
+        a.extend(base);
+        if cmd == "mc" {
+            a.extend(["--width", "2", "--tokens", "1"]);
+        }
+        assert_refused(&a, dir.path(), ULIMIT_KB, &["too large", "--depth"]);
+    }
+    let mut a = vec!["theory", "--depth", "1000"];
+    a.extend(&base[..8]);
+    let o = run_limited(&a, dir.path(), ULIMIT_KB);
+    let out = common::success_stdout(&o);
+    assert_eq!(out.lines().count(), 2, "{out}");
+}
+
+/// `bench --memory-probe L` goes through the same check as `mc` (it skipped it, then aborted
+/// allocating 32 GB at L = 1e9); the bench's own depths still fit.
+#[test]
+fn the_memory_probe_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_refused(
+        &["bench", "--memory-probe", "1000000000"],
+        dir.path(),
+        ULIMIT_KB,
+        &["too large", "--memory-probe"],
+    );
+    let o = run_limited(
+        &["bench", "--memory-probe", "8", "--quick"],
+        dir.path(),
+        ULIMIT_KB,
+    );
+    let out = common::success_stdout(&o);
+    assert!(out.contains("\"peak\""), "{out}");
+}
