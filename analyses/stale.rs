@@ -85,7 +85,8 @@ fn stale(
     out
 }
 
-/// Writes [`FILE`] listing the stale analyses (see [`stale`]), or removes it when none is.
+/// Writes [`FILE`] listing the stale analyses (those whose recorded inputs differ from the
+/// folder once `upcoming` has moved in), or removes it when none is.
 pub fn update(root: &Path, upcoming: Option<(&str, &BTreeMap<String, String>)>) -> Result<()> {
     let list = stale(root, upcoming);
     let path = root.join(FILE);

@@ -122,7 +122,7 @@ pub fn write_with(path: &Path, fill: impl FnOnce(&mut dyn Write) -> Result<()>) 
 /// hundreds of MB would hold an interrupt back until the file is complete.
 const CHUNK: usize = 1 << 20;
 
-/// Writes `bytes` to `path` atomically, in pieces of [`CHUNK`] bytes.
+/// Writes `bytes` to `path` atomically, in pieces of 1 MiB (a signal is handled between them).
 pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
     write_with(path, |w| {
         bytes

@@ -468,7 +468,7 @@ pub fn memory_probe(w: Workload, depth: usize, precision: Precision) -> Result<(
     let values = monte_carlo::measure_network(&spec, &cfg, &plan, 0);
     std::hint::black_box(values);
     let hwm = proc_kb("/proc/self/status", "VmHWM")?;
-    println!(
+    outln!(
         "{}",
         serde_json::json!({
             "depth": depth,
@@ -477,7 +477,7 @@ pub fn memory_probe(w: Workload, depth: usize, precision: Precision) -> Result<(
             "hwm": hwm,
             "peak": hwm - baseline,
         })
-    );
+    )?;
     Ok(())
 }
 
@@ -609,16 +609,16 @@ fn round(
     let name = p.name();
     let g = gemm_rates(w, threads, p, gemm_seconds);
     let (best_name, best) = g.best();
-    println!(
+    outln!(
         "{label}gemm rate ({name}, {threads} threads, one product stream per thread): matrixmultiply {:.1} GFLOP/s, faer {:.1} GFLOP/s{}, better: {best_name} {best:.1} GFLOP/s (normscope's {name} products use {})",
         g.matrixmultiply,
         g.faer,
         g.own_text(),
         engine_kernel(p)
-    );
+    )?;
     let run = normscope_seconds(w, p)?;
     let gf = w.flops() / 1e9;
-    println!(
+    outln!(
         "{label}normscope ({name}, --memory auto: {}): {:.2} s, {:.1} nominal GFLOP/s; its products ran {:.1} GFLOP of {:.1} nominal, {:.0}% of the wall time, at {:.1} GFLOP/s",
         run.memory,
         run.seconds,
@@ -627,13 +627,13 @@ fn round(
         gf,
         100.0 * run.product_share(threads),
         run.product_rate(threads)
-    );
+    )?;
     let rate = run.pass_rate(threads);
     let share = rate / best;
-    println!(
+    outln!(
         "{label}normscope's forward and backward passes ({name}, the GEMM-dominated phases, weight drawing excluded): {rate:.1} GFLOP/s, {:.1}% of the better GEMM rate",
         100.0 * share
-    );
+    )?;
     Ok((run, share))
 }
 
@@ -657,7 +657,7 @@ pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
         a.memory_depths.clone()
     };
     let threads = rayon::current_num_threads();
-    eprintln!(
+    errln!(
         "workload: pre, post, deepnorm x {} networks; relu-mlp (ratio {}), d = {}, n = {}, L = {}; {}; {threads} threads",
         w.samples,
         RATIO,
@@ -674,10 +674,10 @@ pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
             Precision::F64 => TARGET_F64_VS_TORCH,
             Precision::F32 => TARGET_F32_VS_TORCH,
         };
-        println!("== {name} ==");
-        println!(
+        outln!("== {name} ==")?;
+        outln!(
             "{repeats} rounds, each the GEMM rates then normscope's run; the GEMM share's verdict is the {VERDICT_STATISTIC} of the rounds' shares, the PyTorch ratio's uses the {VERDICT_STATISTIC} of normscope's times"
-        );
+        )?;
         let mut shares = Vec::with_capacity(repeats);
         let mut seconds = Vec::with_capacity(repeats);
         for r in 1..=repeats {
@@ -686,7 +686,7 @@ pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
             seconds.push(run.seconds);
         }
         let share = statistic(&shares);
-        println!(
+        outln!(
             "normscope's passes / better GEMM rate ({name}): {VERDICT_STATISTIC} of {repeats} rounds {:.1}% (rounds {}) (target >= {:.0}%: {})",
             100.0 * share,
             shares
@@ -696,7 +696,7 @@ pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
                 .join(", "),
             100.0 * TARGET_GEMM_SHARE,
             verdict(share >= TARGET_GEMM_SHARE)
-        );
+        )?;
         outcomes.push(Outcome::measured(
             format!("Monte Carlo passes / better GEMM rate ({name}, {VERDICT_STATISTIC} of {repeats} rounds)"),
             format!(">= {:.0}%", 100.0 * TARGET_GEMM_SHARE),
@@ -707,9 +707,9 @@ pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
         let torch_what = format!("Monte Carlo pytorch / normscope ({name})");
         let torch_target = format!(">= {target:.1}x");
         if a.no_torch {
-            println!(
+            outln!(
                 "ratio pytorch / normscope ({name}): not measured (--no-torch) (target >= {target:.1}x)"
-            );
+            )?;
             outcomes.push(Outcome::not_measured(
                 torch_what,
                 torch_target,
@@ -717,15 +717,15 @@ pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
             ));
         } else {
             let (theirs, version) = torch_seconds(&a.python, &a.script, w, threads, p)?;
-            println!(
+            outln!(
                 "pytorch {version} ({name}, eager, autograd): {theirs:.2} s, {:.1} GFLOP/s",
                 gf / theirs
-            );
+            )?;
             let ratio = theirs / ours;
-            println!(
+            outln!(
                 "ratio pytorch / normscope ({name}): {ratio:.2}x (target >= {target:.1}x: {})",
                 verdict(ratio >= target)
-            );
+            )?;
             outcomes.push(Outcome::measured(
                 torch_what,
                 torch_target,
@@ -733,10 +733,13 @@ pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
                 ratio >= target,
             ));
         }
-        println!(
+        outln!(
             "peak memory of one streamed network (--memory streamed; {name}; post, relu-mlp r = {}, d = {}, n = {}; 1 thread) against {} (d^2 r + L d n) bytes:",
-            RATIO, w.width, w.tokens, TARGET_MEMORY_BYTES
-        );
+            RATIO,
+            w.width,
+            w.tokens,
+            TARGET_MEMORY_BYTES
+        )?;
         for &depth in &depths {
             let formula = |b| memory_formula_bytes(w.width, w.tokens, depth, RATIO, b);
             let bound = formula(TARGET_MEMORY_BYTES);
@@ -755,13 +758,13 @@ pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
                             peak / formula(b)
                         )
                     };
-                    println!(
+                    outln!(
                         "  memory L = {depth} ({name}): peak {}, formula {}, ratio {ratio:.2}x (target <= {:.1}x: {}){own}",
                         size(peak),
                         size(bound),
                         TARGET_MEMORY_FACTOR,
                         verdict(ratio <= TARGET_MEMORY_FACTOR)
-                    );
+                    )?;
                     outcomes.push(Outcome::measured(
                         what,
                         memory_target,
@@ -770,19 +773,19 @@ pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
                     ));
                 }
                 Memory::Skipped(why) => {
-                    println!(
+                    outln!(
                         "  memory L = {depth} ({name}): {why}; formula {} (target <= {:.1}x)",
                         size(bound),
                         TARGET_MEMORY_FACTOR
-                    );
+                    )?;
                     outcomes.push(Outcome::not_measured(what, memory_target, &why));
                 }
                 Memory::Failed(why) => {
-                    println!(
+                    outln!(
                         "  memory L = {depth} ({name}): {why}; formula {} (target <= {:.1}x: not met)",
                         size(bound),
                         TARGET_MEMORY_FACTOR
-                    );
+                    )?;
                     outcomes.push(Outcome::measured(what, memory_target, why, false));
                 }
             }
