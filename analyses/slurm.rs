@@ -63,12 +63,21 @@ pub struct Scripts {
     pub submit: String,
 }
 
+/// Whether an `#SBATCH` line holding `s` would start a component of a heterogeneous job:
+/// sbatch looks for `packjob` (older releases) or `hetjob` anywhere in the line, in any case.
+fn splits_job(s: &str) -> bool {
+    let s = s.to_ascii_lowercase();
+    s.contains("packjob") || s.contains("hetjob")
+}
+
 /// A value for an `#SBATCH` line: letters, digits and `_.:,=+-` only (nothing a shell or
-/// Slurm's parser would read differently), else bad input naming `field`.
+/// Slurm's parser would read differently), not naming `packjob` or `hetjob`, else bad input
+/// naming `field`.
 fn option(field: &'static str, v: &Option<String>) -> Result<Option<String>> {
     match v {
         Some(s)
             if s.is_empty()
+                || splits_job(s)
                 || !s
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || "_.:,=+-".contains(c)) =>
@@ -76,7 +85,7 @@ fn option(field: &'static str, v: &Option<String>) -> Result<Option<String>> {
             Err(Error::invalid(
                 field,
                 s,
-                "a Slurm value of letters, digits and _.:,=+- (e.g. --time 02:00:00, --mem 8G)",
+                "a Slurm value of letters, digits and _.:,=+-, not naming packjob or hetjob (e.g. --time 02:00:00, --mem 8G)",
             ))
         }
         _ => Ok(v.clone()),
@@ -85,7 +94,7 @@ fn option(field: &'static str, v: &Option<String>) -> Result<Option<String>> {
 
 /// A path in single quotes for bash: `'` becomes `'\''`, and nothing else inside single quotes
 /// is special (`$`, backticks, `;` and `"` are literal).
-fn quoted(p: &Path) -> String {
+pub fn quoted(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
 }
 
@@ -122,13 +131,14 @@ pub fn scripts(r: &SlurmRequest) -> Result<Scripts> {
     let plain = |p: &Path| {
         !p.display()
             .to_string()
-            .contains(|c: char| c.is_whitespace() || "%'\"\\".contains(c))
+            .contains(|c: char| c.is_whitespace() || "%'\"\\#".contains(c))
+            && !splits_job(&p.display().to_string())
     };
     if !plain(&absolute(&r.dir)?) {
         return Err(Error::invalid(
             "--dir",
             r.dir.display(),
-            "a folder path without blanks, quotes, backslashes or % (Slurm reads the log paths in it)",
+            "a folder path without blanks, quotes, backslashes, # or % and not naming packjob or hetjob (Slurm reads the log paths in its #SBATCH lines)",
         ));
     }
     if r.shards == 0 || r.shards > super::shard::MAX_SHARDS {

@@ -107,7 +107,7 @@ pub struct ModelConfig {
 /// The largest value whose square is finite in f64 (sqrt of `f64::MAX`, rounded down).
 pub const SQUARE_FINITE: f64 = 1.3407807929942596e154;
 
-/// A scale the mean-field maps square (DeepNet's beta, a branch multiplier lambda): finite, >= 0
+/// DeepNet's beta, which the mean-field maps square in plain f64: finite, >= 0
 /// and with a finite square, else bad input naming `field`.
 fn square_finite(field: &'static str, v: Option<f64>) -> Result<()> {
     match v {
@@ -138,7 +138,7 @@ impl RawModel {
         non_negative("--alpha", self.alpha)?;
         square_finite("--beta", self.beta)?;
         non_negative("--gain", self.gain)?;
-        square_finite("--lambda", self.lambda)?;
+        non_negative("--lambda", self.lambda)?;
         if !(self.q0.is_finite() && self.q0 > 0.0) {
             return Err(Error::invalid("--q0", self.q0, "a finite number > 0"));
         }

@@ -30,6 +30,13 @@ fn refused(o: &std::process::Output, field: &str) -> String {
     err
 }
 
+/// The write end of a pipe whose reader has gone: every write to it fails with EPIPE.
+fn closed_pipe() -> std::io::PipeWriter {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    writer
+}
+
 #[cfg(unix)]
 fn mkfifo(p: &Path) {
     let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
@@ -235,14 +242,11 @@ fn a_shard_file_replaced_by_a_fifo_or_device_is_refused() {
 #[test]
 fn a_closed_pipe_ends_quietly_and_a_full_device_is_exit_2() {
     // `reproduce --list | head -1`: the reader goes away after one line.
-    let mut child = bin()
+    let o = bin()
         .args(["reproduce", "--list"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+        .stdout(closed_pipe())
+        .output()
         .unwrap();
-    drop(child.stdout.take());
-    let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.is_empty(), "{err}");
     assert_eq!(o.status.code(), Some(141), "{err}");
@@ -327,11 +331,7 @@ fn negative_numbers_are_values_that_get_a_message_about_their_flag() {
 
 #[test]
 fn huge_parameters_are_refused_naming_their_flag() {
-    for (flag, value) in [
-        ("--beta", "1e300"),
-        ("--lambda", "1e300"),
-        ("--beta", "1.35e154"),
-    ] {
+    for (flag, value) in [("--beta", "1e300"), ("--beta", "1.35e154")] {
         let o = normscope(&["theory", "--preset", "deepnorm", flag, value]);
         refused(&o, flag);
     }
@@ -474,4 +474,109 @@ fn an_interrupted_out_never_lands_and_leaves_no_temporary_file() {
     assert_eq!(o.status.code(), Some(130));
     assert!(!out.exists(), "an interrupted --out landed");
     assert_eq!(temps(), 0, "the temporary file was left behind");
+}
+
+#[test]
+fn second_review_cases_are_refused_naming_their_flag() {
+    for (args, field) in [
+        (&["theory", "--layers", "-1,-2"][..], "--layers"),
+        (&["train", "--seeds", "-2..=5"], "--seeds"),
+        (&["bench", "--repeats", "18446744073709551615"], "--repeats"),
+        (&["theory", "--lambda", "1e-400"], "--lambda"),
+        (&["theory", "--gain", "1e400"], "--gain"),
+        (
+            &[
+                "slurm",
+                "--only",
+                "expansion",
+                "--shards",
+                "2",
+                "--dir",
+                "d#x",
+            ],
+            "--dir",
+        ),
+        (
+            &[
+                "slurm",
+                "--only",
+                "expansion",
+                "--shards",
+                "2",
+                "--partition",
+                "HetJob",
+            ],
+            "--partition",
+        ),
+    ] {
+        refused(&normscope(args), field);
+    }
+    // A range that ends at u64::MAX (its end + 1 overflows).
+    let o = normscope(&[
+        "train",
+        "--preset",
+        "pre",
+        "--seeds",
+        "18446744073709551614..=18446744073709551615",
+        "--steps",
+        "1",
+    ]);
+    let text = common::success_stdout(&o);
+    assert!(text.contains("18446744073709551615"), "{text}");
+}
+
+#[test]
+fn help_and_notes_that_cannot_be_written_fail_and_write_nothing() {
+    if !Path::new("/dev/full").exists() {
+        eprintln!("skipped: no /dev/full on this system");
+        return;
+    }
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let o = bin().arg("--help").stdout(full()).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let o = bin()
+        .args(["theory", "--help"])
+        .stdout(closed_pipe())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(141));
+    // A table with notes (values beyond f64) whose notes cannot be said lands no file.
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("zz.csv");
+    let o = bin()
+        .args([
+            "theory", "--preset", "pre", "--gain", "1e308", "--depth", "64", "--out",
+        ])
+        .arg(&out)
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        !out.exists(),
+        "the table landed although its notes were lost"
+    );
+    // Nor does a slurm folder.
+    let dir = t.path().join("sf");
+    let o = bin()
+        .args([
+            "slurm",
+            "--only",
+            "expansion",
+            "--quick",
+            "--shards",
+            "2",
+            "--dir",
+        ])
+        .arg(&dir)
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!dir.exists());
 }

@@ -10,10 +10,10 @@
 
 use crate::{Error, Result};
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
-/// Whether a [`note`] could not be written.
-static NOTE_FAILED: AtomicBool = AtomicBool::new(false);
+/// Whether a [`note`] could not be written: 0 no, 1 yes, 2 because the reader went away.
+static NOTE_FAILED: AtomicU8 = AtomicU8::new(0);
 
 fn console_err(stream: &'static str, source: std::io::Error) -> Error {
     Error::Console { stream, source }
@@ -37,19 +37,21 @@ pub fn say(line: impl std::fmt::Display) -> Result<()> {
 
 /// Writes `line` to standard error; a failure is remembered for [`failed`], not returned.
 pub fn note(line: impl std::fmt::Display) {
-    if say(line).is_err() {
-        NOTE_FAILED.store(true, Ordering::Relaxed);
+    if let Err(e) = say(line) {
+        let code = if e.is_closed_pipe() { 2 } else { 1 };
+        NOTE_FAILED.fetch_max(code, Ordering::Relaxed);
     }
 }
 
 /// [`Error::Console`] if a [`note`] could not be written since the process started.
 pub fn failed() -> Result<()> {
-    if NOTE_FAILED.load(Ordering::Relaxed) {
-        Err(console_err(
-            "standard error",
-            std::io::Error::other("a message could not be written"),
-        ))
-    } else {
-        Ok(())
-    }
+    let kind = match NOTE_FAILED.load(Ordering::Relaxed) {
+        0 => return Ok(()),
+        2 => std::io::ErrorKind::BrokenPipe,
+        _ => std::io::ErrorKind::Other,
+    };
+    Err(console_err(
+        "standard error",
+        std::io::Error::new(kind, "a message could not be written"),
+    ))
 }

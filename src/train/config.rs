@@ -243,8 +243,13 @@ pub fn parse_seeds(s: &str) -> Result<Vec<u64>> {
         Some(e) if e > a && e - a <= MAX_SEEDS => Ok((a..e).collect()),
         _ => Err(bad()),
     };
+    // `a..=b` without b + 1, which overflows at u64::MAX.
+    let inclusive = |a: u64, b: u64| match b.checked_sub(a) {
+        Some(d) if d < MAX_SEEDS => Ok((a..=b).collect()),
+        _ => Err(bad()),
+    };
     let seeds: Vec<u64> = if let Some((a, b)) = s.split_once("..=") {
-        range(num(a)?, num(b)?.checked_add(1))?
+        inclusive(num(a)?, num(b)?)?
     } else if let Some((a, b)) = s.split_once("..") {
         range(num(a)?, Some(num(b)?))?
     } else {

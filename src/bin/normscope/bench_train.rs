@@ -239,12 +239,19 @@ pub fn statistic(xs: &[f64]) -> f64 {
 /// Repetitions of each side by default.
 pub const DEFAULT_REPEATS: usize = 3;
 
+/// The most repetitions a bench takes (each repeats whole workloads of seconds to minutes).
+pub const MAX_REPEATS: usize = 1000;
+
 /// Refuses a bad `--repeats` (0) before anything is timed: the training bench calls it first,
 /// and so does the Monte Carlo bench ([`crate::bench::monte_carlo`], plain `bench` and the
 /// start of `bench --all`).
 pub fn check(a: &crate::cli::BenchArgs) -> Result<()> {
-    if a.repeats == 0 {
-        return Err(Error::invalid("--repeats", a.repeats, "at least 1"));
+    if !(1..=MAX_REPEATS).contains(&a.repeats) {
+        return Err(Error::invalid(
+            "--repeats",
+            a.repeats,
+            format!("1 to {MAX_REPEATS}"),
+        ));
     }
     Ok(())
 }

@@ -207,27 +207,27 @@ pub struct ModelArgs {
           value_parser = init_values(), ignore_case = true, hide_possible_values = true)]
     pub init: String,
     /// MLP hidden width as a multiple of d.
-    #[arg(long, default_value_t = RawModel::default().hidden_ratio, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = RawModel::default().hidden_ratio, allow_hyphen_values = true)]
     pub hidden_ratio: f64,
     /// Override the derived gain g = E||F(u)||^2/||u||^2 of the unscaled branch (at unit input).
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
     pub gain: Option<f64>,
     /// Override the skip scale alpha of every block.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
     pub alpha: Option<f64>,
     /// Set DeepNet's branch-weight scale beta.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
     pub beta: Option<f64>,
     /// Override the branch multiplier lambda of every block.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
     pub lambda: Option<f64>,
     /// Input second moment q0 = E||x_0||^2/d.
-    #[arg(long, default_value_t = RawModel::default().q0, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = RawModel::default().q0, allow_hyphen_values = true)]
     pub q0: f64,
     /// Correlation of the two inputs / tokens: in [-1, 1], and above -1/(n-1) for n = --tokens
     /// (n tokens with one pairwise correlation must have a positive definite covariance; both
     /// engines check it, so --tokens 2 admits every c0 > -1).
-    #[arg(long, default_value_t = RawModel::default().c0, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = RawModel::default().c0, allow_hyphen_values = true)]
     pub c0: f64,
     /// Tokens n (attention branches; every token is a sample in Monte Carlo).
     #[arg(long, default_value_t = RawModel::default().tokens, allow_hyphen_values = true)]
@@ -281,7 +281,7 @@ pub struct TableArgs {
     #[arg(long, default_value = "all", help = metrics_help())]
     pub metrics: String,
     /// Layers written: all, last, log:K, or a list like 1,4,16.
-    #[arg(long, default_value = "all")]
+    #[arg(long, default_value = "all", allow_hyphen_values = true)]
     pub layers: String,
     /// Output file, written atomically: CSV, or typed Parquet if it ends in .parquet; CSV on
     /// stdout if absent or -.
@@ -316,7 +316,7 @@ pub struct SamplingArgs {
     #[arg(long, default_value_t = RawMc::default().seed, allow_hyphen_values = true)]
     pub seed: u64,
     /// Norm epsilon (0 allowed).
-    #[arg(long, default_value_t = RawMc::default().eps, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = RawMc::default().eps, allow_hyphen_values = true)]
     pub eps: f64,
     /// Attention heads (must divide --width).
     #[arg(long, default_value_t = RawMc::default().heads, allow_hyphen_values = true)]
@@ -512,7 +512,7 @@ pub struct ReproduceArgs {
     pub print_config: bool,
     /// Run only shard I of N (0-based, e.g. 0/4) of the one analysis given with --only: its
     /// share of the work units, written to --out-dir with a shard.json for `normscope merge`.
-    #[arg(long, value_name = "I/N")]
+    #[arg(long, value_name = "I/N", allow_hyphen_values = true)]
     pub shard: Option<String>,
 }
 
@@ -525,6 +525,32 @@ pub struct MergeArgs {
     /// Write DIR/data/ID and DIR/figures/ID.
     #[arg(long, default_value = ".")]
     pub out_dir: PathBuf,
+}
+
+/// A number as typed, for every float flag: refused if f64 cannot hold it (`1e400` would read
+/// as infinity, `1e-400` as zero), so a value is never silently another one. `inf` and `nan`
+/// pass here and are refused by the flag's own check.
+pub fn literal_f64(s: &str) -> Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s} is not a number"))?;
+    let word = s.trim().trim_start_matches(['+', '-']).to_ascii_lowercase();
+    let named = ["inf", "infinity", "nan"].contains(&word.as_str());
+    if x.is_infinite() && !named {
+        return Err(format!(
+            "{s} is beyond f64's range (at most {:e} in magnitude)",
+            f64::MAX
+        ));
+    }
+    let mantissa = word.split(['e', 'E']).next().unwrap_or("");
+    if x == 0.0 && mantissa.chars().any(|c| ('1'..='9').contains(&c)) {
+        return Err(format!(
+            "{s} is below f64's smallest number ({:e}) and would read as 0",
+            f64::from_bits(1)
+        ));
+    }
+    Ok(x)
 }
 
 /// `normscope slurm`.

@@ -44,6 +44,15 @@ fn emit(out: Option<&std::path::Path>, bytes: &[u8]) -> normscope::Result<()> {
     }
 }
 
+/// Says the notes gathered so far on standard error, before an output file is written: if
+/// they cannot be written the command fails (exit 2) and writes no file.
+fn say_notes(notes: &mut Vec<String>) -> normscope::Result<()> {
+    for n in notes.drain(..) {
+        console::say(format_args!("note: {n}"))?;
+    }
+    Ok(())
+}
+
 type McRequest = (
     Vec<String>,
     normscope::monte_carlo::McConfig,
@@ -149,6 +158,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
                 .with_finite_width(a.finite_width)?;
             check_norm_flag(&a.model, &cfg.presets)?;
             let rows = normscope::tables::theory_rows(&cfg, &mut notes)?;
+            say_notes(&mut notes)?;
             emit(
                 out,
                 &table::Format::of(out).encode(&mut table::frame(rows)?)?,
@@ -169,6 +179,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
                 ));
             }
             let bytes = render::render(&preset[0], &model, &subs, a.format, &mut notes)?;
+            say_notes(&mut notes)?;
             emit(out, &bytes)
         }
         Command::Presets(a) => {
@@ -179,6 +190,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             let out = out_path(&a.table.out)?;
             let (presets, cfg, metrics, layers) = mc_request(&a)?;
             let rows = normscope::tables::mc_rows(&presets, &cfg, &metrics, &layers, &mut notes)?;
+            say_notes(&mut notes)?;
             emit(
                 out,
                 &table::Format::of(out).encode(&mut table::frame(rows)?)?,
@@ -210,6 +222,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             )?;
             notes.push(normscope::compare::summary(&rows));
             let mut df = normscope::compare::compare_frame(&rows)?;
+            say_notes(&mut notes)?;
             emit(out, &table::Format::of(out).encode(&mut df)?)
         }
         Command::Reproduce(a) if a.list => {
@@ -256,6 +269,13 @@ fn slurm(a: cli::SlurmArgs) -> normscope::Result<()> {
         out_dir: a.out_dir,
         binary: a.binary,
     };
+    // Said before the folder is created: a standard error that cannot be written leaves none.
+    console::say(format_args!(
+        "{} shards of {}: scripts into {}",
+        r.shards,
+        r.only,
+        r.dir.display()
+    ))?;
     let paths = slurm::write(&r)?;
     for p in &paths {
         console::say(format_args!("wrote {}", p.display()))?;
@@ -271,7 +291,10 @@ fn slurm(a: cli::SlurmArgs) -> normscope::Result<()> {
             .as_bytes(),
         )
     } else {
-        console::say(format_args!("submit with: {}", paths[2].display()))
+        console::say(format_args!(
+            "submit with: bash {}",
+            slurm::quoted(&paths[2])
+        ))
     }
 }
 
@@ -287,8 +310,14 @@ fn parse_args() -> Result<Cli, ExitCode> {
         .map_err(|e| {
             use clap::error::ErrorKind;
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                let _ = e.print();
-                return ExitCode::SUCCESS;
+                // Help on a closed pipe (`--help | head -1`) ends as a closed pipe; on a full
+                // device, exit 2.
+                let text = e.render().to_string();
+                return match console::out(text.as_bytes()) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) if e.is_closed_pipe() => ExitCode::from(141),
+                    Err(_) => ExitCode::from(2),
+                };
             }
             let text = e.render().to_string();
             let line: Vec<&str> = text
