@@ -250,7 +250,7 @@ pub fn check(a: &crate::cli::BenchArgs) -> Result<()> {
         return Err(Error::invalid(
             "--repeats",
             a.repeats,
-            format!("1 to {MAX_REPEATS}"),
+            format!("at least 1 and at most {MAX_REPEATS}"),
         ));
     }
     Ok(())
