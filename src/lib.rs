@@ -1,102 +1,19 @@
 //! # normscope
 //!
-//! Settles, with numbers, where normalization belongs in a residual network. One block model
-//! covers the placements (THEORY.md section 2):
+//! The facade of the workspace: one name for its three library crates, so that integration
+//! tests, examples and the binary read `normscope::train::...` whichever crate holds the item.
 //!
-//! ```text
-//! x_l = N_out( alpha_l x_{l-1} + lambda_l N_br( F_l( N_in(x_{l-1}) ) ) )
-//! ```
+//! - [`numeric`] (`crates/numeric`): floats, GEMM, RNG, normals, estimates, tolerances.
+//! - everything of `normscope-core` (`crates/core`) at the top level: [`spec`],
+//!   [`placement`], [`branch`], [`metrics`], [`engine`], [`theory`], [`monte_carlo`],
+//!   [`train`], [`stats`], [`symbolic`], [`output`], ...
+//! - [`analyses`] (`crates/analyses`): the runs that regenerate `data/` and `figures/`.
 //!
-//! ## A tour: data flows one way
-//!
-//! ```text
-//! placement (presets) -> spec::StackSpec ---------------+
-//! branch (BranchKind: MeanFieldBranch + Module<T>) -----+-> engine::Engine::profile(spec, plan)
-//!                                                       |     theory::ClosedForm   (exact)
-//!                                                       |     monte_carlo::MonteCarlo (95% CIs)
-//!                                                       |   -> profile::Profile (keyed by metrics::Metric)
-//!                                                       |   -> profile::Row -> output (CSV, figures, LaTeX)
-//!                                                       +-> symbolic::expand (exact algebra) -> symbolic::render
-//! ```
-//!
-//! - [`spec`]: the declarative block and stack; [`placement`]: one file per preset and the
-//!   registry everything iterates.
-//! - [`branch`]: one file per branch (`linear`, `mlp`, `attention`, `cross_attention`,
-//!   `transformer`), each with its mean-field kernel ([`branch::MeanFieldBranch`]) and its
-//!   sampled module ([`branch::Module`], generic over f32/f64); the one activation
-//!   definition; inits.
-//! - [`engine`]: the one interface of both engines, [`engine::Engine::profile`] on a checked
-//!   [`spec::StackSpec`] and an [`engine::Plan`].
-//! - [`theory`]: the closed form, the infinite-width recursion in log space and path-length
-//!   laws.
-//! - [`monte_carlo`]: sampled finite-width networks with forward, JVP and backward passes,
-//!   seeded per network for byte-identical output at any thread count.
-//! - [`metrics`]: one file per metric (definition, equation, source, the raw quantities it
-//!   needs from each engine, its finite-width allowance), behind one registry.
-//! - [`profile`]: the typed per-layer table and the tidy row; [`tables`]: rows of many
-//!   presets; [`compare`]: the two engines joined key by key.
-//! - [`symbolic`]: exact coefficients `C_{L,j}` as products of rational powers, rendered as
-//!   text, LaTeX or CSV.
-//! - [`output`]: polars CSV, plotters figures, LaTeX tables, atomic writes, progress bar.
-//! - [`model`], [`layers`], [`error`]: checked model parameters and layer selections (every
-//!   error names its field).
-//! - [`budget`]: memory estimates checked before a run allocates anything.
-//! - [`tolerance`]: the test suites' tolerances, named once with their reasons.
-//! - [`train`]: trainable models of the same stacks, their gradients, optimizers, schedules,
-//!   seeded tasks and the training log (README "Training", `../shared/TRAINING.md`).
-//! - [`analyses`]: the analyses that regenerate `data/` and `figures/` (source in
-//!   `analyses/`).
-//!
-//! The `normscope` binary (`src/bin/normscope/`: clap types, command glue, the PyTorch bench
-//! runner) is the application over this library.
-//!
-//! ## Recipes
-//!
-//! **A metric** (2 files): add `src/metrics/<name>.rs` with its definition and source in the
-//! module docs, an [`metrics::Info`] (`INFO`: name, layers, source column, the raw quantities
-//! it needs, its allowance reach and scale) and `closed_form(q, l, put)` and
-//! `sampled(q, l, put)`; then in `src/metrics/mod.rs` add `pub mod <name>;` and one line to
-//! the `registry!` invocation. The CLI, help text, table parser, the engines and the
-//! agreement tests pick it up from [`metrics::Metric::ALL`]. If it needs a raw quantity no
-//! pass computes yet, add a [`metrics::Needs`] flag and its pass in
-//! [`monte_carlo::measure`] (or [`theory::Quantities`]).
-//!
-//! **A branch** (1 new file, 3 edited): add `src/branch/<name>.rs` with its registry entry
-//! ([`branch::KindInfo`]), its mean-field kernel (a [`branch::MeanFieldBranch`], if the closed
-//! form has it) and its sampled module (a [`branch::Module`]); then add its
-//! [`branch::BranchKind`] variant in `src/branch/mod.rs`, a [`branch::Branch`] variant in
-//! `src/branch/module.rs`, and the arm that draws its weights in
-//! `src/monte_carlo/sampler.rs`. Every match over kinds is exhaustive, so the compiler lists
-//! each arm to add (`info`, `block`, `closed_form_proxy`, `summary`, the dispatch).
-//!
-//! **A preset** (2 files): add `src/placement/<name>.rs` with its equation, source and
-//! `build(depth) -> StackSpec`, then its `mod` line and its line in
-//! [`placement::REGISTRY`] in `src/placement/mod.rs`.
+//! The layers import downward only: numeric <- core <- analyses <- the binary.
 
-#![warn(missing_docs)]
+#![deny(unsafe_code)]
 
-pub mod branch;
-pub mod budget;
-pub mod compare;
-pub mod engine;
-pub mod error;
-pub mod input;
-pub mod layers;
-pub mod metrics;
-pub mod model;
-pub mod monte_carlo;
-pub mod output;
-pub mod placement;
-pub mod profile;
-pub mod spec;
-pub mod stats;
-pub mod symbolic;
-pub mod tables;
-pub mod theory;
-pub mod tolerance;
-pub mod train;
-
-#[path = "../analyses/mod.rs"]
-pub mod analyses;
-
-pub use error::{Error, Result};
+pub use normscope_analyses as analyses;
+pub use normscope_core::*;
+pub use normscope_numeric as numeric;
+pub use normscope_numeric::tolerance;

@@ -19,7 +19,8 @@ use common::*;
 use nalgebra::DMatrix;
 use normscope::branch::BranchModel;
 use normscope::model::RawModel;
-use normscope::monte_carlo::{McConfig, RawMc, rng, sampler};
+use normscope::monte_carlo::{McConfig, RawMc, sampler};
+use normscope::numeric::rng;
 use normscope::tolerance::EXACT;
 use rand::SeedableRng;
 

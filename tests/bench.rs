@@ -21,7 +21,7 @@ fn has(out: &str, needles: &[&str]) -> bool {
 #[test]
 fn quick_bench_prints_every_line_for_both_precisions() {
     let out = bench(&[]);
-    let f64_kernel = normscope::monte_carlo::exact_dgemm::kernel_name();
+    let f64_kernel = normscope::numeric::exact_dgemm::kernel_name();
     for (p, torch_target, kernel) in [("f64", "3.0x", f64_kernel), ("f32", "2.0x", "faer")] {
         assert!(out.contains(&format!("== {p} ==")), "{out}");
         assert!(

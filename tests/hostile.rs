@@ -39,9 +39,7 @@ fn closed_pipe() -> std::io::PipeWriter {
 
 #[cfg(unix)]
 fn mkfifo(p: &Path) {
-    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    normscope::numeric::sys::mkfifo(p).unwrap();
 }
 
 /// A stand-in for the normscope binary that records its arguments, one per line, in `log`.

@@ -6,7 +6,8 @@ use nalgebra::DMatrix;
 use normscope::branch::{Branch, Module};
 use normscope::model::RawModel;
 use normscope::monte_carlo::network::Network;
-use normscope::monte_carlo::{McConfig, RawMc, rng, sample, sampler};
+use normscope::monte_carlo::{McConfig, RawMc, sample, sampler};
+use normscope::numeric::rng;
 use normscope::spec::NormKind;
 use rand::SeedableRng;
 

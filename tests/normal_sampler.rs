@@ -11,9 +11,9 @@
 use nalgebra::DMatrix;
 use normscope::branch::Init;
 use normscope::branch::init::BERT_STD;
-use normscope::monte_carlo::normal;
-use normscope::monte_carlo::rng::Rng;
 use normscope::monte_carlo::sample;
+use normscope::numeric::normal;
+use normscope::numeric::rng::Rng;
 use rand::{Rng as _, RngExt, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 use statrs::distribution::{ContinuousCDF, Normal};

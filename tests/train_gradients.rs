@@ -6,8 +6,8 @@
 use nalgebra::DMatrix;
 use normscope::branch::Module;
 use normscope::model::RawModel;
-use normscope::monte_carlo::rng;
 use normscope::monte_carlo::sampling::{McConfig, RawMc};
+use normscope::numeric::rng;
 use normscope::placement;
 use normscope::spec::NormKind;
 use normscope::tolerance;
@@ -236,7 +236,7 @@ fn at_init_the_trainable_model_is_the_monte_carlo_network() {
             let g = normscope::monte_carlo::sample::gaussian(&mut r, 3, net.input.ncols());
             let grads = m.backward(Input::Vectors(&net.input), &pass, &g);
             // Network::backward takes dL/d(output) after the final norm: the head's H^T g.
-            let bw = net.backward(&fw, &normscope::monte_carlo::gemm::tn(&head, &g));
+            let bw = net.backward(&fw, &normscope::numeric::gemm::tn(&head, &g));
             let infos = m.params();
             for (l, wg) in bw.weight_grads.iter().enumerate() {
                 let names: Vec<&str> = net.branches[l].params().iter().map(|p| p.0).collect();
@@ -370,7 +370,7 @@ fn stream_gradients_are_the_gradients_at_the_ends_of_the_stack() {
             stream_sq[0]
         );
         if m.final_norm.is_none() {
-            let top = normscope::monte_carlo::gemm::tn(&m.head, &g).norm_squared();
+            let top = normscope::numeric::gemm::tn(&m.head, &g).norm_squared();
             assert!(
                 (stream_sq[DEPTH] - top).abs() <= tolerance::ROUNDING_CHAIN * top,
                 "{name}: x_L: {} vs {top}",

@@ -13,8 +13,8 @@
 mod common;
 
 use normscope::model::RawModel;
-use normscope::monte_carlo::rng::Rng;
 use normscope::monte_carlo::{Precision, RawMc};
+use normscope::numeric::rng::Rng;
 use normscope::spec::NormKind;
 use normscope::train::config::RawTrain;
 use normscope::train::task::{self, Batch, Io, Task, TaskConfig, TaskKind};

@@ -6,8 +6,8 @@
 //! The PyTorch comparison is in `tests/train_torch.rs`.
 
 use nalgebra::DMatrix;
-use normscope::monte_carlo::rng::Rng;
 use normscope::monte_carlo::sample;
+use normscope::numeric::rng::Rng;
 use normscope::tolerance;
 use normscope::train::config::{RawTrain, TrainConfig};
 use normscope::train::pass::{self, Target};

@@ -1,0 +1,394 @@
+//! The tiers the training claims are judged on (TRAINING.md section 2), and the settings every
+//! row of a training table carries ([`RunKey`]).
+//!
+//! - **`regression`** (tier 0, the cheap tier): a residual ReLU-MLP student of a random deep
+//!   residual-MLP teacher, Gaussian noise whose variance is the loss floor; d = 16, batch 16.
+//!   Isolates the FFN-gradient and amplification effects; a run costs about a tenth of a
+//!   Transformer's.
+//! - **`lm`** (tier 1, primary for claims 6, 7, 8 and the stability law): a decoder-only
+//!   Transformer (attention and ReLU-MLP blocks alternating; a Transformer layer is two blocks)
+//!   on next-token prediction of sequences from a random teacher Transformer (`teacher-lm`:
+//!   its conditional entropy is the exact floor, the unigram entropy the context-free loss);
+//!   d = 32, 4 heads, 16 tokens, batch 16, Adam with the papers' betas (0.9, 0.98).
+//! - **`seq2seq`** (tier 2, the papers' own setting): an encoder-decoder Transformer (N
+//!   encoder layers of self-attention and MLP, N decoder layers of causal self-attention,
+//!   cross-attention and MLP: 5N blocks) on reversing a sequence of 12 tokens (`reverse-pairs`:
+//!   floor 0, context-free loss ln 15), otherwise the LM tier's settings (claim 4 after
+//!   training, claim 6 at one depth). Its depth is given in blocks, 5N.
+//!
+//! A tier is a base request ([`Tier::base`]); a cell of an analysis sets the preset, depth
+//! (blocks), optimizer, learning rate and warmup on it ([`normscope_core::train::sweep::Cell`]).
+
+use normscope_core::model::RawModel;
+use normscope_core::output::table::column;
+use normscope_core::spec::NormKind;
+use normscope_core::train::config::RawTrain;
+use normscope_core::train::sweep::Cell;
+use normscope_core::train::task::{TaskConfig, TaskKind};
+use normscope_core::{Error, Result};
+use polars::prelude::Column;
+use serde::{Deserialize, Serialize};
+
+/// A tier's settings: every run of the tier shares them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tier {
+    /// Its name in tables (`regression`, `lm`, `seq2seq`).
+    pub name: String,
+    /// `decoder` (one stack) or `encoder-decoder` (`normscope train --arch`).
+    #[serde(default = "decoder")]
+    pub arch: String,
+    /// Task (`normscope train --task`).
+    pub task: String,
+    /// Branch (`--branch`).
+    pub branch: String,
+    /// Init scheme (`--init`).
+    pub init: String,
+    /// Width d.
+    pub width: usize,
+    /// Attention heads (ignored without attention).
+    pub heads: usize,
+    /// Vocabulary (token tasks).
+    pub vocab: usize,
+    /// Tokens per sequence (token tasks).
+    pub seq: usize,
+    /// Examples (sequences) per batch.
+    pub batch: usize,
+    /// Updates per run.
+    pub steps: u64,
+    /// Evaluation interval (updates).
+    pub eval_every: u64,
+    /// Evaluation batches.
+    pub eval_batches: usize,
+    /// Adam's beta2.
+    pub beta2: f64,
+    /// `f64` or `f32`.
+    pub precision: String,
+    /// The task's teacher and evaluation set.
+    #[serde(with = "crate::seed")]
+    pub seed: u64,
+}
+
+fn decoder() -> String {
+    "decoder".into()
+}
+
+impl Tier {
+    /// Whether the tier is an encoder-decoder one.
+    pub fn encdec(&self) -> bool {
+        self.arch == "encoder-decoder"
+    }
+
+    /// Tier 2 (module docs): reverse-pairs (12 source tokens), encoder-decoder Transformer,
+    /// d = 32, 4 heads, batch 16, 300 updates evaluated every 20, Adam betas (0.9, 0.98), f32.
+    pub fn seq2seq() -> Tier {
+        Tier {
+            name: "seq2seq".into(),
+            arch: "encoder-decoder".into(),
+            task: "reverse-pairs".into(),
+            seq: 12,
+            ..Tier::lm()
+        }
+    }
+
+    /// Tier 0 (module docs): regression, ReLU MLP, d = 16, batch 16, 1000 updates evaluated
+    /// every 20, Xavier init, f64.
+    pub fn regression() -> Tier {
+        Tier {
+            name: "regression".into(),
+            arch: decoder(),
+            task: "regression".into(),
+            branch: "relu-mlp".into(),
+            init: "xavier".into(),
+            width: 16,
+            heads: 1,
+            vocab: 16,
+            seq: 16,
+            batch: 16,
+            steps: 1000,
+            eval_every: 20,
+            eval_batches: 4,
+            beta2: 0.999,
+            precision: "f64".into(),
+            seed: 0,
+        }
+    }
+
+    /// Tier 1 (module docs): teacher-LM, decoder-only Transformer, d = 32, 4 heads, 16 tokens, batch 16,
+    /// 300 updates evaluated every 20, Adam betas (0.9, 0.98), f32.
+    pub fn lm() -> Tier {
+        Tier {
+            name: "lm".into(),
+            arch: decoder(),
+            task: "teacher-lm".into(),
+            branch: "transformer".into(),
+            init: "xavier".into(),
+            width: 32,
+            heads: 4,
+            vocab: 16,
+            seq: 16,
+            batch: 16,
+            steps: 300,
+            eval_every: 20,
+            eval_batches: 4,
+            beta2: 0.98,
+            precision: "f32".into(),
+            seed: 0,
+        }
+    }
+
+    /// Blocks per layer: 2 for a Transformer (attention and MLP), 1 otherwise; an
+    /// encoder-decoder's "layer" is one encoder and one decoder layer, 2 + 3 blocks.
+    pub fn blocks_per_layer(&self) -> usize {
+        if self.encdec() {
+            5
+        } else if self.branch == "transformer" {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Layers of a model of `blocks` blocks (per stack for an encoder-decoder).
+    pub fn layers(&self, blocks: usize) -> usize {
+        blocks / self.blocks_per_layer()
+    }
+
+    /// The base request of the tier (every cell modifies it): LayerNorm with affine maps, the
+    /// task's teacher and evaluation set from `seed`, gradient and update statistics logged at
+    /// updates 1, `steps / 2` and `steps` (what `optimizers` reads beyond the first update).
+    pub fn base(&self) -> Result<RawTrain> {
+        let d = RawTrain::default();
+        Ok(RawTrain {
+            arch: self.arch.clone(),
+            layers: self.encdec().then_some(1),
+            presets: "pre".into(),
+            model: RawModel {
+                branch: self.branch.clone(),
+                init: self.init.clone(),
+                width: self.width,
+                norm: NormKind::Layer,
+                ..d.model
+            },
+            mc: normscope_core::monte_carlo::sampling::RawMc {
+                heads: self.heads,
+                precision: normscope_core::monte_carlo::precision::Precision::parse(
+                    &self.precision,
+                )?,
+                ..d.mc
+            },
+            task: TaskConfig {
+                kind: TaskKind::parse(&self.task)?,
+                vocab: self.vocab,
+                seq: self.seq,
+                teacher_seed: self.seed,
+                ..d.task
+            },
+            beta2: Some(self.beta2),
+            steps: self.steps,
+            batch: self.batch,
+            eval_every: self.eval_every,
+            eval_batches: self.eval_batches,
+            log_every: (self.steps / 2).max(1),
+            ..d
+        })
+    }
+
+    /// Checks the tier through the request it makes (every field named `<field>.<key>`), at
+    /// each depth `depths` (blocks) that must be whole layers.
+    pub fn check(&self, field: &'static str, depths: &[usize]) -> Result<()> {
+        let base = self.base()?;
+        for &depth in depths {
+            if depth == 0 || depth % self.blocks_per_layer() != 0 {
+                return Err(Error::invalid(
+                    field,
+                    format!("{} at depth {depth}", self.name),
+                    format!(
+                        "depths (blocks) that are whole layers of {} block(s), >= 1",
+                        self.blocks_per_layer()
+                    ),
+                ));
+            }
+            let mut raw = base.clone();
+            raw.model.depth = depth;
+            if self.encdec() {
+                raw.layers = Some(depth / 5);
+            }
+            raw.check().map_err(|e| {
+                Error::invalid(field, &self.name, format!("a valid training tier ({e})"))
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// A tier and the presets, depths and learning-rate grid an analysis trains in it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierSet {
+    /// The tier's settings.
+    pub tier: Tier,
+    /// Presets.
+    pub presets: Vec<String>,
+    /// Depths in blocks (whole layers).
+    pub depths: Vec<usize>,
+    /// The learning-rate grid of the tuning.
+    pub lrs: Vec<f64>,
+}
+
+impl TierSet {
+    /// Checks presets, depths (whole layers, each a valid request) and the grid, naming
+    /// `field`.
+    pub fn check(&self, field: &'static str) -> Result<()> {
+        super::training::check_presets(&self.presets)?;
+        super::common::check_depths(field, &self.depths)?;
+        super::training::check_lrs(field, &self.lrs)?;
+        self.tier.check(field, &self.depths)
+    }
+}
+
+/// Every setting of one training run, as every training table's leading columns carry it
+/// (the schema is the same in every training analysis): `preset, label, tier, task, branch,
+/// width, heads, blocks, layers, optimizer, lr, warmup, schedule, steps, batch, precision,
+/// seed`. `blocks` is the depth L the block model counts; `layers` the Transformer layers
+/// (two blocks each) or, without attention, the blocks. A summary over seeds writes its seeds
+/// as `seed` = `a..b` ([`seed_range`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunKey {
+    /// Preset name.
+    pub preset: String,
+    /// Tier name.
+    pub tier: String,
+    /// Task.
+    pub task: String,
+    /// Branch.
+    pub branch: String,
+    /// Width d.
+    pub width: usize,
+    /// Attention heads (0 without attention).
+    pub heads: usize,
+    /// Blocks L.
+    pub blocks: usize,
+    /// Layers.
+    pub layers: usize,
+    /// Optimizer.
+    pub optimizer: String,
+    /// Peak learning rate.
+    pub lr: f64,
+    /// Linear-warmup updates.
+    pub warmup: u64,
+    /// Schedule after warmup.
+    pub schedule: String,
+    /// Updates.
+    pub steps: u64,
+    /// Batch size.
+    pub batch: usize,
+    /// `f64` or `f32`.
+    pub precision: String,
+    /// Training seed, or a range `a..b` for a summary.
+    pub seed: String,
+}
+
+impl RunKey {
+    /// The key of `cell` at `seed` (a seed or a range text) in `tier`.
+    pub fn new(tier: &Tier, cell: &Cell, seed: impl ToString) -> RunKey {
+        let attention = tier.branch == "transformer" || tier.branch.contains("attention");
+        RunKey {
+            preset: cell.preset.clone(),
+            tier: tier.name.clone(),
+            task: tier.task.clone(),
+            branch: tier.branch.clone(),
+            width: tier.width,
+            heads: if attention { tier.heads } else { 0 },
+            blocks: cell.depth,
+            layers: tier.layers(cell.depth),
+            optimizer: cell.optimizer.clone(),
+            lr: cell.lr,
+            warmup: cell.warmup,
+            schedule: "constant".into(),
+            steps: tier.steps,
+            batch: tier.batch,
+            precision: tier.precision.clone(),
+            seed: seed.to_string(),
+        }
+    }
+
+    /// The same key with another learning rate.
+    pub fn at_lr(&self, lr: f64) -> RunKey {
+        RunKey { lr, ..self.clone() }
+    }
+}
+
+/// The seeds `0..n` as a summary row writes them.
+pub fn seed_range(seeds: &[u64]) -> String {
+    match (seeds.first(), seeds.last()) {
+        (Some(a), Some(b)) if seeds.windows(2).all(|w| w[1] == w[0] + 1) => {
+            format!("{a}..{}", b + 1)
+        }
+        _ => seeds
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+/// The leading columns of a training table, one row per key (module docs of [`RunKey`]). An
+/// lr of NaN (a summary over learning rates) is written empty.
+pub fn key_columns(keys: &[RunKey]) -> Vec<Column> {
+    let s = |f: fn(&RunKey) -> &str| keys.iter().map(move |k| f(k).to_string());
+    vec![
+        column("preset", s(|k| &k.preset)),
+        column(
+            "label",
+            keys.iter()
+                .map(|k| crate::common::label(&k.preset).to_string()),
+        ),
+        column("tier", s(|k| &k.tier)),
+        column("task", s(|k| &k.task)),
+        column("branch", s(|k| &k.branch)),
+        column("width", keys.iter().map(|k| k.width as u64)),
+        column("heads", keys.iter().map(|k| k.heads as u64)),
+        column("blocks", keys.iter().map(|k| k.blocks as u64)),
+        column("layers", keys.iter().map(|k| k.layers as u64)),
+        column("optimizer", s(|k| &k.optimizer)),
+        column("lr", keys.iter().map(|k| k.lr)),
+        column("warmup", keys.iter().map(|k| k.warmup)),
+        column("schedule", s(|k| &k.schedule)),
+        column("steps", keys.iter().map(|k| k.steps)),
+        column("batch", keys.iter().map(|k| k.batch as u64)),
+        column("precision", s(|k| &k.precision)),
+        column("seed", s(|k| &k.seed)),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_tiers_are_valid_and_count_layers() {
+        Tier::regression().check("tiers", &[6, 48]).unwrap();
+        Tier::lm().check("tiers", &[12, 24]).unwrap();
+        Tier::seq2seq().check("tiers", &[30]).unwrap();
+        assert_eq!(Tier::seq2seq().layers(30), 6);
+        assert!(Tier::seq2seq().check("tiers", &[24]).is_err());
+        assert_eq!(Tier::lm().layers(24), 12);
+        assert_eq!(Tier::regression().layers(24), 24);
+        // A Transformer depth must be whole layers.
+        let e = Tier::lm().check("tiers", &[7]).unwrap_err().to_string();
+        assert!(e.contains("tiers") && e.contains("whole layers"), "{e}");
+        let bad = Tier {
+            width: 30,
+            ..Tier::lm()
+        };
+        assert!(bad.check("tiers", &[12]).is_err());
+    }
+
+    #[test]
+    fn seed_ranges() {
+        assert_eq!(seed_range(&[0, 1, 2]), "0..3");
+        assert_eq!(seed_range(&[3, 7]), "3 7");
+        assert_eq!(seed_range(&[5]), "5..6");
+    }
+}

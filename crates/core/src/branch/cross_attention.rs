@@ -1,0 +1,141 @@
+//! Cross-attention to a fixed memory (THEORY.md section 3): every token gets
+//! `W_O W_V mean_k(m_k)` of a memory of n tokens distributed like the input (second moment q0,
+//! correlation c0), uniform attention to the memory, so the output does not depend on the
+//! stream.
+//!
+//! Mean field: with fan-in gains `sV`, `sO`, every output moment is
+//! `sV sO q0 (c0 + (1 - c0)/n)`; the input Jacobian is zero. Sampled:
+//! `dF = dW_O W_V m + W_O dW_V m` per token; backward `dL/dW_O = (sum_t g_t) (W_V m)^T`,
+//! `dL/dW_V = W_O^T (sum_t g_t) m^T`, `dL/du = 0`.
+
+use super::module::{Module, Param, broadcast};
+use super::{BranchModel, Init, KindInfo, MeanFieldBranch};
+use nalgebra::{DMatrix, DVector};
+use normscope_numeric::gemm::Real;
+
+/// Registry entry.
+pub const INFO: KindInfo = KindInfo {
+    name: "cross-attention",
+    aliases: &[],
+    about: "uniform attention to a fixed memory (independent of the stream)",
+    closed_form: true,
+};
+
+/// Cross-attention's mean-field summary.
+pub struct Kernel;
+
+impl MeanFieldBranch for Kernel {
+    fn matrix_gains(&self, init: Init, d: f64, _r: f64) -> (f64, f64) {
+        (init.fan_in_gain(d, d), init.fan_in_gain(d, d))
+    }
+
+    fn beta_scales_first(&self) -> bool {
+        true
+    }
+
+    fn scale_free(&self) -> bool {
+        false
+    }
+
+    fn constant_gain(&self) -> bool {
+        false
+    }
+
+    fn mixes_tokens(&self) -> bool {
+        true
+    }
+
+    fn unit_gain(&self, m: &BranchModel) -> f64 {
+        m.first * m.last
+    }
+
+    fn pair(&self, m: &BranchModel, _qa: f64, _qb: f64, _ms: f64, _mc: f64) -> (f64, f64) {
+        let v = m.first * m.last * m.memory_mean_sq;
+        (v, v)
+    }
+
+    fn backward_gain(&self, _m: &BranchModel, _q: f64) -> f64 {
+        0.0
+    }
+
+    fn jacobian_split(&self, _m: &BranchModel, _q: f64) -> (f64, f64) {
+        (0.0, 0.0)
+    }
+
+    fn last_input_sq(&self, m: &BranchModel, _q: f64, _c: f64) -> f64 {
+        m.first * m.memory_mean_sq
+    }
+
+    fn perturbation_sq(&self, m: &BranchModel, q: f64, c: f64) -> f64 {
+        2.0 * m.forward(q, c).0
+    }
+}
+
+/// A sampled cross-attention branch.
+#[derive(Clone, Debug)]
+pub struct CrossAttention<T: Real> {
+    /// Value projection.
+    pub wv: DMatrix<T>,
+    /// Output projection.
+    pub wo: DMatrix<T>,
+    /// Mean of the memory tokens.
+    pub memory_mean: DVector<T>,
+}
+
+/// What the forward pass keeps.
+#[derive(Clone, Debug)]
+pub struct CrossCache<T: Real> {
+    /// `W_V m`, the input of `W_O` (the same for every token).
+    pub vm: DVector<T>,
+    /// Width d and tokens n of the input.
+    pub shape: (usize, usize),
+}
+
+impl<T: Real> Module<T> for CrossAttention<T> {
+    type Cache = CrossCache<T>;
+
+    fn params(&self) -> Vec<Param<'_, T>> {
+        vec![("wv", &self.wv), ("wo", &self.wo)]
+    }
+
+    fn params_mut(&mut self) -> Vec<&mut DMatrix<T>> {
+        vec![&mut self.wv, &mut self.wo]
+    }
+
+    fn forward(&self, u: &DMatrix<T>) -> (DMatrix<T>, CrossCache<T>) {
+        let vm = &self.wv * &self.memory_mean;
+        let out = broadcast(&(&self.wo * &vm), u.ncols());
+        (
+            out,
+            CrossCache {
+                vm,
+                shape: u.shape(),
+            },
+        )
+    }
+
+    fn jvp(
+        &self,
+        c: &CrossCache<T>,
+        _du: Option<&DMatrix<T>>,
+        dw: Option<&[DMatrix<T>]>,
+    ) -> DMatrix<T> {
+        let (d, n) = c.shape;
+        match dw {
+            None => DMatrix::zeros(d, n),
+            Some(w) => broadcast(
+                &(&w[1] * (&self.wv * &self.memory_mean) + &self.wo * (&w[0] * &self.memory_mean)),
+                n,
+            ),
+        }
+    }
+
+    fn backward(&self, c: &CrossCache<T>, g: &DMatrix<T>) -> (DMatrix<T>, Vec<DMatrix<T>>) {
+        let (d, n) = c.shape;
+        // Summed over tokens in f64 (for f64 the additions of nalgebra's `column_sum`).
+        let gsum: DVector<T> = DVector::from_iterator(d, T::row_sums(g).into_iter().map(T::of));
+        let gwo = &gsum * c.vm.transpose();
+        let gwv = self.wo.tr_mul(&gsum) * self.memory_mean.transpose();
+        (DMatrix::zeros(d, n), vec![gwv, gwo])
+    }
+}

@@ -1,0 +1,117 @@
+//! The linear branch `F(u) = W u`, one d x d matrix (THEORY.md section 3).
+//!
+//! Mean field: fan-in gain `s` of W; the pair kernel is `(s m_same, s m_cross)`, the gain
+//! is `s` at every input (positively homogeneous), and the Jacobian `W` acts on every token
+//! alike. Sampled: `F(u) = W u`, `dF = W du + dW u`, `dL/du = W^T g`, `dL/dW = g u^T`.
+
+use super::module::{Module, Param};
+use super::{BranchModel, Init, KindInfo, MeanFieldBranch};
+use nalgebra::DMatrix;
+use normscope_numeric::gemm::{Real, nn, nt, tn};
+
+/// Registry entry.
+pub const INFO: KindInfo = KindInfo {
+    name: "linear",
+    aliases: &[],
+    about: "F(u) = W u",
+    closed_form: true,
+};
+
+/// The linear branch's mean-field summary.
+pub struct Kernel;
+
+impl MeanFieldBranch for Kernel {
+    fn matrix_gains(&self, init: Init, d: f64, _r: f64) -> (f64, f64) {
+        (1.0, init.fan_in_gain(d, d))
+    }
+
+    fn beta_scales_first(&self) -> bool {
+        false
+    }
+
+    fn scale_free(&self) -> bool {
+        true
+    }
+
+    fn constant_gain(&self) -> bool {
+        true
+    }
+
+    fn mixes_tokens(&self) -> bool {
+        false
+    }
+
+    fn unit_gain(&self, m: &BranchModel) -> f64 {
+        m.last
+    }
+
+    fn pair(&self, m: &BranchModel, _qa: f64, _qb: f64, m_same: f64, m_cross: f64) -> (f64, f64) {
+        (m.last * m_same, m.last * m_cross)
+    }
+
+    fn backward_gain(&self, m: &BranchModel, _q: f64) -> f64 {
+        m.last
+    }
+
+    fn jacobian_split(&self, m: &BranchModel, q: f64) -> (f64, f64) {
+        let g = self.backward_gain(m, q);
+        (g, g)
+    }
+
+    fn last_input_sq(&self, _m: &BranchModel, q: f64, _c: f64) -> f64 {
+        q
+    }
+
+    fn perturbation_sq(&self, m: &BranchModel, q: f64, c: f64) -> f64 {
+        m.forward(q, c).0
+    }
+}
+
+/// A sampled linear branch.
+#[derive(Clone, Debug)]
+pub struct Linear<T: Real> {
+    /// d x d.
+    pub w: DMatrix<T>,
+}
+
+/// What the forward pass keeps.
+#[derive(Clone, Debug)]
+pub struct LinearCache<T: Real> {
+    /// The input u.
+    pub u: DMatrix<T>,
+}
+
+impl<T: Real> Module<T> for Linear<T> {
+    type Cache = LinearCache<T>;
+
+    fn params(&self) -> Vec<Param<'_, T>> {
+        vec![("w", &self.w)]
+    }
+
+    fn params_mut(&mut self) -> Vec<&mut DMatrix<T>> {
+        vec![&mut self.w]
+    }
+
+    fn forward(&self, u: &DMatrix<T>) -> (DMatrix<T>, LinearCache<T>) {
+        (nn(&self.w, u), LinearCache { u: u.clone() })
+    }
+
+    fn jvp(
+        &self,
+        c: &LinearCache<T>,
+        du: Option<&DMatrix<T>>,
+        dw: Option<&[DMatrix<T>]>,
+    ) -> DMatrix<T> {
+        let mut out = du
+            .map(|x| nn(&self.w, x))
+            .unwrap_or_else(|| DMatrix::zeros(c.u.nrows(), c.u.ncols()));
+        if let Some(dw) = dw {
+            out += nn(&dw[0], &c.u);
+        }
+        out
+    }
+
+    fn backward(&self, c: &LinearCache<T>, g: &DMatrix<T>) -> (DMatrix<T>, Vec<DMatrix<T>>) {
+        (tn(&self.w, g), vec![nt(g, &c.u)])
+    }
+}

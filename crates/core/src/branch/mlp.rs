@@ -1,0 +1,219 @@
+//! The MLP branch `F(u) = W2 phi(W1 u)`, hidden width `r d`, with its activation phi (ReLU or
+//! GELU; [`super::activation`], the one definition both engines use). THEORY.md section 3.
+//!
+//! Mean field: with fan-in gains `s1`, `s2`, the pair kernel is `s2 E[phi(x) phi(y)]` for
+//! `Var x = s1 qa`, `Var y = s1 qb`, `Cov = s1 m`; the backward gain is
+//! `s1 s2 E[phi'(x)^2]`; ReLU is positively homogeneous (scale-free, constant gain), GELU is
+//! not. Sampled: `h = W1 u`, `z = phi(h)`, `F = W2 z`; `dF = W2 (phi'(h) * (W1 du + dW1 u)) +
+//! dW2 z`; backward `dL/dW2 = g z^T`, `dL/dh = phi'(h) * W2^T g`, `dL/dW1 = dL/dh u^T`.
+
+use super::activation::Activation;
+use super::module::{Module, Param};
+use super::outer_energy;
+use super::{BranchModel, Init, KindInfo, MeanFieldBranch};
+use nalgebra::DMatrix;
+use normscope_numeric::gemm::{Real, nn, nt, tn};
+
+/// Registry entry of the ReLU MLP.
+pub const RELU_INFO: KindInfo = KindInfo {
+    name: "relu-mlp",
+    aliases: &["mlp"],
+    about: "F(u) = W2 relu(W1 u), hidden width ratio * d",
+    closed_form: true,
+};
+
+/// Registry entry of the GELU MLP.
+pub const GELU_INFO: KindInfo = KindInfo {
+    name: "gelu-mlp",
+    aliases: &[],
+    about: "F(u) = W2 gelu(W1 u), hidden width ratio * d",
+    closed_form: true,
+};
+
+/// The MLP's mean-field summary for one activation.
+pub struct Kernel(pub Activation);
+
+impl Kernel {
+    /// `s2 E[phi(x) phi(y)]` with `Var x = s1 qa`, `Var y = s1 qb`, `Cov = s1 m`.
+    fn moment(&self, b: &BranchModel, qa: f64, qb: f64, m: f64) -> f64 {
+        b.last * self.0.pair_moment(b.first * qa, b.first * qb, b.first * m)
+    }
+}
+
+impl MeanFieldBranch for Kernel {
+    fn matrix_gains(&self, init: Init, d: f64, r: f64) -> (f64, f64) {
+        (init.fan_in_gain(d, r * d), init.fan_in_gain(r * d, d))
+    }
+
+    fn beta_scales_first(&self) -> bool {
+        true
+    }
+
+    fn scale_free(&self) -> bool {
+        match self.0 {
+            Activation::Relu => true,
+            Activation::Gelu => false,
+        }
+    }
+
+    fn constant_gain(&self) -> bool {
+        self.scale_free()
+    }
+
+    fn mixes_tokens(&self) -> bool {
+        false
+    }
+
+    fn unit_gain(&self, m: &BranchModel) -> f64 {
+        self.moment(m, 1.0, 1.0, 1.0)
+    }
+
+    fn pair(&self, m: &BranchModel, qa: f64, qb: f64, m_same: f64, m_cross: f64) -> (f64, f64) {
+        (
+            self.moment(m, qa, qb, m_same),
+            self.moment(m, qa, qb, m_cross),
+        )
+    }
+
+    fn backward_gain(&self, m: &BranchModel, q: f64) -> f64 {
+        m.first * m.last * self.0.deriv_second_moment(m.first * q)
+    }
+
+    fn jacobian_split(&self, m: &BranchModel, q: f64) -> (f64, f64) {
+        let g = self.backward_gain(m, q);
+        (g, g)
+    }
+
+    fn last_input_sq(&self, m: &BranchModel, q: f64, _c: f64) -> f64 {
+        m.ratio * self.0.second_moment(m.first * q)
+    }
+
+    fn perturbation_sq(&self, m: &BranchModel, q: f64, c: f64) -> f64 {
+        let (out, _) = m.forward(q, c);
+        let v = m.first * q;
+        out + m.last * self.0.deriv_second_moment(v) * v
+    }
+}
+
+/// A sampled MLP branch.
+#[derive(Clone, Debug)]
+pub struct Mlp<T: Real> {
+    /// (r d) x d.
+    pub w1: DMatrix<T>,
+    /// d x (r d).
+    pub w2: DMatrix<T>,
+    /// phi.
+    pub act: Activation,
+}
+
+/// What the forward pass keeps.
+#[derive(Clone, Debug)]
+pub struct MlpCache<T: Real> {
+    /// The input u.
+    pub u: DMatrix<T>,
+    /// The pre-activation `W1 u`.
+    pub h: DMatrix<T>,
+    /// `phi(W1 u)`, the input of `W2`.
+    pub z: DMatrix<T>,
+}
+
+impl<T: Real> Mlp<T> {
+    /// The hidden layer `(h, z) = (W1 u, phi(W1 u))`: the first half of
+    /// [`Module::forward`], for a caller that holds `W1` alone
+    /// (`monte_carlo::lean_mlp`'s streamed MLP blocks).
+    pub fn hidden(w1: &DMatrix<T>, act: Activation, u: &DMatrix<T>) -> (DMatrix<T>, DMatrix<T>) {
+        let h = nn(w1, u);
+        let z = h.map(|x| T::of(act.value(x.as_f64())));
+        (h, z)
+    }
+
+    /// The second half of [`Module::forward`]: `W2 z`, and the cache of `u`, `h`, `z`.
+    pub fn output(
+        w2: &DMatrix<T>,
+        u: &DMatrix<T>,
+        h: DMatrix<T>,
+        z: DMatrix<T>,
+    ) -> (DMatrix<T>, MlpCache<T>) {
+        let out = nn(w2, &z);
+        (out, MlpCache { u: u.clone(), h, z })
+    }
+
+    /// Back through `W2` and phi: `(dL/dh, ||dL/dW2||^2) = (phi'(h) ⊙ W2^T g, ||g z^T||^2)`,
+    /// the first half of [`Module::backward_last_sq`] (then `dL/du = W1^T dL/dh`).
+    pub fn back_to_hidden(
+        w2: &DMatrix<T>,
+        act: Activation,
+        c: &MlpCache<T>,
+        g: &DMatrix<T>,
+    ) -> (DMatrix<T>, f64) {
+        let gw2_sq = outer_energy::nt_sum_sq(g, &c.z);
+        let mut gh = tn(w2, g);
+        gh.zip_apply(&c.h, |x, hv| *x *= derivative(act, hv));
+        (gh, gw2_sq)
+    }
+}
+
+/// `phi'(x)` in `T` (evaluated in f64).
+fn derivative<T: Real>(act: Activation, x: T) -> T {
+    T::of(act.derivative(x.as_f64()))
+}
+
+impl<T: Real> Module<T> for Mlp<T> {
+    type Cache = MlpCache<T>;
+
+    fn params(&self) -> Vec<Param<'_, T>> {
+        vec![("w1", &self.w1), ("w2", &self.w2)]
+    }
+
+    fn params_mut(&mut self) -> Vec<&mut DMatrix<T>> {
+        vec![&mut self.w1, &mut self.w2]
+    }
+
+    fn forward(&self, u: &DMatrix<T>) -> (DMatrix<T>, MlpCache<T>) {
+        let (h, z) = Self::hidden(&self.w1, self.act, u);
+        Self::output(&self.w2, u, h, z)
+    }
+
+    fn jvp(
+        &self,
+        c: &MlpCache<T>,
+        du: Option<&DMatrix<T>>,
+        dw: Option<&[DMatrix<T>]>,
+    ) -> DMatrix<T> {
+        let mut dh = du.map(|x| nn(&self.w1, x));
+        if let Some(dw) = dw {
+            let t = nn(&dw[0], &c.u);
+            dh = Some(match dh {
+                Some(x) => x + t,
+                None => t,
+            });
+        }
+        let mut out = match dh {
+            Some(mut dh) => {
+                dh.zip_apply(&c.h, |g, x| *g *= derivative(self.act, x));
+                nn(&self.w2, &dh)
+            }
+            None => DMatrix::zeros(c.u.nrows(), c.u.ncols()),
+        };
+        if let Some(dw) = dw {
+            out += nn(&dw[1], &c.z);
+        }
+        out
+    }
+
+    fn backward(&self, c: &MlpCache<T>, g: &DMatrix<T>) -> (DMatrix<T>, Vec<DMatrix<T>>) {
+        let gw2 = nt(g, &c.z);
+        let mut gh = tn(&self.w2, g);
+        gh.zip_apply(&c.h, |x, hv| *x *= derivative(self.act, hv));
+        let gw1 = nt(&gh, &c.u);
+        (tn(&self.w1, &gh), vec![gw1, gw2])
+    }
+
+    /// [`Module::backward`] without `dL/dW1` (one product of four fewer), and with
+    /// `||dL/dW2||^2 = ||g z^T||^2` from [`outer_energy::nt_sum_sq`] (column blocks of
+    /// `g z^T` in f64, Gram matrices in f32) instead of forming the d x rd gradient.
+    fn backward_last_sq(&self, c: &MlpCache<T>, g: &DMatrix<T>) -> (DMatrix<T>, f64) {
+        let (gh, gw2_sq) = Self::back_to_hidden(&self.w2, self.act, c, g);
+        (tn(&self.w1, &gh), gw2_sq)
+    }
+}

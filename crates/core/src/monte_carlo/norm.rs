@@ -1,0 +1,194 @@
+//! LayerNorm and RMSNorm on the columns (tokens) of a d x n matrix, with their Jacobians.
+//!
+//! `LN(z) = P z / sigma`, `sigma^2 = |P z|^2/d + eps`, `P = I - 1 1^T/d` (centering);
+//! `RMS(z) = z / sigma`, `sigma^2 = |z|^2/d + eps`. Both Jacobians are symmetric,
+//! `J = (1/sigma) (P - y y^T/d)` (P = I for RMS), so one function serves JVP and VJP.
+//! A norm is a linear map (P) followed by a per-token scalar `1/sigma`, which makes the
+//! decomposition `x_l = sum_j C_{l,j} B_j` exact per token (THEORY.md section 5).
+//! Column means, `sigma^2` and the Jacobian's `<y, P dz>` are accumulated in f64
+//! ([`Real::sum`], [`Real::sum_sq`], [`Real::dot_view`]) and rounded once in both precisions
+//! (for f64, nalgebra's own sums and dot: the published bits).
+
+use crate::spec::NormKind;
+use nalgebra::{DMatrix, DVectorView};
+use normscope_numeric::gemm::Real;
+
+/// A column's entries as a vector view, for nalgebra's sums and dot products.
+fn vector<T: Real>(c: &[T]) -> DVectorView<'_, T> {
+    DVectorView::from_slice(c, c.len())
+}
+
+/// What a forward pass keeps for the Jacobian.
+#[derive(Clone, Debug)]
+pub struct NormCache<T: Real = f64> {
+    /// The output y.
+    pub y: DMatrix<T>,
+    /// `1/sigma` per token.
+    pub inv_sigma: Vec<T>,
+    /// Which norm.
+    pub kind: NormKind,
+}
+
+/// Subtracts each column's mean (P z), in place: the mean from [`Real::column_sums`] (the
+/// additions of [`Real::sum`]), then `z_i + (-m)` entry by entry, as nalgebra's
+/// `add_scalar_mut(-m)`.
+pub fn center<T: Real>(z: &mut DMatrix<T>) {
+    let rows = z.nrows();
+    if rows == 0 {
+        return;
+    }
+    let dn = rows as f64;
+    let sums = T::column_sums(z);
+    for (c, s) in z.as_mut_slice().chunks_exact_mut(rows).zip(sums) {
+        let m = -T::of(s / dn);
+        c.iter_mut().for_each(|x| *x += m);
+    }
+}
+
+/// The norm of every column.
+pub fn forward<T: Real>(kind: NormKind, eps: f64, z: &DMatrix<T>) -> NormCache<T> {
+    let dn = z.nrows() as f64;
+    let mut y = z.clone();
+    if kind == NormKind::Layer {
+        center(&mut y);
+    }
+    let (rows, cols) = y.shape();
+    let mut inv_sigma = Vec::with_capacity(cols);
+    for j in 0..cols {
+        let c = &mut y.as_mut_slice()[j * rows..(j + 1) * rows];
+        let s = T::one() / T::of(T::sum_sq(&vector(c)) / dn + eps).sqrt();
+        c.iter_mut().for_each(|x| *x *= s);
+        inv_sigma.push(s);
+    }
+    NormCache { y, inv_sigma, kind }
+}
+
+/// `J dz` (equal to `J^T dz`): `(1/sigma) [P dz - y <y, P dz>/d]` per column.
+pub fn jacobian<T: Real>(cache: &NormCache<T>, dz: &DMatrix<T>) -> DMatrix<T> {
+    assert_eq!(
+        cache.y.shape(),
+        dz.shape(),
+        "the tangent has the norm's shape"
+    );
+    assert_eq!(cache.inv_sigma.len(), dz.ncols(), "one 1/sigma per column");
+    let dn = dz.nrows() as f64;
+    let mut out = dz.clone();
+    if cache.kind == NormKind::Layer {
+        center(&mut out);
+    }
+    let rows = out.nrows();
+    for (j, &s) in cache.inv_sigma.iter().enumerate() {
+        let y = &cache.y.as_slice()[j * rows..(j + 1) * rows];
+        let c = &mut out.as_mut_slice()[j * rows..(j + 1) * rows];
+        let k = T::of(T::dot_view(&vector(y), &vector(c)) / dn);
+        // nalgebra's `c.axpy(-k, y, 1)`, `c_i = (-k) y_i + c_i`, then `c *= 1/sigma`.
+        for (x, &yv) in c.iter_mut().zip(y) {
+            *x = -k * yv + *x;
+            *x *= s;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `forward` and `jacobian` as they were written on nalgebra's column views (sums, scalar
+    /// additions, `axpy` and scaling), before they read the columns as slices.
+    fn by_views<T: Real>(
+        kind: NormKind,
+        eps: f64,
+        z: &DMatrix<T>,
+        dz: &DMatrix<T>,
+    ) -> [DMatrix<T>; 2] {
+        let center = |m: &mut DMatrix<T>| {
+            let dn = m.nrows() as f64;
+            for mut c in m.column_iter_mut() {
+                let mean = T::of(T::sum(&c) / dn);
+                c.add_scalar_mut(-mean);
+            }
+        };
+        let dn = z.nrows() as f64;
+        let mut y = z.clone();
+        if kind == NormKind::Layer {
+            center(&mut y);
+        }
+        let mut inv = Vec::new();
+        for mut c in y.column_iter_mut() {
+            let s = T::one() / T::of(T::sum_sq(&c) / dn + eps).sqrt();
+            c *= s;
+            inv.push(s);
+        }
+        let mut out = dz.clone();
+        if kind == NormKind::Layer {
+            center(&mut out);
+        }
+        for (t, mut c) in out.column_iter_mut().enumerate() {
+            let yc = y.column(t);
+            let k = T::of(T::dot_view(&yc, &c) / dn);
+            c.axpy(-k, &yc, T::one());
+            c *= inv[t];
+        }
+        [y, out]
+    }
+
+    /// Whether `forward` and `jacobian` give [`by_views`]'s bits on `z` and `dz`.
+    fn same_as_views<T: Real>(kind: NormKind, z: &DMatrix<T>, dz: &DMatrix<T>) -> bool {
+        let c = forward(kind, 1e-5, z);
+        let new = [c.y.clone(), jacobian(&c, dz)];
+        let old = by_views(kind, 1e-5, z, dz);
+        new.iter().zip(&old).all(|(a, b)| {
+            a.iter()
+                .zip(b.iter())
+                .all(|(x, y)| x.as_f64().to_bits() == y.as_f64().to_bits())
+        })
+    }
+
+    #[test]
+    fn slices_keep_the_bits_of_the_column_views() {
+        for (d, n) in [(1, 3), (7, 9), (64, 19)] {
+            let z = DMatrix::from_fn(d, n, |i, j| {
+                ((i * 5 + j * 11) as f64 * 0.61).sin() * 3.0 + 0.2
+            });
+            let dz = DMatrix::from_fn(d, n, |i, j| ((i * 3 + j * 7) as f64 * 0.43).cos());
+            let (z32, dz32) = (z.map(|x| x as f32), dz.map(|x| x as f32));
+            for kind in [NormKind::Layer, NormKind::Rms] {
+                assert!(same_as_views(kind, &z, &dz), "f64 {kind:?} {d}x{n}");
+                assert!(same_as_views(kind, &z32, &dz32), "f32 {kind:?} {d}x{n}");
+            }
+        }
+    }
+
+    #[test]
+    fn jacobian_matches_finite_differences() {
+        let z = DMatrix::from_fn(7, 3, |i, j| {
+            ((i * 3 + j) as f64 * 0.7).sin() + 0.1 * j as f64
+        });
+        let dz = DMatrix::from_fn(7, 3, |i, j| ((i + 5 * j) as f64 * 1.3).cos());
+        for kind in [NormKind::Layer, NormKind::Rms] {
+            for eps in [0.0, 1e-3] {
+                let c = forward(kind, eps, &z);
+                let h = 1e-6;
+                let fd = (forward(kind, eps, &(&z + &dz * h)).y
+                    - forward(kind, eps, &(&z - &dz * h)).y)
+                    / (2.0 * h);
+                let j = jacobian(&c, &dz);
+                assert!(
+                    (fd - &j).norm()
+                        < normscope_numeric::tolerance::FINITE_DIFFERENCE_NORM * j.norm(),
+                    "{kind:?} {eps}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn zero_eps_gives_squared_norm_d() {
+        let z = DMatrix::from_fn(9, 2, |i, j| (i as f64 + 1.0) * (j as f64 + 0.5));
+        let c = forward(NormKind::Layer, 0.0, &z);
+        for col in c.y.column_iter() {
+            assert!((col.norm_squared() - 9.0).abs() < normscope_numeric::tolerance::ACCUMULATED);
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! A trainable model: an input map, the L blocks of a [`StackSpec`] with the Monte Carlo
+//! engine's branch modules, the preset's output norm and an output head,
+//!
+//! ```text
+//! x_0 = E[:, token_t] + P[:, t]            (sequence tasks)   or   x_0 = W_in x   (regression)
+//! x_l = N_out( alpha_l ⊙ x_{l-1} + lambda_l N_br( F_l( s_l N_in(x_{l-1}) ) ) ),  l = 1..L
+//! f   = H N_final(x_L)                     (logits over the vocabulary, or the regression output)
+//! ```
+//!
+//! (THEORY.md section 2). Every norm slot may carry a learnable gain and bias
+//! ([`super::layer_norm`]); a preset's symbols become parameters where its paper trains them:
+//! ReZero's `lambda_l` (a scalar, 0 at init; Bachlechner et al. 2020) and Admin's `omega_l` (a
+//! d-vector initialized from the profiling pass; Liu et al. 2020). DeepNet's `alpha` and
+//! LayerNorm-Scaling's `s_l = 1/sqrt(l)` are constants, as in their papers. The body is a
+//! [`Network`] drawn by the Monte Carlo engine's sampler: made trainable
+//! ([`TrainModel::from_network`]), the engine's network i gives the engine's streams and
+//! gradients bit for bit (test `tests/train_gradients.rs`). A training run draws its body
+//! from its own seed's stream ([`super::init::weight_rng`]), makes attention causal within
+//! sequences and puts learned embeddings in front, so it is a network of the same distribution
+//! the engine averages over, not the engine's network i.
+//!
+//! With `--branch transformer`, LayerNorm-Scaling's l and Mix-LN's split count blocks (two per
+//! Transformer layer), as the stack spec does for every engine; their papers count layers
+//! (DeepNet's constants already use N = L/2 layers). Not yet changed: it would change the
+//! init-time tables too.
+
+use super::layer_norm::NormLayer;
+use crate::branch::{Branch, Module};
+use crate::monte_carlo::network::Network;
+use crate::spec::{BranchScale, InputScale, SkipScale, StackSpec};
+use nalgebra::DMatrix;
+use normscope_numeric::gemm::Real;
+
+/// The map from the task's input to the stream `x_0`.
+#[derive(Clone, Debug)]
+pub enum InputMap<T: Real = f64> {
+    /// Token and learned position embeddings, `x_0 = E[:, token] + P[:, position]`.
+    Embedding {
+        /// `E`, d x vocab.
+        tokens: DMatrix<T>,
+        /// `P`, d x seq.
+        positions: DMatrix<T>,
+    },
+    /// A linear map `x_0 = W_in x` (d x d_in).
+    Linear(DMatrix<T>),
+}
+
+/// A skip scale: a constant, or Admin's learnable d-vector `omega`.
+#[derive(Clone, Debug)]
+pub enum Skip<T: Real = f64> {
+    /// A constant `alpha` (1, DeepNet's `alpha`), rounded to `T` where it multiplies.
+    Fixed(f64),
+    /// A learnable per-coordinate scale (d x 1).
+    Learnable(DMatrix<T>),
+}
+
+/// A branch multiplier: a constant, or a learnable scalar (ReZero's `lambda`, 1 x 1).
+#[derive(Clone, Debug)]
+pub enum Multiplier<T: Real = f64> {
+    /// A constant.
+    Fixed(f64),
+    /// A learnable scalar.
+    Learnable(DMatrix<T>),
+}
+
+impl<T: Real> Multiplier<T> {
+    /// Its current value (exactly, as f64).
+    pub fn value(&self) -> f64 {
+        match self {
+            Multiplier::Fixed(v) => *v,
+            Multiplier::Learnable(m) => m[(0, 0)].as_f64(),
+        }
+    }
+}
+
+/// One trainable block.
+#[derive(Clone, Debug)]
+pub struct TrainBlock<T: Real = f64> {
+    /// `N_in` (with its affine), if a norm.
+    pub n_in: Option<NormLayer<T>>,
+    /// `s_l` after `N_in` (LayerNorm-Scaling's `1/sqrt(l)`), if any.
+    pub in_scale: Option<f64>,
+    /// The branch `F_l`.
+    pub branch: Branch<T>,
+    /// `N_br`, if a norm.
+    pub n_br: Option<NormLayer<T>>,
+    /// `alpha_l`.
+    pub skip: Skip<T>,
+    /// `lambda_l`.
+    pub lambda: Multiplier<T>,
+    /// `N_out`, if a norm.
+    pub n_out: Option<NormLayer<T>>,
+}
+
+impl<T: Real> TrainBlock<T> {
+    /// The block's parameters in order, named, with whether AdamW's weight decay applies: the
+    /// branch's matrices (their names after `prefix`, e.g. `cross.` for cross-attention), then
+    /// `n_in.gain`, `n_in.bias`, `n_br.*`, `n_out.*` (where present), `omega`, `lambda`
+    /// (where learnable).
+    pub fn named_params(&self, prefix: &str) -> Vec<(String, &DMatrix<T>, bool)> {
+        let mut out: Vec<(String, &DMatrix<T>, bool)> = self
+            .branch
+            .params()
+            .into_iter()
+            .map(|(name, m)| (format!("{prefix}{name}"), m, true))
+            .collect();
+        for (slot, n) in [
+            ("n_in", &self.n_in),
+            ("n_br", &self.n_br),
+            ("n_out", &self.n_out),
+        ] {
+            for (name, m) in n.iter().flat_map(|n| n.params()) {
+                out.push((format!("{slot}.{name}"), m, false));
+            }
+        }
+        if let Skip::Learnable(m) = &self.skip {
+            out.push(("omega".into(), m, false));
+        }
+        if let Multiplier::Learnable(m) = &self.lambda {
+            out.push(("lambda".into(), m, false));
+        }
+        out
+    }
+
+    /// The same parameters, mutable, in [`Self::named_params`] order.
+    pub fn params_mut(&mut self) -> Vec<&mut DMatrix<T>> {
+        let mut out = self.branch.params_mut();
+        for n in [&mut self.n_in, &mut self.n_br, &mut self.n_out]
+            .into_iter()
+            .flatten()
+        {
+            out.extend(n.params_mut());
+        }
+        if let Skip::Learnable(m) = &mut self.skip {
+            out.push(m);
+        }
+        if let Multiplier::Learnable(m) = &mut self.lambda {
+            out.push(m);
+        }
+        out
+    }
+}
+
+/// Where a parameter sits, for per-block statistics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamInfo {
+    /// 0 for the input map, l for block l, L + 1 for the output norm and head (the
+    /// encoder-decoder model numbers its two stacks one after the other:
+    /// [`super::seq2seq`]).
+    pub layer: usize,
+    /// Its name within the layer, e.g. `wq`, `n_in.gain`, `omega`, `head`.
+    pub name: String,
+    /// Whether AdamW's decoupled weight decay applies (matrices only, not gains, biases or
+    /// scalars).
+    pub decay: bool,
+}
+
+/// The trainable blocks of `spec` around its sampled `branches` (width d) and its output norm:
+/// norm slots with learnable affine maps when `affine`, ReZero's `lambda` learnable, Admin's
+/// `omega` a learnable d-vector filled with `omegas[l-1]` (rounded to `T`; ignored for other
+/// skips) ([`TrainModel::from_network`]).
+pub(crate) fn train_blocks<T: Real>(
+    spec: &StackSpec,
+    branches: Vec<Branch<T>>,
+    d: usize,
+    affine: bool,
+    omegas: &[f64],
+) -> (Vec<TrainBlock<T>>, Option<NormLayer<T>>) {
+    let kind = spec.norm;
+    let slot = |s: crate::spec::Slot| s.is_norm().then(|| NormLayer::new(kind, d, affine));
+    let blocks = branches
+        .into_iter()
+        .enumerate()
+        .map(|(i, branch)| {
+            let b = spec.block(i + 1);
+            TrainBlock {
+                n_in: slot(b.n_in),
+                in_scale: match b.in_scale {
+                    InputScale::One => None,
+                    InputScale::InvSqrtLayer => Some(1.0 / ((i + 1) as f64).sqrt()),
+                },
+                branch,
+                n_br: slot(b.n_br),
+                skip: match b.skip {
+                    SkipScale::One => Skip::Fixed(1.0),
+                    SkipScale::Alpha(a) => Skip::Fixed(a),
+                    SkipScale::AdminOmega => {
+                        Skip::Learnable(DMatrix::from_element(d, 1, T::of(omegas[i])))
+                    }
+                },
+                lambda: match b.lambda {
+                    BranchScale::One => Multiplier::Fixed(1.0),
+                    BranchScale::Lambda(v) => {
+                        Multiplier::Learnable(DMatrix::from_element(1, 1, T::of(v)))
+                    }
+                },
+                n_out: slot(b.n_out),
+            }
+        })
+        .collect();
+    (blocks, slot(spec.final_norm))
+}
+
+/// A trainable model, its parameters and activations in float type `T` (f64 by default; f32
+/// for `normscope train --precision f32`).
+#[derive(Clone, Debug)]
+pub struct TrainModel<T: Real = f64> {
+    /// The block model it was built from.
+    pub spec: StackSpec,
+    /// Norm epsilon.
+    pub eps: f64,
+    /// The input map.
+    pub input: InputMap<T>,
+    /// Block l at index l - 1.
+    pub blocks: Vec<TrainBlock<T>>,
+    /// The output norm, if the preset has one.
+    pub final_norm: Option<NormLayer<T>>,
+    /// The head `H` (outputs x d).
+    pub head: DMatrix<T>,
+}
+
+impl<T: Real> TrainModel<T> {
+    /// The body of a sampled Monte Carlo network with an input map and a head. Norm slots get
+    /// learnable affine parameters when `affine`; ReZero-style `lambda` (a
+    /// [`BranchScale::Lambda`]) becomes a learnable scalar; Admin's `omega`
+    /// ([`SkipScale::AdminOmega`]) becomes a learnable d-vector filled with `omegas[l-1]`
+    /// (from [`super::init::admin_omegas`], rounded to `T`; ignored for other skips).
+    pub fn from_network(
+        net: Network<T>,
+        input: InputMap<T>,
+        head: DMatrix<T>,
+        affine: bool,
+        omegas: &[f64],
+    ) -> Self {
+        let d = net.input.nrows();
+        let (blocks, final_norm) = train_blocks(&net.spec, net.branches, d, affine, omegas);
+        TrainModel {
+            final_norm,
+            spec: net.spec,
+            eps: net.eps,
+            input,
+            blocks,
+            head,
+        }
+    }
+
+    /// Depth L.
+    pub fn depth(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Width d.
+    pub fn width(&self) -> usize {
+        self.head.ncols()
+    }
+
+    /// Every parameter with where it sits, in the order of [`Self::params_mut`] and of the
+    /// gradients [`TrainModel::backward`] returns.
+    pub fn params(&self) -> Vec<(ParamInfo, &DMatrix<T>)> {
+        let mut out: Vec<(ParamInfo, &DMatrix<T>)> = Vec::new();
+        macro_rules! put {
+            ($layer:expr, $name:expr, $m:expr, $decay:expr) => {
+                out.push((
+                    ParamInfo {
+                        layer: $layer,
+                        name: $name,
+                        decay: $decay,
+                    },
+                    $m,
+                ))
+            };
+        }
+        match &self.input {
+            InputMap::Embedding { tokens, positions } => {
+                put!(0, "embedding".into(), tokens, true);
+                put!(0, "positions".into(), positions, true);
+            }
+            InputMap::Linear(w) => put!(0, "w_in".into(), w, true),
+        }
+        for (i, b) in self.blocks.iter().enumerate() {
+            for (name, m, decay) in b.named_params("") {
+                put!(i + 1, name, m, decay);
+            }
+        }
+        let top = self.depth() + 1;
+        for (name, m) in self.final_norm.iter().flat_map(|n| n.params()) {
+            put!(top, format!("final.{name}"), m, false);
+        }
+        put!(top, "head".into(), &self.head, true);
+        out
+    }
+
+    /// The parameters, mutable, in [`Self::params`] order.
+    pub fn params_mut(&mut self) -> Vec<&mut DMatrix<T>> {
+        let mut out: Vec<&mut DMatrix<T>> = Vec::new();
+        match &mut self.input {
+            InputMap::Embedding { tokens, positions } => {
+                out.push(tokens);
+                out.push(positions);
+            }
+            InputMap::Linear(w) => out.push(w),
+        }
+        for b in &mut self.blocks {
+            out.extend(b.params_mut());
+        }
+        if let Some(n) = &mut self.final_norm {
+            out.extend(n.params_mut());
+        }
+        out.push(&mut self.head);
+        out
+    }
+
+    /// Number of scalar parameters.
+    pub fn size(&self) -> usize {
+        self.params().iter().map(|(_, m)| m.len()).sum()
+    }
+}

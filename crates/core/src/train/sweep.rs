@@ -1,0 +1,446 @@
+//! Many small training runs for the training analyses: a grid of cells (preset, depth,
+//! optimizer, peak learning rate, warmup) times paired seeds, each run summarised by its
+//! [`Outcome`] with its class ([`super::classify`]: diverged, collapsed, still descending,
+//! trained), and the maximum stable learning rate of a (cell, seed) found by the widening
+//! log-scale search of [`super::search`] ([`search()`]).
+//!
+//! A learning rate is *stable* for a (cell, seed) if that run is trained or still descending
+//! ([`super::classify::RunClass::stable`]). The analyses' runs ([`Prepared`]) stop once
+//! collapsed ([`SWEEP_OPTIONS`]); [`run()`] and [`run_jobs`] train every run to its end.
+//!
+//! **Precision**: a sweep trains in the base request's precision (`cfg.mc.precision`, f64 or
+//! f32; [`outcome`] dispatches); [`train_one`], which returns the trained model, is f64 only.
+//!
+//! **Pairing**: every cell of a sweep trains from the same seeds; a seed fixes the data order
+//! and the weight draws ([`super::run`]), so two presets or learning rates at one seed see the
+//! same batches from the same initial draws where shapes match.
+//!
+//! **Determinism**: runs are independent and reduced in job order (a search's runs one after
+//! the other), so the outcomes are byte-identical for any thread count.
+
+use super::batch_cache::BatchCache;
+use super::classify::{Curve, RunClass};
+use super::config::{RawTrain, TrainConfig};
+use super::run::{self, Record, Trained};
+use super::search::{self, Plan, Search};
+use super::task::{self, Batch, Task};
+use crate::Result;
+use crate::monte_carlo::Progress;
+use crate::monte_carlo::precision::Precision;
+use normscope_numeric::gemm::Real;
+use rayon::prelude::*;
+
+/// What varies between the runs of a sweep; everything else comes from the base request.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Cell {
+    /// Preset name.
+    pub preset: String,
+    /// Residual blocks L.
+    pub depth: usize,
+    /// Optimizer name (`sgd`, `adam`, `adamw`).
+    pub optimizer: String,
+    /// Peak learning rate.
+    pub lr: f64,
+    /// Linear-warmup updates.
+    pub warmup: u64,
+}
+
+impl Cell {
+    /// The same cell at another peak learning rate.
+    pub fn at_lr(&self, lr: f64) -> Cell {
+        Cell { lr, ..self.clone() }
+    }
+
+    /// The checked request of this cell: `base` with the cell's settings and one seed. For an
+    /// encoder-decoder base, `depth` counts all its blocks, 5 per layer (`--layers depth/5`).
+    pub fn config(&self, base: &RawTrain, seed: u64) -> Result<TrainConfig> {
+        let mut raw = base.clone();
+        raw.presets = self.preset.clone();
+        raw.model.depth = self.depth;
+        if base.layers.is_some() {
+            if !self.depth.is_multiple_of(5) {
+                return Err(crate::Error::invalid(
+                    "depth",
+                    self.depth,
+                    "a multiple of 5 blocks for an encoder-decoder (N layers: 2N encoder and 3N decoder blocks)",
+                ));
+            }
+            raw.layers = Some(self.depth / 5);
+        }
+        raw.optimizer = self.optimizer.clone();
+        raw.lr = self.lr;
+        raw.warmup = self.warmup;
+        raw.seeds = seed.to_string();
+        raw.check()
+    }
+}
+
+/// The summary of one run.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Outcome {
+    /// Its cell.
+    pub cell: Cell,
+    /// Its training seed.
+    pub seed: u64,
+    /// Evaluation loss at init.
+    pub initial_loss: f64,
+    /// The last finite evaluation loss (at the end, or where the run was stopped).
+    pub final_loss: f64,
+    /// The task's floor on the evaluation set.
+    pub floor: f64,
+    /// The task's context-free loss.
+    pub context_free: f64,
+    /// Flagged by the divergence rule of [`super::run`].
+    pub diverged: bool,
+    /// What became of it ([`super::classify`]).
+    pub class: RunClass,
+    /// Not stable: diverged or collapsed ([`RunClass::stable`]).
+    pub failed: bool,
+    /// `(update, evaluation loss)` at every evaluation.
+    pub curve: Vec<(u64, f64)>,
+    /// `(update, layer, ||dL/dx_l|| / sqrt(columns))`: the logged stream gradients
+    /// (`stream_grad`, [`super::trainable`]).
+    pub stream: Vec<(u64, usize, f64)>,
+    /// `(update, slope)` at every logged update: the least-squares slope of
+    /// `ln ||update_l||` on `ln ||grad_l||` across the blocks `l = 1..=L` (Adam's update does
+    /// not follow the gradient's scale: slope 0; SGD's is proportional to it: slope 1).
+    pub scaling: Vec<(u64, f64)>,
+}
+
+impl Outcome {
+    /// `final_loss - floor`.
+    pub fn excess(&self) -> f64 {
+        self.final_loss - self.floor
+    }
+
+    /// The first evaluated update whose loss is at most `floor + delta`, if any.
+    pub fn steps_to(&self, delta: f64) -> Option<u64> {
+        self.curve
+            .iter()
+            .find(|(_, e)| *e <= self.floor + delta)
+            .map(|(s, _)| *s)
+    }
+
+    /// Summarises a finished run of `steps` planned updates from its log.
+    pub fn new(cell: Cell, seed: u64, steps: u64, records: &[Record], diverged: bool) -> Outcome {
+        let one = |m: &str| {
+            records
+                .iter()
+                .find(|r| r.metric == m)
+                .map_or(f64::NAN, |r| r.value)
+        };
+        let curve: Vec<(u64, f64)> = records
+            .iter()
+            .filter(|r| r.metric == "eval_loss")
+            .map(|r| (r.step, r.value))
+            .collect();
+        let (floor, context_free) = (one("eval_floor"), one("context_free_loss"));
+        let final_loss = curve.last().map_or(f64::NAN, |c| c.1);
+        let class = Curve {
+            points: &curve,
+            steps,
+            diverged,
+            floor,
+            context_free,
+        }
+        .class();
+        let scaling = scaling(records);
+        let stream = records
+            .iter()
+            .filter(|r| r.metric == "stream_grad")
+            .filter_map(|r| Some((r.step, r.layer?, r.value)))
+            .collect();
+        Outcome {
+            cell,
+            seed,
+            scaling,
+            stream,
+            initial_loss: curve.first().map_or(f64::NAN, |c| c.1),
+            final_loss,
+            floor,
+            context_free,
+            diverged,
+            class,
+            failed: !class.stable(),
+            curve,
+        }
+    }
+
+    /// Summarises a finished f64 run ([`Outcome::new`] of its log).
+    pub fn of(cell: Cell, seed: u64, steps: u64, t: &Trained) -> Outcome {
+        Outcome::new(cell, seed, steps, &t.records, t.diverged_at.is_some())
+    }
+}
+
+/// The slope of `ln ||update_l||` on `ln ||grad_l||` across blocks at every update whose log
+/// has both for every block (see [`Outcome::scaling`]); blocks are the layers between the
+/// input map (0) and the output (the largest layer logged).
+fn scaling(records: &[Record]) -> Vec<(u64, f64)> {
+    let top = records.iter().filter_map(|r| r.layer).max().unwrap_or(0);
+    let mut steps: Vec<u64> = records
+        .iter()
+        .filter(|r| r.metric == "update_norm")
+        .map(|r| r.step)
+        .collect();
+    steps.dedup();
+    steps
+        .into_iter()
+        .filter_map(|step| {
+            let at = |metric: &str, l: usize| {
+                records.iter().find(|r| {
+                    r.step == step
+                        && r.metric == metric
+                        && r.layer == Some(l)
+                        && r.param.as_deref() == Some("all")
+                })
+            };
+            let pts: Option<Vec<(f64, f64)>> = (1..top)
+                .map(|l| {
+                    Some((
+                        at("grad_norm", l)?.value.ln(),
+                        at("update_norm", l)?.value.ln(),
+                    ))
+                })
+                .collect();
+            let pts = pts?;
+            (pts.len() >= 2).then(|| {
+                let (x, y): (Vec<f64>, Vec<f64>) = pts.into_iter().unzip();
+                (step, crate::stats::ols::line(&x, &y).0)
+            })
+        })
+        .filter(|(_, slope)| slope.is_finite())
+        .collect()
+}
+
+/// The options of every sweep run ([`run_jobs`], [`Prepared`]): a collapsed run is stopped
+/// from [`super::classify::STOP_FROM`] of its updates on, and the log keeps only what an
+/// [`Outcome`] reads (losses, per-layer gradient and update norms).
+pub const SWEEP_OPTIONS: run::Options<'static> = run::Options {
+    frozen: None,
+    snapshots: &[],
+    batches: None,
+    stop_collapsed: true,
+    lean: true,
+};
+
+/// The task of `base` and its evaluation set (shared by every cell: the task does not depend
+/// on the cell).
+pub fn task_and_eval(base: &RawTrain) -> Result<(Box<dyn Task>, Vec<Batch>)> {
+    let cfg = base.check()?;
+    let t = task::build(&cfg.task)?;
+    // Estimated once here, on every thread, before the cells share the task.
+    t.context_free_loss();
+    let mut er = run::eval_rng(cfg.task.teacher_seed);
+    let eval: Vec<Batch> = (0..cfg.eval_batches)
+        .map(|_| t.batch(&mut er, cfg.batch))
+        .collect();
+    Ok((t, eval))
+}
+
+/// Trains one (cell, seed) from its initial model, in f64 (a base of another precision is
+/// refused, [`run::check_f64`]): for the analyses that use the trained model.
+pub fn train_one(
+    base: &RawTrain,
+    task: &dyn Task,
+    eval: &[Batch],
+    cell: &Cell,
+    seed: u64,
+    options: &run::Options,
+) -> Result<Trained> {
+    let cfg = cell.config(base, seed)?;
+    let begin = run::start(&cfg, task, &cell.preset, seed)?;
+    Ok(run::train(
+        &cfg,
+        task,
+        &cell.preset,
+        seed,
+        begin,
+        eval,
+        options,
+        &(),
+    ))
+}
+
+/// Every cell at every seed, in parallel, in (cell, seed) order. Every request is checked
+/// before anything runs.
+pub fn run(
+    base: &RawTrain,
+    cells: &[Cell],
+    seeds: &[u64],
+    progress: &(dyn Progress + Sync),
+) -> Result<Vec<Outcome>> {
+    let jobs: Vec<(&Cell, u64)> = cells
+        .iter()
+        .flat_map(|c| seeds.iter().map(move |s| (c, *s)))
+        .collect();
+    run_jobs(base, &jobs, progress)
+}
+
+/// The given (cell, seed) runs, in parallel, in the given order, each trained to its end with
+/// its whole log (`train-grid`'s runs; the analyses' searches use [`Prepared`], whose runs stop
+/// once collapsed). A run depends on its cell and
+/// seed alone, so any subset gives the same outcomes (what a shard relies on,
+/// `crate::analyses::shard`). Every request is checked before anything runs.
+pub fn run_jobs(
+    base: &RawTrain,
+    jobs: &[(&Cell, u64)],
+    progress: &(dyn Progress + Sync),
+) -> Result<Vec<Outcome>> {
+    for (c, s) in jobs {
+        c.config(base, *s)?;
+    }
+    let (task, eval) = task_and_eval(base)?;
+    let batches = BatchCache::for_runs(task.as_ref(), jobs.len());
+    let options = run::Options {
+        batches: batches.as_ref(),
+        ..run::Options::default()
+    };
+    jobs.par_iter()
+        .map(|(c, s)| {
+            let o = outcome(base, task.as_ref(), &eval, c, *s, &options)?;
+            progress.tick();
+            Ok(o)
+        })
+        .collect()
+}
+
+/// Trains one (cell, seed) in the base request's precision and summarises it.
+pub fn outcome(
+    base: &RawTrain,
+    task: &dyn Task,
+    eval: &[Batch],
+    cell: &Cell,
+    seed: u64,
+    options: &run::Options,
+) -> Result<Outcome> {
+    let cfg = cell.config(base, seed)?;
+    let steps = cfg.schedule.steps;
+    let (records, diverged) = match cfg.mc.precision {
+        Precision::F64 => trained_log::<f64>(&cfg, task, eval, cell, seed, options)?,
+        Precision::F32 => trained_log::<f32>(&cfg, task, eval, cell, seed, options)?,
+    };
+    Ok(Outcome::new(cell.clone(), seed, steps, &records, diverged))
+}
+
+fn trained_log<T: Real>(
+    cfg: &TrainConfig,
+    task: &dyn Task,
+    eval: &[Batch],
+    cell: &Cell,
+    seed: u64,
+    options: &run::Options,
+) -> Result<(Vec<Record>, bool)> {
+    let t = match cfg.arch {
+        super::config::Arch::Decoder => {
+            let begin = run::start_as::<T>(cfg, task, &cell.preset, seed)?;
+            let t = run::train(cfg, task, &cell.preset, seed, begin, eval, options, &());
+            (t.records, t.diverged_at)
+        }
+        super::config::Arch::EncoderDecoder { .. } => {
+            let begin = run::start_encdec::<T>(cfg, task, &cell.preset, seed)?;
+            let t = run::train(cfg, task, &cell.preset, seed, begin, eval, options, &());
+            (t.records, t.diverged_at)
+        }
+    };
+    Ok((t.0, t.1.is_some()))
+}
+
+/// A base request with its task, evaluation set and batch cache made once, for many runs of
+/// its cells ([`Prepared::outcome`], [`Prepared::search`]).
+pub struct Prepared {
+    base: RawTrain,
+    task: Box<dyn Task>,
+    eval: Vec<Batch>,
+    batches: Option<BatchCache>,
+}
+
+impl Prepared {
+    /// Prepares `base` for about `runs` runs (whether a batch cache pays, [`BatchCache::for_runs`]).
+    pub fn new(base: &RawTrain, runs: usize) -> Result<Prepared> {
+        let (task, eval) = task_and_eval(base)?;
+        let batches = BatchCache::for_runs(task.as_ref(), runs);
+        Ok(Prepared {
+            base: base.clone(),
+            task,
+            eval,
+            batches,
+        })
+    }
+
+    /// The base request.
+    pub fn base(&self) -> &RawTrain {
+        &self.base
+    }
+
+    /// The task.
+    pub fn task(&self) -> &dyn Task {
+        self.task.as_ref()
+    }
+
+    /// The evaluation set.
+    pub fn eval(&self) -> &[Batch] {
+        &self.eval
+    }
+
+    /// Trains one (cell, seed) ([`outcome`]) with the sweeps' options ([`SWEEP_OPTIONS`]).
+    pub fn outcome(&self, cell: &Cell, seed: u64) -> Result<Outcome> {
+        self.outcome_with(cell, seed, &SWEEP_OPTIONS)
+    }
+
+    /// [`Prepared::outcome`] with other options (their batch cache replaced by this one's).
+    pub fn outcome_with(&self, cell: &Cell, seed: u64, options: &run::Options) -> Result<Outcome> {
+        let options = run::Options {
+            batches: self.batches.as_ref(),
+            frozen: options.frozen,
+            snapshots: options.snapshots,
+            stop_collapsed: options.stop_collapsed,
+            lean: options.lean,
+        };
+        outcome(
+            &self.base,
+            self.task.as_ref(),
+            &self.eval,
+            cell,
+            seed,
+            &options,
+        )
+    }
+
+    /// The maximum stable learning rate of (cell, seed) ([`search::run`] with `plan`, the
+    /// cell's own `lr` ignored): the search and the outcome of every run it trained, in the
+    /// order tried, one run after the other.
+    pub fn search(&self, cell: &Cell, seed: u64, plan: &Plan) -> Result<(Search, Vec<Outcome>)> {
+        let mut runs = Vec::new();
+        let found = search::run(plan, |lr| {
+            let o = self.outcome(&cell.at_lr(lr), seed)?;
+            let stable = !o.failed;
+            runs.push(o);
+            Ok(stable)
+        })?;
+        Ok((found, runs))
+    }
+}
+
+/// The maximum stable learning rate of each (cell, seed) of `jobs` ([`Prepared::search`] with
+/// `plan`): searches in parallel, each one's runs one after the other. Every request is
+/// checked before anything runs.
+pub fn search(
+    base: &RawTrain,
+    jobs: &[(&Cell, u64)],
+    plan: &Plan,
+    progress: &(dyn Progress + Sync),
+) -> Result<Vec<(Search, Vec<Outcome>)>> {
+    plan.check()?;
+    for (c, s) in jobs {
+        c.at_lr(plan.min).config(base, *s)?;
+        c.at_lr(plan.max).config(base, *s)?;
+    }
+    let prepared = Prepared::new(base, jobs.len() * 4)?;
+    jobs.par_iter()
+        .map(|(c, seed)| {
+            let r = prepared.search(c, *seed, plan)?;
+            progress.tick();
+            Ok(r)
+        })
+        .collect()
+}

@@ -1,0 +1,146 @@
+//! What the training loop ([`super::run::train`]) needs of a model, so that one loop trains
+//! the decoder-only [`TrainModel`] and the encoder-decoder [`super::seq2seq::EncDec`] alike:
+//! its parameters with where they sit ([`ParamInfo`]), the loss and gradients on a batch with
+//! the stream gradients of the same backward pass, the evaluation loss, and the probe batch's
+//! output and diagnostics.
+//!
+//! Stream gradients ([`LayerValue`], logged as `stream_grad`): `||dL/dx_l||_F / sqrt(n)` at
+//! every block boundary l (the stream `x_l` entering block l + 1, n its columns, i.e. tokens),
+//! from the backward pass the update uses. The decoder-only model logs l = 0..=L at layers
+//! 0..=L (layer 0 is the embedding's output); the encoder-decoder model's layers are in
+//! [`super::seq2seq`]. Liu et al. 2020 (arXiv:2004.08249, Sec. 3) read exactly this profile:
+//! in Post-LN the gradient shrinks toward the decoder's input.
+
+use super::diagnostics::{self, AttentionStats};
+use super::model::{ParamInfo, TrainModel};
+use super::pass;
+use super::run::Typed;
+use super::task::Batch;
+use nalgebra::DMatrix;
+use normscope_numeric::gemm::Real;
+
+/// One value per layer from a backward pass (e.g. `stream_grad`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LayerValue {
+    /// The layer ([`ParamInfo::layer`]'s numbering).
+    pub layer: usize,
+    /// The metric's name in the log.
+    pub metric: &'static str,
+    /// Its value.
+    pub value: f64,
+}
+
+/// The loss and gradients of one batch.
+#[derive(Clone, Debug)]
+pub struct Gradients<T: Real> {
+    /// The loss (f64).
+    pub loss: f64,
+    /// Every parameter's gradient, in [`Trainable::params`] order.
+    pub grads: Vec<DMatrix<T>>,
+    /// Per-layer values of the same backward pass: `stream_grad` at every block boundary (and
+    /// whatever else the model reports, e.g. the encoder-decoder's `memory_grad`).
+    pub streams: Vec<LayerValue>,
+}
+
+/// What an evaluation logs from one forward pass of the probe batch.
+#[derive(Clone, Debug)]
+pub struct Probe<T: Real> {
+    /// The output (logits or regression outputs), for `output_change`.
+    pub output: DMatrix<T>,
+    /// `(layer, slot, RMS)` of every norm slot's input ([`diagnostics::norm_inputs`]).
+    pub norm_inputs: Vec<(usize, &'static str, f64)>,
+    /// `(layer, stats)` of every softmax-attention block ([`diagnostics::attention`]).
+    pub attention: Vec<(usize, AttentionStats)>,
+}
+
+/// A model the training loop can train.
+pub trait Trainable: Clone {
+    /// The float type of its parameters and activations.
+    type Real: Real;
+
+    /// Every parameter with where it sits, in the order of [`Self::params_mut`] and of
+    /// [`Gradients::grads`].
+    fn params(&self) -> Vec<(ParamInfo, &DMatrix<Self::Real>)>;
+
+    /// The parameters, mutable, in [`Self::params`] order.
+    fn params_mut(&mut self) -> Vec<&mut DMatrix<Self::Real>>;
+
+    /// The number of layers per-layer statistics run over: every [`ParamInfo::layer`] and
+    /// [`LayerValue::layer`] is below it.
+    fn layers(&self) -> usize;
+
+    /// The loss of `batch` and its gradients, with the stream gradients of the same pass.
+    fn gradients(&self, batch: &Batch) -> Gradients<Self::Real>;
+
+    /// The loss of `batch` (a forward pass only).
+    fn batch_loss(&self, batch: &Batch) -> f64;
+
+    /// The output on `batch`.
+    fn output(&self, batch: &Batch) -> DMatrix<Self::Real>;
+
+    /// The output and the diagnostics of one forward pass of `batch`.
+    fn probe(&self, batch: &Batch) -> Probe<Self::Real>;
+}
+
+impl<T: Real> Trainable for TrainModel<T> {
+    type Real = T;
+
+    fn params(&self) -> Vec<(ParamInfo, &DMatrix<T>)> {
+        TrainModel::params(self)
+    }
+
+    fn params_mut(&mut self) -> Vec<&mut DMatrix<T>> {
+        TrainModel::params_mut(self)
+    }
+
+    /// L + 2: the input map (0), the blocks (1..=L), the output norm and head (L + 1).
+    fn layers(&self) -> usize {
+        self.depth() + 2
+    }
+
+    fn gradients(&self, batch: &Batch) -> Gradients<T> {
+        let typed = Typed::<T>::new(batch);
+        let (input, target) = typed.views();
+        let p = self.forward(input);
+        let (loss, g) = pass::loss(&p.output, target);
+        let n = p.output.ncols();
+        let (grads, stream_sq) = self.backward_with_streams(input, &p, &g);
+        Gradients {
+            loss,
+            grads,
+            streams: stream_values(0, &stream_sq, n),
+        }
+    }
+
+    fn batch_loss(&self, batch: &Batch) -> f64 {
+        let typed = Typed::<T>::new(batch);
+        let (input, target) = typed.views();
+        pass::loss(&self.forward(input).output, target).0
+    }
+
+    fn output(&self, batch: &Batch) -> DMatrix<T> {
+        self.forward(Typed::<T>::new(batch).views().0).output
+    }
+
+    fn probe(&self, batch: &Batch) -> Probe<T> {
+        let p = self.forward(Typed::<T>::new(batch).views().0);
+        Probe {
+            norm_inputs: diagnostics::norm_inputs(self, &p),
+            attention: diagnostics::attention(self, &p),
+            output: p.output,
+        }
+    }
+}
+
+/// `stream_grad` at layers `first..`: `sqrt(stream_sq[l]) / sqrt(n)` for n columns.
+pub(crate) fn stream_values(first: usize, stream_sq: &[f64], n: usize) -> Vec<LayerValue> {
+    stream_sq
+        .iter()
+        .enumerate()
+        .map(|(l, s)| LayerValue {
+            layer: first + l,
+            metric: "stream_grad",
+            value: s.sqrt() / (n as f64).sqrt(),
+        })
+        .collect()
+}

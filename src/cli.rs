@@ -1,0 +1,591 @@
+//! The clap front end. Raw arguments become [`normscope::config`] values before anything runs.
+//! Defaults come from [`RawModel::default`] and [`RawMc::default`], and the lists of metrics,
+//! branches, inits and presets in the help text from the library's registries.
+
+use clap::builder::{PossibleValue, PossibleValuesParser};
+use clap::{Args, Parser, Subcommand};
+use normscope::branch::{BranchKind, Init};
+use normscope::metrics::Metric;
+use normscope::model::{FinalNorm, RawModel};
+use normscope::monte_carlo::{Memory, Precision, RawMc};
+use normscope::spec::NormKind;
+use normscope::symbolic::render::Format;
+use std::path::PathBuf;
+
+/// `--branch` help: the closed form's branches, and those only Monte Carlo runs.
+fn branch_help() -> String {
+    let mc_only: Vec<&str> = BranchKind::ALL
+        .iter()
+        .filter(|k| !k.info().closed_form)
+        .map(|k| k.name())
+        .collect();
+    format!(
+        "Branch F: {}; Monte Carlo (mc, compare) also {}",
+        BranchKind::names(true),
+        mc_only.join(", ")
+    )
+}
+
+/// `--metrics` help, from the metric registry.
+fn metrics_help() -> String {
+    format!(
+        "Metrics: all, or a comma-separated list of {}",
+        Metric::names()
+    )
+}
+
+/// `--preset` help, from the preset registry.
+fn presets_help() -> String {
+    let names: Vec<&str> = normscope::placement::REGISTRY
+        .iter()
+        .map(|p| p.name)
+        .collect();
+    format!(
+        "Comma-separated presets ({}, or a --placements file's); their rows are stacked",
+        names.join(", ")
+    )
+}
+
+/// `--branch` values for clap's value list and completions: every branch with its aliases (any
+/// case); `theory` and `expand` explain when a branch has no closed form.
+fn branch_values() -> PossibleValuesParser {
+    PossibleValuesParser::new(BranchKind::ALL.map(|k| {
+        let i = k.info();
+        PossibleValue::new(i.name).aliases(i.aliases.iter().copied())
+    }))
+}
+
+/// `--init` values for clap's value list and completions, with their aliases (any case).
+fn init_values() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        Init::ALL.map(|i| PossibleValue::new(i.name()).aliases(i.aliases().iter().copied())),
+    )
+}
+
+/// `--init` help.
+fn init_help() -> String {
+    format!("Init scheme: {}", Init::NAMES)
+}
+
+/// `--version`: the version, the commit built from and the toolchain.
+pub const VERSION: &str = normscope::analyses::manifest::VERSION;
+
+/// normscope: where does normalization belong in a residual network?
+///
+/// Exact expansions, infinite-width closed forms and Monte Carlo on sampled finite-width
+/// networks for Pre-Norm, Post-Norm, DeepNorm and their relatives. With no command,
+/// regenerates the default analyses into data/ and figures/ (same as `normscope reproduce`).
+///
+/// Examples:
+///   normscope theory --preset pre,post --depth 256 --metrics eff_depth --layers last
+///   normscope mc --preset post --branch relu-mlp --init he --depth 64 --samples 16 --layers last
+///   normscope compare --preset deepnorm --depth 32 --metrics grad_sq --layers log:6
+///   normscope expand --preset post --depth 4 --format latex
+///   normscope reproduce --quick --out-dir /tmp/normscope
+#[derive(Debug, Parser)]
+#[command(name = "normscope", version = VERSION, about, long_about)]
+pub struct Cli {
+    /// The command (default: reproduce).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Closed-form (infinite-width) metrics of every layer as a tidy CSV.
+    #[command(after_help = "Examples:
+  normscope theory --preset pre,post,deepnorm --depth 256 --metrics eff_depth --layers last
+  normscope theory --preset post --branch relu-mlp --init he --depth 64 --metrics grad_sq --layers all --out grad.csv
+  normscope theory --preset pre --depth 1000000 --metrics stream_sq --layers log:12
+  normscope theory --preset post --depth 256 --finite-width 128 --metrics grad_sq,weight_grad_sq --layers 0,1
+  normscope theory --placements examples/placements/depth-mup.toml --preset pre,depth-mup --depth 256 --metrics eff_depth --layers last")]
+    Theory(TheoryArgs),
+    /// Exact symbolic expansion x_L = sum_j C_{L,j} B_j with simplified coefficients.
+    #[command(after_help = "Examples:
+  normscope expand --preset post --depth 4
+  normscope expand --preset deepnorm --depth 3 --format latex --out deepnorm.tex
+  normscope expand --preset post --depth 8 --subs g=1,q0=1 --format csv
+  normscope expand --placements examples/placements/mixln.toml --preset my-mixln --depth 8")]
+    Expand(ExpandArgs),
+    /// List the presets with their equations and sources.
+    #[command(after_help = "Examples:
+  normscope presets
+  normscope presets --placements examples/placements/depth-mup.toml")]
+    Presets(PresetsArgs),
+    /// Regenerate the default analyses into data/ and figures/.
+    #[command(after_help = "Examples:
+  normscope reproduce                                  # everything, into ./data and ./figures
+  normscope reproduce --quick --out-dir /tmp/ns        # reduced Monte Carlo, under a minute
+  normscope reproduce --only effective-depth,claims --seed 7
+  normscope reproduce --print-config > my.toml && normscope reproduce --config my.toml
+  normscope reproduce --only finite-width --shard 0/4 --out-dir shards/0   # one shard of four")]
+    Reproduce(ReproduceArgs),
+    /// Merge the shard folders of one sharded analysis into the files an unsharded run writes.
+    #[command(after_help = "Examples:
+  for i in 0 1 2; do normscope reproduce --only finite-width --quick --shard $i/3 --out-dir shards/$i; done
+  normscope merge shards/0 shards/1 shards/2 --out-dir .
+
+A missing, duplicated, corrupt or foreign shard (another configuration, commit or build) is
+refused with exit status 2, naming it; nothing is written.")]
+    Merge(MergeArgs),
+    /// Write Slurm batch scripts that run one analysis's shards as a job array and merge them.
+    #[command(after_help = "Examples:
+  normscope slurm --only finite-width --shards 64 --partition cpu --time 02:00:00 --cpus-per-task 4 --mem 8G
+  normscope slurm --only warmup --shards 100 --account myproj --dir sweeps/warmup --submit
+
+Writes DIR/array.sbatch (sbatch --array=0-(N-1), task i runs `reproduce --shard i/N`),
+DIR/merge.sbatch (`merge` of the N shard folders) and DIR/submit.sh (submits both, the merge
+with --dependency=afterok on the array). A failed task is resubmitted alone with
+`sbatch --array=I DIR/array.sbatch`; then submit the merge after it.")]
+    Slurm(SlurmArgs),
+    /// Monte Carlo metrics on sampled finite-width networks, with 95% confidence intervals.
+    #[command(after_help = "Examples:
+  normscope mc --preset post --branch relu-mlp --init he --depth 64 --samples 16 --layers last
+  normscope mc --preset pre,post --branch transformer --depth 24 --width 128 --tokens 16 --metrics corr
+  normscope mc --preset deepnorm --depth 32 --metrics eff_depth --layers last --seed 3
+  normscope mc --placements examples/placements/depth-mup.toml --preset depth-mup --depth 64 --layers last
+  normscope mc --preset pre,post --branch relu-mlp --depth 64 --width 128 --precision f32 --memory streamed --layers last")]
+    Mc(McArgs),
+    /// Closed form against Monte Carlo per metric and layer: difference, CI, allowance, status
+    /// (agree, disagree, or uninformative when the allowance exceeds half the value), whether
+    /// the Monte Carlo interval itself covers the closed form, and the estimator of each row.
+    #[command(after_help = "Examples:
+  normscope compare --preset deepnorm --depth 32 --metrics grad_sq --layers log:6
+  normscope compare --preset pre,post --branch relu-mlp --init he --depth 16 --width 64 --samples 32
+  normscope compare --preset post --depth 64 --width 64 --metrics grad_sq --layers 0,1 --finite-width
+  normscope compare --placements examples/placements/depth-mup.toml --preset depth-mup --depth 16 --metrics eff_depth")]
+    Compare(CompareArgs),
+    /// Train presets on a seeded task with per-layer diagnostics (tidy CSV, one value per row).
+    #[command(after_help = "Examples:
+  normscope train --preset pre,post,deepnorm --branch transformer --task teacher-lm --depth 12 --lr 1e-2 --steps 400 --seeds 0..8 --out runs.csv
+  normscope train --preset post --warmup 100 --schedule inv-sqrt --lr 1e-2 --steps 400
+  normscope train --preset pre,post --branch relu-mlp --task regression --depth 24 --optimizer sgd --momentum 0.9 --lr 0.05
+  normscope train --preset post --task copy --vocab 10 --seq 16 --seeds 0..4 --log-every 1 --out copy.parquet
+  normscope train --preset deepnorm --seeds 0 --steps 60 --dump-init init.json")]
+    Train(Box<crate::train::TrainArgs>),
+    /// Time the reference workload against plain PyTorch and the machine's GEMM rate.
+    #[command(after_help = "Examples:
+  normscope bench --no-torch
+  normscope bench --python /path/to/venv/bin/python
+  normscope bench --train --python /path/to/venv/bin/python
+  normscope bench --train-grid --python /path/to/venv/bin/python
+  normscope bench --all --python /path/to/venv/bin/python
+  normscope bench --train --precision f64 --repeats 5 --python /path/to/venv/bin/python
+  normscope bench --shards 8 --quick --nodes 100")]
+    Bench(BenchArgs),
+    /// Print a shell completion script, e.g. `normscope completions bash > ~/.local/share/bash-completion/completions/normscope`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Model flags shared by `theory`, `expand`, `mc` and `compare`.
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// Number of residual blocks L (a Transformer layer is two blocks).
+    #[arg(long, default_value_t = RawModel::default().depth, allow_hyphen_values = true)]
+    pub depth: usize,
+    /// Branch F (see the list below).
+    #[arg(long, default_value_t = RawModel::default().branch, help = branch_help(),
+          value_parser = branch_values(), ignore_case = true, hide_possible_values = true)]
+    pub branch: String,
+    /// Init scheme.
+    #[arg(long, default_value_t = RawModel::default().init, help = init_help(),
+          value_parser = init_values(), ignore_case = true, hide_possible_values = true)]
+    pub init: String,
+    /// MLP hidden width as a multiple of d.
+    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = RawModel::default().hidden_ratio, allow_hyphen_values = true)]
+    pub hidden_ratio: f64,
+    /// Override the derived gain g = E||F(u)||^2/||u||^2 of the unscaled branch (at unit input).
+    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
+    pub gain: Option<f64>,
+    /// Override the skip scale alpha of every block.
+    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
+    pub alpha: Option<f64>,
+    /// Set DeepNet's branch-weight scale beta.
+    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
+    pub beta: Option<f64>,
+    /// Override the branch multiplier lambda of every block.
+    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
+    pub lambda: Option<f64>,
+    /// Input second moment q0 = E||x_0||^2/d.
+    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = RawModel::default().q0, allow_hyphen_values = true)]
+    pub q0: f64,
+    /// Correlation of the two inputs / tokens: in [-1, 1], and above -1/(n-1) for n = --tokens
+    /// (n tokens with one pairwise correlation must have a positive definite covariance; both
+    /// engines check it, so --tokens 2 admits every c0 > -1).
+    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = RawModel::default().c0, allow_hyphen_values = true)]
+    pub c0: f64,
+    /// Tokens n (attention branches; every token is a sample in Monte Carlo).
+    #[arg(long, default_value_t = RawModel::default().tokens, allow_hyphen_values = true)]
+    pub tokens: usize,
+    /// Width d (Monte Carlo; in the closed form only the BERT init's gain depends on it).
+    #[arg(long, default_value_t = RawModel::default().width, allow_hyphen_values = true)]
+    pub width: usize,
+    /// Normalizer of every norm slot: layer and rms (identical in the closed form), or
+    /// identity (no norms at all: the un-normalized baseline). Default: layer; a placement
+    /// file's presets use the kind their file names (identity still removes their norms).
+    #[arg(long, value_enum)]
+    pub norm: Option<NormKind>,
+    /// A placement file (TOML) whose presets join the built-in ones for --preset; repeatable.
+    /// See the README's "Your own placement" and examples/placements/.
+    #[arg(long, value_name = "FILE")]
+    pub placements: Vec<PathBuf>,
+    /// Final Norm on the network output: auto (the preset's), on, off.
+    #[arg(long, value_enum, default_value_t = RawModel::default().final_norm)]
+    pub final_norm: FinalNorm,
+}
+
+impl ModelArgs {
+    /// The raw (unchecked) values.
+    pub fn raw(&self) -> RawModel {
+        RawModel {
+            depth: self.depth,
+            branch: self.branch.clone(),
+            init: self.init.clone(),
+            hidden_ratio: self.hidden_ratio,
+            gain: self.gain,
+            alpha: self.alpha,
+            beta: self.beta,
+            lambda: self.lambda,
+            q0: self.q0,
+            c0: self.c0,
+            tokens: self.tokens,
+            width: self.width,
+            norm: self.norm.unwrap_or(RawModel::default().norm),
+            final_norm: self.final_norm,
+        }
+    }
+}
+
+/// What a table command writes: presets, metrics, layers, destination.
+#[derive(Debug, Args)]
+pub struct TableArgs {
+    /// Comma-separated presets (see `normscope presets`).
+    #[arg(long, default_value = "pre,post,deepnorm", help = presets_help())]
+    pub preset: String,
+    /// Metrics (see the list below).
+    #[arg(long, default_value = "all", help = metrics_help())]
+    pub metrics: String,
+    /// Layers written: all, last, log:K, or a list like 1,4,16.
+    #[arg(long, default_value = "all", allow_hyphen_values = true)]
+    pub layers: String,
+    /// Output file, written atomically: CSV, or typed Parquet if it ends in .parquet; CSV on
+    /// stdout if absent or -.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `normscope theory`.
+#[derive(Debug, Args)]
+pub struct TheoryArgs {
+    /// Model parameters.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Presets, metrics, layers, output.
+    #[command(flatten)]
+    pub table: TableArgs,
+    /// Apply the leading finite-width correction at width D to grad_sq and weight_grad_sq
+    /// (derived for norm-after-sum stacks with a linear branch: post, deepnorm, admin; engine
+    /// column `theory-fw`, width D). Other presets and metrics are written uncorrected, with a
+    /// note. Off by default (the d -> infinity closed form).
+    #[arg(long, value_name = "D")]
+    pub finite_width: Option<usize>,
+}
+
+/// Sampling flags of `mc` and `compare`.
+#[derive(Debug, Args)]
+pub struct SamplingArgs {
+    /// Independent networks S (>= 2).
+    #[arg(long, default_value_t = RawMc::default().samples, allow_hyphen_values = true)]
+    pub samples: usize,
+    /// Base seed; network i draws from a stream seeded by (seed, configuration, i).
+    #[arg(long, default_value_t = RawMc::default().seed, allow_hyphen_values = true)]
+    pub seed: u64,
+    /// Norm epsilon (0 allowed).
+    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = RawMc::default().eps, allow_hyphen_values = true)]
+    pub eps: f64,
+    /// Attention heads (must divide --width).
+    #[arg(long, default_value_t = RawMc::default().heads, allow_hyphen_values = true)]
+    pub heads: usize,
+    /// Uniform attention: W_Q = W_K = 0.
+    #[arg(long)]
+    pub uniform: bool,
+    /// Exact path polynomial up to this depth; a factorized estimator beyond.
+    #[arg(long, default_value_t = RawMc::default().path_max, allow_hyphen_values = true)]
+    pub path_max: usize,
+    /// Float type of the products and activations: f64 (the tables in data/, exact
+    /// comparisons) or f32 (faster; statistics still accumulated in f64). Both precisions
+    /// sample the same networks from the same seed.
+    #[arg(long, value_enum, default_value = "f64")]
+    pub precision: Precision,
+    /// Hold each network whole (faster), stream it block by block (memory O(d^2 r + L d n):
+    /// weights regenerated from their seed, each block recomputed from its input), or auto:
+    /// held while the networks running at once fit in half the available memory. The numbers
+    /// are identical either way.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub memory: Memory,
+}
+
+impl SamplingArgs {
+    /// The raw values.
+    pub fn raw(&self) -> RawMc {
+        RawMc {
+            samples: self.samples,
+            seed: self.seed,
+            eps: self.eps,
+            heads: self.heads,
+            uniform: self.uniform,
+            path_max: self.path_max,
+            precision: self.precision,
+            memory: self.memory,
+        }
+    }
+}
+
+/// `normscope mc` and `normscope compare`.
+#[derive(Debug, Args)]
+pub struct McArgs {
+    /// Model parameters (branch also accepts attention, transformer).
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Sampling parameters.
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    /// Presets, metrics, layers, output.
+    #[command(flatten)]
+    pub table: TableArgs,
+}
+
+/// `normscope compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Model, sampling, presets, metrics, layers, output (as `mc`).
+    #[command(flatten)]
+    pub mc: McArgs,
+    /// Compare against the closed form with its leading finite-width correction at --width
+    /// (grad_sq and weight_grad_sq of post, deepnorm and admin with a linear branch; the rest
+    /// stays uncorrected, with a note; column `theory_corrected`).
+    #[arg(long)]
+    pub finite_width: bool,
+}
+
+/// `normscope presets`.
+#[derive(Debug, Args)]
+pub struct PresetsArgs {
+    /// A placement file (TOML) whose presets are listed after the built-in ones; repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub placements: Vec<PathBuf>,
+}
+
+/// `normscope bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Python interpreter with PyTorch installed.
+    #[arg(long, default_value = "python3")]
+    pub python: String,
+    /// The PyTorch reference script.
+    #[arg(long, default_value = "benches/torch_reference.py")]
+    pub script: PathBuf,
+    /// A small workload (smoke test) instead of the reference size.
+    #[arg(long)]
+    pub quick: bool,
+    /// Skip the PyTorch run (print normscope's numbers only, and the GEMM rate without --train).
+    #[arg(long)]
+    pub no_torch: bool,
+    /// Time training instead: Pre-LN and Post-LN decoder-only Transformers (d = 64, 4 heads,
+    /// L = 12, seq 32, batch 16) trained with Adam for 200 steps, against plain PyTorch eager.
+    #[arg(long)]
+    pub train: bool,
+    /// Time one cell of the training analyses' Transformer tier instead: 10 seeds of Post-LN
+    /// (d = 32, 4 heads, L = 12 blocks, seq 16, batch 16, 300 Adam steps) against PyTorch's
+    /// eager loop over the seeds and its vmap ensemble (the ratio to the better; target >= 3x
+    /// in f32).
+    #[arg(long, conflicts_with = "train")]
+    pub train_grid: bool,
+    /// Every performance target in one run: the Monte Carlo workload (GEMM rates, PyTorch
+    /// ratio, memory), then the training workload (--train) and the training-grid cell
+    /// (--train-grid), then a summary with one line per target and its verdict.
+    #[arg(long, conflicts_with_all = ["train", "train_grid", "shards", "memory_probe"])]
+    pub all: bool,
+    /// Times each side this many times and judges the medians: with --train each training
+    /// side, alternating; for the Monte Carlo workload (plain, or --all) the GEMM rates and
+    /// normscope's run, in rounds.
+    #[arg(
+        long,
+        default_value_t = crate::bench_train::DEFAULT_REPEATS,
+        value_name = "N",
+        conflicts_with_all = ["shards", "memory_probe"]
+    )]
+    pub repeats: usize,
+    /// The PyTorch training reference script (for --train and --all).
+    #[arg(long, default_value = "benches/torch_train_reference.py")]
+    pub train_script: PathBuf,
+    /// The PyTorch ensemble script (for --train-grid and --all).
+    #[arg(long, default_value = "benches/torch_ensemble.py")]
+    pub ensemble_script: PathBuf,
+    /// Measure sharding instead: finite-width and warmup unsharded, as N shards run one
+    /// after another, and merged; overhead per unit and a projection for --nodes nodes.
+    #[arg(long, value_name = "N")]
+    pub shards: Option<usize>,
+    /// Cluster size for the --shards projection.
+    #[arg(long, default_value_t = 100)]
+    pub nodes: usize,
+    /// With --shards: only these of finite-width, warmup (comma-separated; both if absent).
+    #[arg(long, value_delimiter = ',')]
+    pub analyses: Vec<String>,
+    /// With --shards: a `reproduce --config` TOML file for the measured analyses (e.g. a grid
+    /// between --quick and the full run).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Only this precision (f64 or f32): GEMM rates, normscope, PyTorch in the same dtype, and
+    /// memory (with --train: normscope's and PyTorch's training in that dtype); both if absent.
+    #[arg(long, value_enum)]
+    pub precision: Option<Precision>,
+    /// Depths L of the peak-memory measurement (one network each, in a child process).
+    #[arg(long, value_delimiter = ',', value_name = "L,...")]
+    pub memory_depths: Vec<usize>,
+    /// Internal: sample and measure one network of depth L and print its peak memory as JSON.
+    #[arg(long, value_name = "L", hide = true)]
+    pub memory_probe: Option<usize>,
+}
+
+/// `normscope expand`.
+#[derive(Debug, Args)]
+pub struct ExpandArgs {
+    /// One preset.
+    #[arg(long, default_value = "post")]
+    pub preset: String,
+    /// Model parameters.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Replace symbols by exact values before simplifying, e.g. g=1,q0=1.
+    #[arg(long, default_value = "")]
+    pub subs: String,
+    /// Output file (written atomically); stdout if absent.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `normscope reproduce`.
+#[derive(Debug, Args, Default)]
+pub struct ReproduceArgs {
+    /// Write DIR/data/... and DIR/figures/... instead of the current directory's.
+    #[arg(long, default_value = ".")]
+    pub out_dir: PathBuf,
+    /// Run only these analyses (comma-separated ids; `normscope reproduce --list` shows them).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Reduced Monte Carlo (smaller width, fewer networks and depths) for CI: under a minute.
+    #[arg(long)]
+    pub quick: bool,
+    /// TOML file with one table per analysis id overriding its defaults, e.g.
+    /// `[effective-depth]` then `mc_depths = [4, 16]`; unknown tables and keys are rejected.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// List the analyses: id, what it shows, and its work unit for --shard; then exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Base seed of every analysis's Monte Carlo runs (replaces the defaults and the
+    /// --config file's values; recorded in each manifest).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print the resolved configuration of the selected analyses as TOML (the defaults with
+    /// --quick, --config and --seed applied), ready to edit and pass to --config; runs nothing.
+    #[arg(long)]
+    pub print_config: bool,
+    /// Run only shard I of N (0-based, e.g. 0/4) of the one analysis given with --only: its
+    /// share of the work units, written to --out-dir with a shard.json for `normscope merge`.
+    #[arg(long, value_name = "I/N", allow_hyphen_values = true)]
+    pub shard: Option<String>,
+}
+
+/// `normscope merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard folders written by `normscope reproduce --only ID --shard I/N`, all N of them.
+    #[arg(required = true, value_name = "SHARD_DIRS")]
+    pub shards: Vec<PathBuf>,
+    /// Write DIR/data/ID and DIR/figures/ID.
+    #[arg(long, default_value = ".")]
+    pub out_dir: PathBuf,
+}
+
+/// A number as typed, for every float flag: refused if f64 cannot hold it (`1e400` would read
+/// as infinity, `1e-400` as zero), so a value is never silently another one. `inf` and `nan`
+/// pass here and are refused by the flag's own check.
+pub fn literal_f64(s: &str) -> Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s} is not a number"))?;
+    let word = s.trim().trim_start_matches(['+', '-']).to_ascii_lowercase();
+    let named = ["inf", "infinity", "nan"].contains(&word.as_str());
+    if x.is_infinite() && !named {
+        return Err(format!(
+            "{s} is beyond f64's range (at most {:e} in magnitude)",
+            f64::MAX
+        ));
+    }
+    let mantissa = word.split(['e', 'E']).next().unwrap_or("");
+    if x == 0.0 && mantissa.chars().any(|c| ('1'..='9').contains(&c)) {
+        return Err(format!(
+            "{s} is below f64's smallest number ({:e}) and would read as 0",
+            f64::from_bits(1)
+        ));
+    }
+    Ok(x)
+}
+
+/// `normscope slurm`.
+#[derive(Debug, Args)]
+pub struct SlurmArgs {
+    /// The analysis to shard (`normscope reproduce --list` shows the ids).
+    #[arg(long)]
+    pub only: String,
+    /// Number of shards: array tasks 0..N-1.
+    #[arg(long)]
+    pub shards: usize,
+    /// Reduced defaults, as `reproduce --quick`.
+    #[arg(long)]
+    pub quick: bool,
+    /// TOML configuration, as `reproduce --config` (passed to every shard).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Base seed, as `reproduce --seed`.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Slurm partition.
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// Time limit per task, as Slurm reads it (e.g. 02:00:00).
+    #[arg(long)]
+    pub time: Option<String>,
+    /// CPUs per task.
+    #[arg(long)]
+    pub cpus_per_task: Option<u32>,
+    /// Memory per task, as Slurm reads it (e.g. 8G).
+    #[arg(long)]
+    pub mem: Option<String>,
+    /// Slurm account.
+    #[arg(long)]
+    pub account: Option<String>,
+    /// Work folder for the scripts, shard folders and logs (default: slurm-ID).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Where the merge writes data/ and figures/.
+    #[arg(long, default_value = ".")]
+    pub out_dir: PathBuf,
+    /// Submit the array and the merge with sbatch and print the job ids.
+    #[arg(long)]
+    pub submit: bool,
+    /// The normscope binary the jobs run, as the compute nodes see it (default: this one).
+    #[arg(long)]
+    pub binary: Option<PathBuf>,
+}
