@@ -213,12 +213,15 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         .map(|x| c.tune.runs(c.tiers[x.tier].lrs.len()))
         .sum();
     let bar = DelayedBar::training(total as u64, "runs");
-    let tuned = out.units(
+    let Some(tuned) = out.units(
         "cells",
         &cells,
         |x| tuned::cost(&c.tiers, x, &c.tune),
         |mine| tuned::run_cells(&c.tiers, mine, &c.tune, &bar),
-    )?;
+    )?
+    else {
+        return Ok(());
+    };
     bar.finish();
     let runs = write_tables(out, &c.tiers, &cells, &tuned, &c.tune, c.early_step)?;
     let names: Vec<String> = c.tiers.iter().map(|s| s.tier.name.clone()).collect();

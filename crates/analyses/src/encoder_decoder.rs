@@ -168,7 +168,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         .collect();
     let bar = DelayedBar::training(jobs.len() as u64, "runs");
     let prepared = Prepared::new(&c.base()?, jobs.len())?;
-    let runs: Vec<Outcome> = out.units(
+    let Some(runs) = out.units(
         "runs",
         &jobs,
         |_| 1.0,
@@ -182,7 +182,10 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 })
                 .collect()
         },
-    )?;
+    )?
+    else {
+        return Ok(());
+    };
     bar.finish();
     let keyed: Vec<(RunKey, &Outcome, &str)> = runs
         .iter()

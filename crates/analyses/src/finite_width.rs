@@ -262,20 +262,20 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     }
     // A cell's cost: networks x blocks x d^2 entries per weight matrix.
     let cost = |&(_, l, d): &(String, usize, usize)| (c.samples(l, d) * l * d * d) as f64;
-    let points: Vec<Point> = out
-        .units("cells", &cells, cost, |mine| {
-            mine.iter()
-                .map(|(p, l, d)| {
-                    normscope_core::output::console::note(format_args!(
-                        "      finite-width: {p}, L = {l}, d = {d}"
-                    ));
-                    cell(c, p, &metrics, *l, *d)
-                })
-                .collect()
-        })?
-        .into_iter()
-        .flatten()
-        .collect();
+    let Some(cells) = out.units::<_, Vec<Point>>("cells", &cells, cost, |mine| {
+        mine.iter()
+            .map(|(p, l, d)| {
+                normscope_core::output::console::note(format_args!(
+                    "      finite-width: {p}, L = {l}, d = {d}"
+                ));
+                cell(c, p, &metrics, *l, *d)
+            })
+            .collect()
+    })?
+    else {
+        return Ok(());
+    };
+    let points: Vec<Point> = cells.into_iter().flatten().collect();
     write_cells(c, out, &points, &skipped)?;
     write_coverage(c, out, &points)?;
     let laws = laws(c, &points);

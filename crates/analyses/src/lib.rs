@@ -246,16 +246,17 @@ impl Out {
     /// Runs the work units `units` (an analysis's grid of independent computations, see
     /// [`shard`]) with `run`, which computes any subset and returns one result per unit, in
     /// order; `cost` estimates each unit's cost for [`shard::assign`]. A whole run computes
-    /// them all. A shard (`reproduce --shard I/N`) computes its own at the first call and stops
-    /// the analysis there; a merge returns the first call's results from the shards. Later
-    /// calls run here in every mode.
+    /// them all and returns `Some`. A shard (`reproduce --shard I/N`) computes its own at the
+    /// first call, keeps them for its result file and returns `None`: the analysis stops there
+    /// (`let Some(r) = out.units(..)? else { return Ok(()) };`). A merge returns the first
+    /// call's results from the shards. Later calls run here in every mode.
     pub fn units<U: Clone, T: Serialize + DeserializeOwned>(
         &mut self,
         name: &str,
         units: &[U],
         cost: impl Fn(&U) -> f64,
         run: impl FnOnce(&[U]) -> Result<Vec<T>>,
-    ) -> Result<Vec<T>> {
+    ) -> Result<Option<Vec<T>>> {
         self.calls += 1;
         let first = self.calls == 1;
         let check = |r: Vec<T>, n: usize| {
@@ -291,7 +292,7 @@ impl Out {
                     },
                     shard::encode(&encoded)?,
                 ));
-                Err(Error::ShardDone)
+                Ok(None)
             }
             Mode::Merge(loaded) if first => {
                 let l = loaded.take().expect("the shards are loaded once");
@@ -308,11 +309,12 @@ impl Out {
                 l.results
                     .values()
                     .map(|b| shard::decode_one(b, name))
-                    .collect()
+                    .collect::<Result<_>>()
+                    .map(Some)
             }
             _ => {
                 let n = units.len();
-                check(run(units)?, n)
+                check(run(units)?, n).map(Some)
             }
         }
     }
@@ -543,10 +545,7 @@ fn run_shard(
             mode: Mode::Shard { spec, done: None },
             calls: 0,
         };
-        match work(&mut out) {
-            Ok(()) | Err(Error::ShardDone) => {}
-            Err(e) => return Err(e),
-        }
+        work(&mut out)?;
         if let Mode::Shard { done: d, .. } = out.mode {
             done = d;
         }

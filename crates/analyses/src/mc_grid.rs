@@ -484,7 +484,9 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let cells = c.cells();
     // Networks x blocks x the d^2 entries of each block's matrices.
     let cost = |u: &Cell| (c.samples * u.depth) as f64 * (u.width as f64).powi(2);
-    let results = out.units("cells", &cells, cost, |mine| compute(c, &metrics, mine))?;
+    let Some(results) = out.units("cells", &cells, cost, |mine| compute(c, &metrics, mine))? else {
+        return Ok(());
+    };
     let mut rows = Vec::new();
     for (cell, data) in cells.iter().zip(&results) {
         let (cfg, _) = c.check_cell(cell, &metrics)?;

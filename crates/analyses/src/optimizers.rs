@@ -189,12 +189,15 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         .sum();
     let bar = DelayedBar::training(total as u64, "runs");
     let momentum = c.momentum;
-    let tuned = out.units(
+    let Some(tuned) = out.units(
         "cells",
         &cells,
         |x| tuned::cost(&sets, x, &c.tune),
         |mine| tuned::run_cells_with(&sets, mine, &c.tune, &bar, |t| sgd_base(t, momentum)),
-    )?;
+    )?
+    else {
+        return Ok(());
+    };
     bar.finish();
     let tiers: Vec<Tier> = sets.iter().map(|s| s.tier.clone()).collect();
     let runs = tuned::keyed(&tiers, &cells, &tuned);

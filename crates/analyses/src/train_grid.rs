@@ -361,10 +361,13 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let base = c.raw()?;
     let jobs = c.jobs();
     let cost = |j: &(Cell, u64)| (j.0.depth as u64 * c.steps) as f64;
-    let outcomes: Vec<Outcome> = out.units("runs", &jobs, cost, |mine| {
+    let Some(outcomes) = out.units("runs", &jobs, cost, |mine| {
         let refs: Vec<(&Cell, u64)> = mine.iter().map(|(cell, s)| (cell, *s)).collect();
         sweep::run_jobs(&base, &refs, &())
-    })?;
+    })?
+    else {
+        return Ok(());
+    };
     let t = c.tier();
     let key = |r: &Outcome| RunKey {
         schedule: c.schedule.clone(),

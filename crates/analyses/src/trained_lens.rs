@@ -291,7 +291,7 @@ fn quantities(v: &normscope_core::monte_carlo::measure::Values, depth: usize) ->
     [eff, factor, ratio, cos]
 }
 
-fn measure_all(c: &Config, out: &mut Out) -> Result<Vec<Point>> {
+fn measure_all(c: &Config, out: &mut Out) -> Result<Option<Vec<Point>>> {
     let plan = NetworkPlan {
         metrics: vec![
             Metric::EffDepth,
@@ -354,12 +354,15 @@ fn measure_all(c: &Config, out: &mut Out) -> Result<Vec<Point>> {
         Ok(out)
     };
     // Every unit trains a model of the same depth for the same number of updates.
-    let parts = out.units(
+    let Some(parts) = out.units(
         "runs",
         &jobs,
         |_| 1.0,
         |mine| mine.par_iter().map(measure).collect(),
-    )?;
+    )?
+    else {
+        return Ok(None);
+    };
     Ok(parts
         .into_iter()
         .flatten()
@@ -388,7 +391,9 @@ fn summary(points: &[Point], arm: &str, preset: &str, step: u64, q: &str) -> Med
 }
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {
-    let points = measure_all(c, out)?;
+    let Some(points) = measure_all(c, out)? else {
+        return Ok(());
+    };
     let arm_of = |name: &str| c.arms.iter().find(|a| a.name == name).expect("an arm");
     let keys: Vec<super::tier::RunKey> = points
         .iter()

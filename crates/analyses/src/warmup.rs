@@ -335,12 +335,15 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let cells = c.cells();
     let seeds = c.seed_list();
     let bar = DelayedBar::training((cells.len() * seeds.len()) as u64, "searches");
-    let found = out.units(
+    let Some(found) = out.units(
         "searches",
         &cells,
         |x| lr_search::cost(&tiers, x, seeds.len()),
         |mine| lr_search::run_cells(&tiers, mine, &seeds, &c.search, &bar),
-    )?;
+    )?
+    else {
+        return Ok(());
+    };
     bar.finish();
     let mut runs = lr_search::runs_frame(&tiers, &cells, &found)?;
     out.frame("runs.csv", &mut runs)?;

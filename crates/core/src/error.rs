@@ -3,8 +3,9 @@
 
 use thiserror::Error;
 
-/// Everything the library can fail with.
+/// Everything the library can fail with. New variants may be added: match with a `_` arm.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A configuration field has a value outside its accepted range.
     #[error("invalid {field} = {}: {accepted}", shown(.value))]
@@ -78,10 +79,6 @@ pub enum Error {
         /// What is wrong, naming the key and what is accepted.
         message: String,
     },
-    /// Not a failure: a shard (`reproduce --shard I/N`) has computed its work units and stops
-    /// the analysis there (see `analyses::shard`); `reproduce` catches it.
-    #[error("internal: a shard stopped after its work units")]
-    ShardDone,
     /// Drawing a figure failed.
     #[error("figure {path}: {message}")]
     Figure {
