@@ -27,10 +27,15 @@
 //! `trained-lens` ([`AfterTraining`]).
 
 use super::{Analysis, Out, common};
+use crate::ledger::rules::{
+    AfterTraining, KEEPS_DEPTH_MIN, LINEAR_MIN, MC_WIDEN, NO_VANISH_MIN, POST_OVER_PRE_MIN,
+    WIDTH_MAX,
+};
+use crate::runner::data::Data;
 // Four significant digits, plain text.
 use normscope_core::metrics::Metric;
 use normscope_core::output::latex::plain as sig;
-use normscope_core::output::table::{column, read_rows, read_tagged};
+use normscope_core::output::table::column;
 use normscope_core::profile::Row;
 use normscope_core::{Error, Result};
 use polars::prelude::*;
@@ -179,59 +184,6 @@ pub(crate) fn training_claim(
     })
 }
 
-/// The after-training verdict of a claim made at init (issue 12 item 6): the same metrics on
-/// the weights of trained networks (analysis `trained-lens`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct AfterTraining {
-    /// The measured numbers.
-    pub measurement: String,
-    /// The rule with its thresholds.
-    pub rule: String,
-    /// `supported`, `refuted` or `conditional: ...`.
-    pub verdict: String,
-}
-
-/// Tables read by the ledger, relative to the output root (the training analyses' claim
-/// functions read through it too, so the manifest lists every input).
-pub(crate) struct Data<'a> {
-    root: &'a Path,
-    /// Every file read, relative to the root (`data/<id>/<file>`), for the manifest.
-    read: std::cell::RefCell<std::collections::BTreeSet<String>>,
-}
-
-impl Data<'_> {
-    /// The path of `data/<rel>`, recorded as read; an error naming the analysis to run if it
-    /// is missing.
-    pub(crate) fn path(&self, rel: &str) -> Result<std::path::PathBuf> {
-        let path = self.root.join("data").join(rel);
-        if !path.exists() {
-            return Err(missing(rel));
-        }
-        self.read.borrow_mut().insert(format!("data/{rel}"));
-        Ok(path)
-    }
-
-    fn rows(&self, rel: &str) -> Result<Vec<Row>> {
-        read_rows(&self.path(rel)?)
-    }
-
-    /// `data/<rel>` as a data frame (any CSV written by an analysis).
-    pub(crate) fn frame(&self, rel: &str) -> Result<DataFrame> {
-        normscope_core::output::table::read_csv(&self.path(rel)?)
-    }
-
-    fn tagged(&self, rel: &str, tags: &[&str]) -> Result<Vec<(Vec<f64>, Row)>> {
-        read_tagged(&self.path(rel)?, tags)
-    }
-}
-
-fn missing(rel: &str) -> Error {
-    let id = rel.split('/').next().unwrap_or(rel);
-    Error::Undefined(format!(
-        "the claims ledger reads data/{rel}, which does not exist under the output root: run the `{id}` analysis first (e.g. `normscope reproduce --only {id},claims`)"
-    ))
-}
-
 /// The row with that key, or an error naming what is missing.
 fn get<'a>(
     rows: &'a [Row],
@@ -270,14 +222,6 @@ fn ci(r: &Row) -> String {
     let (lo, hi) = r.interval();
     format!("{} [{}, {}]", sig(r.value), sig(lo), sig(hi))
 }
-
-/// Claim 1 thresholds: Pre-LN "adds width" if eff_depth/L < 0.05 at the largest closed-form
-/// depth; a preset's depth is "full" (linear in L) if eff_depth/L >= 0.25.
-pub(crate) const WIDTH_MAX: f64 = 0.05;
-pub(crate) const LINEAR_MIN: f64 = 0.25;
-/// Claims 1 and 10: Post-LN's effective depth is "much larger" than Pre-LN's if it exceeds this
-/// factor (in Monte Carlo: Post-LN's lower CI end over Pre-LN's upper end).
-pub(crate) const POST_OVER_PRE_MIN: f64 = 4.0;
 
 fn claim1(d: &Data) -> Result<Claim> {
     let th = d.rows("effective-depth/theory.csv")?;
@@ -425,7 +369,6 @@ fn claim2(d: &Data) -> Result<Claim> {
 /// Claim 3: the closed-form factor must equal its target to this (it is exact up to rounding),
 /// and the Monte Carlo interval is widened by this share on each side.
 const FACTOR_TOL: f64 = 1e-9;
-pub(crate) const MC_WIDEN: f64 = 0.05;
 
 fn claim3(d: &Data) -> Result<Claim> {
     let bw = Metric::BranchWeight;
@@ -502,7 +445,6 @@ fn claim3(d: &Data) -> Result<Claim> {
 /// Claim 4 thresholds: gradients "vanish near the input" if the first block's mean-square weight
 /// gradient is below 0.1 of the last block's; they clearly do not if the ratio is >= 0.5.
 const VANISH_MAX: f64 = 0.1;
-pub(crate) const NO_VANISH_MIN: f64 = 0.5;
 
 /// First/last block weight-gradient ratio at depth `l` in `rows`.
 fn grad_ratio(rows: &[Row], preset: &str, l: u64) -> Result<f64> {
@@ -643,10 +585,6 @@ fn claim4(d: &Data) -> Result<Claim> {
         other_tiers: String::new(),
     })
 }
-
-/// Claims 5 and 10: DeepNorm keeps Post-Norm's depth if its effective depth is at least this
-/// share of Post-LN's.
-pub(crate) const KEEPS_DEPTH_MIN: f64 = 0.5;
 
 fn claim5(d: &Data) -> Result<Claim> {
     let ed = Metric::EffDepth;

@@ -27,7 +27,6 @@
 //! `curves_<tier>_L<layers>` (median evaluation excess over updates per preset, exact 95%
 //! intervals of the median).
 
-use super::claims::Data;
 use super::lr_search::outcome_frame;
 use super::tier::{RunKey, TierSet, key_columns, seed_range};
 use super::training::{
@@ -37,6 +36,7 @@ use super::training::{
 use super::tuned::{self, TunePlan, Tuned, TunedCell};
 use super::warmup::judge;
 use super::{Analysis, Out, common};
+use crate::runner::data::Data;
 use normscope_core::output::figure::{LinePlot, Series};
 use normscope_core::output::progress::DelayedBar;
 use normscope_core::output::table::column;

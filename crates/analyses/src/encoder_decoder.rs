@@ -23,7 +23,6 @@
 //! layer over the top's), `effects.csv`; figures `decoder_gradient_ratio` (median ratio against
 //! the update) and `stream_gradient_profile` (per layer, at the last update).
 
-use super::claims::Data;
 use super::lr_search::outcome_frame;
 use super::tier::{RunKey, Tier, key_columns};
 use super::training::{
@@ -31,6 +30,7 @@ use super::training::{
 };
 use super::warmup::judge;
 use super::{Analysis, Out, common};
+use crate::runner::data::Data;
 use normscope_core::output::figure::{LinePlot, Series};
 use normscope_core::output::progress::DelayedBar;
 use normscope_core::output::table::column;

@@ -30,7 +30,6 @@
 //! Outputs: `runs.csv` (every run, `purpose` pretrain / tuning / finetune / scratch),
 //! `effects.csv`, `depth_use.csv`; figures `ablation_cost` and `angular_distance`.
 
-use super::claims::Data;
 use super::convergence::{LOSS_SESOI, runs_with_early};
 use super::tier::{RunKey, TierSet};
 use super::training::{
@@ -39,6 +38,7 @@ use super::training::{
 use super::tuned::TunePlan;
 use super::warmup::judge;
 use super::{Analysis, Out, common};
+use crate::runner::data::Data;
 use normscope_core::monte_carlo::precision::Precision;
 use normscope_core::output::figure::{LinePlot, Series};
 use normscope_core::output::progress::DelayedBar;

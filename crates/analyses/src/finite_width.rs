@@ -875,7 +875,7 @@ fn figures(c: &Config, out: &mut Out, pts: &[Point], laws: &[Law]) -> Result<()>
 /// never evaluated here: most ledger measurements lie beyond its fitted range. Metrics the map
 /// does not cover are left out.
 pub(crate) fn region_note(
-    d: &super::claims::Data,
+    d: &crate::runner::data::Data,
     items: &[(&str, Metric, u64, u64)],
 ) -> Result<String> {
     let df = d.frame(&format!("{}/deviation.csv", ANALYSIS.id))?;

@@ -26,7 +26,6 @@
 //! Outputs: `runs.csv` (tuning and evaluation runs), `scaling.csv`, `status.csv` (the SGD arm, as
 //! `convergence` writes them), `effects.csv` (the family's comparisons).
 
-use super::claims::Data;
 use super::convergence::{LOSS_SESOI, runs_with_early, status_table};
 use super::lr_search::scaling_frame;
 use super::tier::{Tier, TierSet};
@@ -36,6 +35,7 @@ use super::training::{
 use super::tuned::{self, TunePlan, TunedCell};
 use super::warmup::judge;
 use super::{Analysis, Out};
+use crate::runner::data::Data;
 use normscope_core::output::progress::DelayedBar;
 use normscope_core::output::table::column;
 use normscope_core::stats::obs::Obs;

@@ -46,11 +46,11 @@
 //! `contrast.csv` (Admin - Pre-LN in `log2 tau`, per tier and predictor), `fits.tex`; figures
 //! `law_<tier>` (median maximum stable lr against `c`, per preset, with the fitted lines).
 
-use super::claims::Data;
 use super::tier::{RunKey, Tier, key_columns};
 use super::training::{distinct_strings, f64s, frame, strs};
 use super::warmup;
 use super::{Analysis, Out, common};
+use crate::runner::data::Data;
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
 use normscope_core::output::figure::{LinePlot, Series};

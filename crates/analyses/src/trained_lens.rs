@@ -26,10 +26,11 @@
 //! | `grad_first_over_last` | block 1's over block L's mean-square last-weight gradient (claims 4, 5) |
 //! | `cos_prev_mean` | `cos(x_l, x_{l-1})` averaged over blocks (claim 2's "adjacent layers barely differ") |
 
-use super::claims::{
-    AfterTraining, Data, KEEPS_DEPTH_MIN, LINEAR_MIN, NO_VANISH_MIN, POST_OVER_PRE_MIN, WIDTH_MAX,
-};
 use super::{Analysis, Out};
+use crate::ledger::rules::{
+    AfterTraining, KEEPS_DEPTH_MIN, LINEAR_MIN, NO_VANISH_MIN, POST_OVER_PRE_MIN, WIDTH_MAX,
+};
+use crate::runner::data::Data;
 use normscope_core::metrics::Metric;
 use normscope_core::model::RawModel;
 use normscope_core::monte_carlo::measure::NetworkPlan;
@@ -363,11 +364,13 @@ fn measure_all(c: &Config, out: &mut Out) -> Result<Option<Vec<Point>>> {
     else {
         return Ok(None);
     };
-    Ok(parts
-        .into_iter()
-        .flatten()
-        .map(|(a, p, seed, step, q, value)| (a, p, seed, step, QUANTITIES[q], value))
-        .collect())
+    Ok(Some(
+        parts
+            .into_iter()
+            .flatten()
+            .map(|(a, p, seed, step, q, value)| (a, p, seed, step, QUANTITIES[q], value))
+            .collect(),
+    ))
 }
 
 /// `(median, lo, hi, n)` over seeds.

@@ -28,13 +28,13 @@
 //! warmup effect, its tests and outcome, and the family's verdict), `effects.tex`; figures
 //! `max_stable_lr_<tier>` (median maximum stable rate against depth, with and without warmup).
 
-use super::claims::Data;
 use super::lr_search::{self, SearchCell, SeedSearch};
 use super::tier::{RunKey, Tier, key_columns, seed_range};
 use super::training::{
     TierVerdict, check_count, check_presets, distinct_strings, f64s, frame, lines, strs,
 };
 use super::{Analysis, Out, common};
+use crate::runner::data::Data;
 use normscope_core::output::figure::{LinePlot, Series};
 use normscope_core::output::latex::{Cell as Tex, Table};
 use normscope_core::output::progress::DelayedBar;

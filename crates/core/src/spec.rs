@@ -13,12 +13,12 @@
 //! form:
 //!
 //! ```
-//! use normscope::engine::{Engine, Plan};
-//! use normscope::layers::LayerSpec;
-//! use normscope::metrics::Metric;
-//! use normscope::model::RawModel;
-//! use normscope::spec::{BlockSpec, Segment, SkipScale, Slot, StackSpec};
-//! use normscope::theory::ClosedForm;
+//! use normscope_core::engine::{Engine, Plan};
+//! use normscope_core::layers::LayerSpec;
+//! use normscope_core::metrics::Metric;
+//! use normscope_core::model::RawModel;
+//! use normscope_core::spec::{BlockSpec, Segment, SkipScale, Slot, StackSpec};
+//! use normscope_core::theory::ClosedForm;
 //!
 //! let model = RawModel { depth: 6, ..RawModel::default() }.check()?;
 //! let mut spec = StackSpec::uniform("mine", 6, BlockSpec::PRE, Slot::Norm);
@@ -32,7 +32,7 @@
 //! let row = &profile.rows()[0];
 //! assert_eq!((row.preset.as_str(), row.layer), ("mine", 6));
 //! assert!(row.value > 0.0 && row.value < 6.0);
-//! # Ok::<(), normscope::Error>(())
+//! # Ok::<(), normscope_core::Error>(())
 //! ```
 
 /// Where a normalizer sits: either a norm of the stack's [`NormKind`] or the identity.

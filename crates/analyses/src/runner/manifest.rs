@@ -5,11 +5,18 @@
 //! (paths relative to the output root; the hash of the bytes the run wrote, not a re-read of
 //! the disk). No timestamps, so an unchanged rerun leaves the file byte-identical.
 //!
-//! The source commit is the last commit that touched the code (`src`, `analyses`, `Cargo.toml`,
-//! `Cargo.lock`) in the repository the binary was built from, with `dirty: true` when that code
-//! has uncommitted changes. It is `null` where git or the repository is unavailable. Data
-//! committed after the code it came from therefore names that code's commit, and a rerun on
-//! the same checkout reproduces the manifest byte for byte.
+//! The source commit is the last commit that touched the code ([`CODE_PATHS`]: `src`,
+//! `crates`, `Cargo.toml`, `Cargo.lock`) in the repository the binary was built from, with
+//! `dirty: true` when that code has uncommitted changes. It is `null` where git or the
+//! repository is unavailable.
+//!
+//! **A manifest names the commit that last changed its outputs** ([`keep`]): a run whose
+//! manifest would differ from the one already in `data/<id>/` only in `source` and
+//! `invocation` (same crate version, toolchain, configuration, seeds, inputs and output
+//! hashes) keeps the one in place, byte for byte. A code change that changes no output
+//! therefore changes no file under `data/` or `figures/` when the data are regenerated, and
+//! needs no data commit; the recorded commit is one whose code wrote exactly these bytes.
+//! `tests/` checks this at HEAD on the analyses whose full run is quick.
 
 use normscope_core::Result;
 use serde::Serialize;
@@ -142,6 +149,32 @@ pub fn invocation() -> String {
         .join(" ")
 }
 
+/// The manifest to write for a run whose new manifest is `new`, given the bytes of the one in
+/// place (`old`, if any): `old` itself when the two agree in everything but `source` and
+/// `invocation` and `old` names a clean commit (see the module docs), else `new`'s bytes.
+pub fn keep(new: &Manifest, old: Option<&[u8]>) -> Vec<u8> {
+    let fresh = to_bytes(new);
+    let essence = |v: &mut serde_json::Value| {
+        let clean = v["source"]["git_commit"].is_string() && v["source"]["dirty"] == false;
+        if let Some(o) = v.as_object_mut() {
+            o.remove("source");
+            o.remove("invocation");
+        }
+        clean
+    };
+    let Some(old) = old else { return fresh };
+    let Ok(mut was) = serde_json::from_slice::<serde_json::Value>(old) else {
+        return fresh;
+    };
+    let mut now = serde_json::to_value(new).expect("manifest serializes");
+    essence(&mut now);
+    if essence(&mut was) && was == now {
+        old.to_vec()
+    } else {
+        fresh
+    }
+}
+
 /// sha256 of bytes, hex.
 pub fn sha256(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))
@@ -161,4 +194,51 @@ pub fn to_bytes(m: &Manifest) -> Vec<u8> {
     let mut text = serde_json::to_string_pretty(m).expect("manifest serializes");
     text.push('\n');
     text.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(commit: &str, dirty: bool, output_hash: &str) -> Manifest<'static> {
+        Manifest {
+            analysis: "expansion",
+            crate_version: "0.1.0",
+            source: Source {
+                git_commit: Some(commit.into()),
+                dirty: Some(dirty),
+            },
+            build: Build::current(),
+            invocation: format!("normscope {commit}"),
+            quick: false,
+            config: serde_json::json!({"depth": 3}),
+            seeds: vec![0],
+            inputs: BTreeMap::new(),
+            outputs: BTreeMap::from([("data/expansion/a.csv".into(), output_hash.into())]),
+        }
+    }
+
+    #[test]
+    fn a_manifest_naming_the_same_outputs_is_kept() {
+        let old = to_bytes(&manifest("aaa", false, "h1"));
+        // Same outputs, new commit and command line: the old bytes, naming "aaa".
+        assert_eq!(keep(&manifest("bbb", false, "h1"), Some(&old)), old);
+        // Same outputs from a dirty tree: still the clean record of the same bytes.
+        assert_eq!(keep(&manifest("bbb", true, "h1"), Some(&old)), old);
+    }
+
+    #[test]
+    fn a_change_of_output_configuration_or_a_dirty_record_writes_afresh() {
+        let old = to_bytes(&manifest("aaa", false, "h1"));
+        let new = manifest("bbb", false, "h2");
+        assert_eq!(keep(&new, Some(&old)), to_bytes(&new));
+        let mut other = manifest("bbb", false, "h1");
+        other.seeds = vec![1];
+        assert_eq!(keep(&other, Some(&old)), to_bytes(&other));
+        let dirty_old = to_bytes(&manifest("aaa", true, "h1"));
+        let clean = manifest("bbb", false, "h1");
+        assert_eq!(keep(&clean, Some(&dirty_old)), to_bytes(&clean));
+        assert_eq!(keep(&clean, None), to_bytes(&clean));
+        assert_eq!(keep(&clean, Some(b"not json")), to_bytes(&clean));
+    }
 }
