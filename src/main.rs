@@ -97,12 +97,16 @@ fn mc_request(a: &cli::McArgs) -> normscope::Result<McRequest> {
     let cfg = normscope::monte_carlo::McConfig::new(&a.model.raw(), &a.sampling.raw())?;
     let metrics = normscope::metrics::Metric::parse_list(&a.table.metrics)?;
     let layers = normscope::layers::LayerSpec::parse(&a.table.layers)?;
-    if cfg.model.branch.tokens < 2 && metrics.contains(&normscope::metrics::Metric::Corr) {
-        return Err(Error::invalid(
-            "--tokens",
-            cfg.model.branch.tokens,
-            "at least 2 with --metrics corr (a correlation between tokens needs two)",
-        ));
+    for m in &metrics {
+        if let Some((least, why)) = m.info().min_tokens
+            && cfg.model.branch.tokens < least
+        {
+            return Err(Error::invalid(
+                "--tokens",
+                cfg.model.branch.tokens,
+                format!("at least {least} with --metrics {m} ({why})"),
+            ));
+        }
     }
     normscope::tables::check_mc_fits(&cfg, &metrics, &layers)?;
     Ok((presets, cfg, metrics, layers))

@@ -481,21 +481,7 @@ pub fn add_both<T: AsRow>(
 
 /// A metric's name in words for a figure title (the code name is in the file name).
 pub fn title(m: Metric) -> &'static str {
-    match m {
-        Metric::StreamSq => "Stream second moment",
-        Metric::GradSq => "Mean-square gradient",
-        Metric::WeightGradSq => "Weight gradient",
-        Metric::RelUpdate => "Relative update",
-        Metric::CosPrev => "Cosine of adjacent layers",
-        Metric::AngularDist => "Angular distance of adjacent layers",
-        Metric::MergeError => "Merge error of adjacent layers",
-        Metric::EffDepth => "Effective depth",
-        Metric::PathLen => "Path-length distribution",
-        Metric::BranchWeight => "Branch weight",
-        Metric::Corr => "Token correlation",
-        Metric::OutputChange => "Output change",
-        _ => m.info().about,
-    }
+    m.info().title
 }
 
 /// Log-spaced integers from 1 to `max` (`count` of them, deduplicated).

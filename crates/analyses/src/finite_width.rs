@@ -70,12 +70,13 @@ pub const FIT_MAX_L_OVER_D: f64 = 1.0;
 /// Decimals of kappa and its interval in `law.tex` (`law.csv` keeps every digit).
 pub const KAPPA_DECIMALS: usize = 3;
 
-/// The four quantities and the layer each is read at (`None`: layer L).
-pub const QUANTITIES: [(Metric, Option<u64>); 4] = [
-    (Metric::GradSq, Some(0)),
-    (Metric::WeightGradSq, Some(1)),
-    (Metric::EffDepth, None),
-    (Metric::Corr, None),
+/// The four quantities, the layer each is read at (`None`: layer L) and its short name in
+/// `law.tex` (the caption says what each is).
+pub const QUANTITIES: [(Metric, Option<u64>, &str); 4] = [
+    (Metric::GradSq, Some(0), "grad"),
+    (Metric::WeightGradSq, Some(1), "weight grad"),
+    (Metric::EffDepth, None, "eff.\\ depth"),
+    (Metric::Corr, None, "corr"),
 ];
 
 /// Registry entry.
@@ -324,7 +325,7 @@ fn cell(c: &Config, p: &str, metrics: &[Metric], l: usize, d: usize) -> Result<V
             .cloned()
     };
     let mut pts = Vec::new();
-    for &(m, at) in &QUANTITIES {
+    for &(m, at, _) in &QUANTITIES {
         let layer = at.unwrap_or(l as u64);
         let (Some(t), Some(r)) = (find(&theory, m, layer), find(&mcr, m, layer)) else {
             continue;
@@ -346,12 +347,7 @@ fn cell(c: &Config, p: &str, metrics: &[Metric], l: usize, d: usize) -> Result<V
             mc: r.value,
             ci: r.interval(),
             corrected,
-            estimator: match m {
-                Metric::EffDepth if l <= c.path_max => "exact path polynomial",
-                Metric::EffDepth => "factorized",
-                _ => "direct",
-            }
-            .into(),
+            estimator: m.info().estimator(l, c.path_max).into(),
         });
     }
     Ok(pts)
@@ -574,7 +570,7 @@ fn fitted(p: &Point) -> bool {
 fn laws(c: &Config, all: &[Point]) -> Vec<Law> {
     let mut out = Vec::new();
     for p in &c.presets {
-        for &(m, _) in &QUANTITIES {
+        for &(m, _, _) in &QUANTITIES {
             let pts: Vec<&Point> = all
                 .iter()
                 .filter(|x| &x.preset == p && x.metric == m && x.mc / x.theory > 0.0)
@@ -738,7 +734,7 @@ fn write_laws(c: &Config, out: &mut Out, laws: &[Law]) -> Result<()> {
 fn write_coverage(c: &Config, out: &mut Out, pts: &[Point]) -> Result<()> {
     let mut rows: Vec<(&str, Metric, f64)> = Vec::new();
     for p in &c.presets {
-        for &(m, _) in &QUANTITIES {
+        for &(m, _, _) in &QUANTITIES {
             let mut xs: Vec<f64> = pts
                 .iter()
                 .filter(|x| &x.preset == p && x.metric == m)
@@ -770,19 +766,17 @@ fn write_coverage(c: &Config, out: &mut Out, pts: &[Point]) -> Result<()> {
     out.frame("coverage.csv", &mut df)
 }
 
-/// A quantity's short name in `law.tex` (the caption says what each is).
+/// A quantity's short name in `law.tex` ([`QUANTITIES`]).
 fn quantity_tex(m: Metric) -> &'static str {
-    match m {
-        Metric::GradSq => "grad",
-        Metric::WeightGradSq => "weight grad",
-        Metric::EffDepth => "eff.\\ depth",
-        Metric::Corr => "corr",
-        _ => unreachable!("law.tex lists the QUANTITIES only"),
-    }
+    QUANTITIES
+        .iter()
+        .find(|q| q.0 == m)
+        .map(|q| q.2)
+        .expect("law.tex lists the QUANTITIES only")
 }
 
 fn figures(c: &Config, out: &mut Out, pts: &[Point], laws: &[Law]) -> Result<()> {
-    for &(m, _) in &QUANTITIES {
+    for &(m, _, _) in &QUANTITIES {
         let name = m.name();
         let panels = c
             .presets

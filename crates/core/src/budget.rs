@@ -25,7 +25,7 @@
 //! run, `reproduce --shard`).
 
 use crate::branch::Block;
-use crate::metrics::Metric;
+use crate::metrics::{Metric, Needs};
 use crate::monte_carlo::McConfig;
 use crate::{Error, Result};
 
@@ -298,12 +298,16 @@ fn per_depth(cfg: &McConfig, depth: u128, f: fn(&McConfig, usize) -> u128) -> u1
 /// Peak bytes of one network of depth `depth` held whole in f64 with every gradient (the
 /// training engine's model; the Monte Carlo engine's is [`mc_network_bytes`]).
 pub fn network_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric]) -> u128 {
+    network_bytes_for(cfg, depth, Metric::needs(metrics))
+}
+
+/// [`network_bytes`] for a network computing `needs`.
+pub fn network_bytes_for(cfg: &McConfig, depth: usize, needs: Needs) -> u128 {
     let (d, n, _) = sizes(cfg);
     let depth = (depth as u128).min(1 << 40);
     let stream = (depth + 1) * d * n;
     let weights = per_depth(cfg, depth, weight_floats);
     let acts = per_depth(cfg, depth, activation_floats);
-    let needs = Metric::needs(metrics);
     // The input's n x n token covariance and its Cholesky factor.
     let tokens = 2 * n * n;
     // Saturating: a total beyond u128 is refused like any other that does not fit.
@@ -620,7 +624,7 @@ pub fn mc_network_work(
     if needs.gains || factorized {
         blocks += if factorized { l } else { sel };
     }
-    if metrics.contains(&Metric::MergeError) {
+    if needs.merge {
         blocks += sel;
     }
     if needs.perturbation {

@@ -89,13 +89,9 @@ impl Status {
     }
 }
 
-/// The Monte Carlo estimator of `metric` at `depth` with `path_max`.
+/// The Monte Carlo estimator of `metric` at `depth` with `path_max` ([`crate::metrics::Info::estimator`]).
 pub fn estimator(metric: Metric, depth: usize, path_max: usize) -> &'static str {
-    match metric {
-        Metric::PathLen | Metric::EffDepth if depth <= path_max => "exact path polynomial",
-        Metric::PathLen | Metric::EffDepth => "factorized",
-        _ => "direct",
-    }
+    metric.info().estimator(depth, path_max)
 }
 
 /// The summary line of a comparison table: each status counted, the fraction used, and the

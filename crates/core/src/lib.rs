@@ -52,26 +52,41 @@
 //!
 //! ## Recipes
 //!
-//! **A metric** (2 files): add `crates/core/src/metrics/<name>.rs` with its definition and source in the
-//! module docs, an [`metrics::Info`] (`INFO`: name, layers, source column, the raw quantities
-//! it needs, its allowance reach and scale) and `closed_form(q, l, put)` and
-//! `sampled(q, l, put)`; then in `crates/core/src/metrics/mod.rs` add `pub mod <name>;` and one line to
-//! the `registry!` invocation. The CLI, help text, table parser, the engines and the
-//! agreement tests pick it up from [`metrics::Metric::ALL`]. If it needs a raw quantity no
-//! pass computes yet, add a [`metrics::Needs`] flag and its pass in
-//! [`monte_carlo::measure`] (or [`theory::Quantities`]).
+//! `CONTRIBUTING.md` has every recipe with its file counts (checked by `tests/recipes.rs`);
+//! in short:
 //!
-//! **A branch** (1 new file, 3 edited): add `crates/core/src/branch/<name>.rs` with its registry entry
-//! ([`branch::KindInfo`]), its mean-field kernel (a [`branch::MeanFieldBranch`], if the closed
-//! form has it) and its sampled module (a [`branch::Module`]); then add its
-//! [`branch::BranchKind`] variant in `crates/core/src/branch/mod.rs`, a [`branch::Branch`] variant in
-//! `crates/core/src/branch/module.rs`, and the arm that draws its weights in
-//! `crates/core/src/monte_carlo/sampler.rs`. Every match over kinds is exhaustive, so the compiler lists
-//! each arm to add (`info`, `block`, `closed_form_proxy`, `summary`, the dispatch).
+//! **A metric** (1 new file, 1 edited): add `crates/core/src/metrics/<name>.rs` with its
+//! definition and source in the module docs, an [`metrics::Info`] (`INFO`: name, layers,
+//! source column, the raw quantities a sampled network computes for it ([`metrics::Needs`]),
+//! what the closed form keeps for it ([`metrics::Keeps`]), its allowance reach and scale, its
+//! figure title, whether the closed form carries it beyond f64's range, its finite-width
+//! correction, ...) and `closed_form(q, l, put)` and `sampled(q, l, put)`; then in
+//! `crates/core/src/metrics/mod.rs` add `pub mod <name>;` and one line to the `registry!`
+//! invocation. The compiler lists every `Info` field and function left out; the engines, the
+//! CLI, help text, table parser, comparison and figure titles read [`metrics::Metric::ALL`]
+//! and `Info`, never a metric's name. If it needs a raw quantity no pass computes yet, add a
+//! [`metrics::Needs`] flag and its pass in [`monte_carlo::measure`] (or a
+//! [`metrics::Keeps`] flag and its field of [`theory::Quantities`]).
 //!
-//! **A preset** (2 files): add `crates/core/src/placement/<name>.rs` with its equation, source and
-//! `build(depth) -> StackSpec`, then its `mod` line and its line in
+//! **A branch** (1 new file, 5 edited): add `crates/core/src/branch/<name>.rs` with its
+//! registry entry ([`branch::KindInfo`]), its mean-field kernel (a
+//! [`branch::MeanFieldBranch`], if the closed form has it) and its sampled module (a
+//! [`branch::Module`]); then add its [`branch::BranchKind`] variant (and, for a new module
+//! shape, its [`branch::Block`] variant) in `crates/core/src/branch/mod.rs` and its
+//! [`branch::Branch`] variant in `crates/core/src/branch/module.rs`. Every match over kinds
+//! and modules is exhaustive, so the compiler lists each arm to add: in `branch/` (`info`,
+//! `block`, `closed_form_proxy`, `summary`, the dispatch) and in
+//! `crates/core/src/monte_carlo/sampler.rs` (drawing), `crates/core/src/budget.rs` (memory)
+//! and `crates/core/src/train/dump.rs` (JSON).
+//!
+//! **A preset** (1 new file, 1 edited): add `crates/core/src/placement/<name>.rs` with its
+//! equation, source and `build(depth) -> StackSpec`, then its `mod` line and its line in
 //! [`placement::REGISTRY`] in `crates/core/src/placement/mod.rs`.
+//!
+//! **An optimizer** (4 edited): its [`train::optim::OptimizerKind`] variant, parsing, checks
+//! and step in `crates/core/src/train/optim.rs`; each hyperparameter in
+//! `crates/core/src/train/config.rs` (`RawTrain`) and `src/train.rs` (its flag); its JSON in
+//! `crates/core/src/train/dump.rs`.
 
 #![deny(unsafe_code)]
 

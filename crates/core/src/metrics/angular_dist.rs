@@ -1,5 +1,5 @@
-//! `angular_dist`: the angle between consecutive streams as a fraction of pi (THEORY.md
-//! section 5), derived from `cos_prev` by [`from_cos`] in both engines:
+//! `angular_dist`: the angle between consecutive streams as a fraction of pi (`docs/theory.md`,
+//! "The metrics"), derived from `cos_prev` by [`from_cos`] in both engines:
 //!
 //! ```text
 //! angular_dist_l = arccos(cos_prev_l) / pi.
@@ -7,7 +7,7 @@
 //!
 //! (Sampled: per network, before averaging over networks.)
 
-use super::{Info, Layers, Needs, Put, Reach, Scale};
+use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -19,6 +19,12 @@ pub static INFO: Info = Info {
     reach: Reach::Forward,
     scale: Scale::Angle,
     undefined: "the angle to a zero stream (x_l or x_{l-1} is 0)",
+    title: "Angular distance of adjacent layers",
+    keeps: Keeps::STREAM,
+    beyond_f64: None,
+    correction: None,
+    absent_is_zero: false,
+    min_tokens: None,
 };
 
 /// `arccos(clamp(cos, -1, 1)) / pi`.

@@ -1,4 +1,4 @@
-//! `branch_weight`: the share of the stream's energy carried by source j (THEORY.md section 5)
+//! `branch_weight`: the share of the stream's energy carried by source j (`docs/theory.md`, "The metrics")
 //!
 //! ```text
 //! w_{l,j} = C_{l,j}^2 E||B~_j||^2 / E||x_l||^2,   sum_j w_{l,j} = 1 in expectation,
@@ -8,7 +8,8 @@
 //! ([`crate::theory::MeanField::branch_weight`]). Sampled: `sum_t |C_{l,j,t} B~_{j,t}|^2 /
 //! ||x_l||^2` from the exact per-token decomposition.
 
-use super::{Info, Layers, Needs, Put, Reach, Scale};
+use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
+use crate::theory::closed_form::ln_beyond_f64;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -23,6 +24,15 @@ pub static INFO: Info = Info {
     reach: Reach::Forward,
     scale: Scale::Linear,
     undefined: "the share of a zero stream (E||x_l||^2 = 0)",
+    title: "Branch weight",
+    keeps: Keeps {
+        sources: true,
+        ..Keeps::STREAM
+    },
+    beyond_f64: Some(beyond_f64),
+    correction: None,
+    absent_is_zero: false,
+    min_tokens: None,
 };
 
 /// `C_{l,j}^2 m_j / q_l`, j = 0..=l.
@@ -39,4 +49,10 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
             put(Some(j), w);
         }
     }
+}
+
+/// The recursion carries it per source in log space; a share below f64's range is a
+/// negligible one, written as f64 rounds it, so only its overflow is a reason.
+fn beyond_f64(q: &crate::theory::Quantities, l: usize, s: Option<usize>) -> Option<String> {
+    s.and_then(|j| ln_beyond_f64(q.mf.ln_branch_weight(l, j).max(0.0)))
 }

@@ -1,4 +1,4 @@
-//! `coef`: the coefficient `C_{l,j}` of source j in the expansion (THEORY.md section 5)
+//! `coef`: the coefficient `C_{l,j}` of source j in the expansion (`docs/theory.md`, "The metrics")
 //!
 //! ```text
 //! x_l = sum_{j=0..=l} C_{l,j} B_j,   B_0 = x_0,  B_j = F_j(...) the raw output of branch j,
@@ -9,7 +9,8 @@
 //! coefficient `C_{l,j,t}` (a norm is a centering followed by a per-token scalar, so the
 //! decomposition holds exactly at finite width; [`crate::monte_carlo::network`]).
 
-use super::{Info, Layers, Needs, Put, Reach, Scale};
+use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
+use crate::theory::closed_form::ln_beyond_f64;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -24,6 +25,15 @@ pub static INFO: Info = Info {
     reach: Reach::Forward,
     scale: Scale::Linear,
     undefined: "0/0 in the block's skip or branch scale",
+    title: "C_{l,j} in x_l = sum_j C_{l,j} B_j (source = j)",
+    keeps: Keeps {
+        sources: true,
+        ..Keeps::STREAM
+    },
+    beyond_f64: Some(beyond_f64),
+    correction: None,
+    absent_is_zero: false,
+    min_tokens: None,
 };
 
 /// `C_{l,j}`, j = 0..=l.
@@ -40,4 +50,10 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
             put(Some(j), c);
         }
     }
+}
+
+/// The recursion carries it per source in log space; a share below f64's range is a
+/// negligible one, written as f64 rounds it, so only its overflow is a reason.
+fn beyond_f64(q: &crate::theory::Quantities, l: usize, s: Option<usize>) -> Option<String> {
+    s.and_then(|j| ln_beyond_f64(q.mf.ln_coef(l, j).max(0.0)))
 }

@@ -1,7 +1,7 @@
-//! `corr`: the token correlation `c_l` (THEORY.md section 5; rank collapse, Noci et al. 2022),
+//! `corr`: the token correlation `c_l` (`docs/theory.md`, "The metrics"; rank collapse, Noci et al. 2022),
 //! l = 0..=L.
 //!
-//! Closed form: the mean-field recursion's `c_l` (THEORY.md section 4). Sampled, with
+//! Closed form: the mean-field recursion's `c_l` (`docs/theory.md`, "The mean-field closed form"). Sampled, with
 //! `S = ||sum_t x_{l,t}||^2` and `E = sum_t ||x_{l,t}||^2`:
 //!
 //! ```text
@@ -11,7 +11,7 @@
 //! the mean over token pairs `t != s` of `<x_t, x_s>` relative to the mean `||x_t||^2`
 //! (undefined for one token, which writes no row).
 
-use super::{Info, Layers, Needs, Put, Reach, Scale};
+use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
 use crate::monte_carlo::measure::ratio;
 
 /// Definition.
@@ -20,10 +20,19 @@ pub static INFO: Info = Info {
     about: "token correlation c_l (rank collapse)",
     layers: Layers::Stream,
     source: None,
-    needs: Needs::FORWARD,
+    needs: Needs {
+        column_sum: true,
+        ..Needs::FORWARD
+    },
     reach: Reach::Forward,
     scale: Scale::Linear,
     undefined: "the correlation of zero tokens (q_l = 0)",
+    title: "Token correlation",
+    keeps: Keeps::STREAM,
+    beyond_f64: None,
+    correction: None,
+    absent_is_zero: false,
+    min_tokens: Some((2, "a correlation between tokens needs two")),
 };
 
 /// `c_l`.

@@ -1,4 +1,4 @@
-//! `cos_prev`: the cosine between consecutive streams (THEORY.md section 5)
+//! `cos_prev`: the cosine between consecutive streams (`docs/theory.md`, "The metrics")
 //!
 //! ```text
 //! cos(x_l, x_{l-1}) = <x_l, x_{l-1}> / (||x_l|| ||x_{l-1}||),   closed form  n_l alpha_l sqrt(q_{l-1} / q_l).
@@ -6,7 +6,7 @@
 //!
 //! Sampled over all tokens of the network (clamped to [-1, 1]).
 
-use super::{Info, Layers, Needs, Put, Reach, Scale};
+use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -18,6 +18,12 @@ pub static INFO: Info = Info {
     reach: Reach::Forward,
     scale: Scale::Linear,
     undefined: "the cosine with a zero stream (x_l or x_{l-1} is 0)",
+    title: "Cosine of adjacent layers",
+    keeps: Keeps::STREAM,
+    beyond_f64: None,
+    correction: None,
+    absent_is_zero: false,
+    min_tokens: None,
 };
 
 /// `n_l alpha_l sqrt(q_{l-1} / q_l)`.

@@ -1,5 +1,5 @@
-//! `eff_depth`: the effective depth, the mean path length of blocks `1..=l` (THEORY.md
-//! section 5), derived from the `path_len` law by [`mean_length`]:
+//! `eff_depth`: the effective depth, the mean path length of blocks `1..=l` (`docs/theory.md`,
+//! "The metrics"), derived from the `path_len` law by [`mean_length`]:
 //!
 //! ```text
 //! eff_depth_l = sum_k k P_l(k)   ( = sum_{i<=l} p_i for the Poisson-binomial law ).
@@ -9,7 +9,7 @@
 //! ([`crate::theory::paths::SplitPaths::push_mean`]) so that depth 10^6 costs no O(L^2) law.
 //! Sampled: [`mean_length`] of the network's path law.
 
-use super::{Info, Layers, Needs, Put, Reach, Scale};
+use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -24,6 +24,16 @@ pub static INFO: Info = Info {
     reach: Reach::Forward,
     scale: Scale::Linear,
     undefined: "the mean path length of a zero Jacobian (every path has gain 0)",
+    title: "Effective depth",
+    keeps: Keeps {
+        gains: true,
+        mean_path: true,
+        ..Keeps::STREAM
+    },
+    beyond_f64: Some(beyond_f64),
+    correction: None,
+    absent_is_zero: false,
+    min_tokens: None,
 };
 
 /// The mean `sum_k k P(k)` of a path-length law given as `(k, P(k))` pairs.
@@ -43,4 +53,16 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
     if let Some(law) = q.path_laws.get(&l) {
         put(None, law.mean);
     }
+}
+
+/// Why `eff_depth` at layer l cannot be written: a positive mean path length below f64's
+/// normal range (a subnormal has lost bits, and a share below it was dropped).
+fn beyond_f64(q: &crate::theory::Quantities, l: usize, _: Option<usize>) -> Option<String> {
+    let v = *q.eff_depth.get(&l)?;
+    if v >= f64::MIN_POSITIVE || (v == 0.0 && !q.eff_depth_tiny.contains(&l)) {
+        return None;
+    }
+    crate::theory::closed_form::ln_beyond_f64(crate::theory::logsum::ln0(v)).or_else(|| {
+        Some("underflow: the mean path length is below f64's smallest number (every branch's share of the paths is)".to_string())
+    })
 }

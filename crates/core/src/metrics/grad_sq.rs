@@ -1,5 +1,5 @@
 //! `grad_sq`: the mean-square gradient at `x_l` per coordinate for an output gradient with
-//! iid unit-variance entries (THEORY.md sections 4-5):
+//! iid unit-variance entries (`docs/theory.md`, "The mean-field closed form" and "The metrics"):
 //!
 //! ```text
 //! r_L = 1/q_L (final Norm) | 1,   r_{l-1} = a_l^2 r_l + b_l^2 r_l
@@ -8,8 +8,9 @@
 //! (split into token mean and fluctuation for token-mixing branches). Sampled:
 //! `||dL/dx_l||^2 / (n d)` for one Gaussian output gradient.
 
-use super::{Info, Layers, Needs, Put, Reach, Scale};
+use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
 use crate::monte_carlo::measure::resolved;
+use crate::theory::closed_form::ln_beyond_f64;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -24,6 +25,15 @@ pub static INFO: Info = Info {
     reach: Reach::Backward,
     scale: Scale::Linear,
     undefined: "0/0 in a norm's Jacobian at a zero input",
+    title: "Mean-square gradient",
+    keeps: Keeps {
+        backward: true,
+        ..Keeps::STREAM
+    },
+    beyond_f64: Some(beyond_f64),
+    correction: Some(correction),
+    absent_is_zero: false,
+    min_tokens: None,
 };
 
 /// `r_l`.
@@ -36,4 +46,15 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
     if let Some(g) = q.grad_sq[l] {
         put(None, resolved(g) / (q.tokens * q.width));
     }
+}
+
+/// The recursion carries it as a magnitude ([`crate::theory::logsum::Mag`]): its logarithm is
+/// exact beyond f64's range.
+fn beyond_f64(q: &crate::theory::Quantities, l: usize, _: Option<usize>) -> Option<String> {
+    ln_beyond_f64(q.mf.grad[l].ln())
+}
+
+/// `prod_{i=l+1..L} F_i`.
+fn correction(c: &crate::theory::finite_width::Correction, layer: usize) -> Option<f64> {
+    Some(c.ln_grad[layer].exp())
 }

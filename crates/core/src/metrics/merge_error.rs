@@ -1,5 +1,5 @@
 //! `merge_error`: the seeds' key approximation `F_{l+1}(N(x_l)) ~ F_{l+1}(N(x_{l-1}))`
-//! (THEORY.md section 5), with N block l+1's branch input, l = 1..=L-1:
+//! (`docs/theory.md`, "The metrics"), with N block l+1's branch input, l = 1..=L-1:
 //!
 //! ```text
 //! ||F_{l+1}(N(x_l)) - F_{l+1}(N(x_{l-1}))||^2 / ||F_{l+1}(N(x_l))||^2.
@@ -9,8 +9,9 @@
 //! ([`crate::theory::MeanField`]). Sampled: `F_{l+1}` evaluated on both inputs with the
 //! network's own weights.
 
-use super::{Info, Layers, Needs, Put, Reach, Scale};
+use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
 use crate::monte_carlo::measure::ratio;
+use crate::theory::closed_form::ln_beyond_f64;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -18,10 +19,22 @@ pub static INFO: Info = Info {
     about: "||F_{l+1}(N(x_l)) - F_{l+1}(N(x_{l-1}))||^2 / ||F_{l+1}(N(x_l))||^2",
     layers: Layers::Interior,
     source: None,
-    needs: Needs::FORWARD,
+    needs: Needs {
+        merge: true,
+        ..Needs::FORWARD
+    },
     reach: Reach::Forward,
     scale: Scale::Linear,
     undefined: "the branch output is zero (g = 0 or beta = 0, so its relative error is 0/0)",
+    title: "Merge error of adjacent layers",
+    keeps: Keeps {
+        merge: true,
+        ..Keeps::STREAM
+    },
+    beyond_f64: Some(beyond_f64),
+    correction: None,
+    absent_is_zero: false,
+    min_tokens: None,
 };
 
 /// From the pair kernel.
@@ -34,4 +47,10 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
     if let Some((diff, f)) = q.merge[l] {
         put(None, ratio(diff, f));
     }
+}
+
+/// The recursion carries it as a magnitude ([`crate::theory::logsum::Mag`]): its logarithm is
+/// exact beyond f64's range.
+fn beyond_f64(q: &crate::theory::Quantities, l: usize, _: Option<usize>) -> Option<String> {
+    ln_beyond_f64(q.mf.merge_error[l].ln())
 }

@@ -1,9 +1,13 @@
-//! The metrics (THEORY.md section 5), one file each. A metric file holds
+//! The metrics (`docs/theory.md`, "The metrics"), one file each. A metric file holds
 //!
 //! - its definition, with the equation and its source, in the module docs;
 //! - an [`Info`]: its table name, the layers it has rows at, what its `source` column means,
-//!   the raw quantities a sampled network must compute for it ([`Needs`]), and how its
-//!   finite-width allowance is formed ([`Reach`], [`Scale`]; see [`allowance`]);
+//!   the raw quantities a sampled network must compute for it ([`Needs`]), what the closed
+//!   form's recursion keeps for it ([`Keeps`]), how its finite-width allowance is formed
+//!   ([`Reach`], [`Scale`]; see [`allowance`]), its figure title, whether the closed form
+//!   carries it beyond f64's range, its derived finite-width correction (if any), and the
+//!   rules the engines apply to its rows: everything another module would otherwise decide by
+//!   the metric's name;
 //! - `closed_form(q, l, put)`: its value at layer l from the closed form's quantities
 //!   ([`crate::theory::Quantities`]);
 //! - `sampled(q, l, put)`: its value at layer l on one sampled network
@@ -14,7 +18,10 @@
 //!
 //! The `registry!` invocation below is the only list of metrics: it defines [`Metric`],
 //! [`Metric::ALL`] and the exhaustive dispatch to each file, so a new metric is one file plus
-//! one line there, and the compiler names every function the file must provide.
+//! its `mod` line and one line there, and the compiler names every function and `Info` field
+//! the file must provide. No other module names a metric to decide what to compute: the Monte
+//! Carlo passes run from the union of the requested metrics' [`Needs`], the closed form keeps
+//! what their [`Keeps`] say.
 
 pub mod allowance;
 pub mod angular_dist;
@@ -102,6 +109,13 @@ pub struct Needs {
     pub perturbation: bool,
     /// The backward pass from a Gaussian output gradient.
     pub backward: bool,
+    /// `||x_l - x_{l-1}||_F^2` at the selected blocks, read in the forward pass (no draws).
+    pub step: bool,
+    /// `||sum_t x_{l,t}||^2` at the selected layers, read in the forward pass (no draws).
+    pub column_sum: bool,
+    /// Block l+1's branch re-run on the input `x_{l-1}` would give it, after the forward pass
+    /// (no draws: the block is regenerated from its saved state).
+    pub merge: bool,
 }
 
 impl Needs {
@@ -112,6 +126,9 @@ impl Needs {
         paths: false,
         perturbation: false,
         backward: false,
+        step: false,
+        column_sum: false,
+        merge: false,
     };
 
     /// Everything either needs.
@@ -122,12 +139,75 @@ impl Needs {
             paths: self.paths || o.paths,
             perturbation: self.perturbation || o.perturbation,
             backward: self.backward || o.backward,
+            step: self.step || o.step,
+            column_sum: self.column_sum || o.column_sum,
+            merge: self.merge || o.merge,
+        }
+    }
+
+    /// The Monte Carlo estimator of a metric with these needs at `depth` with `path_max`:
+    /// the path-length law's (`paths`) is the exact path polynomial up to `path_max` blocks
+    /// and the factorized law beyond; every other metric is read directly.
+    pub fn estimator(self, depth: usize, path_max: usize) -> &'static str {
+        match (self.paths, depth <= path_max) {
+            (true, true) => "exact path polynomial",
+            (true, false) => "factorized",
+            (false, _) => "direct",
         }
     }
 }
 
+/// What the closed form's recursion must keep for a metric beyond the per-layer stream
+/// quantities ([`crate::theory::layered::Keep`], [`crate::theory::Quantities`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Keeps {
+    /// The whole sequences the per-source coefficients read.
+    pub sources: bool,
+    /// The per-block skip and branch gains the path-length quantities read.
+    pub gains: bool,
+    /// The backward recursion (gradients).
+    pub backward: bool,
+    /// The merge error's per-block terms.
+    pub merge: bool,
+    /// The exact path-length law at the selected layers ([`crate::theory::Quantities::path_laws`]).
+    pub path_law: bool,
+    /// The mean path length at the selected layers ([`crate::theory::Quantities::eff_depth`]).
+    pub mean_path: bool,
+}
+
+impl Keeps {
+    /// The forward recursion's per-layer quantities alone.
+    pub const STREAM: Keeps = Keeps {
+        sources: false,
+        gains: false,
+        backward: false,
+        merge: false,
+        path_law: false,
+        mean_path: false,
+    };
+
+    /// Everything either keeps.
+    pub fn union(self, o: Keeps) -> Keeps {
+        Keeps {
+            sources: self.sources || o.sources,
+            gains: self.gains || o.gains,
+            backward: self.backward || o.backward,
+            merge: self.merge || o.merge,
+            path_law: self.path_law || o.path_law,
+            mean_path: self.mean_path || o.mean_path,
+        }
+    }
+}
+
+/// Why a metric's closed-form value at layer l (source s) cannot be written as a number
+/// though its logarithm is exact (see [`Info::beyond_f64`]).
+pub type BeyondF64 = fn(&crate::theory::Quantities, usize, Option<usize>) -> Option<String>;
+
+/// A metric's derived finite-width factor at a layer (see [`Info::correction`]).
+pub type Corrected = fn(&crate::theory::finite_width::Correction, usize) -> Option<f64>;
+
 /// What a metric is: its name, rows, inputs and allowance.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct Info {
     /// The name used in tables and on the command line.
     pub name: &'static str,
@@ -145,6 +225,29 @@ pub struct Info {
     pub scale: Scale,
     /// When the metric is 0/0 (the reason written in the `missing` column).
     pub undefined: &'static str,
+    /// Its name in words for a figure title.
+    pub title: &'static str,
+    /// What the closed form's recursion keeps for it.
+    pub keeps: Keeps,
+    /// For a metric the closed form carries beyond f64's range (as a magnitude or in log
+    /// space, [`crate::theory::logsum::Mag`]): why its value at layer l (source s) cannot be
+    /// written as a number. `None` for a metric the closed form keeps as an f64 in range.
+    pub beyond_f64: Option<BeyondF64>,
+    /// For a metric with a derived finite-width correction ([`crate::theory::finite_width`]):
+    /// its multiplicative factor at a layer (`None` at a layer without one).
+    pub correction: Option<Corrected>,
+    /// Whether a row some sampled networks leave out counts as 0 for them (a path length a
+    /// network pruned) rather than as a missing value.
+    pub absent_is_zero: bool,
+    /// The fewest tokens it is defined for, with the reason (`None`: any number).
+    pub min_tokens: Option<(usize, &'static str)>,
+}
+
+impl Info {
+    /// The Monte Carlo estimator of this metric at `depth` with `path_max` ([`Needs::estimator`]).
+    pub fn estimator(&self, depth: usize, path_max: usize) -> &'static str {
+        self.needs.estimator(depth, path_max)
+    }
 }
 
 /// Receives one value of a metric at a layer: `(source, value)`.
@@ -272,6 +375,13 @@ impl Metric {
         metrics
             .iter()
             .fold(Needs::FORWARD, |n, m| n.union(m.info().needs))
+    }
+
+    /// What the closed form's recursion keeps for all of `metrics`.
+    pub fn keeps(metrics: &[Metric]) -> Keeps {
+        metrics
+            .iter()
+            .fold(Keeps::STREAM, |k, m| k.union(m.info().keeps))
     }
 }
 

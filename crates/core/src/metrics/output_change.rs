@@ -1,5 +1,5 @@
 //! `output_change`: the output's sensitivity to its weights (Liu et al. 2020's amplification
-//! effect; THEORY.md section 5)
+//! effect; `docs/theory.md`, "The metrics")
 //!
 //! ```text
 //! E||f_l(W + delta) - f_l(W)||^2 / (d eps^2),   eps -> 0,
@@ -10,7 +10,8 @@
 //! preset has one). Closed form: the forward-tangent recursion of the mean field. Sampled: the
 //! exact first-order change (a forward tangent), `||t||^2 / (n d)`.
 
-use super::{Info, Layers, Needs, Put, Reach, Scale};
+use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
+use crate::theory::closed_form::ln_beyond_f64;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -25,6 +26,12 @@ pub static INFO: Info = Info {
     reach: Reach::ForwardToOutput,
     scale: Scale::Linear,
     undefined: "0/0 in a norm's Jacobian at a zero input",
+    title: "Output change",
+    keeps: Keeps::STREAM,
+    beyond_f64: Some(beyond_f64),
+    correction: None,
+    absent_is_zero: false,
+    min_tokens: None,
 };
 
 /// The recursion's value.
@@ -37,4 +44,10 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
     if let Some(v) = q.output_change[l] {
         put(None, v);
     }
+}
+
+/// The recursion carries it as a magnitude ([`crate::theory::logsum::Mag`]): its logarithm is
+/// exact beyond f64's range.
+fn beyond_f64(q: &crate::theory::Quantities, l: usize, _: Option<usize>) -> Option<String> {
+    ln_beyond_f64(q.mf.output_change[l].ln())
 }

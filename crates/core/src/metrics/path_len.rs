@@ -1,5 +1,5 @@
 //! `path_len`: the share of the mean-square Jacobian of blocks `1..=l` carried by paths
-//! through exactly k branches (Veit et al. 2016; THEORY.md section 5), `source` = k.
+//! through exactly k branches (Veit et al. 2016; `docs/theory.md`, "The metrics"), `source` = k.
 //!
 //! Closed form: a Poisson-binomial law with `p_i = b_i^2 / (a_i^2 + b_i^2)`, or the split
 //! recursion for token-mixing branches ([`crate::theory::paths`]); computed up to layer
@@ -8,7 +8,7 @@
 //! `||T_k||^2 / sum_k ||T_k||^2`, or beyond `--path-max` blocks the factorized law with this
 //! network's `p_i` ([`crate::monte_carlo::measure`]).
 
-use super::{Info, Layers, Needs, Put, Reach, Scale};
+use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -23,6 +23,16 @@ pub static INFO: Info = Info {
     reach: Reach::Forward,
     scale: Scale::Linear,
     undefined: "the share of a zero Jacobian (every path has gain 0)",
+    title: "Path-length distribution",
+    keeps: Keeps {
+        gains: true,
+        path_law: true,
+        ..Keeps::STREAM
+    },
+    beyond_f64: None,
+    correction: None,
+    absent_is_zero: true,
+    min_tokens: None,
 };
 
 /// The law at layer l (absent beyond the computed layers).

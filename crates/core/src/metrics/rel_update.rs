@@ -1,4 +1,4 @@
-//! `rel_update`: the relative change of the stream across block l (THEORY.md section 5)
+//! `rel_update`: the relative change of the stream across block l (`docs/theory.md`, "The metrics")
 //!
 //! ```text
 //! ||x_l - x_{l-1}|| / ||x_{l-1}||,   closed form  sqrt((n_l alpha_l - 1)^2 + n_l^2 lambda_l^2 q_br / q_{l-1}).
@@ -6,7 +6,7 @@
 //!
 //! Sampled over all tokens of the network.
 
-use super::{Info, Layers, Needs, Put, Reach, Scale};
+use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
 use crate::monte_carlo::measure::ratio;
 
 /// Definition.
@@ -15,10 +15,19 @@ pub static INFO: Info = Info {
     about: "||x_l - x_{l-1}|| / ||x_{l-1}||",
     layers: Layers::Blocks,
     source: None,
-    needs: Needs::FORWARD,
+    needs: Needs {
+        step: true,
+        ..Needs::FORWARD
+    },
     reach: Reach::Forward,
     scale: Scale::Root,
     undefined: "the relative change of a zero stream (x_{l-1} = 0)",
+    title: "Relative update",
+    keeps: Keeps::STREAM,
+    beyond_f64: None,
+    correction: None,
+    absent_is_zero: false,
+    min_tokens: None,
 };
 
 /// The recursion's root of the ratio of mean squares.

@@ -1,5 +1,5 @@
 //! `skip_gain`: the mean-square gain `a_l^2` of block l's skip path, norm Jacobians included
-//! (THEORY.md sections 4-5):
+//! (`docs/theory.md`, "The mean-field closed form" and "The metrics"):
 //!
 //! ```text
 //! a_l^2 = n_l^2 alpha_l^2,   n_l^2 = 1/s_l if N_out = Norm, else 1.
@@ -7,7 +7,8 @@
 //!
 //! Sampled: `||J_skip h||^2 / ||h||^2` for one isotropic Gaussian tangent h of `x_{l-1}`.
 
-use super::{Info, Layers, Needs, Put, Reach, Scale};
+use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
+use crate::theory::closed_form::ln_beyond_f64;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -22,6 +23,12 @@ pub static INFO: Info = Info {
     reach: Reach::Block,
     scale: Scale::Linear,
     undefined: "the skip path's norm Jacobian at a zero input (0/0)",
+    title: "skip-path gain a_l^2 of block l (norm Jacobians included)",
+    keeps: Keeps::STREAM,
+    beyond_f64: Some(beyond_f64),
+    correction: None,
+    absent_is_zero: false,
+    min_tokens: None,
 };
 
 /// `a_l^2`.
@@ -34,4 +41,10 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
     if let Some((a2, _)) = q.gains[l] {
         put(None, a2);
     }
+}
+
+/// The recursion carries it as a magnitude ([`crate::theory::logsum::Mag`]): its logarithm is
+/// exact beyond f64's range.
+fn beyond_f64(q: &crate::theory::Quantities, l: usize, _: Option<usize>) -> Option<String> {
+    ln_beyond_f64(q.mf.skip_gain[l].ln())
 }

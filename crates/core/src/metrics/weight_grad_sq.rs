@@ -1,5 +1,5 @@
 //! `weight_grad_sq`: the mean-square gradient of block l's last weight matrix for one token
-//! (THEORY.md section 5):
+//! (`docs/theory.md`, "The metrics"):
 //!
 //! ```text
 //! E||dL/dW_last||_F^2 / d^2 = E||delta_l||^2/d * E||a_l||^2/d
@@ -10,7 +10,8 @@
 //! `||dL/dW_last||_F^2 / (n d^2)`, the per-token value when token contributions are
 //! uncorrelated.
 
-use super::{Info, Layers, Needs, Put, Reach, Scale};
+use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
+use crate::theory::closed_form::ln_beyond_f64;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -25,6 +26,15 @@ pub static INFO: Info = Info {
     reach: Reach::BackwardThroughBlock,
     scale: Scale::Linear,
     undefined: "0/0 in a norm's Jacobian at a zero input",
+    title: "Weight gradient",
+    keeps: Keeps {
+        backward: true,
+        ..Keeps::STREAM
+    },
+    beyond_f64: Some(beyond_f64),
+    correction: Some(correction),
+    absent_is_zero: false,
+    min_tokens: None,
 };
 
 /// `E||dL/dW_last||^2 / d^2`.
@@ -37,4 +47,15 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
     if let Some(gw) = q.last_weight_grad_sq[l] {
         put(None, gw / (q.tokens * q.width * q.width));
     }
+}
+
+/// The recursion carries it as a magnitude ([`crate::theory::logsum::Mag`]): its logarithm is
+/// exact beyond f64's range.
+fn beyond_f64(q: &crate::theory::Quantities, l: usize, _: Option<usize>) -> Option<String> {
+    ln_beyond_f64(q.mf.weight_grad[l].ln())
+}
+
+/// The weight-gradient factor at blocks `1..=L`.
+fn correction(c: &crate::theory::finite_width::Correction, layer: usize) -> Option<f64> {
+    (layer >= 1).then(|| c.ln_weight[layer].exp())
 }

@@ -439,7 +439,6 @@ fn run<T: Real>(
     let (d, n) = (input.nrows(), input.ncols());
     let needs = Metric::needs(&plan.metrics);
     let sel = |l: usize| plan.selected[l];
-    let wants = |m: Metric| plan.metrics.contains(&m);
     let mut q = Quantities {
         tokens: n as f64,
         width: d as f64,
@@ -470,11 +469,11 @@ fn run<T: Real>(
                 q.energy.push(total);
                 if let Some(xp) = &prev {
                     q.dot_prev[l] = Some(T::dot(x, xp));
-                    if sel(l) && wants(Metric::RelUpdate) {
+                    if sel(l) && needs.step {
                         q.step_sq[l] = Some((&*wide(x) - &*wide(xp)).norm_squared());
                     }
                 }
-                if sel(l) && wants(Metric::Corr) {
+                if sel(l) && needs.column_sum {
                     q.column_sum_sq[l] = Some(wide(x).column_sum().norm_squared());
                 }
                 if needs.decomposition && sel(l) {
@@ -493,7 +492,7 @@ fn run<T: Real>(
         )
     });
     drop(prev);
-    if wants(Metric::MergeError) {
+    if needs.merge {
         merge_error(&blocks, plan, &mut q);
     }
     // 2. Gains, one Gaussian tangent per block (and the factorized path law).

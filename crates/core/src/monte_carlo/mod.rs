@@ -1,4 +1,4 @@
-//! The Monte Carlo engine (THEORY.md section 6): sample independent networks of width d over n
+//! The Monte Carlo engine (`docs/theory.md`, "Monte Carlo: finite width"): sample independent networks of width d over n
 //! tokens with the same [`crate::spec::StackSpec`], run real forward and backward passes, and
 //! report every metric with its standard error and a 95% confidence interval over networks.
 //!
@@ -25,7 +25,6 @@ pub use sampling::{McConfig, RawMc};
 use crate::Result;
 use crate::branch::BranchKind;
 use crate::engine::{Engine, Plan};
-use crate::metrics::Metric;
 use crate::profile::{EngineKind, Key, Profile, Setup, Value};
 use crate::spec::StackSpec;
 use measure::Values;
@@ -93,8 +92,8 @@ impl Columns {
             let capacity = self.capacity.max(before + 1);
             let col = self.cols.entry(k).or_insert_with(|| {
                 let mut col = Vec::with_capacity(capacity);
-                // A path length first seen now was 0 in every earlier network.
-                if k.0 == Metric::PathLen {
+                // A row first seen now (a path length) was 0 in every earlier network.
+                if k.0.info().absent_is_zero {
                     col.resize(before, 0.0);
                 }
                 col
@@ -103,7 +102,7 @@ impl Columns {
         }
         self.networks += 1;
         for (k, col) in self.cols.iter_mut() {
-            if k.0 == Metric::PathLen && col.len() < self.networks {
+            if k.0.info().absent_is_zero && col.len() < self.networks {
                 col.push(0.0);
             }
         }
@@ -228,6 +227,7 @@ impl Engine for MonteCarlo<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::Metric;
 
     #[test]
     fn columns_fill_pruned_path_lengths_with_zero_and_skip_other_gaps() {

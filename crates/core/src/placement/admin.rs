@@ -1,6 +1,6 @@
 //! Admin: `x_l = Norm(omega_l x_{l-1} + F_l(x_{l-1}))`, with the skip scale profiled at init as
 //! the paper's code does it: `omega_1 = 1`, `omega_{l+1}^2 = Var(omega_l x_{l-1}) + Var F_l`
-//! (THEORY.md section 2). With unit-scale input (`q0 = 1`) this is `omega_l^2 = 1 + sum_{j<l}
+//! (`docs/theory.md`, "The block model"). With unit-scale input (`q0 = 1`) this is `omega_l^2 = 1 + sum_{j<l}
 //! Var F_j`; otherwise the first block's residual variance `q0` enters every later omega.
 //!
 //! Source: Liu et al. 2020, "Understanding the Difficulty of Training Transformers"
@@ -17,6 +17,7 @@ pub(super) const PRESET: Preset = Preset {
     equation: "x_l = Norm(omega_l x_{l-1} + F_l(x_{l-1})), omega_1 = 1, omega_{l+1}^2 = Var(omega_l x_{l-1}) + Var F_l (profiled)",
     source: "Liu et al. 2020, Admin (arXiv:2004.08249)",
     build: super::Builder::BuiltIn(build),
+    halves: None,
 };
 
 fn build(depth: usize) -> StackSpec {

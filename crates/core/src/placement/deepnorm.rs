@@ -26,6 +26,7 @@ pub(super) const PRESET: Preset = Preset {
     equation: "x_l = Norm(alpha x_{l-1} + F_l(x_{l-1})), alpha = (2N)^(1/4), branch weights * beta = (8N)^(-1/4), N = L/2",
     source: "Wang et al. 2022, DeepNet (arXiv:2203.00555), encoder-only/decoder-only constants",
     build: super::Builder::BuiltIn(build),
+    halves: Some(("deepnorm-ed-enc", "deepnorm-ed-dec")),
 };
 
 pub(super) const ENCDEC_ENCODER: Preset = Preset {
@@ -35,6 +36,7 @@ pub(super) const ENCDEC_ENCODER: Preset = Preset {
     equation: "DeepNorm with alpha = 0.81 (N^4 M)^(1/16), beta = 0.87 (N^4 M)^(-1/16), N = M = L/2",
     source: "Wang et al. 2022, DeepNet (arXiv:2203.00555), encoder-decoder constants (encoder)",
     build: super::Builder::BuiltIn(build_encdec_encoder),
+    halves: None,
 };
 
 pub(super) const ENCDEC_DECODER: Preset = Preset {
@@ -44,6 +46,7 @@ pub(super) const ENCDEC_DECODER: Preset = Preset {
     equation: "DeepNorm with alpha = (3M)^(1/4), beta = (12M)^(-1/4), M = L/3",
     source: "Wang et al. 2022, DeepNet (arXiv:2203.00555), encoder-decoder constants (decoder)",
     build: super::Builder::BuiltIn(build_encdec_decoder),
+    halves: None,
 };
 
 fn with_constants(name: &str, depth: usize, alpha: f64, beta: f64) -> StackSpec {

@@ -12,6 +12,7 @@ pub(super) const PRESET: Preset = Preset {
     equation: "x_l = x_{l-1} + F_l(Norm(x_{l-1}) / sqrt(l)); output Norm(x_L)",
     source: "Sun et al. 2025, The Curse of Depth (arXiv:2502.05795)",
     build: super::Builder::BuiltIn(build),
+    halves: None,
 };
 
 fn build(depth: usize) -> StackSpec {

@@ -17,6 +17,7 @@ pub(super) const PRESET: Preset = Preset {
     equation: "Post-Norm for l <= floor(0.25 L), Pre-Norm after; output Norm(x_L)",
     source: "Li et al. 2024, Mix-LN (arXiv:2412.13795)",
     build: super::Builder::BuiltIn(build),
+    halves: None,
 };
 
 fn build(depth: usize) -> StackSpec {

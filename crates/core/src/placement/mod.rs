@@ -44,6 +44,9 @@ pub struct Preset {
     pub source: &'static str,
     /// Builds the stack.
     pub build: Builder,
+    /// The presets of an encoder-decoder's encoder and decoder stacks, where they are not this
+    /// one (`None`: both are this preset).
+    pub halves: Option<(&'static str, &'static str)>,
 }
 
 impl Preset {
@@ -175,6 +178,7 @@ fn install(defs: Vec<file::Placement>) -> Result<Vec<&'static Preset>> {
             equation: leak(&def.equation),
             source: leak(format!("{} ({})", def.source, def.path).trim_start()),
             build: Builder::File(def),
+            halves: None,
         }));
         reg.push(preset);
         out.push(preset);

@@ -12,6 +12,7 @@ pub(super) const PRESET: Preset = Preset {
     equation: "x_l = Norm(x_{l-1} + F_l(x_{l-1}))",
     source: "Vaswani et al. 2017 (arXiv:1706.03762); seeds 000-004",
     build: super::Builder::BuiltIn(build),
+    halves: None,
 };
 
 fn build(depth: usize) -> StackSpec {

@@ -13,6 +13,7 @@ pub(super) const PRESET: Preset = Preset {
     equation: "x_l = x_{l-1} + F_l(Norm(x_{l-1})); output Norm(x_L)",
     source: "Xiong et al. 2020 (arXiv:2002.04745); seeds 000-004",
     build: super::Builder::BuiltIn(build),
+    halves: None,
 };
 
 fn build(depth: usize) -> StackSpec {

@@ -13,6 +13,7 @@ pub(super) const PRESET: Preset = Preset {
     equation: "x_l = x_{l-1} + lambda_l F_l(x_{l-1}), lambda_l = 0 at init",
     source: "Bachlechner et al. 2020, ReZero (arXiv:2003.04887)",
     build: super::Builder::BuiltIn(build),
+    halves: None,
 };
 
 fn build(depth: usize) -> StackSpec {

@@ -13,6 +13,7 @@ pub(super) const PRESET: Preset = Preset {
     equation: "x_l = x_{l-1} + Norm(F_l(Norm(x_{l-1}))); output Norm(x_L)",
     source: "Ding et al. 2021 CogView (arXiv:2105.13290); Kim et al. 2025 Peri-LN (arXiv:2502.02732)",
     build: super::Builder::BuiltIn(build),
+    halves: None,
 };
 
 fn build(depth: usize) -> StackSpec {

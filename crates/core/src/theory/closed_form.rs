@@ -2,7 +2,6 @@
 //! quantities its metrics read ([`Quantities`]), turned into an exact [`Profile`].
 
 use super::layered::Keep;
-use super::logsum::ln0;
 use super::mean_field::{Inputs, MeanField};
 use super::paths::{MAX_PATH_LAYER, SplitPaths};
 use crate::branch::{BranchConfig, BranchKind, BranchModel, Init};
@@ -54,44 +53,15 @@ pub struct Quantities<'a> {
 }
 
 impl<'a> Quantities<'a> {
-    /// For the metrics the recursion carries as magnitudes beyond f64's range (`stream_sq`,
-    /// `grad_sq`, `weight_grad_sq`, `output_change`, `skip_gain`, `branch_gain`,
-    /// `merge_error`; [`crate::theory::logsum::Mag`]), in log space (per source `coef` and
-    /// `branch_weight`), or as a mean of path lengths that may fall below f64's normal range
-    /// (`eff_depth`, a sum of ratios; a subnormal one has lost bits): the
+    /// For a metric the recursion carries beyond f64's range (as a magnitude,
+    /// [`crate::theory::logsum::Mag`], per source in log space, or as a mean of path lengths
+    /// that may fall below f64's normal range; [`crate::metrics::Info::beyond_f64`]): the
     /// reason the value at layer l (source `s`) cannot be written as a number though its
     /// logarithm is exact, `e^x` above f64's largest number or below its smallest positive
-    /// normal one (a true zero, log = -inf, is written as 0). A coefficient or branch weight
-    /// below f64's range is a negligible share of the stream, not a vanished one, so it is
-    /// written as f64 rounds it (0 at depth 10^6 for Post-LN's `x_0`); only its overflow is
-    /// a reason.
+    /// normal one (a true zero, log = -inf, is written as 0). `None` for a value in range and
+    /// for a metric the recursion keeps as an f64.
     pub fn beyond_f64(&self, m: Metric, l: usize, s: Option<usize>) -> Option<String> {
-        let ln = match (m, s) {
-            (Metric::StreamSq, _) => self.mf.q[l].ln(),
-            (Metric::GradSq, _) => self.mf.grad[l].ln(),
-            (Metric::WeightGradSq, _) => self.mf.weight_grad[l].ln(),
-            (Metric::OutputChange, _) => self.mf.output_change[l].ln(),
-            (Metric::SkipGain, _) => self.mf.skip_gain[l].ln(),
-            (Metric::BranchGain, _) => self.mf.branch_gain[l].ln(),
-            (Metric::MergeError, _) => self.mf.merge_error[l].ln(),
-            (Metric::EffDepth, _) => return self.eff_depth_beyond_f64(l),
-            (Metric::Coef, Some(j)) => self.mf.ln_coef(l, j).max(0.0),
-            (Metric::BranchWeight, Some(j)) => self.mf.ln_branch_weight(l, j).max(0.0),
-            _ => return None,
-        };
-        ln_beyond_f64(ln)
-    }
-
-    /// Why `eff_depth` at layer l cannot be written: a positive mean path length below f64's
-    /// normal range (a subnormal has lost bits, and a share below it was dropped).
-    fn eff_depth_beyond_f64(&self, l: usize) -> Option<String> {
-        let v = *self.eff_depth.get(&l)?;
-        if v >= f64::MIN_POSITIVE || (v == 0.0 && !self.eff_depth_tiny.contains(&l)) {
-            return None;
-        }
-        ln_beyond_f64(ln0(v)).or_else(|| {
-            Some("underflow: the mean path length is below f64's smallest number (every branch's share of the paths is)".to_string())
-        })
+        m.info().beyond_f64.and_then(|reason| reason(self, l, s))
     }
 
     /// Computes what `metrics` need at `layers` (sorted); notes on skipped layers go to `notes`.
@@ -109,10 +79,11 @@ impl<'a> Quantities<'a> {
             eff_depth_tiny: BTreeSet::new(),
             path_laws: BTreeMap::new(),
         };
-        if metrics.contains(&Metric::PathLen) {
+        let keeps = Metric::keeps(metrics);
+        if keeps.path_law {
             q.path_laws = path_laws(mf, layers, path_len_explicit, preset, notes)?;
         }
-        if metrics.contains(&Metric::EffDepth) {
+        if keeps.mean_path {
             let mut paths = SplitPaths::new(1.0 / mf.tokens);
             let (mut next, mut tiny) = (0, false);
             for l in 0..=mf.depth {
@@ -255,13 +226,13 @@ pub fn ln_beyond_f64(ln: f64) -> Option<String> {
 /// What the recursion must keep for `metrics` at `layers`: only those layers, plus the whole
 /// sequences that sources and path laws read, and the backward pass only for gradients.
 pub fn keep(metrics: &[Metric], layers: &[usize]) -> Keep {
-    let any = |ms: &[Metric]| ms.iter().any(|m| metrics.contains(m));
+    let keeps = Metric::keeps(metrics);
     Keep {
         layers: Some(layers.iter().copied().collect()),
-        sources: any(&[Metric::Coef, Metric::BranchWeight]),
-        gains: any(&[Metric::PathLen, Metric::EffDepth]),
-        backward: any(&[Metric::GradSq, Metric::WeightGradSq]),
-        merge: any(&[Metric::MergeError]),
+        sources: keeps.sources,
+        gains: keeps.gains,
+        backward: keeps.backward,
+        merge: keeps.merge,
     }
 }
 

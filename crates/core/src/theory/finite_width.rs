@@ -98,8 +98,10 @@ pub fn unchecked(depth: usize, d: usize) -> Option<String> {
     })
 }
 
-/// The metrics with a derived correction.
-pub const CORRECTED: [Metric; 2] = [Metric::GradSq, Metric::WeightGradSq];
+/// Whether `metric` has a derived correction ([`crate::metrics::Info::correction`]).
+pub fn corrected(metric: Metric) -> bool {
+    metric.info().correction.is_some()
+}
 
 /// Per-layer multiplicative corrections, as natural logs (index = layer, 0..=L).
 #[derive(Clone, Debug)]
@@ -113,11 +115,10 @@ pub struct Correction {
 impl Correction {
     /// The factor for `metric` at `layer`, or `None` if no correction is derived for it.
     pub fn factor(&self, metric: Metric, layer: usize) -> Option<f64> {
-        match metric {
-            Metric::GradSq => Some(self.ln_grad[layer].exp()),
-            Metric::WeightGradSq if layer >= 1 => Some(self.ln_weight[layer].exp()),
-            _ => None,
-        }
+        metric
+            .info()
+            .correction
+            .and_then(|factor| factor(self, layer))
     }
 }
 
@@ -223,7 +224,7 @@ pub fn apply(
     presets.dedup();
     let mut others: Vec<&'static str> = rows
         .iter()
-        .filter(|r| !CORRECTED.contains(&r.metric))
+        .filter(|r| !corrected(r.metric))
         .map(|r| r.metric.name())
         .collect();
     others.sort_unstable();

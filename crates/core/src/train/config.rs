@@ -541,8 +541,11 @@ impl TrainConfig {
         let mut batch_cfg = self.mc.clone();
         batch_cfg.model.branch.tokens = self.columns();
         let depth = self.mc.model.depth;
-        let body =
-            crate::budget::network_bytes(&batch_cfg, depth, &[crate::metrics::Metric::GradSq]);
+        let backward = crate::metrics::Needs {
+            backward: true,
+            ..crate::metrics::Needs::FORWARD
+        };
+        let body = crate::budget::network_bytes_for(&batch_cfg, depth, backward);
         let (outputs, inputs) = self.ends();
         let d = self.mc.model.branch.width as u128;
         let ends = (4 * 8 * d).saturating_mul(inputs + outputs);

@@ -40,14 +40,11 @@ use normscope_numeric::gemm::Real;
 use normscope_numeric::rng::Rng;
 
 /// The encoder's and the decoder's stacks of `preset` for N = `layers` (2N and 3N blocks):
-/// the preset's own, except `deepnorm`, whose halves are `deepnorm-ed-enc` and
-/// `deepnorm-ed-dec`.
+/// the preset's own, or its [`placement::Preset::halves`] (DeepNet's encoder-decoder
+/// constants).
 pub fn stacks(cfg: &TrainConfig, preset: &str, layers: usize) -> Result<(StackSpec, StackSpec)> {
-    let name = placement::find(preset)?.name;
-    let (enc, dec) = match name {
-        "deepnorm" => ("deepnorm-ed-enc", "deepnorm-ed-dec"),
-        _ => (name, name),
-    };
+    let p = placement::find(preset)?;
+    let (enc, dec) = p.halves.unwrap_or((p.name, p.name));
     let at = |depth: usize, name: &str| {
         let model = crate::model::ModelConfig {
             depth,

@@ -1,0 +1,329 @@
+//! The extension recipes of `CONTRIBUTING.md` hold: each kind of extension touches the files its
+//! recipe names and no others. The checks read the sources (code lines only: comments and
+//! `#[cfg(test)]` modules are skipped), so a registry or a match that grows a second list of
+//! metrics, presets, branches, optimizers or analyses elsewhere fails here, and so does a
+//! recipe whose file count in `CONTRIBUTING.md` no longer matches the one checked here.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `.rs` file under `dir`, recursively, as paths relative to the repository root.
+fn rust_files(dir: &str) -> Vec<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(base, &p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let rel = p.strip_prefix(base).unwrap().to_string_lossy();
+                out.push(rel.replace('\\', "/"));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&root(), &root().join(dir), &mut out);
+    out
+}
+
+/// The workspace's library and binary sources (not tests, benches or examples).
+fn sources() -> Vec<String> {
+    let mut all = rust_files("crates");
+    all.retain(|f| f.contains("/src/"));
+    all.extend(rust_files("src"));
+    all
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// The code lines of a source file up to its first `#[cfg(test)]`, comment lines blanked (so
+/// index + 1 is the line number).
+fn code(rel: &str) -> Vec<String> {
+    read(rel)
+        .lines()
+        .take_while(|l| l.trim() != "#[cfg(test)]")
+        .map(|l| {
+            if l.trim_start().starts_with("//") {
+                String::new()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect()
+}
+
+fn mentions(rel: &str, needle: &str) -> bool {
+    code(rel).iter().any(|l| contains_word(l, needle))
+}
+
+/// Whether `line` contains `needle` not followed by an identifier character (so
+/// `Metric::Corr` does not match `Metric::CorrX`).
+fn contains_word(line: &str, needle: &str) -> bool {
+    line.match_indices(needle).any(|(i, _)| {
+        !line[i + needle.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+/// The files of `files` whose code names any of `needles`.
+fn naming(files: &[String], needles: &[String]) -> BTreeSet<String> {
+    files
+        .iter()
+        .filter(|f| needles.iter().any(|n| mentions(f, n)))
+        .cloned()
+        .collect()
+}
+
+/// The counts `CONTRIBUTING.md` states for the recipe headed `heading`: `(new, edited)` from
+/// its `(N new, M edited)`.
+fn stated(heading: &str) -> (usize, usize) {
+    let doc = read("CONTRIBUTING.md");
+    let line = doc
+        .lines()
+        .find(|l| l.starts_with("## ") && l.contains(heading))
+        .unwrap_or_else(|| panic!("CONTRIBUTING.md has no recipe heading {heading:?}"));
+    let inner = line
+        .rsplit_once('(')
+        .and_then(|(_, r)| r.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{line:?}: no (N new, M edited)"));
+    let number = |what: &str| -> usize {
+        inner
+            .split(", ")
+            .find_map(|p| p.strip_suffix(what))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{line:?}: no count of {what:?}"))
+    };
+    (number(" new"), number(" edited"))
+}
+
+/// The files of `dir` (not `mod.rs`) whose code contains `marker`, by stem.
+fn files_with(dir: &str, marker: &str) -> BTreeSet<String> {
+    rust_files(dir)
+        .into_iter()
+        .filter(|f| !f.ends_with("/mod.rs") && read(f).contains(marker))
+        .map(|f| {
+            f.rsplit('/')
+                .next()
+                .unwrap()
+                .trim_end_matches(".rs")
+                .to_string()
+        })
+        .collect()
+}
+
+/// The one file of `dir` (not `mod.rs`) defining `name: "<name>"`.
+fn defining(dir: &str, name: &str) -> String {
+    let needle = format!("name: \"{name}\",");
+    let found: Vec<String> = rust_files(dir)
+        .into_iter()
+        .filter(|f| !f.ends_with("/mod.rs") && code(f).iter().any(|l| l.trim() == needle))
+        .collect();
+    assert_eq!(found.len(), 1, "{name}: defined in {found:?}");
+    found[0].clone()
+}
+
+fn stem(rel: &str) -> &str {
+    rel.rsplit('/').next().unwrap().trim_end_matches(".rs")
+}
+
+#[test]
+fn a_metric_is_one_new_file_and_one_line_pair_in_the_registry() {
+    use normscope::metrics::Metric;
+    assert_eq!(stated("A metric"), (1, 1));
+    let dir = "crates/core/src/metrics";
+    let names: BTreeSet<String> = Metric::ALL.iter().map(|m| m.name().to_string()).collect();
+    // Exactly one file per metric, named after it: the files holding an `INFO` are the metrics.
+    assert_eq!(files_with(dir, "pub static INFO: Info = Info {"), names);
+    let registry = read(&format!("{dir}/mod.rs"));
+    for m in Metric::ALL {
+        let file = defining(dir, m.name());
+        assert_eq!(stem(&file), m.name());
+        // The one edited file: its `mod` line and its registry line.
+        for line in [
+            format!("pub mod {};", m.name()),
+            format!("{m:?} => {},", m.name()),
+        ] {
+            let n = registry.lines().filter(|l| l.trim() == line).count();
+            assert_eq!(n, 1, "{dir}/mod.rs: {line:?} {n} times");
+        }
+    }
+    let variants: Vec<String> = Metric::ALL
+        .iter()
+        .map(|m| format!("Metric::{m:?}"))
+        .collect();
+    let outside: Vec<String> = sources()
+        .into_iter()
+        .filter(|f| !f.starts_with(&format!("{dir}/")))
+        .collect();
+    // The engines decide what to compute from each metric's `Info`, never from its name.
+    let engine: Vec<String> = outside
+        .iter()
+        .filter(|f| f.starts_with("crates/core/src/"))
+        .cloned()
+        .collect();
+    let by_name = naming(&engine, &variants);
+    assert!(
+        by_name.is_empty(),
+        "the engine names metrics outside {dir}/: {by_name:?}"
+    );
+    // No other file lists every metric (a list a new metric would have to join).
+    for f in &outside {
+        let all = variants.iter().all(|v| mentions(f, v));
+        assert!(!all, "{f} names every metric");
+    }
+    // No match over metrics has a catch-all arm a new metric would fall into silently.
+    for f in sources() {
+        let lines = code(&f);
+        for (i, l) in lines.iter().enumerate() {
+            if !l.trim_start().starts_with("_ =>") {
+                continue;
+            }
+            let start = (0..i)
+                .rev()
+                .find(|&j| lines[j].contains("match "))
+                .unwrap_or(i);
+            // An arm whose pattern names a metric: `Metric::X =>` or `(Metric::X, ..) =>`.
+            let over_metric = lines[start..i].iter().any(|x| {
+                let t = x.trim_start().trim_start_matches('(');
+                t.starts_with("Metric::") && x.contains("=>")
+            });
+            assert!(!over_metric, "{f}:{}: `_ =>` in a match over Metric", i + 1);
+        }
+    }
+}
+
+#[test]
+fn a_preset_is_one_new_file_and_its_registry_line() {
+    assert_eq!(stated("A preset"), (1, 1));
+    let dir = "crates/core/src/placement";
+    let registry = read(&format!("{dir}/mod.rs"));
+    let core: Vec<String> = sources()
+        .into_iter()
+        .filter(|f| f.starts_with("crates/core/src/") && !f.starts_with(&format!("{dir}/")))
+        .collect();
+    for p in normscope::placement::REGISTRY {
+        let file = defining(dir, p.name);
+        let module = stem(&file);
+        assert!(
+            registry
+                .lines()
+                .any(|l| l.trim() == format!("mod {module};")),
+            "{dir}/mod.rs: no `mod {module};`"
+        );
+        assert!(
+            registry
+                .lines()
+                .any(|l| l.trim().starts_with(&format!("{module}::"))),
+            "{dir}/mod.rs: {module} is not in REGISTRY"
+        );
+        // The engine builds stacks from the registry, never from a preset's name.
+        let quoted = format!("\"{}\"", p.name);
+        let by_name = naming(&core, &[quoted]);
+        assert!(by_name.is_empty(), "{}: named in {by_name:?}", p.name);
+    }
+}
+
+#[test]
+fn a_branch_is_one_new_file_and_the_arms_the_compiler_lists() {
+    use normscope::branch::BranchKind;
+    assert_eq!(stated("A branch"), (1, 5));
+    let dir = "crates/core/src/branch";
+    for k in BranchKind::ALL {
+        defining(dir, k.name());
+    }
+    // Outside branch/, the files naming a module's variant (an exhaustive match or a
+    // construction): a new module is one arm in each.
+    let outside: Vec<String> = sources()
+        .into_iter()
+        .filter(|f| !f.starts_with(&format!("{dir}/")))
+        .collect();
+    let arms = naming(
+        &outside,
+        &["Block::Linear".to_string(), "Branch::Linear".to_string()],
+    );
+    let expected: BTreeSet<String> = [
+        "crates/core/src/budget.rs",
+        "crates/core/src/monte_carlo/sampler.rs",
+        "crates/core/src/train/dump.rs",
+    ]
+    .map(String::from)
+    .into();
+    assert_eq!(arms, expected);
+    // With branch/mod.rs and branch/module.rs: the recipe's edited files.
+    assert_eq!(expected.len() + 2, stated("A branch").1);
+}
+
+#[test]
+fn an_optimizer_edits_the_places_its_recipe_lists() {
+    use normscope::train::optim::OptimizerKind;
+    let (new, edited) = stated("An optimizer");
+    assert_eq!(new, 0);
+    for name in OptimizerKind::NAMES.split(", ") {
+        OptimizerKind::parse(name).unwrap();
+    }
+    // The files matching on the optimizer's variants.
+    let variants = [
+        "OptimizerKind::Sgd",
+        "OptimizerKind::Adam",
+        "OptimizerKind::AdamW",
+    ];
+    let all = sources();
+    let arms = naming(&all, &variants.map(String::from));
+    // Each hyperparameter is a field of the CLI's arguments and of the raw configuration.
+    let fields = naming(&all, &["pub momentum: Option<f64>,".to_string()]);
+    let expected: BTreeSet<String> = [
+        "crates/analyses/src/stability_law.rs",
+        "crates/core/src/train/config.rs",
+        "crates/core/src/train/dump.rs",
+        "crates/core/src/train/optim.rs",
+    ]
+    .map(String::from)
+    .into();
+    assert_eq!(arms, expected);
+    let declared: BTreeSet<String> = ["crates/core/src/train/config.rs", "src/train.rs"]
+        .map(String::from)
+        .into();
+    assert_eq!(fields, declared);
+    // The analysis reads Adam's eps; a new optimizer need not touch it.
+    let touched: BTreeSet<&String> = arms
+        .iter()
+        .chain(&fields)
+        .filter(|f| !f.starts_with("crates/analyses/"))
+        .collect();
+    assert_eq!(touched.len(), edited, "{touched:?}");
+}
+
+#[test]
+fn an_analysis_is_one_new_file_and_its_registry_line() {
+    assert_eq!(stated("An analysis"), (1, 1));
+    let lib = read("crates/analyses/src/lib.rs");
+    for id in normscope::analyses::ids() {
+        let needle = format!("id: \"{id}\",");
+        let found: Vec<String> = rust_files("crates/analyses/src")
+            .into_iter()
+            .filter(|f| code(f).iter().any(|l| l.trim() == needle))
+            .collect();
+        assert_eq!(found.len(), 1, "{id}: defined in {found:?}");
+        let module = stem(&found[0]);
+        assert!(
+            lib.lines()
+                .any(|l| l.trim() == format!("pub mod {module};"))
+        );
+        assert!(
+            lib.lines()
+                .any(|l| l.trim() == format!("{module}::ANALYSIS,")),
+            "{id}: not in REGISTRY"
+        );
+    }
+}
