@@ -26,13 +26,13 @@ use std::time::Instant;
 use crate::bench_summary::Outcome;
 use crate::bench_train::{VERDICT_STATISTIC, statistic};
 
-/// Issue 15's target: PyTorch eager time / normscope time in f32 at least this.
+/// The target: PyTorch eager time / normscope time in f32 at least this.
 pub const TARGET_F32_VS_TORCH: f64 = 2.0;
-/// Issue 15's target: PyTorch eager time / normscope time in f64 at least this.
+/// The target: PyTorch eager time / normscope time in f64 at least this.
 pub const TARGET_F64_VS_TORCH: f64 = 3.0;
-/// Issue 15's target: normscope's GFLOP/s at least this share of the better GEMM rate.
+/// The target: normscope's GFLOP/s at least this share of the better GEMM rate.
 pub const TARGET_GEMM_SHARE: f64 = 0.8;
-/// Issue 15's target: peak resident memory of one network at most this factor of
+/// The target: peak resident memory of one network at most this factor of
 /// `8 (d^2 r + L d n)` bytes ([`TARGET_MEMORY_BYTES`] per value, in both precisions).
 pub const TARGET_MEMORY_FACTOR: f64 = 2.0;
 

@@ -1,4 +1,4 @@
-//! `normscope bench --all`: every performance target (issue 15) measured in one run (the Monte Carlo
+//! `normscope bench --all`: every performance target measured in one run (the Monte Carlo
 //! workload of [`crate::bench`], then the training workload of [`crate::bench_train`]) and
 //! listed at the end, one line each, with the measured value, the threshold from its named
 //! constant and the verdict. The measuring functions return an [`Outcome`] per target as they

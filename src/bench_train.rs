@@ -1,5 +1,5 @@
 //! `normscope bench --train`: training throughput against plain PyTorch eager on the same
-//! machine, dtype and thread count (issue 11, item 8), in both precisions (issue 15, item 1):
+//! machine, dtype and thread count, in both precisions:
 //! normscope f64 against PyTorch float64 and normscope f32 (`--precision f32`) against
 //! PyTorch float32, or only the one `--precision` names.
 //!
@@ -223,7 +223,7 @@ fn range(xs: &[f64], decimals: usize, unit: &str) -> String {
     format!("{lo:.decimals$}-{hi:.decimals$}{unit}")
 }
 
-/// Issue 15's target: normscope's training steps per second at least this multiple of
+/// The target: normscope's training steps per second at least this multiple of
 /// PyTorch eager's, in each precision (f64 against float64, f32 against float32).
 pub const TARGET_TRAIN_VS_TORCH: f64 = 2.0;
 

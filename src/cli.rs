@@ -231,7 +231,7 @@ pub struct ModelArgs {
     #[arg(long, value_enum)]
     pub norm: Option<NormKind>,
     /// A placement file (TOML) whose presets join the built-in ones for --preset; repeatable.
-    /// See the README's "Your own placement" and examples/placements/.
+    /// See docs/placements.md and examples/placements/.
     #[arg(long, value_name = "FILE")]
     pub placements: Vec<PathBuf>,
     /// Final Norm on the network output: auto (the preset's), on, off.

@@ -151,7 +151,7 @@ pub struct TrainArgs {
     #[arg(long, default_value = "f64", value_name = "f64|f32")]
     pub precision: String,
     /// Write one run's initial weights, architecture, learning rates and batches as JSON to
-    /// this file (one preset, one seed) and train nothing; see the README's "Training".
+    /// this file (one preset, one seed) and train nothing; see docs/training.md.
     #[arg(long, value_name = "FILE")]
     pub dump_init: Option<PathBuf>,
     /// Output file, written atomically: CSV, or Parquet if it ends in .parquet; stdout if

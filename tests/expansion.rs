@@ -45,7 +45,7 @@ fn post_with_unit_gain_is_the_seeds_sqrt_two() {
 
 #[test]
 fn post_with_general_gain_follows_theory() {
-    // THEORY.md: x_l = x_0/(1+g)^(l/2) + sum_j F_j/(1+g)^((l-j+1)/2) (q0 = 1).
+    // docs/theory.md: x_l = x_0/(1+g)^(l/2) + sum_j F_j/(1+g)^((l-j+1)/2) (q0 = 1).
     let ex = expand("post", &model(4, "relu-mlp"), "q0=1");
     assert_eq!(ex.coefs[0].text(), "(1 + g)^(-2)");
     assert_eq!(ex.coefs[3].text(), "(1 + g)^(-1)");

@@ -1,10 +1,10 @@
-//! Issue 33, "no wrong number at f64's edge": at gains, input moments, skip scales and branch
+//! No wrong number at f64's edge: at gains, input moments, skip scales and branch
 //! multipliers near f64's limits, every value the closed form writes is right, and every value
 //! whose true result is beyond f64 is a missing cell with its reason.
 //!
 //! Two checks that need no reference table:
 //!
-//! - for linear branches, `output_change = eff_depth` exactly behind a final norm (THEORY.md
+//! - for linear branches, `output_change = eff_depth` exactly behind a final norm (docs/theory.md
 //!   section 5: the output's first-order change per relative weight perturbation is the mean
 //!   path length when every branch is linear; without a final norm, as in ReZero, it is
 //!   `eff_depth q_l`), so rows computed by different recursions must agree;

@@ -1,4 +1,4 @@
-//! GELU's Gaussian moments (issue 9, section 5): the exact kernels against 40-digit mpmath
+//! GELU's Gaussian moments: the exact kernels against 40-digit mpmath
 //! references over v in [1e-3, 1e4] and every correlation, and a property sweep against an
 //! independent route whose accuracy does not depend on v.
 

@@ -1,7 +1,7 @@
 //! Hand-derivable closed-form cases: every preset and every metric at depth 1 (depth 2 for
 //! `merge_error`, which compares blocks l and l+1), with the seeds' setting alpha = 1, g = 1
 //! (linear branch, Xavier init), q0 = 1, c0 = 0. Each expected value is derived in a comment
-//! from THEORY.md sections 4-5:
+//! from docs/theory.md, "The mean-field closed form" and "The metrics":
 //!
 //! ```text
 //! s = alpha^2 q0 + lambda^2 q_br,  q_1 = s (or 1 after N_out),  C_{1,0} = n alpha,
@@ -399,7 +399,7 @@ fn cross_attention_does_not_depend_on_the_stream() {
 fn post_norm_gradient_decays_by_one_over_one_plus_g_per_cross_attention_block() {
     // Post-Norm with cross-attention (Xavier, so sV = sO = 1; q0 = 1, c0 = 0, n tokens): the
     // branch outputs W_O W_V m of the memory mean, forward gain g = sV sO q0 (c0 + (1-c0)/n)
-    // = 1/n, and its Jacobian w.r.t. the stream is zero (THEORY.md section 3: g_b = 0).
+    // = 1/n, and its Jacobian w.r.t. the stream is zero (docs/theory.md, "Branches": g_b = 0).
     // Block l is x_l = N(x_{l-1} + F_l) with q_{l-1} = 1 (after the previous N; q0 = 1), so
     // N's input has second moment 1 + g and its Jacobian scales a gradient's mean square by
     // 1/(1+g) (section 4), while the branch path adds nothing backward:

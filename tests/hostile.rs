@@ -1,4 +1,4 @@
-//! A hostile user's inputs (issue 33's report): names that try to reach a shell, input files
+//! A hostile user's inputs: names that try to reach a shell, input files
 //! that are FIFOs or devices, output to closed pipes and full devices, seeds beyond i64,
 //! negative numbers, scientific notation. Each case either does what was asked or is refused
 //! with exit status 2 and one line naming the flag, and leaves nothing behind.

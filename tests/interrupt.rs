@@ -1,4 +1,4 @@
-//! Issue 9, part 3: outputs are complete and consistent, or untouched. Fault injection on
+//! Outputs are complete and consistent, or untouched. Fault injection on
 //! `normscope reproduce`: stopped at every staging step, killed with SIGKILL after several
 //! delays, interrupted with SIGINT, a second writer on a locked folder, and a full disk. After
 //! each, every manifest present must describe its folders exactly; after a following complete

@@ -1,4 +1,4 @@
-//! Exact identities on single sampled networks (no statistics): THEORY.md section 5's
+//! Exact identities on single sampled networks (no statistics): the identities of docs/theory.md, "The metrics"
 //! decomposition, the norms' fixed squared norm, the path polynomial, and JVPs/VJPs against
 //! central finite differences.
 

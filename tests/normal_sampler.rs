@@ -1,4 +1,4 @@
-//! The standard-normal samplers of `monte_carlo::normal` (issue 15, item 3).
+//! The standard-normal samplers of `monte_carlo::normal`.
 //!
 //! 1. Bit identity: the default ziggurat, and `sample::matrix` / `sample::gaussian` built on it,
 //!    return the very `f64` values of the former path (`DMatrix::from_fn` over

@@ -1,4 +1,4 @@
-//! Issue 10 section 4: placement files. The shipped examples reproduce `pre`, `post` and
+//! Placement files. The shipped examples reproduce `pre`, `post` and
 //! `mixln` exactly (the stack at every depth, and the `theory` and `mc` outputs byte for byte
 //! apart from the preset column); bad files are refused with exit status 2 and one line naming
 //! the key, writing nothing; `expand` refuses a skip scale that varies between blocks.

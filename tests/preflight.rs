@@ -1,4 +1,4 @@
-//! Issue 33 ("no time or size preflight", "memory check ignores process limits"): every
+//! Time and size preflight, and memory checks that respect process limits: every
 //! hostile command of the report is refused before anything is allocated or run, with exit
 //! status 2, one line on standard error naming the flag to lower, and no output file. The
 //! commands run under an address-space limit (`ulimit -v`), so a regression that starts

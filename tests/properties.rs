@@ -1,4 +1,4 @@
-//! Property tests over presets, depth, gain g, alpha, branch (THEORY.md sections 4-5).
+//! Property tests over presets, depth, gain g, alpha, branch (docs/theory.md, "The mean-field closed form" and "The metrics").
 
 mod common;
 use common::*;

@@ -84,7 +84,7 @@ fn log_is_byte_identical_for_any_thread_count_and_complete() {
         col("preset"),
         col("seed"),
     );
-    // Every quantity of issue 11 item 6 is logged.
+    // Every quantity named in the training log is logged.
     for m in [
         "train_loss",
         "eval_loss",

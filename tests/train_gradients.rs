@@ -1,7 +1,7 @@
 //! The trainable model's whole-model gradients, for every preset x branch on small sizes:
 //! against central finite differences of the loss, by the adjoint identity `<v, J u> = <J^T
 //! v, u>` between the JVP and backward, and the init-time equivalence with the Monte Carlo
-//! engine's network on the same seed (issue 11, item 1-2).
+//! engine's network on the same seed.
 
 use nalgebra::DMatrix;
 use normscope::branch::Module;

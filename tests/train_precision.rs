@@ -1,4 +1,4 @@
-//! `normscope train --precision f32` against f64 (issue 15, item 1, training half): the same
+//! `normscope train --precision f32` against f64: the same
 //! seed in both precisions starts from the same draws (f32: rounded) and sees the same batches,
 //! so the two loss curves are paired step by step and may differ only by f32 rounding carried
 //! through the updates. That the f32 run is f32 arithmetic, not f64 arithmetic on rounded

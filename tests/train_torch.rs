@@ -1,4 +1,4 @@
-//! normscope's training loop against plain PyTorch (issue 11, item 7): for Pre-LN, Post-LN and
+//! normscope's training loop against plain PyTorch: for Pre-LN, Post-LN and
 //! DeepNorm decoder-only Transformers on the teacher-lm task with Adam, for a few other
 //! optimizers, presets, tasks and clipping, and for encoder-decoder Transformers (Pre-LN,
 //! Post-LN, DeepNorm with DeepNet's encoder-decoder constants, Admin) on reverse-pairs, `normscope train --dump-init` writes the run's
@@ -35,7 +35,7 @@ use std::process::Command;
 /// more. 1e-9 leaves rounding three orders of magnitude of room and fails on any of those.
 const REL_TOL: f64 = 1e-9;
 
-/// Updates per run: at least 50 Adam steps (issue 11, item 7).
+/// Updates per run: at least 50 Adam steps.
 const STEPS: usize = 60;
 
 /// The model and task every teacher-lm case shares: small enough that a case takes well under

@@ -1,4 +1,4 @@
-"""High-precision reference values for GELU's Gaussian moments (normscope issue 9, section 5).
+"""High-precision reference values for GELU's Gaussian moments.
 
 Regenerate with `python3 tests/reference/gelu_moments.py > tests/reference/gelu_moments.csv`
 (mpmath 1.3, 40 significant digits). Every value is an adaptive tanh-sinh quadrature of the

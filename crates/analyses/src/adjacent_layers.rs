@@ -1,6 +1,6 @@
 //! `adjacent-layers`: how much consecutive layers differ, against the layer t: `rel_update`
 //! ||x_t - x_{t-1}|| / ||x_{t-1}||, `cos_prev`, `angular_dist` and `merge_error` (the error of
-//! the seeds' approximation F_{t+1}(Norm(x_t)) ~ F_{t+1}(Norm(x_{t-1})); THEORY.md section 5).
+//! the seeds' approximation F_{t+1}(Norm(x_t)) ~ F_{t+1}(Norm(x_{t-1})); docs/theory.md, "The metrics").
 //! Tests seeds 000/001/002's "for large t, x_t and x_{t+1} barely differ" (Pre-Norm).
 //!
 //! Default branch: ReLU MLP (He init), so that merge_error is not trivially linear.

@@ -1,5 +1,5 @@
 //! `branch-gain`: how the conclusions move with the branch gain g (the seeds' sqrt 2 argument is
-//! g = 1 only; THEORY.md section 3), with the init scheme and branch (which set g), and with the
+//! g = 1 only; docs/theory.md, "Branches"), with the init scheme and branch (which set g), and with the
 //! norm (LayerNorm against RMSNorm, Monte Carlo; identical in the closed form).
 //!
 //! For each g: effective depth, x_0's weight in x_L, the gradient at x_0, and the first- and

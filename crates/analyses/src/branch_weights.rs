@@ -1,5 +1,5 @@
 //! `branch-weights`: the share `branch_weight` of `||x_l||^2` carried by each source j
-//! (THEORY.md section 5) as heatmaps (layer x source, one panel per preset, closed form), and
+//! (docs/theory.md, "The metrics") as heatmaps (layer x source, one panel per preset, closed form), and
 //! the weight of x_0 and of the first branch at the last layer against the depth L (closed form
 //! as lines, Monte Carlo as points with 95% CIs).
 //!

@@ -1,4 +1,4 @@
-//! `claims`: the ledger of the ten claims of THEORY.md section 7. For each claim: the seed
+//! `claims`: the ledger of the ten claims of the seed notes (docs/analyses.md). For each claim: the seed
 //! notes it comes from, the analyses and numbers that test it, the rule (with its thresholds)
 //! and a verdict computed here from the tables the other analyses wrote under the same output
 //! root: `supported`, `refuted`, `conditional: <when>` or `untested: <what is needed>`.
@@ -57,7 +57,7 @@ pub struct Config {}
 /// One line of the ledger.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Claim {
-    /// 1..=10, as in THEORY.md section 7.
+    /// 1..=10, as numbered in the seed notes (docs/analyses.md, the claims ledger).
     pub id: u32,
     /// The claim, as the seeds make it.
     pub statement: &'static str,

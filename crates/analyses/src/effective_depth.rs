@@ -1,4 +1,4 @@
-//! `effective-depth`: the mean Jacobian path length `eff_depth` (Veit et al. 2016; THEORY.md
+//! `effective-depth`: the mean Jacobian path length `eff_depth` (Veit et al. 2016; docs/theory.md
 //! section 5) at the last layer against the depth L, closed form up to 10^6 and Monte Carlo up
 //! to 1000, and the path-length distributions `path_len` at a few depths. This is the
 //! quantitative form of the seeds' "Pre-Norm's depth has water in it" (seeds 000, 001).

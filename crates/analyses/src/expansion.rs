@@ -1,4 +1,4 @@
-//! `expansion`: the exact unrolled sum `x_L = sum_j C_{L,j} B_j` (THEORY.md section 5) of every
+//! `expansion`: the exact unrolled sum `x_L = sum_j C_{L,j} B_j` (docs/theory.md, "The metrics") of every
 //! preset at small depth, as a CSV (symbolic text, LaTeX, value at the configured constants)
 //! and as LaTeX ready to `\input`, next to the seeds' versions for Pre-, Post-LN and DeepNorm.
 //!

@@ -1,5 +1,5 @@
 //! `mc-grid`: a Monte Carlo sweep given as a TOML grid, the `normscope mc` of every cell of the
-//! Cartesian product `presets x depths x widths`, as work units that run anywhere (issue 14).
+//! Cartesian product `presets x depths x widths`, as work units that run anywhere.
 //!
 //! Every cell is one [`normscope mc`](normscope_core::tables::mc_rows) run: one preset at one depth L
 //! and width d, with the scalar settings below shared by every cell. A cell's networks draw

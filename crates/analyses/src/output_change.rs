@@ -1,5 +1,5 @@
 //! `output-change`: `output_change`, E||f(x; W + delta) - f(x; W)||^2 under an independent small
-//! perturbation of every branch's weights (Liu et al. 2020's amplification effect; THEORY.md
+//! perturbation of every branch's weights (Liu et al. 2020's amplification effect; docs/theory.md
 //! section 5), at the last layer against the depth L.
 
 use super::common::{self, Mc, Model};

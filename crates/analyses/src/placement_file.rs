@@ -2,7 +2,7 @@
 //! (`examples/placements/depth-mup.toml`, shipped with the crate and embedded at build time):
 //! Pre-Norm with every branch multiplied by `1/sqrt(L)` (Depth-muP's depth scaling). Its
 //! effective depth relative to L, `eff_depth / L`, against L next to Pre-Norm and Post-Norm:
-//! closed form up to 10^6 and Monte Carlo at a few depths. The README's "Your own placement"
+//! closed form up to 10^6 and Monte Carlo at a few depths. docs/placements.md
 //! shows the figure; the manifest records the file's sha256 among the inputs.
 
 use super::common::{self, Mc, Model};

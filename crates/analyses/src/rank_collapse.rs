@@ -1,5 +1,5 @@
 //! `rank-collapse`: the correlation `corr` between two tokens against the layer, with attention
-//! branches (THEORY.md section 5: rank collapse). Closed form with uniform attention; Monte
+//! branches (docs/theory.md, "The metrics": rank collapse). Closed form with uniform attention; Monte
 //! Carlo with softmax attention (random W_Q, W_K) and with uniform attention (W_Q = W_K = 0).
 
 use super::common::{self, Mc, Model};

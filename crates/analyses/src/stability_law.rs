@@ -1,4 +1,4 @@
-//! `stability-law` (TRAINING.md section 4; Liu et al. 2020, arXiv:2004.08249): does the
+//! `stability-law` (docs/training.md, "The stability law"; Liu et al. 2020, arXiv:2004.08249): does the
 //! output change of one Adam update at init predict the maximum stable learning rate?
 //!
 //! **The prediction, derived before fitting** ([`normscope_core::train::first_update`]): Adam's first

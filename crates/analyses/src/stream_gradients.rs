@@ -1,6 +1,6 @@
 //! `stream-and-gradients`: per layer l, the stream's second moment `stream_sq` q_l, the
 //! mean-square gradient `grad_sq` at x_l and the mean-square gradient `weight_grad_sq` of block
-//! l's last weight matrix (THEORY.md section 5), at one depth; and the first- and last-block
+//! l's last weight matrix (docs/theory.md, "The metrics"), at one depth; and the first- and last-block
 //! weight gradients against the depth L (Xiong et al. 2020: Post-LN's last-layer gradient does
 //! not shrink with L, Pre-LN's shrinks like 1/L). Tests seeds 002/003's "Post-Norm's gradients
 //! vanish near the input" and seed 002's "x_t grows as O(t)".
@@ -11,7 +11,7 @@
 //! cross-attention (encoder-decoder attention to a
 //! fixed memory, whose output does not depend on the stream; Liu et al. 2020, arXiv:2004.08249,
 //! show Post-LN's gradient vanishing toward the input through it). In Post-LN a cross-attention
-//! block's backward map is the norm's Jacobian alone (THEORY.md section 3: `g_b = 0`), which
+//! block's backward map is the norm's Jacobian alone (docs/theory.md, "Branches": `g_b = 0`), which
 //! scales the mean-square gradient by `1/(1+g)` per block (section 4: the norm divides by the
 //! root of `q = 1 + g`), so the first/last weight-gradient ratio is `(1+g)^-(L-1)`. The closed
 //! form has no mixed stacks (one branch kind per stack), so a decoder's alternation of self-,

@@ -1,4 +1,4 @@
-//! The tiers the training claims are judged on (TRAINING.md section 2), and the settings every
+//! The tiers the training claims are judged on (docs/training.md, "Designs that fit a small machine"), and the settings every
 //! row of a training table carries ([`RunKey`]).
 //!
 //! - **`regression`** (tier 0, the cheap tier): a residual ReLU-MLP student of a random deep

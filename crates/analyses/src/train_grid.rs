@@ -1,6 +1,6 @@
 //! `train-grid`: a training sweep given as a TOML grid, every cell of `presets x depths x
 //! optimizers x lrs x warmups` trained from the same (paired) seeds, as work units that run
-//! anywhere (issue 14).
+//! anywhere.
 //!
 //! Each (cell, seed) is one `normscope train` run ([`normscope_core::train::sweep::run_jobs`]) of the
 //! base request the scalar keys below give, with the cell's preset, depth, optimizer, peak

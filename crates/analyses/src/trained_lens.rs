@@ -1,11 +1,11 @@
-//! `trained-lens`: trained networks through the init-time lens (issue 12, item 6). Claims 1, 3
+//! `trained-lens`: trained networks through the init-time lens. Claims 1, 3
 //! and 5 are stated about networks in use, so the Monte Carlo engine's own estimators
 //! ([`normscope_core::train::lens`]: effective depth from the path-length law, branch weights from the
 //! exact decomposition, `cos_prev`, per-block weight gradients) are run on the weights of
 //! trained networks at several points of training, and the ledger gives those claims a second
 //! verdict, after training (`after_training`, read by the ledger).
 //!
-//! Setting: the regression tier (teacher-student, TRAINING.md section 2), Adam at a learning rate
+//! Setting: the regression tier (teacher-student, docs/training.md, "Designs that fit a small machine"), Adam at a learning rate
 //! every preset trains at, no warmup, norms without affine maps (the engine's network carries
 //! none; [`normscope_core::train::lens`]), in two arms ([`Arm`]): `he-mlp`, ReLU-MLP blocks
 //! He-initialized so that the branch gain (g = 2) lies inside claim 1's init-time condition

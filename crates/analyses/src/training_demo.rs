@@ -1,4 +1,4 @@
-//! `training-demo`: a real `normscope train` run (README "Training"): Pre-LN, Post-LN and
+//! `training-demo`: a real `normscope train` run (docs/training.md: Pre-LN, Post-LN and
 //! DeepNorm decoder-only Transformers trained with Adam and no warmup on next-token prediction
 //! from a random teacher Transformer, paired seeds. Figures: the evaluation loss against the
 //! update (median over seeds, with the task's floor and its context-free loss), and the

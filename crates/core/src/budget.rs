@@ -525,7 +525,7 @@ fn mc_lower(cfg: &McConfig) -> &'static str {
 
 /// The rate, in floating-point operations per second on the whole machine, at which work
 /// estimates are read as time: about the engine's f64 forward and backward passes on the
-/// project's 2-core machine (README, "Performance": 187 GFLOP/s on the reference workload),
+/// project's 2-core machine (docs/performance.md: 187 GFLOP/s on the reference workload),
 /// rounded down. Small matrices run far below it, so the times it gives are optimistic.
 pub const WORK_RATE: f64 = 1e11;
 

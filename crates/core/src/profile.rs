@@ -117,7 +117,7 @@ pub struct Setup {
     pub branch: Option<String>,
     /// Init scheme.
     pub init: Option<String>,
-    /// Gain g of the unscaled branch at unit input second moment (THEORY.md section 3).
+    /// Gain g of the unscaled branch at unit input second moment (docs/theory.md, "Branches").
     pub g: Option<f64>,
     /// Norm kind (`layer`, `rms`, `identity`).
     pub norm: Option<String>,

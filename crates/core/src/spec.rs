@@ -1,4 +1,4 @@
-//! The declarative block model (THEORY.md section 2):
+//! The declarative block model (docs/theory.md, "The block model"):
 //!
 //! ```text
 //! x_l = N_out( alpha_l * x_{l-1} + lambda_l * N_br( F_l( N_in(x_{l-1}) ) ) )
@@ -202,7 +202,7 @@ pub struct StackSpec {
     /// Segments in order; the last one ends at `depth`.
     pub segments: Vec<Segment>,
     /// Norm applied to x_L to form the network output (enters gradients and `output_change`,
-    /// never `stream_sq`; THEORY.md section 1).
+    /// never `stream_sq`; docs/theory.md, "Conventions").
     pub final_norm: Slot,
     /// DeepNet's init scale beta on the branch weights (FFN matrices, attention's V and O, a
     /// linear branch's matrix); `None` means no scaling and no symbol.

@@ -7,7 +7,17 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 /// Confidence level of every interval.
 pub const LEVEL: f64 = 0.95;
 
-/// One estimate.
+/// One estimate: the sample mean with its standard error and Student-t 95% interval.
+///
+/// ```
+/// use normscope_numeric::estimate::estimate;
+/// let e = estimate(&[1.0, 2.0, 3.0, 4.0]);
+/// assert_eq!((e.mean, e.n), (2.5, 4));
+/// // s^2 = 5/3, stderr = sqrt(5/12); t(0.975, 3) = 3.182446305284263 (statrs, scipy).
+/// assert!((e.stderr - (5.0f64 / 12.0).sqrt()).abs() < 1e-15);
+/// assert!((e.ci_high - (2.5 + 3.182446305284263 * e.stderr)).abs() < 1e-12);
+/// assert_eq!(e.ci_high - e.mean, e.mean - e.ci_low);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Estimate {
     /// Sample mean.

@@ -11,7 +11,7 @@
 //!   the Monte Carlo workload's four shapes (the transposed ones gain most: matrixmultiply
 //!   repacks the large weight for every product) and 1.1-2.0x at the training bench's shapes
 //!   (d = 64, 512 tokens, per-head 32 x 16 x 32 products); the f32 Monte Carlo workload ran in
-//!   7.0-7.6 s against 8.5 s (README, "Performance").
+//!   7.0-7.6 s against 8.5 s (docs/performance.md).
 
 use nalgebra::{DMatrix, DMatrixViewMut, Dim, Dyn, Matrix, RealField, Storage};
 #[cfg(feature = "timing")]
@@ -898,6 +898,13 @@ mod tests {
 macro_rules! matrixmultiply_product {
     ($name:ident, $t:ty, $gemm:ident) => {
         #[doc = concat!("`a b` by matrixmultiply's `", stringify!($gemm), "` (the bench's reference rate).")]
+        ///
+        /// ```
+        /// use nalgebra::DMatrix;
+        #[doc = concat!("let a = DMatrix::<", stringify!($t), ">::from_row_slice(2, 2, &[1.0, 2.0, 3.0, 4.0]);")]
+        #[doc = concat!("let c = normscope_numeric::gemm::", stringify!($name), "(&a, &a);")]
+        /// assert_eq!(c.as_slice(), &[7.0, 15.0, 10.0, 22.0]); // column-major [[7, 10], [15, 22]]
+        /// ```
         ///
         /// # Panics
         /// If the inner dimensions differ.

@@ -14,7 +14,7 @@
 //! a local copy of the generator whose state stays in registers, the rare wedge and tail paths
 //! running out of line on a copy of it.
 //!
-//! [`bench_samplers`] times it against the alternatives measured for issue 15: the same
+//! [`bench_samplers`] times it against the alternatives measured: the same
 //! ziggurat with the rare paths deferred per chunk ([`fill_batched`]), Marsaglia's polar method
 //! ([`fill_polar`]) and Box-Muller ([`fill_box_muller`]), all exact in law but none faster here,
 //! so none is used by the engine.

@@ -1,4 +1,4 @@
-//! Self-attention (THEORY.md section 3): per head h, `A_h = softmax_k(Q_h^T K_h / sqrt(d_h))`
+//! Self-attention (docs/theory.md, "Branches"): per head h, `A_h = softmax_k(Q_h^T K_h / sqrt(d_h))`
 //! (row i = query i), `O_h = V_h A_h^T`, `F(u) = W_O [O_1; ...; O_H]`, with `Q = W_Q u`,
 //! `K = W_K u`, `V = W_V u` (Vaswani et al. 2017). `uniform` means `W_Q = W_K = 0`, so
 //! `A = 1/n`: every token gets `W_O W_V` of the token mean.

@@ -1,4 +1,4 @@
-//! Cross-attention to a fixed memory (THEORY.md section 3): every token gets
+//! Cross-attention to a fixed memory (docs/theory.md, "Branches"): every token gets
 //! `W_O W_V mean_k(m_k)` of a memory of n tokens distributed like the input (second moment q0,
 //! correlation c0), uniform attention to the memory, so the output does not depend on the
 //! stream.

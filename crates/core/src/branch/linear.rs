@@ -1,4 +1,4 @@
-//! The linear branch `F(u) = W u`, one d x d matrix (THEORY.md section 3).
+//! The linear branch `F(u) = W u`, one d x d matrix (docs/theory.md, "Branches").
 //!
 //! Mean field: fan-in gain `s` of W; the pair kernel is `(s m_same, s m_cross)`, the gain
 //! is `s` at every input (positively homogeneous), and the Jacobian `W` acts on every token

@@ -1,5 +1,5 @@
 //! The MLP branch `F(u) = W2 phi(W1 u)`, hidden width `r d`, with its activation phi (ReLU or
-//! GELU; [`super::activation`], the one definition both engines use). THEORY.md section 3.
+//! GELU; [`super::activation`], the one definition both engines use). docs/theory.md, "Branches".
 //!
 //! Mean field: with fan-in gains `s1`, `s2`, the pair kernel is `s2 E[phi(x) phi(y)]` for
 //! `Var x = s1 qa`, `Var y = s1 qb`, `Cov = s1 m`; the backward gain is

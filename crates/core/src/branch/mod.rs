@@ -1,4 +1,4 @@
-//! The branch F of a block (THEORY.md section 3), one file per branch: each file holds the
+//! The branch F of a block (docs/theory.md, "Branches"), one file per branch: each file holds the
 //! branch's mean-field summary (a [`MeanFieldBranch`]: its gains and pair kernel) and its
 //! sampled module (a [`Module`]: parameters, forward, JVP and backward), and [`BranchKind`] is
 //! the one registry of branches that the CLI, help text, analyses and tests iterate.
@@ -246,7 +246,7 @@ impl Block {
     }
 }
 
-/// A branch's mean-field summary (THEORY.md section 3): how its matrices' fan-in gains enter,
+/// A branch's mean-field summary (docs/theory.md, "Branches"): how its matrices' fan-in gains enter,
 /// and its pair kernel and Jacobian moments at given input moments. Implemented once per
 /// closed-form branch, on a unit value of its file.
 pub trait MeanFieldBranch: Sync {

@@ -1,11 +1,11 @@
 //! The squared Frobenius norm of a weight gradient `g z^T` without holding it whole.
 //!
-//! An MLP's last weight gradient `dL/dW2 = g z^T` (THEORY.md section 3; `g` is d x n, `z` is
+//! An MLP's last weight gradient `dL/dW2 = g z^T` (docs/theory.md, "Branches"; `g` is d x n, `z` is
 //! rd x n) is a d x rd matrix, as large as the weight itself. The Monte Carlo engine only reads
 //! its squared norm (`weight_grad_sq`), so [`nt_sum_sq`] forms it [`CHUNK_COLUMNS`] columns at
 //! a time and adds each column's squares in order: peak memory d x [`CHUNK_COLUMNS`] instead
 //! of d x rd (8 MB at d = 512, r = 4 in f64), which is what lets a streamed network stay near
-//! `8 (d^2 r + L d n)` bytes at small L (README "Performance").
+//! `8 (d^2 r + L d n)` bytes at small L (docs/performance.md).
 //!
 //! Same bits: every entry of a column block of `g z^T` is the entry matrixmultiply computes
 //! for the whole product (each entry is one accumulation over the inner dimension, split at

@@ -2,7 +2,7 @@
 //!
 //! An MLP block `F(u) = W2 phi(W1 u)` has two `d x rd` matrices; regenerated whole, a block is
 //! `2 d^2 r` values, two thirds of the whole bound `d^2 r + L d n` at L = 32, d = 512,
-//! n = 128 (README "Performance"). A streamed network ([`super::Memory::Streamed`]) therefore
+//! n = 128 (docs/performance.md). A streamed network ([`super::Memory::Streamed`]) therefore
 //! runs its MLP blocks through [`LeanMlp`] in the forward and backward passes:
 //!
 //! - forward: draw `W1`, compute `h = W1 u`, `z = phi(h)`, drop `W1`; draw `W2` (the next

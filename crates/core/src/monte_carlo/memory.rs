@@ -21,7 +21,7 @@ pub enum Memory {
     Held,
     /// Only the streams `x_l` kept; each block regenerated per pass (its weights drawn again
     /// and its forward step recomputed, an MLP's first matrix twice in the backward pass): the
-    /// time it costs on the reference workload is measured in the README ("Performance").
+    /// time it costs on the reference workload is measured in docs/performance.md.
     Streamed,
 }
 

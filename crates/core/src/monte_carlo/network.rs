@@ -1,7 +1,7 @@
 //! A sampled network: its forward pass with the exact per-token decomposition, block
 //! Jacobian-vector products, and the backward pass.
 //!
-//! Decomposition (THEORY.md section 5): a norm is the centering P (LayerNorm only) followed by
+//! Decomposition (docs/theory.md, "The metrics"): a norm is the centering P (LayerNorm only) followed by
 //! a per-token scalar `1/sigma`, so `x_l = sum_j C_{l,j} B~_j` holds exactly per token, with
 //! `B~_j = P B_j` once an LN has acted on source j and `B~_j = B_j` before. Coefficients are
 //! updated in place (`O(l n)` per block) and squared norms of every source are kept raw and
@@ -246,7 +246,7 @@ impl<T: Real> Network<T> {
 }
 
 /// The branch input of block l (1-based) for stream `x`: `N_in(x)` times LNS's scale
-/// `1/sqrt(l)` (THEORY.md section 2), with N_in's cache and the scale.
+/// `1/sqrt(l)` (docs/theory.md, "The block model"), with N_in's cache and the scale.
 pub fn branch_input<T: Real>(
     spec: &StackSpec,
     eps: f64,
@@ -268,7 +268,7 @@ pub fn branch_input<T: Real>(
 }
 
 /// Block l's forward step `x_l = N_out(alpha x_{l-1} + lambda N_br(F_l(N_in(x_{l-1}))))`
-/// (THEORY.md section 2) with every value its Jacobians need. `admin_omega` is the skip scale
+/// (docs/theory.md, "The block model") with every value its Jacobians need. `admin_omega` is the skip scale
 /// of an Admin block ([`next_admin_omega`] of the block before); other blocks ignore it. The
 /// one definition of a block's forward: the whole-network pass and the passes that recompute
 /// a block from its stored input both call it, so they agree bit for bit.

@@ -4,7 +4,7 @@
 //! `RMS(z) = z / sigma`, `sigma^2 = |z|^2/d + eps`. Both Jacobians are symmetric,
 //! `J = (1/sigma) (P - y y^T/d)` (P = I for RMS), so one function serves JVP and VJP.
 //! A norm is a linear map (P) followed by a per-token scalar `1/sigma`, which makes the
-//! decomposition `x_l = sum_j C_{l,j} B_j` exact per token (THEORY.md section 5).
+//! decomposition `x_l = sum_j C_{l,j} B_j` exact per token (docs/theory.md, "The metrics").
 //! Column means, `sigma^2` and the Jacobian's `<y, P dz>` are accumulated in f64
 //! ([`Real::sum`], [`Real::sum_sq`], [`Real::dot_view`]) and rounded once in both precisions
 //! (for f64, nalgebra's own sums and dot: the published bits).

@@ -1,5 +1,5 @@
-//! Statistics of the training analyses (issue 12, "Statistics, stated before the numbers";
-//! TRAINING.md section 3): Wilson intervals for rates ([`wilson`]), Fisher's exact test for two
+//! Statistics of the training analyses ("Statistics, stated before the numbers";
+//! docs/training.md, "Statistics, fixed before the data"): Wilson intervals for rates ([`wilson`]), Fisher's exact test for two
 //! rates ([`fisher`]), Holm's step-down correction ([`holm`]), seeded percentile-bootstrap
 //! intervals for medians and other statistics ([`bootstrap`]), least-squares lines ([`ols`]),
 //! and the exact sign test for paired differences ([`sign`]), also on interval-censored data.

@@ -31,7 +31,7 @@ mod tests {
 
     #[test]
     fn matches_published_values() {
-        // TRAINING.md section 3: 0 of 20 still allows about 16%. Closed form at k = 0:
+        // docs/training.md, "Statistics, fixed before the data": 0 of 20 still allows about 16%. Closed form at k = 0:
         // [0, z^2/(n + z^2)].
         let z2 = super::super::z().powi(2);
         let (lo, hi) = interval(0, 20);

@@ -1,4 +1,4 @@
-//! The closed-form (infinite-width, mean-field) engine, THEORY.md section 4.
+//! The closed-form (infinite-width, mean-field) engine, docs/theory.md, "The mean-field closed form".
 //!
 //! At init, fresh independent zero-mean weights make every cross term vanish in expectation,
 //! and a norm acts as the scalar `1/sqrt(q)` of its input's second moment q (its centering and
@@ -124,7 +124,7 @@ const MERGE_CANCELLATION: f64 = 1.0 / (1u64 << 20) as f64;
 
 /// `(a_l^2, b_mean^2, b_fluct^2)` divided by one power of two, the binary exponent of the
 /// largest: every ratio is kept bit for bit (the path law and its mean depend only on ratios,
-/// THEORY.md section 5), and no gain beyond f64's range (a^2 = 1/(1 + g) at g = 1.7e308)
+/// docs/theory.md, "The metrics"), and no gain beyond f64's range (a^2 = 1/(1 + g) at g = 1.7e308)
 /// rounds to 0 or a subnormal on its own. Also whether a nonzero branch gain is below
 /// f64's normal range relative to the largest (its share of the paths is lost).
 fn path_gains(a2: Mag, split: (Mag, Mag)) -> ((f64, f64, f64), bool) {

@@ -2,7 +2,7 @@
 //! Shallow Networks"). Expanding the end-to-end Jacobian of blocks `1..=l` into its `2^l`
 //! paths, the share of its mean-square norm carried by paths through exactly k branches is, in
 //! the mean field, a Poisson-binomial law with success probabilities `p_i = b_i^2/(a_i^2+b_i^2)`
-//! (THEORY.md section 5). `eff_depth_l = sum_{i<=l} p_i` is its mean.
+//! (docs/theory.md, "The metrics"). `eff_depth_l = sum_{i<=l} p_i` is its mean.
 //!
 //! Where a branch treats the token-mean part of a tangent differently from its fluctuation
 //! (uniform attention), a path's weight depends on which branches came before, and the law is

@@ -3,10 +3,10 @@
 //! not yet off the plateau), **still descending** (off the plateau, still falling), or
 //! **trained**.
 //!
-//! Why a classifier (TRAINING.md section 3): a run that ends near the context-free loss `C` is
+//! Why a classifier (docs/training.md, "Statistics, fixed before the data"): a run that ends near the context-free loss `C` is
 //! not necessarily a failure. At d = 16 and 200 updates, slow training at a small learning rate
 //! looked like Post-LN's collapse; at L = 48, lr 3e-4, every such "failure" recovered by 1000
-//! updates. A collapsed run sits on the plateau (TRAINING.md section 2: Post-LN reaches the
+//! updates. A collapsed run sits on the plateau (docs/training.md, "Designs that fit a small machine": Post-LN reaches the
 //! unigram loss within about 50 updates and stays there); a slow one is still coming down.
 //!
 //! With `F` the task's floor, `C` its context-free loss, the gap `G = C - F`, `E` the last

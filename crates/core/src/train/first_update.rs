@@ -1,5 +1,5 @@
 //! The output change of one Adam-like update at init, per unit learning rate: the predictor of
-//! the stability law (TRAINING.md section 4; Liu et al. 2020, arXiv:2004.08249, section 4:
+//! the stability law (docs/training.md, "The stability law"; Liu et al. 2020, arXiv:2004.08249, section 4:
 //! instability as amplification of the output change).
 //!
 //! **Adam's first update** moves every parameter by about the learning rate. With

@@ -1,6 +1,6 @@
 //! Training: trainable models built from the same [`crate::spec::StackSpec`] and branch
 //! modules as the Monte Carlo engine, their whole-model gradients, optimizers and schedules,
-//! seeded tasks, and the per-step log (`../shared/TRAINING.md`; README "Training").
+//! seeded tasks, and the per-step log (docs/training.md).
 //!
 //! - [`model`], [`layer_norm`], [`init`]: the trainable model, its norms with learnable
 //!   affine maps, and every preset's init recipe (the body drawn by the Monte Carlo sampler).

@@ -7,7 +7,7 @@
 //! f   = H N_final(x_L)                     (logits over the vocabulary, or the regression output)
 //! ```
 //!
-//! (THEORY.md section 2). Every norm slot may carry a learnable gain and bias
+//! (docs/theory.md, "The block model"). Every norm slot may carry a learnable gain and bias
 //! ([`super::layer_norm`]); a preset's symbols become parameters where its paper trains them:
 //! ReZero's `lambda_l` (a scalar, 0 at init; Bachlechner et al. 2020) and Admin's `omega_l` (a
 //! d-vector initialized from the profiling pass; Liu et al. 2020). DeepNet's `alpha` and

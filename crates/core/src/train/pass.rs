@@ -3,7 +3,7 @@
 //! backward ([`crate::branch::Module::backward`]) and the norms' symmetric Jacobians; the
 //! gradients come back in [`TrainModel::params`] order.
 //!
-//! Per block (THEORY.md section 2, with the affine maps of [`super::layer_norm`]):
+//! Per block (docs/theory.md, "The block model", with the affine maps of [`super::layer_norm`]):
 //!
 //! ```text
 //! u = s A_in(N_in(x)),  o = F(u),  b = A_br(N_br(o)),  z = alpha ⊙ x + lambda b,  y = A_out(N_out(z))

@@ -1,4 +1,4 @@
-//! The training loop of one (preset, seed) run and what it logs (issue 11, item 6), and the
+//! The training loop of one (preset, seed) run and what it logs, and the
 //! runs of a request in parallel, reduced in (preset, seed) order so the log is byte-identical
 //! for any thread count.
 //!

@@ -1,5 +1,5 @@
 //! The maximum stable learning rate of one (cell, seed), found by a search on a log scale whose
-//! bracket widens until it holds the boundary (TRAINING.md section 3: "the maximum stable lr
+//! bracket widens until it holds the boundary (docs/training.md, "Statistics, fixed before the data": "the maximum stable lr
 //! found per seed by log-bisection with widening brackets, not a fixed grid whose top censors
 //! the stable presets").
 //!

@@ -1,4 +1,4 @@
-//! Copy, reverse and sort (TRAINING.md section 2, tier 1; lengths 8-16 in issue 11). Content
+//! Copy, reverse and sort (docs/training.md, "Designs that fit a small machine", tier 1; lengths 8-16). Content
 //! symbols are `0..vocab-1`, the separator is `SEP = vocab - 1`, and with `k = seq / 2` a
 //! sequence is
 //!

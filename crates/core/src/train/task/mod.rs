@@ -1,4 +1,4 @@
-//! Seeded training tasks (issue 11; `../shared/TRAINING.md` section 2): what a model sees,
+//! Seeded training tasks (docs/training.md, "Designs that fit a small machine"): what a model sees,
 //! what it predicts, and the two reference losses every outcome is measured against.
 //!
 //! - [`regression`]: teacher-student regression from a random deep residual-MLP teacher
@@ -13,7 +13,7 @@
 //! Reference losses: the *floor* is the loss of the Bayes-optimal predictor
 //! ([`Task::floor`]); the *context-free loss* is the loss of the best predictor that ignores
 //! the input ([`Task::context_free_loss`]): for token tasks the entropy of the targets'
-//! unigram distribution, the "unigram plateau" that TRAINING.md section 2 reports Post-LN
+//! unigram distribution, the "unigram plateau" that docs/training.md, "Designs that fit a small machine" reports Post-LN
 //! collapsing to.
 //!
 //! Randomness: a batch is a function of the caller's generator alone (the caller seeds it per
@@ -35,7 +35,7 @@ use rand::SeedableRng;
 pub const NORM_EPS: f64 = 1e-5;
 
 /// The largest vocabulary, sequence length, input/output width, teacher width and teacher
-/// depth accepted: `--seq <= 4096` (issue 11); the same cap keeps every teacher matrix below
+/// depth accepted: `--seq <= 4096`; the same cap keeps every teacher matrix below
 /// `4096^2` entries (128 MiB) and token ids far inside `u32`.
 pub const MAX_SIZE: usize = 4096;
 

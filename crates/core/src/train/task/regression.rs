@@ -1,4 +1,4 @@
-//! Teacher-student regression (TRAINING.md section 2, tier 0): a random deep residual-MLP
+//! Teacher-student regression (docs/training.md, "Designs that fit a small machine", tier 0): a random deep residual-MLP
 //! teacher of width `w` (`--teacher-width`) and depth `L` (`--teacher-depth`),
 //!
 //! ```text

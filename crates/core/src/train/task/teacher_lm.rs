@@ -1,4 +1,4 @@
-//! Next-token prediction on sequences from a random teacher Transformer (TRAINING.md
+//! Next-token prediction on sequences from a random teacher Transformer (docs/training.md
 //! section 2, tier 1: "its conditional entropy is the exact floor"). The teacher, of width `w`
 //! (`--teacher-width`) and depth `L` (`--teacher-depth`), is a decoder-only Pre-LN
 //! Transformer (Xiong et al. 2020) without positional embeddings:
@@ -15,7 +15,7 @@
 //! Xavier-normal (`N(0, 1/w)`), `W1`, `W2` He-normal (`N(0, 2/w)`), H (`vocab x w`) of
 //! entries `N(0, 1/w)`, LN the LayerNorm without affine (eps [`super::NORM_EPS`]). The logits
 //! `H LN(x)` have standard deviation about 1 over the vocabulary, so `1/temperature` sets their
-//! scale. Depth 0 is a first-order Markov chain (the teacher of TRAINING.md's pilot). Weights are
+//! scale. Depth 0 is a first-order Markov chain (the teacher of the pilot in docs/training.md). Weights are
 //! drawn from [`super::teacher_rng`] in the order E, then per layer `W_Q, W_K, W_V, W_O, W1,
 //! W2`, then H.
 //!
