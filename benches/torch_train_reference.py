@@ -11,7 +11,7 @@ This script builds the same model from ordinary `torch.nn` modules, loads those 
 the same batches in the same order, trains with `torch.optim.Adam` / `AdamW` / `SGD` (and
 `torch.nn.utils.clip_grad_norm_` when the run clips) and prints the training loss of every
 update, the loss of update s's batch *before* update s, as normscope logs `train_loss`
-(`normscope train --log-every 1`). `tests/train_torch.rs` compares the two curves;
+(`normscope train --log-every 1`). `tests/it/train_torch.rs` compares the two curves;
 `normscope bench --train` times this script against normscope.
 
 Usage:
@@ -31,7 +31,7 @@ back as the same double, at most 17 significant).
 is the wall time of the training loops alone (building the model and loading the JSON are not
 timed); the runs are trained one after the other. When other work shares the cores, PyTorch's
 OpenMP threads (which spin at barriers) can slow down a hundredfold: time on a quiet machine,
-and compare losses with `--threads 1` (`tests/train_torch.rs` does).
+and compare losses with `--threads 1` (`tests/it/train_torch.rs` does).
 
 The dump (format "normscope-train-init-v1", documented in normscope's `src/train/dump.rs`):
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Starts a one-node Slurm cluster on this machine, for the Slurm integration test
-# (tests/slurm.rs) and for trying `normscope slurm --submit` without a cluster.
+# (tests/it/slurm.rs) and for trying `normscope slurm --submit` without a cluster.
 #
 # Debian or Ubuntu, as root; no systemd needed (it runs inside a container). Installs
 # slurmctld, slurmd, slurm-client and munge from the distribution if they are missing, writes a

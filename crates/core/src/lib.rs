@@ -52,7 +52,7 @@
 //!
 //! ## Recipes
 //!
-//! `CONTRIBUTING.md` has every recipe with its file counts (checked by `tests/recipes.rs`);
+//! `CONTRIBUTING.md` has every recipe with its file counts (checked by `tests/it/recipes.rs`);
 //! in short:
 //!
 //! **A metric** (1 new file, 1 edited): add `crates/core/src/metrics/<name>.rs` with its

@@ -95,6 +95,6 @@ pub const GOLDEN_THEORY_REL: f64 = 1e-12;
 /// Golden tables, Monte Carlo (relative): the same seeds give the same networks, and on one
 /// machine the tables are bit-identical; the GEMM kernel matrixmultiply picks at run time
 /// (AVX2/FMA or not) can change the last bits of a product on another CPU, and 1e-10 leaves
-/// room for that to grow through the network. `tests/reproduce.rs` checks it stays 100x below
+/// room for that to grow through the network. `tests/it/reproduce.rs` checks it stays 100x below
 /// the narrowest 95% interval in the golden tables.
 pub const GOLDEN_MC_REL: f64 = 1e-10;

@@ -13,7 +13,7 @@
 //!
 //! The products, their order and the draws are those of [`Mlp`]'s `forward` and
 //! `backward_last_sq` on the block drawn by [`sampler::draw_block`] ([`sampler::mlp_draws`]),
-//! so the values are bit-identical to a held network's (test `tests/mc_memory.rs`); the cost is
+//! so the values are bit-identical to a held network's (test `tests/it/mc_memory.rs`); the cost is
 //! one more draw of `W1` per backward step.
 
 use super::sampler::{self, MatrixDraw};

@@ -3,7 +3,7 @@
 //! block regenerated when a pass needs it ([`super::measure::Blocks`]: the weights from the
 //! generator state saved before their draws, the forward step from `x_{l-1}`), which bounds
 //! a network to `O(d^2 r + L d n)` values. The numbers are bit-identical either way
-//! (`tests/mc_memory.rs`), so the choice is about speed and memory alone and is not part of the
+//! (`tests/it/mc_memory.rs`), so the choice is about speed and memory alone and is not part of the
 //! configuration that seeds the networks.
 
 use super::sampling::McConfig;

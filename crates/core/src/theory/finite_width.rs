@@ -51,7 +51,7 @@
 //! Not included: terms of order `L/d^2` and `1/d^2`, and cross-token terms of the weight gradient. A final norm on `x_L` (already normalized)
 //! takes `r` directions off the output gradient at unit scale (`r` = 2 for LN, 1 for RMS):
 //! `grad_sq(L)` gets `1 - r/d` and block L then has `e_L = 0`. The check against the Monte
-//! Carlo engine is `tests/finite_width.rs`; Hanin and Nica 2019 (arXiv:1812.05994) find the same
+//! Carlo engine is `tests/it/finite_width.rs`; Hanin and Nica 2019 (arXiv:1812.05994) find the same
 //! `exp(c L/d)` growth of gradient moments for plain ReLU networks.
 
 use crate::Result;
@@ -79,7 +79,7 @@ pub fn allowance(t: f64, depth: usize, d: usize) -> f64 {
 }
 
 /// The largest L/d at which the correction has been checked against the Monte Carlo engine:
-/// `tests/finite_width.rs` at L = d, and the `finite-width` analysis's coverage on the cells
+/// `tests/it/finite_width.rs` at L = d, and the `finite-width` analysis's coverage on the cells
 /// with `L/d <= 1` (its fitted range). Beyond it the check fails or cannot be made: the
 /// per-network gradient spreads log-normally with a variance growing like L/d (Hanin and Nica
 /// 2019), so the mean of tens of networks falls far below the corrected value (Post-LN,

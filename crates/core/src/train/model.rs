@@ -14,7 +14,7 @@
 //! LayerNorm-Scaling's `s_l = 1/sqrt(l)` are constants, as in their papers. The body is a
 //! [`Network`] drawn by the Monte Carlo engine's sampler: made trainable
 //! ([`TrainModel::from_network`]), the engine's network i gives the engine's streams and
-//! gradients bit for bit (test `tests/train_gradients.rs`). A training run draws its body
+//! gradients bit for bit (test `tests/it/train_gradients.rs`). A training run draws its body
 //! from its own seed's stream ([`super::init::weight_rng`]), makes attention causal within
 //! sequences and puts learned embeddings in front, so it is a network of the same distribution
 //! the engine averages over, not the engine's network i.

@@ -7,8 +7,7 @@
 //! reason printed otherwise (`.ci/run` does not need it). `sudo scripts/local-slurm.sh` starts a
 //! one-node cluster on this machine.
 
-mod common;
-use common::output_files as files;
+use crate::common::output_files as files;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};

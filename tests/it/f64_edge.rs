@@ -13,14 +13,12 @@
 //!   `cos_l^2 = alpha^2 q_{l-1} / q_l`, `q_l = alpha^2 q_{l-1} + lambda^2 g`; without one
 //!   (ReZero with a multiplier lambda) `((alpha - 1)^2 + lambda^2 g) / (alpha^2 + lambda^2 g)`.
 
-mod common;
-use common::*;
+use crate::common::*;
 use normscope::model::{RawModel, TheoryConfig};
 use normscope::placement::REGISTRY;
 use normscope::tables;
 use normscope::theory::logsum::ln_add;
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 use std::collections::HashMap;
 
 /// f64's unit roundoff.
@@ -406,7 +404,7 @@ fn reported_merge_errors() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, rng_seed: RngSeed::Fixed(33), ..ProptestConfig::default() })]
+    #![proptest_config(crate::common::proptest_config(96, 33))]
 
     /// Over the whole representable range of gain, q0, alpha and lambda, every preset's
     /// `output_change` equals its `eff_depth` at every layer, or both are missing.

@@ -2,9 +2,9 @@
 //! are printed (with PyTorch when a Python with torch is found, else without). No time is
 //! asserted.
 
-mod common;
+use crate::common;
 
-use common::success_stdout as stdout;
+use crate::common::success_stdout as stdout;
 use std::process::Output;
 
 fn bench(args: &[&str]) -> Output {

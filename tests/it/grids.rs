@@ -4,8 +4,7 @@
 //! do not depend on the grid around it (for `mc-grid`, they are the bytes `normscope mc`
 //! writes for that cell).
 
-mod common;
-use common::output_files as files;
+use crate::common::output_files as files;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -8,8 +8,7 @@
 //! C_{1,1} = n lambda / sqrt(m)^[N_br],  a^2 = n^2 alpha^2,  b^2 = n^2 lambda^2 (1/m)^[N_br] g (1/q0)^[N_in]
 //! ```
 
-mod common;
-use common::*;
+use crate::common::*;
 use normscope::tolerance::EXACT;
 
 /// Expected depth-1 values, in the order of the fields.

@@ -142,3 +142,30 @@ pub fn success_stdout(o: &std::process::Output) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout.clone()).expect("utf-8")
 }
+
+/// Held by the tests that must not run beside each other in this process (the integration
+/// tests are one binary, its tests on as many threads as there are cores): the slow Monte
+/// Carlo cases, the largest of which holds about 17 GB (`mc_slow`).
+static EXCLUSIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Waits for, then holds, [`EXCLUSIVE`] until the guard drops (a test that panicked while
+/// holding it does not stop the others).
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    EXCLUSIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A proptest configuration with `cases` cases from the fixed seed `seed`, whose failures are
+/// saved beside the test's source (`tests/it/<module>.proptest-regressions`, committed). The
+/// default would look for `proptest-regressions/<module>.txt` beside the folder holding
+/// `main.rs`, i.e. `tests/proptest-regressions/`.
+pub fn proptest_config(cases: u32, seed: u64) -> proptest::test_runner::Config {
+    use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
+    Config {
+        cases,
+        rng_seed: RngSeed::Fixed(seed),
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..Config::default()
+    }
+}

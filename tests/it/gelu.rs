@@ -6,7 +6,6 @@ use normscope::branch::Activation;
 use normscope::branch::activation::{SCALED_ABOVE, gelu, gelu_pair_scaled, gelu_prime};
 use normscope::tolerance;
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 
 /// The references of `tests/reference/gelu_moments.csv`, written by
 /// `tests/reference/gelu_moments.py` (mpmath 1.3, 40 digits, tanh-sinh quadrature of the
@@ -99,7 +98,7 @@ fn normal_pdf(t: f64) -> f64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, rng_seed: RngSeed::Fixed(20261123), ..ProptestConfig::default() })]
+    #![proptest_config(crate::common::proptest_config(64, 20261123))]
 
     /// Over v log-uniform in [1e-3, 1e4], the exact moments agree with the unscaled-variable
     /// route to 1e-10 relative (Simpson's error at spacing 1e-3 on a function whose fourth

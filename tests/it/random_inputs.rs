@@ -1,11 +1,10 @@
 //! Issue "Robustness", done-when: random sizes and parameters through `theory` and `mc` (small
 //! sizes, plus sizes that cannot fit) give exit 0 with only finite numbers (or documented
 //! missing cells), or exit 2 with one line; never a panic (101) or an abort (134).
-//! `NORMSCOPE_SHOW_CASES=1 cargo test --release --test random_inputs -- --nocapture` prints each
+//! `NORMSCOPE_SHOW_CASES=1 cargo test --release --test it random_inputs:: -- --nocapture` prints each
 //! case with its exit status and first line of stderr.
 
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 use std::process::Command;
 
 mod non_finite_check {
@@ -193,7 +192,7 @@ fn run(command: &str, flags: &[(String, String)]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, rng_seed: RngSeed::Fixed(20261123), ..ProptestConfig::default() })]
+    #![proptest_config(crate::common::proptest_config(96, 20261123))]
 
     #[test]
     fn theory_exits_0_with_finite_values_or_2_with_one_line(f in flags(false)) {

@@ -3,7 +3,7 @@
 //! differences of the loss (pre, post, deepnorm, admin), cross-attention's isolation between
 //! pairs and the decoder's causal mask, the stream gradients against the embeddings' gradients,
 //! and the command line: its refusals, f32 runs, and logs byte-identical for 1 and 2 threads.
-//! The PyTorch comparison is in `tests/train_torch.rs`.
+//! The PyTorch comparison is in `tests/it/train_torch.rs`.
 
 use nalgebra::DMatrix;
 use normscope::monte_carlo::sample;

@@ -14,8 +14,7 @@
 //! With q0 = E x_0^2 != 1 this differs from `omega_l^2 = 1 + sum_{j<l} Var F_j` from block 2
 //! on (the first block's residual has variance q0, not 1).
 
-mod common;
-use common::*;
+use crate::common::*;
 use nalgebra::DMatrix;
 use normscope::branch::BranchModel;
 use normscope::model::RawModel;

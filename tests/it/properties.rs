@@ -1,14 +1,12 @@
 //! Property tests over presets, depth, gain g, alpha, branch (docs/theory.md, "The mean-field closed form" and "The metrics").
 
-mod common;
-use common::*;
+use crate::common::*;
 use normscope::branch::BranchModel;
 use normscope::model::RawModel;
 use normscope::placement::REGISTRY;
 use normscope::symbolic::{self, Subs};
 use normscope::theory::MeanField;
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 
 fn raw(depth: usize, g: f64, alpha: Option<f64>, branch: &str) -> RawModel {
     RawModel {
@@ -29,7 +27,7 @@ fn preset() -> impl Strategy<Value = &'static str> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, rng_seed: RngSeed::Fixed(20261123), ..ProptestConfig::default() })]
+    #![proptest_config(crate::common::proptest_config(64, 20261123))]
 
     /// Branch weights are shares of E||x_l||^2: each in [0, 1], summing to 1 at every layer
     /// (cross terms vanish in expectation).

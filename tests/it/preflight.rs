@@ -5,7 +5,7 @@
 //! allocating fails fast instead of taking the machine's memory, and a watchdog kills a run
 //! that starts computing instead of refusing. No wall-clock time is asserted.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -2,8 +2,7 @@
 //! over depth go through log space), and values that would leave f64 are reported, not
 //! written.
 
-mod common;
-use common::*;
+use crate::common::*;
 use normscope::model::{RawModel, TheoryConfig};
 use normscope::placement::REGISTRY;
 use normscope::tables;

@@ -5,7 +5,7 @@
 //! `\normalsize` in a two-column 9 pt `extarticle`, and in a `table*`; the expansions
 //! (`align*` blocks) in both layouts; plus `normscope expand --format latex`.
 //!
-//! `NORMSCOPE_LATEX_DIR=/tmp/x cargo test --release --test latex` checks the `.tex` of an
+//! `NORMSCOPE_LATEX_DIR=/tmp/x cargo test --release --test it latex::` checks the `.tex` of an
 //! existing `reproduce --out-dir /tmp/x` (e.g. the full run) instead of a fresh quick run.
 //!
 //! Skipped, with the reason printed, when `pdflatex` is not on PATH (CI machines may lack a

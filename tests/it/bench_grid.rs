@@ -2,9 +2,9 @@
 //! Python that has torch, both PyTorch modes (eager loop, vmap ensemble) and the ratio to the
 //! better of them. No time is asserted.
 
-mod common;
+use crate::common;
 
-use common::success_stdout as stdout;
+use crate::common::success_stdout as stdout;
 use std::process::Output;
 
 fn bench(args: &[&str]) -> Output {

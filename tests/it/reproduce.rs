@@ -3,7 +3,7 @@
 //!
 //! Golden CSVs live in `tests/golden/<id>/`; they are the quick run's tables and are compared
 //! numerically with the tolerances below. Regenerate them only deliberately:
-//! `NORMSCOPE_BLESS=1 cargo test --release --test reproduce golden`.
+//! `NORMSCOPE_BLESS=1 cargo test --release --test it reproduce::golden`.
 
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,6 +12,9 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use normscope::tolerance::{GOLDEN_MC_REL as MC_REL, GOLDEN_THEORY_REL as THEORY_REL};
+
+/// The command that rewrites the golden tables (its filter selects `golden_tables_of_the_quick_run`).
+const BLESS: &str = "NORMSCOPE_BLESS=1 cargo test --release --test it reproduce::golden";
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -223,8 +226,8 @@ fn golden_tables_of_the_quick_run() {
             // The training log is not a golden table: training amplifies the last-bit
             // differences of the GEMM kernel matrixmultiply picks for the CPU (FMA or not),
             // so its values are reproducible to the byte on one machine (tested across runs
-            // and thread counts above, and in tests/train_cli.rs) but not to a fixed relative
-            // tolerance across machines; tests/train_gradients.rs and the PyTorch agreement
+            // and thread counts above, and in tests/it/train_cli.rs) but not to a fixed relative
+            // tolerance across machines; tests/it/train_gradients.rs and the PyTorch agreement
             // test check its numbers instead.
             rel.starts_with("data/")
                 && rel.ends_with(".csv")
@@ -250,7 +253,7 @@ fn golden_tables_of_the_quick_run() {
     for (rel, bytes) in &got {
         let p = golden.join(rel.trim_start_matches("data/"));
         let want = std::fs::read_to_string(&p)
-            .unwrap_or_else(|_| panic!("no golden {} (bless with NORMSCOPE_BLESS=1)", p.display()));
+            .unwrap_or_else(|_| panic!("no golden {} (bless with `{BLESS}`)", p.display()));
         let name = rel.rsplit('/').next().unwrap();
         let tol = if name.contains("mc") {
             MC_REL
@@ -370,7 +373,7 @@ fn claims_ledger_of_the_committed_tables_is_the_committed_ledger() {
 fn claim4_is_conditional_on_cross_attention() {
     // Post-LN's gradient does not vanish through self-attention, MLP or linear stacks at init,
     // but does through cross-attention (encoder-decoder attention) stacks, where the
-    // first/last weight-gradient ratio is (1+g)^-(L-1) (tests/hand_cases.rs; Liu et al. 2020,
+    // first/last weight-gradient ratio is (1+g)^-(L-1) (tests/it/hand_cases.rs; Liu et al. 2020,
     // arXiv:2004.08249).
     let claims = verdicts(&shared().join("data/claims/claims.csv"));
     let (_, v) = claims.iter().find(|(id, _)| id == "4").unwrap();

@@ -3,8 +3,8 @@
 //! negative numbers, scientific notation. Each case either does what was asked or is refused
 //! with exit status 2 and one line naming the flag, and leaves nothing behind.
 
-mod common;
-use common::normscope;
+use crate::common;
+use crate::common::normscope;
 use std::path::Path;
 use std::process::{Command, Stdio};
 

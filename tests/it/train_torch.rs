@@ -8,12 +8,10 @@
 //!
 //! Needs a Python with PyTorch: `NORMSCOPE_TORCH_PYTHON` if set, else `python3`. Without one
 //! the test prints `skipped: no PyTorch: ...` and passes (CI has no PyTorch). Run with
-//! `cargo test --release --test train_torch -- --nocapture` to see the measured differences,
+//! `cargo test --release --test it train_torch:: -- --nocapture` to see the measured differences,
 //! e.g. `NORMSCOPE_TORCH_PYTHON=/path/to/venv/bin/python`.
 
-mod common;
-
-use common::torch_python;
+use crate::common::torch_python;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -4,8 +4,7 @@
 //! that last changed its outputs: `normscope::analyses::manifest::keep`). A code change that
 //! changes these outputs fails here until the data are regenerated and committed with it.
 
-mod common;
-use common::{normscope, output_files, success_stdout};
+use crate::common::{normscope, output_files, success_stdout};
 use std::path::{Path, PathBuf};
 
 /// Analyses whose full run is short (seconds on a 2-core machine): the exact expansion and

@@ -10,7 +10,7 @@
 //! with PyTorch (`NORMSCOPE_TORCH_PYTHON`, else `python3`; skipped with a printed reason
 //! without one), the f32 run is also compared with PyTorch float32 from the same dump.
 
-mod common;
+use crate::common;
 
 use normscope::model::RawModel;
 use normscope::monte_carlo::{Precision, RawMc};
@@ -552,7 +552,7 @@ fn f32_loss_curve_matches_pytorch_float32() {
             .all(|(a, b)| a.to_bits() == b.to_bits()),
         "the library request is not the CLI run"
     );
-    // One thread: PyTorch's OpenMP threads spin when the cores are shared (tests/train_torch.rs).
+    // One thread: PyTorch's OpenMP threads spin when the cores are shared (tests/it/train_torch.rs).
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/torch_train_reference.py");
     let out = Command::new(&python)
         .arg(&script)

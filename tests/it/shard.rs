@@ -3,8 +3,7 @@
 //! run (manifests included), and merge refuses missing, duplicated, corrupt and foreign shards
 //! with exit status 2, writing nothing.
 
-mod common;
-use common::output_files as files;
+use crate::common::output_files as files;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

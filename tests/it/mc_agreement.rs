@@ -3,8 +3,7 @@
 //! stated in `normscope::monte_carlo::allowance` (twice the norms' leading-order rank
 //! deficiency plus 2/d; on the squared scale for rel_update and angular_dist).
 
-mod common;
-use common::disagreements;
+use crate::common::disagreements;
 use normscope::layers::LayerSpec;
 use normscope::metrics::Metric;
 use normscope::model::RawModel;

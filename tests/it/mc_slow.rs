@@ -1,21 +1,17 @@
 //! Large cases, opt-in: `cargo test --release -- --include-ignored` (what `.ci/run` runs).
 
+use crate::common::disagreements;
 use normscope::layers::LayerSpec;
 use normscope::metrics::Metric;
 use normscope::model::RawModel;
-mod common;
-use common::disagreements;
 use normscope::monte_carlo::{McConfig, RawMc};
-use std::sync::Mutex;
 
-/// The slow cases run one at a time: the depth-1000 case alone holds about 17 GB (two
-/// 1000-block networks with every weight and its gradient), and the memory check
-/// (`normscope::budget`) refuses a run that the memory then available cannot hold. Running
-/// them side by side would make that check, or the machine, fail by timing.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
+/// The slow cases run one at a time ([`crate::common::exclusive`]): the depth-1000 case alone
+/// holds about 17 GB (two 1000-block networks with every weight and its gradient), and the
+/// memory check (`normscope::budget`) refuses a run that the memory then available cannot
+/// hold. Running them side by side would make that check, or the machine, fail by timing.
 fn exclusive() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+    crate::common::exclusive()
 }
 
 #[test]
