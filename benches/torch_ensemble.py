@@ -11,7 +11,7 @@ number of updates; different weights and batches), written by
     done
 
 (format "normscope-train-init-v1", documented in `torch_train_reference.py` and normscope's
-`src/train/dump.rs`). Two ways of training them, as a competent PyTorch user would:
+`crates/core/src/train/dump.rs`). Two ways of training them, as a competent PyTorch user would:
 
 - `loop`: `torch_train_reference.py`'s model (ordinary `torch.nn` modules) and training loop
   (`train`, imported from that script, not copied), the seeds trained one after the other.

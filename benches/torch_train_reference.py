@@ -33,7 +33,7 @@ timed); the runs are trained one after the other. When other work shares the cor
 OpenMP threads (which spin at barriers) can slow down a hundredfold: time on a quiet machine,
 and compare losses with `--threads 1` (`tests/it/train_torch.rs` does).
 
-The dump (format "normscope-train-init-v1", documented in normscope's `src/train/dump.rs`):
+The dump (format "normscope-train-init-v1", documented in normscope's `crates/core/src/train/dump.rs`):
 
     { "format", "preset", "seed",
       "model": { "width", "heads", "eps", "norm": "layer"|"rms"|"identity", "affine",
@@ -48,7 +48,7 @@ The dump (format "normscope-train-init-v1", documented in normscope's `src/train
       "lrs": [lr of update 1, 2, ...],
       "batches": [ {"inputs", "targets", "weights"} | {"x", "y", "size"} ] }
 
-The model (normscope's `src/train/model.rs` and `pass.rs`). normscope stores activations as
+The model (normscope's `crates/core/src/train/model.rs` and `pass.rs`). normscope stores activations as
 d x n matrices whose columns are tokens, sequence-major (token t of sequence b is column
 b * seq + t); here they are (batch, seq, d) tensors (vectors: (size, d)), the same numbers
 transposed. Per block, with the norms N (LayerNorm with biased variance and eps inside the
@@ -79,7 +79,7 @@ encoder-decoder --layers N --task reverse-pairs ... --dump-init FILE`): "model" 
 "io": {"kind": "pairs", "vocab", "src", "tgt"}, and "encoder" and "decoder", each
 {"blocks": [...], "final_norm"} with blocks as above plus the cross-attention branch
 {"kind": "cross-attention", "seq", "memory_seq"}; batches are {"source", "inputs", "targets",
-"weights"}. The model (normscope's `src/train/seq2seq/`):
+"weights"}. The model (normscope's `crates/core/src/train/seq2seq/`):
 
     m = N_final_enc(encoder blocks(E_s[source] + P_s))         (2N blocks: attention, MLP)
     y = N_final_dec(decoder blocks(E_t[inputs] + P_t; m))      (3N blocks: causal attention,
@@ -407,7 +407,7 @@ def build(dump):
 
 def make_optimizer(spec, ordered):
     """torch.optim's optimizer for the dump's settings (the single-tensor CPU path, which
-    normscope's `src/train/optim.rs` follows); AdamW decays only the flagged parameters."""
+    normscope's `crates/core/src/train/optim.rs` follows); AdamW decays only the flagged parameters."""
     name = spec["name"]
     if name == "sgd":
         return torch.optim.SGD([t for t, _ in ordered], lr=0.0, momentum=spec["momentum"], foreach=False)

@@ -1,5 +1,5 @@
 //! Records what the workspace was built from, for `--version` and the manifests
-//! (`manifest::BUILD_COMMIT`, `RUSTC`, `TARGET`): the git commit
+//! (`manifest::VERSION` and `manifest::Build`): the git commit
 //! of the source tree (if it is a git checkout), the rustc version and the target triple.
 
 use std::process::Command;

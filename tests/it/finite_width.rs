@@ -1,5 +1,5 @@
 //! The leading finite-width correction (`theory --finite-width d`,
-//! `src/theory/finite_width.rs`) against the Monte Carlo engine at the same width.
+//! `crates/core/src/theory/finite_width.rs`) against the Monte Carlo engine at the same width.
 //!
 //! Tolerance, stated before the runs: the Monte Carlo mean's 99.7% interval (3 standard
 //! errors; fixed seeds) plus the neglected second-order terms,

@@ -2,7 +2,7 @@
 
 Regenerate with `python3 tests/reference/gelu_moments.py > tests/reference/gelu_moments.csv`
 (mpmath 1.3, 40 significant digits). Every value is an adaptive tanh-sinh quadrature of the
-defining integral, independent of the closed forms in src/branch/activation.rs:
+defining integral, independent of the closed forms in crates/core/src/branch/activation.rs:
   second = E[gelu(X)^2],  deriv = E[gelu'(X)^2],  X ~ N(0, v);
   pair   = E[gelu(X) gelu(Y)], Var X = a, Var Y = b, Cov = c = rho sqrt(a b), computed as
            E_x[gelu(x) E[gelu(Y) | x]] with E[Y Phi(Y)] = mu Phi(mu/t) + s^2 phi(mu/t)/t

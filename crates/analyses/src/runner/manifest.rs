@@ -166,7 +166,9 @@ pub fn keep(new: &Manifest, old: Option<&[u8]>) -> Vec<u8> {
     let Ok(mut was) = serde_json::from_slice::<serde_json::Value>(old) else {
         return fresh;
     };
-    let mut now = serde_json::to_value(new).expect("manifest serializes");
+    // Both sides through the same parser, so a float in the configuration compares as the
+    // text it was written as.
+    let mut now: serde_json::Value = serde_json::from_slice(&fresh).expect("manifest parses");
     essence(&mut now);
     if essence(&mut was) && was == now {
         old.to_vec()
