@@ -407,7 +407,7 @@ def build(dump):
 
 def make_optimizer(spec, ordered):
     """torch.optim's optimizer for the dump's settings (the single-tensor CPU path, which
-    normscope's `crates/core/src/train/optim.rs` follows); AdamW decays only the flagged parameters."""
+    normscope's `crates/core/src/train/optim/` follows); AdamW decays only the flagged parameters."""
     name = spec["name"]
     if name == "sgd":
         return torch.optim.SGD([t for t, _ in ordered], lr=0.0, momentum=spec["momentum"], foreach=False)

@@ -517,31 +517,9 @@ pub struct MergeArgs {
     pub out_dir: PathBuf,
 }
 
-/// A number as typed, for every float flag: refused if f64 cannot hold it (`1e400` would read
-/// as infinity, `1e-400` as zero), so a value is never silently another one. `inf` and `nan`
-/// pass here and are refused by the flag's own check.
-pub fn literal_f64(s: &str) -> Result<f64, String> {
-    let x: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s} is not a number"))?;
-    let word = s.trim().trim_start_matches(['+', '-']).to_ascii_lowercase();
-    let named = ["inf", "infinity", "nan"].contains(&word.as_str());
-    if x.is_infinite() && !named {
-        return Err(format!(
-            "{s} is beyond f64's range (at most {:e} in magnitude)",
-            f64::MAX
-        ));
-    }
-    let mantissa = word.split(['e', 'E']).next().unwrap_or("");
-    if x == 0.0 && mantissa.chars().any(|c| ('1'..='9').contains(&c)) {
-        return Err(format!(
-            "{s} is below f64's smallest number ({:e}) and would read as 0",
-            f64::from_bits(1)
-        ));
-    }
-    Ok(x)
-}
+/// A number as typed, for every float flag ([`normscope::input::literal_f64`], in the library so
+/// that the optimizers' flags, declared there, parse alike).
+pub use normscope::input::literal_f64;
 
 /// `normscope slurm`.
 #[derive(Debug, Args)]

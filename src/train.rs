@@ -8,6 +8,7 @@ use normscope::monte_carlo::{Precision, RawMc};
 use normscope::output::{atomic, table};
 use normscope::spec::NormKind;
 use normscope::train::config::{Arch, RawTrain};
+use normscope::train::optim::{OptimizerFlags, OptimizerKind};
 use normscope::train::task::{TaskConfig, TaskKind};
 use std::path::PathBuf;
 
@@ -95,27 +96,16 @@ pub struct TrainArgs {
     /// Seed of the rewired tokens and their new embeddings.
     #[arg(long, default_value_t = TaskConfig::default().rewire_seed)]
     pub teacher_rewire_seed: u64,
-    /// Optimizer: sgd, adam, adamw.
-    #[arg(long, default_value_t = RawTrain::default().optimizer)]
+    /// Optimizer (its names from the registry, `normscope::train::optim`).
+    #[arg(long, help = format!("Optimizer: {}", OptimizerKind::NAMES.join(", ")), default_value_t = RawTrain::default().optimizer)]
     pub optimizer: String,
     /// Peak learning rate.
     #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = RawTrain::default().lr, allow_hyphen_values = true)]
     pub lr: f64,
-    /// Adam/AdamW beta1 (default 0.9).
-    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
-    pub beta1: Option<f64>,
-    /// Adam/AdamW beta2 (default 0.999).
-    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
-    pub beta2: Option<f64>,
-    /// Adam/AdamW epsilon (default 1e-8).
-    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
-    pub adam_eps: Option<f64>,
-    /// AdamW's decoupled weight decay (default 0.01; matrices only).
-    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
-    pub weight_decay: Option<f64>,
-    /// SGD momentum (default 0).
-    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
-    pub momentum: Option<f64>,
+    /// The optimizers' hyperparameters (`--beta1`, `--momentum`, ...), declared with their
+    /// optimizers (`normscope::train::optim`).
+    #[command(flatten)]
+    pub optimizer_flags: OptimizerFlags,
     /// Clip the global gradient norm to this value.
     #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
     pub clip: Option<f64>,
@@ -210,11 +200,7 @@ impl TrainArgs {
                 rewire_seed: self.teacher_rewire_seed,
             },
             optimizer: self.optimizer.clone(),
-            beta1: self.beta1,
-            beta2: self.beta2,
-            adam_eps: self.adam_eps,
-            weight_decay: self.weight_decay,
-            momentum: self.momentum,
+            optimizer_flags: self.optimizer_flags,
             clip: self.clip,
             lr: self.lr,
             schedule: self.schedule.clone(),

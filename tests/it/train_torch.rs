@@ -20,7 +20,7 @@ use std::process::Command;
 /// Both sides compute in float64 with the same operations in the same order up to what no
 /// reference can pin down: GEMM and reduction summation order, fused multiply-adds in ATen's
 /// vectorized kernels, and libm/erf implementations (normscope's optimizers follow PyTorch's
-/// single-tensor code paths operation by operation, `crates/core/src/train/optim.rs`). Measured with
+/// single-tensor code paths operation by operation, `crates/core/src/train/optim/`). Measured with
 /// PyTorch 2.15.0 (CPU; the script prints its version), the differences stay between 4e-16
 /// and 1e-15 relative over 60 updates for every decoder-only case below except GELU, whose
 /// erfc (statrs 0.19.1) is only accurate to about 1e-10 relative and gives up to 6e-12; the

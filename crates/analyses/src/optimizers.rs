@@ -175,8 +175,8 @@ impl super::AnalysisConfig for Config {
 fn sgd_base(t: &Tier, momentum: f64) -> Result<normscope_core::train::config::RawTrain> {
     let mut b = t.base()?;
     b.optimizer = "sgd".into();
-    b.momentum = Some(momentum);
-    b.beta2 = None;
+    b.optimizer_flags.sgd.momentum = Some(momentum);
+    b.optimizer_flags.adam.beta2 = None;
     Ok(b)
 }
 

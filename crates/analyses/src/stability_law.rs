@@ -247,11 +247,8 @@ fn predict(w: &warmup::Config) -> Result<Vec<Predicted>> {
                 .iter()
                 .map(|&seed| {
                     let cfg = cell.config(p.base(), seed)?;
-                    let eps = match cfg.optimizer {
-                        normscope_core::train::optim::OptimizerKind::Adam { eps, .. }
-                        | normscope_core::train::optim::OptimizerKind::AdamW { eps, .. } => eps,
-                        _ => 0.0,
-                    };
+                    // Adam's and AdamW's eps; 0 for an update without a denominator (SGD).
+                    let eps = cfg.optimizer.denominator_eps().unwrap_or(0.0);
                     let (m, _, first) = run::start(&cfg, p.task(), preset, seed)?;
                     let probe = &p.eval()[0];
                     Ok((

@@ -23,6 +23,7 @@ use normscope_core::model::RawModel;
 use normscope_core::output::table::column;
 use normscope_core::spec::NormKind;
 use normscope_core::train::config::RawTrain;
+use normscope_core::train::optim::{AdamFlags, OptimizerFlags};
 use normscope_core::train::sweep::Cell;
 use normscope_core::train::task::{TaskConfig, TaskKind};
 use normscope_core::{Error, Result};
@@ -184,7 +185,13 @@ impl Tier {
                 teacher_seed: self.seed,
                 ..d.task
             },
-            beta2: Some(self.beta2),
+            optimizer_flags: OptimizerFlags {
+                adam: AdamFlags {
+                    beta2: Some(self.beta2),
+                    ..AdamFlags::default()
+                },
+                ..d.optimizer_flags
+            },
             steps: self.steps,
             batch: self.batch,
             eval_every: self.eval_every,

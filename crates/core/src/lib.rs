@@ -83,10 +83,11 @@
 //! equation, source and `build(depth) -> StackSpec`, then its `mod` line and its line in
 //! [`placement::REGISTRY`] in `crates/core/src/placement/mod.rs`.
 //!
-//! **An optimizer** (4 edited): its [`train::optim::OptimizerKind`] variant, parsing, checks
-//! and step in `crates/core/src/train/optim.rs`; each hyperparameter in
-//! `crates/core/src/train/config.rs` (`RawTrain`) and `src/train.rs` (its flag); its JSON in
-//! `crates/core/src/train/dump.rs`.
+//! **An optimizer** (1 new file, 1 edited): add `crates/core/src/train/optim/<name>.rs` with
+//! its equations, its hyperparameters declared once (flags, defaults, checks and JSON derived
+//! from them) and its [`train::optim::Algorithm`] (state and step), then its `mod` line and its
+//! line in the registry (`optimizers!`, making [`train::optim::OptimizerKind`]) in
+//! `crates/core/src/train/optim/mod.rs`.
 
 #![deny(unsafe_code)]
 

@@ -1,7 +1,7 @@
 //! A checked training request: every field validated, each error naming its flag and what
 //! it accepts, and the run's memory estimated before anything is allocated.
 
-use super::optim::OptimizerKind;
+use super::optim::{OptimizerFlags, OptimizerKind};
 use super::schedule::{Decay, Schedule};
 use super::task::{Io, TaskConfig, TaskKind};
 use crate::branch::{Block, BranchKind};
@@ -99,16 +99,10 @@ pub struct RawTrain {
     pub task: TaskConfig,
     /// Optimizer name.
     pub optimizer: String,
-    /// Adam's and AdamW's beta1, if given.
-    pub beta1: Option<f64>,
-    /// Adam's beta2.
-    pub beta2: Option<f64>,
-    /// Adam's epsilon.
-    pub adam_eps: Option<f64>,
-    /// AdamW's weight decay.
-    pub weight_decay: Option<f64>,
-    /// SGD's momentum.
-    pub momentum: Option<f64>,
+    /// The optimizers' hyperparameters that are given (`--momentum`, `--beta1`, ...; each
+    /// declared once, in its optimizer's file): the others take their defaults, and one the
+    /// optimizer does not have is refused.
+    pub optimizer_flags: OptimizerFlags,
     /// Global-norm clipping threshold.
     pub clip: Option<f64>,
     /// Peak learning rate.
@@ -153,11 +147,7 @@ impl Default for RawTrain {
                 ..TaskConfig::default()
             },
             optimizer: "adam".into(),
-            beta1: None,
-            beta2: None,
-            adam_eps: None,
-            weight_decay: None,
-            momentum: None,
+            optimizer_flags: OptimizerFlags::default(),
             clip: None,
             lr: 1e-3,
             schedule: "constant".into(),
@@ -355,53 +345,7 @@ impl RawTrain {
                 ..self.mc.clone()
             },
         )?;
-        let mut optimizer = OptimizerKind::parse(&self.optimizer)?;
-        match &mut optimizer {
-            OptimizerKind::Sgd { momentum } => {
-                if let Some(m) = self.momentum {
-                    *momentum = m;
-                }
-            }
-            OptimizerKind::Adam { beta1, beta2, eps } => {
-                set(beta1, self.beta1);
-                set(beta2, self.beta2);
-                set(eps, self.adam_eps);
-            }
-            OptimizerKind::AdamW {
-                beta1,
-                beta2,
-                eps,
-                weight_decay,
-            } => {
-                set(beta1, self.beta1);
-                set(beta2, self.beta2);
-                set(eps, self.adam_eps);
-                set(weight_decay, self.weight_decay);
-            }
-        }
-        optimizer.check()?;
-        let (sgd, adamw) = (
-            matches!(optimizer, OptimizerKind::Sgd { .. }),
-            matches!(optimizer, OptimizerKind::AdamW { .. }),
-        );
-        for (field, given, applies) in [
-            ("--momentum", self.momentum.is_some(), sgd),
-            ("--beta1", self.beta1.is_some(), !sgd),
-            ("--beta2", self.beta2.is_some(), !sgd),
-            ("--adam-eps", self.adam_eps.is_some(), !sgd),
-            ("--weight-decay", self.weight_decay.is_some(), adamw),
-        ] {
-            if given && !applies {
-                return Err(Error::invalid(
-                    field,
-                    "set",
-                    format!(
-                        "only with an optimizer that has it (--optimizer {} does not)",
-                        optimizer.name()
-                    ),
-                ));
-            }
-        }
+        let optimizer = OptimizerKind::resolve(&self.optimizer, &self.optimizer_flags)?;
         positive("--clip", self.clip, None)?;
         let schedule = Schedule::new(
             self.lr,
@@ -483,12 +427,6 @@ fn check_arch(
         Arch::Decoder => {}
     }
     Ok(())
-}
-
-fn set(slot: &mut f64, v: Option<f64>) {
-    if let Some(v) = v {
-        *slot = v;
-    }
 }
 
 impl TrainConfig {

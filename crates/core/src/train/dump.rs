@@ -48,7 +48,6 @@
 
 use super::config::{Arch, TrainConfig};
 use super::model::{Multiplier, Skip, TrainBlock, TrainModel};
-use super::optim::OptimizerKind;
 use super::seq2seq::{EncDec, Stack};
 use super::task::{Batch, Io, Task};
 use super::trainable::Trainable;
@@ -127,22 +126,6 @@ fn settings_json(cfg: &TrainConfig, width: usize, eps: f64) -> serde_json::Map<S
     match v {
         Value::Object(map) => map,
         _ => unreachable!("a JSON object"),
-    }
-}
-
-fn optimizer_json(k: &OptimizerKind) -> Value {
-    match k {
-        OptimizerKind::Sgd { momentum } => json!({"name": "sgd", "momentum": momentum}),
-        OptimizerKind::Adam { beta1, beta2, eps } => {
-            json!({"name": "adam", "beta1": beta1, "beta2": beta2, "eps": eps})
-        }
-        OptimizerKind::AdamW {
-            beta1,
-            beta2,
-            eps,
-            weight_decay,
-        } => json!({"name": "adamw", "beta1": beta1, "beta2": beta2, "eps": eps,
-            "weight_decay": weight_decay}),
     }
 }
 
@@ -235,7 +218,7 @@ fn document<M: Trainable<Real = f64>>(
         "seed": seed,
         "model": model,
         "params": params,
-        "optimizer": optimizer_json(&cfg.optimizer),
+        "optimizer": cfg.optimizer.json(),
         "clip": cfg.clip,
         "lrs": lrs,
         "batches": batches,
