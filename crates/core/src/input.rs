@@ -2,6 +2,9 @@
 //! up to a size cap, so a FIFO never hangs a run and a device (`/dev/zero`) or an oversized file
 //! is refused before its bytes are read.
 //!
+//! Numbers typed on the command line are read by [`literal_f64`], which refuses a literal f64
+//! cannot hold.
+//!
 //! The caps, by kind of file:
 //!
 //! | kind | cap | read by |
@@ -138,6 +141,32 @@ pub fn read(path: &Path, field: &'static str, cap: u64) -> Result<Vec<u8>> {
 pub fn read_text(path: &Path) -> std::result::Result<String, String> {
     let bytes = read_capped(path, TEXT_CAP).map_err(|e| e.to_string())?;
     String::from_utf8(bytes).map_err(|e| format!("it is not UTF-8 text ({e})"))
+}
+
+/// A number as typed, for every float flag: refused if f64 cannot hold it (`1e400` would read
+/// as infinity, `1e-400` as zero), so a value is never silently another one. `inf` and `nan`
+/// pass here and are refused by the flag's own check.
+pub fn literal_f64(s: &str) -> std::result::Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s} is not a number"))?;
+    let word = s.trim().trim_start_matches(['+', '-']).to_ascii_lowercase();
+    let named = ["inf", "infinity", "nan"].contains(&word.as_str());
+    if x.is_infinite() && !named {
+        return Err(format!(
+            "{s} is beyond f64's range (at most {:e} in magnitude)",
+            f64::MAX
+        ));
+    }
+    let mantissa = word.split(['e', 'E']).next().unwrap_or("");
+    if x == 0.0 && mantissa.chars().any(|c| ('1'..='9').contains(&c)) {
+        return Err(format!(
+            "{s} is below f64's smallest number ({:e}) and would read as 0",
+            f64::from_bits(1)
+        ));
+    }
+    Ok(x)
 }
 
 #[cfg(test)]
