@@ -12,7 +12,7 @@ the same batches in the same order, trains with `torch.optim.Adam` / `AdamW` / `
 `torch.nn.utils.clip_grad_norm_` when the run clips) and prints the training loss of every
 update, the loss of update s's batch *before* update s, as normscope logs `train_loss`
 (`normscope train --log-every 1`). `tests/it/train_torch.rs` compares the two curves;
-`normscope bench --train` times this script against normscope.
+`normscope-bench --train` times this script against normscope.
 
 Usage:
 
@@ -21,7 +21,7 @@ Usage:
 `--dtype` (default float64) is the dtype of the model, the batches and the optimizer state;
 with float32 every number of the (float64) dump is rounded to the nearest float32 as it is
 loaded, as `normscope train --precision f32` rounds the same draws, so the two start from the
-same weights (`normscope bench --train` times both dtypes).
+same weights (`normscope-bench --train` times both dtypes).
 
 Default output: comment lines starting with `#` (the torch version, then one per dump), and
 one line `step loss` per update, the loss printed with `repr` (the shortest digits that read

@@ -5,6 +5,7 @@
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, Parser, Subcommand};
 use normscope::branch::{BranchKind, Init};
+use normscope::input::literal_f64;
 use normscope::metrics::Metric;
 use normscope::model::{FinalNorm, RawModel};
 use normscope::monte_carlo::{Memory, Precision, RawMc};
@@ -164,16 +165,6 @@ with --dependency=afterok on the array). A failed task is resubmitted alone with
   normscope train --preset post --task copy --vocab 10 --seq 16 --seeds 0..4 --log-every 1 --out copy.parquet
   normscope train --preset deepnorm --seeds 0 --steps 60 --dump-init init.json")]
     Train(Box<crate::train::TrainArgs>),
-    /// Time the reference workload against plain PyTorch and the machine's GEMM rate.
-    #[command(after_help = "Examples:
-  normscope bench --no-torch
-  normscope bench --python /path/to/venv/bin/python
-  normscope bench --train --python /path/to/venv/bin/python
-  normscope bench --train-grid --python /path/to/venv/bin/python
-  normscope bench --all --python /path/to/venv/bin/python
-  normscope bench --train --precision f64 --repeats 5 --python /path/to/venv/bin/python
-  normscope bench --shards 8 --quick --nodes 100")]
-    Bench(BenchArgs),
     /// Print a shell completion script, e.g. `normscope completions bash > ~/.local/share/bash-completion/completions/normscope`.
     Completions {
         /// The shell.
@@ -197,27 +188,27 @@ pub struct ModelArgs {
           value_parser = init_values(), ignore_case = true, hide_possible_values = true)]
     pub init: String,
     /// MLP hidden width as a multiple of d.
-    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = RawModel::default().hidden_ratio, allow_hyphen_values = true)]
+    #[arg(long, value_parser = literal_f64, default_value_t = RawModel::default().hidden_ratio, allow_hyphen_values = true)]
     pub hidden_ratio: f64,
     /// Override the derived gain g = E||F(u)||^2/||u||^2 of the unscaled branch (at unit input).
-    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
+    #[arg(long, value_parser = literal_f64, allow_hyphen_values = true)]
     pub gain: Option<f64>,
     /// Override the skip scale alpha of every block.
-    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
+    #[arg(long, value_parser = literal_f64, allow_hyphen_values = true)]
     pub alpha: Option<f64>,
     /// Set DeepNet's branch-weight scale beta.
-    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
+    #[arg(long, value_parser = literal_f64, allow_hyphen_values = true)]
     pub beta: Option<f64>,
     /// Override the branch multiplier lambda of every block.
-    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
+    #[arg(long, value_parser = literal_f64, allow_hyphen_values = true)]
     pub lambda: Option<f64>,
     /// Input second moment q0 = E||x_0||^2/d.
-    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = RawModel::default().q0, allow_hyphen_values = true)]
+    #[arg(long, value_parser = literal_f64, default_value_t = RawModel::default().q0, allow_hyphen_values = true)]
     pub q0: f64,
     /// Correlation of the two inputs / tokens: in [-1, 1], and above -1/(n-1) for n = --tokens
     /// (n tokens with one pairwise correlation must have a positive definite covariance; both
     /// engines check it, so --tokens 2 admits every c0 > -1).
-    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = RawModel::default().c0, allow_hyphen_values = true)]
+    #[arg(long, value_parser = literal_f64, default_value_t = RawModel::default().c0, allow_hyphen_values = true)]
     pub c0: f64,
     /// Tokens n (attention branches; every token is a sample in Monte Carlo).
     #[arg(long, default_value_t = RawModel::default().tokens, allow_hyphen_values = true)]
@@ -306,7 +297,7 @@ pub struct SamplingArgs {
     #[arg(long, default_value_t = RawMc::default().seed, allow_hyphen_values = true)]
     pub seed: u64,
     /// Norm epsilon (0 allowed).
-    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = RawMc::default().eps, allow_hyphen_values = true)]
+    #[arg(long, value_parser = literal_f64, default_value_t = RawMc::default().eps, allow_hyphen_values = true)]
     pub eps: f64,
     /// Attention heads (must divide --width).
     #[arg(long, default_value_t = RawMc::default().heads, allow_hyphen_values = true)]
@@ -381,78 +372,6 @@ pub struct PresetsArgs {
     pub placements: Vec<PathBuf>,
 }
 
-/// `normscope bench`.
-#[derive(Debug, Args)]
-pub struct BenchArgs {
-    /// Python interpreter with PyTorch installed.
-    #[arg(long, default_value = "python3")]
-    pub python: String,
-    /// The PyTorch reference script.
-    #[arg(long, default_value = "benches/torch_reference.py")]
-    pub script: PathBuf,
-    /// A small workload (smoke test) instead of the reference size.
-    #[arg(long)]
-    pub quick: bool,
-    /// Skip the PyTorch run (print normscope's numbers only, and the GEMM rate without --train).
-    #[arg(long)]
-    pub no_torch: bool,
-    /// Time training instead: Pre-LN and Post-LN decoder-only Transformers (d = 64, 4 heads,
-    /// L = 12, seq 32, batch 16) trained with Adam for 200 steps, against plain PyTorch eager.
-    #[arg(long)]
-    pub train: bool,
-    /// Time one cell of the training analyses' Transformer tier instead: 10 seeds of Post-LN
-    /// (d = 32, 4 heads, L = 12 blocks, seq 16, batch 16, 300 Adam steps) against PyTorch's
-    /// eager loop over the seeds and its vmap ensemble (the ratio to the better; target >= 3x
-    /// in f32).
-    #[arg(long, conflicts_with = "train")]
-    pub train_grid: bool,
-    /// Every performance target in one run: the Monte Carlo workload (GEMM rates, PyTorch
-    /// ratio, memory), then the training workload (--train) and the training-grid cell
-    /// (--train-grid), then a summary with one line per target and its verdict.
-    #[arg(long, conflicts_with_all = ["train", "train_grid", "shards", "memory_probe"])]
-    pub all: bool,
-    /// Times each side this many times and judges the medians: with --train each training
-    /// side, alternating; for the Monte Carlo workload (plain, or --all) the GEMM rates and
-    /// normscope's run, in rounds.
-    #[arg(
-        long,
-        default_value_t = crate::bench_train::DEFAULT_REPEATS,
-        value_name = "N",
-        conflicts_with_all = ["shards", "memory_probe"]
-    )]
-    pub repeats: usize,
-    /// The PyTorch training reference script (for --train and --all).
-    #[arg(long, default_value = "benches/torch_train_reference.py")]
-    pub train_script: PathBuf,
-    /// The PyTorch ensemble script (for --train-grid and --all).
-    #[arg(long, default_value = "benches/torch_ensemble.py")]
-    pub ensemble_script: PathBuf,
-    /// Measure sharding instead: finite-width and warmup unsharded, as N shards run one
-    /// after another, and merged; overhead per unit and a projection for --nodes nodes.
-    #[arg(long, value_name = "N")]
-    pub shards: Option<usize>,
-    /// Cluster size for the --shards projection.
-    #[arg(long, default_value_t = 100)]
-    pub nodes: usize,
-    /// With --shards: only these of finite-width, warmup (comma-separated; both if absent).
-    #[arg(long, value_delimiter = ',')]
-    pub analyses: Vec<String>,
-    /// With --shards: a `reproduce --config` TOML file for the measured analyses (e.g. a grid
-    /// between --quick and the full run).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Only this precision (f64 or f32): GEMM rates, normscope, PyTorch in the same dtype, and
-    /// memory (with --train: normscope's and PyTorch's training in that dtype); both if absent.
-    #[arg(long, value_enum)]
-    pub precision: Option<Precision>,
-    /// Depths L of the peak-memory measurement (one network each, in a child process).
-    #[arg(long, value_delimiter = ',', value_name = "L,...")]
-    pub memory_depths: Vec<usize>,
-    /// Internal: sample and measure one network of depth L and print its peak memory as JSON.
-    #[arg(long, value_name = "L", hide = true)]
-    pub memory_probe: Option<usize>,
-}
-
 /// `normscope expand`.
 #[derive(Debug, Args)]
 pub struct ExpandArgs {
@@ -516,10 +435,6 @@ pub struct MergeArgs {
     #[arg(long, default_value = ".")]
     pub out_dir: PathBuf,
 }
-
-/// A number as typed, for every float flag ([`normscope::input::literal_f64`], in the library so
-/// that the optimizers' flags, declared there, parse alike).
-pub use normscope::input::literal_f64;
 
 /// `normscope slurm`.
 #[derive(Debug, Args)]

@@ -1,35 +1,16 @@
 //! The `normscope` binary: parse, validate, run; exit 2 on bad input, 1 on other failures.
-//! The application lives here (clap types in [`cli`], the PyTorch bench runners in [`bench`]
-//! and [`bench_train`]); everything it computes comes from the `normscope` library.
+//! The application lives here (clap types in [`cli`], `train`'s arguments in [`train`]);
+//! everything it computes comes from the `normscope` library. The benches are a separate
+//! binary, `normscope-bench` (`crates/bench`).
 
 #![deny(unsafe_code)]
 
-/// `println!` that returns [`normscope::Error::Console`] instead of panicking (a closed pipe, a
-/// full device).
-macro_rules! outln {
-    ($($t:tt)*) => {
-        normscope::output::console::out(format!("{}\n", format_args!($($t)*)).as_bytes())
-    };
-}
-
-/// `eprintln!` that never panics: a failure is reported when the command ends
-/// ([`normscope::output::console::note`]).
-macro_rules! errln {
-    ($($t:tt)*) => {
-        normscope::output::console::note(format_args!($($t)*))
-    };
-}
-
-mod bench;
-mod bench_grid;
-mod bench_shards;
-mod bench_summary;
-mod bench_train;
 mod cli;
 mod train;
 
 use cli::{Cli, Command, ReproduceArgs};
 use normscope::model::{RawModel, TheoryConfig};
+use normscope::output::atomic::emit;
 use normscope::output::{atomic, console, table};
 use normscope::symbolic::Subs;
 use normscope::symbolic::render;
@@ -37,13 +18,6 @@ use normscope::{Error, analyses};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-fn emit(out: Option<&std::path::Path>, bytes: &[u8]) -> normscope::Result<()> {
-    match out {
-        Some(p) => atomic::write_bytes(p, bytes),
-        None => console::out(bytes),
-    }
-}
 
 /// Says the notes gathered so far on standard error, before an output file is written: if
 /// they cannot be written the command fails (exit 2) and writes no file.
@@ -112,33 +86,6 @@ fn mc_request(a: &cli::McArgs) -> normscope::Result<McRequest> {
     Ok((presets, cfg, metrics, layers))
 }
 
-fn bench(a: &cli::BenchArgs) -> normscope::Result<()> {
-    if a.train {
-        return bench_train::bench(a).map(drop);
-    }
-    if a.train_grid {
-        return bench_grid::bench(a).map(drop);
-    }
-    if let Some(n) = a.shards {
-        return bench_shards::bench(n, a.nodes, a.quick, a.config.as_deref(), &a.analyses);
-    }
-    if let Some(depth) = a.memory_probe {
-        return bench::memory_probe(
-            bench::Workload::of(a.quick),
-            depth,
-            a.precision.unwrap_or_default(),
-        );
-    }
-    // Refuses a bad --repeats (bench_train::check) before anything is timed.
-    let mut outcomes = bench::monte_carlo(a)?;
-    if a.all {
-        outcomes.extend(bench_train::bench(a)?);
-        outcomes.extend(bench_grid::bench(a)?);
-        bench_summary::print(&outcomes, a.quick)?;
-    }
-    Ok(())
-}
-
 /// The `--out` of a command, checked before anything runs; `-` means standard output.
 fn out_path(out: &Option<PathBuf>) -> normscope::Result<Option<&Path>> {
     match out.as_deref() {
@@ -201,7 +148,6 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
                 &table::Format::of(out).encode(&mut table::frame(rows)?)?,
             )
         }
-        Command::Bench(a) => bench(&a),
         Command::Train(a) => {
             let out = out_path(&a.out)?;
             let _ = normscope::numeric::sys::keep_freed_memory();
@@ -312,31 +258,7 @@ fn parse_args() -> Result<Cli, ExitCode> {
         .mut_subcommands(|s| s.allow_negative_numbers(true))
         .try_get_matches()
         .and_then(|m| Cli::from_arg_matches(&m))
-        .map_err(|e| {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                // Help on a closed pipe (`--help | head -1`) ends as a closed pipe; on a full
-                // device, exit 2.
-                let text = e.render().to_string();
-                return match console::out(text.as_bytes()) {
-                    Ok(()) => ExitCode::SUCCESS,
-                    Err(e) if e.is_closed_pipe() => ExitCode::from(141),
-                    Err(_) => ExitCode::from(2),
-                };
-            }
-            let text = e.render().to_string();
-            let line: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .filter(|l| {
-                    !l.is_empty()
-                        && !l.starts_with("Usage:")
-                        && !l.starts_with("For more information")
-                })
-                .collect();
-            console::note(line.join(" "));
-            ExitCode::from(2)
-        })
+        .map_err(normscope::output::exit::parse_error)
 }
 
 /// SIGINT, SIGTERM, SIGHUP: discards the staging folders of a `reproduce` in flight (a write
@@ -359,21 +281,5 @@ fn main() -> ExitCode {
     // Without the handler (it cannot be installed) a signal still ends the run, and the next
     // run removes its staging folders.
     let _ = ctrlc::set_handler(on_interrupt);
-    match dispatch(cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        // The reader went away (`normscope reproduce --list | head -1`): nothing to say, and
-        // the status a shell reports for a tool ended by SIGPIPE.
-        Err(e) if e.is_closed_pipe() => ExitCode::from(141),
-        Err(e) => {
-            // One line, even when a cause (a polars parse error) spans several.
-            let text = e.to_string();
-            let line: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect();
-            console::note(format_args!("error: {}", line.join(" ")));
-            ExitCode::from(if e.is_bad_input() { 2 } else { 1 })
-        }
-    }
+    normscope::output::exit::status(dispatch(cli))
 }

@@ -3,6 +3,7 @@
 
 use clap::Args;
 use normscope::Error;
+use normscope::input::literal_f64;
 use normscope::model::RawModel;
 use normscope::monte_carlo::{Precision, RawMc};
 use normscope::output::{atomic, table};
@@ -42,7 +43,7 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = RawTrain::default().mc.heads)]
     pub heads: usize,
     /// MLP hidden width as a multiple of d.
-    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = RawTrain::default().model.hidden_ratio, allow_hyphen_values = true)]
+    #[arg(long, value_parser = literal_f64, default_value_t = RawTrain::default().model.hidden_ratio, allow_hyphen_values = true)]
     pub hidden_ratio: f64,
     /// Init scheme of the branch matrices and the head: xavier, he, torch-default, bert.
     #[arg(long, default_value_t = RawTrain::default().model.init)]
@@ -54,7 +55,7 @@ pub struct TrainArgs {
     #[arg(long)]
     pub no_affine: bool,
     /// Norm epsilon.
-    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = RawTrain::default().mc.eps, allow_hyphen_values = true)]
+    #[arg(long, value_parser = literal_f64, default_value_t = RawTrain::default().mc.eps, allow_hyphen_values = true)]
     pub eps: f64,
     /// Task: regression, teacher-lm, copy, reverse, sort; reverse-pairs (the source's reverse,
     /// for --arch encoder-decoder) [default: teacher-lm; reverse-pairs with --arch
@@ -81,17 +82,17 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = TaskConfig::default().teacher_width)]
     pub teacher_width: usize,
     /// Regression noise standard deviation (its square is the loss floor).
-    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = TaskConfig::default().noise, allow_hyphen_values = true)]
+    #[arg(long, value_parser = literal_f64, default_value_t = TaskConfig::default().noise, allow_hyphen_values = true)]
     pub noise: f64,
     /// Teacher-lm softmax temperature.
-    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = TaskConfig::default().temperature, allow_hyphen_values = true)]
+    #[arg(long, value_parser = literal_f64, default_value_t = TaskConfig::default().temperature, allow_hyphen_values = true)]
     pub teacher_temperature: f64,
     /// Seed of the teacher's weights and of the evaluation set.
     #[arg(long, default_value_t = TaskConfig::default().teacher_seed)]
     pub teacher_seed: u64,
     /// Teacher-lm: the fraction of the vocabulary whose teacher embeddings are drawn anew (a
     /// related language for fine-tuning; 0 = the teacher as drawn).
-    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = TaskConfig::default().rewire, allow_hyphen_values = true)]
+    #[arg(long, value_parser = literal_f64, default_value_t = TaskConfig::default().rewire, allow_hyphen_values = true)]
     pub teacher_rewire: f64,
     /// Seed of the rewired tokens and their new embeddings.
     #[arg(long, default_value_t = TaskConfig::default().rewire_seed)]
@@ -100,14 +101,14 @@ pub struct TrainArgs {
     #[arg(long, help = format!("Optimizer: {}", OptimizerKind::NAMES.join(", ")), default_value_t = RawTrain::default().optimizer)]
     pub optimizer: String,
     /// Peak learning rate.
-    #[arg(long, value_parser = crate::cli::literal_f64, default_value_t = RawTrain::default().lr, allow_hyphen_values = true)]
+    #[arg(long, value_parser = literal_f64, default_value_t = RawTrain::default().lr, allow_hyphen_values = true)]
     pub lr: f64,
     /// The optimizers' hyperparameters (`--beta1`, `--momentum`, ...), declared with their
     /// optimizers (`normscope::train::optim`).
     #[command(flatten)]
     pub optimizer_flags: OptimizerFlags,
     /// Clip the global gradient norm to this value.
-    #[arg(long, value_parser = crate::cli::literal_f64, allow_hyphen_values = true)]
+    #[arg(long, value_parser = literal_f64, allow_hyphen_values = true)]
     pub clip: Option<f64>,
     /// Schedule after warmup: constant, linear, inv-sqrt, cosine.
     #[arg(long, default_value_t = RawTrain::default().schedule)]
@@ -258,5 +259,5 @@ pub fn train(a: &TrainArgs, out: Option<&std::path::Path>) -> normscope::Result<
     bar.finish();
     let mut df = normscope::train::log::frame(&cfg, &records)?;
     let bytes = table::Format::of(out).encode(&mut df)?;
-    super::emit(out, &bytes)
+    atomic::emit(out, &bytes)
 }

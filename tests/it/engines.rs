@@ -2,13 +2,13 @@
 //! each metric has rows at; metrics that need only the forward pass draw nothing, so their
 //! values do not depend on which others were asked for.
 
+use normscope::closed_form::ClosedForm;
 use normscope::engine::{Engine, Plan};
 use normscope::layers::LayerSpec;
 use normscope::metrics::Metric;
 use normscope::model::RawModel;
 use normscope::monte_carlo::{McConfig, MonteCarlo, RawMc};
 use normscope::profile::Value;
-use normscope::theory::ClosedForm;
 use std::process::Command;
 
 fn small() -> (RawModel, RawMc) {

@@ -1,7 +1,11 @@
 //! The workspace's layers, read from the source: imports point downward only.
 //!
-//! - Crates: `normscope-numeric` <- `normscope-core` <- `normscope-analyses` <- the binary.
-//!   No crate names a crate above it, in its manifest or its source.
+//! - Crates: `normscope-numeric` <- `normscope-core` <- `normscope-analyses` <- the
+//!   `normscope` binary (and its facade) <- `normscope-bench`. No crate names a crate above
+//!   it, in its manifest or its source.
+//! - Inside every crate: no two files import each other, directly or through others
+//!   ([`file_graph`]); inside `normscope-core`, modules import only lower rows of
+//!   [`CORE_LAYERS`].
 //! - Inside `normscope-analyses`: `runner` <- `ledger` <- the analyses <- `claims` and the
 //!   registry (`lib.rs`) <- `commands`, with no import loop between its modules.
 //! - `unsafe` only in `normscope-numeric`; every other crate root denies it.
@@ -42,7 +46,7 @@ fn code(p: &Path) -> String {
 }
 
 /// The crates, bottom to top, with the names their code is imported by.
-const CRATES: [(&str, &str, &str); 4] = [
+const CRATES: [(&str, &str, &str); 5] = [
     ("crates/numeric", "normscope-numeric", "normscope_numeric"),
     ("crates/core", "normscope-core", "normscope_core"),
     (
@@ -51,6 +55,7 @@ const CRATES: [(&str, &str, &str); 4] = [
         "normscope_analyses",
     ),
     (".", "normscope", "normscope"),
+    ("crates/bench", "normscope-bench", "normscope_bench"),
 ];
 
 #[test]
@@ -61,12 +66,7 @@ fn no_crate_imports_a_crate_above_it() {
             .split("\n[")
             .filter(|s| s.contains("dependencies]"))
             .collect::<String>();
-        let src = if *dir == "." {
-            // The binary and the facade import every crate below; nothing is above them.
-            continue;
-        } else {
-            root().join(dir).join("src")
-        };
+        let src = root().join(dir).join("src");
         for (_, package, name) in &CRATES[i + 1..] {
             assert!(
                 !deps.lines().any(|l| l.starts_with(&format!("{package} "))
@@ -89,10 +89,10 @@ fn no_crate_imports_a_crate_above_it() {
 #[test]
 fn unsafe_code_lives_only_in_the_numeric_layer() {
     for (dir, _, _) in &CRATES[1..] {
-        let lib = if *dir == "." {
-            vec![root().join("src/lib.rs"), root().join("src/main.rs")]
-        } else {
-            vec![root().join(dir).join("src/lib.rs")]
+        let lib = match *dir {
+            "." => vec![root().join("src/lib.rs"), root().join("src/main.rs")],
+            "crates/bench" => vec![root().join("crates/bench/src/main.rs")],
+            _ => vec![root().join(dir).join("src/lib.rs")],
         };
         for f in lib {
             assert!(
@@ -104,7 +104,12 @@ fn unsafe_code_lives_only_in_the_numeric_layer() {
             );
         }
     }
-    for dir in ["crates/core/src", "crates/analyses/src", "src"] {
+    for dir in [
+        "crates/core/src",
+        "crates/analyses/src",
+        "src",
+        "crates/bench/src",
+    ] {
         for f in sources(&root().join(dir)) {
             let text = code(&f);
             assert!(
@@ -289,4 +294,357 @@ fn the_layer_graph_finds_the_edges_it_must() {
         "the commands run the registry"
     );
     assert!(g["lib"].contains("claims"), "the registry lists the ledger");
+}
+
+/// A module path inside a crate (`["monte_carlo", "measure"]`; empty for the crate root).
+type ModPath = Vec<String>;
+
+/// The file of every module under `src`: `a/b.rs` and `a/b/mod.rs` are `a::b`, `lib.rs` and
+/// `main.rs` the root.
+fn module_files(src: &Path) -> BTreeMap<ModPath, PathBuf> {
+    let mut out = BTreeMap::new();
+    for f in sources(src) {
+        let rel = f.strip_prefix(src).unwrap().with_extension("");
+        let mut m: ModPath = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if m.last().is_some_and(|l| l == "mod") {
+            m.pop();
+        }
+        if m.len() == 1 && (m[0] == "lib" || m[0] == "main") {
+            m.clear();
+        }
+        out.insert(m, f);
+    }
+    out
+}
+
+/// The paths a `use` tree names: `a::{b, c::{d, e as f}}` gives `a::b`, `a::c::d`, `a::c::e`.
+fn use_paths(tree: &str) -> Vec<Vec<String>> {
+    fn rec(prefix: &[String], s: &str, out: &mut Vec<Vec<String>>) {
+        let s = s.trim();
+        if s.is_empty() {
+            return;
+        }
+        if let Some(inner) = s.strip_prefix('{') {
+            let inner = &inner[..inner.rfind('}').unwrap_or(inner.len())];
+            let (mut depth, mut start) = (0, 0);
+            for (i, c) in inner.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        rec(prefix, &inner[start..i], out);
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            rec(prefix, &inner[start..], out);
+            return;
+        }
+        match s.split_once("::") {
+            Some((head, rest)) if !head.contains('{') => {
+                let mut p = prefix.to_vec();
+                p.push(head.trim().to_string());
+                rec(&p, rest, out);
+            }
+            _ => {
+                let mut p = prefix.to_vec();
+                p.push(s.split(" as ").next().unwrap().trim().to_string());
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    rec(&[], tree, &mut out);
+    out
+}
+
+/// Source text without comments and without its `#[cfg(test)] mod tests` (a test module may
+/// import its parent: that is not an import of the file).
+fn code_without_tests(p: &Path) -> String {
+    let text = code(p);
+    match text.find("#[cfg(test)]\nmod tests") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// The import graph between the files (modules) of one crate. An import is a `use` line or a
+/// `crate::`/`super::` path; `pub use` re-exports are resolved to the module that defines the
+/// name, and a parent naming its children (declaring, registering, re-exporting them) is not
+/// an import.
+fn file_graph(src: &Path) -> BTreeMap<ModPath, BTreeSet<ModPath>> {
+    let files = module_files(src);
+    let texts: BTreeMap<ModPath, String> = files
+        .iter()
+        .map(|(m, f)| (m.clone(), code_without_tests(f)))
+        .collect();
+    // A statement `[pub[(..)]] use TREE`, with whether it is a re-export.
+    let uses = |text: &str| -> Vec<(bool, String)> {
+        [text]
+            .into_iter()
+            .filter_map(|stmt| {
+                let s = stmt.trim_start();
+                let (public, rest) = if let Some(r) = s.strip_prefix("pub use ") {
+                    (true, r)
+                } else if let Some(r) = s.strip_prefix("pub(crate) use ") {
+                    (true, r)
+                } else if let Some(r) = s.strip_prefix("pub(super) use ") {
+                    (true, r)
+                } else {
+                    (false, s.strip_prefix("use ")?)
+                };
+                Some((public, rest.to_string()))
+            })
+            .collect()
+    };
+    // A `use` statement spans lines; read whole statements from the text.
+    let statements = |text: &str| -> Vec<(bool, String)> {
+        let mut out = Vec::new();
+        let mut rest = text;
+        while let Some(i) = rest.find("use ") {
+            let before = &rest[..i];
+            let line_start = before.rfind('\n').map_or(0, |j| j + 1);
+            let lead = before[line_start..].trim();
+            let at_statement = lead.is_empty() || lead.starts_with("pub");
+            let word_start =
+                i == 0 || !rest[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+            let end = rest[i..].find(';').map_or(rest.len(), |j| i + j);
+            if at_statement && word_start {
+                out.extend(uses(&format!("{}{}", &rest[line_start..i], &rest[i..end])));
+            }
+            rest = &rest[(i + 4).min(rest.len())..];
+        }
+        out
+    };
+    let resolve =
+        |cur: &ModPath, path: &[String], reexport: &BTreeMap<(ModPath, String), ModPath>| {
+            let (mut m, rest): (ModPath, &[String]) = match path.first().map(String::as_str) {
+                Some("crate") => (vec![], &path[1..]),
+                Some("self") => (cur.clone(), &path[1..]),
+                Some("super") => {
+                    let mut m = cur.clone();
+                    let mut k = 0;
+                    while path.get(k).is_some_and(|s| s == "super") {
+                        m.pop();
+                        k += 1;
+                    }
+                    (m, &path[k..])
+                }
+                _ => return None,
+            };
+            for s in rest {
+                let mut next = m.clone();
+                next.push(s.clone());
+                if files.contains_key(&next) {
+                    m = next;
+                } else {
+                    return Some(reexport.get(&(m.clone(), s.clone())).cloned().unwrap_or(m));
+                }
+            }
+            Some(m)
+        };
+    let absolute = |cur: &ModPath, p: Vec<String>| -> Vec<String> {
+        if ["crate", "self", "super"].contains(&p[0].as_str()) {
+            p
+        } else {
+            let mut child = cur.clone();
+            child.push(p[0].clone());
+            if files.contains_key(&child) {
+                let mut q = vec!["self".to_string()];
+                q.extend(p);
+                q
+            } else {
+                p
+            }
+        }
+    };
+    // Re-exports, resolved twice so that a re-export of a re-export lands on its definition.
+    let mut reexport: BTreeMap<(ModPath, String), ModPath> = BTreeMap::new();
+    for _ in 0..2 {
+        for (m, t) in &texts {
+            for (public, tree) in statements(t) {
+                if !public {
+                    continue;
+                }
+                for p in use_paths(&tree) {
+                    let name = p.last().unwrap().clone();
+                    let p = absolute(m, p);
+                    if let Some(target) = resolve(m, &p, &reexport) {
+                        reexport.insert((m.clone(), name), target);
+                    }
+                }
+            }
+        }
+    }
+    let mut graph: BTreeMap<ModPath, BTreeSet<ModPath>> = BTreeMap::new();
+    for (m, t) in &texts {
+        let mut paths: Vec<Vec<String>> = Vec::new();
+        for (public, tree) in statements(t) {
+            if !public {
+                paths.extend(use_paths(&tree).into_iter().map(|p| absolute(m, p)));
+            }
+        }
+        for prefix in ["crate::", "super::"] {
+            for (i, _) in t.match_indices(prefix) {
+                if t[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
+                    continue;
+                }
+                let rest = &t[i..];
+                let end = rest
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                    .unwrap_or(rest.len());
+                if rest[end..].starts_with('{') {
+                    // A use tree (`crate::{a, b}`): read with its statement.
+                    continue;
+                }
+                let p: Vec<String> = rest[..end]
+                    .split("::")
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                paths.push(p);
+            }
+        }
+        let deps = graph.entry(m.clone()).or_default();
+        for p in paths {
+            if let Some(target) = resolve(m, &p, &reexport)
+                && &target != m
+                && files.contains_key(&target)
+            {
+                deps.insert(target);
+            }
+        }
+    }
+    graph
+}
+
+/// The modules of `graph` left in import loops: repeatedly removes modules that import nothing
+/// left; what remains (empty when there is no loop) is in or above a loop.
+fn in_loops<K: Ord + Clone>(graph: &BTreeMap<K, BTreeSet<K>>) -> Vec<K> {
+    let mut left = graph.clone();
+    loop {
+        let free: Vec<K> = left
+            .iter()
+            .filter(|(_, d)| d.iter().all(|x| !left.contains_key(x)))
+            .map(|(m, _)| m.clone())
+            .collect();
+        if free.is_empty() {
+            return left.into_keys().collect();
+        }
+        for m in free {
+            left.remove(&m);
+        }
+    }
+}
+
+/// Every crate's source folders: the three libraries, the `normscope` binary and its facade,
+/// and the bench binary.
+const SOURCE_DIRS: [&str; 5] = [
+    "crates/numeric/src",
+    "crates/core/src",
+    "crates/analyses/src",
+    "src",
+    "crates/bench/src",
+];
+
+#[test]
+fn no_file_of_any_crate_imports_in_a_loop() {
+    for dir in SOURCE_DIRS {
+        let g = file_graph(&root().join(dir));
+        let looped: Vec<String> = in_loops(&g).iter().map(|m| m.join("::")).collect();
+        assert!(looped.is_empty(), "{dir}: import loop among {looped:?}");
+    }
+}
+
+#[test]
+fn the_file_graph_finds_loops_and_the_edges_it_must() {
+    // Edges known to exist, read from the real files.
+    let core = file_graph(&root().join("crates/core/src"));
+    let m = |s: &str| -> ModPath { s.split("::").map(str::to_string).collect() };
+    for (from, to) in [
+        ("closed_form", "metrics::closed"),
+        ("branch::drawn", "branch::module"),
+        ("branch::linear", "branch::module"),
+        ("monte_carlo::size", "monte_carlo::memory"),
+        ("metrics::grad_sq", "metrics::sampled"),
+        ("train::trainable", "train::pass"),
+    ] {
+        assert!(core[&m(from)].contains(&m(to)), "{from} -> {to} not found");
+    }
+    // A loop written on purpose is found: two files importing each other, one through a
+    // re-export and a multi-line use tree.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir(src.join("a")).unwrap();
+    std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod b;\n").unwrap();
+    std::fs::write(src.join("a/mod.rs"), "pub mod x;\npub use x::X;\n").unwrap();
+    std::fs::write(src.join("a/x.rs"), "use crate::b::B;\npub struct X(B);\n").unwrap();
+    std::fs::write(
+        src.join("b.rs"),
+        "use crate::{\n    a::X,\n};\npub struct B;\nfn f(_: X) {}\n",
+    )
+    .unwrap();
+    let g = file_graph(src);
+    assert_eq!(
+        in_loops(&g),
+        vec![m("a::x"), m("b")],
+        "the planted loop a::x <-> b: {g:?}"
+    );
+    // Without the back edge there is none.
+    std::fs::write(src.join("a/x.rs"), "pub struct X;\n").unwrap();
+    assert!(in_loops(&file_graph(src)).is_empty());
+}
+
+/// normscope-core's modules bottom to top: a module imports only modules of lower rows.
+const CORE_LAYERS: &[&[&str]] = &[
+    &["error"],
+    &["input", "layers", "spec", "stats"],
+    &["branch", "placement"],
+    &["theory"],
+    &["budget", "metrics"],
+    &["profile"],
+    &["model"],
+    &["engine"],
+    &["closed_form", "monte_carlo"],
+    &["output"],
+    &["symbolic", "tables", "train"],
+    &["compare"],
+];
+
+#[test]
+fn core_modules_import_only_lower_layers() {
+    let g = file_graph(&root().join("crates/core/src"));
+    let row = |m: &str| CORE_LAYERS.iter().position(|r| r.contains(&m));
+    // Top-level modules and the top-level modules they import.
+    let mut top: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (m, deps) in &g {
+        let Some(me) = m.first() else { continue };
+        let e = top.entry(me.clone()).or_default();
+        for d in deps {
+            if let Some(to) = d.first()
+                && to != me
+            {
+                e.insert(to.clone());
+            }
+        }
+    }
+    let mut wrong = Vec::new();
+    for (m, deps) in &top {
+        let mine = row(m).unwrap_or_else(|| panic!("core module {m} is in no row of CORE_LAYERS"));
+        for d in deps {
+            let theirs = row(d).unwrap_or_else(|| panic!("core module {d} is in no row"));
+            if theirs >= mine {
+                wrong.push(format!("{m} (row {mine}) imports {d} (row {theirs})"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "imports point to lower rows only: {wrong:#?}"
+    );
+    assert!(top["closed_form"].contains("metrics") && top["monte_carlo"].contains("engine"));
 }

@@ -16,9 +16,6 @@
 mod common;
 
 mod admin_profiling;
-mod bench;
-mod bench_grid;
-mod bench_train;
 mod cli;
 mod engines;
 mod expansion;

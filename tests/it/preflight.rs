@@ -279,23 +279,3 @@ fn placement_files_at_any_depth_are_refused_before_their_stack_is_built() {
     let out = common::success_stdout(&o);
     assert_eq!(out.lines().count(), 2, "{out}");
 }
-
-/// `bench --memory-probe L` goes through the same check as `mc` (it skipped it, then aborted
-/// allocating 32 GB at L = 1e9); the bench's own depths still fit.
-#[test]
-fn the_memory_probe_is_checked() {
-    let dir = tempfile::tempdir().unwrap();
-    assert_refused(
-        &["bench", "--memory-probe", "1000000000"],
-        dir.path(),
-        ULIMIT_KB,
-        &["too large", "--memory-probe"],
-    );
-    let o = run_limited(
-        &["bench", "--memory-probe", "8", "--quick"],
-        dir.path(),
-        ULIMIT_KB,
-    );
-    let out = common::success_stdout(&o);
-    assert!(out.contains("\"peak\""), "{out}");
-}

@@ -253,14 +253,14 @@ fn a_branch_is_one_new_file_and_the_arms_the_compiler_lists() {
         &["Block::Linear".to_string(), "Branch::Linear".to_string()],
     );
     let expected: BTreeSet<String> = [
-        "crates/core/src/budget.rs",
         "crates/core/src/monte_carlo/sampler.rs",
+        "crates/core/src/monte_carlo/size.rs",
         "crates/core/src/train/dump.rs",
     ]
     .map(String::from)
     .into();
     assert_eq!(arms, expected);
-    // With branch/mod.rs and branch/module.rs: the recipe's edited files.
+    // With branch/mod.rs and branch/drawn.rs: the recipe's edited files.
     assert_eq!(expected.len() + 2, stated("A branch").1);
 }
 

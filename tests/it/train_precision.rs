@@ -178,7 +178,8 @@ struct Reference {
 /// The f64-arithmetic reference of `raw`'s single run: f64 arithmetic on f32-representable
 /// starting values, so it differs from the f32 run by the arithmetic's rounding alone.
 fn reference(raw: RawTrain) -> Reference {
-    use normscope::train::run::{self, Options, Typed};
+    use normscope::train::pass::Typed;
+    use normscope::train::run::{self, Options};
     let cfg = raw.check().expect("a valid request");
     let (preset, seed) = (cfg.presets[0].as_str(), cfg.seeds[0]);
     let plain = task::build(&cfg.task).expect("the task");

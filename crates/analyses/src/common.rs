@@ -1,6 +1,7 @@
 //! What the analyses share: the model and Monte Carlo settings of their configurations, the
 //! two engines over many presets and depths, and turning rows into plotted series.
 
+use normscope_core::closed_form::ClosedForm;
 use normscope_core::engine::Plan;
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
@@ -11,7 +12,6 @@ use normscope_core::profile::EngineKind;
 use normscope_core::profile::Row;
 use normscope_core::spec::NormKind;
 use normscope_core::tables::{self, mc_rows};
-use normscope_core::theory::ClosedForm;
 use normscope_core::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -151,7 +151,7 @@ pub fn check(presets: &[String], model: &Model, mc: &Mc, depth: usize) -> Result
         cfg.model.stack(p)?;
     }
     // A network of this depth must fit (its tables are checked when the run knows them).
-    normscope_core::budget::check_mc(&cfg, depth.max(1), Metric::ALL, 0)?;
+    normscope_core::monte_carlo::size::check_mc(&cfg, depth.max(1), Metric::ALL, 0)?;
     normscope_core::budget::check_closed_form(depth)
 }
 

@@ -335,7 +335,7 @@ fn cell(c: &Config, p: &str, metrics: &[Metric], l: usize, d: usize) -> Result<V
         }
         let corrected = correction
             .as_ref()
-            .and_then(|k| k.factor(m, layer as usize))
+            .and_then(|k| m.correction_factor(k, layer as usize))
             .map(|f| t.value * f);
         pts.push(Point {
             preset: p.to_string(),

@@ -15,13 +15,13 @@
 
 use crate::branch::Block;
 use crate::branch::BranchModel;
+use crate::closed_form::ClosedForm;
 use crate::engine::{Engine, Plan};
 use crate::layers::LayerSpec;
 use crate::metrics::{Metric, allowance};
 use crate::monte_carlo::{McConfig, MonteCarlo};
 use crate::output::progress::DelayedBar;
 use crate::profile::{Row, Value};
-use crate::theory::ClosedForm;
 use crate::theory::finite_width as fw;
 use crate::{Error, Result};
 
@@ -131,7 +131,7 @@ pub fn compare(
         ));
     }
     crate::tables::check_mc_fits(cfg, metrics, layers)?;
-    let probe = crate::theory::closed_form::keep(metrics, &[]);
+    let probe = crate::closed_form::keep(metrics, &[]);
     let kept = layers.max_count(cfg.model.depth);
     crate::budget::check_closed_form_plan(cfg.model.depth, &probe, kept, presets.len())?;
     let plan = Plan::new(metrics, layers.clone());
@@ -177,7 +177,9 @@ pub fn compare(
                 missing += 1;
                 continue;
             }
-            let factor = correction.as_ref().and_then(|c| c.factor(key.0, key.1));
+            let factor = correction
+                .as_ref()
+                .and_then(|c| key.0.correction_factor(c, key.1));
             let t = t * factor.unwrap_or(1.0);
             let a = match factor {
                 Some(_) => fw::allowance(t, spec.depth, width),

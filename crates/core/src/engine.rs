@@ -1,7 +1,7 @@
 //! The one interface of both engines: a checked [`StackSpec`] and a [`Plan`] in, a typed
 //! [`Profile`] out.
 //!
-//! - [`crate::theory::ClosedForm`]: the infinite-width mean field (exact values);
+//! - [`crate::closed_form::ClosedForm`]: the infinite-width mean field (exact values);
 //! - [`crate::monte_carlo::MonteCarlo`]: sampled finite-width networks (estimates with 95%
 //!   confidence intervals).
 //!

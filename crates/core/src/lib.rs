@@ -13,7 +13,7 @@
 //! ```text
 //! placement (presets) -> spec::StackSpec ---------------+
 //! branch (BranchKind: MeanFieldBranch + Module<T>) -----+-> engine::Engine::profile(spec, plan)
-//!                                                       |     theory::ClosedForm   (exact)
+//!                                                       |     closed_form::ClosedForm   (exact)
 //!                                                       |     monte_carlo::MonteCarlo (95% CIs)
 //!                                                       |   -> profile::Profile (keyed by metrics::Metric)
 //!                                                       |   -> profile::Row -> output (CSV, figures, LaTeX)
@@ -66,7 +66,7 @@
 //! CLI, help text, table parser, comparison and figure titles read [`metrics::Metric::ALL`]
 //! and `Info`, never a metric's name. If it needs a raw quantity no pass computes yet, add a
 //! [`metrics::Needs`] flag and its pass in [`monte_carlo::measure`] (or a
-//! [`metrics::Keeps`] flag and its field of [`theory::Quantities`]).
+//! [`metrics::Keeps`] flag and its field of [`metrics::closed::Quantities`]).
 //!
 //! **A branch** (1 new file, 5 edited): add `crates/core/src/branch/<name>.rs` with its
 //! registry entry ([`branch::KindInfo`]), its mean-field kernel (a
@@ -93,6 +93,7 @@
 
 pub mod branch;
 pub mod budget;
+pub mod closed_form;
 pub mod compare;
 pub mod engine;
 pub mod error;

@@ -18,7 +18,7 @@
 //! use normscope_core::metrics::Metric;
 //! use normscope_core::model::RawModel;
 //! use normscope_core::spec::{BlockSpec, Segment, SkipScale, Slot, StackSpec};
-//! use normscope_core::theory::ClosedForm;
+//! use normscope_core::closed_form::ClosedForm;
 //!
 //! let model = RawModel { depth: 6, ..RawModel::default() }.check()?;
 //! let mut spec = StackSpec::uniform("mine", 6, BlockSpec::PRE, Slot::Norm);

@@ -2,6 +2,8 @@
 //! ([`ModelConfig::stack`]) and profiled ([`crate::engine::Engine`]), and the profiles become
 //! rows. The CLI's `theory` and `mc`, the analyses and the tests call these.
 
+use crate::closed_form::ClosedForm;
+use crate::closed_form::estimate_rows;
 use crate::engine::{Engine, Plan};
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
@@ -9,8 +11,6 @@ use crate::model::{ModelConfig, TheoryConfig};
 use crate::monte_carlo::{McConfig, MonteCarlo};
 use crate::output::progress::DelayedBar;
 use crate::profile::Row;
-use crate::theory::ClosedForm;
-use crate::theory::closed_form::estimate_rows;
 use crate::{Error, Result};
 
 /// Refuse tables larger than this many rows (ask for fewer layers or metrics instead).
@@ -64,7 +64,7 @@ pub fn rows(
 pub fn theory_rows(cfg: &TheoryConfig, notes: &mut Vec<String>) -> Result<Vec<Row>> {
     let depth = cfg.model.depth;
     let count = cfg.layers.max_count(depth);
-    let probe = crate::theory::closed_form::keep(&cfg.metrics, &[]);
+    let probe = crate::closed_form::keep(&cfg.metrics, &[]);
     crate::budget::check_closed_form_plan(depth, &probe, count, cfg.presets.len())?;
     check_stacks(&cfg.presets, depth, |depth| {
         crate::budget::closed_form_plan_bytes(depth, &probe, count)
@@ -102,7 +102,7 @@ pub fn theory_rows(cfg: &TheoryConfig, notes: &mut Vec<String>) -> Result<Vec<Ro
         notes,
     )?;
     if let Some(d) = cfg.finite_width {
-        crate::theory::finite_width::apply(&mut out, &cfg.model, d, notes)?;
+        crate::closed_form::finite_width::apply(&mut out, &cfg.model, d, notes)?;
     }
     Ok(out)
 }
@@ -118,10 +118,10 @@ pub fn mc_rows(
 ) -> Result<Vec<Row>> {
     check_mc_fits(cfg, metrics, layers)?;
     let depth = cfg.model.depth;
-    let selected = crate::budget::Selected::of(&layers.resolve(depth)?);
-    crate::budget::check_mc_work(cfg, depth, metrics, &selected, presets.len())?;
+    let selected = crate::monte_carlo::size::Selected::of(&layers.resolve(depth)?);
+    crate::monte_carlo::size::check_mc_work(cfg, depth, metrics, &selected, presets.len())?;
     check_stacks(presets, depth, |depth| {
-        crate::budget::mc_bytes(cfg, depth, metrics, 0)
+        crate::monte_carlo::size::mc_bytes(cfg, depth, metrics, 0)
     })?;
     let bar = DelayedBar::networks((cfg.samples * presets.len()) as u64);
     let engine = MonteCarlo {
@@ -139,13 +139,13 @@ pub fn mc_rows(
 pub fn check_mc_fits(cfg: &McConfig, metrics: &[Metric], layers: &LayerSpec) -> Result<()> {
     let depth = cfg.model.depth;
     // The networks first: a depth too large for them is refused before the layers are listed.
-    crate::budget::check_mc(cfg, depth, metrics, 0)?;
+    crate::monte_carlo::size::check_mc(cfg, depth, metrics, 0)?;
     let resolved = layers.resolve(depth)?;
     let rows = estimate_rows(metrics, &resolved);
-    let selected = crate::budget::Selected::of(&resolved);
+    let selected = crate::monte_carlo::size::Selected::of(&resolved);
     drop(resolved);
-    crate::budget::check_mc_selected(cfg, depth, metrics, rows, &selected)?;
-    crate::budget::check_mc_work(cfg, depth, metrics, &selected, 1)
+    crate::monte_carlo::size::check_mc_selected(cfg, depth, metrics, rows, &selected)?;
+    crate::monte_carlo::size::check_mc_work(cfg, depth, metrics, &selected, 1)
 }
 
 /// Refuses presets whose stacks at `depth` (a placement file's can hold one segment per

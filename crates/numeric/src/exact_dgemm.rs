@@ -44,7 +44,7 @@
 //! and while one block's tiles run, the lines of `A` the next block reads are prefetched into
 //! the level-2 cache (`Ahead`): a held network's weights come from memory, and the first
 //! column of tiles of each block used to wait for them. On the Monte Carlo workload (f64, 2
-//! threads, `normscope bench --no-torch --precision f64 --repeats 1`, four interleaved pairs
+//! threads, `normscope-bench --no-torch --precision f64 --repeats 1`, four interleaved pairs
 //! of runs) the engine's products went from 196-199 to 203-206 GFLOP/s and its passes from
 //! 181-184 to 188-191; on hot operands (one core, the scratch benchmark) the rate did not
 //! move (116-120 both ways).
@@ -78,7 +78,7 @@ pub fn active() -> bool {
     *ACTIVE.get_or_init(|| avx512() && probe_matches())
 }
 
-/// The products' kernel as printed by `normscope bench`.
+/// The products' kernel as printed by `normscope-bench`.
 pub fn kernel_name() -> &'static str {
     if active() {
         "normscope's AVX-512 kernel with matrixmultiply's dgemm arithmetic"

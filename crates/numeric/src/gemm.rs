@@ -412,7 +412,7 @@ pub fn pass_seconds() -> f64 {
 /// FLOPs (`2 m k n` per product) and seconds spent inside the kernels of [`mul`] and
 /// [`mul_into`] (not `mul_into`'s f64 products with a dimension of 5 or less, which nalgebra
 /// computes), summed over every thread since [`count_products`] started counting
-/// (`normscope bench`: the engine's rate in its products, against the machine's GEMM rate).
+/// (`normscope-bench`: the engine's rate in its products, against the machine's GEMM rate).
 #[cfg(feature = "timing")]
 pub fn product_totals() -> (f64, f64) {
     (

@@ -108,24 +108,9 @@ pub fn output_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
-/// The Python with PyTorch to use (`NORMSCOPE_TORCH_PYTHON`, else `python3`), or why there
-/// is none.
-pub fn torch_python() -> Result<String, String> {
-    let python = std::env::var("NORMSCOPE_TORCH_PYTHON").unwrap_or_else(|_| "python3".into());
-    let out = std::process::Command::new(&python)
-        .args(["-c", "import torch"])
-        .output()
-        .map_err(|e| format!("{python} did not start ({e})"))?;
-    if out.status.success() {
-        Ok(python)
-    } else {
-        let err = String::from_utf8_lossy(&out.stderr);
-        Err(format!(
-            "{python} -c \"import torch\" failed ({}); set NORMSCOPE_TORCH_PYTHON",
-            err.lines().last().unwrap_or("no output").trim()
-        ))
-    }
-}
+#[path = "../../support/torch_python.rs"]
+mod torch;
+pub use torch::torch_python;
 
 /// Runs the `normscope` binary from the crate root with `args`.
 pub fn normscope(args: &[&str]) -> std::process::Output {

@@ -38,6 +38,7 @@
 pub mod activation;
 pub mod attention;
 pub mod cross_attention;
+pub mod drawn;
 pub mod init;
 pub mod linear;
 pub mod mlp;
@@ -46,8 +47,9 @@ pub mod outer_energy;
 pub mod transformer;
 
 pub use activation::Activation;
+pub use drawn::{Branch, Cache};
 pub use init::Init;
-pub use module::{Branch, Cache, Module};
+pub use module::Module;
 
 use crate::{Error, Result};
 

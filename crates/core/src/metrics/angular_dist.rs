@@ -33,11 +33,11 @@ pub fn from_cos(cos: f64) -> f64 {
 }
 
 /// From the closed form's `cos_prev`.
-pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+pub fn closed_form(q: &crate::metrics::closed::Quantities, l: usize, put: Put) {
     put(None, from_cos(q.mf.cos_prev[l]));
 }
 
 /// From this network's `cos_prev`.
-pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+pub fn sampled(q: &crate::metrics::sampled::Quantities, l: usize, put: Put) {
     put(None, from_cos(q.cos_prev(l)));
 }

@@ -9,7 +9,7 @@
 //! ||x_l||^2` from the exact per-token decomposition.
 
 use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
-use crate::theory::closed_form::ln_beyond_f64;
+use crate::theory::logsum::ln_beyond_f64;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -36,14 +36,14 @@ pub static INFO: Info = Info {
 };
 
 /// `C_{l,j}^2 m_j / q_l`, j = 0..=l.
-pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+pub fn closed_form(q: &crate::metrics::closed::Quantities, l: usize, put: Put) {
     for j in 0..=l {
         put(Some(j), q.mf.branch_weight(l, j));
     }
 }
 
 /// `sum_t |C_{l,j,t} B~_{j,t}|^2 / ||x_l||^2`, j = 0..=l.
-pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+pub fn sampled(q: &crate::metrics::sampled::Quantities, l: usize, put: Put) {
     if let Some(d) = q.decomposition.get(&l) {
         for (j, &w) in d.weight.iter().enumerate() {
             put(Some(j), w);
@@ -53,6 +53,10 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
 
 /// The recursion carries it per source in log space; a share below f64's range is a
 /// negligible one, written as f64 rounds it, so only its overflow is a reason.
-fn beyond_f64(q: &crate::theory::Quantities, l: usize, s: Option<usize>) -> Option<String> {
+fn beyond_f64(
+    q: &crate::metrics::closed::Quantities,
+    l: usize,
+    s: Option<usize>,
+) -> Option<String> {
     s.and_then(|j| ln_beyond_f64(q.mf.ln_branch_weight(l, j).max(0.0)))
 }

@@ -12,7 +12,7 @@
 //! (undefined for one token, which writes no row).
 
 use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
-use crate::monte_carlo::measure::ratio;
+use crate::metrics::sampled::ratio;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -36,12 +36,12 @@ pub static INFO: Info = Info {
 };
 
 /// `c_l`.
-pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+pub fn closed_form(q: &crate::metrics::closed::Quantities, l: usize, put: Put) {
     put(None, q.mf.corr[l]);
 }
 
 /// `(S - E) / ((n - 1) E)`.
-pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+pub fn sampled(q: &crate::metrics::sampled::Quantities, l: usize, put: Put) {
     let n = q.tokens;
     if n >= 2.0 {
         let e = q.energy(l);

@@ -27,11 +27,11 @@ pub static INFO: Info = Info {
 };
 
 /// `n_l alpha_l sqrt(q_{l-1} / q_l)`.
-pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+pub fn closed_form(q: &crate::metrics::closed::Quantities, l: usize, put: Put) {
     put(None, q.mf.cos_prev[l]);
 }
 
 /// The cosine of this network's `x_l` and `x_{l-1}`, over all tokens.
-pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+pub fn sampled(q: &crate::metrics::sampled::Quantities, l: usize, put: Put) {
     put(None, q.cos_prev(l));
 }

@@ -42,14 +42,14 @@ pub fn mean_length(law: impl IntoIterator<Item = (usize, f64)>) -> f64 {
 }
 
 /// The law's mean at layer l.
-pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+pub fn closed_form(q: &crate::metrics::closed::Quantities, l: usize, put: Put) {
     if let Some(&v) = q.eff_depth.get(&l) {
         put(None, v);
     }
 }
 
 /// The mean of this network's law at layer l.
-pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+pub fn sampled(q: &crate::metrics::sampled::Quantities, l: usize, put: Put) {
     if let Some(law) = q.path_laws.get(&l) {
         put(None, law.mean);
     }
@@ -57,12 +57,16 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
 
 /// Why `eff_depth` at layer l cannot be written: a positive mean path length below f64's
 /// normal range (a subnormal has lost bits, and a share below it was dropped).
-fn beyond_f64(q: &crate::theory::Quantities, l: usize, _: Option<usize>) -> Option<String> {
+fn beyond_f64(
+    q: &crate::metrics::closed::Quantities,
+    l: usize,
+    _: Option<usize>,
+) -> Option<String> {
     let v = *q.eff_depth.get(&l)?;
     if v >= f64::MIN_POSITIVE || (v == 0.0 && !q.eff_depth_tiny.contains(&l)) {
         return None;
     }
-    crate::theory::closed_form::ln_beyond_f64(crate::theory::logsum::ln0(v)).or_else(|| {
+    crate::theory::logsum::ln_beyond_f64(crate::theory::logsum::ln0(v)).or_else(|| {
         Some("underflow: the mean path length is below f64's smallest number (every branch's share of the paths is)".to_string())
     })
 }

@@ -9,8 +9,8 @@
 //! `||dL/dx_l||^2 / (n d)` for one Gaussian output gradient.
 
 use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
-use crate::monte_carlo::measure::resolved;
-use crate::theory::closed_form::ln_beyond_f64;
+use crate::metrics::sampled::resolved;
+use crate::theory::logsum::ln_beyond_f64;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -37,12 +37,12 @@ pub static INFO: Info = Info {
 };
 
 /// `r_l`.
-pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+pub fn closed_form(q: &crate::metrics::closed::Quantities, l: usize, put: Put) {
     put(None, q.mf.grad[l].value());
 }
 
 /// `||dL/dx_l||^2 / (n d)`.
-pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+pub fn sampled(q: &crate::metrics::sampled::Quantities, l: usize, put: Put) {
     if let Some(g) = q.grad_sq[l] {
         put(None, resolved(g) / (q.tokens * q.width));
     }
@@ -50,7 +50,11 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
 
 /// The recursion carries it as a magnitude ([`crate::theory::logsum::Mag`]): its logarithm is
 /// exact beyond f64's range.
-fn beyond_f64(q: &crate::theory::Quantities, l: usize, _: Option<usize>) -> Option<String> {
+fn beyond_f64(
+    q: &crate::metrics::closed::Quantities,
+    l: usize,
+    _: Option<usize>,
+) -> Option<String> {
     ln_beyond_f64(q.mf.grad[l].ln())
 }
 

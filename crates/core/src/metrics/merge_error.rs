@@ -10,8 +10,8 @@
 //! network's own weights.
 
 use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
-use crate::monte_carlo::measure::ratio;
-use crate::theory::closed_form::ln_beyond_f64;
+use crate::metrics::sampled::ratio;
+use crate::theory::logsum::ln_beyond_f64;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -38,12 +38,12 @@ pub static INFO: Info = Info {
 };
 
 /// From the pair kernel.
-pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+pub fn closed_form(q: &crate::metrics::closed::Quantities, l: usize, put: Put) {
     put(None, q.mf.merge_error[l].value());
 }
 
 /// `F_{l+1}` on block l+1's branch input of `x_{l-1}`, against its output on `x_l`.
-pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+pub fn sampled(q: &crate::metrics::sampled::Quantities, l: usize, put: Put) {
     if let Some((diff, f)) = q.merge[l] {
         put(None, ratio(diff, f));
     }
@@ -51,6 +51,10 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
 
 /// The recursion carries it as a magnitude ([`crate::theory::logsum::Mag`]): its logarithm is
 /// exact beyond f64's range.
-fn beyond_f64(q: &crate::theory::Quantities, l: usize, _: Option<usize>) -> Option<String> {
+fn beyond_f64(
+    q: &crate::metrics::closed::Quantities,
+    l: usize,
+    _: Option<usize>,
+) -> Option<String> {
     ln_beyond_f64(q.mf.merge_error[l].ln())
 }

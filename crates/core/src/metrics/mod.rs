@@ -9,9 +9,9 @@
 //!   rules the engines apply to its rows: everything another module would otherwise decide by
 //!   the metric's name;
 //! - `closed_form(q, l, put)`: its value at layer l from the closed form's quantities
-//!   ([`crate::theory::Quantities`]);
+//!   ([`crate::metrics::closed::Quantities`]);
 //! - `sampled(q, l, put)`: its value at layer l on one sampled network
-//!   ([`crate::monte_carlo::Quantities`]); the Monte Carlo engine averages these over networks.
+//!   ([`crate::metrics::sampled::Quantities`]); the Monte Carlo engine averages these over networks.
 //!
 //! Forms derived from another metric's raw quantity are computed by one function of the
 //! metric file that both engines call (`angular_dist::from_cos`, `eff_depth::mean_length`).
@@ -27,6 +27,7 @@ pub mod allowance;
 pub mod angular_dist;
 pub mod branch_gain;
 pub mod branch_weight;
+pub mod closed;
 pub mod coef;
 pub mod corr;
 pub mod cos_prev;
@@ -36,9 +37,12 @@ pub mod merge_error;
 pub mod output_change;
 pub mod path_len;
 pub mod rel_update;
+pub mod sampled;
 pub mod skip_gain;
 pub mod stream_sq;
 pub mod weight_grad_sq;
+
+pub use closed::Keeps;
 
 use crate::{Error, Result};
 
@@ -157,51 +161,10 @@ impl Needs {
     }
 }
 
-/// What the closed form's recursion must keep for a metric beyond the per-layer stream
-/// quantities ([`crate::theory::layered::Keep`], [`crate::theory::Quantities`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Keeps {
-    /// The whole sequences the per-source coefficients read.
-    pub sources: bool,
-    /// The per-block skip and branch gains the path-length quantities read.
-    pub gains: bool,
-    /// The backward recursion (gradients).
-    pub backward: bool,
-    /// The merge error's per-block terms.
-    pub merge: bool,
-    /// The exact path-length law at the selected layers ([`crate::theory::Quantities::path_laws`]).
-    pub path_law: bool,
-    /// The mean path length at the selected layers ([`crate::theory::Quantities::eff_depth`]).
-    pub mean_path: bool,
-}
-
-impl Keeps {
-    /// The forward recursion's per-layer quantities alone.
-    pub const STREAM: Keeps = Keeps {
-        sources: false,
-        gains: false,
-        backward: false,
-        merge: false,
-        path_law: false,
-        mean_path: false,
-    };
-
-    /// Everything either keeps.
-    pub fn union(self, o: Keeps) -> Keeps {
-        Keeps {
-            sources: self.sources || o.sources,
-            gains: self.gains || o.gains,
-            backward: self.backward || o.backward,
-            merge: self.merge || o.merge,
-            path_law: self.path_law || o.path_law,
-            mean_path: self.mean_path || o.mean_path,
-        }
-    }
-}
-
 /// Why a metric's closed-form value at layer l (source s) cannot be written as a number
 /// though its logarithm is exact (see [`Info::beyond_f64`]).
-pub type BeyondF64 = fn(&crate::theory::Quantities, usize, Option<usize>) -> Option<String>;
+pub type BeyondF64 =
+    fn(&crate::metrics::closed::Quantities, usize, Option<usize>) -> Option<String>;
 
 /// A metric's derived finite-width factor at a layer (see [`Info::correction`]).
 pub type Corrected = fn(&crate::theory::finite_width::Correction, usize) -> Option<f64>;
@@ -273,14 +236,14 @@ macro_rules! registry {
             }
 
             /// Its closed-form value(s) at layer `l`.
-            pub fn closed_form(self, q: &crate::theory::Quantities, l: usize, put: Put) {
+            pub fn closed_form(self, q: &crate::metrics::closed::Quantities, l: usize, put: Put) {
                 match self {
                     $(Metric::$variant => $module::closed_form(q, l, put),)*
                 }
             }
 
             /// Its value(s) at layer `l` on one sampled network.
-            pub fn sampled(self, q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+            pub fn sampled(self, q: &crate::metrics::sampled::Quantities, l: usize, put: Put) {
                 match self {
                     $(Metric::$variant => $module::sampled(q, l, put),)*
                 }
@@ -375,6 +338,27 @@ impl Metric {
         metrics
             .iter()
             .fold(Needs::FORWARD, |n, m| n.union(m.info().needs))
+    }
+
+    /// For a metric the recursion carries beyond f64's range (as a magnitude,
+    /// [`crate::theory::logsum::Mag`], per source in log space, or as a mean of path lengths
+    /// that may fall below f64's normal range; [`Info::beyond_f64`]): the reason its value at
+    /// layer l (source `s`) in `q` cannot be written as a number though its logarithm is
+    /// exact, `e^x` above f64's largest number or below its smallest positive normal one (a
+    /// true zero, log = -inf, is written as 0). `None` for a value in range and for a metric
+    /// the recursion keeps as an f64.
+    pub fn beyond_f64(self, q: &closed::Quantities, l: usize, s: Option<usize>) -> Option<String> {
+        self.info().beyond_f64.and_then(|reason| reason(q, l, s))
+    }
+
+    /// The finite-width factor of this metric at `layer` under the correction `c`
+    /// ([`Info::correction`]), or `None` if no correction is derived for it.
+    pub fn correction_factor(
+        self,
+        c: &crate::theory::finite_width::Correction,
+        layer: usize,
+    ) -> Option<f64> {
+        self.info().correction.and_then(|factor| factor(c, layer))
     }
 
     /// What the closed form's recursion keeps for all of `metrics`.

@@ -11,7 +11,7 @@
 //! exact first-order change (a forward tangent), `||t||^2 / (n d)`.
 
 use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
-use crate::theory::closed_form::ln_beyond_f64;
+use crate::theory::logsum::ln_beyond_f64;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -35,12 +35,12 @@ pub static INFO: Info = Info {
 };
 
 /// The recursion's value.
-pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+pub fn closed_form(q: &crate::metrics::closed::Quantities, l: usize, put: Put) {
     put(None, q.mf.output_change[l].value());
 }
 
 /// `||t_l||^2 / (n d)` of the first-order output change.
-pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+pub fn sampled(q: &crate::metrics::sampled::Quantities, l: usize, put: Put) {
     if let Some(v) = q.output_change[l] {
         put(None, v);
     }
@@ -48,6 +48,10 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
 
 /// The recursion carries it as a magnitude ([`crate::theory::logsum::Mag`]): its logarithm is
 /// exact beyond f64's range.
-fn beyond_f64(q: &crate::theory::Quantities, l: usize, _: Option<usize>) -> Option<String> {
+fn beyond_f64(
+    q: &crate::metrics::closed::Quantities,
+    l: usize,
+    _: Option<usize>,
+) -> Option<String> {
     ln_beyond_f64(q.mf.output_change[l].ln())
 }

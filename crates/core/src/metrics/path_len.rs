@@ -36,7 +36,7 @@ pub static INFO: Info = Info {
 };
 
 /// The law at layer l (absent beyond the computed layers).
-pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+pub fn closed_form(q: &crate::metrics::closed::Quantities, l: usize, put: Put) {
     if let Some(law) = q.path_laws.get(&l) {
         for &(k, v) in law {
             put(Some(k), v);
@@ -45,7 +45,7 @@ pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
 }
 
 /// This network's law at layer l (lengths whose share is 0 are not written).
-pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+pub fn sampled(q: &crate::metrics::sampled::Quantities, l: usize, put: Put) {
     if let Some(law) = q.path_laws.get(&l) {
         for &(k, v) in &law.shares {
             put(Some(k), v);

@@ -7,7 +7,7 @@
 //! Sampled over all tokens of the network.
 
 use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
-use crate::monte_carlo::measure::ratio;
+use crate::metrics::sampled::ratio;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -31,12 +31,12 @@ pub static INFO: Info = Info {
 };
 
 /// The recursion's root of the ratio of mean squares.
-pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+pub fn closed_form(q: &crate::metrics::closed::Quantities, l: usize, put: Put) {
     put(None, q.mf.rel_update[l]);
 }
 
 /// `||x_l - x_{l-1}||_F / ||x_{l-1}||_F`.
-pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+pub fn sampled(q: &crate::metrics::sampled::Quantities, l: usize, put: Put) {
     if let Some(step) = q.step_sq[l] {
         put(None, ratio(step, q.energy(l - 1)).sqrt());
     }

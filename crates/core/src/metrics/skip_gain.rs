@@ -8,7 +8,7 @@
 //! Sampled: `||J_skip h||^2 / ||h||^2` for one isotropic Gaussian tangent h of `x_{l-1}`.
 
 use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
-use crate::theory::closed_form::ln_beyond_f64;
+use crate::theory::logsum::ln_beyond_f64;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -32,12 +32,12 @@ pub static INFO: Info = Info {
 };
 
 /// `a_l^2`.
-pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+pub fn closed_form(q: &crate::metrics::closed::Quantities, l: usize, put: Put) {
     put(None, q.mf.skip_gain[l].value());
 }
 
 /// `||J_skip h||^2 / ||h||^2`.
-pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+pub fn sampled(q: &crate::metrics::sampled::Quantities, l: usize, put: Put) {
     if let Some((a2, _)) = q.gains[l] {
         put(None, a2);
     }
@@ -45,6 +45,10 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
 
 /// The recursion carries it as a magnitude ([`crate::theory::logsum::Mag`]): its logarithm is
 /// exact beyond f64's range.
-fn beyond_f64(q: &crate::theory::Quantities, l: usize, _: Option<usize>) -> Option<String> {
+fn beyond_f64(
+    q: &crate::metrics::closed::Quantities,
+    l: usize,
+    _: Option<usize>,
+) -> Option<String> {
     ln_beyond_f64(q.mf.skip_gain[l].ln())
 }

@@ -8,8 +8,8 @@
 //! `sum_t ||x_{l,t}||^2 / (n d)` over the network's n tokens.
 
 use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
-use crate::monte_carlo::measure::resolved;
-use crate::theory::closed_form::ln_beyond_f64;
+use crate::metrics::sampled::resolved;
+use crate::theory::logsum::ln_beyond_f64;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -30,17 +30,21 @@ pub static INFO: Info = Info {
 };
 
 /// `q_l`.
-pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+pub fn closed_form(q: &crate::metrics::closed::Quantities, l: usize, put: Put) {
     put(None, q.mf.q[l].value());
 }
 
 /// `||x_l||_F^2 / (n d)`.
-pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+pub fn sampled(q: &crate::metrics::sampled::Quantities, l: usize, put: Put) {
     put(None, resolved(q.energy(l)) / (q.tokens * q.width));
 }
 
 /// The recursion carries it as a magnitude ([`crate::theory::logsum::Mag`]): its logarithm is
 /// exact beyond f64's range.
-fn beyond_f64(q: &crate::theory::Quantities, l: usize, _: Option<usize>) -> Option<String> {
+fn beyond_f64(
+    q: &crate::metrics::closed::Quantities,
+    l: usize,
+    _: Option<usize>,
+) -> Option<String> {
     ln_beyond_f64(q.mf.q[l].ln())
 }

@@ -11,7 +11,7 @@
 //! uncorrelated.
 
 use super::{Info, Keeps, Layers, Needs, Put, Reach, Scale};
-use crate::theory::closed_form::ln_beyond_f64;
+use crate::theory::logsum::ln_beyond_f64;
 
 /// Definition.
 pub static INFO: Info = Info {
@@ -38,12 +38,12 @@ pub static INFO: Info = Info {
 };
 
 /// `E||dL/dW_last||^2 / d^2`.
-pub fn closed_form(q: &crate::theory::Quantities, l: usize, put: Put) {
+pub fn closed_form(q: &crate::metrics::closed::Quantities, l: usize, put: Put) {
     put(None, q.mf.weight_grad[l].value());
 }
 
 /// `||dL/dW_last||_F^2 / (n d^2)`.
-pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
+pub fn sampled(q: &crate::metrics::sampled::Quantities, l: usize, put: Put) {
     if let Some(gw) = q.last_weight_grad_sq[l] {
         put(None, gw / (q.tokens * q.width * q.width));
     }
@@ -51,7 +51,11 @@ pub fn sampled(q: &crate::monte_carlo::Quantities, l: usize, put: Put) {
 
 /// The recursion carries it as a magnitude ([`crate::theory::logsum::Mag`]): its logarithm is
 /// exact beyond f64's range.
-fn beyond_f64(q: &crate::theory::Quantities, l: usize, _: Option<usize>) -> Option<String> {
+fn beyond_f64(
+    q: &crate::metrics::closed::Quantities,
+    l: usize,
+    _: Option<usize>,
+) -> Option<String> {
     ln_beyond_f64(q.mf.weight_grad[l].ln())
 }
 

@@ -17,6 +17,7 @@ pub mod precision;
 pub mod sample;
 pub mod sampler;
 pub mod sampling;
+pub mod size;
 
 pub use measure::{Memory, Quantities};
 pub use precision::Precision;

@@ -207,13 +207,6 @@ impl<T: Real> Network<T> {
         branch_input(&self.spec, self.eps, l, x)
     }
 
-    /// The forward pass. `on_layer(l, &x_l, &decomposition)` is called for l = 0..=L with the
-    /// decomposition at that layer (the engine's one forward loop,
-    /// `measure::held_forward`, every block's cache kept).
-    pub fn forward(&self, on_layer: impl FnMut(usize, &DMatrix<T>, &Decomposition)) -> Forward<T> {
-        super::measure::held_forward(self, on_layer)
-    }
-
     /// Tangent of `x_l` split into skip and branch parts ([`block_jvp`] with block l's branch).
     pub fn block_jvp(
         &self,

@@ -29,7 +29,7 @@ pub fn matrix_in<T: Real>(
     scale: f64,
 ) -> DMatrix<T> {
     if normscope_numeric::gemm::is_f64::<T>() {
-        return super::sampler::into_real(matrix(rng, init, rows, cols, scale));
+        return into_real(matrix(rng, init, rows, cols, scale));
     }
     let mut data = Vec::with_capacity(rows * cols);
     let mut buf = [0.0; ROUNDED_CHUNK];
@@ -88,6 +88,19 @@ pub fn tokens(rng: &mut Rng, d: usize, n: usize, q0: f64, c0: f64) -> DMatrix<f6
         .expect("token covariance is positive definite (checked with the config)")
         .l();
     (z * l.transpose()) * q0.sqrt()
+}
+
+/// `m` in float type `T`: moved as it is for f64 (no copy: a streamed network's peak memory
+/// holds one block's matrices once), rounded entry by entry for f32.
+pub fn into_real<T: Real>(m: DMatrix<f64>) -> DMatrix<T> {
+    let boxed: Box<dyn std::any::Any> = Box::new(m);
+    match boxed.downcast::<DMatrix<T>>() {
+        Ok(same) => *same,
+        Err(other) => other
+            .downcast::<DMatrix<f64>>()
+            .expect("an f64 matrix")
+            .map(T::of),
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! closed form) and DeepNet's beta on the scaled matrices.
 
 use super::network::Network;
-use super::sample;
+use super::sample::{self, into_real};
 use super::sampling::McConfig;
 use crate::branch::attention::Attention;
 use crate::branch::cross_attention::CrossAttention;
@@ -183,19 +183,6 @@ pub fn draw_branch<T: Real>(
         }
     };
     (b, s)
-}
-
-/// `m` in float type `T`: moved as it is for f64 (no copy: a streamed network's peak memory
-/// holds one block's matrices once), rounded entry by entry for f32.
-pub fn into_real<T: Real>(m: DMatrix<f64>) -> DMatrix<T> {
-    let boxed: Box<dyn std::any::Any> = Box::new(m);
-    match boxed.downcast::<DMatrix<T>>() {
-        Ok(same) => *same,
-        Err(other) => other
-            .downcast::<DMatrix<f64>>()
-            .expect("an f64 matrix")
-            .map(T::of),
-    }
 }
 
 /// Hidden width of an MLP branch: `round(hidden_ratio d)`, at least 1.

@@ -122,6 +122,15 @@ pub fn write_with(path: &Path, fill: impl FnOnce(&mut dyn Write) -> Result<()>) 
 /// hundreds of MB would hold an interrupt back until the file is complete.
 const CHUNK: usize = 1 << 20;
 
+/// Writes `bytes` to `out` atomically ([`write_bytes`]), or to standard output
+/// ([`super::console::out`]) when there is no `out` (`--out -` or none given).
+pub fn emit(out: Option<&Path>, bytes: &[u8]) -> Result<()> {
+    match out {
+        Some(p) => write_bytes(p, bytes),
+        None => super::console::out(bytes),
+    }
+}
+
 /// Writes `bytes` to `path` atomically, in pieces of 1 MiB (a signal is handled between them).
 pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
     write_with(path, |w| {

@@ -3,6 +3,7 @@
 
 pub mod atomic;
 pub mod console;
+pub mod exit;
 pub mod figure;
 pub mod heatmap;
 pub mod latex;

@@ -1,5 +1,5 @@
 //! The leading finite-width correction of the closed form's gradients (`theory --finite-width d`,
-//! `compare --finite-width`), derived for stacks of norm-after-sum blocks with a linear branch:
+//! `compare --finite-width`, applied by [`crate::closed_form::finite_width`]), derived for stacks of norm-after-sum blocks with a linear branch:
 //! `x_l = N(alpha_l x_{l-1} + lambda_l W_l x_{l-1})` with Gaussian `W_l` (Post-LN, DeepNorm,
 //! Admin; LayerNorm or RMSNorm). Other placements, branches and metrics have no derived
 //! correction; for them the `finite-width` analysis reports the measured law instead.
@@ -54,13 +54,8 @@
 //! Carlo engine is `tests/it/finite_width.rs`; Hanin and Nica 2019 (arXiv:1812.05994) find the same
 //! `exp(c L/d)` growth of gradient moments for plain ReLU networks.
 
-use crate::Result;
 use crate::branch::{BranchKind, BranchModel};
-use crate::metrics::Metric;
-use crate::model::ModelConfig;
-use crate::profile::{EngineKind, Row, Setup};
 use crate::spec::{InputScale, NormKind, SkipScale, StackSpec};
-use std::sync::Arc;
 
 /// The smallest width accepted: the correction is first order in 1/d.
 pub const MIN_WIDTH: usize = 8;
@@ -98,11 +93,6 @@ pub fn unchecked(depth: usize, d: usize) -> Option<String> {
     })
 }
 
-/// Whether `metric` has a derived correction ([`crate::metrics::Info::correction`]).
-pub fn corrected(metric: Metric) -> bool {
-    metric.info().correction.is_some()
-}
-
 /// Per-layer multiplicative corrections, as natural logs (index = layer, 0..=L).
 #[derive(Clone, Debug)]
 pub struct Correction {
@@ -110,16 +100,6 @@ pub struct Correction {
     pub ln_grad: Vec<f64>,
     /// The factor on `weight_grad_sq(l)` (index 0 unused, 0).
     pub ln_weight: Vec<f64>,
-}
-
-impl Correction {
-    /// The factor for `metric` at `layer`, or `None` if no correction is derived for it.
-    pub fn factor(&self, metric: Metric, layer: usize) -> Option<f64> {
-        metric
-            .info()
-            .correction
-            .and_then(|factor| factor(self, layer))
-    }
 }
 
 /// Why `spec` with `branch` has no derived correction, or `None` if it has one.
@@ -208,69 +188,6 @@ pub fn correction(spec: &StackSpec, model: &BranchModel, d: usize) -> Correction
         ln_grad[l - 1] = ln_grad[l] + ((k + bottom_centring + bottom_scale - e(l)) / d).ln_1p();
     }
     Correction { ln_grad, ln_weight }
-}
-
-/// Applies the correction at width `d` to the closed-form rows of `grad_sq` and
-/// `weight_grad_sq` (their engine becomes [`EngineKind::TheoryFiniteWidth`], their width `d`);
-/// other rows stay the d -> infinity closed form. Every preset or metric left uncorrected is
-/// named in `notes`.
-pub fn apply(
-    rows: &mut [Row],
-    model: &ModelConfig,
-    d: usize,
-    notes: &mut Vec<String>,
-) -> Result<()> {
-    let mut presets: Vec<String> = rows.iter().map(|r| r.preset.clone()).collect();
-    presets.dedup();
-    let mut others: Vec<&'static str> = rows
-        .iter()
-        .filter(|r| !corrected(r.metric))
-        .map(|r| r.metric.name())
-        .collect();
-    others.sort_unstable();
-    others.dedup();
-    if !others.is_empty() {
-        notes.push(format!(
-            "--finite-width {d}: no correction is derived for {} (written uncorrected, engine `theory`; the `finite-width` analysis gives their measured deviation)",
-            others.join(", ")
-        ));
-    }
-    for p in presets {
-        let spec = model.stack(&p)?;
-        if let Some(why) = unsupported(&spec, model.branch.kind) {
-            notes.push(format!(
-                "--finite-width {d}: {p} is written uncorrected: no correction is derived for {why}"
-            ));
-            continue;
-        }
-        if let Some(n) = unchecked(spec.depth, d).filter(|n| !notes.contains(n)) {
-            notes.push(n);
-        }
-        let branch = BranchModel::new(&model.branch, spec.beta, model.inputs.q0, model.inputs.c0);
-        let c = correction(&spec, &branch, d);
-        let mut setup: Option<Arc<Setup>> = None;
-        for r in rows
-            .iter_mut()
-            .filter(|r| r.preset == p && r.engine == EngineKind::Theory)
-        {
-            let Some(f) = c.factor(r.metric, r.layer as usize) else {
-                continue;
-            };
-            if !r.value.is_finite() {
-                continue;
-            }
-            let s = setup.get_or_insert_with(|| {
-                Arc::new(Setup {
-                    width: Some(d as u64),
-                    ..(*r.setup).clone()
-                })
-            });
-            r.value *= f;
-            r.engine = EngineKind::TheoryFiniteWidth;
-            r.setup = s.clone();
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

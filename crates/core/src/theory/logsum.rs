@@ -73,6 +73,28 @@ impl PrefixSum {
     }
 }
 
+/// Why `e^ln` cannot be written as an f64 though `ln` is exact: above f64's largest number or
+/// below its smallest positive normal one; None for a number in range, a true zero
+/// (`ln = -inf`) or a NaN `ln` (which the row's own check reports as undefined).
+pub fn ln_beyond_f64(ln: f64) -> Option<String> {
+    if !ln.is_finite() {
+        return None;
+    }
+    let v = ln.exp();
+    let log10 = ln / std::f64::consts::LN_10;
+    if v < f64::MIN_POSITIVE {
+        Some(format!(
+            "underflow: e^{ln:.1} = 10^{log10:.1} is below f64's smallest number (its log is exact)"
+        ))
+    } else if v.is_infinite() {
+        Some(format!(
+            "overflow: e^{ln:.1} = 10^{log10:.1} is beyond f64's largest number (its log is exact)"
+        ))
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

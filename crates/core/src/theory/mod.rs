@@ -1,9 +1,9 @@
-//! The closed-form engine ([`ClosedForm`]): the mean-field recursion ([`mean_field`]) and what
-//! it keeps ([`layered`]),
-//! path-length laws ([`paths`]), and the quantities its metrics read ([`closed_form`]). The exact
-//! symbolic expansion lives in [`crate::symbolic`].
+//! The mean-field mathematics of a stack: the recursion ([`mean_field`]) and what it keeps
+//! ([`layered`]), magnitudes in log space ([`logsum`]), path-length laws ([`paths`]), the split
+//! of a stream into skip and branch parts ([`split`]), and the finite-width correction's
+//! factors ([`finite_width`]). The engine that turns them into a profile is
+//! [`crate::closed_form`]; the exact symbolic expansion lives in [`crate::symbolic`].
 
-pub mod closed_form;
 pub mod finite_width;
 pub mod layered;
 pub mod logsum;
@@ -11,6 +11,5 @@ pub mod mean_field;
 pub mod paths;
 pub mod split;
 
-pub use closed_form::{ClosedForm, Quantities};
 pub use layered::{Keep, Layered};
 pub use mean_field::{Inputs, MeanField};

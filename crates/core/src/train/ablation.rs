@@ -27,7 +27,8 @@
 //! Tokens where either stream is zero have no angle and are left out.
 
 use super::model::{Multiplier, TrainModel};
-use super::run::{Typed, eval_loss};
+use super::pass::Typed;
+use super::run::eval_loss;
 use super::task::Batch;
 use normscope_numeric::gemm::Real;
 
@@ -116,8 +117,8 @@ pub(crate) mod tests {
         let (m, set) = setup("pre");
         let a = without_branch(&m, 2);
         let (p, q) = (
-            m.forward(crate::train::run::views(&set[0]).0),
-            a.forward(crate::train::run::views(&set[0]).0),
+            m.forward(crate::train::pass::views(&set[0]).0),
+            a.forward(crate::train::pass::views(&set[0]).0),
         );
         // Block 2 of the ablated model is the identity (Pre-LN's skip), so x_2 = x_1.
         assert_eq!(q.xs[2], q.xs[1]);

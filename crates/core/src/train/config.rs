@@ -483,7 +483,7 @@ impl TrainConfig {
             backward: true,
             ..crate::metrics::Needs::FORWARD
         };
-        let body = crate::budget::network_bytes_for(&batch_cfg, depth, backward);
+        let body = crate::monte_carlo::size::network_bytes_for(&batch_cfg, depth, backward);
         let (outputs, inputs) = self.ends();
         let d = self.mc.model.branch.width as u128;
         let ends = (4 * 8 * d).saturating_mul(inputs + outputs);
@@ -522,7 +522,7 @@ impl TrainConfig {
 
     /// Estimated work of the request in floating-point operations
     /// ([`crate::budget::WORK_RATE`]), per run (presets times seeds): every update a forward
-    /// and backward pass over the batch (three forward passes: [`crate::budget::body_forward_work`]
+    /// and backward pass over the batch (three forward passes: [`crate::monte_carlo::size::body_forward_work`]
     /// with the ends and logits) plus the optimizer's update ([`OPTIMIZER_WORK`] per
     /// parameter) and the task's teacher drawing the batch; every evaluation a forward pass over
     /// `--eval-batches` batches; every logged update a copy and norms of the parameters.
@@ -533,9 +533,9 @@ impl TrainConfig {
         let d = self.mc.model.branch.width as f64;
         let columns = self.columns_u128() as f64;
         let ends = 2.0 * columns * d * outputs as f64 + columns * d;
-        let forward = crate::budget::body_forward_work(&self.mc, depth, batch) + ends;
-        let params =
-            crate::budget::body_weights(&self.mc, depth) as f64 + d * (inputs + outputs) as f64;
+        let forward = crate::monte_carlo::size::body_forward_work(&self.mc, depth, batch) + ends;
+        let params = crate::monte_carlo::size::body_weights(&self.mc, depth) as f64
+            + d * (inputs + outputs) as f64;
         let t = &self.task;
         let teacher = 2.0
             * columns

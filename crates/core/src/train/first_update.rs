@@ -30,7 +30,7 @@
 
 use super::model::{ParamInfo, TrainModel};
 use super::pass;
-use super::run::views;
+use super::pass::views;
 use super::task::Batch;
 use nalgebra::DMatrix;
 use normscope_numeric::rng::Rng;

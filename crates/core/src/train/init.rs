@@ -28,7 +28,7 @@ use super::task::Io;
 use crate::branch::Branch;
 use crate::monte_carlo::network::Network;
 use crate::monte_carlo::sample;
-use crate::monte_carlo::sampler::into_real;
+use crate::monte_carlo::sample::into_real;
 use crate::monte_carlo::sampling::McConfig;
 use crate::spec::{SkipScale, StackSpec};
 use nalgebra::DMatrix;

@@ -78,7 +78,7 @@ mod tests {
 
     fn model(preset: &str, affine: bool) -> (TrainModel, DMatrix<f64>) {
         let (m, set) = crate::train::ablation::tests::tiny(preset, affine);
-        let x0 = m.embed(crate::train::run::views(&set[0]).0);
+        let x0 = m.embed(crate::train::pass::views(&set[0]).0);
         (m, x0)
     }
 

@@ -19,6 +19,7 @@
 
 use super::layer_norm::{NormLayer, row_sums};
 use super::model::{InputMap, Multiplier, Skip, TrainBlock, TrainModel};
+use super::task::Batch;
 use crate::branch::{Cache, Module};
 use crate::monte_carlo::network::scaled_sum;
 use crate::monte_carlo::norm::{self, NormCache};
@@ -535,5 +536,64 @@ pub fn loss<T: Real>(f: &DMatrix<T>, target: Target<T>) -> (f64, DMatrix<T>) {
             let n = r.len() as f64;
             (T::sum_sq(&r) / n, r * T::of(2.0 / n))
         }
+    }
+}
+
+/// The decoder-only model's input and the loss's target of a batch (a batch of pairs, read by
+/// the encoder-decoder model, panics).
+pub fn views(b: &Batch) -> (Input<'_>, Target<'_>) {
+    match b {
+        Batch::Vectors(v) => views_with(b, Some((&v.x, &v.y))),
+        _ => views_with(b, None),
+    }
+}
+
+/// The model's input and the loss's target of a batch whose vectors `(x, y)`, if it has them,
+/// are given in float type `T`.
+fn views_with<'a, T: Real>(
+    b: &'a Batch,
+    vectors: Option<(&'a DMatrix<T>, &'a DMatrix<T>)>,
+) -> (Input<'a, T>, Target<'a, T>) {
+    match (b, vectors) {
+        (Batch::Tokens(t), _) => (
+            Input::Tokens {
+                ids: &t.inputs,
+                seq: t.seq,
+            },
+            Target::Classes {
+                ids: &t.targets,
+                weights: &t.weights,
+            },
+        ),
+        (Batch::Vectors(_), Some((x, y))) => (Input::Vectors(x), Target::Values(y)),
+        (Batch::Vectors(_), None) => unreachable!("a vector batch's matrices"),
+        (Batch::Pairs(_), _) => panic!("pairs are read by the encoder-decoder model (seq2seq)"),
+    }
+}
+
+/// A batch with its matrices in float type `T` (borrowed for f64, rounded once for f32), so
+/// that a model of type `T` can read it ([`Typed::views`]).
+pub struct Typed<'a, T: Real> {
+    batch: &'a Batch,
+    /// A vector batch's inputs `x` in `T`.
+    x: Option<Cow<'a, DMatrix<T>>>,
+    /// A vector batch's targets `y` in `T`.
+    y: Option<Cow<'a, DMatrix<T>>>,
+}
+
+impl<'a, T: Real> Typed<'a, T> {
+    /// `b` in type `T`.
+    pub fn new(batch: &'a Batch) -> Self {
+        let (x, y) = match batch {
+            Batch::Vectors(v) => (Some(real_ref(&v.x)), Some(real_ref(&v.y))),
+            Batch::Tokens(_) | Batch::Pairs(_) => (None, None),
+        };
+        Typed { batch, x, y }
+    }
+
+    /// The model's input and the loss's target ([`views`] in type `T`).
+    pub fn views(&self) -> (Input<'_, T>, Target<'_, T>) {
+        let vectors = self.x.as_deref().zip(self.y.as_deref());
+        views_with(self.batch, vectors)
     }
 }

@@ -46,7 +46,7 @@ use super::config::{Arch, TrainConfig};
 use super::init;
 use super::model::{ParamInfo, TrainModel};
 use super::optim::{Optimizer, clip_global_norm_as};
-use super::pass::{self, Input, Target};
+use super::pass::Typed;
 use super::seq2seq::EncDec;
 use super::task::{Batch, Task};
 use super::trainable::{Gradients, Trainable};
@@ -57,7 +57,6 @@ use normscope_numeric::gemm::Real;
 use normscope_numeric::rng::{Rng, config_hash, splitmix64};
 use rand::SeedableRng;
 use rayon::prelude::*;
-use std::borrow::Cow;
 
 /// An evaluation loss above this multiple of the initial one counts toward divergence.
 pub const DIVERGE_FACTOR: f64 = 1.5;
@@ -125,65 +124,6 @@ pub fn eval_rng(teacher_seed: u64) -> Rng {
     Rng::seed_from_u64(splitmix64(
         splitmix64(teacher_seed) ^ config_hash("normscope-train-eval-v1"),
     ))
-}
-
-/// The decoder-only model's input and the loss's target of a batch (a batch of pairs, read by
-/// the encoder-decoder model, panics).
-pub fn views(b: &Batch) -> (Input<'_>, Target<'_>) {
-    match b {
-        Batch::Vectors(v) => views_with(b, Some((&v.x, &v.y))),
-        _ => views_with(b, None),
-    }
-}
-
-/// The model's input and the loss's target of a batch whose vectors `(x, y)`, if it has them,
-/// are given in float type `T`.
-fn views_with<'a, T: Real>(
-    b: &'a Batch,
-    vectors: Option<(&'a DMatrix<T>, &'a DMatrix<T>)>,
-) -> (Input<'a, T>, Target<'a, T>) {
-    match (b, vectors) {
-        (Batch::Tokens(t), _) => (
-            Input::Tokens {
-                ids: &t.inputs,
-                seq: t.seq,
-            },
-            Target::Classes {
-                ids: &t.targets,
-                weights: &t.weights,
-            },
-        ),
-        (Batch::Vectors(_), Some((x, y))) => (Input::Vectors(x), Target::Values(y)),
-        (Batch::Vectors(_), None) => unreachable!("a vector batch's matrices"),
-        (Batch::Pairs(_), _) => panic!("pairs are read by the encoder-decoder model (seq2seq)"),
-    }
-}
-
-/// A batch with its matrices in float type `T` (borrowed for f64, rounded once for f32), so
-/// that a model of type `T` can read it ([`Typed::views`]).
-pub struct Typed<'a, T: Real> {
-    batch: &'a Batch,
-    /// A vector batch's inputs `x` in `T`.
-    x: Option<Cow<'a, DMatrix<T>>>,
-    /// A vector batch's targets `y` in `T`.
-    y: Option<Cow<'a, DMatrix<T>>>,
-}
-
-impl<'a, T: Real> Typed<'a, T> {
-    /// `b` in type `T`.
-    pub fn new(batch: &'a Batch) -> Self {
-        let (x, y) = match batch {
-            Batch::Vectors(v) => (Some(pass::real_ref(&v.x)), Some(pass::real_ref(&v.y))),
-            Batch::Tokens(_) | Batch::Pairs(_) => (None, None),
-        };
-        Typed { batch, x, y }
-    }
-
-    /// The model's input and the loss's target ([`views`] in type `T`).
-    pub fn views(&self) -> (Input<'_, T>, Target<'_, T>) {
-        let vectors = self.x.as_deref().zip(self.y.as_deref());
-        views_with(self.batch, vectors)
-    }
 }
 
 /// The weight of a batch in an average over batches (its loss weights, or its entries).

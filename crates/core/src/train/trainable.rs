@@ -14,7 +14,7 @@
 use super::diagnostics::{self, AttentionStats};
 use super::model::{ParamInfo, TrainModel};
 use super::pass;
-use super::run::Typed;
+use super::pass::Typed;
 use super::task::Batch;
 use nalgebra::DMatrix;
 use normscope_numeric::gemm::Real;

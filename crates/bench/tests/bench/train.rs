@@ -1,4 +1,4 @@
-//! `normscope bench --train --quick`: the repetitions, each side's median and the verdict
+//! `normscope-bench --train --quick`: the repetitions, each side's median and the verdict
 //! are printed (with PyTorch when a Python with torch is found, else without). No time is
 //! asserted.
 
@@ -8,9 +8,9 @@ use crate::common::success_stdout as stdout;
 use std::process::Output;
 
 fn bench(args: &[&str]) -> Output {
-    let mut all = vec!["bench", "--train", "--quick", "--precision", "f64"];
+    let mut all = vec!["--train", "--quick", "--precision", "f64"];
     all.extend_from_slice(args);
-    common::normscope(&all)
+    common::bench(&all)
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! `normscope bench`: the reference workload against plain PyTorch, in one run on the same
+//! `normscope-bench`: the reference workload against plain PyTorch, in one run on the same
 //! machine, dtype (f64 and f32) and thread count, next to the machine's GEMM rates
 //! (matrixmultiply and faer, each called directly, and in f64 the engine's own kernel,
 //! [`normscope::numeric::exact_dgemm`], where it runs; the engine's f32 products are
@@ -23,8 +23,8 @@ use normscope::{Error, Result};
 use rayon::prelude::*;
 use std::time::Instant;
 
-use crate::bench_summary::Outcome;
-use crate::bench_train::{VERDICT_STATISTIC, statistic};
+use crate::common::{VERDICT_STATISTIC, names, precisions, python_json, statistic, verdict};
+use crate::summary::Outcome;
 
 /// The target: PyTorch eager time / normscope time in f32 at least this.
 pub const TARGET_F32_VS_TORCH: f64 = 2.0;
@@ -54,25 +54,6 @@ pub fn size(bytes: f64) -> String {
     } else {
         format!("{:.2} GB", bytes / 1e9)
     }
-}
-
-/// The precisions a bench measures: the one `--precision` names, else both.
-pub fn precisions(only: Option<Precision>) -> Vec<Precision> {
-    only.map_or_else(|| Precision::ALL.to_vec(), |p| vec![p])
-}
-
-/// `f64 and f32`: the precisions' names, as the benches' headers print them.
-pub fn names(precisions: &[Precision]) -> String {
-    precisions
-        .iter()
-        .map(|p| p.name())
-        .collect::<Vec<_>>()
-        .join(" and ")
-}
-
-/// `met` or `not met`.
-pub fn verdict(met: bool) -> &'static str {
-    if met { "met" } else { "not met" }
 }
 
 /// Workload size.
@@ -383,11 +364,11 @@ fn probe_config(w: Workload, depth: usize, precision: Precision) -> Result<(McCo
 }
 
 /// Estimated peak bytes of the probe's streamed network
-/// ([`normscope::budget::mc_network_floats`]), used to refuse a probe that would not fit.
+/// ([`normscope::monte_carlo::size::mc_network_floats`]), used to refuse a probe that would not fit.
 pub fn engine_bytes_estimate(w: Workload, depth: usize, precision: Precision) -> Result<f64> {
     let (cfg, spec) = probe_config(w, depth, precision)?;
     let metrics = Metric::parse_list(METRICS)?;
-    let floats = normscope::budget::mc_network_floats(&cfg, spec.depth, &metrics, false);
+    let floats = normscope::monte_carlo::size::mc_network_floats(&cfg, spec.depth, &metrics, false);
     Ok(floats as f64 * precision.bytes() as f64)
 }
 
@@ -397,16 +378,18 @@ pub fn engine_bytes_estimate(w: Workload, depth: usize, precision: Precision) ->
 fn check_probe(cfg: &McConfig, depth: usize) -> Result<()> {
     use normscope::budget;
     let metrics = Metric::parse_list(METRICS)?;
-    let all = budget::Selected::all(depth);
-    let floats = budget::mc_network_floats(cfg, depth, &metrics, false);
+    let all = monte_carlo::size::Selected::all(depth);
+    let floats = monte_carlo::size::mc_network_floats(cfg, depth, &metrics, false);
     let bytes = floats
         .saturating_mul(cfg.precision.bytes() as u128)
-        .saturating_add(budget::mc_network_extra_bytes(cfg, depth, &metrics, &all))
+        .saturating_add(monte_carlo::size::mc_network_extra_bytes(
+            cfg, depth, &metrics, &all,
+        ))
         .saturating_add(depth as u128 + 1);
     let what = format!("--memory-probe {depth} (one streamed network of depth {depth})");
     budget::check(bytes, &what, "--memory-probe")?;
     budget::check_work(
-        budget::mc_network_work(cfg, depth, &metrics, &all),
+        monte_carlo::size::mc_network_work(cfg, depth, &metrics, &all),
         &what,
         "--memory-probe",
     )
@@ -492,7 +475,7 @@ pub fn memory_peak(w: Workload, quick: bool, depth: usize, precision: Precision)
         source: e,
     })?;
     let mut cmd = std::process::Command::new(&exe);
-    cmd.args(["bench", "--memory-probe", &depth.to_string()])
+    cmd.args(["--memory-probe", &depth.to_string()])
         .args(["--precision", precision.name()])
         .env("RAYON_NUM_THREADS", "1");
     if quick {
@@ -518,35 +501,6 @@ pub fn memory_peak(w: Workload, quick: bool, depth: usize, precision: Precision)
         .as_f64()
         .map(Memory::Measured)
         .ok_or_else(|| Error::Unsupported("no peak in the memory probe's output".into()))
-}
-
-/// Runs `python script args...` and parses its standard output as one JSON value; `what`
-/// names the script in errors (a failed run reports its last line of standard error).
-pub fn python_json(
-    python: &str,
-    script: &std::path::Path,
-    args: &[impl AsRef<std::ffi::OsStr>],
-    what: &str,
-) -> Result<serde_json::Value> {
-    let out = std::process::Command::new(python)
-        .arg(script)
-        .args(args)
-        .output()
-        .map_err(|e| Error::Io {
-            path: python.to_string(),
-            source: e,
-        })?;
-    if !out.status.success() {
-        return Err(Error::Unsupported(format!(
-            "{what} did not run ({}); install it with `pip install torch` or pass --python",
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("no output")
-        )));
-    }
-    serde_json::from_slice(&out.stdout)
-        .map_err(|e| Error::Unsupported(format!("unreadable output of {what}: {e}")))
 }
 
 /// Runs `benches/torch_reference.py` with `python` in `precision`'s dtype; returns seconds and
@@ -617,7 +571,7 @@ fn round(
     Ok((run, share))
 }
 
-/// Runs `normscope bench` on the Monte Carlo workload: per precision `--repeats` rounds of
+/// Runs `normscope-bench` on the Monte Carlo workload: per precision `--repeats` rounds of
 /// the GEMM rates and normscope's run ([`round`]; the share's verdict on the
 /// [`VERDICT_STATISTIC`] of the rounds' shares, because the machine's better GEMM rate moved
 /// by up to 20% between single 2-second measurements: 197-239 GFLOP/s in f64 on the README's
@@ -625,8 +579,8 @@ fn round(
 /// normscope's times) and the peak memory of one streamed network, each line printed as it is
 /// measured; returns one [`Outcome`] per target (the PyTorch ratio, the GEMM share, the memory
 /// bound at each depth) for `bench --all`'s summary.
-pub fn monte_carlo(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
-    crate::bench_train::check(a)?;
+pub fn monte_carlo(a: &crate::args::BenchArgs) -> Result<Vec<Outcome>> {
+    crate::train::check(a)?;
     let repeats = a.repeats;
     let w = Workload::of(a.quick);
     let precisions = precisions(a.precision);

@@ -1,4 +1,4 @@
-//! `normscope bench --train-grid`: one cell of the training analyses' Transformer tier (ten
+//! `normscope-bench --train-grid`: one cell of the training analyses' Transformer tier (ten
 //! paired seeds of one preset, depth and learning rate) against the PyTorch a competent user
 //! would write for it, looping over the seeds in eager mode or training them all at once as a
 //! `torch.vmap` ensemble (`benches/torch_ensemble.py`, `torch.func.stack_module_state`); the
@@ -21,8 +21,8 @@
 //! median time with the median time of PyTorch's faster mode (target
 //! [`TARGET_GRID_VS_TORCH`] in f32; f64 is printed without a target).
 
-use crate::bench_summary::Outcome;
-use crate::bench_train::{VERDICT_STATISTIC, statistic};
+use crate::common::{VERDICT_STATISTIC, statistic};
+use crate::summary::Outcome;
 use normscope::monte_carlo::Precision;
 use normscope::train::config::RawTrain;
 use normscope::train::sweep::{self, Cell};
@@ -138,7 +138,7 @@ fn torch_seconds(
         precision.torch_dtype().into(),
     ];
     args.extend(d.paths.iter().map(|p| p.as_os_str().to_owned()));
-    let v = crate::bench::python_json(python, script, &args, "the PyTorch ensemble script")?;
+    let v = crate::common::python_json(python, script, &args, "the PyTorch ensemble script")?;
     let first = |k: &str| {
         v[k].as_array()
             .and_then(|a| a.first())
@@ -152,9 +152,9 @@ fn torch_seconds(
     ))
 }
 
-/// Runs `normscope bench --train-grid`; returns the target's [`Outcome`] per precision.
-pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
-    crate::bench_train::check(a)?;
+/// Runs `normscope-bench --train-grid`; returns the target's [`Outcome`] per precision.
+pub fn bench(a: &crate::args::BenchArgs) -> Result<Vec<Outcome>> {
+    crate::train::check(a)?;
     normscope::numeric::sys::keep_freed_memory();
     let w = if a.quick {
         GridWorkload::QUICK
@@ -162,13 +162,13 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
         GridWorkload::REFERENCE
     };
     let threads = rayon::current_num_threads();
-    let precisions = crate::bench::precisions(a.precision);
+    let precisions = crate::common::precisions(a.precision);
     errln!(
         "workload: one LM-tier cell, {} seeds of Post-LN; transformer d = 32, 4 heads, L = {} blocks, seq 16, batch 16, teacher-lm (vocab 16); Adam (0.9, 0.98) at 1e-3, {} steps each; {}, {threads} threads",
         w.seeds,
         w.depth,
         w.steps,
-        crate::bench::names(&precisions)
+        crate::common::names(&precisions)
     );
     let d = if a.no_torch { None } else { Some(dumps(&w)?) };
     let mut outcomes = Vec::new();
@@ -224,7 +224,7 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
             match p {
                 Precision::F32 => format!(
                     " (target >= {TARGET_GRID_VS_TORCH:.1}x: {})",
-                    crate::bench::verdict(met)
+                    crate::common::verdict(met)
                 ),
                 Precision::F64 => String::new(),
             }

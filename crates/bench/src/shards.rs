@@ -1,4 +1,4 @@
-//! `normscope bench --shards N`: what sharding costs and what it buys. For a Monte Carlo grid
+//! `normscope-bench --shards N`: what sharding costs and what it buys. For a Monte Carlo grid
 //! (`finite-width`) and a training grid (`warmup`), in one run on this machine: the
 //! single-process time, each of N shards run one after another (as N cluster tasks would run
 //! them side by side), the merge, whether the merge equals the single run byte for byte, the
@@ -17,11 +17,25 @@ use std::time::Instant;
 /// The analyses measured: a Monte Carlo grid and a training grid.
 pub const ANALYSES: [&str; 2] = ["finite-width", "warmup"];
 
-fn run(args: &[&str]) -> Result<f64> {
-    let exe = std::env::current_exe().map_err(|e| Error::Io {
-        path: "normscope".into(),
+/// The `normscope` binary beside this one (cargo builds both into the same folder).
+fn normscope_exe() -> Result<std::path::PathBuf> {
+    let me = std::env::current_exe().map_err(|e| Error::Io {
+        path: "current executable".into(),
         source: e,
     })?;
+    let exe = me.with_file_name(format!("normscope{}", std::env::consts::EXE_SUFFIX));
+    if exe.is_file() {
+        Ok(exe)
+    } else {
+        Err(Error::Unsupported(format!(
+            "--shards runs the `normscope` binary, not found at {}: build it first (cargo build --release)",
+            exe.display()
+        )))
+    }
+}
+
+fn run(args: &[&str]) -> Result<f64> {
+    let exe = normscope_exe()?;
     let t = Instant::now();
     let o = Command::new(exe)
         .args(args)

@@ -1,5 +1,5 @@
-//! `normscope bench --all`: every performance target measured in one run (the Monte Carlo
-//! workload of [`crate::bench`], then the training workload of [`crate::bench_train`]) and
+//! `normscope-bench --all`: every performance target measured in one run (the Monte Carlo
+//! workload of [`crate::mc`], then the training workload of [`crate::train`]) and
 //! listed at the end, one line each, with the measured value, the threshold from its named
 //! constant and the verdict. The measuring functions return an [`Outcome`] per target as they
 //! print their own lines; this module only collects and lists them.
@@ -41,7 +41,7 @@ impl Outcome {
     /// `what (target T): value, verdict`.
     pub fn line(&self) -> String {
         let verdict = match self.met {
-            Some(m) => crate::bench::verdict(m),
+            Some(m) => crate::common::verdict(m),
             None => "not measured",
         };
         format!(

@@ -1,13 +1,13 @@
-//! `normscope bench --quick --no-torch`: every line is printed (both precisions, the issue's
+//! `normscope-bench --quick --no-torch`: every line is printed (both precisions, the issue's
 //! targets from their constants, the memory lines or their skip reason). No time is asserted.
 
 use std::process::Command;
 
 fn bench(args: &[&str]) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_normscope"))
-        .args(["bench", "--quick", "--no-torch"])
+    let o = Command::new(env!("CARGO_BIN_EXE_normscope-bench"))
+        .args(["--quick", "--no-torch"])
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(crate::common::ROOT)
         .output()
         .expect("binary runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -115,15 +115,8 @@ fn one_precision_and_chosen_memory_depths() {
 #[cfg(target_os = "linux")]
 #[test]
 fn memory_probe_prints_json() {
-    let o = Command::new(env!("CARGO_BIN_EXE_normscope"))
-        .args([
-            "bench",
-            "--quick",
-            "--memory-probe",
-            "64",
-            "--precision",
-            "f64",
-        ])
+    let o = Command::new(env!("CARGO_BIN_EXE_normscope-bench"))
+        .args(["--quick", "--memory-probe", "64", "--precision", "f64"])
         .env("RAYON_NUM_THREADS", "1")
         .output()
         .expect("binary runs");
@@ -196,10 +189,10 @@ fn all_measures_every_target_and_lists_them() {
 /// `bench --quick --no-torch --repeats 0` with `args` exits 2 with one line naming the flag
 /// and what it accepts, before anything is timed (nothing on standard output).
 fn refuses_zero_repeats(args: &[&str]) {
-    let o = Command::new(env!("CARGO_BIN_EXE_normscope"))
-        .args(["bench", "--quick", "--no-torch", "--repeats", "0"])
+    let o = Command::new(env!("CARGO_BIN_EXE_normscope-bench"))
+        .args(["--quick", "--no-torch", "--repeats", "0"])
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(crate::common::ROOT)
         .output()
         .expect("binary runs");
     assert_eq!(o.status.code(), Some(2));
@@ -235,15 +228,57 @@ fn monte_carlo_bench_times_in_rounds_and_refuses_zero_rounds() {
     // --repeats 0: refused, nothing timed.
     refuses_zero_repeats(&[]);
     // --repeats with --shards (which does not repeat): refused by the parser, exit 2.
-    let o = Command::new(env!("CARGO_BIN_EXE_normscope"))
-        .args(["bench", "--shards", "2", "--repeats", "2"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+    let o = Command::new(env!("CARGO_BIN_EXE_normscope-bench"))
+        .args(["--shards", "2", "--repeats", "2"])
+        .current_dir(crate::common::ROOT)
         .output()
         .expect("binary runs");
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("--repeats") && err.contains("--shards"),
+        "{err}"
+    );
+}
+
+/// `--memory-probe L` goes through the same size check as `normscope mc` (it once skipped it,
+/// then aborted allocating 32 GB at L = 1e9): refused in one line naming the flag under a
+/// 16 GiB address-space limit, while the bench's own depths still fit under it.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_memory_probe_is_checked() {
+    let limited = |args: &[&str]| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -v {} && exec \"$0\" \"$@\"", 16u64 << 20))
+            .arg(env!("CARGO_BIN_EXE_normscope-bench"))
+            .args(args)
+            .current_dir(crate::common::ROOT)
+            .output()
+            .expect("sh runs")
+    };
+    let o = limited(&["--memory-probe", "1000000000"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: ") && err.contains("too large") && err.contains("--memory-probe"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    let out = crate::common::success_stdout(&limited(&["--memory-probe", "8", "--quick"]));
+    assert!(out.contains("\"peak\""), "{out}");
+}
+
+/// A `--repeats` beyond usize's range is refused naming the flag (exit 2, one line).
+#[test]
+fn an_out_of_range_repeats_is_refused_naming_it() {
+    let o = crate::common::bench(&["--repeats", "18446744073709551615"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error:") && err.contains("--repeats"),
         "{err}"
     );
 }

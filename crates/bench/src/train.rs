@@ -1,4 +1,4 @@
-//! `normscope bench --train`: training throughput against plain PyTorch eager on the same
+//! `normscope-bench --train`: training throughput against plain PyTorch eager on the same
 //! machine, dtype and thread count, in both precisions:
 //! normscope f64 against PyTorch float64 and normscope f32 (`--precision f32`) against
 //! PyTorch float32, or only the one `--precision` names.
@@ -20,11 +20,12 @@
 //!   model and loading the JSON excluded).
 //!
 //! Steps/s counts the updates of both runs over the wall time. Each side is timed
-//! `--repeats` times (default [`DEFAULT_REPEATS`]), normscope and PyTorch alternating, and the
+//! `--repeats` times (default [`crate::common::DEFAULT_REPEATS`]), normscope and PyTorch alternating, and the
 //! verdict compares the two medians ([`VERDICT_STATISTIC`]); the ratios of the paired runs are
 //! printed beside it as their range.
 
-use crate::bench_summary::Outcome;
+use crate::common::{VERDICT_STATISTIC, statistic};
+use crate::summary::Outcome;
 use normscope::model::RawModel;
 use normscope::monte_carlo::{Precision, RawMc};
 use normscope::spec::NormKind;
@@ -196,7 +197,7 @@ pub fn torch_seconds(
         precision.torch_dtype().into(),
     ];
     args.extend(dumps.paths.iter().map(|p| p.as_os_str().to_owned()));
-    let v = crate::bench::python_json(python, script, &args, "the PyTorch training reference")?;
+    let v = crate::common::python_json(python, script, &args, "the PyTorch training reference")?;
     let field = |k: &str| {
         v[k].as_f64()
             .ok_or_else(|| Error::Unsupported(format!("no {k} in the reference output")))
@@ -227,25 +228,13 @@ fn range(xs: &[f64], decimals: usize, unit: &str) -> String {
 /// PyTorch eager's, in each precision (f64 against float64, f32 against float32).
 pub const TARGET_TRAIN_VS_TORCH: f64 = 2.0;
 
-/// The name of the statistic [`verdict_ratio`] compares, as printed.
-pub const VERDICT_STATISTIC: &str = "median";
-
-/// The statistic [`VERDICT_STATISTIC`] names, of repeated measurements: what both benches'
-/// verdicts are judged on.
-pub fn statistic(xs: &[f64]) -> f64 {
-    median(xs)
-}
-
-/// Repetitions of each side by default.
-pub const DEFAULT_REPEATS: usize = 3;
-
 /// The most repetitions a bench takes (each repeats whole workloads of seconds to minutes).
 pub const MAX_REPEATS: usize = 1000;
 
 /// Refuses a bad `--repeats` (0) before anything is timed: the training bench calls it first,
-/// and so does the Monte Carlo bench ([`crate::bench::monte_carlo`], plain `bench` and the
+/// and so does the Monte Carlo bench ([`crate::mc::monte_carlo`], plain `bench` and the
 /// start of `bench --all`).
-pub fn check(a: &crate::cli::BenchArgs) -> Result<()> {
+pub fn check(a: &crate::args::BenchArgs) -> Result<()> {
     if !(1..=MAX_REPEATS).contains(&a.repeats) {
         return Err(Error::invalid(
             "--repeats",
@@ -256,10 +245,10 @@ pub fn check(a: &crate::cli::BenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// Runs `normscope bench --train`: refuses bad input first, then sets glibc's `malloc` as
-/// `normscope train` has it ([`crate::allocator`]) and says so, then times; returns the
+/// Runs `normscope-bench --train`: refuses bad input first, then sets glibc's `malloc` as
+/// `normscope train` has it (`normscope::numeric::sys::keep_freed_memory`) and says so, then times; returns the
 /// target's [`Outcome`] per precision (for `bench --all`'s summary).
-pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
+pub fn bench(a: &crate::args::BenchArgs) -> Result<Vec<Outcome>> {
     check(a)?;
     let kept = normscope::numeric::sys::keep_freed_memory();
     errln!(
@@ -281,7 +270,7 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
         TrainWorkload::REFERENCE
     };
     let threads = rayon::current_num_threads();
-    let precisions = crate::bench::precisions(a.precision);
+    let precisions = crate::common::precisions(a.precision);
     errln!(
         "workload: {} x seed 0; transformer (attention + ReLU MLP, ratio 4), d = {}, {} heads, L = {}, seq {}, batch {}, teacher-lm (vocab {}); Adam, {} steps each; {}, {threads} threads",
         PRESETS.join(", "),
@@ -292,7 +281,7 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
         w.batch,
         w.vocab,
         w.steps,
-        crate::bench::names(&precisions)
+        crate::common::names(&precisions)
     );
     if a.no_torch {
         errln!(
@@ -365,7 +354,7 @@ pub fn bench(a: &crate::cli::BenchArgs) -> Result<Vec<Outcome>> {
             p.name(),
             p.torch_dtype(),
             range(&ratios, 2, "x"),
-            crate::bench::verdict(ratio >= TARGET_TRAIN_VS_TORCH)
+            crate::common::verdict(ratio >= TARGET_TRAIN_VS_TORCH)
         )?;
         outcomes.push(Outcome::measured(
             what,

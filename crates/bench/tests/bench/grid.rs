@@ -1,4 +1,4 @@
-//! `normscope bench --train-grid --quick`: the repetitions, normscope's median, and with a
+//! `normscope-bench --train-grid --quick`: the repetitions, normscope's median, and with a
 //! Python that has torch, both PyTorch modes (eager loop, vmap ensemble) and the ratio to the
 //! better of them. No time is asserted.
 
@@ -8,9 +8,9 @@ use crate::common::success_stdout as stdout;
 use std::process::Output;
 
 fn bench(args: &[&str]) -> Output {
-    let mut all = vec!["bench", "--train-grid", "--quick", "--precision", "f32"];
+    let mut all = vec!["--train-grid", "--quick", "--precision", "f32"];
     all.extend_from_slice(args);
-    common::normscope(&all)
+    common::bench(&all)
 }
 
 #[test]

@@ -1,0 +1,76 @@
+//! `normscope-bench`: the performance targets measured on the machine at hand, each against a
+//! reference timed in the same run (the machine's GEMM rates, PyTorch eager on the same
+//! workload). It is a separate binary from `normscope`, so the product binary carries no bench
+//! code, and it is the only package that turns on the numeric layer's `timing` counters.
+//!
+//! - the Monte Carlo reference workload ([`mc`]), with its peak memory;
+//! - `--train`: training against PyTorch's eager loop ([`train`]);
+//! - `--train-grid`: one cell of the training analyses' grid against PyTorch's ensemble
+//!   ([`grid`]);
+//! - `--shards N`: what sharding a grid costs and buys ([`shards`]);
+//! - `--all`: the first three, then one line per target ([`summary`]).
+
+#![deny(unsafe_code)]
+
+/// `println!` that returns [`normscope::Error::Console`] instead of panicking (a closed pipe, a
+/// full device).
+macro_rules! outln {
+    ($($t:tt)*) => {
+        normscope::output::console::out(format!("{}\n", format_args!($($t)*)).as_bytes())
+    };
+}
+
+/// `eprintln!` that never panics: a failure is reported when the command ends
+/// ([`normscope::output::console::note`]).
+macro_rules! errln {
+    ($($t:tt)*) => {
+        normscope::output::console::note(format_args!($($t)*))
+    };
+}
+
+mod args;
+mod common;
+mod grid;
+mod mc;
+mod shards;
+mod summary;
+mod train;
+
+use args::BenchArgs;
+use std::process::ExitCode;
+
+fn bench(a: &BenchArgs) -> normscope::Result<()> {
+    if a.train {
+        return train::bench(a).map(drop);
+    }
+    if a.train_grid {
+        return grid::bench(a).map(drop);
+    }
+    if let Some(n) = a.shards {
+        return shards::bench(n, a.nodes, a.quick, a.config.as_deref(), &a.analyses);
+    }
+    if let Some(depth) = a.memory_probe {
+        return mc::memory_probe(
+            mc::Workload::of(a.quick),
+            depth,
+            a.precision.unwrap_or_default(),
+        );
+    }
+    // Refuses a bad --repeats (train::check) before anything is timed.
+    let mut outcomes = mc::monte_carlo(a)?;
+    if a.all {
+        outcomes.extend(train::bench(a)?);
+        outcomes.extend(grid::bench(a)?);
+        summary::print(&outcomes, a.quick)?;
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    use clap::Parser;
+    let a = match BenchArgs::try_parse() {
+        Ok(a) => a,
+        Err(e) => return normscope::output::exit::parse_error(e),
+    };
+    normscope::output::exit::status(bench(&a))
+}
