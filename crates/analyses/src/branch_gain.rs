@@ -56,7 +56,7 @@ pub struct Config {
 
 /// The tag column of the gain sweep: the `--gain` each row was run with (the `g` column is the
 /// gain the closed form derives from it, equal up to rounding).
-pub const GAIN_TAG: &str = "gain";
+pub(crate) const GAIN_TAG: &str = "gain";
 
 /// The metrics at layers 0, 1 and L.
 pub const METRICS: [Metric; 4] = [

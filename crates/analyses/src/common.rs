@@ -124,7 +124,7 @@ impl Mc {
 }
 
 /// Checks a list of depths: non-empty, each >= 1.
-pub fn check_depths(field: &'static str, depths: &[usize]) -> Result<()> {
+pub(crate) fn check_depths(field: &'static str, depths: &[usize]) -> Result<()> {
     if depths.is_empty() || depths.contains(&0) {
         return Err(Error::invalid(
             field,
@@ -156,7 +156,7 @@ pub fn check(presets: &[String], model: &Model, mc: &Mc, depth: usize) -> Result
 }
 
 /// The Monte Carlo configuration of `raw` with the settings of `mc`.
-pub fn mc_config(raw: &RawModel, mc: &Mc) -> Result<McConfig> {
+pub(crate) fn mc_config(raw: &RawModel, mc: &Mc) -> Result<McConfig> {
     McConfig::new(raw, &mc.raw())
 }
 
@@ -166,7 +166,7 @@ pub fn label(preset: &str) -> &str {
 }
 
 /// The typeset name of a branch (`ReLU MLP`), or the name escaped for LaTeX if unknown.
-pub fn branch_label(name: &str) -> String {
+pub(crate) fn branch_label(name: &str) -> String {
     normscope_core::branch::BranchKind::parse(name).map_or_else(
         |_| normscope_core::output::latex::escape(name),
         |k| k.label().into(),
@@ -174,7 +174,7 @@ pub fn branch_label(name: &str) -> String {
 }
 
 /// The typeset name of an init scheme (`He`), or the name escaped for LaTeX if unknown.
-pub fn init_label(name: &str) -> String {
+pub(crate) fn init_label(name: &str) -> String {
     normscope_core::branch::Init::parse(name).map_or_else(
         |_| normscope_core::output::latex::escape(name),
         |i| i.label().into(),
@@ -182,7 +182,7 @@ pub fn init_label(name: &str) -> String {
 }
 
 /// [`label`] as LaTeX text (`%`, `&`, `_`, `#` escaped: a placement file's label may hold them).
-pub fn tex_label(preset: &str) -> String {
+pub(crate) fn tex_label(preset: &str) -> String {
     normscope_core::output::latex::escape(label(preset))
 }
 
@@ -245,7 +245,7 @@ pub fn rows(
 
 /// Rows tagged with the sweep parameters that made them (see
 /// [`normscope_core::output::table::tagged_frame`]).
-pub type Tagged = Vec<(Vec<f64>, Row)>;
+pub(crate) type Tagged = Vec<(Vec<f64>, Row)>;
 
 /// A parameter sweep through both engines: `at(point, engine)` gives one point's tagged rows;
 /// the closed form runs at every point of `theory_points`, Monte Carlo at every point of
@@ -267,7 +267,7 @@ pub fn sweep<P: Copy>(
 }
 
 /// Rows at the last layer of each depth in `depths`.
-pub fn vs_depth(
+pub(crate) fn vs_depth(
     engine: EngineKind,
     presets: &[String],
     model: &Model,
@@ -285,7 +285,7 @@ pub fn vs_depth(
 
 /// One metric at the last layer against the depth L: closed form over `depths`, Monte Carlo
 /// over `mc_depths` for `mc_presets`, and the log-log figure of both.
-pub struct DepthSweep<'a> {
+pub(crate) struct DepthSweep<'a> {
     /// Presets of the closed form (and the legend, in colour order).
     pub presets: &'a [String],
     /// Presets measured by Monte Carlo (a subset of `presets`).
@@ -430,29 +430,29 @@ pub fn value(
 
 /// First block's over last block's mean-square weight gradient (`weight_grad_sq` at layers 1
 /// and L) of `preset` at depth L, if both rows are present.
-pub fn weight_grad_ratio(rows: &[Row], preset: &str, depth: usize) -> Option<f64> {
+pub(crate) fn weight_grad_ratio(rows: &[Row], preset: &str, depth: usize) -> Option<f64> {
     let w = Metric::WeightGradSq;
     Some(value(rows, preset, w, depth, 1, None)? / value(rows, preset, w, depth, depth, None)?)
 }
 
 /// The x of a row: its depth L.
-pub fn by_depth<T: AsRow>(t: &T) -> f64 {
+pub(crate) fn by_depth<T: AsRow>(t: &T) -> f64 {
     t.row().depth as f64
 }
 
 /// The x of a row: its layer l.
-pub fn by_layer<T: AsRow>(t: &T) -> f64 {
+pub(crate) fn by_layer<T: AsRow>(t: &T) -> f64 {
     t.row().layer as f64
 }
 
 /// The x of a tagged row: its first tag (the swept parameter).
-pub fn by_tag(t: &(Vec<f64>, Row)) -> f64 {
+pub(crate) fn by_tag(t: &(Vec<f64>, Row)) -> f64 {
     t.0[0]
 }
 
 /// Adds, for each preset, the closed form as a line and the Monte Carlo estimates as points
 /// with 95% CI bars in the same colour, plus one legend entry for the points.
-pub fn add_both<T: AsRow>(
+pub(crate) fn add_both<T: AsRow>(
     plot: &mut LinePlot,
     presets: &[String],
     theory: &[T],
@@ -497,7 +497,7 @@ pub fn log_depths(max: usize, count: usize) -> Vec<usize> {
 /// The closed form's depths of an analysis that also runs Monte Carlo: log-spaced integers from
 /// 1 to `max` ([`log_depths`]) and every Monte Carlo depth, so that the tables compare the two
 /// engines at equal L without interpolation. Sorted, without repeats.
-pub fn depth_grid(max: usize, count: usize, mc_depths: &[usize]) -> Vec<usize> {
+pub(crate) fn depth_grid(max: usize, count: usize, mc_depths: &[usize]) -> Vec<usize> {
     let mut d = log_depths(max, count);
     d.extend_from_slice(mc_depths);
     d.sort_unstable();
@@ -511,6 +511,6 @@ pub fn short(v: f64) -> String {
 }
 
 /// The largest of some depths (0 if none).
-pub fn deepest(depths: &[usize]) -> usize {
+pub(crate) fn deepest(depths: &[usize]) -> usize {
     depths.iter().copied().max().unwrap_or(0)
 }

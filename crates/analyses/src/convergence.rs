@@ -231,7 +231,10 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
 
 /// The outcome table of `runs` with `score` and, when `early_step > 0`, `early_excess`, each
 /// with its censoring flag ([`super::training::at_least_name`]).
-pub fn runs_with_early(runs: &[(RunKey, &Outcome, &str)], early_step: u64) -> Result<DataFrame> {
+pub(crate) fn runs_with_early(
+    runs: &[(RunKey, &Outcome, &str)],
+    early_step: u64,
+) -> Result<DataFrame> {
     let mut df = outcome_frame(runs)?;
     df.with_column(column("score", runs.iter().map(|r| score(r.1))))?;
     df.with_column(column(
@@ -304,7 +307,7 @@ fn write_tables(
 
 /// Per cell at its tuned lr: the runs of each class and the median final excess (fraction of
 /// the gap) with its exact 95% interval.
-pub fn status_table(
+pub(crate) fn status_table(
     out: &mut Out,
     tiers: &[super::tier::Tier],
     cells: &[TunedCell],

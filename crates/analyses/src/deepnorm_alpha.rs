@@ -52,7 +52,7 @@ pub fn constants(depth: usize) -> Result<(f64, f64)> {
 }
 
 /// The sweep columns of the CSVs.
-pub const TAGS: [&str; 4] = ["s", "alpha", "beta", "alpha_only"];
+pub(crate) const TAGS: [&str; 4] = ["s", "alpha", "beta", "alpha_only"];
 
 const METRICS: [Metric; 3] = [Metric::EffDepth, Metric::BranchWeight, Metric::GradSq];
 

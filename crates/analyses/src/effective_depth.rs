@@ -16,7 +16,7 @@ use normscope_core::output::latex::{self, Cell};
 use serde::{Deserialize, Serialize};
 
 /// The path-length figures show lengths whose share reaches this fraction of the peak.
-pub const PATH_LEN_SHOWN: f64 = 1e-3;
+pub(crate) const PATH_LEN_SHOWN: f64 = 1e-3;
 
 /// Registry entry.
 pub const ANALYSIS: Analysis = Analysis {

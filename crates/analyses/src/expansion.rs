@@ -55,7 +55,7 @@ impl Default for Config {
 }
 
 /// The seeds' coefficient `C_{L,j}` and its LaTeX, for the presets the seeds expand.
-pub fn seed_coef(preset: &str, depth: usize, j: usize, alpha: f64) -> Option<(f64, String)> {
+pub(crate) fn seed_coef(preset: &str, depth: usize, j: usize, alpha: f64) -> Option<(f64, String)> {
     let l = depth as i32;
     // Number of sqrt(2) divisions and powers of alpha on source j.
     let (halvings, alphas) = if j == 0 {

@@ -68,7 +68,7 @@ pub const DEVIATION_LIMIT: f64 = 0.05;
 pub const FIT_MAX_L_OVER_D: f64 = 1.0;
 
 /// Decimals of kappa and its interval in `law.tex` (`law.csv` keeps every digit).
-pub const KAPPA_DECIMALS: usize = 3;
+pub(crate) const KAPPA_DECIMALS: usize = 3;
 
 /// The four quantities, the layer each is read at (`None`: layer L) and its short name in
 /// `law.tex` (the caption says what each is).
@@ -462,13 +462,14 @@ pub struct Law {
 pub const LAW: &str = "ln(1 + deviation) = a/d + kappa L/d";
 
 /// [`variables`]: the 95% interval of `a` excludes 0 and that of `kappa` does not.
-pub const BOUNDARY_ONLY: &str = "1/d only: a boundary term, no accumulation over depth resolved";
+pub(crate) const BOUNDARY_ONLY: &str =
+    "1/d only: a boundary term, no accumulation over depth resolved";
 /// [`variables`]: both intervals exclude 0.
-pub const BOTH: &str = "1/d and L/d: a boundary term and accumulation over depth";
+pub(crate) const BOTH: &str = "1/d and L/d: a boundary term and accumulation over depth";
 /// [`variables`]: only kappa's interval excludes 0.
 pub const L_OVER_D_ONLY: &str = "L/d alone: accumulation over depth, no boundary term resolved";
 /// [`variables`]: both intervals hold 0.
-pub const NEITHER: &str = "none: no deviation resolved";
+pub(crate) const NEITHER: &str = "none: no deviation resolved";
 
 /// Which variables the measured deviation needs, from the 95% intervals of `a` and `kappa`: a
 /// term is present when its interval excludes 0. `L/d` alone suffices only when no boundary

@@ -135,7 +135,7 @@ pub fn outcome_frame(runs: &[(RunKey, &Outcome, &str)]) -> Result<DataFrame> {
 /// Every logged update of every run (evaluation runs only): the run's settings, the update
 /// (`step`) and the slope of `ln ||update_l||` on `ln ||grad_l||` across its blocks
 /// ([`Outcome::scaling`]).
-pub fn scaling_frame(runs: &[(RunKey, &Outcome, &str)]) -> Result<DataFrame> {
+pub(crate) fn scaling_frame(runs: &[(RunKey, &Outcome, &str)]) -> Result<DataFrame> {
     let rows: Vec<(&RunKey, u64, f64)> = runs
         .iter()
         .filter(|r| r.2 == "evaluation")

@@ -222,7 +222,7 @@ impl Config {
     }
 
     /// The `normscope mc` configuration of a cell (unchecked fields are checked here).
-    pub fn mc_config(&self, cell: &Cell) -> Result<McConfig> {
+    pub(crate) fn mc_config(&self, cell: &Cell) -> Result<McConfig> {
         let raw = RawModel {
             depth: cell.depth,
             branch: self.branch.clone(),
@@ -383,7 +383,7 @@ fn check_norm(preset: &str, norm: NormKind) -> Result<()> {
 /// A [`Row`] without its [`Setup`](normscope_core::profile::Setup) (which the merge rebuilds from the
 /// cell's configuration): what a unit returns, serializable for the shards.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RowData {
+pub(crate) struct RowData {
     /// Preset name.
     pub preset: String,
     /// Engine column name.

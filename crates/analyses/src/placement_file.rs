@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub const FILE: &str = "examples/placements/depth-mup.toml";
 
 /// Its text, embedded at build time.
-pub const TEXT: &str = include_str!("../../../examples/placements/depth-mup.toml");
+pub(crate) const TEXT: &str = include_str!("../../../examples/placements/depth-mup.toml");
 
 /// Registry entry.
 pub const ANALYSIS: Analysis = Analysis {

@@ -83,7 +83,7 @@ pub const SLOPE_TOLERANCE: f64 = 0.5;
 /// `log2 c`, and the law (a power law) fails whatever the slope.
 pub const LOF_ALPHA: f64 = 0.05;
 /// Seed of the random-sign directions of seed `s`: `s` XOR this ("randsign").
-pub const SIGN_SALT: u64 = 0x7261_6e64_7369_676e;
+pub(crate) const SIGN_SALT: u64 = 0x7261_6e64_7369_676e;
 
 const SEARCHES: &str = "data/warmup/searches.csv";
 const WARMUP_MANIFEST: &str = "data/warmup/manifest.json";
@@ -166,7 +166,7 @@ impl Predicted {
 }
 
 /// The predictors, in table order.
-pub const PREDICTORS: [&str; 2] = ["first_update", "random_sign"];
+pub(crate) const PREDICTORS: [&str; 2] = ["first_update", "random_sign"];
 
 /// The closed form's random-sign output change per unit lr at the last layer, or `None`
 /// where no closed form covers it (a branch with attention, or matrices of unequal entry
@@ -271,7 +271,7 @@ fn predict(w: &warmup::Config) -> Result<Vec<Predicted>> {
 
 /// One fit of the law.
 #[derive(Clone, Debug, PartialEq)]
-pub struct LawFit {
+pub(crate) struct LawFit {
     /// Tier name.
     pub tier: String,
     /// `first_update` or `random_sign`.
@@ -350,7 +350,7 @@ fn lack_of_fit(y: &[Obs], xs: &[f64], line_ll: f64) -> std::result::Result<f64, 
 }
 
 /// One cell of a fit: `(blocks, x = log2 c, every seed's (seed, log2 lr_max interval))`.
-pub type LawCell = (usize, f64, Vec<(u64, Obs)>);
+pub(crate) type LawCell = (usize, f64, Vec<(u64, Obs)>);
 
 /// Fits the law for one (tier, predictor, preset) over its cells `(blocks, x = log2 c, seeds'
 /// y)`.

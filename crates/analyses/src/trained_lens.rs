@@ -85,9 +85,9 @@ pub struct Arm {
 }
 
 /// The arm claims 1, 4 and 5 read.
-pub const MLP_ARM: &str = "he-mlp";
+pub(crate) const MLP_ARM: &str = "he-mlp";
 /// The arm claim 3 reads.
-pub const LINEAR_ARM: &str = "xavier-linear";
+pub(crate) const LINEAR_ARM: &str = "xavier-linear";
 /// Claim 3 after training: a per-layer factor within this of `2^(-1/2)` (and of its value at
 /// update 0) is "the same".
 pub const FACTOR_SESOI: f64 = 0.05;

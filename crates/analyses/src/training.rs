@@ -30,7 +30,7 @@ use normscope_core::{Error, Result};
 use polars::prelude::*;
 
 /// Evaluation batches of every run (the lead's tier).
-pub const EVAL_BATCHES: usize = 4;
+pub(crate) const EVAL_BATCHES: usize = 4;
 
 /// The base request of the regression tier: `task = regression`, branch `relu-mlp`, LayerNorm
 /// with affine, the given width, batch, updates and intervals, and the teacher (and evaluation
@@ -86,7 +86,7 @@ pub fn score_at_least(o: &Outcome) -> bool {
 
 /// [`score`] in units of the gap `C - F` as an interval observation: exact, or at least the
 /// bound when the run diverged.
-pub fn score_obs(o: &Outcome) -> Obs {
+pub(crate) fn score_obs(o: &Outcome) -> Obs {
     let x = score(o) / (o.context_free - o.floor);
     let v = if score_at_least(o) {
         Obs::at_least(x)
@@ -142,7 +142,7 @@ pub fn unknown() -> Obs {
 
 /// The paired differences `a_s - b_s` over the seeds of `a` (interval arithmetic,
 /// [`Obs`]); a seed of `a` missing from `b` is an error naming `what`.
-pub fn paired_obs(a: &[(String, Obs)], b: &[(String, Obs)], what: &str) -> Result<Vec<Obs>> {
+pub(crate) fn paired_obs(a: &[(String, Obs)], b: &[(String, Obs)], what: &str) -> Result<Vec<Obs>> {
     a.iter()
         .map(|(s, x)| {
             let y = b
@@ -288,7 +288,7 @@ pub fn check_tier(
 }
 
 /// Checks a list of presets: non-empty, each known.
-pub fn check_presets(presets: &[String]) -> Result<()> {
+pub(crate) fn check_presets(presets: &[String]) -> Result<()> {
     if presets.is_empty() {
         return Err(Error::invalid(
             "presets",
@@ -309,7 +309,7 @@ pub fn check_presets(presets: &[String]) -> Result<()> {
 }
 
 /// Checks a learning-rate grid: non-empty, each finite and > 0, no repeats.
-pub fn check_lrs(field: &'static str, lrs: &[f64]) -> Result<()> {
+pub(crate) fn check_lrs(field: &'static str, lrs: &[f64]) -> Result<()> {
     let ok = !lrs.is_empty()
         && lrs.iter().all(|x| x.is_finite() && *x > 0.0)
         && distinct_bits(lrs) == lrs.len();
@@ -331,7 +331,7 @@ fn distinct_bits(v: &[f64]) -> usize {
 }
 
 /// Checks a count: at least `min`.
-pub fn check_count(field: &'static str, v: u64, min: u64) -> Result<()> {
+pub(crate) fn check_count(field: &'static str, v: u64, min: u64) -> Result<()> {
     if v < min {
         return Err(Error::invalid(field, v, format!("an integer >= {min}")));
     }
@@ -413,7 +413,7 @@ pub fn lines(assessed: &[normscope_core::stats::verdict::Assessed]) -> String {
 }
 
 /// `1 layer`, `6 layers`: a comparison's name by its depth in layers.
-pub fn layers_text(layers: usize) -> String {
+pub(crate) fn layers_text(layers: usize) -> String {
     if layers == 1 {
         "1 layer".into()
     } else {
@@ -422,7 +422,7 @@ pub fn layers_text(layers: usize) -> String {
 }
 
 /// The distinct strings of `v`, in order of first appearance.
-pub fn distinct_strings(v: &[String]) -> Vec<String> {
+pub(crate) fn distinct_strings(v: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for x in v {
         if !out.contains(x) {

@@ -80,7 +80,7 @@ impl TunePlan {
     }
 
     /// The evaluation seeds.
-    pub fn eval_seeds(&self) -> Vec<u64> {
+    pub(crate) fn eval_seeds(&self) -> Vec<u64> {
         (0..self.seeds).collect()
     }
 
@@ -103,7 +103,7 @@ pub fn run_cells(
 }
 
 /// [`run_cells`] with each tier's base request made by `base` (e.g. SGD's momentum set).
-pub fn run_cells_with(
+pub(crate) fn run_cells_with(
     sets: &[TierSet],
     cells: &[TunedCell],
     plan: &TunePlan,
@@ -156,7 +156,7 @@ pub fn prepare(
 }
 
 /// [`prepare`] with each tier's base request made by `base`.
-pub fn prepare_with(
+pub(crate) fn prepare_with(
     tiers: &[Tier],
     used: impl Iterator<Item = usize>,
     runs: usize,

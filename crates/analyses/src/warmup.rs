@@ -67,7 +67,7 @@ pub const CONTRAST_PRESET: &str = "pre";
 pub const PRIMARY_TIER: &str = "lm";
 
 /// The suffix of an f64 copy of a tier in the tables (`lm-f64`).
-pub const F64_SUFFIX: &str = "-f64";
+pub(crate) const F64_SUFFIX: &str = "-f64";
 
 /// A tier and the cells searched in it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

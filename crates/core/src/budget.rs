@@ -34,7 +34,7 @@ pub const CLOSED_FORM_PER_LAYER: u128 = 256;
 
 /// Bytes per kept layer when the closed form keeps few layers (B-tree entries, leaves about
 /// half full: about three times [`CLOSED_FORM_PER_LAYER`]).
-pub const SPARSE_PER_KEPT_LAYER: u128 = 3 * CLOSED_FORM_PER_LAYER;
+pub(crate) const SPARSE_PER_KEPT_LAYER: u128 = 3 * CLOSED_FORM_PER_LAYER;
 
 /// One bound on the memory this process may still allocate, and where it comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,7 +73,7 @@ pub const CGROUP_V1_UNLIMITED: u128 = 1 << 62;
 
 /// The value of a `kB` field of `/proc/meminfo` or `/proc/self/status` (`Name:   123 kB`),
 /// in bytes.
-pub fn parse_kb_field(text: &str, field: &str) -> Option<u128> {
+pub(crate) fn parse_kb_field(text: &str, field: &str) -> Option<u128> {
     text.lines().find_map(|l| {
         let rest = l.strip_prefix(field)?.strip_prefix(':')?.trim();
         let kb: u128 = rest
@@ -88,13 +88,13 @@ pub fn parse_kb_field(text: &str, field: &str) -> Option<u128> {
 
 /// A cgroup limit or usage file's value: bytes, or `None` for `max` (no limit) and text that
 /// is not a number.
-pub fn parse_cgroup_value(text: &str) -> Option<u128> {
+pub(crate) fn parse_cgroup_value(text: &str) -> Option<u128> {
     text.trim().parse().ok()
 }
 
 /// The cgroup path of `/proc/self/cgroup` text: the unified (v2) hierarchy's (`0::PATH`) with
 /// `v2`, else the memory controller's v1 hierarchy (`N:...memory...:PATH`).
-pub fn parse_cgroup_path(text: &str, v2: bool) -> Option<String> {
+pub(crate) fn parse_cgroup_path(text: &str, v2: bool) -> Option<String> {
     text.lines().find_map(|l| {
         let mut parts = l.splitn(3, ':');
         let (id, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
@@ -121,7 +121,7 @@ pub fn cgroup_room(levels: &[(Option<u128>, Option<u128>)]) -> Option<u128> {
 
 /// The space left under an address-space limit `limit` with `vm_size` bytes already mapped
 /// (`None`, unknown, counts as nothing mapped).
-pub fn address_space_room(limit: u128, vm_size: Option<u128>) -> u128 {
+pub(crate) fn address_space_room(limit: u128, vm_size: Option<u128>) -> u128 {
     limit.saturating_sub(vm_size.unwrap_or(0))
 }
 
@@ -137,7 +137,7 @@ fn rlimit_as() -> Option<u128> {
 
 /// The cgroup `path` and its ancestors, innermost first, as suffixes of the hierarchy's mount
 /// point: `/a/b` gives `/a/b`, `/a` and `` (the root).
-pub fn cgroup_ancestors(path: &str) -> Vec<String> {
+pub(crate) fn cgroup_ancestors(path: &str) -> Vec<String> {
     let mut dirs = Vec::new();
     let mut dir = path.trim_end_matches('/');
     loop {
@@ -303,7 +303,7 @@ pub fn stack_bytes(preset: &str, depth: usize) -> Result<u128> {
 }
 
 /// The largest [`stack_bytes`] of `presets` at `depth`.
-pub fn stacks_bytes(presets: &[String], depth: usize) -> Result<u128> {
+pub(crate) fn stacks_bytes(presets: &[String], depth: usize) -> Result<u128> {
     presets
         .iter()
         .map(|p| stack_bytes(p, depth))
@@ -313,15 +313,15 @@ pub fn stacks_bytes(presets: &[String], depth: usize) -> Result<u128> {
 /// Blocks per second one preset's closed form streams through (measured: 3 presets at depth
 /// 3e7 in 14 s on the project's 2-core machine, about 6e6 per second each; GELU and attention
 /// are slower, so this is optimistic by up to ~3x).
-pub const CLOSED_FORM_BLOCKS_PER_SECOND: f64 = 6e6;
+pub(crate) const CLOSED_FORM_BLOCKS_PER_SECOND: f64 = 6e6;
 
 /// The longest closed-form run accepted without asking for fewer blocks: one hour.
-pub const CLOSED_FORM_MAX_SECONDS: f64 = 3600.0;
+pub(crate) const CLOSED_FORM_MAX_SECONDS: f64 = 3600.0;
 
 /// Refuses a closed form that cannot fit or would run for hours, before anything runs:
 /// memory from what `keep` holds per layer plus the kept layers (`kept` of them), work from
 /// the blocks streamed (twice when the backward pass recomputes the forward recursion).
-pub fn check_closed_form_plan(
+pub(crate) fn check_closed_form_plan(
     depth: usize,
     keep: &crate::theory::Keep,
     kept: u128,
@@ -345,7 +345,7 @@ pub fn check_closed_form_plan(
 
 /// Peak bytes of a closed form of `depth` blocks: what `keep` holds per layer, the `kept`
 /// layers, and the square-root checkpoints.
-pub fn closed_form_plan_bytes(depth: usize, keep: &crate::theory::Keep, kept: u128) -> u128 {
+pub(crate) fn closed_form_plan_bytes(depth: usize, keep: &crate::theory::Keep, kept: u128) -> u128 {
     let sqrt = ((depth as f64 + 1.0).sqrt().ceil()) as u128;
     let len = depth as u128 + 1;
     // Kept layers: dense vectors over every layer when they are a quarter or more of them

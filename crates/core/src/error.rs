@@ -109,7 +109,7 @@ impl Error {
 
     /// Whether the error is a closed pipe on standard output or error (the reader went away),
     /// which ends a run quietly.
-    pub fn is_closed_pipe(&self) -> bool {
+    pub(crate) fn is_closed_pipe(&self) -> bool {
         matches!(self, Error::Console { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
     }
 

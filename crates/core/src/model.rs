@@ -25,7 +25,7 @@ pub enum FinalNorm {
 
 impl FinalNorm {
     /// The override: `None` keeps the preset's choice.
-    pub fn forced(self) -> Option<bool> {
+    pub(crate) fn forced(self) -> Option<bool> {
         match self {
             FinalNorm::Auto => None,
             FinalNorm::On => Some(true),
@@ -105,7 +105,7 @@ pub struct ModelConfig {
 }
 
 /// The largest value whose square is finite in f64 (sqrt of `f64::MAX`, rounded down).
-pub const SQUARE_FINITE: f64 = 1.3407807929942596e154;
+pub(crate) const SQUARE_FINITE: f64 = 1.3407807929942596e154;
 
 /// DeepNet's beta, which the mean-field maps square in plain f64: finite, >= 0
 /// and with a finite square, else bad input naming `field`.

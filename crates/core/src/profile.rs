@@ -72,11 +72,11 @@ pub enum Value {
 }
 
 /// Reason for an exact value that is infinite.
-pub const OVERFLOW: &str = "overflow: infinite in f64 (a quantity the closed form does not carry in log space, or whose log is infinite too)";
+pub(crate) const OVERFLOW: &str = "overflow: infinite in f64 (a quantity the closed form does not carry in log space, or whose log is infinite too)";
 /// Reason for a Monte Carlo estimate whose mean is infinite.
-pub const MC_OVERFLOW: &str = "overflow: a sampled network's value is beyond the range of f64 (lower --q0, --gain, --alpha or --lambda)";
+pub(crate) const MC_OVERFLOW: &str = "overflow: a sampled network's value is beyond the range of f64 (lower --q0, --gain, --alpha or --lambda)";
 /// Reason for a Monte Carlo estimate whose mean is finite but whose spread is not.
-pub const MC_SPREAD_OVERFLOW: &str =
+pub(crate) const MC_SPREAD_OVERFLOW: &str =
     "overflow: the samples' variance is beyond the range of f64 (lower --q0 or --gain)";
 /// Reason for a Monte Carlo estimate that is 0/0 in some sampled network.
 pub const MC_UNDEFINED: &str = "undefined: 0/0, inf - inf or an underflowed denominator (below 1e-280) in a sampled network (a zero, vanishing or overflowing stream or branch output)";
@@ -84,7 +84,7 @@ pub const MC_UNDEFINED: &str = "undefined: 0/0, inf - inf or an underflowed deno
 impl Value {
     /// The reason this value cannot be written as a number, if any: it, its standard error or
     /// an end of its interval is not finite. `metric` names the 0/0 case of exact values.
-    pub fn non_finite_reason(&self, metric: Metric) -> Option<String> {
+    pub(crate) fn non_finite_reason(&self, metric: Metric) -> Option<String> {
         match self {
             Value::Exact(x) if x.is_nan() => {
                 Some(format!("undefined: {}", metric.info().undefined))
@@ -133,7 +133,7 @@ pub struct Setup {
 
 impl Setup {
     /// The paper name of preset `name` (`Post-LN`), or the name itself if it has none.
-    pub fn label_of(name: &str) -> String {
+    pub(crate) fn label_of(name: &str) -> String {
         crate::placement::find(name).map_or_else(|_| name.to_string(), |p| p.label.to_string())
     }
 }
@@ -317,7 +317,7 @@ impl Row {
 
     /// The sort key: the columns in order as written (names compared as text, numbers as
     /// numbers, an empty source first).
-    pub fn key_cmp(&self, other: &Self) -> Ordering {
+    pub(crate) fn key_cmp(&self, other: &Self) -> Ordering {
         (
             &self.preset,
             self.engine.name(),

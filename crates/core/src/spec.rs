@@ -252,7 +252,7 @@ impl StackSpec {
     }
 
     /// Sets the norm kind; [`NormKind::Identity`] turns every norm slot into the identity.
-    pub fn with_norm(mut self, norm: NormKind) -> Self {
+    pub(crate) fn with_norm(mut self, norm: NormKind) -> Self {
         self.norm = norm;
         if norm == NormKind::Identity {
             let id = |s: Slot| if s.is_norm() { Slot::Identity } else { s };
@@ -268,7 +268,7 @@ impl StackSpec {
     }
 
     /// Applies `f` to every segment's block (used by the `--alpha`/`--lambda` overrides).
-    pub fn map_blocks(&mut self, f: impl Fn(BlockSpec) -> BlockSpec) {
+    pub(crate) fn map_blocks(&mut self, f: impl Fn(BlockSpec) -> BlockSpec) {
         for s in &mut self.segments {
             s.block = f(s.block);
         }

@@ -54,7 +54,8 @@ pub const LOG_OF_HUGE: f64 = 1e-9;
 pub const PRINTED_7_DIGITS: f64 = 1e-6;
 
 /// A Student-t table quantile (3.182446, 7 digits) times a standard error of ~0.6, absolute.
-pub const T_TABLE: f64 = 1e-5;
+#[cfg(test)]
+pub(crate) const T_TABLE: f64 = 1e-5;
 
 /// A central finite difference with step 1e-6 against an exact JVP, relative: truncation
 /// O(h^2) ~ 1e-12 plus cancellation ~ 1e-16/h = 1e-10, with headroom for curvature.

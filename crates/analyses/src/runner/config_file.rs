@@ -33,7 +33,7 @@ pub struct ConfigFile {
 }
 
 /// The top-level key naming placement files.
-pub const PLACEMENTS_KEY: &str = "placements";
+pub(crate) const PLACEMENTS_KEY: &str = "placements";
 
 impl ConfigFile {
     /// Reads and parses `path` (a regular file of at most [`normscope_core::input::TEXT_CAP`] bytes),

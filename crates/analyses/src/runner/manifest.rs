@@ -70,7 +70,7 @@ pub struct Source {
 
 impl Source {
     /// Asks git in the crate's source directory (compile-time `CARGO_MANIFEST_DIR`).
-    pub fn detect() -> Self {
+    pub(crate) fn detect() -> Self {
         let dir = env!("CARGO_MANIFEST_DIR");
         let git = |args: &[&str]| -> Option<String> {
             let out = std::process::Command::new("git")
@@ -183,7 +183,7 @@ pub fn sha256(bytes: &[u8]) -> String {
 }
 
 /// sha256 of a file, hex: a regular file of at most [`normscope_core::input::DATA_CAP`] bytes.
-pub fn sha256_file(path: &Path) -> Result<String> {
+pub(crate) fn sha256_file(path: &Path) -> Result<String> {
     let bytes = normscope_core::input::read(path, "input file", normscope_core::input::DATA_CAP)?;
     Ok(sha256(&bytes))
 }
@@ -192,7 +192,7 @@ pub fn sha256_file(path: &Path) -> Result<String> {
 pub const FILE: &str = "manifest.json";
 
 /// The bytes of `data/<id>/manifest.json` (pretty JSON and a final newline).
-pub fn to_bytes(m: &Manifest) -> Vec<u8> {
+pub(crate) fn to_bytes(m: &Manifest) -> Vec<u8> {
     let mut text = serde_json::to_string_pretty(m).expect("manifest serializes");
     text.push('\n');
     text.into_bytes()

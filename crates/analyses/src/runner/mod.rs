@@ -194,7 +194,7 @@ impl Out {
 
     /// Records that `rel` (relative to the root) was read as an input, with the sha256 of its
     /// bytes, for the manifest.
-    pub fn read_input(&mut self, rel: &str) -> Result<()> {
+    pub(crate) fn read_input(&mut self, rel: &str) -> Result<()> {
         let hash = manifest::sha256_file(&self.root.join(rel))?;
         self.inputs.insert(rel.to_string(), hash);
         Ok(())
@@ -202,7 +202,7 @@ impl Out {
 
     /// Records `bytes` as an input named `rel` (e.g. a file embedded at build time), with
     /// their sha256, for the manifest.
-    pub fn input_bytes(&mut self, rel: &str, bytes: &[u8]) {
+    pub(crate) fn input_bytes(&mut self, rel: &str, bytes: &[u8]) {
         self.inputs.insert(rel.to_string(), manifest::sha256(bytes));
     }
 

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Deserializer, Serializer};
 
 /// The TOML value of `seed`: an integer below 2^63, else its digits as a string.
-pub fn to_toml(seed: u64) -> toml::Value {
+pub(crate) fn to_toml(seed: u64) -> toml::Value {
     match i64::try_from(seed) {
         Ok(i) => toml::Value::Integer(i),
         Err(_) => toml::Value::String(seed.to_string()),
@@ -25,7 +25,7 @@ pub fn serialize<S: Serializer>(seed: &u64, s: S) -> Result<S::Ok, S::Error> {
 }
 
 /// Reads a seed from an integer in 0..2^64 or a string of its digits.
-pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Either {

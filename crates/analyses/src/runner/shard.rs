@@ -39,7 +39,7 @@ pub const FORMAT: &str = "normscope-shard/1";
 pub const MANIFEST: &str = "shard.json";
 
 /// Most shards of one run.
-pub const MAX_SHARDS: usize = 100_000;
+pub(crate) const MAX_SHARDS: usize = 100_000;
 
 /// Shard `index` of `count` (0-based, as Slurm's `SLURM_ARRAY_TASK_ID`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -161,7 +161,7 @@ pub fn binary_sha256() -> Result<String> {
 }
 
 /// The file holding a call's results in a shard folder.
-pub fn units_file(call: &str) -> String {
+pub(crate) fn units_file(call: &str) -> String {
     format!("units-{call}.bin")
 }
 
@@ -171,17 +171,17 @@ pub fn encode(results: &[(usize, Vec<u8>)]) -> Result<Vec<u8>> {
 }
 
 /// One result, encoded.
-pub fn encode_one<T: Serialize>(v: &T) -> Result<Vec<u8>> {
+pub(crate) fn encode_one<T: Serialize>(v: &T) -> Result<Vec<u8>> {
     postcard::to_stdvec(v).map_err(|e| Error::Undefined(format!("encoding a unit: {e}")))
 }
 
 /// One result, decoded.
-pub fn decode_one<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
+pub(crate) fn decode_one<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
     postcard::from_bytes(bytes).map_err(|_| foreign(what, "a unit's result does not decode"))
 }
 
 /// The command line without `--shard I/N` (or `--shard=I/N`).
-pub fn without_shard(invocation: &str) -> String {
+pub(crate) fn without_shard(invocation: &str) -> String {
     let mut out = Vec::new();
     let mut skip = false;
     for a in invocation.split(' ') {

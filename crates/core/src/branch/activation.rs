@@ -70,7 +70,7 @@ fn root_1_2v(v: f64) -> f64 {
 
 /// `E[gelu(x)^2]` for `x ~ N(0, v)`: `v/4 + v arcsin(v/(1+v)) / (2 pi)
 /// + v^2 / (pi (1+v) sqrt(1+2v))`, the pair kernel at `a = b = c = v` (every term positive).
-pub fn gelu_second_moment(v: f64) -> f64 {
+pub(crate) fn gelu_second_moment(v: f64) -> f64 {
     let r = root_1_2v(v);
     let last = if v > SCALED_ABOVE {
         // `v^2` would overflow past 1e154; `v / (1 + v)` first keeps every factor finite.
@@ -89,7 +89,7 @@ pub const SCALED_ABOVE: f64 = 1.606_938_044_258_990_3e60;
 /// `E[gelu'(x)^2]` for `x ~ N(0, v)`: expanding `(Phi + x phi)^2`, `E[Phi(x)^2] = 1/4 +
 /// arcsin(v/(1+v))/(2 pi)`, `E[x Phi(x) phi(x)] = v / (2 pi (1+v) sqrt(1+2v))` and
 /// `E[x^2 phi(x)^2] = v / (2 pi (1+2v)^(3/2))` (each a Gaussian integral in closed form).
-pub fn gelu_deriv_second_moment(v: f64) -> f64 {
+pub(crate) fn gelu_deriv_second_moment(v: f64) -> f64 {
     let r = root_1_2v(v);
     0.25 + gelu_angle(v) / (2.0 * PI) + v / (PI * (1.0 + v) * r) + v / (2.0 * PI * r * r * r)
 }

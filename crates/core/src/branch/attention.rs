@@ -15,7 +15,7 @@ use nalgebra::DMatrix;
 use normscope_numeric::gemm::{Real, mul_into, mul_new, nn, nt, tn};
 
 /// Registry entry of softmax attention.
-pub const SOFTMAX_INFO: KindInfo = KindInfo {
+pub(crate) const SOFTMAX_INFO: KindInfo = KindInfo {
     name: "attention",
     aliases: &[],
     about: "multi-head softmax self-attention (Monte Carlo only)",
@@ -23,7 +23,7 @@ pub const SOFTMAX_INFO: KindInfo = KindInfo {
 };
 
 /// Registry entry of uniform attention.
-pub const UNIFORM_INFO: KindInfo = KindInfo {
+pub(crate) const UNIFORM_INFO: KindInfo = KindInfo {
     name: "uniform-attention",
     aliases: &[],
     about: "self-attention with W_Q = W_K = 0: W_O W_V of the token mean",
@@ -31,7 +31,7 @@ pub const UNIFORM_INFO: KindInfo = KindInfo {
 };
 
 /// Uniform attention's mean-field summary.
-pub struct UniformKernel;
+pub(crate) struct UniformKernel;
 
 impl MeanFieldBranch for UniformKernel {
     fn matrix_gains(&self, init: Init, d: f64, _r: f64) -> (f64, f64) {
@@ -214,7 +214,7 @@ impl<T: Real> Attention<T> {
     /// The span of cross-attention from `n` query columns ([`Attention::seq`] tokens per
     /// sequence) to a memory of `mem_len` tokens per sequence; panics unless the memory has
     /// `mem_len` columns per query sequence (a programming error).
-    pub fn cross_span(&self, n: usize, mem_cols: usize, mem_len: usize) -> Span {
+    pub(crate) fn cross_span(&self, n: usize, mem_cols: usize, mem_len: usize) -> Span {
         let (seqs, q_len) = self.sequences(n);
         assert_eq!(
             seqs * mem_len,

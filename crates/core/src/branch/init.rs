@@ -85,13 +85,13 @@ impl Init {
     }
 
     /// Fan-in gain `sigma^2 = Var * fan_in`.
-    pub fn fan_in_gain(self, fan_in: f64, fan_out: f64) -> f64 {
+    pub(crate) fn fan_in_gain(self, fan_in: f64, fan_out: f64) -> f64 {
         self.variance(fan_in, fan_out) * fan_in
     }
 }
 
 /// Variance of a standard normal truncated to `[-a, a]`: `1 - 2 a phi(a) / (2 Phi(a) - 1)`.
-pub fn truncation_factor(a: f64) -> f64 {
+pub(crate) fn truncation_factor(a: f64) -> f64 {
     let n = Normal::standard();
     1.0 - 2.0 * a * n.pdf(a) / (2.0 * n.cdf(a) - 1.0)
 }

@@ -15,7 +15,7 @@ use nalgebra::DMatrix;
 use normscope_numeric::gemm::{Real, nn, nt, tn};
 
 /// Registry entry of the ReLU MLP.
-pub const RELU_INFO: KindInfo = KindInfo {
+pub(crate) const RELU_INFO: KindInfo = KindInfo {
     name: "relu-mlp",
     aliases: &["mlp"],
     about: "F(u) = W2 relu(W1 u), hidden width ratio * d",
@@ -23,7 +23,7 @@ pub const RELU_INFO: KindInfo = KindInfo {
 };
 
 /// Registry entry of the GELU MLP.
-pub const GELU_INFO: KindInfo = KindInfo {
+pub(crate) const GELU_INFO: KindInfo = KindInfo {
     name: "gelu-mlp",
     aliases: &[],
     about: "F(u) = W2 gelu(W1 u), hidden width ratio * d",
@@ -31,7 +31,7 @@ pub const GELU_INFO: KindInfo = KindInfo {
 };
 
 /// The MLP's mean-field summary for one activation.
-pub struct Kernel(pub Activation);
+pub(crate) struct Kernel(pub Activation);
 
 impl Kernel {
     /// `s2 E[phi(x) phi(y)]` with `Var x = s1 qa`, `Var y = s1 qb`, `Cov = s1 m`.
@@ -140,7 +140,7 @@ impl<T: Real> Mlp<T> {
 
     /// Back through `W2` and phi: `(dL/dh, ||dL/dW2||^2) = (phi'(h) ⊙ W2^T g, ||g z^T||^2)`,
     /// the first half of [`Module::backward_last_sq`] (then `dL/du = W1^T dL/dh`).
-    pub fn back_to_hidden(
+    pub(crate) fn back_to_hidden(
         w2: &DMatrix<T>,
         act: Activation,
         c: &MlpCache<T>,

@@ -10,7 +10,7 @@ use nalgebra::DMatrix;
 use normscope_numeric::gemm::Real;
 
 /// A named parameter tensor.
-pub type Param<'a, T> = (&'static str, &'a DMatrix<T>);
+pub(crate) type Param<'a, T> = (&'static str, &'a DMatrix<T>);
 
 /// A sampled branch: what a training loop or the Monte Carlo engine needs of it.
 pub trait Module<T: Real> {

@@ -110,7 +110,7 @@ pub fn keep(metrics: &[Metric], layers: &[usize]) -> Keep {
 
 /// An upper bound on the number of rows a closed-form profile writes for `metrics` at
 /// `layers`, to refuse runaway tables early.
-pub fn estimate_rows(metrics: &[Metric], layers: &[usize]) -> u128 {
+pub(crate) fn estimate_rows(metrics: &[Metric], layers: &[usize]) -> u128 {
     let per_layer: u128 = metrics
         .iter()
         .map(|m| if m.has_source() { 0 } else { 1 })

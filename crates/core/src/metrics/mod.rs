@@ -163,11 +163,11 @@ impl Needs {
 
 /// Why a metric's closed-form value at layer l (source s) cannot be written as a number
 /// though its logarithm is exact (see [`Info::beyond_f64`]).
-pub type BeyondF64 =
+pub(crate) type BeyondF64 =
     fn(&crate::metrics::closed::Quantities, usize, Option<usize>) -> Option<String>;
 
 /// A metric's derived finite-width factor at a layer (see [`Info::correction`]).
-pub type Corrected = fn(&crate::theory::finite_width::Correction, usize) -> Option<f64>;
+pub(crate) type Corrected = fn(&crate::theory::finite_width::Correction, usize) -> Option<f64>;
 
 /// What a metric is: its name, rows, inputs and allowance.
 #[derive(Clone, Copy, Debug)]

@@ -311,7 +311,7 @@ fn wide<T: Real>(m: &DMatrix<T>) -> Cow<'_, DMatrix<f64>> {
 
 /// Samples a network's draws from `rng` under `cfg` and measures it in float type `T`, held
 /// or streamed as `memory` says (bit-identical either way).
-pub fn measure_drawn<T: Real>(
+pub(crate) fn measure_drawn<T: Real>(
     spec: &StackSpec,
     cfg: &McConfig,
     plan: &NetworkPlan,

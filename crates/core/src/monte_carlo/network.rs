@@ -115,14 +115,14 @@ impl Decomposition {
     }
 
     /// The decomposition of `x_0` alone: one source with coefficient 1 per token.
-    pub fn of_input<T: Real>(x0: &DMatrix<T>) -> Self {
+    pub(crate) fn of_input<T: Real>(x0: &DMatrix<T>) -> Self {
         let mut dec = Decomposition::default();
         dec.add_source(x0, vec![1.0; x0.ncols()], false);
         dec
     }
 
     /// `sum_t |C_{l,j,t} B~_{j,t}|^2`.
-    pub fn source_energy(&self, j: usize) -> f64 {
+    pub(crate) fn source_energy(&self, j: usize) -> f64 {
         let sq = if self.centered[j] {
             &self.sq_centered[j]
         } else {
@@ -278,7 +278,7 @@ pub fn step<T: Real>(
 
 /// [`step`] with the branch given as its forward map `u -> (F(u), cache)`: for a branch whose
 /// weights are drawn while it runs (`monte_carlo::measure`'s streamed MLP blocks).
-pub fn step_with<T: Real>(
+pub(crate) fn step_with<T: Real>(
     spec: &StackSpec,
     eps: f64,
     l: usize,
@@ -341,7 +341,7 @@ pub fn final_norm<T: Real>(spec: &StackSpec, eps: f64, x: &DMatrix<T>) -> Option
 }
 
 /// `J^T g` of the final Norm (the identity without one).
-pub fn final_jacobian<T: Real>(c: &Option<NormCache<T>>, g: &DMatrix<T>) -> DMatrix<T> {
+pub(crate) fn final_jacobian<T: Real>(c: &Option<NormCache<T>>, g: &DMatrix<T>) -> DMatrix<T> {
     jac(c, g)
 }
 
@@ -386,7 +386,7 @@ pub fn backward_step_last_sq<T: Real>(
 
 /// [`backward_step_last_sq`] with the branch's backward given as a map `dL/dF -> (dL/du,
 /// ||dL/dW_last||^2)` (for a branch whose weights are drawn while it runs).
-pub fn backward_step_with<T: Real>(
+pub(crate) fn backward_step_with<T: Real>(
     b: &BlockPass<T>,
     g: &DMatrix<T>,
     branch_backward: impl FnOnce(&DMatrix<T>) -> (DMatrix<T>, f64),

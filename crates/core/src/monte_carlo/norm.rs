@@ -32,7 +32,7 @@ pub struct NormCache<T: Real = f64> {
 /// Subtracts each column's mean (P z), in place: the mean from [`Real::column_sums`] (the
 /// additions of [`Real::sum`]), then `z_i + (-m)` entry by entry, as nalgebra's
 /// `add_scalar_mut(-m)`.
-pub fn center<T: Real>(z: &mut DMatrix<T>) {
+pub(crate) fn center<T: Real>(z: &mut DMatrix<T>) {
     let rows = z.nrows();
     if rows == 0 {
         return;

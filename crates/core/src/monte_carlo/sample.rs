@@ -92,7 +92,7 @@ pub fn tokens(rng: &mut Rng, d: usize, n: usize, q0: f64, c0: f64) -> DMatrix<f6
 
 /// `m` in float type `T`: moved as it is for f64 (no copy: a streamed network's peak memory
 /// holds one block's matrices once), rounded entry by entry for f32.
-pub fn into_real<T: Real>(m: DMatrix<f64>) -> DMatrix<T> {
+pub(crate) fn into_real<T: Real>(m: DMatrix<f64>) -> DMatrix<T> {
     let boxed: Box<dyn std::any::Any> = Box::new(m);
     match boxed.downcast::<DMatrix<T>>() {
         Ok(same) => *same,

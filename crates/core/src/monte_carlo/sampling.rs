@@ -143,7 +143,7 @@ impl McConfig {
     }
 
     /// The closed-form proxy of a block computing `block` (its matrices' gains).
-    pub fn proxy_for(&self, block: Block) -> BranchModel {
+    pub(crate) fn proxy_for(&self, block: Block) -> BranchModel {
         let cfg = BranchConfig {
             kind: block.closed_form(),
             gain: None,

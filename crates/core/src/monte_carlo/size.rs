@@ -76,7 +76,7 @@ pub fn network_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric]) -> u128 {
 }
 
 /// [`network_bytes`] for a network computing `needs`.
-pub fn network_bytes_for(cfg: &McConfig, depth: usize, needs: Needs) -> u128 {
+pub(crate) fn network_bytes_for(cfg: &McConfig, depth: usize, needs: Needs) -> u128 {
     let (d, n, _) = sizes(cfg);
     let depth = (depth as u128).min(1 << 40);
     let stream = (depth + 1) * d * n;
@@ -266,7 +266,7 @@ pub fn mc_network_extra_bytes(
 /// Refuses a Monte Carlo run of one stack of `depth` blocks writing the layers `selected`
 /// that cannot fit: [`mc_bytes`] with the table's rows, plus every network in flight's
 /// [`mc_network_extra_bytes`].
-pub fn check_mc_selected(
+pub(crate) fn check_mc_selected(
     cfg: &McConfig,
     depth: usize,
     metrics: &[Metric],
@@ -352,7 +352,7 @@ pub fn body_forward_work(cfg: &McConfig, depth: usize, batch: f64) -> f64 {
 }
 
 /// The weights of a body of `depth` blocks (trained parameters, without norms and ends).
-pub fn body_weights(cfg: &McConfig, depth: usize) -> u128 {
+pub(crate) fn body_weights(cfg: &McConfig, depth: usize) -> u128 {
     per_depth(cfg, (depth as u128).min(1 << 40), weight_floats)
 }
 

@@ -74,7 +74,7 @@ pub fn check_target(field: &'static str, path: &Path) -> Result<()> {
 }
 
 /// Creates `path`'s parent directories.
-pub fn ensure_parent(path: &Path) -> Result<()> {
+pub(crate) fn ensure_parent(path: &Path) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
     }
@@ -83,7 +83,10 @@ pub fn ensure_parent(path: &Path) -> Result<()> {
 
 /// Writes `path` atomically with the bytes produced by `fill`. A file it replaces keeps its
 /// permission bits; a new file gets 0644.
-pub fn write_with(path: &Path, fill: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+pub(crate) fn write_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
     ensure_parent(path)?;
     let dir = path
         .parent()

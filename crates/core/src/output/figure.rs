@@ -48,12 +48,12 @@ pub const fn points(pt: f64) -> u32 {
 /// in plotters' units).
 pub const TICK_PX: u32 = points(7.0);
 /// Axis descriptions: 8 pt.
-pub const LABEL_PX: u32 = points(8.0);
+pub(crate) const LABEL_PX: u32 = points(8.0);
 /// Titles: 7.5 pt (a title holds the setting and may be long).
-pub const TITLE_PX: u32 = points(7.5);
+pub(crate) const TITLE_PX: u32 = points(7.5);
 
 /// Registers DejaVu Sans once per process.
-pub fn register_font() {
+pub(crate) fn register_font() {
     static DONE: OnceLock<()> = OnceLock::new();
     DONE.get_or_init(|| {
         plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
@@ -76,7 +76,7 @@ pub const PALETTE: [RGBColor; 8] = [
 
 /// Relative difference below which two presets' Monte Carlo points count as one point in a
 /// merged legend entry (1%: indistinguishable at the figure's size).
-pub const SAME_POINT: f64 = 0.01;
+pub(crate) const SAME_POINT: f64 = 0.01;
 
 /// Palette index of the grey "Monte Carlo, 95% CI" legend entry.
 pub const MC_COLOR: usize = 7;
@@ -479,7 +479,7 @@ pub fn save(fig: &impl Figure, stem: &Path) -> Result<()> {
 /// The title of a figure `width` px wide in lines that each fit beside the margins: one line
 /// if it fits, else broken before its parenthesized setting (`Title (linear branch, g = 1)`)
 /// when both parts fit, else at the spaces, as few lines as fit.
-pub fn title_lines(title: &str, width: u32) -> Vec<String> {
+pub(crate) fn title_lines(title: &str, width: u32) -> Vec<String> {
     let room = width.saturating_sub(2 * MARGIN);
     let fits = |t: &str| text_width(t, TITLE_PX) <= room;
     if fits(title) {
@@ -505,7 +505,7 @@ pub fn title_lines(title: &str, width: u32) -> Vec<String> {
 }
 
 /// Width in pixels of `text` at `px` in [`FONT`], as plotters lays it out.
-pub fn text_width(text: &str, px: u32) -> u32 {
+pub(crate) fn text_width(text: &str, px: u32) -> u32 {
     register_font();
     (FONT, px)
         .into_font()
@@ -515,7 +515,7 @@ pub fn text_width(text: &str, px: u32) -> u32 {
 
 /// The corners of a step line through `points` (x increasing): each `(k, y)` a level from
 /// `k - 1/2` to `k + 1/2`, joined by vertical rises.
-pub fn step_path(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+pub(crate) fn step_path(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
     points
         .iter()
         .flat_map(|&(k, y)| [(k - 0.5, y), (k + 0.5, y)])
@@ -858,7 +858,7 @@ impl LinePlot {
     }
 
     /// The legend this plot draws (its own, or [`Self::auto_legend`]'s choice).
-    pub fn chosen_legend(&self) -> Legend {
+    pub(crate) fn chosen_legend(&self) -> Legend {
         match self.legend {
             Legend::Auto => {
                 let ((x0, x1), (y0, y1)) = self.ranges();

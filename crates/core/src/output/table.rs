@@ -15,45 +15,45 @@ pub mod col {
     /// Preset name.
     pub const PRESET: &str = "preset";
     /// The preset's name in papers.
-    pub const LABEL: &str = "label";
+    pub(crate) const LABEL: &str = "label";
     /// `theory` or `mc`.
     pub const ENGINE: &str = "engine";
     /// Branch F.
-    pub const BRANCH: &str = "branch";
+    pub(crate) const BRANCH: &str = "branch";
     /// Init scheme.
-    pub const INIT: &str = "init";
+    pub(crate) const INIT: &str = "init";
     /// Branch gain g.
     pub const G: &str = "g";
     /// Norm kind.
-    pub const NORM: &str = "norm";
+    pub(crate) const NORM: &str = "norm";
     /// Width d.
-    pub const WIDTH: &str = "width";
+    pub(crate) const WIDTH: &str = "width";
     /// Tokens n.
-    pub const TOKENS: &str = "tokens";
+    pub(crate) const TOKENS: &str = "tokens";
     /// Networks S.
-    pub const SAMPLES: &str = "samples";
+    pub(crate) const SAMPLES: &str = "samples";
     /// Base seed.
-    pub const SEED: &str = "seed";
+    pub(crate) const SEED: &str = "seed";
     /// Depth L.
     pub const DEPTH: &str = "depth";
     /// Layer l.
-    pub const LAYER: &str = "layer";
+    pub(crate) const LAYER: &str = "layer";
     /// Source j or path length k.
-    pub const SOURCE: &str = "source";
+    pub(crate) const SOURCE: &str = "source";
     /// Metric name.
-    pub const METRIC: &str = "metric";
+    pub(crate) const METRIC: &str = "metric";
     /// Value or estimate.
-    pub const VALUE: &str = "value";
+    pub(crate) const VALUE: &str = "value";
     /// Standard error.
-    pub const STDERR: &str = "stderr";
+    pub(crate) const STDERR: &str = "stderr";
     /// Lower end of the 95% interval.
-    pub const CI_LOW: &str = "ci_low";
+    pub(crate) const CI_LOW: &str = "ci_low";
     /// Upper end of the 95% interval.
-    pub const CI_HIGH: &str = "ci_high";
+    pub(crate) const CI_HIGH: &str = "ci_high";
     /// Number of samples.
     pub const N: &str = "n";
     /// Why there is no value (empty when there is one).
-    pub const MISSING: &str = "missing";
+    pub(crate) const MISSING: &str = "missing";
 }
 
 /// The tidy column names, in order.
@@ -167,7 +167,7 @@ fn check_finite(df: &DataFrame) -> Result<()> {
 }
 
 /// Writes a frame as CSV to any writer.
-pub fn write_csv(df: &mut DataFrame, w: &mut dyn Write) -> Result<()> {
+pub(crate) fn write_csv(df: &mut DataFrame, w: &mut dyn Write) -> Result<()> {
     check_finite(df)?;
     CsvWriter::new(w).include_header(true).finish(df)?;
     Ok(())
@@ -176,7 +176,7 @@ pub fn write_csv(df: &mut DataFrame, w: &mut dyn Write) -> Result<()> {
 /// Writes a frame as Parquet to any writer: typed columns (an all-empty column keeps its type,
 /// which CSV readers cannot guess), zstd-compressed, one row group. The same frame gives the
 /// same bytes.
-pub fn write_parquet(df: &mut DataFrame, w: &mut dyn Write) -> Result<()> {
+pub(crate) fn write_parquet(df: &mut DataFrame, w: &mut dyn Write) -> Result<()> {
     check_finite(df)?;
     ParquetWriter::new(w)
         .with_compression(ParquetCompression::Zstd(None))
@@ -215,7 +215,7 @@ impl Format {
 }
 
 /// The CSV bytes of tidy rows, as [`write_rows`] writes them.
-pub fn rows_csv(rows: Vec<Row>) -> Result<Vec<u8>> {
+pub(crate) fn rows_csv(rows: Vec<Row>) -> Result<Vec<u8>> {
     let mut df = frame(rows)?;
     let mut buf = Vec::new();
     write_csv(&mut df, &mut buf)?;

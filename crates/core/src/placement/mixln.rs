@@ -8,7 +8,7 @@ use super::Preset;
 use crate::spec::{BlockSpec, Segment, Slot, StackSpec};
 
 /// Share of the blocks that use Post-Norm.
-pub const RHO: f64 = 0.25;
+pub(crate) const RHO: f64 = 0.25;
 
 pub(super) const PRESET: Preset = Preset {
     name: "mixln",

@@ -98,7 +98,7 @@ pub fn all() -> Vec<&'static Preset> {
 }
 
 /// Comma-separated list of valid names (for error messages).
-pub fn valid_names() -> String {
+pub(crate) fn valid_names() -> String {
     all()
         .iter()
         .map(|p| {
@@ -117,7 +117,7 @@ fn matches(p: &Preset, name: &str) -> bool {
 }
 
 /// A built-in preset by name or alias, ignoring ASCII case.
-pub fn find_builtin(name: &str) -> Result<&'static Preset> {
+pub(crate) fn find_builtin(name: &str) -> Result<&'static Preset> {
     REGISTRY
         .iter()
         .find(|p| matches(p, name))

@@ -51,17 +51,17 @@ use nalgebra::{DMatrix, DVector};
 pub const DECREMENT_TOL: f64 = 1e-12;
 
 /// Newton iterations before giving up.
-pub const MAX_ITERATIONS: usize = 200;
+pub(crate) const MAX_ITERATIONS: usize = 200;
 
 /// Halvings of one Newton step before giving up.
-pub const MAX_HALVINGS: usize = 60;
+pub(crate) const MAX_HALVINGS: usize = 60;
 
 /// `sigma` below this fraction of its starting value is taken as a collapse to zero (module
 /// docs): the estimate does not exist.
-pub const COLLAPSE: f64 = 1e-10;
+pub(crate) const COLLAPSE: f64 = 1e-10;
 
 /// Singular values of the design below this fraction of the largest count as zero.
-pub const RANK_TOL: f64 = 1e-12;
+pub(crate) const RANK_TOL: f64 = 1e-12;
 
 /// A fitted interval-censored regression.
 #[derive(Clone, Debug)]

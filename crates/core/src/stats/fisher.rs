@@ -15,7 +15,7 @@
 use statrs::distribution::{Discrete, Hypergeometric};
 
 /// Relative tolerance under which a table counts as exactly as likely as the observed one.
-pub const TIE: f64 = 1e-7;
+pub(crate) const TIE: f64 = 1e-7;
 
 /// Two-sided p-value of Fisher's exact test for `k1` events of `n1` against `k2` of `n2`.
 pub fn two_sided(k1: u64, n1: u64, k2: u64, n2: u64) -> f64 {

@@ -37,14 +37,14 @@ pub const CF_BELOW: f64 = 1.5;
 
 /// Terms of Laplace's continued fraction, evaluated from the back: converged to 2e-17
 /// relative at `z = 1.5` (prototype against mpmath), faster further out.
-pub const CF_TERMS: u32 = 200;
+pub(crate) const CF_TERMS: u32 = 200;
 
 /// Intervals with `(b - a)(1 + |m|)` below this go through the Hermite series, whose terms
 /// then fall at least like `0.25^2j / (2j + 1)!`.
 pub const NARROW: f64 = 0.5;
 
 /// `ln phi(x) = -x^2/2 - ln sqrt(2 pi)`.
-pub fn ln_pdf(x: f64) -> f64 {
+pub(crate) fn ln_pdf(x: f64) -> f64 {
     -0.5 * x * x - 0.5 * (2.0 * PI).ln()
 }
 
@@ -106,7 +106,7 @@ fn ln_mills_lower(x: f64) -> f64 {
 
 /// `ln Phi(x)`, accurate to a few ulps of the result for every finite `x` (module docs);
 /// `-inf` at `-inf`, 0 at `+inf`.
-pub fn ln_cdf(x: f64) -> f64 {
+pub(crate) fn ln_cdf(x: f64) -> f64 {
     if x.is_nan() {
         f64::NAN
     } else if x > 0.0 {
@@ -123,7 +123,7 @@ pub fn ln_cdf(x: f64) -> f64 {
 
 /// `ln(Phi(b) - Phi(a))` for `a <= b`, either end possibly infinite (module docs); `-inf` when
 /// `a == b`, NaN when `a > b` or either is NaN.
-pub fn ln_interval(a: f64, b: f64) -> f64 {
+pub(crate) fn ln_interval(a: f64, b: f64) -> f64 {
     if a.is_nan() || b.is_nan() || a > b {
         return f64::NAN;
     }

@@ -83,7 +83,7 @@ pub fn counts(d: &[Obs], delta: f64) -> Counts {
 
 /// `P(K >= k)` for `K ~ Binomial(n, 1/2)` (1 at `k = 0`, 0 for `k > n`), through statrs'
 /// regularised incomplete beta function, accurate in the far tail (no `1 - cdf`).
-pub fn upper_tail(k: u64, n: u64) -> f64 {
+pub(crate) fn upper_tail(k: u64, n: u64) -> f64 {
     if k == 0 {
         return 1.0;
     }

@@ -26,7 +26,7 @@ pub struct Subs {
 }
 
 /// Parses an exact rational: `2`, `-3/4`, `0.25`.
-pub fn parse_rational(s: &str) -> Option<BigRational> {
+pub(crate) fn parse_rational(s: &str) -> Option<BigRational> {
     let s = s.trim();
     if let Some((n, d)) = s.split_once('/') {
         let n: BigInt = n.trim().parse().ok()?;
@@ -131,7 +131,7 @@ impl Expansion {
 
     /// `C_{L,j}` as text: the number, or, beyond f64, its sign and decimal exponent from the
     /// exact logarithm (`1.2345678901e3010`), never `inf`.
-    pub fn value_text(&self, j: usize) -> String {
+    pub(crate) fn value_text(&self, j: usize) -> String {
         if self.beyond_f64(j).is_none() {
             let v = self.value(j);
             // Plain decimals in the usual range, scientific notation outside it (Display

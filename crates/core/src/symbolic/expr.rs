@@ -77,7 +77,7 @@ impl Expr {
     }
 
     /// Whether the value is exactly zero.
-    pub fn is_zero(&self) -> bool {
+    pub(crate) fn is_zero(&self) -> bool {
         self.coeff.is_zero()
     }
 
@@ -226,7 +226,7 @@ impl Expr {
     /// Why this coefficient has no value at `vals`, or None: a zero factor to a negative power
     /// (`0^(-k)`, alone or against another zero factor, e.g. Post-LN with `alpha = 0` and
     /// `g = 0`, where the norm's input is 0), or a negative base to a fractional power.
-    pub fn undefined_at(&self, vals: &[f64; NSYM]) -> Option<String> {
+    pub(crate) fn undefined_at(&self, vals: &[f64; NSYM]) -> Option<String> {
         let (_, ln) = self.ln_eval(vals);
         // NaN: 0 * inf; +inf: a division by zero (an infinite coefficient).
         (ln.is_nan() || ln == f64::INFINITY).then(|| {

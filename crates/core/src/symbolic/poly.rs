@@ -24,7 +24,7 @@ pub enum Sym {
 }
 
 /// Number of symbols.
-pub const NSYM: usize = 5;
+pub(crate) const NSYM: usize = 5;
 
 impl Sym {
     /// All symbols in display order.
@@ -59,7 +59,7 @@ impl Sym {
 }
 
 /// Exponents of the five symbols in a monomial.
-pub type Exps = [i64; NSYM];
+pub(crate) type Exps = [i64; NSYM];
 
 /// A polynomial `sum_t c_t prod_s s^{e_{t,s}}`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -78,7 +78,7 @@ pub fn rat_to_f64(r: &BigRational) -> f64 {
 
 /// `ln n` of a positive integer of any size: exact to f64 rounding, through its top 64 bits
 /// and its bit length (`n = m 2^k` with `m < 2^64`, so `ln n = ln m + k ln 2`). `-inf` for 0.
-pub fn ln_biguint(n: &num_bigint::BigUint) -> f64 {
+pub(crate) fn ln_biguint(n: &num_bigint::BigUint) -> f64 {
     let bits = n.bits();
     if bits <= 64 {
         return n.to_f64().map_or(f64::NAN, f64::ln);
@@ -126,12 +126,12 @@ impl Poly {
     }
 
     /// Whether this is zero.
-    pub fn is_zero(&self) -> bool {
+    pub(crate) fn is_zero(&self) -> bool {
         self.terms.is_empty()
     }
 
     /// The value if constant.
-    pub fn as_constant(&self) -> Option<BigRational> {
+    pub(crate) fn as_constant(&self) -> Option<BigRational> {
         match self.terms.len() {
             0 => Some(BigRational::zero()),
             1 => self.terms.get(&[0; NSYM]).cloned(),
@@ -227,7 +227,7 @@ impl Poly {
     }
 
     /// `(sign, ln |value|)` at `vals`, for a value beyond f64's range: each term's exact log
-    /// ([`ln_abs_rat`] for its coefficient), then a log-sum-exp over terms of either sign.
+    /// (`ln_abs_rat` for its coefficient), then a log-sum-exp over terms of either sign.
     /// `(1, -inf)` when the value is 0; `ln` is NaN only when a symbol's log is.
     pub fn ln_eval(&self, vals: &[f64; NSYM]) -> (f64, f64) {
         let terms: Vec<(f64, f64)> = self
@@ -311,7 +311,7 @@ impl Poly {
 }
 
 /// A rational as text (`3/4`) or LaTeX (`\tfrac{3}{4}`).
-pub fn rat_text(r: &BigRational, latex: bool) -> String {
+pub(crate) fn rat_text(r: &BigRational, latex: bool) -> String {
     if r.is_integer() {
         r.numer().to_string()
     } else if latex {

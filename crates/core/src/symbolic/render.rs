@@ -63,7 +63,7 @@ pub fn latex_align(lhs: &str, relation: &str, terms: &[String]) -> String {
 
 /// Largest depth `expand` accepts: it prints one exact coefficient per source, and the exact
 /// polynomial algebra of some presets (Pre-Norm with an alpha override) is O(L^2).
-pub const MAX_EXPAND_DEPTH: usize = 10_000;
+pub(crate) const MAX_EXPAND_DEPTH: usize = 10_000;
 
 /// Renders the exact expansion of preset `name` in `format`. Notes (e.g. a substituted symbol
 /// whose value differs from the configured one) go to `notes`.

@@ -13,7 +13,7 @@ pub fn ln_add(a: f64, b: f64) -> f64 {
 }
 
 /// `ln x` for `x >= 0` (`-inf` at 0).
-pub fn ln0(x: f64) -> f64 {
+pub(crate) fn ln0(x: f64) -> f64 {
     if x <= 0.0 { f64::NEG_INFINITY } else { x.ln() }
 }
 
@@ -76,7 +76,7 @@ impl PrefixSum {
 /// Why `e^ln` cannot be written as an f64 though `ln` is exact: above f64's largest number or
 /// below its smallest positive normal one; None for a number in range, a true zero
 /// (`ln = -inf`) or a NaN `ln` (which the row's own check reports as undefined).
-pub fn ln_beyond_f64(ln: f64) -> Option<String> {
+pub(crate) fn ln_beyond_f64(ln: f64) -> Option<String> {
     if !ln.is_finite() {
         return None;
     }

@@ -631,7 +631,7 @@ impl MeanField {
     }
 
     /// `ln C_{l,j}`.
-    pub fn ln_coef(&self, l: usize, j: usize) -> f64 {
+    pub(crate) fn ln_coef(&self, l: usize, j: usize) -> f64 {
         self.ln_coef_new[j] + self.skip_prefix.diff(l, j)
     }
 
@@ -646,7 +646,7 @@ impl MeanField {
     }
 
     /// `ln` of [`Self::branch_weight`], exact where the weight is below f64's range.
-    pub fn ln_branch_weight(&self, l: usize, j: usize) -> f64 {
+    pub(crate) fn ln_branch_weight(&self, l: usize, j: usize) -> f64 {
         2.0 * self.ln_coef(l, j) + self.m[j].ln() - self.q[l].ln()
     }
 

@@ -20,7 +20,7 @@ pub const MAX_PATH_LAYER: usize = 100_000;
 
 /// The Poisson-binomial distribution of path lengths, updated one block at a time.
 #[derive(Clone, Debug)]
-pub struct PathLengths {
+pub(crate) struct PathLengths {
     /// Index of `pmf[0]`: the shortest path length still carried.
     pub offset: usize,
     /// Probabilities of lengths `offset..offset + pmf.len()`.
@@ -66,8 +66,10 @@ impl PathLengths {
             .map(move |(i, &v)| (self.offset + i, v))
     }
 
-    /// Mean path length.
-    pub fn mean(&self) -> f64 {
+    /// Mean path length (the tests' check of the law; the engines stream
+    /// [`SplitPaths::mean_length`]).
+    #[cfg(test)]
+    pub(crate) fn mean(&self) -> f64 {
         self.iter().map(|(k, v)| k as f64 * v).sum()
     }
 }

@@ -11,7 +11,7 @@ use crate::{Error, Result};
 
 /// Branches a trainable model can have (cross-attention attends to a fixed memory that a
 /// training task does not provide).
-pub const TRAINABLE_BRANCHES: &str =
+pub(crate) const TRAINABLE_BRANCHES: &str =
     "linear, relu-mlp (mlp), gelu-mlp, attention, uniform-attention, transformer";
 
 /// The model's architecture (`--arch`).
@@ -218,7 +218,7 @@ pub const OPTIMIZER_WORK: f64 = 20.0;
 pub const MAX_SEEDS: u64 = 1 << 16;
 
 /// Parses `a..b` (half-open), `a..=b`, a comma list, or one seed.
-pub fn parse_seeds(s: &str) -> Result<Vec<u64>> {
+pub(crate) fn parse_seeds(s: &str) -> Result<Vec<u64>> {
     let bad = || {
         Error::invalid(
             "--seeds",
@@ -569,7 +569,7 @@ impl TrainConfig {
     /// [`super::task::CONTEXT_FREE_SAMPLE`] sequences (keys, values and stream per layer; it
     /// holds one part's per thread), plus each chunk's `seq x vocab` sums, which it holds
     /// until they are added in order.
-    pub fn teacher_bytes(&self) -> u128 {
+    pub(crate) fn teacher_bytes(&self) -> u128 {
         let t = &self.task;
         let w = t.teacher_width as u128;
         let depth = t.teacher_depth as u128 + 1;

@@ -60,7 +60,7 @@ pub fn first_update(m: &TrainModel, first: &Batch, probe: &Batch, eps: f64) -> f
 
 /// Whether a parameter is a branch weight (a matrix of a block's branch `F_l`), not an input
 /// map, head, norm gain or bias, Admin's omega or ReZero's lambda.
-pub fn is_branch_weight(info: &ParamInfo, depth: usize) -> bool {
+pub(crate) fn is_branch_weight(info: &ParamInfo, depth: usize) -> bool {
     (1..=depth).contains(&info.layer)
         && !info.name.contains('.')
         && info.name != "omega"

@@ -57,7 +57,7 @@ pub enum Target<'a, T: Real = f64> {
 
 /// An f64 matrix of a task's batch in float type `T`: borrowed as it is for f64, rounded entry
 /// by entry for f32.
-pub fn real_ref<T: Real>(m: &DMatrix<f64>) -> Cow<'_, DMatrix<T>> {
+pub(crate) fn real_ref<T: Real>(m: &DMatrix<f64>) -> Cow<'_, DMatrix<T>> {
     match (m as &dyn std::any::Any).downcast_ref::<DMatrix<T>>() {
         Some(same) => Cow::Borrowed(same),
         None => Cow::Owned(m.map(T::of)),
@@ -378,7 +378,7 @@ impl<T: Real> TrainModel<T> {
     }
 
     /// The forward pass from the stream `x_0`.
-    pub fn forward_from(&self, x0: DMatrix<T>) -> Pass<T> {
+    pub(crate) fn forward_from(&self, x0: DMatrix<T>) -> Pass<T> {
         let (xs, blocks) =
             forward_blocks(&self.blocks, self.eps, x0, |_, b, u| b.branch.forward(u));
         let (final_norm, top) = slot(

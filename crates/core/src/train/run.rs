@@ -67,7 +67,7 @@ pub const DIVERGE_EVALS: usize = 3;
 /// The evaluation-loss part of the divergence rule: counts consecutive evaluations above
 /// [`DIVERGE_FACTOR`] times the initial loss.
 #[derive(Clone, Copy, Debug)]
-pub struct DivergenceRule {
+pub(crate) struct DivergenceRule {
     initial: f64,
     above: usize,
 }

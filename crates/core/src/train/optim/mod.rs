@@ -361,7 +361,7 @@ pub trait Hyperparameters: Copy + Debug + Default + PartialEq {
 }
 
 /// Where an optimizer's own flags are in [`OptimizerFlags`] (implemented by the registry).
-pub trait Registered: Hyperparameters {
+pub(crate) trait Registered: Hyperparameters {
     /// This optimizer's field of `all`.
     fn own(all: &OptimizerFlags) -> &Self::Flags;
 }
@@ -424,7 +424,7 @@ pub const fn names_flag(long: &str, field: &str) -> bool {
 }
 
 /// Refuses `x` outside `[0, 1)` (momentum, betas), naming `flag`.
-pub fn unit_interval(flag: &'static str, x: f64) -> Result<()> {
+pub(crate) fn unit_interval(flag: &'static str, x: f64) -> Result<()> {
     if (0.0..1.0).contains(&x) {
         Ok(())
     } else {
@@ -433,7 +433,7 @@ pub fn unit_interval(flag: &'static str, x: f64) -> Result<()> {
 }
 
 /// Refuses `x` unless finite and `> 0` (eps), naming `flag`.
-pub fn finite_positive(flag: &'static str, x: f64) -> Result<()> {
+pub(crate) fn finite_positive(flag: &'static str, x: f64) -> Result<()> {
     if x.is_finite() && x > 0.0 {
         Ok(())
     } else {
@@ -442,7 +442,7 @@ pub fn finite_positive(flag: &'static str, x: f64) -> Result<()> {
 }
 
 /// Refuses `x` unless finite and `>= 0` (weight decay), naming `flag`.
-pub fn finite_nonnegative(flag: &'static str, x: f64) -> Result<()> {
+pub(crate) fn finite_nonnegative(flag: &'static str, x: f64) -> Result<()> {
     if x.is_finite() && x >= 0.0 {
         Ok(())
     } else {

@@ -138,7 +138,7 @@ pub fn model<T: Real>(
 
 /// Sets every Admin omega of `m` by profiling on `b` (the module docs), stack by stack; a model
 /// without Admin's skip is left as it is.
-pub fn profile_admin<T: Real>(m: &mut EncDec<T>, b: &PairBatch) {
+pub(crate) fn profile_admin<T: Real>(m: &mut EncDec<T>, b: &PairBatch) {
     let admin =
         |s: &Stack<T>| (1..=s.spec.depth).any(|l| s.spec.block(l).skip == SkipScale::AdminOmega);
     if !admin(&m.encoder) && !admin(&m.decoder) {

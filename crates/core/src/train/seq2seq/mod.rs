@@ -91,7 +91,7 @@ pub fn part(layers: usize, layer: usize) -> Part {
 
 /// What a decoder block computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DecoderBlock {
+pub(crate) enum DecoderBlock {
     /// Causal self-attention.
     SelfAttention,
     /// Cross-attention to the encoder's output.
@@ -148,7 +148,7 @@ pub struct EncDec<T: Real = f64> {
 
 impl<T: Real> Stack<T> {
     /// Whether block i (0-based) is a cross-attention block (the decoder's blocks 2, 5, ...).
-    pub fn is_cross(&self, i: usize) -> bool {
+    pub(crate) fn is_cross(&self, i: usize) -> bool {
         self.part == Part::Decoder && DecoderBlock::of(i + 1) == DecoderBlock::CrossAttention
     }
 
@@ -198,7 +198,7 @@ impl<T: Real> EncDec<T> {
     }
 
     /// Layers in all, `5N + 4`.
-    pub fn layer_count(&self) -> usize {
+    pub(crate) fn layer_count(&self) -> usize {
         5 * self.layers + 4
     }
 

@@ -202,7 +202,7 @@ impl<T: Real> EncDec<T> {
     /// The per-layer values of [`Streams`] for `b` (the module docs' layers): `stream_grad` of
     /// both stacks and of the memory, `memory_grad` per cross-attention block, each
     /// `||.||_F / sqrt(columns)`.
-    pub fn stream_values(&self, b: &PairBatch, s: &Streams) -> Vec<LayerValue> {
+    pub(crate) fn stream_values(&self, b: &PairBatch, s: &Streams) -> Vec<LayerValue> {
         let (src, tgt) = (b.source.len(), b.inputs.len());
         let first = self.decoder_first();
         let mut out = stream_values(0, &s.encoder, src);

@@ -26,7 +26,7 @@ use rand::RngExt;
 
 /// One of copy, reverse, sort.
 #[derive(Clone, Copy, Debug)]
-pub struct Algorithmic {
+pub(crate) struct Algorithmic {
     /// Which task (copy, reverse or sort).
     kind: TaskKind,
     /// Vocabulary size, separator included.

@@ -112,12 +112,12 @@ impl TaskKind {
     }
 
     /// Whether it is one of copy, reverse, sort.
-    pub fn is_algorithmic(self) -> bool {
+    pub(crate) fn is_algorithmic(self) -> bool {
         matches!(self, TaskKind::Copy | TaskKind::Reverse | TaskKind::Sort)
     }
 
     /// Whether its batches are (source, target) pairs for an encoder-decoder model.
-    pub fn is_pairs(self) -> bool {
+    pub(crate) fn is_pairs(self) -> bool {
         self == TaskKind::ReversePairs
     }
 }

@@ -103,7 +103,7 @@ impl Regression {
 
 /// `mean_k Var_k` of the rows of `y` (`d_out x n`, n >= 2): unbiased sample variances
 /// `sum_i (y_ki - mean_k)^2 / (n - 1)`, averaged over the rows.
-pub fn mean_variance(y: &DMatrix<f64>) -> f64 {
+pub(crate) fn mean_variance(y: &DMatrix<f64>) -> f64 {
     let n = y.ncols() as f64;
     let per_output = y.row_iter().map(|r| r.variance() * n / (n - 1.0));
     per_output.sum::<f64>() / y.nrows() as f64

@@ -231,7 +231,7 @@ fn weighted_values(values: &[f64], w: usize, p: &[f64], out: &mut [f64]) {
 
 /// The first index i with `u < p_0 + ... + p_i` (the inverse CDF at `u` in `[0, 1)`), or the
 /// last index of positive probability if rounding leaves the total below u.
-pub fn categorical<'a>(p: impl IntoIterator<Item = &'a f64>, u: f64) -> usize {
+pub(crate) fn categorical<'a>(p: impl IntoIterator<Item = &'a f64>, u: f64) -> usize {
     let mut cum = 0.0;
     let mut last = 0;
     for (i, &x) in p.into_iter().enumerate() {
