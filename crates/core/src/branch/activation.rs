@@ -26,6 +26,31 @@
 use std::f64::consts::PI;
 
 /// A pointwise nonlinearity of an MLP branch.
+///
+/// # Examples
+///
+/// ReLU's Gaussian moments by hand: `E[relu(x)^2] = v/2`, `E[relu'(x)^2] = 1/2`, and at
+/// correlation 1 the arc-cosine kernel is `sqrt(va vb) pi / (2 pi) = 1/2` for unit variances.
+/// GELU is `x Phi(x)`, so `gelu(0) = 0` and `gelu'(0) = Phi(0) = 1/2`.
+///
+/// ```rust
+/// use normscope_core::branch::Activation;
+///
+/// let r = Activation::Relu;
+/// assert_eq!((r.value(-2.0), r.value(3.0)), (0.0, 3.0));
+/// assert_eq!((r.derivative(-2.0), r.derivative(3.0)), (0.0, 1.0));
+/// assert_eq!(r.second_moment(2.0), 1.0);
+/// assert_eq!(r.deriv_second_moment(2.0), 0.5);
+/// assert_eq!(r.pair_moment(1.0, 1.0, 1.0), 0.5);
+/// // Independent inputs: E[relu(x)] E[relu(y)] = (1/sqrt(2 pi))^2 = 1/(2 pi).
+/// let indep = r.pair_moment(1.0, 1.0, 0.0);
+/// assert!((indep - 1.0 / (2.0 * std::f64::consts::PI)).abs() < 1e-15);
+///
+/// let g = Activation::Gelu;
+/// assert_eq!((g.value(0.0), g.derivative(0.0)), (0.0, 0.5));
+/// // The pair kernel at a = b = c = v is the second moment.
+/// assert!((g.pair_moment(1.7, 1.7, 1.7) - g.second_moment(1.7)).abs() < 1e-14);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Activation {
     /// `max(0, x)`.

@@ -83,6 +83,37 @@ impl MeanFieldBranch for UniformKernel {
 }
 
 /// A sampled multi-head self-attention branch.
+///
+/// # Examples
+///
+/// With `W_Q = W_K = 0` every score is 0, so softmax weights are exactly `1/n`: with identity
+/// values and output, each of two tokens `(1, 2)` and `(3, 4)` becomes their mean `(2, 3)`.
+/// Under a causal mask the first token sees only itself.
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::branch::{Module, attention::Attention};
+///
+/// let mut a = Attention {
+///     wq: DMatrix::<f64>::zeros(2, 2),
+///     wk: DMatrix::zeros(2, 2),
+///     wv: DMatrix::identity(2, 2),
+///     wo: DMatrix::identity(2, 2),
+///     heads: 1,
+///     uniform: false,
+///     causal: false,
+///     seq: 0,
+/// };
+/// let u = DMatrix::from_column_slice(2, 2, &[1.0, 2.0, 3.0, 4.0]);
+/// let (y, cache) = a.forward(&u);
+/// assert_eq!(y, DMatrix::from_column_slice(2, 2, &[2.0, 3.0, 2.0, 3.0]));
+/// assert_eq!(cache.attn[0], DMatrix::from_element(2, 2, 0.5));
+/// assert_eq!(a.params().iter().map(|p| p.0).collect::<Vec<_>>(), ["wq", "wk", "wv", "wo"]);
+///
+/// a.causal = true;
+/// let (y, _) = a.forward(&u);
+/// assert_eq!(y, DMatrix::from_column_slice(2, 2, &[1.0, 2.0, 2.0, 3.0]));
+/// ```
 #[derive(Clone, Debug)]
 pub struct Attention<T: Real> {
     /// Query projection (empty when uniform).
@@ -176,6 +207,31 @@ fn softmax_jacobian<T: Real>(a: &DMatrix<T>, g: &DMatrix<T>) -> DMatrix<T> {
 /// queries at columns `s * q_len ..` of the queries and its keys at `s * k_len ..` of the keys
 /// and values (self-attention: `q_len = k_len`, the stream's own columns; cross-attention: the
 /// decoder's tokens against the encoder output's).
+///
+/// # Examples
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::branch::attention::{Attention, Span};
+///
+/// let mut a = Attention {
+///     wq: DMatrix::<f64>::zeros(2, 2),
+///     wk: DMatrix::zeros(2, 2),
+///     wv: DMatrix::identity(2, 2),
+///     wo: DMatrix::identity(2, 2),
+///     heads: 1,
+///     uniform: false,
+///     causal: false,
+///     seq: 0,
+/// };
+/// // One sequence of all columns.
+/// assert_eq!(a.span(3), Span { seqs: 1, q_len: 3, k_len: 3 });
+/// // Sequences of 2 tokens: 4 columns are 2 sequences.
+/// a.seq = 2;
+/// assert_eq!(a.span(4), Span { seqs: 2, q_len: 2, k_len: 2 });
+/// // Cross-attention from those 2 sequences to memories of 3 tokens each (6 columns).
+/// assert_eq!(a.cross_span(4, 6, 3), Span { seqs: 2, q_len: 2, k_len: 3 });
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span {
     /// Sequences.

@@ -12,6 +12,28 @@ use nalgebra::DMatrix;
 use normscope_numeric::gemm::Real;
 
 /// The sampled branch of one block.
+///
+/// # Examples
+///
+/// A linear branch `W u` with `W = [[1, 2], [3, 4]]` on the token `u = (1, 1)`: `F(u) = (3,
+/// 7)`; for the output gradient `g = (1, 0)`, `dL/du = W^T g = (1, 2)` and `dL/dW = g u^T`,
+/// whose squared norm is 2.
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::branch::{Branch, Module, linear::Linear};
+///
+/// let b = Branch::Linear(Linear { w: DMatrix::from_row_slice(2, 2, &[1.0, 2.0, 3.0, 4.0]) });
+/// let u = DMatrix::from_column_slice(2, 1, &[1.0, 1.0]);
+/// let (y, cache) = b.forward(&u);
+/// assert_eq!(y.as_slice(), [3.0, 7.0]);
+/// let g = DMatrix::from_column_slice(2, 1, &[1.0, 0.0]);
+/// let (gu, gw) = b.backward(&cache, &g);
+/// assert_eq!(gu.as_slice(), [1.0, 2.0]);
+/// assert_eq!(gw[0], DMatrix::from_row_slice(2, 2, &[1.0, 1.0, 0.0, 0.0]));
+/// assert_eq!(b.backward_last_sq(&cache, &g).1, 2.0);
+/// assert_eq!((b.weights().len(), b.last_index()), (1, 0));
+/// ```
 #[derive(Clone, Debug)]
 pub enum Branch<T: Real = f64> {
     /// `W u` ([`super::linear`]).
@@ -25,6 +47,29 @@ pub enum Branch<T: Real = f64> {
 }
 
 /// The cache of a [`Branch`]'s forward pass.
+///
+/// # Examples
+///
+/// A ReLU MLP `W2 relu(W1 u)` with `W1 = (1, -1)^T` and `W2 = (1, 1)` computes `|u|`; its cache
+/// keeps the input, the pre-activation `W1 u` and the hidden `relu(W1 u)`.
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::branch::{Activation, Branch, Cache, Module, mlp::Mlp};
+///
+/// let b = Branch::Mlp(Mlp {
+///     w1: DMatrix::from_column_slice(2, 1, &[1.0, -1.0]),
+///     w2: DMatrix::from_row_slice(1, 2, &[1.0, 1.0]),
+///     act: Activation::Relu,
+/// });
+/// let u = DMatrix::from_row_slice(1, 2, &[-3.0, 2.0]);
+/// let (y, cache) = b.forward(&u);
+/// assert_eq!(y.as_slice(), [3.0, 2.0]);
+/// let Cache::Mlp(c) = &cache else { panic!("an MLP's cache") };
+/// assert_eq!(c.u, u);
+/// assert_eq!(c.h.as_slice(), [-3.0, 3.0, 2.0, -2.0]);
+/// assert_eq!(c.z.as_slice(), [0.0, 3.0, 2.0, 0.0]);
+/// ```
 #[derive(Clone, Debug)]
 pub enum Cache<T: Real = f64> {
     /// Of a linear branch.

@@ -6,6 +6,27 @@ use crate::{Error, Result};
 use statrs::distribution::{Continuous, ContinuousCDF, Normal};
 
 /// An init scheme.
+///
+/// # Examples
+///
+/// A 4 -> 4 matrix: Xavier's variance is `2/(4 + 4) = 0.25` (fan-in gain 1), He's `2/4 = 0.5`
+/// (gain 2), PyTorch's default `1/(3 * 4)` (gain 1/3). BERT's is `0.02^2` times the variance of
+/// a standard normal truncated at +-2, `1 - 4 phi(2)/(2 Phi(2) - 1) = 0.7737413`.
+///
+/// ```rust
+/// use normscope_core::branch::Init;
+///
+/// assert_eq!(Init::Xavier.variance(4.0, 4.0), 0.25);
+/// assert_eq!(Init::Xavier.fan_in_gain(4.0, 4.0), 1.0);
+/// assert_eq!(Init::He.fan_in_gain(4.0, 16.0), 2.0);
+/// assert!((Init::TorchDefault.fan_in_gain(4.0, 4.0) - 1.0 / 3.0).abs() < 1e-15);
+/// assert!((Init::Bert.variance(4.0, 4.0) / 0.0004 - 0.7737413).abs() < 1e-7);
+/// assert_eq!(Init::parse("Glorot")?, Init::Xavier);
+/// assert_eq!(Init::parse("kaiming")?.name(), "he");
+/// assert_eq!(Init::TorchDefault.label(), "PyTorch default");
+/// assert!(Init::parse("orthogonal").is_err());
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Init {
     /// Xavier/Glorot (normal or uniform): `Var = 2/(fan_in + fan_out)` (Glorot and Bengio 2010).

@@ -68,6 +68,31 @@ impl MeanFieldBranch for Kernel {
 }
 
 /// A sampled linear branch.
+///
+/// # Examples
+///
+/// `F(u) = W u`, its JVP `W du + dW u` and its gradients `W^T g` and `g u^T`, on
+/// `W = [[1, 2], [3, 4]]` and `u = (1, 1)`:
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::branch::{Module, linear::Linear};
+///
+/// let lin = Linear { w: DMatrix::from_row_slice(2, 2, &[1.0, 2.0, 3.0, 4.0]) };
+/// let u = DMatrix::from_column_slice(2, 1, &[1.0, 1.0]);
+/// let (y, cache) = lin.forward(&u);
+/// assert_eq!(y.as_slice(), [3.0, 7.0]);
+/// assert_eq!(cache.u, u);
+/// // du = (1, 0): W du = (1, 3); adding dW = I: + u = (2, 4).
+/// let du = DMatrix::from_column_slice(2, 1, &[1.0, 0.0]);
+/// assert_eq!(lin.jvp(&cache, Some(&du), None).as_slice(), [1.0, 3.0]);
+/// let dw = [DMatrix::identity(2, 2)];
+/// assert_eq!(lin.jvp(&cache, Some(&du), Some(&dw)).as_slice(), [2.0, 4.0]);
+/// let (gu, gw) = lin.backward(&cache, &du);
+/// assert_eq!(gu.as_slice(), [1.0, 2.0]);
+/// assert_eq!(gw[0], DMatrix::from_row_slice(2, 2, &[1.0, 1.0, 0.0, 0.0]));
+/// assert_eq!(lin.params()[0].0, "w");
+/// ```
 #[derive(Clone, Debug)]
 pub struct Linear<T: Real> {
     /// d x d.

@@ -96,6 +96,30 @@ impl MeanFieldBranch for Kernel {
 }
 
 /// A sampled MLP branch.
+///
+/// # Examples
+///
+/// `W2 relu(W1 u)` with `W1 = (1, -1)^T` and `W2 = (1, 1)` is `relu(u) + relu(-u) = |u|`, and
+/// its input gradient for `g = 1` is `sign(u)`:
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::branch::{Activation, Module, mlp::Mlp};
+///
+/// let m = Mlp {
+///     w1: DMatrix::from_column_slice(2, 1, &[1.0, -1.0]),
+///     w2: DMatrix::from_row_slice(1, 2, &[1.0, 1.0]),
+///     act: Activation::Relu,
+/// };
+/// let u = DMatrix::from_row_slice(1, 2, &[-3.0, 2.0]);
+/// let (y, cache) = m.forward(&u);
+/// assert_eq!(y.as_slice(), [3.0, 2.0]);
+/// let (gu, gw) = m.backward(&cache, &DMatrix::from_element(1, 2, 1.0));
+/// assert_eq!(gu.as_slice(), [-1.0, 1.0]);
+/// // dL/dW2 = g z^T with z = relu(W1 u) = [[0, 2], [3, 0]]: (2, 3).
+/// assert_eq!(gw[1].as_slice(), [2.0, 3.0]);
+/// assert_eq!(m.params().iter().map(|p| p.0).collect::<Vec<_>>(), ["w1", "w2"]);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Mlp<T: Real> {
     /// (r d) x d.

@@ -54,6 +54,28 @@ pub use module::Module;
 use crate::{Error, Result};
 
 /// Which function the branch computes: every branch of either engine.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::branch::{Activation, Block, BranchKind};
+///
+/// assert_eq!(BranchKind::parse("MLP")?, BranchKind::ReluMlp);
+/// assert_eq!(BranchKind::ReluMlp.name(), "relu-mlp");
+/// assert_eq!(BranchKind::GeluMlp.label(), "GELU MLP");
+/// assert_eq!(
+///     BranchKind::names(true),
+///     "linear, relu-mlp, gelu-mlp, uniform-attention, cross-attention"
+/// );
+/// // Monte Carlo only: refused by the closed form, which uses a proxy's gains.
+/// assert!(BranchKind::parse_closed_form("transformer").is_err());
+/// assert_eq!(BranchKind::Transformer.closed_form_proxy(), BranchKind::ReluMlp);
+/// // A Transformer alternates attention (odd blocks) and MLP (even blocks).
+/// assert_eq!(BranchKind::Transformer.block(1, false), Block::Attention { uniform: false });
+/// assert_eq!(BranchKind::Transformer.block(2, false), Block::Mlp(Activation::Relu));
+/// assert!(BranchKind::Linear.has_constant_gain() && !BranchKind::GeluMlp.has_constant_gain());
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BranchKind {
     /// `F(u) = W u`, one d x d matrix.
@@ -74,6 +96,17 @@ pub enum BranchKind {
 }
 
 /// A registry entry: what the CLI and help text say about a branch.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::branch::{BranchKind, KindInfo};
+///
+/// let info: KindInfo = BranchKind::ReluMlp.info();
+/// assert_eq!((info.name, info.aliases, info.closed_form), ("relu-mlp", &["mlp"][..], true));
+/// assert!(!BranchKind::Attention.info().closed_form);
+/// assert_eq!(BranchKind::Linear.info().about, "F(u) = W u");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KindInfo {
     /// The name `--branch` takes.
@@ -88,6 +121,19 @@ pub struct KindInfo {
 
 /// The function of one block's branch, after a stack's kind is resolved per block
 /// ([`BranchKind::block`]): what the sampled network builds.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::branch::{Activation, Block, BranchKind};
+///
+/// assert_eq!(BranchKind::GeluMlp.block(3, false), Block::Mlp(Activation::Gelu));
+/// assert_eq!(BranchKind::UniformAttention.block(1, false), Block::Attention { uniform: true });
+/// // `uniform` forces W_Q = W_K = 0 on softmax attention.
+/// assert_eq!(BranchKind::Attention.block(1, true), Block::Attention { uniform: true });
+/// assert_eq!(Block::Attention { uniform: false }.closed_form(), BranchKind::UniformAttention);
+/// assert_eq!(Block::CrossAttention.closed_form(), BranchKind::CrossAttention);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Block {
     /// `W u`.
@@ -251,6 +297,31 @@ impl Block {
 /// A branch's mean-field summary (docs/theory.md, "Branches"): how its matrices' fan-in gains enter,
 /// and its pair kernel and Jacobian moments at given input moments. Implemented once per
 /// closed-form branch, on a unit value of its file.
+///
+/// # Examples
+///
+/// The linear branch's implementor ([`linear::Kernel`]) and the ReLU MLP's ([`mlp::Kernel`]):
+/// under Xavier at width 4 and hidden ratio 4, `W` has fan-in gain `2 * 4/(4 + 4) = 1`, the
+/// MLP's `W1` `2 * 4/(4 + 16) = 0.4` and `W2` `2 * 16/(16 + 4) = 1.6`.
+///
+/// ```rust
+/// use normscope_core::branch::{
+///     Activation, BranchConfig, BranchKind, BranchModel, Init, MeanFieldBranch, linear, mlp,
+/// };
+///
+/// assert_eq!(linear::Kernel.matrix_gains(Init::Xavier, 4.0, 4.0), (1.0, 1.0));
+/// let (first, last) = mlp::Kernel(Activation::Relu).matrix_gains(Init::Xavier, 4.0, 4.0);
+/// assert!((first - 0.4).abs() < 1e-15 && (last - 1.6).abs() < 1e-15);
+///
+/// let k: &dyn MeanFieldBranch = BranchKind::Linear.summary().unwrap();
+/// assert!(k.scale_free() && k.constant_gain() && !k.mixes_tokens());
+/// let cfg = BranchConfig { init: Init::He, ..BranchConfig::default() };
+/// let m = BranchModel::new(&cfg, None, 1.0, 0.0);
+/// // He: s = 2, so the pair kernel is (2 m_same, 2 m_cross).
+/// assert_eq!(k.pair(&m, 1.0, 1.0, 1.0, 0.25), (2.0, 0.5));
+/// assert_eq!(k.unit_gain(&m), 2.0);
+/// assert!(BranchKind::Attention.summary().is_none());
+/// ```
 pub trait MeanFieldBranch: Sync {
     /// Fan-in gains `(first, last)` of its first and last matrices under `init` at width d
     /// and MLP hidden ratio r (a linear branch's first is 1, unused).
@@ -313,6 +384,31 @@ impl Default for BranchConfig {
 }
 
 /// A branch reduced to its mean-field summary, with DeepNet's beta already applied.
+///
+/// # Examples
+///
+/// A Xavier ReLU MLP of hidden ratio 4: `s1 = 2/(1 + 4) = 0.4`, `s2 = 2 * 4/(1 + 4) = 1.6` and
+/// `g = s1 s2 / 2 = 8/25 = 0.32` (by hand). A `--gain` override of 1.5 rescales the output
+/// matrix, and DeepNet's `beta = 0.5` scales both matrices by `beta^2`, so the forward gain
+/// becomes `1.5 * 0.5^4 = 0.09375`.
+///
+/// ```rust
+/// use normscope_core::branch::{BranchConfig, BranchKind, BranchModel};
+///
+/// let cfg = BranchConfig { kind: BranchKind::ReluMlp, ..BranchConfig::default() };
+/// let m = BranchModel::new(&cfg, None, 1.0, 0.0);
+/// assert!((m.first - 0.4).abs() < 1e-15 && (m.last - 1.6).abs() < 1e-15);
+/// assert!((m.nominal_gain - 0.32).abs() < 1e-15);
+/// let (q, _) = m.forward(1.0, 0.0);
+/// assert!((q - 0.32).abs() < 1e-15);
+/// // ReLU: E[relu'^2] = 1/2, so the backward gain equals the forward gain.
+/// assert!((m.backward_gain(3.0) - 0.32).abs() < 1e-15);
+///
+/// let cfg = BranchConfig { gain: Some(1.5), ..cfg };
+/// let m = BranchModel::new(&cfg, Some(0.5), 1.0, 0.0);
+/// assert!((m.nominal_gain - 1.5).abs() < 1e-14);
+/// assert!((m.forward(1.0, 0.0).0 - 0.09375).abs() < 1e-14);
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct BranchModel {
     /// What the branch computes (a closed-form kind).

@@ -13,6 +13,35 @@ use normscope_numeric::gemm::Real;
 pub(crate) type Param<'a, T> = (&'static str, &'a DMatrix<T>);
 
 /// A sampled branch: what a training loop or the Monte Carlo engine needs of it.
+///
+/// # Examples
+///
+/// Code written against the trait runs on any implementor, here the linear branch
+/// ([`super::linear::Linear`]) in f64 and in f32: with `W = 2 I`, `||F(u)||^2 = 4 ||u||^2`, and
+/// the adjoint identity `<v, J du> = <J^T v, du>` holds exactly on small integers.
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::branch::{Module, linear::Linear};
+///
+/// fn gain<M: Module<f64>>(m: &M, u: &DMatrix<f64>) -> f64 {
+///     m.forward(u).0.norm_squared() / u.norm_squared()
+/// }
+/// let lin = Linear { w: DMatrix::<f64>::identity(3, 3) * 2.0 };
+/// let u = DMatrix::from_column_slice(3, 2, &[1.0, -2.0, 0.5, 3.0, 0.0, 1.0]);
+/// assert_eq!(gain(&lin, &u), 4.0);
+///
+/// let (_, c) = lin.forward(&u);
+/// let du = DMatrix::from_column_slice(3, 2, &[1.0, 0.0, 2.0, -1.0, 1.0, 0.0]);
+/// let v = DMatrix::from_column_slice(3, 2, &[0.0, 1.0, 1.0, 2.0, -1.0, 3.0]);
+/// let (gu, _) = lin.backward(&c, &v);
+/// assert_eq!(v.dot(&lin.jvp(&c, Some(&du), None)), gu.dot(&du));
+///
+/// let lin32 = Linear { w: DMatrix::<f32>::identity(2, 2) * 3.0 };
+/// let (y, _) = lin32.forward(&DMatrix::from_element(2, 1, 1.0f32));
+/// assert_eq!(y.as_slice(), [3.0f32, 3.0]);
+/// assert_eq!(lin32.params().len(), 1);
+/// ```
 pub trait Module<T: Real> {
     /// What [`Module::forward`] keeps for [`Module::jvp`] and [`Module::backward`].
     type Cache;

@@ -11,6 +11,35 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// What the closed-form metrics read: the recursion, and the path-length quantities that are
 /// streamed over depth only when asked for.
+///
+/// # Examples
+///
+/// Pre-LN with a Xavier linear branch (gain `g = 1`) and `q0 = 1`: `x_1 = x_0 + F(N(x_0))` has
+/// `q_1 = q0 + g = 2`; the mean path length is 0 at layer 0 (only the empty path), and the
+/// path-length law at layer 1 has shares that sum to 1.
+///
+/// ```rust
+/// use normscope_core::branch::{BranchConfig, BranchModel};
+/// use normscope_core::metrics::{Metric, closed::Quantities};
+/// use normscope_core::placement::{self, Overrides};
+/// use normscope_core::theory::{Inputs, MeanField};
+///
+/// let spec = placement::build("pre", 2, &Overrides::default())?;
+/// let model = BranchModel::new(&BranchConfig::default(), None, 1.0, 0.0);
+/// let mf = MeanField::new(&spec, &model, Inputs::default())?;
+/// let keeps = Metric::keeps(&[Metric::StreamSq, Metric::EffDepth, Metric::PathLen]);
+/// let mut notes = Vec::new();
+/// let q = Quantities::new(&mf, keeps, &[0, 1, 2], false, "pre", &mut notes)?;
+/// assert!(notes.is_empty());
+/// assert_eq!(q.eff_depth[&0], 0.0);
+/// let law = &q.path_laws[&1];
+/// assert!((law.iter().map(|(_, p)| p).sum::<f64>() - 1.0).abs() < 1e-15);
+///
+/// let mut got = Vec::new();
+/// Metric::StreamSq.closed_form(&q, 1, &mut |s, v| got.push((s, v)));
+/// assert_eq!(got, [(None, 2.0)]);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 pub struct Quantities<'a> {
     /// The recursion.
     pub mf: &'a MeanField,
@@ -108,6 +137,19 @@ fn path_laws(
 
 /// What the closed form's recursion must keep for a metric beyond the per-layer stream
 /// quantities ([`crate::theory::layered::Keep`], [`crate::metrics::closed::Quantities`]).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::metrics::{Keeps, Metric};
+///
+/// assert_eq!(Metric::keeps(&[Metric::StreamSq, Metric::Corr]), Keeps::STREAM);
+/// let k = Metric::keeps(&[Metric::Coef, Metric::GradSq]);
+/// assert!(k.sources && k.backward && !k.path_law);
+/// let merge = Keeps { merge: true, ..Keeps::STREAM };
+/// assert_eq!(Keeps::STREAM.union(merge), merge);
+/// assert_eq!(Keeps::default(), Keeps::STREAM);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Keeps {
     /// The whole sequences the per-source coefficients read.

@@ -47,6 +47,20 @@ pub use closed::Keeps;
 use crate::{Error, Result};
 
 /// The layers a metric has rows at, for a stack of depth L.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::metrics::{Layers, Metric};
+///
+/// let rows = |layers: Layers| (0..=3).filter(|&l| layers.contains(l, 3)).collect::<Vec<_>>();
+/// assert_eq!(rows(Layers::Stream), [0, 1, 2, 3]);
+/// assert_eq!(rows(Layers::Blocks), [1, 2, 3]);
+/// assert_eq!(rows(Layers::Interior), [1, 2]);
+/// assert_eq!(Metric::StreamSq.info().layers, Layers::Stream);
+/// assert_eq!(Metric::CosPrev.info().layers, Layers::Blocks);
+/// assert_eq!(Metric::MergeError.info().layers, Layers::Interior);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Layers {
     /// Every layer `0..=L` (a property of the stream `x_l`).
@@ -70,6 +84,29 @@ impl Layers {
 
 /// Which norms a metric's Jacobian paths cross, for the finite-width allowance
 /// ([`allowance::norms_on_path`]).
+///
+/// # Examples
+///
+/// A Pre-LN stack of depth 3 has one norm per block (`N_in`) and a final norm, so at layer 1
+/// the forward paths cross 1 norm, the gradient's paths blocks 2 and 3 and the final norm (3).
+///
+/// ```rust
+/// use normscope_core::metrics::{Metric, Reach, allowance::norms_on_path};
+/// use normscope_core::placement::{self, Overrides};
+///
+/// let spec = placement::build("pre", 3, &Overrides::default())?;
+/// assert_eq!(Metric::StreamSq.info().reach, Reach::Forward);
+/// assert_eq!(norms_on_path(&spec, Metric::StreamSq, 1), 1);
+/// assert_eq!(Metric::OutputChange.info().reach, Reach::ForwardToOutput);
+/// assert_eq!(norms_on_path(&spec, Metric::OutputChange, 1), 2);
+/// assert_eq!(Metric::GradSq.info().reach, Reach::Backward);
+/// assert_eq!(norms_on_path(&spec, Metric::GradSq, 1), 3);
+/// assert_eq!(Metric::WeightGradSq.info().reach, Reach::BackwardThroughBlock);
+/// assert_eq!(norms_on_path(&spec, Metric::WeightGradSq, 1), 4);
+/// assert_eq!(Metric::SkipGain.info().reach, Reach::Block);
+/// assert_eq!(norms_on_path(&spec, Metric::SkipGain, 3), 1);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reach {
     /// The norms of blocks `1..=l` (forward quantities of `x_l`).
@@ -85,6 +122,28 @@ pub enum Reach {
 }
 
 /// How the leading finite-width deviation enters the metric ([`allowance::allowance`]).
+///
+/// # Examples
+///
+/// At layer 1 of Pre-LN (one LayerNorm on the path, `r = 2`) and width `d = 4`: a linear
+/// metric with theory value 1 gets `2 * 1 * (1 - (1 - 2/4)^1) + 2/4 = 1.5`; `rel_update` at
+/// theory 0 gets `sqrt(0 + 2 * 2 * 1/4) + 2/4 = 1.5` on the root scale; `angular_dist` at 0
+/// gets `1/pi + 1/2` (the module formulas of [`allowance`], by hand).
+///
+/// ```rust
+/// use normscope_core::metrics::{Metric, Scale, allowance::allowance};
+/// use normscope_core::placement::{self, Overrides};
+///
+/// let spec = placement::build("pre", 3, &Overrides::default())?;
+/// assert_eq!(Metric::StreamSq.info().scale, Scale::Linear);
+/// assert_eq!(allowance(&spec, Metric::StreamSq, 1, 1.0, 4), 1.5);
+/// assert_eq!(Metric::RelUpdate.info().scale, Scale::Root);
+/// assert_eq!(allowance(&spec, Metric::RelUpdate, 1, 0.0, 4), 1.5);
+/// assert_eq!(Metric::AngularDist.info().scale, Scale::Angle);
+/// let a = allowance(&spec, Metric::AngularDist, 1, 0.0, 4);
+/// assert!((a - (1.0 / std::f64::consts::PI + 0.5)).abs() < 1e-15);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scale {
     /// Multiplicatively: `|theory| (1 - (1 - r/d)^k)`.
@@ -101,6 +160,24 @@ pub enum Scale {
 /// needs only the forward pass draws nothing, so its values never depend on the others asked
 /// for (those of a metric that draws do, through the stream's position; every such estimate is
 /// unbiased either way).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::metrics::{Metric, Needs};
+///
+/// // Stream metrics read the forward pass alone.
+/// assert_eq!(Metric::needs(&[Metric::StreamSq, Metric::CosPrev]), Needs::FORWARD);
+/// let n = Metric::needs(&[Metric::GradSq, Metric::Coef]);
+/// assert!(n.backward && n.decomposition && !n.paths);
+/// let backward = Needs { backward: true, ..Needs::FORWARD };
+/// assert_eq!(n, backward.union(Needs { decomposition: true, ..Needs::FORWARD }));
+/// // The path-length law: exact up to path_max blocks, factorized beyond.
+/// let paths = Metric::PathLen.info().needs;
+/// assert_eq!(paths.estimator(8, 8), "exact path polynomial");
+/// assert_eq!(paths.estimator(9, 8), "factorized");
+/// assert_eq!(Needs::FORWARD.estimator(9, 8), "direct");
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Needs {
     /// The per-token decomposition `x_l = sum_j C_{l,j} B~_j`.
@@ -170,6 +247,24 @@ pub(crate) type BeyondF64 =
 pub(crate) type Corrected = fn(&crate::theory::finite_width::Correction, usize) -> Option<f64>;
 
 /// What a metric is: its name, rows, inputs and allowance.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::metrics::{Info, Layers, Metric, Reach, Scale};
+///
+/// let info: &Info = Metric::Coef.info();
+/// assert_eq!(info.name, "coef");
+/// assert_eq!(info.source, Some("j"));
+/// assert_eq!(
+///     (info.layers, info.reach, info.scale),
+///     (Layers::Stream, Reach::Forward, Scale::Linear)
+/// );
+/// assert!(info.needs.decomposition && info.keeps.sources);
+/// assert!(info.beyond_f64.is_some() && info.correction.is_none() && !info.absent_is_zero);
+/// assert_eq!(info.estimator(4, 8), "direct");
+/// assert_eq!(Metric::PathLen.info().source, Some("k"));
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Info {
     /// The name used in tables and on the command line.
@@ -214,11 +309,52 @@ impl Info {
 }
 
 /// Receives one value of a metric at a layer: `(source, value)`.
+///
+/// # Examples
+///
+/// Collecting a metric's values at one layer of a sampled network with `||x_0||^2 = 1`,
+/// `||x_1||^2 = 4` and `<x_1, x_0> = 1` over 2 tokens at width 2: `cos_prev = 1/sqrt(1 * 4) =
+/// 0.5` and `stream_sq = 4/(2 * 2) = 1`.
+///
+/// ```rust
+/// use normscope_core::metrics::{Metric, Put, sampled::Quantities};
+///
+/// let q = Quantities {
+///     tokens: 2.0,
+///     width: 2.0,
+///     energy: vec![1.0, 4.0],
+///     dot_prev: vec![None, Some(1.0)],
+///     ..Quantities::default()
+/// };
+/// let mut got: Vec<(Option<usize>, f64)> = Vec::new();
+/// let put: Put = &mut |source, value| got.push((source, value));
+/// Metric::CosPrev.sampled(&q, 1, put);
+/// Metric::StreamSq.sampled(&q, 1, &mut |s, v| got.push((s, v)));
+/// assert_eq!(got, [(None, 0.5), (None, 1.0)]);
+/// ```
 pub type Put<'a> = &'a mut dyn FnMut(Option<usize>, f64);
 
 macro_rules! registry {
     ($($(#[$doc:meta])* $variant:ident => $module:ident,)*) => {
         /// A measured quantity (one file each in [`crate::metrics`]).
+        ///
+        /// # Examples
+        ///
+        /// ```rust
+        /// use normscope_core::metrics::Metric;
+        ///
+        /// assert_eq!(Metric::ALL.len(), 15);
+        /// assert_eq!(Metric::ALL[0], Metric::StreamSq);
+        /// assert_eq!(Metric::from_name("corr"), Some(Metric::Corr));
+        /// assert_eq!(Metric::from_name("nope"), None);
+        /// assert_eq!(Metric::Corr.to_string(), "corr");
+        /// assert!(Metric::Coef.has_source() && !Metric::Corr.has_source());
+        /// assert_eq!(Metric::parse_list("coef, corr, coef")?, [Metric::Coef, Metric::Corr]);
+        /// assert_eq!(Metric::parse_list("all")?.len(), 15);
+        /// let e = Metric::parse_list("corr,nope").unwrap_err().to_string();
+        /// assert!(e.contains("'nope'"), "{e}");
+        /// # Ok::<(), normscope_core::Error>(())
+        /// ```
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
         pub enum Metric {
             $($(#[$doc])* $variant,)*

@@ -26,6 +26,32 @@ pub struct PathLaw {
 /// What the metrics read from one sampled network: per-layer scalars, each accumulated in f64
 /// from the network's matrices (whatever its precision) while a pass had them, indexed by
 /// layer l = 0..=L (`None` where not measured).
+///
+/// # Examples
+///
+/// A network of 2 tokens at width 2 with `||x_0||_F^2 = 4`, `||x_1||_F^2 = 9` and `<x_1, x_0>_F
+/// = 3`: `cos_prev = 3/sqrt(4 * 9) = 0.5`, `stream_sq = 9/(2 * 2) = 2.25`. A stream whose energy
+/// underflowed is missing (NaN), not 0.
+///
+/// ```rust
+/// use normscope_core::metrics::{Metric, sampled::{Quantities, ratio}};
+///
+/// let q = Quantities {
+///     tokens: 2.0,
+///     width: 2.0,
+///     energy: vec![4.0, 9.0, 0.0],
+///     dot_prev: vec![None, Some(3.0), Some(0.0)],
+///     ..Quantities::default()
+/// };
+/// assert_eq!(q.energy(1), 9.0);
+/// assert_eq!(q.cos_prev(1), 0.5);
+/// let mut v = Vec::new();
+/// Metric::StreamSq.sampled(&q, 1, &mut |_, x| v.push(x));
+/// Metric::StreamSq.sampled(&q, 2, &mut |_, x| v.push(x));
+/// assert_eq!(v[0], 2.25);
+/// assert!(v[1].is_nan() && q.cos_prev(2).is_nan());
+/// assert!(ratio(1.0, 0.0).is_nan());
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Quantities {
     /// Tokens n.

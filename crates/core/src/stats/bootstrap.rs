@@ -55,6 +55,24 @@ pub fn interval(n: usize, seed: u64, stat: impl Fn(&[usize]) -> f64) -> (f64, f6
 }
 
 /// The median of `v` and its bootstrap interval.
+///
+/// # Examples
+///
+/// The sample median is exact; the interval is fixed by the seed and lies within the data's
+/// range (every resample's median does). Type-7 quantiles as R's `quantile`:
+/// `quantile(c(1, 2, 3, 4, 10), 0.1) = 1.4`.
+///
+/// ```rust
+/// use normscope_core::stats::bootstrap::{median, median_interval, quantile};
+///
+/// let v = [3.0, 1.0, 4.0, 1.5, 2.0];
+/// let (m, lo, hi) = median_interval(&v, 7);
+/// assert_eq!(m, 2.0);
+/// assert!(1.0 <= lo && lo <= m && m <= hi && hi <= 4.0);
+/// assert_eq!(median_interval(&v, 7), (m, lo, hi));
+/// assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+/// assert!((quantile(&[10.0, 1.0, 2.0, 3.0, 4.0], 0.1) - 1.4).abs() < 1e-15);
+/// ```
 pub fn median_interval(v: &[f64], seed: u64) -> (f64, f64, f64) {
     let (lo, hi) = interval(v.len(), seed, |idx| {
         median(&idx.iter().map(|&i| v[i]).collect::<Vec<_>>())

@@ -97,6 +97,37 @@ impl Fit {
 }
 
 /// Why a fit failed.
+///
+/// # Examples
+///
+/// Exact responses make the fit ordinary least squares with `sigma^2 = RSS/n`: for `y = 0, 1,
+/// 3` at `x = 0, 1, 2` the line is `-1/6 + 1.5 x` and `RSS = 1/36 + 4/36 + 1/36 = 1/6`, so
+/// `sigma^2 = 1/18` (by hand). What has no estimate is refused with the reason:
+///
+/// ```rust
+/// use normscope_core::stats::censored::{FitError, fit, fit_with_intercept};
+/// use normscope_core::stats::obs::Obs;
+///
+/// let x: Vec<Vec<f64>> = (0..3).map(|i| vec![i as f64]).collect();
+/// let y: Vec<Obs> = [0.0, 1.0, 3.0].iter().map(|&v| Obs::exact(v).unwrap()).collect();
+/// let f = fit_with_intercept(&y, &x)?;
+/// assert_eq!(f.n, 3);
+/// assert!((f.beta[0] + 1.0 / 6.0).abs() < 1e-9 && (f.beta[1] - 1.5).abs() < 1e-9);
+/// assert!((f.sigma * f.sigma - 1.0 / 18.0).abs() < 1e-9);
+///
+/// // Every response right-censored (stable at every cap): the likelihood has no maximum.
+/// let right: Vec<Obs> = (0..3).map(|i| Obs::at_least(i as f64).unwrap()).collect();
+/// assert_eq!(fit_with_intercept(&right, &x).unwrap_err(), FitError::AllRightCensored);
+/// // Two responses for an intercept, a slope and sigma.
+/// let e = fit_with_intercept(&y[..2], &x[..2]).unwrap_err();
+/// assert_eq!(e, FitError::TooFew { n: 2, parameters: 3 });
+/// assert_eq!(e.to_string(), "2 observations for 3 parameters");
+/// // A repeated covariate column.
+/// let dup: Vec<Vec<f64>> = (0..3).map(|i| vec![i as f64, i as f64]).collect();
+/// assert_eq!(fit(&y, &dup).unwrap_err(), FitError::RankDeficient { columns: 2, rank: 1 });
+/// assert_eq!(fit(&[], &[]).unwrap_err().to_string(), "no observations");
+/// # Ok::<(), FitError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum FitError {
     /// No responses.

@@ -18,6 +18,25 @@ use statrs::distribution::{Discrete, Hypergeometric};
 pub(crate) const TIE: f64 = 1e-7;
 
 /// Two-sided p-value of Fisher's exact test for `k1` events of `n1` against `k2` of `n2`.
+///
+/// # Examples
+///
+/// Fisher's tea-tasting table `[[3, 1], [1, 3]]`: `p = 34/70 = 0.4857143` (Agresti 2002,
+/// Table 3.8; R: `fisher.test(matrix(c(3, 1, 1, 3), 2))$p.value`). The table `[[1, 11], [9,
+/// 3]]` (1 of 12 against 9 of 12): the tables at least as unlikely are `a = 0, 1, 9, 10`, so
+/// `p = 2 (C(14,12) + C(10,1) C(14,11)) / C(24,12) = 7462/2704156 = 0.002759` (R:
+/// `fisher.test(matrix(c(1, 9, 11, 3), 2))$p.value = 0.002759456`).
+///
+/// ```rust
+/// use normscope_core::stats::fisher::two_sided;
+///
+/// assert!((two_sided(3, 4, 1, 4) - 34.0 / 70.0).abs() < 1e-9);
+/// assert!((two_sided(1, 12, 9, 12) - 7462.0 / 2704156.0).abs() < 1e-12);
+/// assert!((two_sided(1, 12, 9, 12) - 0.002759456).abs() < 1e-9);
+/// // Equal rates, and no events at all: p = 1.
+/// assert!((two_sided(5, 10, 5, 10) - 1.0).abs() < 1e-12);
+/// assert_eq!(two_sided(0, 20, 0, 20), 1.0);
+/// ```
 pub fn two_sided(k1: u64, n1: u64, k2: u64, n2: u64) -> f64 {
     assert!(k1 <= n1 && k2 <= n2, "events cannot exceed trials");
     let (total, events) = (n1 + n2, k1 + k2);

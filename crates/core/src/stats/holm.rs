@@ -9,6 +9,22 @@
 //! error rate at `alpha`.
 
 /// Holm-adjusted p-values, in the order given.
+///
+/// # Examples
+///
+/// R: `p.adjust(c(0.01, 0.04, 0.03, 0.005), "holm")` gives `0.03 0.06 0.06 0.02`: sorted,
+/// `4 * 0.005 = 0.02`, `3 * 0.01 = 0.03`, `2 * 0.03 = 0.06`, then `max(0.06, 1 * 0.04)`.
+///
+/// ```rust
+/// use normscope_core::stats::holm::adjust;
+///
+/// let q = adjust(&[0.01, 0.04, 0.03, 0.005]);
+/// for (a, b) in q.iter().zip([0.03, 0.06, 0.06, 0.02]) {
+///     assert!((a - b).abs() < 1e-15, "{q:?}");
+/// }
+/// // Capped at 1.
+/// assert_eq!(adjust(&[0.6, 0.9]), vec![1.0, 1.0]);
+/// ```
 pub fn adjust(p: &[f64]) -> Vec<f64> {
     let m = p.len();
     let mut order: Vec<usize> = (0..m).collect();

@@ -30,6 +30,40 @@ use super::obs::Obs;
 use super::sign::upper_tail;
 
 /// A median, its distribution-free interval and the interval's exact coverage.
+///
+/// # Examples
+///
+/// Ten exact values, 1 to 10 shuffled: the 95% interval is `[x_(2), x_(9)] = [2, 9]`, with
+/// coverage `1 - 2 P(K <= 1) = 1 - 2 (1 + 10)/1024 = 0.978515625` for `K ~ Binomial(10, 1/2)`
+/// (by hand; Conover 1999, Table A.7 prints 97.9% for n = 10). Five values cannot bound the
+/// median at 95% (`[x_(1), x_(5)]` covers only `1 - 2/32 = 93.75%`), so the interval is the
+/// whole line.
+///
+/// ```rust
+/// use normscope_core::stats::median_ci::{MedianCi, coverage, median_ci};
+/// use normscope_core::stats::obs::Obs;
+///
+/// let exact = |v: &[f64]| v.iter().map(|&x| Obs::exact(x).unwrap()).collect::<Vec<_>>();
+/// let ci: MedianCi =
+///     median_ci(&exact(&[7.0, 2.0, 9.0, 1.0, 10.0, 4.0, 3.0, 8.0, 6.0, 5.0])).unwrap();
+/// assert_eq!((ci.n, ci.rank, ci.lo, ci.hi, ci.estimate), (10, 2, 2.0, 9.0, 5.5));
+/// // statrs' incomplete beta function: exact to ~1e-15 here.
+/// assert!((ci.coverage - 1002.0 / 1024.0).abs() < 1e-12);
+///
+/// let few = median_ci(&exact(&[1.0, 2.0, 3.0, 4.0, 5.0])).unwrap();
+/// assert_eq!(
+///     (few.rank, few.lo, few.hi, few.coverage),
+///     (0, f64::NEG_INFINITY, f64::INFINITY, 1.0)
+/// );
+/// assert!((coverage(1, 5) - 0.9375).abs() < 1e-12);
+///
+/// // A right-censored largest value moves only the estimate, not the rank-2 ends.
+/// let mut d = exact(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+/// d.push(Obs::at_least(10.0).unwrap());
+/// let c = median_ci(&d).unwrap();
+/// assert_eq!((c.lo, c.hi), (2.0, 9.0));
+/// assert!(median_ci(&[]).is_none());
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct MedianCi {
     /// Number of observations.

@@ -17,6 +17,37 @@ use std::ops::Sub;
 /// A value known to lie in `[lo, hi]`, with `lo <= hi`, neither NaN, `lo < +inf` and
 /// `hi > -inf` (so the interval is never empty and never a point at infinity). Built only by
 /// the constructors here, which return `None` for anything else.
+///
+/// # Examples
+///
+/// A bisection bracket (stable at 0.5, failing at 1), a rate still stable at the search's cap
+/// 2 (right-censored), and their paired difference by interval arithmetic:
+///
+/// ```rust
+/// use normscope_core::stats::obs::Obs;
+///
+/// let a = Obs::between(0.5, 1.0).unwrap();
+/// assert_eq!((a.lo(), a.hi()), (0.5, 1.0));
+/// assert_eq!(a.representative(), Some(0.75));
+/// assert!(a.contains(0.5) && !a.contains(1.5) && !a.is_exact());
+///
+/// let r = Obs::at_least(2.0).unwrap();
+/// assert_eq!((r.lo(), r.hi()), (2.0, f64::INFINITY));
+/// assert_eq!(r.representative(), Some(2.0));
+///
+/// // [2, inf] - [0.5, 1] = [2 - 1, inf - 0.5] = [1, inf].
+/// let d = r - a;
+/// assert_eq!((d.lo(), d.hi()), (1.0, f64::INFINITY));
+/// // [0.5, 1] - [0.25, 0.25] = [0.25, 0.75].
+/// let e = a - Obs::exact(0.25).unwrap();
+/// assert_eq!((e.lo(), e.hi()), (0.25, 0.75));
+/// assert_eq!(Obs::paired(&[a, r], &[a]), None);
+///
+/// // Not an interval: reversed ends, NaN, a point at infinity.
+/// assert_eq!(Obs::between(2.0, 1.0), None);
+/// assert_eq!(Obs::between(f64::NAN, 1.0), None);
+/// assert_eq!(Obs::exact(f64::INFINITY), None);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Obs {
     lo: f64,

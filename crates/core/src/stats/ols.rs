@@ -6,6 +6,25 @@
 
 /// `(slope, intercept)` of the least-squares line through `(x_i, y_i)`; NaN when the `x` do
 /// not vary or fewer than two points are given.
+///
+/// # Examples
+///
+/// Through `(0, 1), (1, 3), (2, 2), (3, 4)`: `Sxy = 4`, `Sxx = 5`, so slope `0.8` and
+/// intercept `2.5 - 0.8 * 1.5 = 1.3` (by hand); Anscombe's (1973) set I gives `3.0001 +
+/// 0.5001 x`.
+///
+/// ```rust
+/// use normscope_core::stats::ols::line;
+///
+/// let (s, c) = line(&[0.0, 1.0, 2.0, 3.0], &[1.0, 3.0, 2.0, 4.0]);
+/// assert!((s - 0.8).abs() < 1e-15 && (c - 1.3).abs() < 1e-15);
+///
+/// let ax = [10.0, 8.0, 13.0, 9.0, 11.0, 14.0, 6.0, 4.0, 12.0, 7.0, 5.0];
+/// let ay = [8.04, 6.95, 7.58, 8.81, 8.33, 9.96, 7.24, 4.26, 10.84, 4.82, 5.68];
+/// let (s, c) = line(&ax, &ay);
+/// assert!((s - 0.5001).abs() < 1e-4 && (c - 3.0001).abs() < 1e-4);
+/// assert!(line(&[1.0, 1.0], &[0.0, 1.0]).0.is_nan());
+/// ```
 pub fn line(x: &[f64], y: &[f64]) -> (f64, f64) {
     assert_eq!(x.len(), y.len(), "one y per x");
     let n = x.len() as f64;

@@ -52,6 +52,38 @@ pub fn two_sided(d: &[f64]) -> f64 {
 
 /// How interval observations fall relative to a shift `delta` (module docs): `above` have
 /// `lo > delta`, `below` have `hi < delta`, `ambiguous` contain `delta`.
+///
+/// # Examples
+///
+/// Nine of twelve paired differences positive, three negative: at `delta = 0` the one-sided
+/// p-value is `P(K >= 9) = 299/4096 = 0.07299805` for `K ~ Binomial(12, 1/2)`, and the
+/// two-sided one twice that, `0.1459961` (R: `binom.test(9, 12, alternative =
+/// "greater")$p.value` and `binom.test(9, 12)$p.value`). A tie and a censored value are
+/// ambiguous, and count against each alternative.
+///
+/// ```rust
+/// use normscope_core::stats::obs::Obs;
+/// use normscope_core::stats::sign::{Counts, counts, p_greater, p_two_sided, two_sided};
+///
+/// let mut v = vec![1.0; 9];
+/// v.extend([-2.0; 3]);
+/// let d: Vec<Obs> = v.iter().map(|&x| Obs::exact(x).unwrap()).collect();
+/// let c = counts(&d, 0.0);
+/// assert_eq!(c, Counts { above: 9, below: 3, ambiguous: 0 });
+/// assert_eq!(c.n(), 12);
+/// // statrs' incomplete beta function, exact to ~1e-15 relative.
+/// assert!((p_greater(&d, 0.0) - 299.0 / 4096.0).abs() < 1e-12);
+/// assert!((p_two_sided(&d, 0.0) - 598.0 / 4096.0).abs() < 1e-12);
+/// assert!((two_sided(&v) - 0.1459961).abs() < 1e-7);
+///
+/// // An exact tie at delta and a value censored across it: ambiguous.
+/// let mut e = d.clone();
+/// e.push(Obs::exact(0.0).unwrap());
+/// e.push(Obs::at_most(3.0).unwrap());
+/// assert_eq!(counts(&e, 0.0), Counts { above: 9, below: 3, ambiguous: 2 });
+/// // P(K >= 9) for K ~ Binomial(14, 1/2) = 3473/16384: larger, never smaller.
+/// assert!((p_greater(&e, 0.0) - 3473.0 / 16384.0).abs() < 1e-12);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Counts {
     /// Observations certainly greater than `delta`.

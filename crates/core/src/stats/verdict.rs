@@ -48,6 +48,27 @@ use std::fmt;
 pub const ALPHA: f64 = 0.05;
 
 /// What a comparison predicts for its effect (a paired difference, arm A - arm B).
+///
+/// # Examples
+///
+/// Ten seeds, every difference negative: the two-sided sign test gives `p = 2/1024`
+/// (R: `binom.test(0, 10)$p.value = 0.001953125`), significant on the negative side, which a
+/// predicted decrease reads as claimed and a predicted increase as the opposite.
+///
+/// ```rust
+/// use normscope_core::stats::obs::Obs;
+/// use normscope_core::stats::verdict::{Claimed, Comparison, Family, Outcome, judge};
+///
+/// let diffs: Vec<Obs> = (1..=10).map(|i| Obs::exact(-(i as f64)).unwrap()).collect();
+/// let outcome = |claimed| {
+///     let c = Comparison { name: "lr".into(), diffs: diffs.clone(), claimed, sesoi: None };
+///     judge(&Family::new("warmup lowers the loss", 0.5, vec![c])).unwrap().0[0].outcome
+/// };
+/// assert_eq!(outcome(Claimed::Decrease), Outcome::AsClaimed);
+/// assert_eq!(outcome(Claimed::Increase), Outcome::Opposite);
+/// // Every difference is beyond -SESOI = -0.5: equivalence is refuted too.
+/// assert_eq!(outcome(Claimed::Equivalent), Outcome::Opposite);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Claimed {
     /// The median difference is positive.
@@ -59,6 +80,32 @@ pub enum Claimed {
 }
 
 /// One comparison of a claim's family.
+///
+/// # Examples
+///
+/// Ten seeds where arm A beats arm B by 1 to 10: the sign test's two-sided p is `2/2^10 =
+/// 0.001953125` (R: `binom.test(10, 10)$p.value`), the median 5.5 and its 95% interval
+/// `[x_(2), x_(9)] = [2, 9]`.
+///
+/// ```rust
+/// use normscope_core::stats::obs::Obs;
+/// use normscope_core::stats::verdict::{Claimed, Comparison, Family, Outcome, judge};
+///
+/// let c = Comparison {
+///     name: "d=64".into(),
+///     diffs: (1..=10).map(|i| Obs::exact(i as f64).unwrap()).collect(),
+///     claimed: Claimed::Increase,
+///     sesoi: Some(0.25),
+/// };
+/// assert_eq!(c.diffs.len(), 10);
+/// let (a, _) = judge(&Family::new("A beats B", 0.5, vec![c]))?;
+/// assert_eq!((a[0].n, a[0].estimate, a[0].ci), (10, 5.5, (2.0, 9.0)));
+/// assert!((a[0].p_two_sided - 0.001953125).abs() < 1e-15);
+/// // One comparison: Holm changes nothing.
+/// assert_eq!(a[0].q_two_sided, a[0].p_two_sided);
+/// assert_eq!(a[0].outcome, Outcome::AsClaimed);
+/// # Ok::<(), normscope_core::stats::verdict::FamilyError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Comparison {
     /// Where the comparison is made (named in the verdict).
@@ -74,6 +121,45 @@ pub struct Comparison {
 }
 
 /// A claim and its family of comparisons, all fixed in advance.
+///
+/// # Examples
+///
+/// Three comparisons at ten seeds each. Holm's correction over the three multiplies the
+/// smallest two-sided p, `2/1024`, by 3: `q = 6/1024 = 0.005859375` (R:
+/// `p.adjust(c(2/1024, 1, 0.7539), "holm")[1]`). The equivalence claim's TOST p is
+/// `P(K >= 10) = 1/1024` on each side, Holm `3/1024`.
+///
+/// ```rust
+/// use normscope_core::stats::obs::Obs;
+/// use normscope_core::stats::verdict::{ALPHA, Claimed, Comparison, Family, Outcome, judge};
+///
+/// let comp = |name: &str, v: &[f64], claimed| Comparison {
+///     name: name.into(),
+///     diffs: v.iter().map(|&x| Obs::exact(x).unwrap()).collect(),
+///     claimed,
+///     sesoi: None,
+/// };
+/// let tiny = [0.01, -0.02, 0.03, -0.04, 0.05, -0.01, 0.02, -0.03, 0.04, -0.05];
+/// let mixed = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, -7.0, -8.0, -9.0, -10.0];
+/// let f = Family::new(
+///     "wider is better, and the norm does not matter",
+///     0.5,
+///     vec![
+///         comp("d=64", &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0], Claimed::Increase),
+///         comp("norm", &tiny, Claimed::Equivalent),
+///         comp("d=128", &mixed, Claimed::Increase),
+///     ],
+/// );
+/// assert_eq!((f.alpha, f.sesoi, f.comparisons.len()), (ALPHA, 0.5, 3));
+/// assert!(f.rule().contains("Holm-adjusted separately over the 3 at alpha = 0.05"));
+///
+/// let (a, _) = judge(&f)?;
+/// assert!((a[0].q_two_sided - 6.0 / 1024.0).abs() < 1e-15);
+/// assert!((a[1].q_equivalence - 3.0 / 1024.0).abs() < 1e-15);
+/// let outcomes: Vec<Outcome> = a.iter().map(|x| x.outcome).collect();
+/// assert_eq!(outcomes, [Outcome::AsClaimed, Outcome::AsClaimed, Outcome::Inconclusive]);
+/// # Ok::<(), normscope_core::stats::verdict::FamilyError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Family {
     /// The claim, in words.
@@ -88,6 +174,32 @@ pub struct Family {
 }
 
 /// A comparison's result under the rules of the module docs.
+///
+/// # Examples
+///
+/// A predicted increase whose ten differences all lie within `+-SESOI = +-1`, five on each
+/// side: the two-sided test is not significant (`p = 1`), but TOST is (`P(K >= 10) = 1/1024`
+/// on each side), so the effect is negligible.
+///
+/// ```rust
+/// use normscope_core::stats::obs::Obs;
+/// use normscope_core::stats::verdict::{Claimed, Comparison, Family, Outcome, judge};
+///
+/// let v = [0.1, -0.1, 0.2, -0.2, 0.3, -0.3, 0.4, -0.4, 0.5, -0.5];
+/// let c = Comparison {
+///     name: "d=64".into(),
+///     diffs: v.iter().map(|&x| Obs::exact(x).unwrap()).collect(),
+///     claimed: Claimed::Increase,
+///     sesoi: None,
+/// };
+/// let (a, _) = judge(&Family::new("A beats B", 1.0, vec![c]))?;
+/// assert_eq!(a[0].outcome, Outcome::Negligible);
+/// assert!((a[0].p_two_sided - 1.0).abs() < 1e-15);
+/// assert!((a[0].p_equivalence - 1.0 / 1024.0).abs() < 1e-15);
+/// assert_eq!(Outcome::Negligible.to_string(), "negligible");
+/// assert_eq!(Outcome::AsClaimed.to_string(), "as claimed");
+/// # Ok::<(), normscope_core::stats::verdict::FamilyError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// Significant as the claim predicts.
@@ -113,6 +225,33 @@ impl fmt::Display for Outcome {
 }
 
 /// One comparison assessed: the effect first, then the tests (module docs).
+///
+/// # Examples
+///
+/// The ledger line of a comparison with differences 1 to 10 in a family of three: median 5.5,
+/// interval `[x_(2), x_(9)] = [2, 9]`, and the Holm-adjusted two-sided `q = 3 * 2/1024 =
+/// 0.005859375`, printed to 4 significant digits.
+///
+/// ```rust
+/// use normscope_core::stats::obs::Obs;
+/// use normscope_core::stats::verdict::{Assessed, Claimed, Comparison, Family, judge};
+///
+/// let comp = |name: &str, shift: f64| Comparison {
+///     name: name.into(),
+///     diffs: (1..=10).map(|i| Obs::exact(i as f64 + shift).unwrap()).collect(),
+///     claimed: Claimed::Increase,
+///     sesoi: None,
+/// };
+/// let comps = vec![comp("d=64", 0.0), comp("d=128", 1.0), comp("d=256", 2.0)];
+/// let f = Family::new("A beats B", 0.5, comps);
+/// let (a, _) = judge(&f)?;
+/// let first: &Assessed = &a[0];
+/// assert!((first.coverage - 1002.0 / 1024.0).abs() < 1e-12);
+/// assert!((first.deciding_q() - 0.005859375).abs() < 1e-15);
+/// assert_eq!(first.to_string(), "+5.5 [2, 9] (n = 10, q = 0.005859): as claimed");
+/// assert_eq!(a[2].to_string(), "+7.5 [4, 11] (n = 10, q = 0.005859): as claimed");
+/// # Ok::<(), normscope_core::stats::verdict::FamilyError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Assessed {
     /// The comparison's name.
@@ -184,6 +323,44 @@ impl fmt::Display for Assessed {
 }
 
 /// The family's verdict (module docs); its [`Display`](fmt::Display) is the ledger's wording.
+///
+/// # Examples
+///
+/// Ten of ten seeds positive at one width (`q = 2 * 2/1024`, Holm over two), six of ten at the
+/// other (`p = 2 P(K >= 6) = 0.754`): the claim holds at one width only.
+///
+/// ```rust
+/// use normscope_core::stats::obs::Obs;
+/// use normscope_core::stats::verdict::{Claimed, Comparison, Family, Outcome, Verdict, judge};
+///
+/// let comp = |name: &str, v: &[f64]| Comparison {
+///     name: name.into(),
+///     diffs: v.iter().map(|&x| Obs::exact(x).unwrap()).collect(),
+///     claimed: Claimed::Increase,
+///     sesoi: None,
+/// };
+/// let all = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0];
+/// let six = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, -7.0, -8.0, -9.0, -10.0];
+/// let f = Family::new("A beats B", 0.5, vec![comp("d=64", &all), comp("d=128", &six)]);
+/// let (_, v) = judge(&f)?;
+/// assert_eq!(
+///     v,
+///     Verdict::Conditional {
+///         holds: vec!["d=64".into()],
+///         others: vec![("d=128".into(), Outcome::Inconclusive)],
+///     }
+/// );
+/// assert_eq!(v.to_string(), "conditional: holds at d=64; inconclusive at d=128");
+///
+/// let by = vec![("d=64".into(), Outcome::Opposite), ("d=128".into(), Outcome::Negligible)];
+/// assert_eq!(
+///     Verdict::Refuted { by }.to_string(),
+///     "refuted: opposite at d=64; negligible at d=128"
+/// );
+/// assert_eq!(Verdict::Supported.to_string(), "supported");
+/// assert_eq!(Verdict::Inconclusive { refuting: vec![] }.to_string(), "inconclusive");
+/// # Ok::<(), normscope_core::stats::verdict::FamilyError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Verdict {
     /// Every comparison as claimed.

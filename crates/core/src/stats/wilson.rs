@@ -10,6 +10,30 @@
 //! k = 0: 0 of 20 gives [0, 0.161].
 
 /// The Wilson [`super::LEVEL`] interval of `k` successes in `n` trials; `(0, 1)` when `n = 0`.
+///
+/// # Examples
+///
+/// 8 of 10 at 95%: by the formula with `z = 1.959964`, `c = (0.8 + 0.192073)/1.384146 =
+/// 0.716740` and `h = 0.226577`, so `[0.4902, 0.9433]` (R: `prop.test(8, 10, correct =
+/// FALSE)$conf.int` = 0.4901625 0.9433178). 0 of 20 still allows 16.1%.
+///
+/// ```rust
+/// use normscope_core::stats::wilson::interval;
+///
+/// let (lo, hi) = interval(8, 10);
+/// assert!((lo - 0.4901625).abs() < 1e-7 && (hi - 0.9433178).abs() < 1e-7);
+/// // The same from the module's formula, written out.
+/// let (z, n, p) = (1.959963984540054_f64, 10.0, 0.8);
+/// let c = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
+/// let h = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+/// assert!((lo - (c - h)).abs() < 1e-14 && (hi - (c + h)).abs() < 1e-14);
+///
+/// // k = 0: [0, z^2/(n + z^2)] = [0, 0.1611].
+/// let (lo, hi) = interval(0, 20);
+/// assert_eq!(lo, 0.0);
+/// assert!((hi - z * z / (20.0 + z * z)).abs() < 1e-15);
+/// assert_eq!(interval(0, 0), (0.0, 1.0));
+/// ```
 pub fn interval(k: u64, n: u64) -> (f64, f64) {
     if n == 0 {
         return (0.0, 1.0);

@@ -20,6 +20,24 @@ use num_rational::BigRational;
 use num_traits::{One, Zero};
 
 /// Symbols replaced by exact rationals (`--subs g=1,q0=1`).
+///
+/// # Examples
+///
+/// ```rust
+/// use num_rational::BigRational;
+/// use normscope_core::symbolic::{Subs, Sym};
+///
+/// let s = Subs::parse("g=0.25, q0=3/6")?;
+/// assert_eq!(s.get(Sym::G), Some(&BigRational::new(1.into(), 4.into())));
+/// assert_eq!(s.get(Sym::Q0), Some(&BigRational::new(1.into(), 2.into())));
+/// assert_eq!(s.get(Sym::Alpha), None);
+/// assert_eq!(Subs::parse("")?, Subs::default());
+/// // Unknown names, negative values and repeats are refused.
+/// assert!(Subs::parse("h=1").is_err());
+/// assert!(Subs::parse("g=-1").is_err());
+/// assert!(Subs::parse("g=1,g=2").is_err());
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Subs {
     values: [Option<BigRational>; NSYM],
@@ -92,6 +110,36 @@ impl Subs {
 }
 
 /// `x_L = sum_j C_{L,j} B_j`, exactly, with the numeric values of the symbols.
+///
+/// # Examples
+///
+/// Post-LN, `x_l = N(x_{l-1} + F_l(x_{l-1}))`, at depth 2: block 1's norm divides by
+/// `sqrt(q0 (1 + g))` and block 2's by `sqrt(1 + g)`, so (by hand) `C_{2,0} = C_{2,1} =
+/// q0^(-1/2) (1 + g)^(-1)` and `C_{2,2} = (1 + g)^(-1/2)`; with `g = q0 = 1` substituted,
+/// `1/2` and `2^(-1/2)`.
+///
+/// ```rust
+/// use normscope_core::branch::{BranchConfig, BranchModel};
+/// use normscope_core::placement::{self, Overrides};
+/// use normscope_core::symbolic::{Expansion, Subs, Sym, expand};
+///
+/// let spec = placement::build("post", 2, &Overrides::default())?;
+/// let model = BranchModel::new(&BranchConfig::default(), None, 1.0, 0.0);
+/// let ex: Expansion = expand(&spec, &model, 1.0, &Subs::default())?;
+/// assert_eq!(ex.depth, 2);
+/// assert_eq!(ex.symbols, [Sym::G, Sym::Q0]);
+/// assert_eq!(ex.coefs[0].text(), "q0^(-1/2) * (1 + g)^(-1)");
+/// assert_eq!(ex.coefs[2].text(), "(1 + g)^(-1/2)");
+/// // Xavier linear: g = 1, and q0 = 1, so C_{2,0} = 1/2.
+/// assert!((ex.value(0) - 0.5).abs() < 1e-15);
+/// assert_eq!(ex.beyond_f64(0), None);
+///
+/// let exact = expand(&spec, &model, 1.0, &Subs::parse("g=1,q0=1")?)?;
+/// assert_eq!(exact.coefs[1].text(), "1/2");
+/// assert_eq!(exact.coefs[2].text(), "2^(-1/2)");
+/// assert!(exact.symbols.is_empty());
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Expansion {
     /// Depth L.

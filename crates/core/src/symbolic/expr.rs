@@ -10,9 +10,51 @@ use num_traits::{One, Signed, ToPrimitive, Zero};
 use std::collections::BTreeMap;
 
 /// A rational exponent.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::symbolic::expr::Exp;
+/// use normscope_core::symbolic::{Expr, Poly, Sym};
+///
+/// // Reduced on construction: 2/4 is 1/2.
+/// assert_eq!(Exp::new(2, 4), Exp::new(1, 2));
+/// let q0 = Poly::symbol(Sym::Q0);
+/// assert_eq!(Expr::pow_poly(&q0, Exp::new(-1, 2)).text(), "q0^(-1/2)");
+/// assert_eq!(Expr::pow_poly(&q0, Exp::from(3)).text(), "q0^3");
+/// ```
 pub type Exp = Ratio<i64>;
 
 /// `coeff * prod p^e * prod s^e * prod P^e`.
+///
+/// # Examples
+///
+/// `2^(-1/2) * 2^(-1/2) = 1/2` exactly, `4^(1/2) = 2`, and `(1 + g)^(-3/2)` at `g = 3` is
+/// `4^(-3/2) = 1/8`:
+///
+/// ```rust
+/// use num_rational::BigRational;
+/// use normscope_core::symbolic::expr::Exp;
+/// use normscope_core::symbolic::poly::NSYM;
+/// use normscope_core::symbolic::{Expr, Poly, Sym};
+///
+/// let two = Poly::constant(BigRational::from_integer(2.into()));
+/// let r = Expr::pow_poly(&two, Exp::new(-1, 2));
+/// assert_eq!(r.text(), "2^(-1/2)");
+/// assert_eq!(r.latex(), "\\frac{1}{\\sqrt{2}}");
+/// assert_eq!(r.mul(&r), Expr::rational(BigRational::new(1.into(), 2.into())));
+/// let four = Poly::constant(BigRational::from_integer(4.into()));
+/// assert_eq!(Expr::pow_poly(&four, Exp::new(1, 2)).text(), "2");
+///
+/// let one_g = Poly::one().add(&Poly::symbol(Sym::G));
+/// let e = Expr::pow_poly(&one_g, Exp::new(-3, 2));
+/// assert_eq!(e.text(), "(1 + g)^(-3/2)");
+/// assert_eq!(e.symbols(), [Sym::G]);
+/// let mut vals = [1.0; NSYM];
+/// vals[Sym::G.index()] = 3.0;
+/// // Evaluated as a sum of logarithms: 0.125 to within rounding (0.12500000000000003).
+/// assert!((e.eval(&vals) - 0.125).abs() < 1e-15);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Expr {
     coeff: BigRational,

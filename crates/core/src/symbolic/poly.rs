@@ -9,6 +9,17 @@ use num_traits::{One, Signed, ToPrimitive, Zero};
 use std::collections::BTreeMap;
 
 /// A symbol of the expansion.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::symbolic::Sym;
+///
+/// assert_eq!(Sym::ALL.map(Sym::name), ["alpha", "beta", "g", "lambda", "q0"]);
+/// assert_eq!(Sym::Q0.latex(), "q_0");
+/// assert_eq!(Sym::Alpha.latex(), "\\alpha");
+/// assert_eq!(Sym::G.index(), 2);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Sym {
     /// Skip scale alpha.
@@ -62,6 +73,35 @@ impl Sym {
 pub(crate) type Exps = [i64; NSYM];
 
 /// A polynomial `sum_t c_t prod_s s^{e_{t,s}}`.
+///
+/// # Examples
+///
+/// `(1 + g)^2 = 1 + 2 g + g^2`, 16 at `g = 3`; `2 + 2 g` has content 2 and primitive part
+/// `1 + g`.
+///
+/// ```rust
+/// use num_rational::BigRational;
+/// use normscope_core::symbolic::poly::NSYM;
+/// use normscope_core::symbolic::{Poly, Sym};
+///
+/// let g = Poly::symbol(Sym::G);
+/// let one_g = Poly::one().add(&g);
+/// let sq = one_g.mul(&one_g);
+/// assert_eq!(sq.text(), "1 + 2*g + g^2");
+/// assert_eq!(sq.latex(), "1 + 2 g + g^{2}");
+/// let mut vals = [1.0; NSYM];
+/// vals[Sym::G.index()] = 3.0;
+/// assert_eq!(sq.eval(&vals), 16.0);
+/// assert!(sq.uses(Sym::G) && !sq.uses(Sym::Q0));
+///
+/// let two = Poly::constant(BigRational::from_integer(2.into()));
+/// let (c, mono, prim) = two.mul(&one_g).content();
+/// assert_eq!((c, mono, prim), (BigRational::from_integer(2.into()), [0; NSYM], one_g.clone()));
+/// // Equal polynomials compare equal, however they were built.
+/// assert_eq!(g.add(&Poly::one()), one_g);
+/// let minus_one = Poly::constant(BigRational::from_integer((-1).into()));
+/// assert_eq!(one_g.add(&g.mul(&minus_one)), Poly::one());
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Poly {
     terms: BTreeMap<Exps, BigRational>,

@@ -7,6 +7,33 @@ use crate::symbolic::{self, Subs};
 use crate::{Error, Result};
 
 /// Output format of `expand`.
+///
+/// # Examples
+///
+/// Post-LN at depth 1 with the default Xavier linear branch: `x_1 = N(x_0 + F_1(x_0))`, so
+/// `C_{1,0} = C_{1,1} = (q0 (1 + g))^(-1/2)`, `2^(-1/2) = 0.7071067811865476` at `g = q0 = 1`.
+///
+/// ```rust
+/// use normscope_core::model::RawModel;
+/// use normscope_core::symbolic::Subs;
+/// use normscope_core::symbolic::render::{Format, render};
+///
+/// let model = RawModel { depth: 1, ..RawModel::default() }.check()?;
+/// let mut notes = Vec::new();
+/// let mut run = |format| render("post", &model, &Subs::default(), format, &mut notes);
+/// let text = String::from_utf8(run(Format::Text)?)?;
+/// let lines: Vec<&str> = text.lines().collect();
+/// assert!(lines[0].starts_with("# preset post, depth 1, branch linear"));
+/// assert_eq!(lines[1], "x_1 = C_{1,0} x_0 + C_{1,1} F_1");
+/// assert_eq!(lines[2], "C_{1,0} = q0^(-1/2) * (1 + g)^(-1/2) = 0.7071067811865476");
+///
+/// let tex = String::from_utf8(run(Format::Latex)?)?;
+/// assert!(tex.contains("\\begin{align*}"));
+/// let csv = String::from_utf8(run(Format::Csv)?)?;
+/// assert!(csv.starts_with("preset,depth,layer,source,expression,latex,value"));
+/// assert_eq!(csv.lines().count(), 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Format {
