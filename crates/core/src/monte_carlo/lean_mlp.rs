@@ -26,6 +26,36 @@ use normscope_numeric::gemm::{Real, Timed, timed, tn};
 use normscope_numeric::rng::Rng;
 
 /// Block l of a streamed network when it is an MLP: its activation, init and two matrices.
+///
+/// # Examples
+///
+/// Block 1 of a ReLU-MLP stack is an MLP; under He init (`Var = 2 / fan_in`) at d = 8 and
+/// hidden width 32 its `W1` (32 x 8) has std `sqrt(2/8) = 0.5` and its `W2` (8 x 32)
+/// `sqrt(2/32) = 0.25`. A linear branch has no [`LeanMlp`].
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::{lean_mlp::LeanMlp, McConfig, RawMc};
+///
+/// let raw = RawModel {
+///     depth: 2,
+///     branch: "relu-mlp".into(),
+///     init: "he".into(),
+///     width: 8,
+///     tokens: 4,
+///     ..RawModel::default()
+/// };
+/// let cfg = McConfig::new(&raw, &RawMc::default())?;
+/// let spec = cfg.model.stack("pre")?;
+/// let lean = LeanMlp::of(&spec, &cfg, 1).expect("an MLP block");
+/// assert_eq!(lean.stds(), vec![0.5, 0.25]);
+///
+/// let linear = McConfig::new(&RawModel { branch: "linear".into(), ..raw }, &RawMc::default())?;
+/// assert!(LeanMlp::of(&spec, &linear, 1).is_none());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct LeanMlp {
     act: Activation,

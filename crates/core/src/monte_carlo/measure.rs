@@ -52,10 +52,79 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// (metric, layer, source) -> value, for one network.
+///
+/// # Examples
+///
+/// One network's values, keyed by `(metric, layer, source)`. In a Post-LN stack with norm
+/// epsilon 0 every `x_l` (l >= 1) is a LayerNorm output, so `|x_l|^2 / d = 1` per token up to
+/// rounding:
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::measure::{NetworkPlan, Values};
+/// use normscope_core::monte_carlo::{McConfig, RawMc, measure_network};
+///
+/// let raw = RawModel {
+///     depth: 2,
+///     branch: "relu-mlp".into(),
+///     width: 8,
+///     tokens: 4,
+///     ..RawModel::default()
+/// };
+/// let cfg = McConfig::new(&raw, &RawMc { eps: 0.0, ..RawMc::default() })?;
+/// let spec = cfg.model.stack("post")?;
+/// let plan = NetworkPlan {
+///     metrics: vec![Metric::StreamSq],
+///     selected: vec![true; 3],
+///     path_max: 8,
+/// };
+/// let values: Values = measure_network(&spec, &cfg, &plan, 0);
+/// let keys: Vec<_> = values.keys().copied().collect();
+/// assert_eq!(
+///     keys,
+///     [(Metric::StreamSq, 0, None), (Metric::StreamSq, 1, None), (Metric::StreamSq, 2, None)]
+/// );
+/// assert!((values[&(Metric::StreamSq, 2, None)] - 1.0).abs() < 1e-12);
+/// # Ok(())
+/// # }
+/// ```
 pub type Values = BTreeMap<crate::profile::Key, f64>;
 
 /// Which layers and metrics to measure on each network (the engine's [`crate::engine::Plan`],
 /// resolved against one stack).
+///
+/// # Examples
+///
+/// Only the selected layers are written: layers 0 and 2 of a depth-2 stack.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::measure::NetworkPlan;
+/// use normscope_core::monte_carlo::{McConfig, RawMc, measure_network};
+///
+/// let raw = RawModel {
+///     depth: 2,
+///     branch: "linear".into(),
+///     width: 8,
+///     tokens: 4,
+///     ..RawModel::default()
+/// };
+/// let cfg = McConfig::new(&raw, &RawMc::default())?;
+/// let spec = cfg.model.stack("pre")?;
+/// let plan = NetworkPlan {
+///     metrics: vec![Metric::StreamSq],
+///     selected: vec![true, false, true],
+///     path_max: 8,
+/// };
+/// let layers: Vec<usize> = measure_network(&spec, &cfg, &plan, 0).keys().map(|k| k.1).collect();
+/// assert_eq!(layers, [0, 2]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct NetworkPlan {
     /// Metrics.

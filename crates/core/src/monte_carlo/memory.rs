@@ -8,6 +8,43 @@
 //! [`super::size`], from the network's estimated size.
 
 /// Whether a sampled network is held whole or streamed.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::monte_carlo::Memory;
+///
+/// assert_eq!(Memory::default(), Memory::Auto);
+/// assert_eq!(Memory::Streamed.name(), "streamed");
+/// let all = [Memory::Auto, Memory::Held, Memory::Streamed];
+/// assert_eq!(all.map(Memory::name), ["auto", "held", "streamed"]);
+/// ```
+///
+/// The values do not depend on it: a held and a streamed network give the same bits.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::measure::NetworkPlan;
+/// use normscope_core::monte_carlo::{McConfig, Memory, RawMc, measure_network_with};
+///
+/// let raw = RawModel {
+///     depth: 2,
+///     branch: "relu-mlp".into(),
+///     width: 8,
+///     tokens: 4,
+///     ..RawModel::default()
+/// };
+/// let cfg = McConfig::new(&raw, &RawMc::default())?;
+/// let spec = cfg.model.stack("pre")?;
+/// let plan = NetworkPlan { metrics: vec![Metric::GradSq], selected: vec![true; 3], path_max: 8 };
+/// let held = measure_network_with(&spec, &cfg, &plan, 1, Memory::Held);
+/// let streamed = measure_network_with(&spec, &cfg, &plan, 1, Memory::Streamed);
+/// assert_eq!(held, streamed);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Memory {

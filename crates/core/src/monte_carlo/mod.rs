@@ -69,6 +69,26 @@ pub const BATCH_PER_THREAD: usize = 8;
 /// record the estimator needs (one f64 per network and key, read twice by the two-pass
 /// variance of [`estimate`](normscope_numeric::estimate::estimate)). A `path_len` length that some networks pruned counts as
 /// 0 for them; other keys skip the networks that lack them (non-finite values).
+///
+/// # Examples
+///
+/// Two networks' values of one key give an estimate with n = 2 and their mean:
+///
+/// ```rust
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::monte_carlo::Columns;
+/// use normscope_core::monte_carlo::measure::Values;
+/// use normscope_core::profile::Value;
+///
+/// let key = (Metric::StreamSq, 1, None);
+/// let mut cols = Columns::with_capacity(2);
+/// cols.push(Values::from([(key, 1.0)]));
+/// cols.push(Values::from([(key, 3.0)]));
+/// match &cols.estimates()[&key] {
+///     Value::Estimate(e) => assert_eq!((e.n, e.mean), (2, 2.0)),
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 #[derive(Default)]
 pub struct Columns {
     cols: BTreeMap<Key, Vec<f64>>,
@@ -129,6 +149,42 @@ pub fn aggregate(per_net: &[Values]) -> BTreeMap<Key, Value> {
 }
 
 /// Progress reporting for [`MonteCarlo`]: called once per finished network.
+///
+/// # Examples
+///
+/// An implementor that counts finished networks (`()` is the silent one):
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::engine::{Engine, Plan};
+/// use normscope_core::layers::LayerSpec;
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::{McConfig, MonteCarlo, Progress, RawMc};
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+///
+/// struct Count(AtomicUsize);
+/// impl Progress for Count {
+///     fn tick(&self) {
+///         self.0.fetch_add(1, Ordering::Relaxed);
+///     }
+/// }
+///
+/// let raw = RawModel {
+///     depth: 2,
+///     branch: "linear".into(),
+///     width: 8,
+///     tokens: 4,
+///     ..RawModel::default()
+/// };
+/// let cfg = McConfig::new(&raw, &RawMc { samples: 3, ..RawMc::default() })?;
+/// let count = Count(AtomicUsize::new(0));
+/// let mc = MonteCarlo { cfg: &cfg, progress: &count };
+/// mc.profile(&cfg.model.stack("pre")?, &Plan::new(&[Metric::StreamSq], LayerSpec::Last))?;
+/// assert_eq!(count.0.load(Ordering::Relaxed), 3);
+/// # Ok(())
+/// # }
+/// ```
 pub trait Progress: Sync {
     /// One more network is done.
     fn tick(&self);
@@ -139,6 +195,43 @@ impl Progress for () {
 }
 
 /// The Monte Carlo engine: `cfg.samples` independent networks per stack, in parallel.
+///
+/// # Examples
+///
+/// Profiling a Post-LN stack with norm epsilon 0: its last stream is a LayerNorm output, so
+/// `q_L = 1` on every network (up to rounding) and the estimate has n = 4 networks.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::engine::{Engine, Plan};
+/// use normscope_core::layers::LayerSpec;
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::{McConfig, MonteCarlo, RawMc};
+/// use normscope_core::profile::{EngineKind, Value};
+///
+/// let raw = RawModel {
+///     depth: 3,
+///     branch: "relu-mlp".into(),
+///     width: 8,
+///     tokens: 4,
+///     ..RawModel::default()
+/// };
+/// let cfg = McConfig::new(&raw, &RawMc { samples: 4, eps: 0.0, ..RawMc::default() })?;
+/// let mc = MonteCarlo { cfg: &cfg, progress: &() };
+/// assert_eq!(mc.kind(), EngineKind::Mc);
+/// let spec = cfg.model.stack("post")?;
+/// let profile = mc.profile(&spec, &Plan::new(&[Metric::StreamSq], LayerSpec::Last))?;
+/// match &profile.values[&(Metric::StreamSq, 3, None)] {
+///     Value::Estimate(e) => {
+///         assert_eq!(e.n, 4);
+///         assert!((e.mean - 1.0).abs() < 1e-12);
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
 pub struct MonteCarlo<'a> {
     /// Sampling settings (width, tokens, samples, seed, ...).
     pub cfg: &'a McConfig,

@@ -14,6 +14,38 @@ use nalgebra::DMatrix;
 use normscope_numeric::gemm::Real;
 
 /// A network with its weights and input.
+///
+/// # Examples
+///
+/// A network drawn by the sampler: L = 2 ReLU-MLP blocks of width 8 over 4 tokens, under He
+/// init (`Var = 2 / fan_in`: `W1` is 32 x 8 with std `sqrt(2/8) = 0.5`, `W2` 8 x 32 with
+/// `sqrt(2/32) = 0.25`).
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::network::Network;
+/// use normscope_core::monte_carlo::{McConfig, RawMc, sampler};
+/// use normscope_numeric::rng;
+///
+/// let raw = RawModel {
+///     depth: 2,
+///     branch: "relu-mlp".into(),
+///     init: "he".into(),
+///     width: 8,
+///     tokens: 4,
+///     ..RawModel::default()
+/// };
+/// let cfg = McConfig::new(&raw, &RawMc::default())?;
+/// let spec = cfg.model.stack("pre")?;
+/// let net: Network = sampler::network(&spec, &cfg, &mut rng::network_rng(0, 0, 0));
+/// assert_eq!(net.depth(), 2);
+/// assert_eq!(net.branches.len(), 2);
+/// assert_eq!(net.input.shape(), (8, 4));
+/// assert_eq!(net.weight_stds, vec![vec![0.5, 0.25]; 2]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Network<T: Real = f64> {
     /// The block model.
@@ -50,6 +82,38 @@ pub struct BlockPass<T: Real = f64> {
 }
 
 /// A whole forward pass: the streams `x_0..=x_L` and every block's values.
+///
+/// # Examples
+///
+/// The forward pass of a Post-LN network with norm epsilon 0: `x_0..=x_L`, one block pass per
+/// block, and every token of `x_L` a LayerNorm output of squared norm `d = 8` (up to rounding).
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::network::{Forward, Network};
+/// use normscope_core::monte_carlo::{McConfig, RawMc, sampler};
+/// use normscope_numeric::rng;
+///
+/// let raw = RawModel {
+///     depth: 2,
+///     branch: "relu-mlp".into(),
+///     width: 8,
+///     tokens: 4,
+///     ..RawModel::default()
+/// };
+/// let cfg = McConfig::new(&raw, &RawMc { eps: 0.0, ..RawMc::default() })?;
+/// let spec = cfg.model.stack("post")?;
+/// let net: Network = sampler::network(&spec, &cfg, &mut rng::network_rng(0, 0, 0));
+/// let fw: Forward = net.forward(|_, _, _| {});
+/// assert_eq!((fw.xs.len(), fw.blocks.len()), (3, 2));
+/// assert!(fw.final_norm.is_none());
+/// for t in fw.xs[2].column_iter() {
+///     assert!((t.norm_squared() - 8.0).abs() < 1e-12);
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Forward<T: Real = f64> {
     /// `x_l`, l = 0..=L.
@@ -61,6 +125,49 @@ pub struct Forward<T: Real = f64> {
 }
 
 /// The running decomposition `x_l = sum_j C_{l,j} B~_j` at the current layer.
+///
+/// # Examples
+///
+/// `x_0` alone is one source with coefficient 1 per token; its energy is the sum of the
+/// tokens' squared norms, `(3^2 + 4^2) + 1^2 = 26`:
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::monte_carlo::network::Decomposition;
+///
+/// let x0 = DMatrix::from_column_slice(2, 2, &[3.0, 4.0, 1.0, 0.0]);
+/// let dec = Decomposition::of_input(&x0);
+/// assert_eq!(dec.coef, vec![vec![1.0, 1.0]]);
+/// assert_eq!(dec.centered, vec![false]);
+/// assert_eq!(dec.source_energy(0), 26.0);
+/// assert_eq!(dec.rebuild(&[&x0]), x0);
+/// ```
+///
+/// In a forward pass, layer l has `l + 1` sources (`x_0` and every branch so far):
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::network::Network;
+/// use normscope_core::monte_carlo::{McConfig, RawMc, sampler};
+/// use normscope_numeric::rng;
+///
+/// let raw = RawModel {
+///     depth: 3,
+///     branch: "linear".into(),
+///     width: 8,
+///     tokens: 4,
+///     ..RawModel::default()
+/// };
+/// let cfg = McConfig::new(&raw, &RawMc::default())?;
+/// let spec = cfg.model.stack("post")?;
+/// let net: Network = sampler::network(&spec, &cfg, &mut rng::network_rng(0, 0, 0));
+/// let mut sources = Vec::new();
+/// net.forward(|_, _, dec| sources.push(dec.coef.len()));
+/// assert_eq!(sources, [1, 2, 3, 4]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Decomposition {
     /// `C_{l,j,t}`: coefficient of source j for token t.
@@ -409,6 +516,40 @@ fn out_of_branch<T: Real>(b: &BlockPass<T>, gz: &DMatrix<T>, gu: DMatrix<T>) -> 
 }
 
 /// The result of [`Network::backward`].
+///
+/// # Examples
+///
+/// Backprop of an output gradient through L = 2 ReLU-MLP blocks (d = 8, hidden 32): `dL/dx_l`
+/// for l = 0..=2 and each block's two weight gradients, shaped like `W1` (32 x 8) and `W2`
+/// (8 x 32).
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use nalgebra::DMatrix;
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::network::{Backward, Network};
+/// use normscope_core::monte_carlo::{McConfig, RawMc, sampler};
+/// use normscope_numeric::rng;
+///
+/// let raw = RawModel {
+///     depth: 2,
+///     branch: "relu-mlp".into(),
+///     width: 8,
+///     tokens: 4,
+///     ..RawModel::default()
+/// };
+/// let cfg = McConfig::new(&raw, &RawMc::default())?;
+/// let spec = cfg.model.stack("pre")?;
+/// let net: Network = sampler::network(&spec, &cfg, &mut rng::network_rng(0, 0, 0));
+/// let fw = net.forward(|_, _, _| {});
+/// let back: Backward = net.backward(&fw, &DMatrix::from_element(8, 4, 1.0));
+/// assert_eq!(back.grads.len(), 3);
+/// assert_eq!(back.grads[0].shape(), (8, 4));
+/// let shapes: Vec<_> = back.weight_grads[0].iter().map(|g| g.shape()).collect();
+/// assert_eq!(shapes, [(32, 8), (8, 32)]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Backward<T: Real = f64> {
     /// `dL/dx_l`, l = 0..=L.

@@ -11,6 +11,23 @@
 use crate::{Error, Result};
 
 /// The float type of the sampled networks.
+///
+/// # Examples
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::monte_carlo::Precision;
+///
+/// assert_eq!(Precision::default(), Precision::F64);
+/// assert_eq!(Precision::parse("single")?, Precision::F32);
+/// assert_eq!(Precision::parse(" Float64 ")?, Precision::F64);
+/// assert_eq!(Precision::F32.name(), "f32");
+/// assert_eq!(Precision::F32.torch_dtype(), "float32");
+/// assert_eq!(Precision::ALL.map(Precision::bytes), [8, 4]);
+/// assert!(Precision::parse("f16").unwrap_err().to_string().contains("--precision"));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
 )]

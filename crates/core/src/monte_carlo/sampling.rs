@@ -9,6 +9,20 @@ use crate::model::{ModelConfig, RawModel};
 use crate::{Error, Result};
 
 /// Raw Monte Carlo settings (from flags).
+///
+/// # Examples
+///
+/// The defaults of `normscope mc`:
+///
+/// ```rust
+/// use normscope_core::monte_carlo::{Memory, Precision, RawMc};
+///
+/// let raw = RawMc::default();
+/// assert_eq!((raw.samples, raw.seed, raw.heads, raw.path_max), (32, 0, 4, 256));
+/// assert_eq!(raw.eps, 1e-5);
+/// assert!(!raw.uniform);
+/// assert_eq!((raw.precision, raw.memory), (Precision::F64, Memory::Auto));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawMc {
     /// Independent networks S.
@@ -45,6 +59,36 @@ impl Default for RawMc {
 }
 
 /// Validated Monte Carlo configuration.
+///
+/// # Examples
+///
+/// `uniform-attention` is kept as attention with `W_Q = W_K = 0`; a single network is refused
+/// (a confidence interval needs two):
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::branch::BranchKind;
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::{McConfig, RawMc};
+///
+/// let raw = RawModel {
+///     depth: 4,
+///     branch: "uniform-attention".into(),
+///     width: 8,
+///     tokens: 4,
+///     ..RawModel::default()
+/// };
+/// let cfg = McConfig::new(&raw, &RawMc { heads: 2, samples: 4, ..RawMc::default() })?;
+/// assert_eq!(cfg.kind, BranchKind::Attention);
+/// assert!(cfg.uniform);
+/// assert_eq!((cfg.heads, cfg.samples, cfg.model.depth), (2, 4, 4));
+/// assert!(cfg.canonical("pre").starts_with("normscope-mc-v1|preset=pre|"));
+///
+/// let err = McConfig::new(&raw, &RawMc { samples: 1, ..RawMc::default() }).unwrap_err();
+/// assert!(err.to_string().contains("--samples"));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct McConfig {
     /// Model parameters (the branch entry holds the closed-form proxy of the branch).

@@ -180,6 +180,20 @@ pub const MC_BYTES_PER_SOURCE_TOKEN: u128 = 3 * 8;
 pub const MC_BYTES_PER_SOURCE: u128 = 3 * 24 + 1;
 
 /// What the estimates need of the layers a table writes: how many, and sums over them.
+///
+/// # Examples
+///
+/// Layers 0, 2 and 4 keep `1 + 3 + 5 = 9` sources; every layer of a depth-3 stack (0..=3)
+/// keeps `1 + 2 + 3 + 4 = 10`:
+///
+/// ```rust
+/// use normscope_core::monte_carlo::size::Selected;
+///
+/// let some = Selected::of(&[0, 2, 4]);
+/// assert_eq!((some.count, some.sources), (3, 9));
+/// let all = Selected::all(3);
+/// assert_eq!((all.count, all.sources), (4, 10));
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Selected {
     /// Layers written.

@@ -187,6 +187,22 @@ fn line_glyph<'a, DB: DrawingBackend + 'a>(
 }
 
 /// How a series is drawn.
+///
+/// # Examples
+///
+/// [`Series::line`] draws a solid line, [`Series::points`] markers with their intervals:
+///
+/// ```rust
+/// use normscope_core::output::figure::{Mark, Series};
+///
+/// let line = Series::line("closed form", 0, vec![(1.0, 2.0)]);
+/// assert!(matches!(line.mark, Mark::Line));
+/// let mc = Series::points("Monte Carlo", 0, &[(1.0, 2.0, 1.5, 2.5)]);
+/// match &mc.mark {
+///     Mark::Points { ci } => assert_eq!(ci, &vec![(1.5, 2.5)]),
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 #[derive(Clone, Debug)]
 pub enum Mark {
     /// A solid line (closed form).
@@ -204,6 +220,23 @@ pub enum Mark {
 }
 
 /// One named series.
+///
+/// # Examples
+///
+/// A closed-form line in palette colour 1 and its Monte Carlo points: the points keep `(x, y)`,
+/// the intervals go to the mark; colour 1 draws the long dash of [`DASHES`]`[1]`.
+///
+/// ```rust
+/// use normscope_core::output::figure::{DASHES, Series};
+///
+/// let line = Series::line("Pre-LN", 1, vec![(1.0, 1.0), (2.0, 0.5)]);
+/// assert_eq!(line.label, "Pre-LN");
+/// assert_eq!(line.pattern(), DASHES[1]);
+/// assert_eq!(line.pattern(), (16, 8));
+/// let pts = Series::points("", 1, &[(1.0, 0.9, 0.8, 1.0), (2.0, 0.55, 0.5, 0.6)]);
+/// assert_eq!(pts.points, vec![(1.0, 0.9), (2.0, 0.55)]);
+/// assert_eq!(pts.color, 1);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Series {
     /// Legend label (empty: no legend entry).
@@ -259,6 +292,19 @@ impl Series {
 }
 
 /// Where a plot's legend goes.
+///
+/// # Examples
+///
+/// A new plot places its legend automatically; any corner can be asked for instead.
+///
+/// ```rust
+/// use normscope_core::output::figure::{Legend, LinePlot};
+///
+/// let mut plot = LinePlot::new("q_l", "layer l", "q_l");
+/// assert_eq!(plot.legend, Legend::Auto);
+/// plot.legend = Legend::LowerRight;
+/// assert_eq!(plot.merged().legend, Legend::LowerRight);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Legend {
     /// The first corner free of data, else below the axes (see [`LinePlot::auto_legend`]).
@@ -276,6 +322,35 @@ pub enum Legend {
 }
 
 /// A line plot: closed form as lines, Monte Carlo as points with 95% CI bars.
+///
+/// # Examples
+///
+/// Two presets with the same closed-form line share one legend entry once merged, and the
+/// labels turn into Unicode math (`alpha` to `α`). [`render`] draws it in memory (PNG, SVG,
+/// PDF) at the one-column [`SIZE`].
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::output::figure::{LinePlot, SIZE, Series, render};
+/// use std::path::Path;
+///
+/// let mut plot = LinePlot::new("Skip gain", "layer l", "alpha");
+/// assert!(plot.x_log && !plot.y_log);
+/// let pts = vec![(1.0, 1.0), (2.0, 0.5), (4.0, 0.25)];
+/// plot.series.push(Series::line("Pre-LN", 0, pts.clone()));
+/// plot.series.push(Series::line("Peri-LN", 1, pts));
+/// let merged = plot.merged();
+/// assert_eq!(merged.y_label, "α");
+/// assert_eq!(merged.series[0].label, "Pre-LN = Peri-LN");
+/// assert_eq!(merged.series[1].label, "");
+///
+/// let drawn = render(&plot, Path::new("skip_gain"))?;
+/// assert!(drawn.png.starts_with(b"\x89PNG"));
+/// assert!(drawn.pdf.starts_with(b"%PDF"));
+/// assert_eq!(SIZE, (990, 750));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct LinePlot {
     /// Caption above the plot.
@@ -336,6 +411,40 @@ pub fn tick(v: f64) -> String {
 }
 
 /// Something drawn on a plotters drawing area, saved by [`save`].
+///
+/// # Examples
+///
+/// An implementor: an 8 x 4 px white figure, drawn in memory by [`render`].
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::output::figure::{Figure, render};
+/// use plotters::coord::Shift;
+/// use plotters::prelude::*;
+/// use std::path::Path;
+///
+/// struct Blank;
+///
+/// impl Figure for Blank {
+///     fn size(&self) -> (u32, u32) {
+///         (8, 4)
+///     }
+///
+///     fn draw<DB: DrawingBackend>(&self, root: DrawingArea<DB, Shift>) -> Result<(), String>
+///     where
+///         DB::ErrorType: 'static,
+///     {
+///         root.fill(&WHITE).map_err(|e| e.to_string())
+///     }
+/// }
+///
+/// let drawn = render(&Blank, Path::new("blank"))?;
+/// assert!(drawn.png.starts_with(b"\x89PNG"));
+/// let svg = String::from_utf8(drawn.svg)?;
+/// assert!(svg.contains("width=\"8\"") && svg.contains("height=\"4\""));
+/// # Ok(())
+/// # }
+/// ```
 pub trait Figure {
     /// Pixel size (width, height).
     fn size(&self) -> (u32, u32) {

@@ -37,6 +37,17 @@ pub const MIN_SIG: i32 = 3;
 pub const MAX_SPAN: i32 = 3;
 
 /// One table cell.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::output::latex::Cell;
+///
+/// assert_eq!(Cell::opt(Some(0.5)), Cell::Num(0.5));
+/// assert_eq!(Cell::opt(None), Cell::Missing);
+/// let pm = Cell::Pm(1.293, 0.009);
+/// assert_ne!(pm, Cell::Num(1.293));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Cell {
     /// Text (LaTeX allowed; [`escape`] plain names first).
@@ -65,6 +76,20 @@ impl Cell {
 }
 
 /// A row of a [`Table`].
+///
+/// # Examples
+///
+/// [`Table::row`] appends cells, [`Table::group`] a heading over the rows that follow:
+///
+/// ```rust
+/// use normscope_core::output::latex::{Cell, Row, Table};
+///
+/// let mut t = Table::new("Gains", "tab:gains", &["init", "g"]);
+/// t.group("He");
+/// t.row(vec![Cell::Text("relu".into()), Cell::Num(2.0)]);
+/// assert_eq!(t.rows[0], Row::Group("He".into()));
+/// assert_eq!(t.rows[1], Row::Cells(vec![Cell::Text("relu".into()), Cell::Num(2.0)]));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Row {
     /// One cell per column.
@@ -74,6 +99,26 @@ pub enum Row {
 }
 
 /// A booktabs table.
+///
+/// # Examples
+///
+/// A numeric column of 1.25 and 12.5 gets 4 significant figures on its largest magnitude
+/// (two decimals, [`NumFormat::of`]); the files are the float and the bare tabular.
+///
+/// ```rust
+/// use normscope_core::output::latex::{Cell, Table};
+///
+/// let mut t = Table::new("Stream growth", "tab:q", &["preset", "q_L"]);
+/// t.row(vec![Cell::Text("Pre-LN".into()), Cell::Num(12.5)]);
+/// t.row(vec![Cell::Text("Post-LN".into()), Cell::Num(1.25)]);
+/// let tab = t.tabular();
+/// assert!(tab.starts_with("\\begin{tabular}"));
+/// assert!(tab.contains("Pre-LN & 12.50 \\\\\n"));
+/// assert!(tab.contains("Post-LN & 1.25 \\\\\n"));
+/// assert!(t.table().contains("\\label{tab:q}"));
+/// let [(float, _), (bare, _)] = t.files("q");
+/// assert_eq!((float.as_str(), bare.as_str()), ("q.tex", "q_tabular.tex"));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Table {
     /// Caption (LaTeX).
@@ -90,6 +135,23 @@ pub struct Table {
 }
 
 /// The rounding a point-value column gets.
+///
+/// # Examples
+///
+/// 1.5 and 12.25 span one decade: fixed-point, 4 significant figures on 12.25 (two decimals);
+/// 1e-6 and 1e3 span nine, more than [`MAX_SPAN`]: scientific with [`SCI_SIG`] = 3 figures.
+///
+/// ```rust
+/// use normscope_core::output::latex::NumFormat;
+///
+/// let fixed = NumFormat::of(&[1.5, 12.25]);
+/// assert_eq!(fixed, NumFormat::Fixed { decimals: 2, scale: 0 });
+/// assert_eq!(fixed.input(1.5), "1.50");
+/// assert_eq!(fixed.input(f64::NAN), "{--}");
+/// let sci = NumFormat::of(&[1e-6, 1e3]);
+/// assert_eq!(sci, NumFormat::Sci { decimals: 2 });
+/// assert_eq!(sci.input(1234.5), "1.23e3");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NumFormat {
     /// Fixed-point with `decimals` decimals, after dividing by `10^scale`.

@@ -13,6 +13,26 @@ use std::path::Path;
 pub const FILE: &str = ".normscope.lock";
 
 /// The held lock of an output folder.
+///
+/// # Examples
+///
+/// A second lock on the same folder fails at once while the first is held:
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::Error;
+/// use normscope_core::output::lock::{FILE, OutputLock};
+///
+/// let root = tempfile::tempdir()?;
+/// let out = root.path().join("out");
+/// let lock = OutputLock::acquire(&out)?;
+/// assert!(out.join(FILE).is_file());
+/// assert!(matches!(OutputLock::acquire(&out), Err(Error::Busy { .. })));
+/// drop(lock);
+/// let _again = OutputLock::acquire(&out)?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct OutputLock {
     _file: File,

@@ -9,6 +9,42 @@ use std::time::Instant;
 pub const PROGRESS_AFTER: f64 = 2.0;
 
 /// A bar over `len` networks that appears only on runs longer than [`PROGRESS_AFTER`].
+///
+/// # Examples
+///
+/// A bar over the networks of a Monte Carlo run (hidden: the run is shorter than
+/// [`PROGRESS_AFTER`] seconds), ticked once per network as its [`Progress`]:
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::engine::{Engine, Plan};
+/// use normscope_core::layers::LayerSpec;
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::{McConfig, MonteCarlo, Progress, RawMc};
+/// use normscope_core::output::progress::DelayedBar;
+/// use normscope_core::profile::Value;
+///
+/// let raw = RawModel {
+///     depth: 2,
+///     branch: "linear".into(),
+///     width: 8,
+///     tokens: 4,
+///     ..RawModel::default()
+/// };
+/// let cfg = McConfig::new(&raw, &RawMc { samples: 2, ..RawMc::default() })?;
+/// let bar = DelayedBar::networks(2);
+/// let mc = MonteCarlo { cfg: &cfg, progress: &bar };
+/// let p = mc.profile(&cfg.model.stack("pre")?, &Plan::new(&[Metric::StreamSq], LayerSpec::Last))?;
+/// bar.finish();
+/// assert!(matches!(&p.values[&(Metric::StreamSq, 2, None)], Value::Estimate(e) if e.n == 2));
+///
+/// let steps = DelayedBar::steps(3);
+/// (0..3).for_each(|_| steps.tick());
+/// steps.finish();
+/// # Ok(())
+/// # }
+/// ```
 pub struct DelayedBar {
     bar: indicatif::ProgressBar,
     start: Instant,

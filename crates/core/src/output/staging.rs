@@ -69,6 +69,29 @@ fn io_err(path: &Path, source: std::io::Error) -> Error {
 }
 
 /// A staging folder in an output root; removed with its contents when dropped.
+///
+/// # Examples
+///
+/// Files written into a stage appear in the output root only when it is committed, and the
+/// stage folder is gone afterwards:
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::output::staging::{STAGE_PREFIX, Stage};
+///
+/// let root = tempfile::tempdir()?;
+/// let stage = Stage::new(root.path(), "demo")?;
+/// let name = stage.path().file_name().unwrap().to_string_lossy().into_owned();
+/// assert!(name.starts_with(&format!("{STAGE_PREFIX}demo-")));
+/// stage.write("data/demo/x.csv", b"a\n1\n")?;
+/// assert!(!root.path().join("data").exists());
+/// let dir = stage.path().to_path_buf();
+/// stage.commit(root.path(), &["data/demo"])?;
+/// assert_eq!(std::fs::read(root.path().join("data/demo/x.csv"))?, b"a\n1\n");
+/// assert!(!dir.exists());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Stage {
     dir: PathBuf,

@@ -186,6 +186,25 @@ pub(crate) fn write_parquet(df: &mut DataFrame, w: &mut dyn Write) -> Result<()>
 }
 
 /// The file format of a table, from the output path's extension.
+///
+/// # Examples
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::output::table::{Format, column};
+/// use polars::prelude::DataFrame;
+/// use std::path::Path;
+///
+/// assert_eq!(Format::of(Some(Path::new("q.PARQUET"))), Format::Parquet);
+/// assert_eq!(Format::of(Some(Path::new("q.csv"))), Format::Csv);
+/// assert_eq!(Format::of(None), Format::Csv);
+///
+/// let mut df = DataFrame::new_infer_height(vec![column("layer", [1i64, 2])])?;
+/// assert_eq!(Format::Csv.encode(&mut df)?, b"layer\n1\n2\n");
+/// assert!(Format::Parquet.encode(&mut df)?.starts_with(b"PAR1"));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// Comma-separated text (any extension but `.parquet`, and standard output).

@@ -87,6 +87,32 @@ impl Kept {
 }
 
 /// Batches drawn by the runs of one task ([module docs](self)).
+///
+/// # Examples
+///
+/// A batch taken through the cache is the one drawn directly, and leaves the stream in the
+/// same state. (The copy task's batches are cheap, so [`BatchCache::for_runs`] makes no cache
+/// for it.)
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::train::batch_cache::BatchCache;
+/// use normscope_core::train::run::data_rng;
+/// use normscope_core::train::task::{self, TaskConfig, TaskKind};
+///
+/// let cfg = TaskConfig { kind: TaskKind::Copy, vocab: 5, seq: 4, ..TaskConfig::default() };
+/// let copy = task::build(&cfg)?;
+/// assert!(BatchCache::for_runs(copy.as_ref(), 4).is_none());
+///
+/// let cache = BatchCache::new();
+/// let (mut a, mut b, mut c) = (data_rng(0), data_rng(0), data_rng(0));
+/// let direct = copy.batch(&mut a, 2);
+/// assert_eq!(cache.batch(copy.as_ref(), &mut b, 2), direct); // drawn and kept
+/// assert_eq!(cache.batch(copy.as_ref(), &mut c, 2), direct); // taken from the cache
+/// assert_eq!((&b, &c), (&a, &a));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Default)]
 pub struct BatchCache {
     kept: Mutex<Kept>,

@@ -58,6 +58,17 @@ pub const DESCENT_MIN: f64 = 0.02;
 pub const STOP_FROM: f64 = 0.5;
 
 /// The class of a run.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::train::classify::RunClass;
+///
+/// let names: Vec<&str> = RunClass::ALL.iter().map(|c| c.name()).collect();
+/// assert_eq!(names, ["diverged", "collapsed", "slow", "descending", "trained"]);
+/// let stable: Vec<bool> = RunClass::ALL.iter().map(|c| c.stable()).collect();
+/// assert_eq!(stable, [false, false, false, true, true]);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum RunClass {
     /// Flagged by the divergence rule.
@@ -101,6 +112,32 @@ impl RunClass {
 }
 
 /// A run's evaluation curve and its task's two reference losses.
+///
+/// # Examples
+///
+/// Floor 0, context-free loss 2 (the gap G = 2), 100 updates. A run flat at 2 sits on the
+/// plateau (above `0.9 G = 1.8`) and is not falling: collapsed. One that fell from 1.5 at
+/// update 75 to 0.5 at 100 is off the plateau and still falling by more than `0.02 G`, but
+/// past half the gap: trained.
+///
+/// ```rust
+/// use normscope_core::train::classify::{Curve, RunClass};
+///
+/// let curve = |points| Curve {
+///     points,
+///     steps: 100,
+///     diverged: false,
+///     floor: 0.0,
+///     context_free: 2.0,
+/// };
+/// let flat = [(0, 2.0), (50, 2.0), (100, 2.0)];
+/// assert_eq!(curve(&flat).class(), RunClass::Collapsed);
+/// let falling = [(0, 2.0), (75, 1.5), (100, 0.5)];
+/// assert_eq!(curve(&falling).descent(), 1.0);
+/// assert_eq!(curve(&falling).class(), RunClass::Trained);
+/// let slow = [(0, 2.5), (75, 2.3), (100, 1.9)];
+/// assert_eq!(curve(&slow).class(), RunClass::Slow);
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Curve<'a> {
     /// `(update, evaluation loss)`, in update order, starting at update 0.

@@ -48,6 +48,43 @@ pub(crate) fn blocks_norm_inputs<T: Real>(
 /// Attention statistics of one block: the largest scaled logit `q_i . k_j / sqrt(d_h)` over
 /// heads, sequences and allowed pairs (`j <= i` when causal), and the mean over queries of the
 /// attention distribution's entropy `-sum_j a_ij ln a_ij` (nats).
+///
+/// # Examples
+///
+/// The attention statistics of a decoder-only Transformer (2 blocks: attention, MLP) on a copy
+/// batch: one entry, at block 1; the mean entropy of causal attention over 4 positions lies
+/// between 0 and `(ln 1 + ln 2 + ln 3 + ln 4) / 4`.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::RawMc;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::diagnostics::{AttentionStats, attention};
+/// use normscope_core::train::task::{self, TaskConfig, TaskKind};
+/// use normscope_core::train::{pass, run};
+///
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "transformer".into(), width: 8, ..RawModel::default() },
+///     mc: RawMc { heads: 2, ..RawMc::default() },
+///     task: TaskConfig { kind: TaskKind::Copy, vocab: 5, seq: 4, ..TaskConfig::default() },
+///     batch: 2,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let (m, _, first) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let stats: Vec<(usize, AttentionStats)> = attention(&m, &m.forward(pass::views(&first).0));
+/// assert_eq!(stats.len(), 1);
+/// assert_eq!(stats[0].0, 1);
+/// let max_entropy = (2f64.ln() + 3f64.ln() + 4f64.ln()) / 4.0;
+/// assert!(stats[0].1.entropy >= 0.0 && stats[0].1.entropy <= max_entropy + 1e-12);
+/// assert!(stats[0].1.max_logit.is_finite());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AttentionStats {
     /// Largest logit.

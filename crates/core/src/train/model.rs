@@ -32,6 +32,43 @@ use nalgebra::DMatrix;
 use normscope_numeric::gemm::Real;
 
 /// The map from the task's input to the stream `x_0`.
+///
+/// # Examples
+///
+/// A regression model maps its 4 inputs linearly to width 8; a token model embeds tokens and
+/// positions.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::run;
+/// use normscope_core::train::model::InputMap;
+///
+/// // L = 2 ReLU-MLP blocks of width 8 (hidden 32), regression from 4 inputs to 2 outputs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     steps: 3,
+///     batch: 4,
+///     eval_every: 1,
+///     eval_batches: 1,
+///     log_every: 1,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let (model, _, _) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// match &model.input {
+///     InputMap::Linear(w) => assert_eq!(w.shape(), (8, 4)),
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub enum InputMap<T: Real = f64> {
     /// Token and learned position embeddings, `x_0 = E[:, token] + P[:, position]`.
@@ -46,6 +83,45 @@ pub enum InputMap<T: Real = f64> {
 }
 
 /// A skip scale: a constant, or Admin's learnable d-vector `omega`.
+///
+/// # Examples
+///
+/// Pre-LN's skips are the constant 1; Admin's `omega` is a learnable d-vector.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::run;
+/// use normscope_core::train::model::Skip;
+///
+/// // L = 2 ReLU-MLP blocks of width 8 (hidden 32), regression from 4 inputs to 2 outputs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     steps: 3,
+///     batch: 4,
+///     eval_every: 1,
+///     eval_batches: 1,
+///     log_every: 1,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let (pre, _, _) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// assert!(matches!(pre.blocks[0].skip, Skip::Fixed(a) if a == 1.0));
+/// let admin_cfg = RawTrain { presets: "admin".into(), ..raw }.check()?;
+/// let (admin, _, _) = run::start(&admin_cfg, task.as_ref(), "admin", 0)?;
+/// match &admin.blocks[1].skip {
+///     Skip::Learnable(omega) => assert_eq!(omega.shape(), (8, 1)),
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub enum Skip<T: Real = f64> {
     /// A constant `alpha` (1, DeepNet's `alpha`), rounded to `T` where it multiplies.
@@ -74,6 +150,43 @@ impl<T: Real> Multiplier<T> {
 }
 
 /// One trainable block.
+///
+/// # Examples
+///
+/// A Pre-LN block: `N_in` with its affine map, the MLP's two matrices, no `N_br` or `N_out`.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::run;
+///
+/// // L = 2 ReLU-MLP blocks of width 8 (hidden 32), regression from 4 inputs to 2 outputs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     steps: 3,
+///     batch: 4,
+///     eval_every: 1,
+///     eval_batches: 1,
+///     log_every: 1,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let (model, _, _) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let block = &model.blocks[0];
+/// assert!(block.n_in.is_some() && block.n_br.is_none() && block.n_out.is_none());
+/// assert_eq!(block.in_scale, None);
+/// let names: Vec<String> = block.named_params("").into_iter().map(|p| p.0).collect();
+/// assert_eq!(names, ["w1", "w2", "n_in.gain", "n_in.bias"]);
+/// assert_eq!(block.clone().params_mut().len(), 4);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct TrainBlock<T: Real = f64> {
     /// `N_in` (with its affine), if a norm.
@@ -142,6 +255,43 @@ impl<T: Real> TrainBlock<T> {
 }
 
 /// Where a parameter sits, for per-block statistics.
+///
+/// # Examples
+///
+/// Layer 0 is the input map, 1..=L the blocks, L + 1 the output norm and head; weight decay
+/// applies to matrices only.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::run;
+/// use normscope_core::train::model::ParamInfo;
+///
+/// // L = 2 ReLU-MLP blocks of width 8 (hidden 32), regression from 4 inputs to 2 outputs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     steps: 3,
+///     batch: 4,
+///     eval_every: 1,
+///     eval_batches: 1,
+///     log_every: 1,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let (model, _, _) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let infos: Vec<ParamInfo> = model.params().into_iter().map(|(i, _)| i).collect();
+/// assert_eq!(infos[0], ParamInfo { layer: 0, name: "w_in".into(), decay: true });
+/// assert_eq!(infos[3], ParamInfo { layer: 1, name: "n_in.gain".into(), decay: false });
+/// assert_eq!(infos.last().unwrap(), &ParamInfo { layer: 3, name: "head".into(), decay: true });
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParamInfo {
     /// 0 for the input map, l for block l, L + 1 for the output norm and head (the
@@ -203,6 +353,44 @@ pub(crate) fn train_blocks<T: Real>(
 
 /// A trainable model, its parameters and activations in float type `T` (f64 by default; f32
 /// for `normscope train --precision f32`).
+///
+/// # Examples
+///
+/// Parameters: `w_in` 8 x 4 = 32, per block `w1`, `w2` (32 x 8, 8 x 32) and `N_in`'s gain
+/// and bias (8 each) = 528, the final norm's gain and bias (16) and the head 2 x 8 (16):
+/// `32 + 2 x 528 + 16 + 16 = 1120`.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::run;
+/// use normscope_core::train::pass;
+///
+/// // L = 2 ReLU-MLP blocks of width 8 (hidden 32), regression from 4 inputs to 2 outputs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     steps: 3,
+///     batch: 4,
+///     eval_every: 1,
+///     eval_batches: 1,
+///     log_every: 1,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let (model, _, first) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// assert_eq!((model.depth(), model.width()), (2, 8));
+/// assert_eq!(model.size(), 1120);
+/// let p = model.forward(pass::views(&first).0);
+/// assert_eq!(p.output.shape(), (2, 4));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct TrainModel<T: Real = f64> {
     /// The block model it was built from.

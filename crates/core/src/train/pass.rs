@@ -28,6 +28,41 @@ use normscope_numeric::gemm::Real;
 use std::borrow::Cow;
 
 /// What the model reads.
+///
+/// # Examples
+///
+/// A vector input is read by the model's linear input map (8 x 4), giving `x_0` of width 8:
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::run;
+/// use nalgebra::DMatrix;
+/// use normscope_core::train::pass::Input;
+///
+/// // L = 2 ReLU-MLP blocks of width 8 (hidden 32), regression from 4 inputs to 2 outputs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     steps: 3,
+///     batch: 4,
+///     eval_every: 1,
+///     eval_batches: 1,
+///     log_every: 1,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let (model, _, _) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let x = DMatrix::from_element(4, 3, 1.0);
+/// assert_eq!(model.embed(Input::Vectors(&x)).shape(), (8, 3));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub enum Input<'a, T: Real = f64> {
     /// Token ids, sequence-major (`b * seq + t`), `seq` tokens per sequence.
@@ -42,6 +77,26 @@ pub enum Input<'a, T: Real = f64> {
 }
 
 /// What the loss compares the output with.
+///
+/// # Examples
+///
+/// The squared error of `f = (1, 2)` against 0 is `(1 + 4) / 2 = 2.5`, with gradient
+/// `2 (f - y) / n = (1, 2)`; the cross-entropy of four equal logits is `ln 4`.
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::train::pass::{Target, loss};
+///
+/// let f = DMatrix::from_column_slice(2, 1, &[1.0, 2.0]);
+/// let y = DMatrix::zeros(2, 1);
+/// let (l, g) = loss(&f, Target::Values(&y));
+/// assert_eq!(l, 2.5);
+/// assert_eq!(g.as_slice(), &[1.0, 2.0]);
+///
+/// let logits = DMatrix::<f64>::zeros(4, 1);
+/// let (l, _) = loss(&logits, Target::Classes { ids: &[2], weights: &[1.0] });
+/// assert_eq!(l, 4f64.ln());
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub enum Target<'a, T: Real = f64> {
     /// Softmax cross-entropy `sum_t w_t (logsumexp(f_t) - f_t[y_t]) / sum_t w_t`.
@@ -85,6 +140,43 @@ pub struct BlockCache<T: Real = f64> {
 }
 
 /// A forward pass.
+///
+/// # Examples
+///
+/// A forward pass over a batch of 4 examples: the streams `x_0..=x_2`, one cache per block, the
+/// head's input and the output (2 x 4).
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::run;
+/// use normscope_core::train::pass::{self, Pass};
+///
+/// // L = 2 ReLU-MLP blocks of width 8 (hidden 32), regression from 4 inputs to 2 outputs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     steps: 3,
+///     batch: 4,
+///     eval_every: 1,
+///     eval_batches: 1,
+///     log_every: 1,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let (model, _, first) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let p: Pass = model.forward(pass::views(&first).0);
+/// assert_eq!((p.xs.len(), p.blocks.len()), (3, 2));
+/// assert!(p.final_norm.is_some());
+/// assert_eq!((p.top.shape(), p.output.shape()), ((8, 4), (2, 4)));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Pass<T: Real = f64> {
     /// The streams `x_0..=x_L`.
@@ -573,6 +665,44 @@ fn views_with<'a, T: Real>(
 
 /// A batch with its matrices in float type `T` (borrowed for f64, rounded once for f32), so
 /// that a model of type `T` can read it ([`Typed::views`]).
+///
+/// # Examples
+///
+/// A regression batch read in f32: its inputs rounded once to the model's type.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::run;
+/// use normscope_core::train::pass::{Input, Typed};
+/// use normscope_core::train::task::Batch;
+///
+/// // L = 2 ReLU-MLP blocks of width 8 (hidden 32), regression from 4 inputs to 2 outputs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     steps: 3,
+///     batch: 4,
+///     eval_every: 1,
+///     eval_batches: 1,
+///     log_every: 1,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let batch = task.batch(&mut run::data_rng(0), 3);
+/// let typed = Typed::<f32>::new(&batch);
+/// let (Input::Vectors(x), _) = typed.views() else { panic!("vectors") };
+/// let Batch::Vectors(v) = &batch else { panic!("vectors") };
+/// assert_eq!(x.shape(), (4, 3));
+/// assert_eq!(x[(0, 0)], v.x[(0, 0)] as f32);
+/// # Ok(())
+/// # }
+/// ```
 pub struct Typed<'a, T: Real> {
     batch: &'a Batch,
     /// A vector batch's inputs `x` in `T`.

@@ -94,6 +94,47 @@ impl DivergenceRule {
 }
 
 /// One logged value.
+///
+/// # Examples
+///
+/// A request's log: one row per value; step 0 holds the evaluation loss at init.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::run;
+/// use normscope_core::train::run::Record;
+///
+/// // L = 2 ReLU-MLP blocks of width 8 (hidden 32), regression from 4 inputs to 2 outputs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     steps: 3,
+///     batch: 4,
+///     eval_every: 1,
+///     eval_batches: 1,
+///     log_every: 1,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let records: Vec<Record> = run::run(&cfg, &())?;
+/// let evals: Vec<u64> = records
+///     .iter()
+///     .filter(|r| r.metric == "eval_loss")
+///     .map(|r| r.step)
+///     .collect();
+/// assert_eq!(evals, [0, 1, 2, 3]);
+/// let first = &records[0];
+/// assert_eq!((first.preset.as_str(), first.seed), ("pre", 0));
+/// assert!(records.iter().all(|r| r.value.is_finite()));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {
     /// Preset name.
@@ -302,6 +343,51 @@ fn run_one_as<T: Real>(
 
 /// What [`train`] does besides the loop of `cfg`: which parameters it keeps fixed, and at which
 /// updates it keeps a copy of the model.
+///
+/// # Examples
+///
+/// By default every parameter trains and no copy is kept; here the starting model and the one
+/// after update 2 are kept, and the head is frozen.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::run;
+/// use normscope_core::train::model::ParamInfo;
+/// use normscope_core::train::run::Options;
+///
+/// // L = 2 ReLU-MLP blocks of width 8 (hidden 32), regression from 4 inputs to 2 outputs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     steps: 3,
+///     batch: 4,
+///     eval_every: 1,
+///     eval_batches: 1,
+///     log_every: 1,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let d = Options::default();
+/// assert!(d.frozen.is_none() && d.snapshots.is_empty() && !d.stop_collapsed && !d.lean);
+///
+/// let frozen = |p: &ParamInfo| p.name == "head";
+/// let options = Options { frozen: Some(&frozen), snapshots: &[0, 2], ..Options::default() };
+/// let begin = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let head0 = begin.0.head.clone();
+/// let mut er = run::eval_rng(cfg.task.teacher_seed);
+/// let eval = vec![task.batch(&mut er, cfg.batch)];
+/// let t = run::train(&cfg, task.as_ref(), "pre", 0, begin, &eval, &options, &());
+/// assert_eq!(t.snapshots.iter().map(|s| s.0).collect::<Vec<_>>(), [0, 2]);
+/// assert_eq!(t.model.head, head0);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Default)]
 pub struct Options<'a> {
     /// Parameters not updated (frozen), by their [`ParamInfo`]; `None` trains every one.
@@ -324,6 +410,46 @@ pub struct Options<'a> {
 /// A finished run: the final model (as it was when the run stopped), its log, and the copies
 /// asked for by [`Options::snapshots`] (in step order; none after a divergence). `Trained`
 /// alone is an f64 decoder-only run's (`Trained<TrainModel<f64>>`).
+///
+/// # Examples
+///
+/// Three updates of Adam at lr 1e-3 do not diverge; the log ends with `diverged` = 0.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::run;
+/// use normscope_core::train::run::{Options, Trained};
+///
+/// // L = 2 ReLU-MLP blocks of width 8 (hidden 32), regression from 4 inputs to 2 outputs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     steps: 3,
+///     batch: 4,
+///     eval_every: 1,
+///     eval_batches: 1,
+///     log_every: 1,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let begin = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let mut er = run::eval_rng(cfg.task.teacher_seed);
+/// let eval = vec![task.batch(&mut er, cfg.batch)];
+/// let options = Options::default();
+/// let t: Trained = run::train(&cfg, task.as_ref(), "pre", 0, begin, &eval, &options, &());
+/// assert_eq!((t.diverged_at, t.stopped_at), (None, None));
+/// assert!(t.snapshots.is_empty());
+/// let last = t.records.iter().rev().find(|r| r.metric == "diverged").unwrap();
+/// assert_eq!((last.step, last.value), (3, 0.0));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Trained<M = TrainModel> {
     /// The model after the last update made.

@@ -34,6 +34,21 @@ use std::f64::consts::PI;
 use crate::{Error, Result};
 
 /// The decay after warmup.
+///
+/// # Examples
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::train::schedule::Decay;
+///
+/// assert_eq!(Decay::parse("rsqrt")?, Decay::InvSqrt);
+/// assert_eq!(Decay::parse("Cosine")?, Decay::Cosine);
+/// assert_eq!(Decay::InvSqrt.name(), "inv-sqrt");
+/// assert_eq!(Decay::ALL.map(Decay::name).join(", "), Decay::NAMES);
+/// assert!(Decay::parse("step").is_err());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decay {
     /// Constant at the peak: `f = 1`.
@@ -89,6 +104,26 @@ impl Decay {
 /// A learning-rate schedule over `steps` updates: linear warmup over the first `warmup`
 /// updates to `peak`, then `decay`. The equations are in the
 /// [module documentation](self). Build it with [`Schedule::new`], which checks the fields.
+///
+/// # Examples
+///
+/// Peak 1, warmup W = 2 over S = 6 updates, then linear decay over n = 4:
+/// `s/W = 0.5, 1`, then `(S - s + 1)/n = 1, 0.75, 0.5, 0.25`; cosine without warmup over two
+/// updates: `0.5 (1 + cos(pi k/2))` = 1, 0.5.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::train::schedule::{Decay, Schedule};
+///
+/// let s = Schedule::new(1.0, 2, 6, Decay::Linear)?;
+/// assert_eq!(s.lrs(), [0.5, 1.0, 1.0, 0.75, 0.5, 0.25]);
+/// assert_eq!(s.lr(4), s.peak * s.factor(4));
+/// let cos = Schedule::new(1.0, 0, 2, Decay::Cosine)?;
+/// assert_eq!(cos.lrs(), [1.0, 0.5]);
+/// assert!(Schedule::new(1.0, 7, 6, Decay::Constant).is_err());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Schedule {
     /// The peak learning rate (finite, > 0), reached at update `warmup` (update 1 without

@@ -28,6 +28,20 @@
 use serde::{Deserialize, Serialize};
 
 /// How one search runs (module docs).
+///
+/// # Examples
+///
+/// Widening by 4 with one bisection: the final bracket's ends are `4^(1/2) = 2` apart.
+///
+/// ```rust
+/// use normscope_core::train::search::Plan;
+///
+/// let plan = Plan { start: 1.0, factor: 4.0, halvings: 1, min: 1.0 / 64.0, max: 64.0 };
+/// assert!(plan.check().is_ok());
+/// assert_eq!(plan.resolution(), 2.0);
+/// let bad = Plan { factor: 1.0, ..plan };
+/// assert!(bad.check().unwrap_err().to_string().contains("search.factor"));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {
@@ -82,6 +96,26 @@ impl Plan {
 }
 
 /// Where a search's answer lies.
+///
+/// # Examples
+///
+/// A run stable everywhere is censored above: the search widens 1, 4, 16, 64 and stops at the
+/// plan's `max`.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::train::search::{self, Censor, Plan};
+///
+/// let plan = Plan { start: 1.0, factor: 4.0, halvings: 1, min: 1.0 / 64.0, max: 64.0 };
+/// let found = search::run(&plan, |_| Ok(true))?;
+/// assert_eq!(found.censored, Censor::Above);
+/// assert_eq!(found.interval(), (64.0, f64::INFINITY));
+/// assert_eq!(Censor::Above.name(), "above");
+/// let never = search::run(&plan, |_| Ok(false))?;
+/// assert_eq!((never.censored, never.interval()), (Censor::Below, (0.0, 1.0 / 64.0)));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Censor {
     /// Bracketed: between the largest stable and the smallest failing rate tried.
@@ -105,6 +139,25 @@ impl Censor {
 
 /// The result of one search: the largest stable and smallest failing rates it tried, and
 /// every rate it tried in order with whether it was stable.
+///
+/// # Examples
+///
+/// Against a boundary at 5 (stable iff lr <= 5): 1 and 4 are stable, 16 fails, and one
+/// bisection at `sqrt(4 x 16) = 8` fails, so the maximum stable rate lies in [4, 8].
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::train::search::{self, Censor, Plan, Search};
+///
+/// let plan = Plan { start: 1.0, factor: 4.0, halvings: 1, min: 1.0 / 64.0, max: 64.0 };
+/// let found: Search = search::run(&plan, |lr| Ok(lr <= 5.0))?;
+/// assert_eq!(found.tried, [(1.0, true), (4.0, true), (16.0, false), (8.0, false)]);
+/// assert_eq!(found.censored, Censor::None);
+/// assert_eq!(found.interval(), (4.0, 8.0));
+/// assert_eq!(found.point(), 32f64.sqrt());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Search {
     /// The largest stable rate tried (`None`: every rate tried failed).

@@ -31,6 +31,50 @@ use normscope_numeric::gemm::Real;
 use rayon::prelude::*;
 
 /// What varies between the runs of a sweep; everything else comes from the base request.
+///
+/// # Examples
+///
+/// A cell's checked request: the base with the cell's preset, depth, optimizer, rate and
+/// warmup, and one seed.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::run;
+/// use normscope_core::train::sweep::Cell;
+///
+/// // L = 2 ReLU-MLP blocks of width 8 (hidden 32), regression from 4 inputs to 2 outputs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     steps: 3,
+///     batch: 4,
+///     eval_every: 1,
+///     eval_batches: 1,
+///     log_every: 1,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let cell = Cell {
+///     preset: "post".into(),
+///     depth: 3,
+///     optimizer: "sgd".into(),
+///     lr: 0.1,
+///     warmup: 1,
+/// };
+/// assert_eq!(cell.at_lr(0.01).lr, 0.01);
+/// let c = cell.config(&raw, 7)?;
+/// assert_eq!(c.presets, ["post"]);
+/// assert_eq!((c.mc.model.depth, c.seeds.clone()), (3, vec![7]));
+/// assert_eq!((c.schedule.peak, c.schedule.warmup), (0.1, 1));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Cell {
     /// Preset name.
@@ -76,6 +120,40 @@ impl Cell {
 }
 
 /// The summary of one run.
+///
+/// # Examples
+///
+/// A run from a made log: floor 0, context-free loss 2, evaluation loss 2 at init and 0.5 after
+/// 4 updates: off the plateau and not falling over the last quarter, so trained, with excess
+/// 0.5.
+///
+/// ```rust
+/// use normscope_core::train::classify::RunClass;
+/// use normscope_core::train::run::Record;
+/// use normscope_core::train::sweep::{Cell, Outcome};
+///
+/// let rec = |step, metric, value| Record {
+///     preset: "pre".into(), seed: 0, step, layer: None, param: None, metric, value,
+/// };
+/// let log = [
+///     rec(0, "eval_floor", 0.0),
+///     rec(0, "context_free_loss", 2.0),
+///     rec(0, "eval_loss", 2.0),
+///     rec(4, "eval_loss", 0.5),
+/// ];
+/// let cell = Cell {
+///     preset: "pre".into(),
+///     depth: 2,
+///     optimizer: "adam".into(),
+///     lr: 1e-3,
+///     warmup: 0,
+/// };
+/// let o = Outcome::new(cell, 0, 4, &log, false);
+/// assert_eq!(o.curve, [(0, 2.0), (4, 0.5)]);
+/// assert_eq!((o.class, o.failed), (RunClass::Trained, false));
+/// assert_eq!(o.excess(), 0.5);
+/// assert_eq!((o.steps_to(1.0), o.steps_to(0.1)), (Some(4), None));
+/// ```
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Outcome {
     /// Its cell.
@@ -347,6 +425,50 @@ fn trained_log<T: Real>(
 
 /// A base request with its task, evaluation set and batch cache made once, for many runs of
 /// its cells ([`Prepared::outcome`], [`Prepared::search`]).
+///
+/// # Examples
+///
+/// The task and evaluation set made once, then one (cell, seed) trained with the sweeps'
+/// options: evaluated at every update of 3.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::run;
+/// use normscope_core::train::sweep::{Cell, Prepared};
+///
+/// // L = 2 ReLU-MLP blocks of width 8 (hidden 32), regression from 4 inputs to 2 outputs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     steps: 3,
+///     batch: 4,
+///     eval_every: 1,
+///     eval_batches: 1,
+///     log_every: 1,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let prepared = Prepared::new(&raw, 1)?;
+/// assert_eq!(prepared.eval().len(), 1);
+/// let cell = Cell {
+///     preset: "pre".into(),
+///     depth: 2,
+///     optimizer: "adam".into(),
+///     lr: 1e-3,
+///     warmup: 0,
+/// };
+/// let o = prepared.outcome(&cell, 0)?;
+/// assert_eq!(o.curve.iter().map(|c| c.0).collect::<Vec<_>>(), [0, 1, 2, 3]);
+/// assert_eq!(o.floor, 0.1 * 0.1);
+/// # Ok(())
+/// # }
+/// ```
 pub struct Prepared {
     base: RawTrain,
     task: Box<dyn Task>,

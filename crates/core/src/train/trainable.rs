@@ -20,6 +20,41 @@ use nalgebra::DMatrix;
 use normscope_numeric::gemm::Real;
 
 /// One value per layer from a backward pass (e.g. `stream_grad`).
+///
+/// # Examples
+///
+/// `stream_grad` at the block boundaries 0..=2 of a depth-2 model, from one backward pass.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::run;
+/// use normscope_core::train::trainable::{LayerValue, Trainable};
+///
+/// // L = 2 ReLU-MLP blocks of width 8 (hidden 32), regression from 4 inputs to 2 outputs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     steps: 3,
+///     batch: 4,
+///     eval_every: 1,
+///     eval_batches: 1,
+///     log_every: 1,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let (model, _, first) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let streams: Vec<LayerValue> = model.gradients(&first).streams;
+/// assert_eq!(streams.iter().map(|v| v.layer).collect::<Vec<_>>(), [0, 1, 2]);
+/// assert!(streams.iter().all(|v| v.metric == "stream_grad" && v.value > 0.0));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct LayerValue {
     /// The layer ([`ParamInfo::layer`]'s numbering).
@@ -31,6 +66,43 @@ pub struct LayerValue {
 }
 
 /// The loss and gradients of one batch.
+///
+/// # Examples
+///
+/// One gradient per parameter, shaped like it, and the loss of the same forward pass.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::run;
+/// use normscope_core::train::trainable::Trainable;
+///
+/// // L = 2 ReLU-MLP blocks of width 8 (hidden 32), regression from 4 inputs to 2 outputs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     steps: 3,
+///     batch: 4,
+///     eval_every: 1,
+///     eval_batches: 1,
+///     log_every: 1,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let (model, _, first) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let g = model.gradients(&first);
+/// assert_eq!(g.loss, model.batch_loss(&first));
+/// let params = model.params();
+/// assert_eq!(g.grads.len(), params.len());
+/// assert!(g.grads.iter().zip(&params).all(|(g, (_, w))| g.shape() == w.shape()));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Gradients<T: Real> {
     /// The loss (f64).
@@ -54,6 +126,53 @@ pub struct Probe<T: Real> {
 }
 
 /// A model the training loop can train.
+///
+/// # Examples
+///
+/// [`TrainModel`] is an implementor: L + 2 layers (input map, blocks, output), its output on a
+/// batch of 4 regression examples, and one step of plain gradient descent written against the
+/// trait.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::run;
+/// use normscope_core::train::task::Batch;
+/// use normscope_core::train::trainable::Trainable;
+///
+/// // L = 2 ReLU-MLP blocks of width 8 (hidden 32), regression from 4 inputs to 2 outputs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     steps: 3,
+///     batch: 4,
+///     eval_every: 1,
+///     eval_batches: 1,
+///     log_every: 1,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// fn sgd_step<M: Trainable<Real = f64>>(m: &mut M, batch: &Batch, lr: f64) {
+///     let g = m.gradients(batch);
+///     for (w, gw) in m.params_mut().into_iter().zip(g.grads) {
+///         *w -= gw * lr;
+///     }
+/// }
+///
+/// let (mut model, _, first) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// assert_eq!(model.layers(), 4);
+/// assert_eq!(model.output(&first).shape(), (2, 4));
+/// let before = model.batch_loss(&first);
+/// sgd_step(&mut model, &first, 1e-3);
+/// assert!(model.batch_loss(&first) < before);
+/// # Ok(())
+/// # }
+/// ```
 pub trait Trainable: Clone {
     /// The float type of its parameters and activations.
     type Real: Real;

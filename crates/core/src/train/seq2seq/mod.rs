@@ -132,6 +132,52 @@ pub struct Stack<T: Real = f64> {
 }
 
 /// An encoder-decoder Transformer in float type `T`.
+///
+/// # Examples
+///
+/// Layers: the encoder 0..=3 (embeddings, 2 blocks, output norm), the decoder 4..=8
+/// (embeddings, 3 blocks, output norm and head); the decoder's second block is
+/// cross-attention.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::RawMc;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, Batch, TaskConfig, TaskKind};
+/// use normscope_core::train::run;
+///
+/// // N = 1 layer per stack (2 encoder and 3 decoder blocks) of width 8, 2 heads, reverse-pairs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     arch: "encoder-decoder".into(),
+///     layers: Some(1),
+///     model: RawModel { branch: "transformer".into(), width: 8, ..RawModel::default() },
+///     mc: RawMc { heads: 2, ..RawMc::default() },
+///     task: TaskConfig {
+///         kind: TaskKind::ReversePairs,
+///         vocab: 5,
+///         seq: 3,
+///         ..TaskConfig::default()
+///     },
+///     batch: 2,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let (m, _, first) = run::start_encdec::<f64>(&cfg, task.as_ref(), "pre", 0)?;
+/// let Batch::Pairs(b) = &first else { panic!("pairs") };
+///
+/// assert_eq!((m.layers, m.width()), (1, 8));
+/// assert_eq!((m.decoder_first(), m.layer_count()), (4, 9));
+/// assert_eq!((m.encoder.blocks.len(), m.decoder.blocks.len()), (2, 3));
+/// assert!(m.decoder.is_cross(1) && !m.decoder.is_cross(0));
+/// assert_eq!(m.params().last().unwrap().0.layer, 8);
+/// assert_eq!(m.forward(b).output.shape(), (5, 6));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct EncDec<T: Real = f64> {
     /// Layers N per stack.

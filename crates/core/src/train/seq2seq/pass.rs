@@ -110,6 +110,55 @@ impl<T: Real> Stack<T> {
 }
 
 /// What the backward pass returns besides the gradients.
+///
+/// # Examples
+///
+/// The backward pass of the loss: stream gradients at the encoder's 3 boundaries and the
+/// decoder's 4, and the one cross-attention block (decoder block 2) sending its part to the
+/// memory.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::RawMc;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, Batch, TaskConfig, TaskKind};
+/// use normscope_core::train::pass::{Target, loss};
+/// use normscope_core::train::run;
+///
+/// // N = 1 layer per stack (2 encoder and 3 decoder blocks) of width 8, 2 heads, reverse-pairs.
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     arch: "encoder-decoder".into(),
+///     layers: Some(1),
+///     model: RawModel { branch: "transformer".into(), width: 8, ..RawModel::default() },
+///     mc: RawMc { heads: 2, ..RawMc::default() },
+///     task: TaskConfig {
+///         kind: TaskKind::ReversePairs,
+///         vocab: 5,
+///         seq: 3,
+///         ..TaskConfig::default()
+///     },
+///     batch: 2,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+///
+/// let (m, _, first) = run::start_encdec::<f64>(&cfg, task.as_ref(), "pre", 0)?;
+/// let Batch::Pairs(b) = &first else { panic!("pairs") };
+///
+/// let p = m.forward(b);
+/// let (_, g) = loss(&p.output, Target::Classes { ids: &b.targets, weights: &b.weights });
+/// let (grads, s) = m.backward(b, &p, &g);
+/// assert_eq!(grads.len(), m.params().len());
+/// assert_eq!((s.encoder.len(), s.decoder.len()), (3, 4));
+/// assert_eq!(s.cross.len(), 1);
+/// assert_eq!(s.cross[0].0, 2);
+/// assert_eq!(s.memory, s.cross[0].1);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Streams {
     /// `||dL/dx_l||_F^2` of the encoder, l = 0..=2N.

@@ -44,6 +44,23 @@ pub const MAX_SIZE: usize = 4096;
 pub const CONTEXT_FREE_SAMPLE: usize = 4096;
 
 /// Which task.
+///
+/// # Examples
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::train::task::TaskKind;
+///
+/// assert_eq!(TaskKind::parse("Teacher-LM")?, TaskKind::TeacherLm);
+/// assert_eq!(TaskKind::Reverse.name(), "reverse");
+/// assert_eq!(TaskKind::ReversePairs.label(), "Reverse (pairs)");
+/// assert!(TaskKind::Sort.is_algorithmic() && !TaskKind::Regression.is_algorithmic());
+/// assert!(TaskKind::ReversePairs.is_pairs());
+/// assert_eq!(TaskKind::ALL.len(), 6);
+/// assert!(TaskKind::parse("mnist").is_err());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TaskKind {
     /// Teacher-student regression ([`regression`]).
@@ -123,6 +140,24 @@ impl TaskKind {
 }
 
 /// What a model sees and predicts.
+///
+/// # Examples
+///
+/// What the default tasks read and write (vocab 16, seq 16, 16 inputs and outputs):
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::train::task::{self, Io, TaskConfig, TaskKind};
+///
+/// let io = |kind| -> Result<Io, normscope_core::Error> {
+///     Ok(task::build(&TaskConfig { kind, teacher_width: 8, ..TaskConfig::default() })?.io())
+/// };
+/// assert_eq!(io(TaskKind::Regression)?, Io::Vectors { d_in: 16, d_out: 16 });
+/// assert_eq!(io(TaskKind::Copy)?, Io::Tokens { vocab: 16, seq: 16 });
+/// assert_eq!(io(TaskKind::ReversePairs)?, Io::Pairs { vocab: 16, src: 16, tgt: 16 });
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Io {
     /// Token sequences: inputs and targets are token ids `< vocab`, `seq` tokens per sequence.
@@ -154,6 +189,28 @@ pub enum Io {
 /// A batch of token sequences, sequence-major: token t of sequence b at index `b * seq + t`.
 /// The loss is `sum_i w_i CE_i / sum_i w_i` with `CE_i = -ln p(targets_i | inputs of the
 /// sequence up to i)`.
+///
+/// # Examples
+///
+/// Copy with vocab 5 (separator 4) and seq 4 (k = 2): each sequence is `[a1, a2, 4, a1, a2]`,
+/// inputs its first four tokens, targets its last four, and only the two output positions
+/// count.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::train::run::data_rng;
+/// use normscope_core::train::task::{self, Batch, TaskConfig, TaskKind};
+///
+/// let cfg = TaskConfig { kind: TaskKind::Copy, vocab: 5, seq: 4, ..TaskConfig::default() };
+/// let copy = task::build(&cfg)?;
+/// let Batch::Tokens(b) = copy.batch(&mut data_rng(0), 2) else { panic!("tokens") };
+/// assert_eq!((b.seq, b.size, b.inputs.len()), (4, 2, 8));
+/// assert_eq!(b.weights, [0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0]);
+/// assert_eq!((b.inputs[2], b.targets[1]), (4, 4));
+/// assert_eq!(b.targets[2..4], b.inputs[0..2]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct TokenBatch {
     /// Tokens per sequence.
@@ -183,6 +240,32 @@ pub struct VectorBatch {
 /// `b * src_len + t` of the source, `b * tgt_len + t` of the target side). The encoder reads
 /// `source`; the decoder reads `inputs` and predicts `targets`; the loss is
 /// `sum_i w_i CE_i / sum_i w_i` over the target positions.
+///
+/// # Examples
+///
+/// Reverse-pairs with vocab 5 (BOS = 4) and k = 3: the targets are the source reversed, and
+/// the decoder reads them shifted right behind BOS.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::train::run::data_rng;
+/// use normscope_core::train::task::{self, Batch, TaskConfig, TaskKind};
+///
+/// let cfg = TaskConfig {
+///     kind: TaskKind::ReversePairs,
+///     vocab: 5,
+///     seq: 3,
+///     ..TaskConfig::default()
+/// };
+/// let Batch::Pairs(p) = task::build(&cfg)?.batch(&mut data_rng(0), 1) else { panic!("pairs") };
+/// assert_eq!((p.src_len, p.tgt_len, p.size), (3, 3, 1));
+/// let reversed: Vec<u32> = p.source.iter().rev().copied().collect();
+/// assert_eq!(p.targets, reversed);
+/// assert_eq!(p.inputs, [4, p.targets[0], p.targets[1]]);
+/// assert_eq!(p.weights, [1.0; 3]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct PairBatch {
     /// Source tokens per pair.
@@ -202,6 +285,25 @@ pub struct PairBatch {
 }
 
 /// One batch of any kind.
+///
+/// # Examples
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::train::run::data_rng;
+/// use normscope_core::train::task::{self, Batch, TaskConfig, TaskKind};
+///
+/// let cfg = TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() };
+/// let regression = task::build(&cfg)?;
+/// match regression.batch(&mut data_rng(0), 3) {
+///     Batch::Vectors(v) => assert_eq!((v.x.shape(), v.y.shape()), ((4, 3), (2, 3))),
+///     other => panic!("{other:?}"),
+/// }
+/// // A batch is a function of the generator's state: the same seed, the same batch.
+/// assert_eq!(regression.batch(&mut data_rng(1), 3), regression.batch(&mut data_rng(1), 3));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Batch {
     /// Token sequences.
@@ -213,6 +315,27 @@ pub enum Batch {
 }
 
 /// A seeded task.
+///
+/// # Examples
+///
+/// The copy task (an implementor built by [`build`]): floor 0, context-free loss
+/// `ln(vocab - 1) = ln 4` for vocab 5.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::train::run::data_rng;
+/// use normscope_core::train::task::{self, Io, Task, TaskConfig, TaskKind};
+///
+/// let copy: Box<dyn Task> =
+///     task::build(&TaskConfig { kind: TaskKind::Copy, vocab: 5, seq: 4, ..Default::default() })?;
+/// assert_eq!(copy.kind(), TaskKind::Copy);
+/// assert_eq!(copy.io(), Io::Tokens { vocab: 5, seq: 4 });
+/// let batch = copy.batch(&mut data_rng(0), 2);
+/// assert_eq!(copy.floor(&batch), 0.0);
+/// assert_eq!(copy.context_free_loss(), 4f64.ln());
+/// # Ok(())
+/// # }
+/// ```
 pub trait Task: Send + Sync {
     /// Which task.
     fn kind(&self) -> TaskKind;
@@ -244,6 +367,21 @@ pub trait Task: Send + Sync {
 
 /// Task settings (CLI flags in parentheses). A teacher is a function of `teacher_seed`, the
 /// shapes (`vocab`, `d_in`, `d_out`, `teacher_depth`, `teacher_width`) and nothing else.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::train::task::{DEFAULT_TEMPERATURE, TaskConfig, TaskKind};
+///
+/// let cfg = TaskConfig::default();
+/// assert_eq!(cfg.kind, TaskKind::Regression);
+/// assert_eq!((cfg.vocab, cfg.seq, cfg.teacher_depth, cfg.teacher_width), (16, 16, 2, 32));
+/// assert_eq!((cfg.noise, cfg.temperature), (0.1, DEFAULT_TEMPERATURE));
+/// assert!(cfg.check().is_ok());
+/// // Copy needs an even --seq (k prompt tokens, then k outputs).
+/// let odd = TaskConfig { kind: TaskKind::Copy, seq: 5, ..cfg };
+/// assert!(odd.check().unwrap_err().to_string().contains("--seq"));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TaskConfig {
     /// Which task (`--task`).

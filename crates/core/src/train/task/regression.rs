@@ -36,6 +36,36 @@ use nalgebra::DMatrix;
 use normscope_numeric::rng::Rng;
 
 /// The regression task and its teacher.
+///
+/// # Examples
+///
+/// A teacher of width 8 from 4 inputs to 2 outputs, noise std 0.5: the floor is
+/// `noise^2 = 0.25`, and the context-free loss `1 + noise^2` (the clean outputs are scaled to
+/// unit variance on the calibration sample).
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::train::run::data_rng;
+/// use normscope_core::train::task::regression::Regression;
+/// use normscope_core::train::task::{Batch, Io, Task, TaskConfig};
+///
+/// let cfg = TaskConfig {
+///     d_in: 4,
+///     d_out: 2,
+///     teacher_width: 8,
+///     noise: 0.5,
+///     ..TaskConfig::default()
+/// };
+/// let task = Regression::new(&cfg)?;
+/// assert_eq!(task.io(), Io::Vectors { d_in: 4, d_out: 2 });
+/// let batch = task.batch(&mut data_rng(0), 3);
+/// assert_eq!(task.floor(&batch), 0.25);
+/// assert!((task.context_free_loss() - 1.25).abs() < 1e-12);
+/// let Batch::Vectors(v) = &batch else { panic!("vectors") };
+/// assert_eq!(task.clean(&v.x).shape(), (2, 3));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Regression {
     /// Input width.

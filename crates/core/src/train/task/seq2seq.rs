@@ -21,6 +21,30 @@ use normscope_numeric::rng::Rng;
 use rand::RngExt;
 
 /// Reverse a source sequence into a target sequence.
+///
+/// # Examples
+///
+/// Vocab 5: BOS is 4, and the context-free loss is `ln(vocab - 1) = ln 4`.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::train::task::seq2seq::ReversePairs;
+/// use normscope_core::train::task::{Io, Task, TaskConfig, TaskKind};
+///
+/// let cfg = TaskConfig {
+///     kind: TaskKind::ReversePairs,
+///     vocab: 5,
+///     seq: 3,
+///     ..TaskConfig::default()
+/// };
+/// let task = ReversePairs::new(&cfg)?;
+/// assert_eq!(task.bos(), 4);
+/// assert_eq!(task.io(), Io::Pairs { vocab: 5, src: 3, tgt: 3 });
+/// assert_eq!(task.context_free_loss(), 4f64.ln());
+/// assert!(ReversePairs::new(&TaskConfig { vocab: 2, ..cfg }).is_err());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct ReversePairs {
     /// Vocabulary size, BOS included.

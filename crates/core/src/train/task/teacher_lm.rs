@@ -144,6 +144,40 @@ struct KvCache {
 }
 
 /// The teacher-lm task and its teacher.
+///
+/// # Examples
+///
+/// A one-layer teacher of width 8 over a vocabulary of 4: its next-token distributions are
+/// columns that sum to 1, and each target is the next input.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::train::run::data_rng;
+/// use normscope_core::train::task::teacher_lm::TeacherLm;
+/// use normscope_core::train::task::{Batch, Task, TaskConfig, TaskKind};
+///
+/// let cfg = TaskConfig {
+///     kind: TaskKind::TeacherLm,
+///     vocab: 4,
+///     seq: 3,
+///     teacher_depth: 1,
+///     teacher_width: 8,
+///     ..TaskConfig::default()
+/// };
+/// let teacher = TeacherLm::new(&cfg)?;
+/// let p = teacher.predictive(&[0, 1, 2]);
+/// assert_eq!(p.shape(), (4, 3));
+/// for c in p.column_iter() {
+///     assert!((c.sum() - 1.0).abs() < 1e-12);
+/// }
+/// let batch = teacher.batch(&mut data_rng(0), 2);
+/// let Batch::Tokens(b) = &batch else { panic!("tokens") };
+/// assert_eq!(b.targets[0..2], b.inputs[1..3]);
+/// let floor = teacher.floor(&batch);
+/// assert!(floor > 0.0 && floor <= 4f64.ln());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct TeacherLm {
     /// Tokens per sequence the model sees.
