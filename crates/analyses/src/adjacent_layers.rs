@@ -22,6 +22,23 @@ pub const ANALYSIS: Analysis = Analysis {
 };
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::adjacent_layers::Config;
+/// let c = Config::full();
+/// assert_eq!(c.presets, ["pre", "post", "deepnorm", "sandwich"]);
+/// assert_eq!((c.depth, c.mc_depth), (1000, 256));
+/// assert_eq!((c.model.branch.as_str(), c.model.init.as_str()), ("relu-mlp", "he"));
+/// assert_eq!(Config::quick().mc_depth, 64);
+/// assert_eq!(c.seeds(), vec![0]);
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

@@ -27,6 +27,22 @@ pub const ANALYSIS: Analysis = Analysis {
 };
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::branch_gain::Config;
+/// let c = Config::full();
+/// assert_eq!((c.depth, c.gain_min, c.gain_max, c.gain_count), (64, 0.1, 10.0, 21));
+/// assert_eq!(c.mc_gains, vec![0.25, 1.0, 4.0]);
+/// assert_eq!(c.inits, ["xavier", "he", "torch-default", "bert"]);
+/// assert_eq!(Config::quick().mc_gains, vec![0.25, 4.0]);
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

@@ -24,6 +24,22 @@ pub const ANALYSIS: Analysis = Analysis {
 };
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::branch_weights::Config;
+/// let c = Config::full();
+/// assert_eq!(c.heatmap_presets, ["pre", "post", "deepnorm"]);
+/// assert_eq!((c.heatmap_depth, c.max_depth, c.depth_count), (32, 1000, 25));
+/// assert_eq!(c.mc_depths, vec![2, 4, 8, 16, 32, 64]);
+/// assert_eq!(Config::quick().mc_depths, vec![2, 8, 32]);
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

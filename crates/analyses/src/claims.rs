@@ -50,11 +50,53 @@ pub const ANALYSIS: Analysis = Analysis {
 };
 
 /// The ledger has no tunable settings; the table exists so `--config` rejects keys clearly.
+///
+/// # Examples
+///
+/// The ledger has nothing to set; its configuration is empty:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::claims::Config;
+/// assert_eq!(Config::full(), Config::default());
+/// assert_eq!(Config::quick(), Config {});
+/// assert!(Config::full().seeds().is_empty());
+/// Config::full().check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {}
 
 /// One line of the ledger.
+///
+/// # Examples
+///
+/// A ledger line, as [`ledger`] returns them:
+///
+/// ```rust
+/// use normscope_analyses::claims::Claim;
+/// use normscope_analyses::ledger::rules::AfterTraining;
+/// let c = Claim {
+///     id: 1,
+///     statement: "Pre-Norm's later layers barely change the stream",
+///     seeds: "000, 001",
+///     data: "adjacent-layers",
+///     measurement: "rel_update at L = 1000: 0.03".into(),
+///     rule: "supported if rel_update < 0.1".into(),
+///     verdict: "supported".into(),
+///     trained: Some(AfterTraining {
+///         measurement: "0.05".into(),
+///         rule: "the same rule".into(),
+///         verdict: "supported".into(),
+///     }),
+///     finite_width: String::new(),
+///     tier: "init".into(),
+///     other_tiers: String::new(),
+/// };
+/// assert_eq!((c.id, c.verdict.as_str()), (1, "supported"));
+/// assert_eq!(c.trained.as_ref().map(|t| t.measurement.as_str()), Some("0.05"));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Claim {
     /// 1..=10, as numbered in the seed notes (docs/analyses.md, the claims ledger).

@@ -16,6 +16,21 @@ use normscope_core::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 /// The network of an analysis (both engines).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::common::{Mc, Model};
+/// let m = Model::seeds();
+/// assert_eq!((m.branch.as_str(), m.init.as_str()), ("linear", "xavier"));
+/// // A linear branch with Xavier init has gain g = 1.
+/// assert_eq!(m.gain(&Mc::full())?, 1.0);
+/// assert_eq!(m.setting(&Mc::full())?, "linear branch, g = 1");
+/// let raw = m.raw(8, &Mc::quick());
+/// assert_eq!((raw.depth, raw.width, raw.tokens), (8, 32, 8));
+/// assert_eq!(Model::relu_mlp().init, "he");
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Model {
@@ -79,6 +94,16 @@ impl Model {
 }
 
 /// Monte Carlo settings of an analysis.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::common::Mc;
+/// let full = Mc::full();
+/// assert_eq!((full.width, full.tokens, full.samples, full.seed), (128, 16, 32, 0));
+/// let quick = Mc::quick();
+/// assert_eq!((quick.width, quick.tokens, quick.samples), (32, 8, 8));
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Mc {

@@ -68,6 +68,24 @@ pub const DEEP_MIN_LAYERS: usize = 24;
 pub const SHALLOW_MAX_LAYERS: usize = 6;
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::convergence::Config;
+/// let c = Config::full();
+/// assert_eq!((c.optimizer.as_str(), c.early_step), ("adam", 60));
+/// assert_eq!(c.tune.tune_seeds, vec![1000, 1001, 1002]);
+/// assert_eq!(c.tiers[0].tier.name, "lm");
+/// assert_eq!(c.tiers[1].depths, vec![6, 24, 48]);
+/// let q = Config::quick();
+/// assert_eq!((q.early_step, q.tiers[0].tier.steps, q.tiers[0].depths.clone()), (20, 60, vec![4]));
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

@@ -26,6 +26,23 @@ pub const ANALYSIS: Analysis = Analysis {
 };
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::deepnorm_alpha::Config;
+/// let c = Config::full();
+/// assert_eq!((c.depth, c.steps), (64, 21));
+/// assert_eq!(c.mc_s, vec![0.0, 0.25, 0.5, 0.75, 1.0]);
+/// assert_eq!(c.model.branch, "linear");
+/// assert_eq!(Config::quick().mc_s, vec![0.0, 1.0]);
+/// assert_eq!(Config::quick().mc.samples, 8);
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

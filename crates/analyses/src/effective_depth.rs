@@ -27,6 +27,22 @@ pub const ANALYSIS: Analysis = Analysis {
 };
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::effective_depth::Config;
+/// let c = Config::full();
+/// assert_eq!(c.presets.len(), 7);
+/// assert_eq!((c.max_depth, c.depth_count, c.mc_path_depth), (1_000_000, 25, 64));
+/// assert_eq!(c.path_depths, vec![16, 64, 256]);
+/// assert_eq!(Config::quick().mc_depths, vec![4, 16, 64]);
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

@@ -60,6 +60,23 @@ pub const CLAIM_PRESET: &str = "post";
 pub const CONTRAST_PRESET: &str = "pre";
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::encoder_decoder::Config;
+/// let c = Config::full();
+/// assert_eq!(c.tier.name, "seq2seq");
+/// assert_eq!(c.presets, ["pre", "post", "deepnorm", "admin"]);
+/// assert_eq!((c.depth, c.lr, c.warmup, c.seeds), (30, 1e-3, 100, 10));
+/// let q = Config::quick();
+/// assert_eq!((q.depth, q.warmup, q.seeds, q.tier.steps), (10, 10, 3, 40));
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

@@ -29,6 +29,23 @@ pub const ANALYSIS: Analysis = Analysis {
 };
 
 /// Configuration (the same for `--quick`: it is exact algebra and takes milliseconds).
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::expansion::Config;
+/// let c = Config::full();
+/// assert_eq!(c, Config::default());
+/// assert_eq!(c.depth, 4);
+/// assert_eq!(c.presets.len(), 8);
+/// assert_eq!(c.presets[7], "rezero");
+/// assert_eq!(Config::quick(), c); // no reduced defaults
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

@@ -73,6 +73,22 @@ pub const FINETUNE_SALT: u64 = 0x0000_f17e_7a5e_0009;
 const CONV_TUNING: &str = "data/convergence/tuning.csv";
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::finetune::Config;
+/// let c = Config::full();
+/// assert_eq!(c.tier.depths, vec![24]);
+/// assert_eq!((c.rewire, c.rewire_seed, c.finetune_steps), (0.25, 1, 150));
+/// assert_eq!(c.tier.lrs, vec![3e-4, 1e-3, 3e-3, 1e-2]);
+/// assert_eq!(Config::quick().finetune_steps, 40);
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

@@ -88,6 +88,23 @@ pub const ANALYSIS: Analysis = Analysis {
 };
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::finite_width::Config;
+/// let c = Config::full();
+/// assert_eq!(c.depths, vec![8, 16, 32, 64, 128, 256, 512, 1024]);
+/// assert_eq!(c.widths, vec![32, 64, 128, 256, 512, 1024]);
+/// assert_eq!((c.max_entries, c.sample_budget), (1 << 26, 1 << 26));
+/// assert_eq!((c.min_samples, c.max_samples, c.tokens, c.c0), (8, 128, 8, 0.5));
+/// assert_eq!(Config::quick().path_max, 32);
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -403,6 +420,42 @@ fn write_cells(
 }
 
 /// The fitted law of one preset and quantity.
+///
+/// # Examples
+///
+/// A fitted law (as the analysis writes one per row of `law.csv`):
+///
+/// ```rust
+/// use normscope_analyses::finite_width::{variables, Law, BOUNDARY_ONLY};
+/// use normscope_core::metrics::Metric;
+/// let (a_ci, kappa_ci) = ((0.5, 1.5), (-0.1, 0.2));
+/// let law = Law {
+///     preset: "post".into(),
+///     metric: Metric::GradSq,
+///     estimator: "exact".into(),
+///     cells: 12,
+///     fit: (1.0, 0.05),
+///     a_ci,
+///     kappa_ci,
+///     chi2_dof: 1.1,
+///     derived: None,
+///     variables: variables(a_ci, kappa_ci),
+///     edge: None,
+///     width_min: Some(16.0),
+///     min_x: 0.0625,
+///     max_x: 1.0,
+///     covered: 0.95,
+///     covered_corrected: f64::NAN,
+///     covered_all: 0.9,
+///     covered_corrected_all: f64::NAN,
+///     miss_from: None,
+///     miss_from_corrected: None,
+///     corrected: false,
+/// };
+/// // a's interval excludes 0, kappa's holds it: a boundary term only.
+/// assert_eq!(law.variables, BOUNDARY_ONLY);
+/// assert_eq!(law.cells, 12);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Law {
     /// Preset.

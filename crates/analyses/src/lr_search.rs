@@ -25,6 +25,24 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// One searched cell: the index of its tier and the cell (its `lr` ignored).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::lr_search::{cost, SearchCell};
+/// use normscope_analyses::tier::Tier;
+/// use normscope_core::train::sweep::Cell;
+/// let cell = Cell {
+///     preset: "post".into(),
+///     depth: 8,
+///     optimizer: "adam".into(),
+///     lr: 1e-3,
+///     warmup: 0,
+/// };
+/// let c = SearchCell { tier: 0, cell };
+/// // Cost for sharding: blocks x steps x seeds = 8 x 300 x 2.
+/// assert_eq!(cost(&[Tier::lm()], &c, 2), 4800.0);
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SearchCell {
     /// Index into the analysis's tiers.

@@ -95,6 +95,24 @@ const FIELDS: &[(&str, &str)] = &[
 ];
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::mc_grid::Config;
+/// let c = Config::full();
+/// assert_eq!((c.depths.clone(), c.widths.clone()), (vec![8, 32], vec![32, 64]));
+/// assert_eq!((c.branch.as_str(), c.init.as_str()), ("relu-mlp", "he"));
+/// assert_eq!((c.tokens, c.heads, c.samples), (8, 4, 8));
+/// assert_eq!(c.layers, "0,last");
+/// // 3 presets x 2 depths x 2 widths.
+/// assert_eq!(c.cells().len(), 12);
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -128,6 +146,17 @@ pub struct Config {
 }
 
 /// One work unit: a cell of the grid.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::mc_grid::{Cell, Config};
+/// let cells = Config::quick().cells(); // presets, then depths, then widths
+/// assert_eq!(cells.len(), 4);
+/// assert_eq!(cells[0], Cell { preset: "pre".into(), depth: 4, width: 16 });
+/// assert_eq!(cells[3], Cell { preset: "post".into(), depth: 8, width: 16 });
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cell {
     /// Preset.

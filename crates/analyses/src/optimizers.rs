@@ -63,6 +63,23 @@ const CONV_SCALING: &str = "data/convergence/scaling.csv";
 const CONV_STATUS: &str = "convergence/status.csv";
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::optimizers::Config;
+/// let c = Config::full();
+/// assert_eq!(c.momentum, 0.9);
+/// assert_eq!(c.tiers.len(), 2);
+/// assert_eq!(c.tiers[0].lrs, vec![3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0]);
+/// assert_eq!(c.tiers[0].presets.len(), 1);
+/// assert_eq!(Config::quick().tiers[1].lrs, vec![3e-2, 3e-1]);
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

@@ -17,6 +17,22 @@ pub const ANALYSIS: Analysis = Analysis {
 };
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::output_change::Config;
+/// let c = Config::full();
+/// assert_eq!(c.presets, ["pre", "post", "deepnorm", "sandwich", "admin"]);
+/// assert_eq!((c.max_depth, c.depth_count), (10_000, 17));
+/// assert_eq!(c.mc_depths, vec![4, 16, 64, 256]);
+/// assert_eq!(Config::quick().mc_depths, vec![4, 16]);
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

@@ -28,6 +28,19 @@ pub const ANALYSIS: Analysis = Analysis {
 };
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::placement_file::Config;
+/// let c = Config::full();
+/// assert_eq!(c.presets, ["pre", "post", "depth-mup"]);
+/// assert_eq!((c.max_depth, c.depth_count), (1_000_000, 25));
+/// assert_eq!(Config::quick().mc_depths, vec![4, 16]);
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

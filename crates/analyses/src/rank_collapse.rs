@@ -19,6 +19,22 @@ pub const ANALYSIS: Analysis = Analysis {
 };
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::rank_collapse::Config;
+/// let c = Config::full();
+/// assert_eq!((c.depth, c.init.as_str()), (64, "xavier"));
+/// assert_eq!(c.norm, normscope_core::spec::NormKind::Layer);
+/// assert_eq!(Config::quick().depth, 16);
+/// assert_eq!((c.mc.width, c.mc.tokens, c.mc.samples), (128, 16, 32));
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

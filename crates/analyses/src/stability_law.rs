@@ -90,6 +90,19 @@ const WARMUP_MANIFEST: &str = "data/warmup/manifest.json";
 
 /// Configuration: none (everything comes from `warmup`'s outputs); the table exists so
 /// `--config` rejects keys clearly.
+///
+/// # Examples
+///
+/// Nothing to set:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::stability_law::Config;
+/// let c = Config::full();
+/// assert!(c.seeds().is_empty());
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {}

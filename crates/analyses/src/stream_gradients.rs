@@ -38,6 +38,22 @@ pub const ANALYSIS: Analysis = Analysis {
 };
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::stream_gradients::Config;
+/// let c = Config::full();
+/// assert_eq!((c.depth, c.mc_depth, c.max_depth, c.depth_count), (256, 256, 10_000, 17));
+/// assert_eq!(c.branches, ["uniform-attention", "cross-attention"]);
+/// assert_eq!(c.branch_tokens, 16);
+/// assert_eq!(Config::quick().mc_depth, 32);
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

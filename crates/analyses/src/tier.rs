@@ -31,6 +31,20 @@ use polars::prelude::Column;
 use serde::{Deserialize, Serialize};
 
 /// A tier's settings: every run of the tier shares them.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::tier::Tier;
+/// let lm = Tier::lm();
+/// assert_eq!((lm.width, lm.heads, lm.steps, lm.precision.as_str()), (32, 4, 300, "f32"));
+/// assert_eq!(lm.blocks_per_layer(), 2); // attention and MLP
+/// assert_eq!(lm.layers(24), 12);
+/// let s2s = Tier::seq2seq();
+/// assert!(s2s.encdec());
+/// assert_eq!((s2s.blocks_per_layer(), s2s.seq), (5, 12));
+/// assert_eq!(Tier::regression().layers(6), 6);
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Tier {
@@ -230,6 +244,22 @@ impl Tier {
 }
 
 /// A tier and the presets, depths and learning-rate grid an analysis trains in it.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::tier::{Tier, TierSet};
+/// let set = TierSet {
+///     tier: Tier::regression(),
+///     presets: vec!["pre".into(), "post".into()],
+///     depths: vec![4],
+///     lrs: vec![1e-3, 1e-2],
+/// };
+/// set.check("mine.tiers")?;
+/// let bad = TierSet { depths: vec![0], ..set.clone() };
+/// assert!(bad.check("mine.tiers").is_err());
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TierSet {
@@ -260,6 +290,18 @@ impl TierSet {
 /// seed`. `blocks` is the depth L the block model counts; `layers` the Transformer layers
 /// (two blocks each) or, without attention, the blocks. A summary over seeds writes its seeds
 /// as `seed` = `a..b` ([`seed_range`]).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::tier::{RunKey, Tier};
+/// use normscope_core::train::sweep::Cell;
+/// let cell = Cell { preset: "post".into(), depth: 24, optimizer: "adam".into(), lr: 1e-3, warmup: 0 };
+/// let k = RunKey::new(&Tier::lm(), &cell, 3);
+/// assert_eq!((k.tier.as_str(), k.blocks, k.layers, k.heads), ("lm", 24, 12, 4));
+/// assert_eq!((k.seed.as_str(), k.schedule.as_str()), ("3", "constant"));
+/// assert_eq!(k.at_lr(1e-2).lr, 1e-2);
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunKey {
     /// Preset name.

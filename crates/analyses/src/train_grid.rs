@@ -108,6 +108,14 @@ const FIELDS: &[(&str, &str)] = &[
 ];
 
 /// Training seeds: a count `n` (seeds `0..n`) or a list.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::train_grid::Seeds;
+/// assert_eq!(Seeds::Count(3).list(), vec![0, 1, 2]);
+/// assert_eq!(Seeds::List(vec![7, 2]).list(), vec![7, 2]);
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Seeds {
@@ -128,6 +136,26 @@ impl Seeds {
 }
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::train_grid::{Config, Seeds};
+/// let c = Config::full();
+/// assert_eq!(c.presets, ["pre", "post"]);
+/// assert_eq!((c.depths.clone(), c.lrs.clone()), (vec![4, 8], vec![1e-3, 1e-2]));
+/// assert_eq!(c.seeds, Seeds::Count(4));
+/// assert_eq!((c.width, c.steps, c.batch, c.eval_every), (16, 100, 16, 25));
+/// assert_eq!((c.task.as_str(), c.schedule.as_str()), ("regression", "constant"));
+/// // 2 presets x 2 depths x 1 optimizer x 2 lrs x 1 warmup, each at 4 seeds.
+/// assert_eq!((c.cells().len(), c.jobs().len()), (8, 32));
+/// assert_eq!(c.tier().name, "train-grid");
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

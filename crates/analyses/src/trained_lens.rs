@@ -70,6 +70,19 @@ pub const QUANTITIES: [&str; 4] = [
 ];
 
 /// One arm: a branch and init, and the presets trained with it.
+///
+/// # Examples
+///
+/// The full run's two arms:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::trained_lens::Config;
+/// let arms = Config::full().arms;
+/// assert_eq!((arms[0].branch.as_str(), arms[0].init.as_str()), ("relu-mlp", "he"));
+/// assert_eq!(arms[0].presets, ["pre", "post", "deepnorm"]);
+/// assert_eq!(arms[1].presets, ["post"]);
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Arm {
@@ -96,6 +109,22 @@ pub const FACTOR_SESOI: f64 = 0.05;
 pub const VANISH_SESOI_FACTOR: f64 = 2.0;
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::trained_lens::Config;
+/// let c = Config::full();
+/// assert_eq!(c.arms.len(), 2);
+/// assert_eq!((c.arms[1].branch.as_str(), c.arms[1].init.as_str()), ("linear", "xavier"));
+/// assert_eq!((c.depth, c.width, c.lr, c.steps, c.seeds), (24, 16, 1e-3, 200, 10));
+/// assert_eq!(c.snapshots, vec![0, 25, 50, 100, 200]);
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

@@ -180,6 +180,17 @@ pub fn best_lr(runs: &[&Outcome]) -> f64 {
 
 /// A group of runs of one cell (paired seeds): failures with their Wilson interval and the
 /// median of a per-run value with its bootstrap interval.
+///
+/// # Examples
+///
+/// A summary of ten runs, as [`group`] computes it:
+///
+/// ```rust
+/// use normscope_analyses::training::Group;
+/// let g = Group { n: 10, failed: 2, fail_ci: (0.057, 0.51), median: 0.4, median_ci: (0.3, 0.5) };
+/// assert_eq!(g.failed as f64 / g.n as f64, 0.2);
+/// assert!(g.fail_ci.0 < 0.2 && 0.2 < g.fail_ci.1);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Group {
     /// Runs.
@@ -210,6 +221,18 @@ pub fn group(runs: &[&Outcome], values: &[f64], seed: u64) -> Group {
 
 /// A paired comparison of two cells: the median of `a_s - b_s` over seeds, its bootstrap
 /// interval, and the sign test's two-sided p-value.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::training::paired;
+/// let p = paired(&[3.0, 2.0, 5.0], &[1.0, 1.0, 1.0], 0);
+/// // Differences 2, 1, 4: median 2, all positive; the sign test's p = 2 * (1/2)^3 = 0.25
+/// // (0.24999999999999867 through the binomial distribution's CDF).
+/// assert_eq!((p.median, p.positive, p.negative), (2.0, 3, 0));
+/// assert!((p.p - 0.25).abs() < 1e-12);
+/// assert!(p.ci.0 <= 2.0 && 2.0 <= p.ci.1);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Paired {
     /// Median paired difference.
@@ -389,6 +412,20 @@ pub fn lr_text(lr: f64) -> String {
 }
 
 /// A training claim's verdict on one tier, for the ledger.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::training::TierVerdict;
+/// let v = TierVerdict {
+///     tier: "lm".into(),
+///     effects: "12 layers: -0.5 [-0.8, -0.2]".into(),
+///     rule: "Holm over 3 depths, alpha 0.05".into(),
+///     verdict: "supported".into(),
+///     context: String::new(),
+/// };
+/// assert_eq!((v.tier.as_str(), v.verdict.as_str()), ("lm", "supported"));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct TierVerdict {
     /// Tier name.

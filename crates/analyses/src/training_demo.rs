@@ -25,6 +25,23 @@ pub const ANALYSIS: Analysis = Analysis {
 };
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::training_demo::Config;
+/// let c = Config::full();
+/// assert_eq!(c.presets, ["pre", "post", "deepnorm"]);
+/// assert_eq!((c.branch.as_str(), c.task.as_str()), ("transformer", "teacher-lm"));
+/// assert_eq!((c.depth, c.width, c.heads, c.steps, c.seeds), (12, 32, 4, 400, 4));
+/// assert_eq!(c.lr, 1e-2);
+/// assert_eq!((Config::quick().steps, Config::quick().seeds), (100, 2));
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {

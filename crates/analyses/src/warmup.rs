@@ -84,6 +84,24 @@ pub struct TierCells {
 }
 
 /// Configuration.
+///
+/// # Examples
+///
+/// The full and `--quick` defaults, as `normscope reproduce` resolves them without `--config`:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::warmup::Config;
+/// let c = Config::full();
+/// assert_eq!((c.seeds, c.warmup, c.optimizer.as_str()), (10, 100, "adam"));
+/// assert_eq!((c.search.start, c.search.factor, c.search.halvings), (3e-3, 2.0, 1));
+/// assert_eq!(c.tiers.len(), 3);
+/// assert_eq!(c.tiers[2].depths, vec![30]);
+/// assert_eq!(c.precision_check[0].depth, 12);
+/// assert_eq!(Config::quick().warmup, 20);
+/// c.check()?;
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -502,6 +520,36 @@ fn summary(
 }
 
 /// One assessed warmup effect with its place.
+///
+/// # Examples
+///
+/// One depth's effect, assessed from eight paired seeds that all favour warmup:
+///
+/// ```rust
+/// use normscope_analyses::warmup::Effect;
+/// use normscope_core::stats::obs::Obs;
+/// use normscope_core::stats::verdict::{judge, Claimed, Comparison, Family, Outcome};
+/// let diffs: Vec<Obs> = [1.0, 2.0, 1.5, 0.5, 1.0, 2.5, 1.0, 3.0]
+///     .iter()
+///     .map(|&x| Obs::exact(x).unwrap())
+///     .collect();
+/// let comparison = Comparison { name: "12 layers".into(), diffs, claimed: Claimed::Increase, sesoi: None };
+/// let family = Family::new("warmup raises the largest stable rate", 0.1, vec![comparison]);
+/// let (assessed, verdict) = judge(&family).unwrap();
+/// let e = Effect {
+///     tier: "lm".into(),
+///     preset: "post".into(),
+///     blocks: 24,
+///     layers: 12,
+///     assessed: assessed[0].clone(),
+///     verdict: verdict.to_string(),
+///     rule: "Holm over one depth".into(),
+/// };
+/// // The median of the eight differences is (1 + 1.5) / 2.
+/// assert_eq!((e.assessed.n, e.assessed.estimate), (8, 1.25));
+/// assert_eq!(e.assessed.outcome, Outcome::AsClaimed);
+/// assert_eq!(e.verdict, "supported");
+/// ```
 #[derive(Clone, Debug)]
 pub struct Effect {
     /// Tier name.
@@ -562,6 +610,14 @@ fn paired_by_seed(a: &[(u64, Obs)], b: &[(u64, Obs)], what: &str) -> Result<Vec<
 }
 
 /// A depth as `(blocks, layers)`.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::warmup::Depth;
+/// let d: Depth = (24, 12); // 24 blocks, 12 Transformer layers
+/// assert_eq!(d.0 / d.1, 2);
+/// ```
 pub type Depth = (u64, u64);
 
 /// The family of warmup effects of `preset` in `tier` (one comparison per depth with both

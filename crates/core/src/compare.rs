@@ -27,6 +27,30 @@ use crate::{Error, Result};
 
 /// One row of `normscope compare`: the Monte Carlo row (preset, layer, source, metric,
 /// estimate, interval) with the closed form next to it.
+///
+/// # Examples
+///
+/// A tiny comparison (depth 2, width 8, 4 tokens, 2 networks) of Post-LN's stream, whose
+/// closed form is 1 and whose sampled values are 1 up to the norm's epsilon:
+///
+/// ```rust
+/// use normscope_core::compare::compare;
+/// use normscope_core::layers::LayerSpec;
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::{McConfig, RawMc};
+/// let raw = RawModel { depth: 2, width: 8, tokens: 4, ..RawModel::default() };
+/// let cfg = McConfig::new(&raw, &RawMc { samples: 2, ..RawMc::default() })?;
+/// let mut notes = Vec::new();
+/// let rows = compare(&["post".into()], &cfg, &[Metric::StreamSq], &LayerSpec::Last, false, &mut notes)?;
+/// assert_eq!(rows.len(), 1);
+/// let c = &rows[0];
+/// assert_eq!((c.theory, c.mc.layer, c.mc.n), (1.0, 2, Some(2)));
+/// assert_eq!(c.diff, c.mc.value - c.theory);
+/// assert!((c.mc.value - 1.0).abs() < 1e-3); // LayerNorm's eps = 1e-5 lowers it slightly
+/// assert!(!c.corrected);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Comparison {
     /// Closed form.
@@ -57,6 +81,18 @@ pub struct Comparison {
 pub const UNINFORMATIVE_FRACTION: f64 = 0.5;
 
 /// The outcome of one comparison.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::compare::Status;
+/// assert_eq!(Status::of(1.0, (0.9, 1.1), 0.0), Status::Agree);
+/// assert_eq!(Status::of(1.0, (1.1, 1.3), 0.25), Status::Agree); // 1.1 - 0.25 <= 1
+/// assert_eq!(Status::of(1.0, (1.2, 1.3), 0.0), Status::Disagree);
+/// // An allowance above half of |theory| says little.
+/// assert_eq!(Status::of(1.0, (0.9, 1.1), 0.6), Status::Uninformative);
+/// assert_eq!(Status::Uninformative.name(), "uninformative");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
     /// Within the interval plus the allowance, and the allowance is informative.

@@ -15,6 +15,22 @@ use crate::profile::{EngineKind, Profile, Setup};
 use crate::spec::StackSpec;
 
 /// What to measure: metrics and layers.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::engine::Plan;
+/// use normscope_core::layers::LayerSpec;
+/// use normscope_core::metrics::Metric;
+/// let plan = Plan::new(&[Metric::StreamSq], LayerSpec::List(vec![4, 0, 2, 2]));
+/// assert_eq!(plan.resolve(4)?, vec![0, 2, 4]);
+/// assert_eq!(
+///     plan.cells(&[0, 2, 4], 4),
+///     vec![(Metric::StreamSq, 0), (Metric::StreamSq, 2), (Metric::StreamSq, 4)]
+/// );
+/// assert!(plan.resolve(3).is_err()); // layer 4 is beyond depth 3
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
     /// Metrics, in any order (each is written only if asked for).
@@ -56,6 +72,29 @@ impl Plan {
 }
 
 /// An engine: profiles a stack.
+///
+/// # Examples
+///
+/// The closed form is an engine; Post-LN's stream has unit second moment at every layer
+/// (LayerNorm's output has `||Norm(z)||^2 = d`):
+///
+/// ```rust
+/// use normscope_core::closed_form::ClosedForm;
+/// use normscope_core::engine::{Engine, Plan};
+/// use normscope_core::layers::LayerSpec;
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::model::RawModel;
+/// use normscope_core::profile::EngineKind;
+/// let model = RawModel { depth: 3, ..RawModel::default() }.check()?;
+/// let engine = ClosedForm::new(&model);
+/// let spec = model.stack("post")?;
+/// assert_eq!(engine.kind(), EngineKind::Theory);
+/// assert_eq!(engine.setup(&spec).label, "Post-LN");
+/// let profile = engine.profile(&spec, &Plan::new(&[Metric::StreamSq], LayerSpec::All))?;
+/// let values: Vec<f64> = profile.rows().iter().map(|r| r.value).collect();
+/// assert_eq!(values, vec![1.0, 1.0, 1.0, 1.0]);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 pub trait Engine {
     /// Which engine this is (the `engine` column).
     fn kind(&self) -> EngineKind;

@@ -4,6 +4,23 @@
 use thiserror::Error;
 
 /// Everything the library can fail with. New variants may be added: match with a `_` arm.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::Error;
+/// let e = Error::invalid("--width", 0, "an integer >= 1");
+/// assert_eq!(e.to_string(), "invalid --width = 0: an integer >= 1");
+/// assert!(e.is_bad_input());
+/// assert!(!e.is_numerical());
+/// let io = Error::Io {
+///     path: "x.csv".into(),
+///     source: std::io::Error::other("disk full"),
+/// };
+/// assert_eq!(io.to_string(), "x.csv: disk full");
+/// assert!(!io.is_bad_input()); // exit status 1
+/// assert!(Error::Overflow("q_L".into()).is_numerical());
+/// ```
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -160,4 +177,19 @@ fn shown(value: &str) -> String {
 }
 
 /// Library result type.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::{Error, Result};
+/// fn width(d: usize) -> Result<usize> {
+///     if d == 0 {
+///         return Err(Error::invalid("--width", d, "an integer >= 1"));
+///     }
+///     Ok(d)
+/// }
+/// assert_eq!(width(8)?, 8);
+/// assert!(matches!(width(0), Err(Error::InvalidParam { field: "--width", .. })));
+/// # Ok::<(), Error>(())
+/// ```
 pub type Result<T> = std::result::Result<T, Error>;

@@ -73,6 +73,28 @@ fn kind_of_special(_: &std::fs::FileType) -> &'static str {
 
 /// An input that could not be read: why, and whether it is the file's fault (refused: not a
 /// regular file, too large) or the system's (an I/O error while reading).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::input::{read_capped, ReadError, TEXT_CAP};
+/// let dir = std::env::temp_dir().join(format!("normscope-readerror-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// // A folder is refused; a missing file is the system's error.
+/// match read_capped(&dir, TEXT_CAP) {
+///     Err(ReadError::Refused(why)) => assert_eq!(why, "it is a folder, not a regular file"),
+///     other => panic!("{other:?}"),
+/// }
+/// let missing = read_capped(&dir.join("none.toml"), TEXT_CAP).unwrap_err();
+/// assert!(matches!(&missing, ReadError::Io(e) if e.kind() == std::io::ErrorKind::NotFound));
+/// // A file over the cap is refused too.
+/// let file = dir.join("a.txt");
+/// std::fs::write(&file, "abcd")?;
+/// assert_eq!(read_capped(&file, 4).unwrap(), b"abcd");
+/// assert!(matches!(read_capped(&file, 3), Err(ReadError::Refused(_))));
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug)]
 pub enum ReadError {
     /// Missing or unreadable: the I/O error.

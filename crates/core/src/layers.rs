@@ -3,6 +3,20 @@
 use crate::{Error, Result};
 
 /// A layer selection, resolved against a depth by [`LayerSpec::resolve`].
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::layers::LayerSpec;
+/// assert_eq!(LayerSpec::parse("log:3")?.resolve(100)?, vec![1, 10, 100]);
+/// assert_eq!(LayerSpec::parse("all")?.resolve(3)?, vec![0, 1, 2, 3]);
+/// assert_eq!(LayerSpec::parse("last")?.resolve(7)?, vec![7]);
+/// assert_eq!(LayerSpec::parse("4, 1,4")?, LayerSpec::List(vec![4, 1, 4]));
+/// assert_eq!(LayerSpec::List(vec![4, 1, 4]).resolve(5)?, vec![1, 4]);
+/// assert_eq!(LayerSpec::All.max_count(8), 9);
+/// assert!(LayerSpec::parse("first").is_err());
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LayerSpec {
     /// Every layer 0..=L.

@@ -12,6 +12,15 @@ use crate::theory::Inputs;
 use crate::{Error, Result};
 
 /// Whether the network output gets a final Norm.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::model::FinalNorm;
+/// assert_eq!(FinalNorm::Auto.forced(), None);
+/// assert_eq!(FinalNorm::On.forced(), Some(true));
+/// assert_eq!(FinalNorm::Off.forced(), Some(false));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum FinalNorm {
@@ -35,6 +44,19 @@ impl FinalNorm {
 }
 
 /// The raw model parameters shared by `theory`, `expand`, `mc` and `compare`.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::model::RawModel;
+/// let raw = RawModel::default();
+/// assert_eq!((raw.depth, raw.width, raw.tokens), (64, 256, 32));
+/// assert_eq!((raw.branch.as_str(), raw.init.as_str()), ("linear", "xavier"));
+/// assert_eq!((raw.q0, raw.c0, raw.hidden_ratio), (1.0, 0.0, 4.0));
+/// // Checking names the field and what it accepts.
+/// let err = RawModel { depth: 0, ..raw }.check().unwrap_err();
+/// assert_eq!(err.to_string(), "invalid --depth = 0: an integer >= 1");
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawModel {
     /// Depth L.
@@ -90,6 +112,22 @@ impl Default for RawModel {
 }
 
 /// Validated model parameters.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::model::RawModel;
+/// use normscope_core::spec::Slot;
+/// let raw = RawModel { depth: 4, alpha: Some(0.5), ..RawModel::default() };
+/// let model = raw.check()?;
+/// assert_eq!(model.depth, 4);
+/// assert_eq!(model.overrides.alpha, Some(0.5));
+/// assert_eq!(model.inputs.q0, 1.0);
+/// let spec = model.stack("post-ln")?; // an alias
+/// assert_eq!((spec.preset.as_str(), spec.depth), ("post", 4));
+/// assert_eq!(spec.block(1).n_out, Slot::Norm);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelConfig {
     /// Depth L >= 1.
@@ -225,6 +263,24 @@ pub fn parse_presets(s: &str) -> Result<Vec<String>> {
 }
 
 /// A validated `theory` request.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::layers::LayerSpec;
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::model::{RawModel, TheoryConfig};
+/// let raw = RawModel { depth: 8, ..RawModel::default() };
+/// let cfg = TheoryConfig::new("Pre,post,pre", &raw, "stream_sq,path_len", "last")?;
+/// assert_eq!(cfg.presets, vec!["pre".to_string(), "post".to_string()]);
+/// assert_eq!(cfg.metrics, vec![Metric::StreamSq, Metric::PathLen]);
+/// assert!(cfg.path_len_explicit);
+/// assert_eq!(cfg.layers, LayerSpec::Last);
+/// // The finite-width correction needs d >= 8.
+/// assert!(cfg.clone().with_finite_width(Some(4)).is_err());
+/// assert_eq!(cfg.with_finite_width(Some(8))?.finite_width, Some(8));
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct TheoryConfig {
     /// Presets, in the order given.

@@ -20,6 +20,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Which engine produced a value.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::profile::EngineKind;
+/// assert_eq!(EngineKind::McF32.name(), "mc-f32");
+/// assert_eq!(EngineKind::from_name("theory-fw"), Some(EngineKind::TheoryFiniteWidth));
+/// assert_eq!(EngineKind::from_name("exact"), None);
+/// assert_eq!(EngineKind::ALL.len(), 4);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum EngineKind {
     /// The closed form (infinite width, exact).
@@ -60,6 +70,20 @@ impl EngineKind {
 }
 
 /// One value of a profile.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::profile::{Value, OVERFLOW};
+/// assert_eq!(Value::Exact(2.0).non_finite_reason(Metric::StreamSq), None);
+/// assert_eq!(
+///     Value::Exact(f64::INFINITY).non_finite_reason(Metric::StreamSq).as_deref(),
+///     Some(OVERFLOW)
+/// );
+/// let nan = Value::Exact(f64::NAN).non_finite_reason(Metric::Corr).unwrap();
+/// assert!(nan.starts_with("undefined: "));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// An exact (closed-form) value.
@@ -109,6 +133,16 @@ impl Value {
 /// attention branches (whose kernels depend on n). Monte Carlo fills them all; its `g` is the
 /// closed form's gain of the same branch, empty for softmax attention and the Transformer
 /// stack, which have none.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::profile::Setup;
+/// assert_eq!(Setup::label_of("post"), "Post-LN");
+/// assert_eq!(Setup::label_of("not-a-preset"), "not-a-preset");
+/// let s = Setup { label: "Pre-LN".into(), width: Some(8), ..Setup::default() };
+/// assert_eq!((s.width, s.samples), (Some(8), None));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Setup {
     /// The preset's name in papers (`Post-LN`).
@@ -139,9 +173,37 @@ impl Setup {
 }
 
 /// `(metric, layer, source)`: the key of a profile entry.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::profile::Key;
+/// // `coef` at layer 3 from source j = 0; `stream_sq` has no source.
+/// let a: Key = (Metric::Coef, 3, Some(0));
+/// let b: Key = (Metric::StreamSq, 3, None);
+/// assert_eq!(a.2, Some(0));
+/// assert!(b < a); // keys sort by metric (registry order), then layer, then source
+/// ```
 pub type Key = (Metric, usize, Option<usize>);
 
 /// The per-layer table of one stack from one engine.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::profile::{EngineKind, Profile, Setup, Value, OVERFLOW};
+/// let mut p = Profile::new(EngineKind::Theory, "pre", 2, Setup::default());
+/// p.values.insert((Metric::StreamSq, 1, None), Value::Exact(2.0));
+/// p.values.insert((Metric::StreamSq, 2, None), Value::Exact(f64::INFINITY));
+/// // `settle` turns the infinite value into a missing one and notes it.
+/// assert_eq!(p.settle(), 1);
+/// assert_eq!(p.notes.len(), 1);
+/// let rows = p.rows();
+/// assert_eq!((rows[0].layer, rows[0].value), (1, 2.0));
+/// assert_eq!(rows[1].missing.as_deref(), Some(OVERFLOW));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Profile {
     /// The engine.
@@ -245,6 +307,22 @@ impl Profile {
 }
 
 /// One tidy row.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::profile::{EngineKind, Profile, Setup, Value};
+/// use normscope_numeric::estimate::estimate;
+/// let mut p = Profile::new(EngineKind::Mc, "post", 3, Setup::default());
+/// p.values.insert((Metric::StreamSq, 3, None), Value::Estimate(estimate(&[1.0, 3.0])));
+/// let row = &p.rows()[0];
+/// assert_eq!((row.preset.as_str(), row.depth, row.layer), ("post", 3, 3));
+/// assert_eq!((row.value, row.n), (2.0, Some(2)));
+/// assert_eq!(row.finite(), Some(2.0));
+/// let (lo, hi) = row.interval();
+/// assert!(lo < 2.0 && 2.0 < hi);
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
     /// Preset name.

@@ -36,6 +36,16 @@
 //! ```
 
 /// Where a normalizer sits: either a norm of the stack's [`NormKind`] or the identity.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::spec::{BlockSpec, Slot};
+/// // Pre-Norm normalizes the branch input and leaves the sum alone.
+/// assert_eq!(BlockSpec::PRE.n_in, Slot::Norm);
+/// assert!(BlockSpec::PRE.n_in.is_norm());
+/// assert!(!BlockSpec::PRE.n_out.is_norm());
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Slot {
     /// The identity map.
@@ -55,6 +65,16 @@ impl Slot {
 /// Which normalizer a [`Slot::Norm`] is. Identical at infinite width (the closed form); the Monte
 /// Carlo engine distinguishes them (LayerNorm also centers). In configuration files and on the
 /// command line: `layer` (or `ln`, `layernorm`), `rms` (or `rmsnorm`), `identity` (or `none`).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::spec::NormKind;
+/// assert_eq!(NormKind::Rms.name(), "rms");
+/// assert_eq!(NormKind::Rms.label(), "RMSNorm");
+/// assert_eq!(NormKind::Layer.to_string(), "layer");
+/// assert_eq!(NormKind::Identity.label(), "no norm");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
@@ -101,6 +121,20 @@ impl std::fmt::Display for NormKind {
 }
 
 /// The skip scale `alpha_l`.
+///
+/// # Examples
+///
+/// `--alpha` replaces every block's skip scale by the symbol; Admin's preset profiles it:
+///
+/// ```rust
+/// use normscope_core::placement::{build, Overrides};
+/// use normscope_core::spec::SkipScale;
+/// let ov = Overrides { alpha: Some(0.5), ..Overrides::default() };
+/// assert_eq!(build("pre", 4, &ov)?.block(2).skip, SkipScale::Alpha(0.5));
+/// assert_eq!(build("pre", 4, &Overrides::default())?.block(2).skip, SkipScale::One);
+/// assert_eq!(build("admin", 4, &Overrides::default())?.block(1).skip, SkipScale::AdminOmega);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum SkipScale {
     /// Structurally 1 (no symbol appears in the expansion).
@@ -118,6 +152,20 @@ pub enum SkipScale {
 }
 
 /// The branch multiplier `lambda_l`.
+///
+/// # Examples
+///
+/// ReZero starts every branch multiplier at 0:
+///
+/// ```rust
+/// use normscope_core::placement::{build, Overrides};
+/// use normscope_core::spec::BranchScale;
+/// let spec = build("rezero", 3, &Overrides::default())?;
+/// assert_eq!(spec.block(3).lambda, BranchScale::Lambda(0.0));
+/// assert_eq!(spec.block(3).lambda.value(), 0.0);
+/// assert_eq!(BranchScale::One.value(), 1.0);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum BranchScale {
     /// Structurally 1.
@@ -146,6 +194,18 @@ pub enum InputScale {
 }
 
 /// One residual block `x_l = N_out(alpha x + lambda N_br(F(N_in(x))))`.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::spec::{BlockSpec, Slot, SkipScale};
+/// // Post-Norm: Norm(x + F(x)); a variant with a skip scale 0.9.
+/// assert_eq!(BlockSpec::POST.n_out, Slot::Norm);
+/// assert_eq!(BlockSpec::POST.n_in, Slot::Identity);
+/// let b = BlockSpec { skip: SkipScale::Alpha(0.9), ..BlockSpec::POST };
+/// assert_eq!(b.skip, SkipScale::Alpha(0.9));
+/// assert_ne!(b, BlockSpec::POST);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BlockSpec {
     /// Normalizer on the branch input.
@@ -184,6 +244,26 @@ impl BlockSpec {
 }
 
 /// A run of identical blocks `first..=last` (1-based block indices).
+///
+/// # Examples
+///
+/// Mix-LN at depth 8: Post-Norm for blocks 1..=floor(0.25 * 8) = 1..=2, Pre-Norm after.
+///
+/// ```rust
+/// use normscope_core::placement::{build, Overrides};
+/// use normscope_core::spec::{BlockSpec, Segment};
+/// let spec = build("mixln", 8, &Overrides::default())?;
+/// assert_eq!(
+///     spec.segments,
+///     vec![
+///         Segment { last: 2, block: BlockSpec::POST },
+///         Segment { last: 8, block: BlockSpec::PRE },
+///     ]
+/// );
+/// assert_eq!(spec.block(2), BlockSpec::POST);
+/// assert_eq!(spec.block(3), BlockSpec::PRE);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Segment {
     /// Last block index (inclusive) of this segment.
@@ -193,6 +273,20 @@ pub struct Segment {
 }
 
 /// A whole stack of `depth` blocks plus what acts on the network output.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::spec::{BlockSpec, NormKind, Slot, StackSpec};
+/// let spec = StackSpec::uniform("pre", 4, BlockSpec::PRE, Slot::Norm);
+/// assert_eq!((spec.depth, spec.segments.len()), (4, 1));
+/// assert_eq!(spec.norm, NormKind::Layer);
+/// assert_eq!(spec.seed_name(), "pre");
+/// // Without norms every slot, the final one included, becomes the identity.
+/// let bare = spec.with_norm(NormKind::Identity);
+/// assert_eq!(bare.block(1).n_in, Slot::Identity);
+/// assert_eq!(bare.final_norm, Slot::Identity);
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct StackSpec {
     /// Preset name that built this stack.

@@ -100,6 +100,31 @@ fn avx512() -> bool {
 
 /// A product `C = A B` in matrixmultiply's terms: `m x k` times `k x n`, each matrix a pointer
 /// with its row and column strides.
+///
+/// # Examples
+///
+/// A 2 x 2 times 2 x 1 product over column-major buffers (row stride 1, column stride = rows):
+///
+/// ```rust
+/// use normscope_numeric::exact_dgemm::Product;
+/// let a = [1.0, 3.0, 2.0, 4.0]; // [[1, 2], [3, 4]] column-major
+/// let b = [5.0, 6.0];
+/// let mut c = [0.0; 2];
+/// let p = Product {
+///     m: 2,
+///     k: 2,
+///     n: 1,
+///     a: (a.as_ptr(), 1, 2),
+///     b: (b.as_ptr(), 1, 2),
+///     c: (c.as_mut_ptr(), 1, 2),
+/// };
+/// assert_eq!((p.m, p.k, p.n), (2, 2, 1));
+/// assert_eq!((p.a.1, p.a.2), (1, 2));
+/// // The same product through the public entry point: [1*5 + 2*6, 3*5 + 4*6].
+/// let am = nalgebra::DMatrix::from_column_slice(2, 2, &a);
+/// let bm = nalgebra::DMatrix::from_column_slice(2, 1, &b);
+/// assert_eq!(normscope_numeric::gemm::nn(&am, &bm).as_slice(), &[17.0, 39.0]);
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Product {
     /// Rows of A and C.

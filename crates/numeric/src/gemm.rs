@@ -23,6 +23,24 @@ use std::time::Instant;
 /// Pointwise nonlinearities and statistics go through f64 ([`Real::as_f64`]); matrix
 /// products use the type's blocked kernel (matrixmultiply's `dgemm` arithmetic for f64,
 /// [`super::exact_dgemm`]; faer's `matmul` for f32).
+///
+/// # Examples
+///
+/// The two implementors, f64 and f32:
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_numeric::Real;
+/// assert_eq!(<f64 as Real>::KERNEL, "matrixmultiply");
+/// assert_eq!(<f32 as Real>::KERNEL, "faer");
+/// assert_eq!(<f32 as Real>::of(0.1).as_f64(), 0.10000000149011612); // nearest f32 to 0.1
+/// let m = DMatrix::from_row_slice(2, 2, &[1.0f64, 2.0, 3.0, 4.0]);
+/// assert_eq!(f64::sum_sq(&m), 30.0);
+/// assert_eq!(f64::sum(&m), 10.0);
+/// assert_eq!(f64::row_sums(&m), vec![3.0, 7.0]);
+/// assert_eq!(f64::column_sums(&m), vec![4.0, 6.0]);
+/// assert_eq!(f64::dot(&m, &m), 30.0);
+/// ```
 pub trait Real: RealField + Copy + Send + Sync + 'static {
     /// The library whose GEMM arithmetic computes this type's products ([`Real::gemm`]; f64:
     /// matrixmultiply's `dgemm` bits, see [`super::exact_dgemm`]).
@@ -368,6 +386,16 @@ static PASS_NANOS: AtomicU64 = AtomicU64::new(0);
 static DRAW_NANOS: AtomicU64 = AtomicU64::new(0);
 
 /// What the Monte Carlo engine times while `count_products` counts (feature `timing`).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_numeric::gemm::{timed, Timed};
+/// // `timed` returns its closure's value whether or not counting is on.
+/// assert_eq!(timed(Timed::Draw, || 2 + 2), 4);
+/// assert_ne!(Timed::Pass, Timed::Draw);
+/// assert_eq!(format!("{:?}", Timed::Pass), "Pass");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Timed {
     /// A forward or backward pass of a network, weight drawing included.

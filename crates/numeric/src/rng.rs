@@ -15,6 +15,20 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use sha2::{Digest, Sha256};
 
 /// The generator every network uses.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_numeric::rng::{network_rng, network_seed, Rng};
+/// use rand::{Rng as _, SeedableRng};
+/// // Network 0's generator is `Rng::seed_from_u64` of its seed: the same stream.
+/// let mut a: Rng = network_rng(7, 11, 0);
+/// let mut b = Rng::seed_from_u64(network_seed(7, 11, 0));
+/// assert_eq!(a.next_u64(), b.next_u64());
+/// // Another network draws another stream.
+/// let mut c = network_rng(7, 11, 1);
+/// assert_ne!(a.next_u64(), c.next_u64());
+/// ```
 pub type Rng = Xoshiro256PlusPlus;
 
 /// SplitMix64's finalizer (Steele, Lea and Flood 2014), a bijective 64-bit mix.

@@ -28,6 +28,23 @@ pub fn config_toml(selected: &[&Analysis], prepared: &[Prepared], quick: bool) -
 }
 
 /// What `reproduce` was asked to do.
+///
+/// # Examples
+///
+/// The request of `normscope reproduce --quick --only expansion` (run with [`reproduce`]):
+///
+/// ```rust
+/// use normscope_analyses::Request;
+/// let req = Request {
+///     root: std::env::temp_dir().join("normscope-out"),
+///     only: vec!["expansion".into()],
+///     quick: true,
+///     ..Request::default()
+/// };
+/// assert_eq!(req.only, ["expansion"]);
+/// assert!(req.quick && !req.print_config);
+/// assert_eq!((req.seed, req.config.is_none(), req.shard.is_none()), (None, true, true));
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Request {
     /// Output root: writes `root/data/...` and `root/figures/...`.

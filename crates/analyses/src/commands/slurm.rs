@@ -22,6 +22,31 @@ use normscope_core::{Error, Result};
 use std::path::{Path, PathBuf};
 
 /// What `normscope slurm` was asked for.
+///
+/// # Examples
+///
+/// The scripts of a 4-shard `mc-grid` array:
+///
+/// ```rust
+/// use normscope_analyses::slurm::{scripts, SlurmRequest};
+/// let r = SlurmRequest {
+///     only: "mc-grid".into(),
+///     shards: 4,
+///     quick: true,
+///     dir: "/tmp/normscope-work".into(),
+///     out_dir: "/tmp/normscope-out".into(),
+///     binary: Some("/usr/local/bin/normscope".into()),
+///     ..SlurmRequest::default()
+/// };
+/// let s = scripts(&r)?; // the text only: nothing is written or submitted
+/// assert!(s.array.contains("#SBATCH --array=0-3"));
+/// assert!(s.array.contains(
+///     "exec '/usr/local/bin/normscope' reproduce --only mc-grid --quick --shard \"$i/4\""
+/// ));
+/// assert!(s.merge.contains("merge '/tmp/normscope-work'/shard-{0..3}"));
+/// assert!(s.submit.contains("sbatch --parsable"));
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct SlurmRequest {
     /// The analysis id.

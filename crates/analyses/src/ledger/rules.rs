@@ -27,6 +27,19 @@ pub(crate) const KEEPS_DEPTH_MIN: f64 = 0.5;
 
 /// The after-training verdict of a claim made at init : the same metrics on
 /// the weights of trained networks (analysis `trained-lens`).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::ledger::rules::AfterTraining;
+/// let a = AfterTraining {
+///     measurement: "eff_depth ratio 0.8".into(),
+///     rule: "supported if >= 0.5".into(),
+///     verdict: "supported".into(),
+/// };
+/// assert_eq!(a.verdict, "supported");
+/// assert_eq!(a.clone(), a);
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct AfterTraining {
     /// The measured numbers.

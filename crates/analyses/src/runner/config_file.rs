@@ -21,6 +21,27 @@ use serde::de::DeserializeOwned;
 use std::path::Path;
 
 /// A parsed configuration file: its path (for messages) and its tables.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::config_file::ConfigFile;
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::expansion::Config;
+/// let dir = std::env::temp_dir().join(format!("normscope-configfile-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let path = dir.join("cfg.toml");
+/// std::fs::write(&path, "[expansion]\ndepth = 3\n").unwrap();
+/// let file = ConfigFile::load(&path, &["expansion"])?;
+/// assert!(file.placements.is_empty());
+/// let c: Config = file.resolve("expansion", &Config::full())?;
+/// assert_eq!(c.depth, 3); // from the file
+/// assert_eq!(c.presets, Config::full().presets); // the default
+/// // Unknown tables are refused.
+/// assert!(ConfigFile::load(&path, &["claims"]).is_err());
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct ConfigFile {
     /// Where it came from.

@@ -10,6 +10,19 @@ use std::path::Path;
 
 /// Tables read by the ledger, relative to the output root (the training analyses' claim
 /// functions read through it too, so the manifest lists every input).
+///
+/// # Examples
+///
+/// `Data` is built by the ledger ([`crate::claims::ledger`]); a table it reads that is
+/// missing under the root is an error naming the analysis to run first:
+///
+/// ```rust
+/// use normscope_analyses::claims::ledger;
+/// let root = std::env::temp_dir().join(format!("normscope-empty-root-{}", std::process::id()));
+/// let err = ledger(&root).unwrap_err().to_string();
+/// assert!(err.contains("data/effective-depth/theory.csv, which does not exist"));
+/// assert!(err.contains("normscope reproduce --only effective-depth,claims"));
+/// ```
 pub struct Data<'a> {
     pub(crate) root: &'a Path,
     /// Every file read, relative to the root (`data/<id>/<file>`), for the manifest.

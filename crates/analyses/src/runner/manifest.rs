@@ -41,6 +41,15 @@ pub const VERSION: &str = concat!(
 );
 
 /// The toolchain the binary was built with (recorded by `build.rs`).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::manifest::Build;
+/// let b = Build::current();
+/// assert!(b.target.starts_with(std::env::consts::ARCH)); // e.g. x86_64-unknown-linux-gnu
+/// assert!(b.rustc.starts_with("rustc ") || b.rustc == "unknown"); // `rustc --version`
+/// ```
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct Build {
     /// `rustc --version` at build time.
@@ -60,6 +69,16 @@ impl Build {
 }
 
 /// Where the code came from.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::manifest::Source;
+/// let s = Source { git_commit: None, dirty: None };
+/// assert_eq!(serde_json::to_string(&s).unwrap(), r#"{"git_commit":null,"dirty":null}"#);
+/// let back: Source = serde_json::from_str(r#"{"git_commit":"abc","dirty":false}"#).unwrap();
+/// assert_eq!(back.git_commit.as_deref(), Some("abc"));
+/// ```
 #[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct Source {
     /// Last commit touching [`CODE_PATHS`], if git and the repository are available.

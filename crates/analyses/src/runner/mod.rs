@@ -25,6 +25,18 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// How a run was asked for: quick or full defaults, and an optional configuration file.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::{AnalysisConfig, Settings};
+/// use normscope_analyses::rank_collapse::Config;
+/// let quick = Settings { quick: true, seed: Some(7), ..Settings::default() };
+/// let c: Config = quick.resolve("rank-collapse", Config::full(), Config::quick())?;
+/// assert_eq!(c.depth, 16); // the quick default
+/// assert_eq!(c.mc.seed, 7); // --seed replaces every base seed
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Settings {
     /// Use the reduced (`--quick`) defaults.
@@ -76,9 +88,30 @@ fn set_seeds(v: &mut toml::Value, seed: u64) {
 }
 
 /// The work of a prepared analysis.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::{find, Settings, Work};
+/// let prepared = (find("expansion")?.prepare)("expansion", &Settings::default())?;
+/// let _work: Work = prepared.work; // run by `reproduce` with the analysis's output handle
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 pub type Work = Box<dyn FnOnce(&mut Out) -> Result<()>>;
 
 /// An analysis ready to run: its resolved configuration and the work.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::{find, Settings};
+/// let s = Settings { quick: true, ..Settings::default() };
+/// let p = (find("rank-collapse")?.prepare)("rank-collapse", &s)?;
+/// assert_eq!(p.config["depth"], 16);
+/// assert_eq!(p.toml["init"].as_str(), Some("xavier"));
+/// assert_eq!(p.seeds, vec![0]);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 pub struct Prepared {
     /// The resolved configuration, recorded in the manifest.
     pub config: serde_json::Value,
@@ -109,6 +142,40 @@ impl Prepared {
 /// An analysis's configuration: its defaults and checks. [`prepare`] is the one `prepare` of
 /// every analysis: it lays the `--config` file's table over the full or quick defaults, checks
 /// the result, and wraps the work.
+///
+/// # Examples
+///
+/// An implementor, with reduced `--quick` defaults:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_core::{Error, Result};
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct Mine {
+///     depth: usize,
+///     seed: u64,
+/// }
+/// impl AnalysisConfig for Mine {
+///     fn full() -> Self {
+///         Mine { depth: 64, seed: 0 }
+///     }
+///     fn quick() -> Self {
+///         Mine { depth: 8, ..Self::full() }
+///     }
+///     fn check(&self) -> Result<()> {
+///         if self.depth == 0 {
+///             return Err(Error::invalid("mine.depth", 0, "an integer >= 1"));
+///         }
+///         Ok(())
+///     }
+///     fn seeds(&self) -> Vec<u64> {
+///         vec![self.seed]
+///     }
+/// }
+/// assert_eq!(Mine::quick().depth, 8);
+/// assert!(Mine { depth: 0, seed: 0 }.check().is_err());
+/// assert_eq!(Mine::full().seeds(), vec![0]);
+/// ```
 pub trait AnalysisConfig: Serialize + DeserializeOwned + 'static {
     /// The full-run defaults (`cargo run --release`).
     fn full() -> Self;
@@ -136,6 +203,19 @@ pub fn prepare<C: AnalysisConfig>(
 }
 
 /// A registered analysis.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::{find, REGISTRY};
+/// let a = find("mc-grid")?;
+/// assert_eq!(a.id, "mc-grid");
+/// assert!(a.units.is_some()); // it can be sharded
+/// assert!(find("claims")?.units.is_none());
+/// assert_eq!(REGISTRY[0].id, "expansion");
+/// assert!(find("nope").is_err());
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 pub struct Analysis {
     /// Id: the folder name under `data/` and `figures/`, and the `[table]` in `--config`.
     pub id: &'static str,
@@ -151,6 +231,26 @@ pub struct Analysis {
 /// Where an analysis writes, and what it wrote (for the manifest). Writes go to a staging
 /// folder at their final relative paths; reads of earlier analyses' outputs go to
 /// [`Out::root`].
+///
+/// # Examples
+///
+/// An analysis writes through its `Out` while [`crate::reproduce`] runs it; every file it
+/// wrote is then listed with its sha256 in `data/<id>/manifest.json`:
+///
+/// ```rust
+/// use normscope_analyses::{reproduce, Request};
+/// let root = std::env::temp_dir().join(format!("normscope-out-doc-{}", std::process::id()));
+/// let req = Request { root: root.clone(), only: vec!["expansion".into()], ..Request::default() };
+/// reproduce(&req)?;
+/// let text = std::fs::read_to_string(root.join("data/expansion/manifest.json")).unwrap();
+/// let manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
+/// assert_eq!(manifest["analysis"], "expansion");
+/// let outputs = manifest["outputs"].as_object().unwrap();
+/// assert!(!outputs.is_empty());
+/// assert!(outputs.values().all(|h| h.as_str().unwrap().len() == 64)); // sha256 in hex
+/// std::fs::remove_dir_all(&root).unwrap();
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 pub struct Out {
     pub(crate) root: PathBuf,
     pub(crate) stage: Stage,

@@ -102,6 +102,21 @@ pub fn assign(costs: &[f64], count: usize) -> Vec<usize> {
 }
 
 /// The units a shard ran: the analysis's first [`Out::units`](super::Out::units) call.
+///
+/// # Examples
+///
+/// Shard 1 of 2's part of a call of four units:
+///
+/// ```rust
+/// use normscope_analyses::shard::{assign, Call};
+/// let costs = vec![4.0, 1.0, 3.0, 2.0];
+/// // Longest first onto the least loaded shard: 4 -> 0, 3 -> 1, 2 -> 1, 1 -> 0.
+/// let plan = assign(&costs, 2);
+/// assert_eq!(plan, vec![0, 0, 1, 1]);
+/// let mine: Vec<usize> = (0..4).filter(|&i| plan[i] == 1).collect();
+/// let call = Call { name: "cells".into(), units: 4, mine, costs };
+/// assert_eq!(call.mine, vec![2, 3]);
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Call {
     /// The call's name, as the analysis gives it.
@@ -116,6 +131,33 @@ pub struct Call {
 }
 
 /// `shard.json`: what one shard ran and from what.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::manifest::Source;
+/// use normscope_analyses::shard::{ShardManifest, ShardSpec};
+/// let m = ShardManifest {
+///     format: "normscope-shard-1".into(),
+///     analysis: "mc-grid".into(),
+///     shard: "1/4".parse::<ShardSpec>()?,
+///     crate_version: "0.1.0".into(),
+///     source: Source { git_commit: None, dirty: None },
+///     build: serde_json::json!({}),
+///     binary: "0".repeat(64),
+///     invocation: "normscope reproduce --only mc-grid".into(),
+///     quick: true,
+///     config: serde_json::json!({}),
+///     config_toml: String::new(),
+///     seeds: vec![0],
+///     call: None,
+///     files: Default::default(),
+/// };
+/// assert_eq!(m.shard.to_string(), "1/4");
+/// let text = serde_json::to_string(&m).unwrap();
+/// assert_eq!(serde_json::from_str::<ShardManifest>(&text).unwrap(), m);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ShardManifest {
     /// [`FORMAT`].

@@ -15,6 +15,27 @@ use crate::spec::StackSpec;
 use crate::theory::{Inputs, Keep, MeanField};
 
 /// The closed form for a branch and an input law.
+///
+/// # Examples
+///
+/// Pre-LN with a linear Xavier branch (gain 1): each block adds a unit second moment, so
+/// `q_l = q0 + l`.
+///
+/// ```rust
+/// use normscope_core::closed_form::ClosedForm;
+/// use normscope_core::engine::{Engine, Plan};
+/// use normscope_core::layers::LayerSpec;
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::model::RawModel;
+/// let model = RawModel { depth: 4, ..RawModel::default() }.check()?;
+/// let cf = ClosedForm::new(&model);
+/// assert_eq!(cf.inputs.q0, 1.0);
+/// let plan = Plan::new(&[Metric::StreamSq], LayerSpec::List(vec![0, 4]));
+/// let rows = cf.profile(&model.stack("pre")?, &plan)?.rows();
+/// assert_eq!((rows[0].value, rows[1].value), (1.0, 5.0));
+/// assert_eq!(rows[1].stderr, None); // exact
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct ClosedForm<'a> {
     /// The branch (DeepNet's beta comes from each stack).

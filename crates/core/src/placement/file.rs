@@ -176,6 +176,36 @@ struct SegmentDef {
 
 /// A placement defined in a file, checked (names, slots, expressions); [`Placement::build`]
 /// builds its stack at a depth.
+///
+/// # Examples
+///
+/// A placement that is Post-Norm for the first half of the blocks and Pre-Norm after:
+///
+/// ```rust
+/// use normscope_core::placement::file::parse;
+/// use normscope_core::spec::{BlockSpec, NormKind, SkipScale};
+/// let text = r#"
+/// [[placement]]
+/// name = "half-post"
+/// final_norm = "rms"
+///
+/// [[placement.segment]]
+/// until = 0.5
+/// after_sum = "rms"
+///
+/// [[placement.segment]]
+/// input = "rms"
+/// skip = "0.5"
+/// "#;
+/// let defs = parse(text, "inline.toml")?;
+/// let p = &defs[0];
+/// assert_eq!((p.name.as_str(), p.label.as_str(), p.path.as_str()), ("half-post", "half-post", "inline.toml"));
+/// assert_eq!((p.norm, p.has_norm), (NormKind::Rms, true));
+/// let spec = p.build(4)?;
+/// assert_eq!(spec.block(2).n_out, BlockSpec::POST.n_out);
+/// assert_eq!(spec.block(3).skip, SkipScale::Alpha(0.5));
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Placement {
     /// Its name (the `preset` column).

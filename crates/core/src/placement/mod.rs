@@ -31,6 +31,20 @@ pub enum Builder {
 }
 
 /// A named placement of normalization.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::placement::find;
+/// use normscope_core::spec::Slot;
+/// let p = find("POST-LN")?; // names and aliases ignore ASCII case
+/// assert_eq!((p.name, p.label), ("post", "Post-LN"));
+/// assert_eq!(p.aliases, &["post-ln", "postnorm"]);
+/// assert!(p.file().is_none()); // built in
+/// let spec = p.stack(3)?;
+/// assert_eq!((spec.depth, spec.final_norm), (3, Slot::Identity));
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 pub struct Preset {
     /// Canonical name used in tables and on the command line.
     pub name: &'static str,
@@ -195,6 +209,20 @@ pub fn load_all<P: AsRef<Path>>(paths: &[P]) -> Result<()> {
 }
 
 /// User overrides applied on top of a preset (`--alpha`, `--beta`, `--lambda`, `--final-norm`).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::placement::{build, Overrides};
+/// use normscope_core::spec::{BranchScale, Slot};
+/// let ov = Overrides { lambda: Some(0.25), beta: Some(0.5), final_norm: Some(false), ..Overrides::default() };
+/// let spec = build("pre", 4, &ov)?;
+/// assert_eq!(spec.block(4).lambda, BranchScale::Lambda(0.25));
+/// assert_eq!(spec.beta, Some(0.5));
+/// assert_eq!(spec.final_norm, Slot::Identity); // Pre-LN's own is Norm
+/// assert_eq!(Overrides::default().alpha, None);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Overrides {
     /// Replaces every block's skip scale by the symbol alpha with this value.

@@ -6,6 +6,22 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Index;
 
 /// Which layers of the recursion to keep, and which whole sequences the metrics need.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::closed_form::keep;
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::theory::Keep;
+/// let all = Keep::all();
+/// assert!(all.has(1_000_000));
+/// assert_eq!(all.bytes_per_layer(), 256 + 40 + 25);
+/// // `stream_sq` at layer 8 keeps that layer only and no whole sequence.
+/// let k = keep(&[Metric::StreamSq], &[8]);
+/// assert!(k.has(8) && !k.has(7));
+/// assert!(!k.sources && !k.backward);
+/// assert_eq!(k.bytes_per_layer(), 0);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Keep {
     /// Layers whose per-layer values are kept (`None`: every layer).

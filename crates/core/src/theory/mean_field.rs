@@ -35,6 +35,17 @@ use crate::{Error, Result};
 use std::ops::{Add, Div, Mul};
 
 /// Input law: per-coordinate second moment q0 and pairwise token correlation c0.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::model::RawModel;
+/// use normscope_core::theory::Inputs;
+/// assert_eq!(Inputs::default(), Inputs { q0: 1.0, c0: 0.0 });
+/// let model = RawModel { q0: 2.0, c0: 0.5, ..RawModel::default() }.check()?;
+/// assert_eq!(model.inputs, Inputs { q0: 2.0, c0: 0.5 });
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Inputs {
     /// `q0 = E||x_0||^2 / d > 0`.
@@ -445,6 +456,23 @@ fn skip_gap(a2: Mag) -> Mag {
 ///
 /// Sequences indexed by layer `l = 0..=L` hold a layer-0 value; those indexed by block
 /// `l = 1..=L` hold `NaN` (or zero) at index 0. Indexing a layer that was not kept panics.
+///
+/// # Examples
+///
+/// Pre-LN with a linear Xavier branch: `q_l = q0 + l`, with the skip gain `a_l^2 = 1`:
+///
+/// ```rust
+/// use normscope_core::closed_form::ClosedForm;
+/// use normscope_core::model::RawModel;
+/// use normscope_core::theory::Keep;
+/// let model = RawModel { depth: 4, ..RawModel::default() }.check()?;
+/// let mf = ClosedForm::new(&model).mean_field(&model.stack("pre")?, &Keep::all())?;
+/// assert_eq!(mf.depth, 4);
+/// let q: Vec<f64> = (0..=4).map(|l| mf.q[l].value()).collect();
+/// assert_eq!(q, vec![1.0, 2.0, 3.0, 4.0, 5.0]);
+/// assert_eq!(mf.skip_gain[1].value(), 1.0);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct MeanField {
     /// Depth L.

@@ -76,6 +76,22 @@ impl PathLengths {
 
 /// Path lengths with split (token-mean, fluctuation) energies, renormalized after every block
 /// (only shares are reported, so depth cannot overflow or underflow them).
+///
+/// # Examples
+///
+/// One block with skip gain 1 and branch gain 1 on both parts: half of the energy takes the
+/// branch, so the mean path length is 1/2.
+///
+/// ```rust
+/// use normscope_core::theory::paths::SplitPaths;
+/// let mut p = SplitPaths::new(0.25);
+/// assert_eq!((p.offset, p.pmf.clone()), (0, vec![(0.25, 0.75)]));
+/// let mut q = p.clone();
+/// q.push_mean(1.0, 1.0, 1.0);
+/// assert_eq!(q.mean_length(), 0.5);
+/// p.push(1.0, 1.0, 1.0);
+/// assert_eq!(p.pmf, vec![(0.125, 0.375), (0.125, 0.375)]);
+/// ```
 #[derive(Clone, Debug)]
 pub struct SplitPaths {
     /// Index of `pmf[0]`.

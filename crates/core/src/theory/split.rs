@@ -7,6 +7,18 @@
 use super::logsum::Mag;
 
 /// A split energy.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::theory::logsum::Mag;
+/// use normscope_core::theory::split::Energy;
+/// let e = Energy::isotropic(4.0); // 1/4 of the energy in the token mean
+/// assert_eq!((e.mean.value(), e.fluct.value()), (0.25, 0.75));
+/// assert_eq!(e.total().value(), 1.0);
+/// assert_eq!(e.scale(Mag::new(2.0)).total().value(), 2.0);
+/// assert_eq!((e + Energy::zero()), e);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Energy {
     /// Token-mean part.
