@@ -17,6 +17,7 @@ mod common;
 
 mod admin_profiling;
 mod cli;
+mod doctests;
 mod engines;
 mod expansion;
 mod f64_edge;

@@ -515,8 +515,7 @@ pub struct Law {
 pub const LAW: &str = "ln(1 + deviation) = a/d + kappa L/d";
 
 /// [`variables`]: the 95% interval of `a` excludes 0 and that of `kappa` does not.
-pub(crate) const BOUNDARY_ONLY: &str =
-    "1/d only: a boundary term, no accumulation over depth resolved";
+pub const BOUNDARY_ONLY: &str = "1/d only: a boundary term, no accumulation over depth resolved";
 /// [`variables`]: both intervals exclude 0.
 pub(crate) const BOTH: &str = "1/d and L/d: a boundary term and accumulation over depth";
 /// [`variables`]: only kappa's interval excludes 0.

@@ -154,7 +154,7 @@ impl Tier {
 
     /// Blocks per layer: 2 for a Transformer (attention and MLP), 1 otherwise; an
     /// encoder-decoder's "layer" is one encoder and one decoder layer, 2 + 3 blocks.
-    pub(crate) fn blocks_per_layer(&self) -> usize {
+    pub fn blocks_per_layer(&self) -> usize {
         if self.encdec() {
             5
         } else if self.branch == "transformer" {

@@ -56,7 +56,7 @@ impl LayerSpec {
 
     /// An upper bound on the number of layers [`Self::resolve`] returns, without listing them
     /// (to refuse a selection before allocating it).
-    pub(crate) fn max_count(&self, depth: usize) -> u128 {
+    pub fn max_count(&self, depth: usize) -> u128 {
         let all = depth as u128 + 1;
         match self {
             LayerSpec::All => all,

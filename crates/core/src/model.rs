@@ -34,7 +34,7 @@ pub enum FinalNorm {
 
 impl FinalNorm {
     /// The override: `None` keeps the preset's choice.
-    pub(crate) fn forced(self) -> Option<bool> {
+    pub fn forced(self) -> Option<bool> {
         match self {
             FinalNorm::Auto => None,
             FinalNorm::On => Some(true),

@@ -96,7 +96,7 @@ pub enum Value {
 }
 
 /// Reason for an exact value that is infinite.
-pub(crate) const OVERFLOW: &str = "overflow: infinite in f64 (a quantity the closed form does not carry in log space, or whose log is infinite too)";
+pub const OVERFLOW: &str = "overflow: infinite in f64 (a quantity the closed form does not carry in log space, or whose log is infinite too)";
 /// Reason for a Monte Carlo estimate whose mean is infinite.
 pub(crate) const MC_OVERFLOW: &str = "overflow: a sampled network's value is beyond the range of f64 (lower --q0, --gain, --alpha or --lambda)";
 /// Reason for a Monte Carlo estimate whose mean is finite but whose spread is not.
@@ -108,7 +108,7 @@ pub const MC_UNDEFINED: &str = "undefined: 0/0, inf - inf or an underflowed deno
 impl Value {
     /// The reason this value cannot be written as a number, if any: it, its standard error or
     /// an end of its interval is not finite. `metric` names the 0/0 case of exact values.
-    pub(crate) fn non_finite_reason(&self, metric: Metric) -> Option<String> {
+    pub fn non_finite_reason(&self, metric: Metric) -> Option<String> {
         match self {
             Value::Exact(x) if x.is_nan() => {
                 Some(format!("undefined: {}", metric.info().undefined))
@@ -167,7 +167,7 @@ pub struct Setup {
 
 impl Setup {
     /// The paper name of preset `name` (`Post-LN`), or the name itself if it has none.
-    pub(crate) fn label_of(name: &str) -> String {
+    pub fn label_of(name: &str) -> String {
         crate::placement::find(name).map_or_else(|_| name.to_string(), |p| p.label.to_string())
     }
 }

@@ -346,7 +346,7 @@ impl StackSpec {
     }
 
     /// Sets the norm kind; [`NormKind::Identity`] turns every norm slot into the identity.
-    pub(crate) fn with_norm(mut self, norm: NormKind) -> Self {
+    pub fn with_norm(mut self, norm: NormKind) -> Self {
         self.norm = norm;
         if norm == NormKind::Identity {
             let id = |s: Slot| if s.is_norm() { Slot::Identity } else { s };

@@ -46,7 +46,7 @@ pub fn config_hash(text: &str) -> u64 {
 }
 
 /// The seed of network `index`.
-pub(crate) fn network_seed(seed: u64, config_hash: u64, index: u64) -> u64 {
+pub fn network_seed(seed: u64, config_hash: u64, index: u64) -> u64 {
     splitmix64(splitmix64(seed) ^ config_hash ^ splitmix64(index + 1))
 }
 

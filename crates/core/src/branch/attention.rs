@@ -270,7 +270,7 @@ impl<T: Real> Attention<T> {
     /// The span of cross-attention from `n` query columns ([`Attention::seq`] tokens per
     /// sequence) to a memory of `mem_len` tokens per sequence; panics unless the memory has
     /// `mem_len` columns per query sequence (a programming error).
-    pub(crate) fn cross_span(&self, n: usize, mem_cols: usize, mem_len: usize) -> Span {
+    pub fn cross_span(&self, n: usize, mem_cols: usize, mem_len: usize) -> Span {
         let (seqs, q_len) = self.sequences(n);
         assert_eq!(
             seqs * mem_len,

@@ -106,7 +106,7 @@ impl Init {
     }
 
     /// Fan-in gain `sigma^2 = Var * fan_in`.
-    pub(crate) fn fan_in_gain(self, fan_in: f64, fan_out: f64) -> f64 {
+    pub fn fan_in_gain(self, fan_in: f64, fan_out: f64) -> f64 {
         self.variance(fan_in, fan_out) * fan_in
     }
 }

@@ -18,7 +18,7 @@ pub const INFO: KindInfo = KindInfo {
 };
 
 /// The linear branch's mean-field summary.
-pub(crate) struct Kernel;
+pub struct Kernel;
 
 impl MeanFieldBranch for Kernel {
     fn matrix_gains(&self, init: Init, d: f64, _r: f64) -> (f64, f64) {

@@ -31,7 +31,7 @@ pub(crate) const GELU_INFO: KindInfo = KindInfo {
 };
 
 /// The MLP's mean-field summary for one activation.
-pub(crate) struct Kernel(pub Activation);
+pub struct Kernel(pub Activation);
 
 impl Kernel {
     /// `s2 E[phi(x) phi(y)]` with `Var x = s1 qa`, `Var y = s1 qb`, `Cov = s1 m`.

@@ -276,7 +276,7 @@ impl BranchKind {
 
     /// Whether `E||F(u)||^2 / ||u||^2` is the same constant g for every input, so that the
     /// exact symbolic expansion can use one symbol g.
-    pub(crate) fn has_constant_gain(self) -> bool {
+    pub fn has_constant_gain(self) -> bool {
         self.summary().is_some_and(|s| s.constant_gain())
     }
 }

@@ -168,7 +168,7 @@ pub struct Keeps {
 
 impl Keeps {
     /// The forward recursion's per-layer quantities alone.
-    pub(crate) const STREAM: Keeps = Keeps {
+    pub const STREAM: Keeps = Keeps {
         sources: false,
         gains: false,
         backward: false,

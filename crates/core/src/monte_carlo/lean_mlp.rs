@@ -77,7 +77,7 @@ impl LeanMlp {
     }
 
     /// Init standard deviation of `W1` and `W2` (what [`sampler::draw_block`] returns).
-    pub(crate) fn stds(&self) -> Vec<f64> {
+    pub fn stds(&self) -> Vec<f64> {
         self.draws.iter().map(|m| m.std(self.init)).collect()
     }
 

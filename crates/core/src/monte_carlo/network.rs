@@ -222,14 +222,14 @@ impl Decomposition {
     }
 
     /// The decomposition of `x_0` alone: one source with coefficient 1 per token.
-    pub(crate) fn of_input<T: Real>(x0: &DMatrix<T>) -> Self {
+    pub fn of_input<T: Real>(x0: &DMatrix<T>) -> Self {
         let mut dec = Decomposition::default();
         dec.add_source(x0, vec![1.0; x0.ncols()], false);
         dec
     }
 
     /// `sum_t |C_{l,j,t} B~_{j,t}|^2`.
-    pub(crate) fn source_energy(&self, j: usize) -> f64 {
+    pub fn source_energy(&self, j: usize) -> f64 {
         let sq = if self.centered[j] {
             &self.sq_centered[j]
         } else {

@@ -4,7 +4,7 @@
 
 pub mod expand;
 pub mod expr;
-pub(crate) mod poly;
+pub mod poly;
 pub mod render;
 
 pub use expand::{Expansion, Subs, expand};

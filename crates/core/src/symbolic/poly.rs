@@ -35,7 +35,7 @@ pub enum Sym {
 }
 
 /// Number of symbols.
-pub(crate) const NSYM: usize = 5;
+pub const NSYM: usize = 5;
 
 impl Sym {
     /// All symbols in display order.

@@ -75,7 +75,7 @@ impl Keep {
     }
 
     /// Per-layer bytes the kept whole sequences cost (what grows with depth).
-    pub(crate) fn bytes_per_layer(&self) -> u128 {
+    pub fn bytes_per_layer(&self) -> u128 {
         let mut b = 0;
         if self.layers.is_none() {
             b += 256;

@@ -194,7 +194,7 @@ pub struct EncDec<T: Real = f64> {
 
 impl<T: Real> Stack<T> {
     /// Whether block i (0-based) is a cross-attention block (the decoder's blocks 2, 5, ...).
-    pub(crate) fn is_cross(&self, i: usize) -> bool {
+    pub fn is_cross(&self, i: usize) -> bool {
         self.part == Part::Decoder && DecoderBlock::of(i + 1) == DecoderBlock::CrossAttention
     }
 
@@ -244,7 +244,7 @@ impl<T: Real> EncDec<T> {
     }
 
     /// Layers in all, `5N + 4`.
-    pub(crate) fn layer_count(&self) -> usize {
+    pub fn layer_count(&self) -> usize {
         5 * self.layers + 4
     }
 

@@ -129,12 +129,12 @@ impl TaskKind {
     }
 
     /// Whether it is one of copy, reverse, sort.
-    pub(crate) fn is_algorithmic(self) -> bool {
+    pub fn is_algorithmic(self) -> bool {
         matches!(self, TaskKind::Copy | TaskKind::Reverse | TaskKind::Sort)
     }
 
     /// Whether its batches are (source, target) pairs for an encoder-decoder model.
-    pub(crate) fn is_pairs(self) -> bool {
+    pub fn is_pairs(self) -> bool {
         self == TaskKind::ReversePairs
     }
 }

@@ -64,7 +64,7 @@ impl ReversePairs {
     }
 
     /// The id that starts the decoder's input, `vocab - 1`.
-    pub(crate) fn bos(&self) -> u32 {
+    pub fn bos(&self) -> u32 {
         (self.vocab - 1) as u32
     }
 }
