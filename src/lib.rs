@@ -9,7 +9,8 @@
 //!   [`train`], [`stats`], [`symbolic`], [`output`], ...
 //! - [`analyses`] (`crates/analyses`): the runs that regenerate `data/` and `figures/`.
 //!
-//! The layers import downward only: numeric <- core <- analyses <- the binary.
+//! The layers import downward only: numeric <- core <- analyses <- the binary <- the bench
+//! binary (`crates/bench`).
 
 #![deny(unsafe_code)]
 

@@ -20,7 +20,7 @@
 //! The Monte Carlo engine's own estimates are in [`crate::monte_carlo::size`].
 //!
 //! Work is checked too: a Monte Carlo run ([`crate::monte_carlo::size::check_mc_work`]), a training request
-//! ([`crate::train::config::TrainConfig::check_work`]) or a `bench --memory-probe` estimated at
+//! ([`crate::train::config::TrainConfig::check_work`]) or a `normscope-bench --memory-probe` estimated at
 //! more than [`MAX_WORK`] floating-point operations (three days at [`WORK_RATE`], 1e11 per
 //! second) is refused with its estimate, in operations and days, and the flags that lower it.
 //! There is no flag to raise the cap: split the work instead (fewer networks or seeds per

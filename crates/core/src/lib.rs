@@ -28,12 +28,15 @@
 //!   definition; inits.
 //! - [`engine`]: the one interface of both engines, [`engine::Engine::profile`] on a checked
 //!   [`spec::StackSpec`] and an [`engine::Plan`].
-//! - [`theory`]: the closed form, the infinite-width recursion in log space and path-length
-//!   laws.
+//! - [`theory`]: the mathematics of the closed form: the infinite-width recursion in log
+//!   space, path-length laws, the 1/d correction's factors.
+//! - [`closed_form`]: the closed-form engine, the recursion of a stack turned into an exact
+//!   profile (and the 1/d correction applied to its rows).
 //! - [`monte_carlo`]: sampled finite-width networks with forward, JVP and backward passes,
 //!   seeded per network for byte-identical output at any thread count.
 //! - [`metrics`]: one file per metric (definition, equation, source, the raw quantities it
-//!   needs from each engine, its finite-width allowance), behind one registry.
+//!   needs from each engine, its finite-width allowance), behind one registry, and the raw
+//!   quantities both engines fill ([`metrics::closed`], [`metrics::sampled`]).
 //! - [`profile`]: the typed per-layer table and the tidy row; [`tables`]: rows of many
 //!   presets; [`compare`]: the two engines joined key by key.
 //! - [`symbolic`]: exact coefficients `C_{L,j}` as products of rational powers, rendered as
@@ -41,14 +44,17 @@
 //! - [`output`]: polars CSV, plotters figures, LaTeX tables, atomic writes, progress bar.
 //! - [`model`], [`layers`], [`error`]: checked model parameters and layer selections (every
 //!   error names its field).
-//! - [`budget`]: memory estimates checked before a run allocates anything.
+//! - [`budget`]: the memory a process may use and the work cap, checked before a run
+//!   allocates anything (each engine's own estimates: [`monte_carlo::size`], the closed
+//!   form's plan).
 //! - [`train`]: trainable models of the same stacks, their gradients, optimizers, schedules,
 //!   seeded tasks and the training log (`docs/training.md`).
 //!
 //! Below this crate, `normscope-numeric` (`crates/numeric`) holds the floats, products, RNG,
 //! normal sampler, sampling estimates and tolerances; above it, `normscope-analyses`
 //! (`crates/analyses`) holds the analyses that regenerate `data/` and `figures/`, and the
-//! `normscope` binary (`src/`: clap types, command glue, the benches) is the application.
+//! `normscope` binary (`src/`: clap types, command glue) is the application; the benches are
+//! their own binary, `normscope-bench` (`crates/bench`).
 //!
 //! ## Recipes
 //!
@@ -73,11 +79,11 @@
 //! [`branch::MeanFieldBranch`], if the closed form has it) and its sampled module (a
 //! [`branch::Module`]); then add its [`branch::BranchKind`] variant (and, for a new module
 //! shape, its [`branch::Block`] variant) in `crates/core/src/branch/mod.rs` and its
-//! [`branch::Branch`] variant in `crates/core/src/branch/module.rs`. Every match over kinds
+//! [`branch::Branch`] variant in `crates/core/src/branch/drawn.rs`. Every match over kinds
 //! and modules is exhaustive, so the compiler lists each arm to add: in `branch/` (`info`,
 //! `block`, `closed_form_proxy`, `summary`, the dispatch) and in
-//! `crates/core/src/monte_carlo/sampler.rs` (drawing), `crates/core/src/budget.rs` (memory)
-//! and `crates/core/src/train/dump.rs` (JSON).
+//! `crates/core/src/monte_carlo/sampler.rs` (drawing), `crates/core/src/monte_carlo/size.rs`
+//! (memory and work) and `crates/core/src/train/dump.rs` (JSON).
 //!
 //! **A preset** (1 new file, 1 edited): add `crates/core/src/placement/<name>.rs` with its
 //! equation, source and `build(depth) -> StackSpec`, then its `mod` line and its line in

@@ -3,7 +3,7 @@
 //! and glibc's `malloc` set to keep freed memory for the training commands
 //! ([`keep_freed_memory`]).
 //!
-//! **Keeping freed memory** (`train`, `bench --train`).
+//! **Keeping freed memory** (`train`, `normscope-bench --train`).
 //!
 //! A training update allocates and frees the same few hundred matrices every step (up to
 //! 1 MB each at the bench's size). With glibc's defaults the ones of 128 KiB or more are fresh

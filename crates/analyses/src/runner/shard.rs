@@ -125,8 +125,8 @@ pub struct Call {
     pub units: usize,
     /// Indices of this shard's units.
     pub mine: Vec<usize>,
-    /// The estimated cost of every unit of the call (what [`assign`] balanced; `normscope
-    /// bench --shards` scales it by the measured time to project cluster wall times).
+    /// The estimated cost of every unit of the call (what [`assign`] balanced;
+    /// `normscope-bench --shards` scales it by the measured time to project cluster wall times).
     pub costs: Vec<f64>,
 }
 

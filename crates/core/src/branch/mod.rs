@@ -6,7 +6,8 @@
 //! - [`linear`]: `W u`; [`mlp`]: `W2 phi(W1 u)` with its [`Activation`];
 //!   [`attention`]: multi-head softmax self-attention and its uniform limit;
 //!   [`cross_attention`]: uniform attention to a fixed memory; [`transformer`]: the stack that
-//!   alternates attention and MLP blocks. [`module`] dispatches a block to its sampled module;
+//!   alternates attention and MLP blocks. [`module`] is the trait of a sampled module, and
+//!   [`drawn`] dispatches a block to its file's module;
 //!   [`outer_energy`] gives the squared norm of an outer-product weight gradient without
 //!   holding it.
 //!
