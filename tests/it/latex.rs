@@ -30,18 +30,6 @@ fn tex_has(file: &str) -> bool {
         .is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
 }
 
-/// Every `.tex` under `dir`, recursively.
-fn tex_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            tex_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "tex") {
-            out.push(p);
-        }
-    }
-}
-
 /// Compiles `body` in a document of class `class` with `options`; returns the problems found
 /// in the log (errors, overfull boxes), empty when clean.
 fn compile(dir: &Path, stem: &str, class: &str, options: &str, body: &str) -> Vec<String> {
@@ -96,8 +84,7 @@ fn every_tex_compiles_in_one_and_two_columns() {
             out.path().to_path_buf()
         }
     };
-    let mut files = Vec::new();
-    tex_files(&root.join("data"), &mut files);
+    let mut files = crate::common::files_with_ext(&root.join("data"), "tex");
     // `normscope expand --format latex` too, with a long-coefficient preset.
     let work = tempfile::tempdir().unwrap();
     for preset in ["admin", "deepnorm"] {

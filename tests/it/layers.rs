@@ -17,19 +17,9 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every `.rs` file under `dir`, recursively.
+/// The `.rs` files under `dir`, sorted.
 fn sources(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(sources(&p));
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-    out.sort();
-    out
+    crate::common::files_with_ext(dir, "rs")
 }
 
 /// Source text without line comments (doc comments mention other layers by name).

@@ -5,7 +5,7 @@
 //! recipe whose file count in `CONTRIBUTING.md` no longer matches the one checked here.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -13,24 +13,13 @@ fn root() -> PathBuf {
 
 /// Every `.rs` file under `dir`, recursively, as paths relative to the repository root.
 fn rust_files(dir: &str) -> Vec<String> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for p in entries {
-            if p.is_dir() {
-                walk(base, &p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                let rel = p.strip_prefix(base).unwrap().to_string_lossy();
-                out.push(rel.replace('\\', "/"));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&root(), &root().join(dir), &mut out);
-    out
+    crate::common::files_with_ext(&root().join(dir), "rs")
+        .iter()
+        .map(|p| {
+            let rel = p.strip_prefix(root()).unwrap().to_string_lossy();
+            rel.replace('\\', "/")
+        })
+        .collect()
 }
 
 /// The workspace's library and binary sources (not tests, benches or examples).

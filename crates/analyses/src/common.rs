@@ -366,6 +366,29 @@ impl DepthSweep<'_> {
 }
 
 /// A row, or a row tagged with sweep parameters (see [`normscope_core::output::table::tagged_frame`]).
+///
+/// # Examples
+///
+/// [`points`] plots either kind: plain rows against their depth, rows tagged with a swept gain
+/// g against the tag (an exact row's interval is its value).
+///
+/// ```rust
+/// use normscope_analyses::common::{points, AsRow};
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::profile::{EngineKind, Profile, Row, Setup, Value};
+/// let row = |depth: usize, v: f64| -> Row {
+///     let mut p = Profile::new(EngineKind::Theory, "post", depth, Setup::default());
+///     p.values.insert((Metric::StreamSq, depth, None), Value::Exact(v));
+///     p.rows().remove(0)
+/// };
+/// let plain = [row(8, 7.0), row(2, 3.0)];
+/// let by_depth = points(&plain, "post", Metric::StreamSq, |r| r.depth as f64, |_| true);
+/// assert_eq!(by_depth, [(2.0, 3.0, 3.0, 3.0), (8.0, 7.0, 7.0, 7.0)]);
+/// let tagged = [(vec![0.5], row(4, 5.0)), (vec![0.25], row(4, 9.0))];
+/// assert_eq!(tagged[1].row().value, 9.0);
+/// let by_gain = points(&tagged, "post", Metric::StreamSq, |t| t.0[0], |_| true);
+/// assert_eq!(by_gain, [(0.25, 9.0, 9.0, 9.0), (0.5, 5.0, 5.0, 5.0)]);
+/// ```
 pub trait AsRow {
     /// The row.
     fn row(&self) -> &Row;

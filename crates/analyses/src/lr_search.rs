@@ -52,6 +52,41 @@ pub struct SearchCell {
 }
 
 /// One seed's search in a cell and the runs it trained.
+///
+/// # Examples
+///
+/// Two seeds' searches in one cell, as [`searches_frame`] tabulates them: seed 0 bracketed
+/// its maximum stable rate in `[0.25, 1]`, seed 1 was stable up to the plan's cap, 4.
+///
+/// ```rust
+/// use normscope_analyses::lr_search::{searches_frame, SearchCell, SeedSearch};
+/// use normscope_analyses::tier::Tier;
+/// use normscope_analyses::training::{f64s, strs};
+/// use normscope_core::train::search::{Censor, Search};
+/// use normscope_core::train::sweep::Cell;
+///
+/// let one = |seed, stable, unstable, censored, tried: &[(f64, bool)]| SeedSearch {
+///     seed,
+///     search: Search { stable, unstable, censored, tried: tried.to_vec() },
+///     runs: Vec::new(), // the runs' outcomes, for `runs_frame`
+/// };
+/// let found = vec![vec![
+///     one(0, Some(0.25), Some(1.0), Censor::None, &[(0.25, true), (1.0, false)]),
+///     one(1, Some(4.0), None, Censor::Above, &[(1.0, true), (4.0, true)]),
+/// ]];
+/// let cell = Cell {
+///     preset: "post".into(),
+///     depth: 8,
+///     optimizer: "adam".into(),
+///     lr: 1e-3,
+///     warmup: 0,
+/// };
+/// let df = searches_frame(&[Tier::lm()], &[SearchCell { tier: 0, cell }], &found)?;
+/// assert_eq!(strs(&df, "seed")?, ["0", "1"]);
+/// assert_eq!(f64s(&df, "max_lr")?, [0.5, 4.0]); // sqrt(0.25 x 1), and the cap
+/// assert_eq!(strs(&df, "censored")?, ["none", "above"]);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SeedSearch {
     /// Training seed.

@@ -262,6 +262,42 @@ pub fn paired(a: &[f64], b: &[f64], seed: u64) -> Paired {
 
 /// Rows of per-cell summaries (`grid.csv`, `tuning.csv`): the cell, its [`Group`] and whether
 /// it is its family's best learning rate.
+///
+/// # Examples
+///
+/// Two learning rates of one cell family, the second the best; the median's columns named
+/// after the value summarised:
+///
+/// ```rust
+/// use normscope_analyses::training::{f64s, Group, GroupTable};
+/// use normscope_core::train::sweep::Cell;
+///
+/// let cell = Cell {
+///     preset: "post".into(),
+///     depth: 6,
+///     optimizer: "adam".into(),
+///     lr: 1e-3,
+///     warmup: 0,
+/// };
+/// let g = |failed, median| Group {
+///     n: 4,
+///     failed,
+///     fail_ci: (0.0, 0.5),
+///     median,
+///     median_ci: (0.0, 1.0),
+/// };
+/// let mut table = GroupTable::default();
+/// table.push(&cell, g(1, 0.75), false);
+/// table.push(&cell.at_lr(1e-2), g(0, 0.25), true);
+/// let df = table.frame("excess")?;
+/// assert_eq!(f64s(&df, "lr")?, [1e-3, 1e-2]);
+/// assert_eq!(f64s(&df, "failed")?, [1.0, 0.0]);
+/// assert_eq!(f64s(&df, "excess")?, [0.75, 0.25]);
+/// assert_eq!(f64s(&df, "excess_hi")?, [1.0, 1.0]);
+/// let best: Vec<_> = df.column("best")?.bool()?.iter().collect();
+/// assert_eq!(best, [Some(false), Some(true)]);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Default)]
 pub struct GroupTable(Vec<(Cell, Group, bool)>);
 
@@ -289,25 +325,6 @@ impl GroupTable {
             column("best", r.iter().map(|x| x.2)),
         ])
     }
-}
-
-/// The checks every regression-tier configuration shares, each error naming its field.
-pub fn check_tier(
-    presets: &[String],
-    depths: &[usize],
-    seeds: u64,
-    steps: u64,
-    eval_every: u64,
-    width: usize,
-    batch: usize,
-) -> Result<()> {
-    check_presets(presets)?;
-    super::common::check_depths("depths", depths)?;
-    check_count("seeds", seeds, 2)?;
-    check_count("steps", steps, 1)?;
-    check_count("eval_every", eval_every, 1)?;
-    check_count("width", width as u64, 1)?;
-    check_count("batch", batch as u64, 1)
 }
 
 /// Checks a list of presets: non-empty, each known.
@@ -403,12 +420,6 @@ pub fn frame(columns: Vec<Column>) -> Result<DataFrame> {
         })
         .collect();
     Ok(DataFrame::new_infer_height(cols)?)
-}
-
-/// A learning rate as table text in its shortest decimal form (`0.003`, `0.1`): grid values
-/// have one significant digit, so this is narrower than a fixed-decimals column.
-pub fn lr_text(lr: f64) -> String {
-    format!("{lr}")
 }
 
 /// A training claim's verdict on one tier, for the ledger.

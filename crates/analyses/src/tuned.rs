@@ -29,6 +29,34 @@ pub const EVAL_OPTIONS: normscope_core::train::run::Options<'static> =
     };
 
 /// One tuned cell: the index of its tier and the cell (its `lr` ignored).
+///
+/// # Examples
+///
+/// A cell of the `lm` tier (300 updates) tuned over a 3-rate grid, and its cost for sharding:
+///
+/// ```rust
+/// use normscope_analyses::tier::{Tier, TierSet};
+/// use normscope_analyses::tuned::{cost, TunePlan, TunedCell};
+/// use normscope_core::train::sweep::Cell;
+///
+/// let set = TierSet {
+///     tier: Tier::lm(),
+///     presets: vec!["post".into()],
+///     depths: vec![12],
+///     lrs: vec![1e-3, 3e-3, 1e-2],
+/// };
+/// let cell = Cell {
+///     preset: "post".into(),
+///     depth: 12,
+///     optimizer: "adam".into(),
+///     lr: 0.0, // set per run
+///     warmup: 0,
+/// };
+/// let c = TunedCell { tier: 0, cell };
+/// let plan = TunePlan { tune_seeds: vec![100, 101], seeds: 4 };
+/// // Blocks x steps x runs: 12 x 300 x (3 rates x 2 tuning seeds + 4 evaluation seeds).
+/// assert_eq!(cost(&[set], &c, &plan), 36_000.0);
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TunedCell {
     /// Index into the analysis's tiers.
@@ -38,6 +66,47 @@ pub struct TunedCell {
 }
 
 /// A tuned cell's runs.
+///
+/// # Examples
+///
+/// Tuning runs at two rates, the tuned rate (the lower final excess, [`best_lr`]) and an
+/// evaluation run at it, keyed for the tables ([`keyed`]):
+///
+/// ```rust
+/// use normscope_analyses::tier::Tier;
+/// use normscope_analyses::training::best_lr;
+/// use normscope_analyses::tuned::{keyed, Tuned, TunedCell};
+/// use normscope_core::train::run::Record;
+/// use normscope_core::train::sweep::{Cell, Outcome};
+///
+/// let cell = Cell {
+///     preset: "pre".into(),
+///     depth: 4,
+///     optimizer: "adam".into(),
+///     lr: 0.0, // set per run
+///     warmup: 0,
+/// };
+/// // A run whose evaluation loss fell from 2 to `last` in 4 updates (floor 0).
+/// let run = |lr: f64, seed, last| {
+///     let rec = |step, metric, value| Record {
+///         preset: "pre".into(), seed, step, layer: None, param: None, metric, value,
+///     };
+///     let log = [
+///         rec(0, "eval_floor", 0.0),
+///         rec(0, "context_free_loss", 2.0),
+///         rec(0, "eval_loss", 2.0),
+///         rec(4, "eval_loss", last),
+///     ];
+///     Outcome::new(cell.at_lr(lr), seed, 4, &log, false)
+/// };
+/// let tuning = vec![run(1e-3, 100, 0.5), run(1e-2, 100, 0.25)];
+/// let lr = best_lr(&tuning.iter().collect::<Vec<_>>());
+/// assert_eq!(lr, 1e-2);
+/// let tuned = [Tuned { tuning, lr, runs: vec![run(lr, 0, 0.3)] }];
+/// let keys = keyed(&[Tier::lm()], &[TunedCell { tier: 0, cell: cell.clone() }], &tuned);
+/// let keys: Vec<(f64, &str)> = keys.iter().map(|k| (k.0.lr, k.2)).collect();
+/// assert_eq!(keys, [(1e-3, "tuning"), (1e-2, "tuning"), (1e-2, "evaluation")]);
+/// ```
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Tuned {
     /// Every tuning run, in (lr, seed) order.
@@ -49,6 +118,23 @@ pub struct Tuned {
 }
 
 /// The seeds of the tuning and of the evaluation (the grids are the tiers', [`TierSet::lrs`]).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::tuned::TunePlan;
+/// use normscope_core::Error;
+///
+/// let plan = TunePlan { tune_seeds: vec![100, 101], seeds: 8 };
+/// plan.check("tune_seeds", "seeds")?;
+/// // Per cell of a 5-rate grid: 5 x 2 tuning runs and 8 evaluation runs.
+/// assert_eq!(plan.runs(5), 18);
+/// // The tuning seeds are held out: 3 is an evaluation seed (0..8).
+/// let overlap = TunePlan { tune_seeds: vec![3, 100], ..plan };
+/// let err = overlap.check("tune_seeds", "seeds").unwrap_err();
+/// assert!(matches!(err, Error::InvalidParam { field: "tune_seeds", .. }));
+/// # Ok::<(), Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TunePlan {

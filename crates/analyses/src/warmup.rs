@@ -70,6 +70,27 @@ pub const PRIMARY_TIER: &str = "lm";
 pub(crate) const F64_SUFFIX: &str = "-f64";
 
 /// A tier and the cells searched in it.
+///
+/// # Examples
+///
+/// The `--quick` run's `lm` tier, and a warmup preset that is not one of the tier's presets,
+/// refused:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::warmup::{Config, TierCells};
+/// use normscope_core::Error;
+///
+/// let mut c = Config::quick();
+/// let lm: &TierCells = &c.tiers[0];
+/// assert_eq!((lm.tier.name.as_str(), lm.tier.steps), ("lm", 60));
+/// assert_eq!(lm.presets, ["pre", "post"]);
+/// assert_eq!(lm.depths, [4]);
+/// assert_eq!(lm.warmup_presets, ["post"]); // "pre" is searched without warmup only
+/// c.tiers[0].warmup_presets.push("deepnorm".into());
+/// let err = c.check().unwrap_err();
+/// assert!(matches!(err, Error::InvalidParam { field: "warmup.tiers.warmup_presets", .. }));
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TierCells {
@@ -123,6 +144,24 @@ pub struct Config {
 /// A (tier, preset, depth) of an f32 tier searched again in f64 with and without warmup
 /// (`precision.csv`: per seed, both precisions' intervals; the warmup effect's verdict in
 /// each).
+///
+/// # Examples
+///
+/// The `--quick` run's check, and one naming a preset its tier searches without warmup only,
+/// refused:
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::warmup::{Config, PrecisionCheck};
+/// use normscope_core::Error;
+///
+/// let mut c = Config::quick();
+/// let post = PrecisionCheck { tier: "lm".into(), preset: "post".into(), depth: 4 };
+/// assert_eq!(c.precision_check, [post]);
+/// c.precision_check[0].preset = "pre".into();
+/// let err = c.check().unwrap_err();
+/// assert!(matches!(err, Error::InvalidParam { field: "warmup.precision_check", .. }));
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrecisionCheck {

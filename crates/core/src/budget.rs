@@ -19,7 +19,7 @@
 //!
 //! The Monte Carlo engine's own estimates are in [`crate::monte_carlo::size`].
 //!
-//! Work is checked too: a Monte Carlo run ([`crate::monte_carlo::size::check_mc_work`]), a training request
+//! Work is checked too: a Monte Carlo run (`monte_carlo::size::check_mc_work`), a training request
 //! ([`crate::train::config::TrainConfig::check_work`]) or a `normscope-bench --memory-probe` estimated at
 //! more than [`MAX_WORK`] floating-point operations (three days at [`WORK_RATE`], 1e11 per
 //! second) is refused with its estimate, in operations and days, and the flags that lower it.
@@ -37,6 +37,20 @@ pub const CLOSED_FORM_PER_LAYER: u128 = 256;
 pub(crate) const SPARSE_PER_KEPT_LAYER: u128 = 3 * CLOSED_FORM_PER_LAYER;
 
 /// One bound on the memory this process may still allocate, and where it comes from.
+///
+/// # Examples
+///
+/// A refusal names the tightest bound (on Linux at least `MemAvailable` is known):
+///
+/// ```rust
+/// use normscope_core::budget::{self, Limit, SOURCE_MEMINFO};
+/// let all: Vec<Limit> = budget::limits();
+/// if cfg!(target_os = "linux") {
+///     assert!(all.iter().any(|l| l.source == SOURCE_MEMINFO));
+///     let e = budget::check(u128::MAX, "the table", "--depth").unwrap_err().to_string();
+///     assert!(e.contains("the table needs about ") && e.ends_with("): lower --depth"));
+/// }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limit {
     /// Bytes left under this bound.
@@ -279,7 +293,7 @@ pub fn check_work(work: f64, what: &str, lower: &str) -> Result<()> {
 /// the block index builds one segment per block (a built-in preset, at most a few). Estimated
 /// without building it: the stack at two small depths gives the segments' growth, extended to
 /// `depth` (at most one per block); three times the vector, for its growth.
-pub fn stack_bytes(preset: &str, depth: usize) -> Result<u128> {
+pub(crate) fn stack_bytes(preset: &str, depth: usize) -> Result<u128> {
     const PROBE: usize = 1024;
     let p = crate::placement::find(preset)?;
     let segments = |l: usize| p.stack(l).map(|s| s.segments.len() as u128);

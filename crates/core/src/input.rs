@@ -78,10 +78,10 @@ fn kind_of_special(_: &std::fs::FileType) -> &'static str {
 ///
 /// ```rust
 /// use normscope_core::input::{read_capped, ReadError, TEXT_CAP};
-/// let dir = std::env::temp_dir().join(format!("normscope-readerror-{}", std::process::id()));
-/// std::fs::create_dir_all(&dir)?;
+/// let tmp = tempfile::tempdir()?;
+/// let dir = tmp.path();
 /// // A folder is refused; a missing file is the system's error.
-/// match read_capped(&dir, TEXT_CAP) {
+/// match read_capped(dir, TEXT_CAP) {
 ///     Err(ReadError::Refused(why)) => assert_eq!(why, "it is a folder, not a regular file"),
 ///     other => panic!("{other:?}"),
 /// }
@@ -92,7 +92,6 @@ fn kind_of_special(_: &std::fs::FileType) -> &'static str {
 /// std::fs::write(&file, "abcd")?;
 /// assert_eq!(read_capped(&file, 4).unwrap(), b"abcd");
 /// assert!(matches!(read_capped(&file, 3), Err(ReadError::Refused(_))));
-/// std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Debug)]

@@ -185,6 +185,17 @@ impl BranchScale {
 }
 
 /// Extra scale on the branch input after `N_in`.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::placement::find;
+/// use normscope_core::spec::InputScale;
+/// // LayerNorm Scaling divides block l's normed input by sqrt(l); Pre-LN leaves it alone.
+/// assert_eq!(find("lns")?.stack(4)?.block(3).in_scale, InputScale::InvSqrtLayer);
+/// assert_eq!(find("pre")?.stack(4)?.block(3).in_scale, InputScale::One);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InputScale {
     /// None.

@@ -154,3 +154,19 @@ pub fn proptest_config(cases: u32, seed: u64) -> proptest::test_runner::Config {
         ..Config::default()
     }
 }
+
+/// Every file under `dir` (recursively) whose name ends in `.ext`, sorted by path.
+pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for e in entries {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(files_with_ext(&p, ext));
+        } else if p.extension().is_some_and(|x| x == ext) {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}

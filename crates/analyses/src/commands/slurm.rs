@@ -78,6 +78,33 @@ pub struct SlurmRequest {
 }
 
 /// The three files, by name.
+///
+/// # Examples
+///
+/// The scripts of a 3-shard `finite-width --quick` array on partition `cpu`: the array's
+/// lines, the merge of every shard, and the submission that chains them.
+///
+/// ```rust
+/// use normscope_analyses::slurm::{scripts, Scripts, SlurmRequest};
+/// let r = SlurmRequest {
+///     only: "finite-width".into(),
+///     shards: 3,
+///     quick: true,
+///     partition: Some("cpu".into()),
+///     dir: "/scratch/w".into(),
+///     out_dir: "/scratch/o".into(),
+///     binary: Some("/opt/normscope".into()),
+///     ..SlurmRequest::default()
+/// };
+/// let s: Scripts = scripts(&r)?;
+/// assert!(s.array.contains("\n#SBATCH --array=0-2\n"));
+/// for script in [&s.array, &s.merge] {
+///     assert!(script.contains("\n#SBATCH --partition=cpu\n"));
+/// }
+/// assert!(s.merge.contains("merge '/scratch/w'/shard-{0..2} --out-dir '/scratch/o'\n"));
+/// assert!(s.submit.contains("--dependency=afterok:$array '/scratch/w'/merge.sbatch"));
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Scripts {
     /// `array.sbatch`.

@@ -28,9 +28,8 @@ use std::path::Path;
 /// use normscope_analyses::config_file::ConfigFile;
 /// use normscope_analyses::AnalysisConfig;
 /// use normscope_analyses::expansion::Config;
-/// let dir = std::env::temp_dir().join(format!("normscope-configfile-{}", std::process::id()));
-/// std::fs::create_dir_all(&dir).unwrap();
-/// let path = dir.join("cfg.toml");
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("cfg.toml");
 /// std::fs::write(&path, "[expansion]\ndepth = 3\n").unwrap();
 /// let file = ConfigFile::load(&path, &["expansion"])?;
 /// assert!(file.placements.is_empty());
@@ -39,7 +38,6 @@ use std::path::Path;
 /// assert_eq!(c.presets, Config::full().presets); // the default
 /// // Unknown tables are refused.
 /// assert!(ConfigFile::load(&path, &["claims"]).is_err());
-/// std::fs::remove_dir_all(&dir).unwrap();
 /// # Ok::<(), normscope_core::Error>(())
 /// ```
 #[derive(Clone, Debug, Default)]

@@ -18,8 +18,8 @@ use std::path::Path;
 ///
 /// ```rust
 /// use normscope_analyses::claims::ledger;
-/// let root = std::env::temp_dir().join(format!("normscope-empty-root-{}", std::process::id()));
-/// let err = ledger(&root).unwrap_err().to_string();
+/// let root = tempfile::tempdir().unwrap(); // an empty root
+/// let err = ledger(root.path()).unwrap_err().to_string();
 /// assert!(err.contains("data/effective-depth/theory.csv, which does not exist"));
 /// assert!(err.contains("normscope reproduce --only effective-depth,claims"));
 /// ```

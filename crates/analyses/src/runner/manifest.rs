@@ -117,6 +117,36 @@ impl Source {
 }
 
 /// The manifest of one analysis run.
+///
+/// # Examples
+///
+/// A rerun at a later commit that wrote the same outputs keeps the manifest in place, byte
+/// for byte ([`keep`]); one whose outputs changed writes its own.
+///
+/// ```rust
+/// use normscope_analyses::manifest::{keep, sha256, Build, Manifest, Source};
+/// use std::collections::BTreeMap;
+///
+/// let run = |commit: &str, csv: &[u8]| Manifest {
+///     analysis: "expansion",
+///     crate_version: "0.1.0",
+///     source: Source { git_commit: Some(commit.into()), dirty: Some(false) },
+///     build: Build::current(),
+///     invocation: "normscope reproduce --only expansion".into(),
+///     quick: false,
+///     config: serde_json::json!({ "depth": 3 }),
+///     seeds: vec![0],
+///     inputs: BTreeMap::new(),
+///     outputs: BTreeMap::from([("data/expansion/a.csv".into(), sha256(csv))]),
+/// };
+/// let first = keep(&run("aaa", b"x,y\n"), None);
+/// assert!(first.ends_with(b"\n"));
+/// assert_eq!(keep(&run("bbb", b"x,y\n"), Some(&first)), first);
+/// let changed = keep(&run("bbb", b"x,z\n"), Some(&first));
+/// assert_ne!(changed, first);
+/// let json: serde_json::Value = serde_json::from_slice(&changed).unwrap();
+/// assert_eq!(json["source"]["git_commit"], "bbb");
+/// ```
 #[derive(Serialize)]
 pub struct Manifest<'a> {
     /// Analysis id.

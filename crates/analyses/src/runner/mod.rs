@@ -91,11 +91,22 @@ fn set_seeds(v: &mut toml::Value, seed: u64) {
 ///
 /// # Examples
 ///
+/// [`Prepared::new`] wraps an analysis's run function and its resolved configuration into one
+/// `Work`, which [`crate::reproduce`] calls once with the analysis's [`Out`]:
+///
 /// ```rust
-/// use normscope_analyses::{find, Settings, Work};
-/// let prepared = (find("expansion")?.prepare)("expansion", &Settings::default())?;
-/// let _work: Work = prepared.work; // run by `reproduce` with the analysis's output handle
-/// # Ok::<(), normscope_core::Error>(())
+/// use normscope_analyses::{Out, Prepared, Work};
+/// use normscope_core::Result;
+/// #[derive(serde::Serialize)]
+/// struct Cfg {
+///     depth: usize,
+/// }
+/// fn run(c: &Cfg, out: &mut Out) -> Result<()> {
+///     out.bytes("depth.txt", c.depth.to_string().as_bytes())
+/// }
+/// let p = Prepared::new(Cfg { depth: 3 }, vec![7], run);
+/// assert_eq!((p.config["depth"].as_u64(), p.seeds), (Some(3), vec![7]));
+/// let _work: Work = p.work; // writes depth.txt = "3" when reproduce runs it
 /// ```
 pub type Work = Box<dyn FnOnce(&mut Out) -> Result<()>>;
 
@@ -239,8 +250,9 @@ pub struct Analysis {
 ///
 /// ```rust
 /// use normscope_analyses::{reproduce, Request};
-/// let root = std::env::temp_dir().join(format!("normscope-out-doc-{}", std::process::id()));
-/// let req = Request { root: root.clone(), only: vec!["expansion".into()], ..Request::default() };
+/// let tmp = tempfile::tempdir().unwrap();
+/// let root = tmp.path();
+/// let req = Request { root: root.to_path_buf(), only: vec!["expansion".into()], ..Request::default() };
 /// reproduce(&req)?;
 /// let text = std::fs::read_to_string(root.join("data/expansion/manifest.json")).unwrap();
 /// let manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -248,7 +260,6 @@ pub struct Analysis {
 /// let outputs = manifest["outputs"].as_object().unwrap();
 /// assert!(!outputs.is_empty());
 /// assert!(outputs.values().all(|h| h.as_str().unwrap().len() == 64)); // sha256 in hex
-/// std::fs::remove_dir_all(&root).unwrap();
 /// # Ok::<(), normscope_core::Error>(())
 /// ```
 pub struct Out {

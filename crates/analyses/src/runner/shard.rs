@@ -42,6 +42,24 @@ pub const MANIFEST: &str = "shard.json";
 pub(crate) const MAX_SHARDS: usize = 100_000;
 
 /// Shard `index` of `count` (0-based, as Slurm's `SLURM_ARRAY_TASK_ID`).
+///
+/// # Examples
+///
+/// `--shard I/N`, parsed and written back; shard `N/N` does not exist (0-based):
+///
+/// ```rust
+/// use normscope_analyses::shard::ShardSpec;
+/// use normscope_core::Error;
+///
+/// let s: ShardSpec = "1/4".parse()?;
+/// assert_eq!(s, ShardSpec { index: 1, count: 4 });
+/// assert_eq!(s.to_string(), "1/4");
+/// for bad in ["4/4", "0/0", "1", "-1/4"] {
+///     let err = bad.parse::<ShardSpec>().unwrap_err();
+///     assert!(matches!(err, Error::InvalidParam { field: "--shard", .. }), "{bad}");
+/// }
+/// # Ok::<(), Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShardSpec {
     /// This shard, `0 <= index < count`.
@@ -251,6 +269,44 @@ fn foreign(what: &str, why: impl std::fmt::Display) -> Error {
 
 /// Checked shards, ready to merge: the reference manifest and the first call's encoded results
 /// by unit index (empty when the analysis has no units).
+///
+/// # Examples
+///
+/// What [`load`] returns for a run of one shard that ran both units of its call `cells`: the
+/// folder holds the units' results (`units-cells.bin`, [`encode`]) and `shard.json`, which
+/// names this binary.
+///
+/// ```rust
+/// use normscope_analyses::manifest::{sha256, Source};
+/// use normscope_analyses::shard::{self, Call, Loaded, ShardManifest, ShardSpec};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let units = shard::encode(&[(0, b"first".to_vec()), (1, b"second".to_vec())])?;
+/// std::fs::write(dir.path().join("units-cells.bin"), &units).unwrap();
+/// let m = ShardManifest {
+///     format: shard::FORMAT.into(),
+///     analysis: "mc-grid".into(),
+///     shard: ShardSpec { index: 0, count: 1 },
+///     crate_version: "0.1.0".into(),
+///     source: Source { git_commit: None, dirty: None },
+///     build: serde_json::json!({}),
+///     binary: shard::binary_sha256()?, // shards of the binary that merges them only
+///     invocation: "normscope reproduce --only mc-grid".into(),
+///     quick: true,
+///     config: serde_json::json!({}),
+///     config_toml: String::new(),
+///     seeds: vec![0],
+///     call: Some(Call { name: "cells".into(), units: 2, mine: vec![0, 1], costs: vec![1.0; 2] }),
+///     files: [("units-cells.bin".to_string(), sha256(&units))].into(),
+/// };
+/// std::fs::write(dir.path().join(shard::MANIFEST), serde_json::to_vec(&m).unwrap()).unwrap();
+/// let loaded: Loaded = shard::load(&[dir.path().to_path_buf()])?;
+/// assert_eq!(loaded.manifest, m);
+/// assert_eq!(loaded.call, Some(("cells".to_string(), 2)));
+/// assert_eq!(loaded.results[&0], b"first");
+/// assert_eq!(loaded.results[&1], b"second");
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Loaded {
     /// The manifest every shard agrees on (shard 0's).

@@ -136,6 +136,30 @@ pub struct Attention<T: Real> {
 }
 
 /// What the forward pass keeps.
+///
+/// # Examples
+///
+/// Uniform attention (`W_Q = W_K = 0`) keeps no queries or keys; its weights are `1/n`.
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::branch::{Module, attention::Attention};
+/// let a = Attention {
+///     wq: DMatrix::<f64>::zeros(0, 0),
+///     wk: DMatrix::zeros(0, 0),
+///     wv: DMatrix::identity(2, 2),
+///     wo: DMatrix::identity(2, 2),
+///     heads: 1,
+///     uniform: true,
+///     causal: false,
+///     seq: 0,
+/// };
+/// let u = DMatrix::from_column_slice(2, 4, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+/// let (_, c) = a.forward(&u);
+/// assert_eq!((c.q.len(), c.k.len(), c.v.clone()), (0, 0, u.clone()));
+/// assert_eq!(c.attn, [DMatrix::from_element(4, 4, 0.25)]);
+/// assert_eq!(c.o, DMatrix::from_fn(2, 4, |i, _| [4.0, 5.0][i])); // the token mean
+/// ```
 #[derive(Clone, Debug)]
 pub struct AttentionCache<T: Real> {
     /// The input u.

@@ -22,6 +22,20 @@ pub const INFO: KindInfo = KindInfo {
 };
 
 /// Cross-attention's mean-field summary.
+///
+/// # Examples
+///
+/// Cross-attention reads the memory, not its input: its output does not scale with the input
+/// (not scale-free) and carries no input gradient.
+///
+/// ```rust
+/// use normscope_core::branch::{BranchConfig, BranchModel, Init, MeanFieldBranch};
+/// use normscope_core::branch::cross_attention::Kernel;
+/// assert_eq!(Kernel.matrix_gains(Init::He, 4.0, 4.0), (2.0, 2.0));
+/// assert!(!Kernel.scale_free() && Kernel.beta_scales_first() && Kernel.mixes_tokens());
+/// let m = BranchModel::new(&BranchConfig::default(), None, 1.0, 0.0);
+/// assert_eq!(Kernel.backward_gain(&m, 1.0), 0.0);
+/// ```
 pub struct Kernel;
 
 impl MeanFieldBranch for Kernel {
@@ -72,6 +86,27 @@ impl MeanFieldBranch for Kernel {
 }
 
 /// A sampled cross-attention branch.
+///
+/// # Examples
+///
+/// Every token gets `W_O W_V m` for the memory's token mean `m`, whatever the input; the
+/// gradient reaches the weights, not the input.
+///
+/// ```rust
+/// use nalgebra::{DMatrix, DVector};
+/// use normscope_core::branch::{Module, cross_attention::CrossAttention};
+/// let c = CrossAttention {
+///     wv: DMatrix::from_row_slice(2, 2, &[1.0, 0.0, 0.0, 2.0]),
+///     wo: DMatrix::identity(2, 2),
+///     memory_mean: DVector::from_column_slice(&[1.0, 1.0]),
+/// };
+/// let u = DMatrix::from_element(2, 3, 7.0);
+/// let (y, cache) = c.forward(&u);
+/// assert_eq!(y, DMatrix::from_fn(2, 3, |i, _| [1.0, 2.0][i]));
+/// assert_eq!(cache.shape, (2, 3));
+/// let (gu, _) = c.backward(&cache, &DMatrix::from_element(2, 3, 1.0));
+/// assert_eq!(gu, DMatrix::zeros(2, 3));
+/// ```
 #[derive(Clone, Debug)]
 pub struct CrossAttention<T: Real> {
     /// Value projection.
@@ -83,6 +118,20 @@ pub struct CrossAttention<T: Real> {
 }
 
 /// What the forward pass keeps.
+///
+/// # Examples
+///
+/// ```rust
+/// use nalgebra::{DMatrix, DVector};
+/// use normscope_core::branch::{Module, cross_attention::CrossAttention};
+/// let c = CrossAttention {
+///     wv: DMatrix::from_element(1, 2, 1.0),
+///     wo: DMatrix::from_element(2, 1, 1.0),
+///     memory_mean: DVector::from_column_slice(&[2.0, 3.0]),
+/// };
+/// let (_, cache) = c.forward(&DMatrix::zeros(2, 4));
+/// assert_eq!((cache.vm[0], cache.shape), (5.0, (2, 4))); // W_V m = 2 + 3
+/// ```
 #[derive(Clone, Debug)]
 pub struct CrossCache<T: Real> {
     /// `W_V m`, the input of `W_O` (the same for every token).

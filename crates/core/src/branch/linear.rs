@@ -18,6 +18,21 @@ pub const INFO: KindInfo = KindInfo {
 };
 
 /// The linear branch's mean-field summary.
+///
+/// # Examples
+///
+/// `F(u) = W u` under He at width 4: `W`'s fan-in gain is `2`, the forward gain `E||Wu||^2 /
+/// ||u||^2` too, and the kernel scales with the input's moments.
+///
+/// ```rust
+/// use normscope_core::branch::{BranchConfig, BranchModel, Init, MeanFieldBranch, linear};
+/// assert_eq!(linear::Kernel.matrix_gains(Init::He, 4.0, 4.0), (1.0, 2.0));
+/// let cfg = BranchConfig { init: Init::He, ..BranchConfig::default() };
+/// let m = BranchModel::new(&cfg, None, 1.0, 0.0);
+/// assert_eq!(linear::Kernel.unit_gain(&m), 2.0);
+/// assert_eq!(linear::Kernel.pair(&m, 3.0, 3.0, 3.0, 1.0), (6.0, 2.0));
+/// assert!(linear::Kernel.scale_free() && !linear::Kernel.beta_scales_first());
+/// ```
 pub struct Kernel;
 
 impl MeanFieldBranch for Kernel {
@@ -100,6 +115,17 @@ pub struct Linear<T: Real> {
 }
 
 /// What the forward pass keeps.
+///
+/// # Examples
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::branch::{Module, linear::Linear};
+/// let lin = Linear { w: DMatrix::from_row_slice(1, 2, &[2.0, 0.5]) };
+/// let u = DMatrix::from_column_slice(2, 1, &[1.0, 4.0]);
+/// let (y, cache) = lin.forward(&u);
+/// assert_eq!((y[0], cache.u), (4.0, u)); // the input, kept for dL/dW = g u^T
+/// ```
 #[derive(Clone, Debug)]
 pub struct LinearCache<T: Real> {
     /// The input u.

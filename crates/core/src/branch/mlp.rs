@@ -31,6 +31,27 @@ pub(crate) const GELU_INFO: KindInfo = KindInfo {
 };
 
 /// The MLP's mean-field summary for one activation.
+///
+/// # Examples
+///
+/// A ReLU MLP under He with hidden ratio 2 at width 4: `W1` has fan-in gain `2` and `W2`
+/// (fan-in 8) also `2`; with `E[relu(h)^2] = q/2`, the forward gain is `2 * 2 / 2 = 2`.
+///
+/// ```rust
+/// use normscope_core::branch::{Activation, BranchConfig, BranchKind, BranchModel, Init};
+/// use normscope_core::branch::{MeanFieldBranch, mlp};
+/// let k = mlp::Kernel(Activation::Relu);
+/// assert_eq!(k.matrix_gains(Init::He, 4.0, 2.0), (2.0, 2.0));
+/// let cfg = BranchConfig {
+///     kind: BranchKind::ReluMlp,
+///     init: Init::He,
+///     hidden_ratio: 2.0,
+///     ..BranchConfig::default()
+/// };
+/// let m = BranchModel::new(&cfg, None, 1.0, 0.0);
+/// assert_eq!(k.unit_gain(&m), 2.0);
+/// assert!(k.scale_free() && k.beta_scales_first());
+/// ```
 pub struct Kernel(pub Activation);
 
 impl Kernel {
@@ -131,6 +152,21 @@ pub struct Mlp<T: Real> {
 }
 
 /// What the forward pass keeps.
+///
+/// # Examples
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::branch::{Activation, Module, mlp::Mlp};
+/// let m = Mlp {
+///     w1: DMatrix::from_column_slice(2, 1, &[1.0, -1.0]),
+///     w2: DMatrix::from_row_slice(1, 2, &[1.0, 1.0]),
+///     act: Activation::Relu,
+/// };
+/// let (_, c) = m.forward(&DMatrix::from_element(1, 1, 3.0));
+/// // h = W1 u = (3, -3), z = relu(h) = (3, 0): what W2's and W1's gradients need.
+/// assert_eq!((c.u[0], c.h.as_slice(), c.z.as_slice()), (3.0, &[3.0, -3.0][..], &[3.0, 0.0][..]));
+/// ```
 #[derive(Clone, Debug)]
 pub struct MlpCache<T: Real> {
     /// The input u.

@@ -354,6 +354,20 @@ pub trait MeanFieldBranch: Sync {
 }
 
 /// How the branch is built: kind, init, widths and an optional gain override.
+///
+/// # Examples
+///
+/// The default is a Xavier linear branch at width 256 (the CLI's defaults); `--gain` sets the
+/// gain at unit input second moment whatever the init.
+///
+/// ```rust
+/// use normscope_core::branch::{BranchConfig, BranchKind, BranchModel, Init};
+/// let cfg = BranchConfig::default();
+/// assert_eq!((cfg.kind, cfg.init, cfg.width, cfg.gain), (BranchKind::Linear, Init::Xavier, 256, None));
+/// assert_eq!(BranchModel::new(&cfg, None, 1.0, 0.0).nominal_gain, 1.0);
+/// let cfg = BranchConfig { init: Init::He, gain: Some(0.5), ..cfg };
+/// assert_eq!(BranchModel::new(&cfg, None, 1.0, 0.0).nominal_gain, 0.5);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BranchConfig {
     /// What the branch computes (a closed-form kind).

@@ -12,7 +12,7 @@ use crate::theory::finite_width::{correction, unchecked, unsupported};
 use std::sync::Arc;
 
 /// Whether `metric` has a derived correction ([`crate::metrics::Info::correction`]).
-pub fn corrected(metric: Metric) -> bool {
+pub(crate) fn corrected(metric: Metric) -> bool {
     metric.info().correction.is_some()
 }
 
@@ -20,7 +20,7 @@ pub fn corrected(metric: Metric) -> bool {
 /// `weight_grad_sq` (their engine becomes [`EngineKind::TheoryFiniteWidth`], their width `d`);
 /// other rows stay the d -> infinity closed form. Every preset or metric left uncorrected is
 /// named in `notes`.
-pub fn apply(
+pub(crate) fn apply(
     rows: &mut [Row],
     model: &ModelConfig,
     d: usize,

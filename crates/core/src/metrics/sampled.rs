@@ -6,6 +6,22 @@
 use std::collections::BTreeMap;
 
 /// The coefficients and energy shares of every source at one layer.
+///
+/// # Examples
+///
+/// Layer 1 of a network where `x_1 = 0.5 x_0 + B_1`, with half its energy from each source;
+/// the `coef` metric writes the coefficients by source j.
+///
+/// ```rust
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::metrics::sampled::{Decomposed, Quantities};
+/// let mut q = Quantities::default();
+/// let d = Decomposed { coef: vec![0.5, 1.0], weight: vec![0.5, 0.5] };
+/// q.decomposition.insert(1, d);
+/// let mut v = Vec::new();
+/// Metric::Coef.sampled(&q, 1, &mut |j, x| v.push((j, x)));
+/// assert_eq!(v, [(Some(0), 0.5), (Some(1), 1.0)]);
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Decomposed {
     /// Token mean of `C_{l,j,t}`, j = 0..=l.
@@ -15,6 +31,21 @@ pub struct Decomposed {
 }
 
 /// A network's path-length law at one layer.
+///
+/// # Examples
+///
+/// A law with 3/4 of the energy on paths of length 0 and 1/4 on length 2 (mean 0.5); the
+/// `path_len` metric writes the positive shares by length k.
+///
+/// ```rust
+/// use normscope_core::metrics::Metric;
+/// use normscope_core::metrics::sampled::{PathLaw, Quantities};
+/// let mut q = Quantities::default();
+/// q.path_laws.insert(2, PathLaw { shares: vec![(0, 0.75), (2, 0.25)], mean: 0.5 });
+/// let mut v = Vec::new();
+/// Metric::PathLen.sampled(&q, 2, &mut |k, x| v.push((k, x)));
+/// assert_eq!(v, [(Some(0), 0.75), (Some(2), 0.25)]);
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct PathLaw {
     /// `(k, share)` for the lengths whose share is positive.

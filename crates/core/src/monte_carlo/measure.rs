@@ -17,7 +17,7 @@
 //! 5. backward: `dL/dx_l` and the last weight matrix's gradient of every block for an output
 //!    gradient with iid N(0,1) entries.
 //!
-//! Memory ([`Blocks`], [`Memory`]): a streamed network is never held whole. Its forward pass draws block l's weights
+//! Memory (`Blocks`, [`Memory`]): a streamed network is never held whole. Its forward pass draws block l's weights
 //! just before block l runs (the stream's draws in the same order as drawing the whole network
 //! first), saves the 32-byte generator state before them, and keeps only the streams `x_l`;
 //! every later pass regenerates block l's weights from the saved state and recomputes its
@@ -153,7 +153,7 @@ enum Weights<'a, T: Real> {
 /// A network after its forward pass: its streams `x_l`, what each block's step was given,
 /// and (when held) every block's branch and forward cache; [`Blocks::block`] hands out block
 /// l's branch and cache, regenerating them when they were not kept.
-pub struct Blocks<'a, T: Real> {
+pub(crate) struct Blocks<'a, T: Real> {
     spec: &'a StackSpec,
     eps: f64,
     weights: Weights<'a, T>,
@@ -171,17 +171,17 @@ pub struct Blocks<'a, T: Real> {
 
 impl<T: Real> Blocks<'_, T> {
     /// Depth L.
-    pub fn depth(&self) -> usize {
+    pub(crate) fn depth(&self) -> usize {
         self.spec.depth
     }
 
     /// `x_l`.
-    pub fn x(&self, l: usize) -> &DMatrix<T> {
+    pub(crate) fn x(&self, l: usize) -> &DMatrix<T> {
         &self.xs[l]
     }
 
     /// Block l's branch: held, or regenerated from the generator saved before its draws.
-    pub fn branch(&self, l: usize) -> Cow<'_, Branch<T>> {
+    pub(crate) fn branch(&self, l: usize) -> Cow<'_, Branch<T>> {
         match &self.weights {
             Weights::Held(net) => Cow::Borrowed(&net.branches[l - 1]),
             Weights::Drawn { kept, .. } if self.keep => Cow::Borrowed(&kept[l - 1]),
@@ -204,7 +204,7 @@ impl<T: Real> Blocks<'_, T> {
     /// Block l's backward step from `g = dL/dx_l`: `(dL/dx_{l-1}, ||dL/dW_last||^2)`
     /// ([`network::backward_step_last_sq`]). A streamed MLP block is recomputed and
     /// back-propagated holding one weight matrix at a time ([`LeanMlp`]).
-    pub fn backward_step(&self, l: usize, g: &DMatrix<T>) -> (DMatrix<T>, f64) {
+    pub(crate) fn backward_step(&self, l: usize, g: &DMatrix<T>) -> (DMatrix<T>, f64) {
         if let (false, Weights::Drawn { cfg, saved, .. }) = (self.keep, &self.weights)
             && let Some(lean) = LeanMlp::of(self.spec, cfg, l)
         {
@@ -228,7 +228,7 @@ impl<T: Real> Blocks<'_, T> {
     }
 
     /// Block l's branch and forward cache (recomputed from `x_{l-1}` when not held).
-    pub fn block(&self, l: usize) -> (Cow<'_, Branch<T>>, Cow<'_, BlockPass<T>>) {
+    pub(crate) fn block(&self, l: usize) -> (Cow<'_, Branch<T>>, Cow<'_, BlockPass<T>>) {
         let branch = self.branch(l);
         let pass = if self.keep {
             Cow::Borrowed(&self.passes[l - 1])

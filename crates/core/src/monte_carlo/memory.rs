@@ -1,6 +1,6 @@
 //! How much of a sampled network the Monte Carlo engine keeps (`--memory`): the whole network
 //! (every block's weights and forward cache, the fastest), or only its streams `x_l` with each
-//! block regenerated when a pass needs it ([`super::measure::Blocks`]: the weights from the
+//! block regenerated when a pass needs it (`measure::Blocks`: the weights from the
 //! generator state saved before their draws, the forward step from `x_{l-1}`), which bounds
 //! a network to `O(d^2 r + L d n)` values. The numbers are bit-identical either way
 //! (`tests/it/mc_memory.rs`), so the choice is about speed and memory alone and is not part of the
@@ -49,7 +49,7 @@
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Memory {
     /// Held when the networks running at once fit in half the memory available
-    /// ([`super::size::held_budget`]), streamed otherwise (the default).
+    /// (`size::held_budget`), streamed otherwise (the default).
     #[default]
     Auto,
     /// Every block's weights and forward cache kept (fastest).

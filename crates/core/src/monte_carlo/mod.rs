@@ -139,15 +139,6 @@ impl Columns {
     }
 }
 
-/// Aggregates per-network values into estimates, keys in order (see [`Columns`]).
-pub fn aggregate(per_net: &[Values]) -> BTreeMap<Key, Value> {
-    let mut cols = Columns::default();
-    for v in per_net {
-        cols.push(v.clone());
-    }
-    cols.estimates()
-}
-
 /// Progress reporting for [`MonteCarlo`]: called once per finished network.
 ///
 /// # Examples

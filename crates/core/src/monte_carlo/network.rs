@@ -61,6 +61,30 @@ pub struct Network<T: Real = f64> {
 }
 
 /// Per-block values of a forward pass.
+///
+/// # Examples
+///
+/// Block 1 of a Post-LN network: no input norm, skip and branch scales 1, and `x_1` is the
+/// output of `N_out`.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::monte_carlo::network::BlockPass;
+/// use normscope_core::monte_carlo::{McConfig, RawMc, sampler};
+/// use normscope_numeric::rng;
+///
+/// let raw = RawModel { depth: 1, width: 4, tokens: 2, ..RawModel::default() };
+/// let cfg = McConfig::new(&raw, &RawMc::default())?;
+/// let net = sampler::network::<f64>(&cfg.model.stack("post")?, &cfg, &mut rng::network_rng(0, 0, 0));
+/// let fw = net.forward(|_, _, _| {});
+/// let b: &BlockPass = &fw.blocks[0];
+/// assert!(b.n_in.is_none() && b.n_br.is_none());
+/// assert_eq!((b.in_scale, b.alpha, b.lambda), (1.0, 1.0, 1.0));
+/// assert_eq!(b.n_out.as_ref().unwrap().y, fw.xs[1]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct BlockPass<T: Real = f64> {
     /// N_in's cache.

@@ -19,6 +19,24 @@ fn vector<T: Real>(c: &[T]) -> DVectorView<'_, T> {
 }
 
 /// What a forward pass keeps for the Jacobian.
+///
+/// # Examples
+///
+/// LayerNorm of the token `(1, 3)`: `P z = (-1, 1)`, `sigma = 1`. RMSNorm of `(2, 2, 2)`:
+/// `sigma = 2`; its Jacobian halves a direction orthogonal to `y` and removes `y` itself.
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::monte_carlo::norm::{forward, jacobian};
+/// use normscope_core::spec::NormKind;
+/// let c = forward(NormKind::Layer, 0.0, &DMatrix::from_column_slice(2, 1, &[1.0, 3.0]));
+/// assert_eq!((c.y.as_slice(), c.inv_sigma[0]), (&[-1.0, 1.0][..], 1.0));
+/// let c = forward(NormKind::Rms, 0.0, &DMatrix::from_element(3, 1, 2.0));
+/// assert_eq!((c.inv_sigma[0], c.kind), (0.5, NormKind::Rms));
+/// let dz = DMatrix::from_column_slice(3, 1, &[1.0, -1.0, 0.0]);
+/// assert_eq!(jacobian(&c, &dz).as_slice(), [0.5, -0.5, 0.0]);
+/// assert_eq!(jacobian(&c, &c.y).as_slice(), [0.0, 0.0, 0.0]);
+/// ```
 #[derive(Clone, Debug)]
 pub struct NormCache<T: Real = f64> {
     /// The output y.

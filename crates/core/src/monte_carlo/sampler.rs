@@ -43,6 +43,23 @@ pub fn draw_inputs<T: Real>(cfg: &McConfig, rng: &mut Rng) -> (DMatrix<T>, Optio
 
 /// One weight matrix as the sampler draws it: `rows x cols` from the run's init, times `scale`
 /// ([`sample::matrix_in`]).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::branch::init::Init;
+/// use normscope_core::monte_carlo::sampler::MatrixDraw;
+/// use normscope_numeric::rng::Rng;
+/// use rand::SeedableRng;
+/// // He init of a 3 x 8 matrix: std sqrt(2 / 8) = 0.5, times the scale 2.
+/// let m = MatrixDraw { rows: 3, cols: 8, scale: 2.0 };
+/// assert_eq!(m.std(Init::He), 1.0);
+/// let w = m.draw::<f64>(Init::He, &mut Rng::seed_from_u64(0));
+/// assert_eq!(w.shape(), (3, 8));
+/// // The same stream gives the same matrix, and f32 is the f64 draw rounded.
+/// let w32 = m.draw::<f32>(Init::He, &mut Rng::seed_from_u64(0));
+/// assert_eq!(w32, w.map(|x| x as f32));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MatrixDraw {
     /// Rows (fan-out).

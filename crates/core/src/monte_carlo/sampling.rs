@@ -181,11 +181,6 @@ impl McConfig {
         )
     }
 
-    /// Closed-form summary of block l's branch (gains of its matrices, before beta).
-    pub fn proxy_model(&self, l: usize) -> BranchModel {
-        self.proxy_for(self.block(l))
-    }
-
     /// The closed-form proxy of a block computing `block` (its matrices' gains).
     pub(crate) fn proxy_for(&self, block: Block) -> BranchModel {
         let cfg = BranchConfig {

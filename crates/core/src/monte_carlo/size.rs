@@ -1,5 +1,5 @@
 //! The Monte Carlo engine's sizes, checked before anything is allocated: the peak memory of a
-//! network held or streamed ([`mc_network_floats`], [`mc_bytes`]) and the work of a run
+//! network held or streamed ([`mc_network_floats`], `mc_bytes`) and the work of a run
 //! ([`mc_network_work`]), refused through [`crate::budget::check`] and
 //! [`crate::budget::check_work`] with the settings to lower.
 
@@ -69,13 +69,8 @@ fn per_depth(cfg: &McConfig, depth: u128, f: fn(&McConfig, usize) -> u128) -> u1
         .saturating_add(even.saturating_mul(f(cfg, 2)))
 }
 
-/// Peak bytes of one network of depth `depth` held whole in f64 with every gradient (the
-/// training engine's model; the Monte Carlo engine's is [`mc_network_bytes`]).
-pub fn network_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric]) -> u128 {
-    network_bytes_for(cfg, depth, Metric::needs(metrics))
-}
-
-/// [`network_bytes`] for a network computing `needs`.
+/// Peak bytes of one network of depth `depth` computing `needs`, held whole in f64 with every
+/// gradient (the training engine's model; the Monte Carlo engine's is [`mc_network_bytes`]).
 pub(crate) fn network_bytes_for(cfg: &McConfig, depth: usize, needs: Needs) -> u128 {
     let (d, n, _) = sizes(cfg);
     let depth = (depth as u128).min(1 << 40);
@@ -132,7 +127,7 @@ pub fn mc_network_floats(cfg: &McConfig, depth: usize, metrics: &[Metric], held:
 
 /// Peak bytes of one sampled network in the engine's memory mode and precision: held or
 /// streamed as [`crate::monte_carlo::Memory::holds`] decides for the networks running at once.
-pub fn mc_network_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric]) -> u128 {
+pub(crate) fn mc_network_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric]) -> u128 {
     let size = cfg.precision.bytes() as u128;
     let concurrent = rayon::current_num_threads().min(cfg.samples).max(1);
     let held = cfg.memory.holds(cfg, depth, metrics, concurrent);
@@ -142,7 +137,7 @@ pub fn mc_network_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric]) -> u12
 /// Peak bytes of a Monte Carlo run of one stack: the networks in flight (one per thread), the
 /// per-network tables of one batch, and one f64 per network and row for the estimator (`rows`
 /// per network, an upper bound).
-pub fn mc_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric], rows: u128) -> u128 {
+pub(crate) fn mc_bytes(cfg: &McConfig, depth: usize, metrics: &[Metric], rows: u128) -> u128 {
     let threads = rayon::current_num_threads().min(cfg.samples).max(1) as u128;
     let batch = (threads * crate::monte_carlo::BATCH_PER_THREAD as u128).min(cfg.samples as u128);
     // Saturating: a sum beyond u128 is refused like any other that does not fit.
@@ -201,7 +196,7 @@ pub struct Selected {
     /// Their `l + 1` summed: the sources of the decomposition kept at each, and the length
     /// classes of an exact path law.
     pub sources: u128,
-    /// [`path_law_width`] summed over them: the lengths a factorized path law carries.
+    /// `path_law_width` summed over them: the lengths a factorized path law carries.
     pub law_width: f64,
 }
 
@@ -239,7 +234,7 @@ fn law_width_factor() -> f64 {
 /// exp(-2 t^2 / l)`), so every length it keeps above [`crate::theory::paths::PMF_FLOOR`] lies
 /// within `sqrt(l ln(2 / floor) / 2)` of the mean: at most `sqrt(2 l ln(2 / floor)) + 2`
 /// lengths, and never more than `l + 1`.
-pub fn path_law_width(l: u128) -> f64 {
+pub(crate) fn path_law_width(l: u128) -> f64 {
     (law_width_factor() * (l as f64).sqrt() + 2.0).min(l as f64 + 1.0)
 }
 
@@ -278,7 +273,7 @@ pub fn mc_network_extra_bytes(
 }
 
 /// Refuses a Monte Carlo run of one stack of `depth` blocks writing the layers `selected`
-/// that cannot fit: [`mc_bytes`] with the table's rows, plus every network in flight's
+/// that cannot fit: `mc_bytes` with the table's rows, plus every network in flight's
 /// [`mc_network_extra_bytes`].
 pub(crate) fn check_mc_selected(
     cfg: &McConfig,
@@ -359,7 +354,7 @@ fn block_work(cfg: &McConfig, l: usize) -> f64 {
 /// Work of one forward pass of a trained body of `depth` blocks over `batch` sequences of
 /// `cfg`'s tokens (its width, hidden ratio, heads and branch): the products, attention and
 /// norms of each block per sequence, and [`BLOCK_VISIT_WORK`] per block.
-pub fn body_forward_work(cfg: &McConfig, depth: usize, batch: f64) -> f64 {
+pub(crate) fn body_forward_work(cfg: &McConfig, depth: usize, batch: f64) -> f64 {
     let l = depth as f64;
     let (odd, even) = ((l / 2.0).ceil(), (l / 2.0).floor());
     batch * (odd * block_flops(cfg, 1) + even * block_flops(cfg, 2)) + l * BLOCK_VISIT_WORK
@@ -425,7 +420,7 @@ pub fn mc_network_work(
 
 /// Refuses a Monte Carlo run of `presets` stacks of `depth` blocks whose work
 /// ([`mc_network_work`] per network) exceeds [`MAX_WORK`](crate::budget::MAX_WORK).
-pub fn check_mc_work(
+pub(crate) fn check_mc_work(
     cfg: &McConfig,
     depth: usize,
     metrics: &[Metric],
@@ -450,7 +445,7 @@ impl Memory {
     /// Whether a network of depth `depth` under `cfg` measuring `metrics` is held when
     /// `concurrent` networks run at once: always for [`Memory::Held`], never for
     /// [`Memory::Streamed`], and for [`Memory::Auto`] when `concurrent` held networks
-    /// ([`super::size::mc_network_floats`] in `cfg.precision`) fit in [`held_budget`].
+    /// ([`super::size::mc_network_floats`] in `cfg.precision`) fit in `held_budget`.
     pub fn holds(
         self,
         cfg: &McConfig,
@@ -488,7 +483,7 @@ impl Memory {
 
 /// [`HELD_SHARE`] of the memory available now (`MemAvailable` of `/proc/meminfo`), or of
 /// [`DEFAULT_AVAILABLE`] where that cannot be read.
-pub fn held_budget() -> f64 {
+pub(crate) fn held_budget() -> f64 {
     HELD_SHARE
         * crate::budget::available()
             .map(|b| b as f64)
@@ -586,14 +581,14 @@ mod tests {
         };
         let cfg = |w, l| McConfig::new(&raw(w, l), &RawMc::default()).unwrap();
         let m = [Metric::GradSq];
-        let small = network_bytes(&cfg(64, 8), 8, &m);
+        let small = network_bytes_for(&cfg(64, 8), 8, Metric::needs(&m));
         // Weights and their gradients alone: 2 x 8 blocks x 2 (4d x d) f64 matrices.
         assert!(small >= 2 * 8 * 2 * 4 * 64 * 64 * 8);
-        assert!(network_bytes(&cfg(128, 8), 8, &m) > small);
-        assert!(network_bytes(&cfg(64, 16), 16, &m) > small);
+        assert!(network_bytes_for(&cfg(128, 8), 8, Metric::needs(&m)) > small);
+        assert!(network_bytes_for(&cfg(64, 16), 16, Metric::needs(&m)) > small);
         // The reported case: d = 100000 is ~1.3 TB per 2-block network, refused on any machine
         // this project runs on.
         let huge = cfg(100_000, 2);
-        assert!(network_bytes(&huge, 2, &m) > 1_000_000_000_000);
+        assert!(network_bytes_for(&huge, 2, Metric::needs(&m)) > 1_000_000_000_000);
     }
 }

@@ -461,6 +461,26 @@ pub trait Figure {
 }
 
 /// A figure drawn in memory.
+///
+/// # Examples
+///
+/// A plot at the one-column [`SIZE`] in its three formats: the PNG's header gives its size in
+/// pixels, the PDF starts with its version line.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::output::figure::{LinePlot, Rendered, SIZE, Series, render};
+/// use std::path::Path;
+///
+/// let mut plot = LinePlot::new("q_l", "layer l", "q_l");
+/// plot.series.push(Series::line("Pre-LN", 0, vec![(1.0, 1.0), (2.0, 2.0)]));
+/// let r: Rendered = render(&plot, Path::new("q"))?;
+/// let (w, h) = (&r.png[16..20], &r.png[20..24]); // the IHDR chunk's width and height
+/// assert_eq!((w, h), (&SIZE.0.to_be_bytes()[..], &SIZE.1.to_be_bytes()[..]));
+/// assert!(r.pdf.starts_with(b"%PDF-") && r.svg.starts_with(b"<svg"));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Rendered {
     /// The PNG file's bytes, with its [`DPI`] recorded (pHYs).
@@ -950,8 +970,10 @@ impl LinePlot {
             .map_or(Legend::Outside, |c| c.0)
     }
 
-    /// Whether the legend at `legend` meets anything drawn (false for [`Legend::Outside`]).
-    pub fn legend_covers_data(&self, legend: Legend) -> bool {
+    /// Whether the legend at `legend` meets anything drawn (false for [`Legend::Outside`]):
+    /// the tests' check of [`Self::auto_legend`]'s choice.
+    #[cfg(test)]
+    pub(crate) fn legend_covers_data(&self, legend: Legend) -> bool {
         let ((x0, x1), (y0, y1)) = self.ranges();
         let (w, h) = self.legend_box();
         let r = match legend {

@@ -36,11 +36,13 @@ pub const PROGRESS_AFTER: f64 = 2.0;
 /// let bar = DelayedBar::networks(2);
 /// let mc = MonteCarlo { cfg: &cfg, progress: &bar };
 /// let p = mc.profile(&cfg.model.stack("pre")?, &Plan::new(&[Metric::StreamSq], LayerSpec::Last))?;
+/// assert_eq!(bar.position(), 2); // one tick per network
 /// bar.finish();
 /// assert!(matches!(&p.values[&(Metric::StreamSq, 2, None)], Value::Estimate(e) if e.n == 2));
 ///
 /// let steps = DelayedBar::steps(3);
 /// (0..3).for_each(|_| steps.tick());
+/// assert_eq!(steps.position(), 3);
 /// steps.finish();
 /// # Ok(())
 /// # }
@@ -85,6 +87,11 @@ impl DelayedBar {
             start: Instant::now(),
             shown: AtomicBool::new(false),
         }
+    }
+
+    /// Ticks so far.
+    pub fn position(&self) -> u64 {
+        self.bar.position()
     }
 
     /// Clears the bar.

@@ -22,6 +22,18 @@ use std::path::Path;
 use std::sync::RwLock;
 
 /// How a preset builds its stack.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::placement::{Builder, find, load_text};
+/// assert!(matches!(find("pre")?.build, Builder::BuiltIn(_)));
+/// let text = "[[placement]]\nname = \"builder-doc\"\n[[placement.segment]]\ninput = \"layer\"\n";
+/// let loaded = load_text(text, "doc.toml")?;
+/// assert!(matches!(loaded[0].build, Builder::File(_)));
+/// assert_eq!(loaded[0].stack(3)?.depth, 3);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Copy)]
 pub enum Builder {
     /// A built-in preset's function of the depth L (L >= 1).

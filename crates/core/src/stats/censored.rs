@@ -64,6 +64,23 @@ pub(crate) const COLLAPSE: f64 = 1e-10;
 pub(crate) const RANK_TOL: f64 = 1e-12;
 
 /// A fitted interval-censored regression.
+///
+/// # Examples
+///
+/// With exact responses only, the fit is least squares and `sigma` the maximum-likelihood
+/// `sqrt(RSS / n)`: the mean 2.5 of (1, 3, 2, 4) and `sigma = sqrt(5 / 4)`.
+///
+/// ```rust
+/// use normscope_core::stats::obs::Obs;
+/// use normscope_core::stats::censored::fit;
+/// let y: Vec<Obs> = [1.0, 3.0, 2.0, 4.0].map(|v| Obs::exact(v).unwrap()).to_vec();
+/// let f = fit(&y, &vec![vec![1.0]; 4])?;
+/// assert_eq!((f.n, f.beta.len(), f.std_errors().len()), (4, 1, 2));
+/// assert!((f.beta[0] - 2.5).abs() < 1e-12);
+/// assert!((f.sigma - 1.25f64.sqrt()).abs() < 1e-12);
+/// assert!(f.beta_ci[0].0 < 2.5 && 2.5 < f.beta_ci[0].1);
+/// # Ok::<(), normscope_core::stats::censored::FitError>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Fit {
     /// Number of responses.

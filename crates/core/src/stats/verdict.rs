@@ -430,6 +430,16 @@ impl fmt::Display for Verdict {
 }
 
 /// Why a family cannot be judged.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::stats::verdict::{Family, FamilyError, judge};
+/// let empty = Family::new("A beats B", 0.5, vec![]);
+/// let e = judge(&empty).unwrap_err();
+/// assert_eq!(e, FamilyError::NoComparisons("A beats B".into()));
+/// assert_eq!(e.to_string(), "the family of \"A beats B\" has no comparisons");
+/// ```
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum FamilyError {
     /// The family has no comparisons.

@@ -94,6 +94,25 @@ pub fn unchecked(depth: usize, d: usize) -> Option<String> {
 }
 
 /// Per-layer multiplicative corrections, as natural logs (index = layer, 0..=L).
+///
+/// # Examples
+///
+/// Uniform Post-LN with RMSNorm at branch gain g: every interior block multiplies the
+/// gradient's second moment by `1 + kappa/d`, `kappa = g (g + 2)/(1 + g)^2` (3/4 at g = 1).
+///
+/// ```rust
+/// use normscope_core::branch::{BranchConfig, BranchKind, BranchModel};
+/// use normscope_core::placement::find;
+/// use normscope_core::spec::NormKind;
+/// use normscope_core::theory::finite_width::{correction, unsupported};
+/// let spec = find("post")?.stack(10)?.with_norm(NormKind::Rms);
+/// assert_eq!(unsupported(&spec, BranchKind::Linear), None);
+/// let cfg = BranchConfig { gain: Some(1.0), ..BranchConfig::default() };
+/// let c = correction(&spec, &BranchModel::new(&cfg, None, 1.0, 0.0), 100);
+/// assert_eq!((c.ln_grad.len(), c.ln_weight[0]), (11, 0.0));
+/// assert!((c.ln_grad[4] - c.ln_grad[5] - 0.0075f64.ln_1p()).abs() < 1e-15);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Correction {
     /// `ln prod_{i=l+1..L} F_i`, the factor on `grad_sq(l)`.

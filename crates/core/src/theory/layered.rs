@@ -93,6 +93,20 @@ impl Keep {
 }
 
 /// A per-layer sequence: dense, or only at kept layers.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::theory::layered::Layered;
+/// use std::collections::BTreeMap;
+/// let mut dense = Layered::Dense(vec![0.0; 4]);
+/// dense.set(2, 1.5);
+/// assert_eq!((dense.get(2), dense[3]), (Some(&1.5), 0.0));
+/// // A sparse sequence holds the kept layers only.
+/// let mut sparse = Layered::Sparse(BTreeMap::new());
+/// sparse.set(7, 2.5);
+/// assert_eq!((sparse.get(7), sparse.get(6)), (Some(&2.5), None));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Layered<T> {
     /// A value at every layer.

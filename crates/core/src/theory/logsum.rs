@@ -19,6 +19,21 @@ pub(crate) fn ln0(x: f64) -> f64 {
 
 /// Running sum in double-double (Knuth's two-sum), so that differences of prefix sums
 /// `P_l - P_j` of 10^6 terms keep full relative precision. `-inf` terms are counted, not added.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::theory::logsum::PrefixSum;
+/// let mut p = PrefixSum::new(3);
+/// for t in [1e16, 1.0, -1e16] {
+///     p.push(t);
+/// }
+/// // P_3 - P_0 = 1 exactly, where plain f64 sums lose the 1 to rounding.
+/// assert_eq!(p.diff(3, 0), 1.0);
+/// assert_eq!((1e16 + 1.0) - 1e16, 0.0);
+/// p.push(f64::NEG_INFINITY); // a zero factor
+/// assert_eq!((p.diff(4, 3), p.diff(3, 1)), (f64::NEG_INFINITY, 1.0 - 1e16));
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct PrefixSum {
     hi: Vec<f64>,

@@ -15,6 +15,26 @@ pub(crate) const TRAINABLE_BRANCHES: &str =
     "linear, relu-mlp (mlp), gelu-mlp, attention, uniform-attention, transformer";
 
 /// The model's architecture (`--arch`).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::Error;
+/// use normscope_core::train::config::Arch;
+///
+/// assert_eq!(Arch::parse("decoder", None)?, Arch::Decoder);
+/// let ed = Arch::parse("Encoder-Decoder", Some(2))?;
+/// assert_eq!(ed, Arch::EncoderDecoder { layers: 2 });
+/// // Two encoder blocks and three decoder blocks per layer; a decoder's blocks are --depth.
+/// assert_eq!((ed.name(), ed.blocks(12), Arch::Decoder.blocks(12)), ("encoder-decoder", 10, 12));
+/// // --layers is required with encoder-decoder and refused with decoder.
+/// let refused = |r: Result<Arch, Error>| {
+///     matches!(r, Err(Error::InvalidParam { field: "--layers", .. }))
+/// };
+/// assert!(refused(Arch::parse("encoder-decoder", None)));
+/// assert!(refused(Arch::parse("decoder", Some(2))));
+/// # Ok::<(), Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arch {
     /// One stack of `--depth` blocks with an input map and a head ([`super::model::TrainModel`]):
@@ -80,6 +100,23 @@ impl Arch {
 }
 
 /// Raw training settings, as the command line gives them.
+///
+/// # Examples
+///
+/// `normscope train`'s defaults, and a request [`RawTrain::check`] refuses, naming the flag:
+///
+/// ```rust
+/// use normscope_core::Error;
+/// use normscope_core::train::config::RawTrain;
+///
+/// let raw = RawTrain::default();
+/// assert_eq!((raw.presets.as_str(), raw.arch.as_str()), ("pre,post", "decoder"));
+/// assert_eq!(raw.model.branch, "transformer");
+/// assert_eq!((raw.model.depth, raw.model.width), (12, 32));
+/// assert_eq!((raw.optimizer.as_str(), raw.lr, raw.steps, raw.batch), ("adam", 1e-3, 400, 16));
+/// let no_batch = RawTrain { batch: 0, ..raw };
+/// assert!(matches!(no_batch.check(), Err(Error::InvalidParam { field: "--batch", .. })));
+/// ```
 #[derive(Clone, Debug)]
 pub struct RawTrain {
     /// Comma-separated presets.
@@ -163,6 +200,25 @@ impl Default for RawTrain {
 }
 
 /// A checked training request.
+///
+/// # Examples
+///
+/// The defaults with three seeds, checked: the presets and seeds listed, the optimizer
+/// resolved, and the batch's columns (16 sequences of 16 tokens).
+///
+/// ```rust
+/// use normscope_core::train::config::{Arch, RawTrain, TrainConfig};
+/// use normscope_core::train::optim::{Adam, OptimizerKind};
+/// use normscope_core::train::task::Io;
+///
+/// let cfg: TrainConfig = RawTrain { seeds: "0..3".into(), ..RawTrain::default() }.check()?;
+/// assert_eq!(cfg.presets, ["pre", "post"]);
+/// assert_eq!(cfg.seeds, [0, 1, 2]);
+/// assert_eq!((cfg.arch, cfg.optimizer), (Arch::Decoder, OptimizerKind::Adam(Adam::default())));
+/// assert_eq!(cfg.io, Io::Tokens { vocab: 16, seq: 16 });
+/// assert_eq!((cfg.columns(), cfg.schedule.steps, cfg.schedule.peak), (256, 400, 1e-3));
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct TrainConfig {
     /// Presets, in the order given.
@@ -522,10 +578,11 @@ impl TrainConfig {
 
     /// Estimated work of the request in floating-point operations
     /// ([`crate::budget::WORK_RATE`]), per run (presets times seeds): every update a forward
-    /// and backward pass over the batch (three forward passes: [`crate::monte_carlo::size::body_forward_work`]
-    /// with the ends and logits) plus the optimizer's update ([`OPTIMIZER_WORK`] per
-    /// parameter) and the task's teacher drawing the batch; every evaluation a forward pass over
-    /// `--eval-batches` batches; every logged update a copy and norms of the parameters.
+    /// and backward pass over the batch (three forward passes: the body's,
+    /// `monte_carlo::size::body_forward_work`, with the ends and logits) plus the optimizer's
+    /// update ([`OPTIMIZER_WORK`] per parameter) and the task's teacher drawing the batch; every
+    /// evaluation a forward pass over `--eval-batches` batches; every logged update a copy and
+    /// norms of the parameters.
     pub fn work(&self) -> f64 {
         let depth = self.mc.model.depth;
         let batch = self.batch as f64;

@@ -18,6 +18,28 @@ use nalgebra::DMatrix;
 use normscope_numeric::gemm::Real;
 
 /// One norm slot with its optional affine parameters (d x 1 each).
+///
+/// # Examples
+///
+/// LayerNorm of the token `(1, 3)` is `(-1, 1)`; with `gamma = (2, 3)` and `b = (0.5, 0.5)` the
+/// slot gives `(-1.5, 3.5)`, and for `g = (1, 1)`, `dL/dgamma = N(z) = (-1, 1)`, `dL/db = g`.
+/// RMSNorm has a gain and no bias.
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::spec::NormKind;
+/// use normscope_core::train::layer_norm::NormLayer;
+///
+/// let mut n = NormLayer::new(NormKind::Layer, 2, true);
+/// n.gain = Some(DMatrix::from_column_slice(2, 1, &[2.0, 3.0]));
+/// n.bias = Some(DMatrix::from_element(2, 1, 0.5));
+/// let (cache, y) = n.forward(0.0, &DMatrix::from_column_slice(2, 1, &[1.0, 3.0]));
+/// assert_eq!(y.as_slice(), [-1.5, 3.5]);
+/// let (_, grads) = n.backward(&cache, &DMatrix::from_element(2, 1, 1.0));
+/// assert_eq!((grads[0].as_slice(), grads[1].as_slice()), (&[-1.0, 1.0][..], &[1.0, 1.0][..]));
+/// let rms = NormLayer::<f64>::new(NormKind::Rms, 3, true);
+/// assert_eq!(rms.params().iter().map(|p| p.0).collect::<Vec<_>>(), ["gain"]);
+/// ```
 #[derive(Clone, Debug)]
 pub struct NormLayer<T: Real = f64> {
     /// LayerNorm or RMSNorm.

@@ -131,6 +131,19 @@ pub enum Skip<T: Real = f64> {
 }
 
 /// A branch multiplier: a constant, or a learnable scalar (ReZero's `lambda`, 1 x 1).
+///
+/// # Examples
+///
+/// A learnable multiplier in f32 reads back exactly as f64 (0.1f32 is not 0.1).
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::train::model::Multiplier;
+/// assert_eq!(Multiplier::<f64>::Fixed(0.5).value(), 0.5);
+/// let lambda = Multiplier::Learnable(DMatrix::from_element(1, 1, 0.1f32));
+/// assert_eq!(lambda.value(), 0.1f32 as f64);
+/// assert_ne!(lambda.value(), 0.1);
+/// ```
 #[derive(Clone, Debug)]
 pub enum Multiplier<T: Real = f64> {
     /// A constant.

@@ -120,6 +120,39 @@ pub(crate) fn real_ref<T: Real>(m: &DMatrix<f64>) -> Cow<'_, DMatrix<T>> {
 }
 
 /// One block's values from the forward pass.
+///
+/// # Examples
+///
+/// A Post-LN block: no `N_in` or `N_br` (so `b = o`), and `N_out` normalizes `z = x_0 +
+/// F(x_0)`, whose mean square the cache records.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::{pass, run};
+///
+/// let raw = RawTrain {
+///     presets: "post".into(),
+///     model: RawModel { depth: 1, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     batch: 4,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+/// let (model, _, first) = run::start(&cfg, task.as_ref(), "post", 0)?;
+/// let p = model.forward(pass::views(&first).0);
+/// let b = &p.blocks[0];
+/// assert!(b.n_in.is_none() && b.n_br.is_none() && b.br.is_none());
+/// assert_eq!(b.br(), &b.out);
+/// let z = &p.xs[0] + &b.out;
+/// assert!((b.z_sq - z.norm_squared() / 32.0).abs() < 1e-12 * b.z_sq);
+/// assert_eq!(b.n_out.as_ref().unwrap().y, p.xs[1]); // the affine map is 1 * y + 0 at init
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct BlockCache<T: Real = f64> {
     /// `N_in`'s cache.

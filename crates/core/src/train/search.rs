@@ -188,12 +188,6 @@ impl Search {
         }
     }
 
-    /// The interval's natural logarithm (`-inf` for 0, `inf` for inf).
-    pub fn log_interval(&self) -> (f64, f64) {
-        let (lo, hi) = self.interval();
-        (lo.ln(), hi.ln())
-    }
-
     /// A representative value: the geometric midpoint when bracketed, else the finite end.
     pub fn point(&self) -> f64 {
         let (lo, hi) = self.interval();

@@ -115,6 +115,38 @@ pub struct Gradients<T: Real> {
 }
 
 /// What an evaluation logs from one forward pass of the probe batch.
+///
+/// # Examples
+///
+/// A Pre-LN MLP of 2 blocks: the RMS of both blocks' `N_in` inputs, by layer and slot, and no
+/// attention statistics.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::train::config::RawTrain;
+/// use normscope_core::train::run;
+/// use normscope_core::train::task::{self, TaskConfig};
+/// use normscope_core::train::trainable::Trainable;
+///
+/// let raw = RawTrain {
+///     presets: "pre".into(),
+///     model: RawModel { depth: 2, branch: "relu-mlp".into(), width: 8, ..RawModel::default() },
+///     task: TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..TaskConfig::default() },
+///     batch: 4,
+///     ..RawTrain::default()
+/// };
+/// let cfg = raw.check()?;
+/// let task = task::build(&cfg.task)?;
+/// let (model, _, first) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let p = model.probe(&first);
+/// let slots: Vec<(usize, &str)> = p.norm_inputs.iter().map(|x| (x.0, x.1)).collect();
+/// assert_eq!(slots, [(1, "n_in"), (2, "n_in")]);
+/// assert!(p.attention.is_empty());
+/// assert_eq!(p.output, model.output(&first));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Probe<T: Real> {
     /// The output (logits or regression outputs), for `output_change`.

@@ -24,8 +24,43 @@ use super::{Algorithm, finite_positive, unit_interval};
 hyperparameters! {
     /// Adam's hyperparameters: `torch.optim.Adam(lr, betas=(beta1, beta2), eps,
     /// weight_decay=0, amsgrad=False)`; AdamW's first three ([`super::AdamW::adam`]).
+    ///
+    /// # Examples
+    ///
+    /// ```rust
+    /// use normscope_core::Error;
+    /// use normscope_core::train::optim::{Adam, Hyperparameters, OptimizerKind};
+    ///
+    /// // PyTorch's defaults, betas=(0.9, 0.999), eps=1e-8: what `--optimizer adam` gives.
+    /// let adam = Adam::default();
+    /// assert_eq!((adam.beta1, adam.beta2, adam.eps), (0.9, 0.999, 1e-8));
+    /// assert_eq!(OptimizerKind::parse("adam")?, OptimizerKind::Adam(adam));
+    /// assert_eq!(Adam::flags(), ["--beta1", "--beta2", "--adam-eps"]);
+    /// // Each range check names its flag: beta2 is in [0, 1).
+    /// let err = Adam { beta2: 1.0, ..adam }.check().unwrap_err();
+    /// assert!(matches!(err, Error::InvalidParam { field: "--beta2", .. }));
+    /// # Ok::<(), Error>(())
+    /// ```
     pub struct Adam;
     /// The flags of Adam's hyperparameters (`--beta1`, `--beta2`, `--adam-eps`), AdamW's too.
+    ///
+    /// # Examples
+    ///
+    /// `--beta1 0.5` sets Adam's `beta1` and AdamW's alike; the others keep their defaults:
+    ///
+    /// ```rust
+    /// use normscope_core::train::optim::{Adam, AdamFlags, AdamW, OptimizerFlags, OptimizerKind};
+    ///
+    /// let flags = OptimizerFlags {
+    ///     adam: AdamFlags { beta1: Some(0.5), ..AdamFlags::default() },
+    ///     ..OptimizerFlags::default()
+    /// };
+    /// let adam = Adam { beta1: 0.5, ..Adam::default() };
+    /// assert_eq!(OptimizerKind::resolve("adam", &flags)?, OptimizerKind::Adam(adam));
+    /// let adamw = AdamW { adam, weight_decay: 0.01 };
+    /// assert_eq!(OptimizerKind::resolve("adamw", &flags)?, OptimizerKind::AdamW(adamw));
+    /// # Ok::<(), normscope_core::Error>(())
+    /// ```
     pub struct AdamFlags;
     /// First-moment decay in `[0, 1)` (PyTorch's default 0.9, `betas=(0.9, 0.999)`).
     beta1 = 0.9, flag beta1 "--beta1", check unit_interval,
@@ -41,6 +76,28 @@ hyperparameters! {
 
 /// Adam's (and AdamW's) per-parameter state: the first moments `m` and second moments `v`
 /// (PyTorch's `exp_avg` and `exp_avg_sq`), zero before the first step.
+///
+/// # Examples
+///
+/// The state [`Algorithm::state`] makes, through one step at `t = 1`. There the bias
+/// corrections undo the moments' decay (`m_hat = g`, `v_hat = g^2`), so the entry moves by
+/// `lr g / (|g| + eps)`: computed here in the order [`Adam::update`] rounds it.
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::train::optim::{Adam, AdamState, Algorithm};
+///
+/// let adam = Adam::default();
+/// let mut state: AdamState<f64> = adam.state(&[(1, 1)]);
+/// assert_eq!(Adam::second_moment(&state, 0).unwrap()[0], 0.0);
+/// let (lr, g) = (0.1, 2.0);
+/// let mut p = DMatrix::from_element(1, 1, 0.0);
+/// adam.step(&mut state, &mut [&mut p], &[DMatrix::from_element(1, 1, g)], &[true], lr, 1);
+/// let (m, v) = ((1.0 - 0.9) * g, (1.0 - 0.999) * g * g);
+/// let step = lr / (1.0 - 0.9) * m / (v.sqrt() / (1.0 - 0.999_f64).sqrt() + 1e-8);
+/// assert_eq!((p[0], Adam::second_moment(&state, 0).unwrap()[0]), (-step, v));
+/// assert!((step - lr * g / (g + 1e-8)).abs() < 1e-15);
+/// ```
 #[derive(Clone, Debug)]
 pub struct AdamState<T: Real> {
     m: Vec<DMatrix<T>>,
@@ -154,17 +211,10 @@ fn lerp_as<T: Real>(start: T, end: T, weight: T) -> T {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Optimizer, OptimizerKind};
+    use super::super::Optimizer;
+    use super::super::test_support::{adam, close};
     use super::*;
     use normscope_numeric::tolerance::{ROUNDING, ROUNDING_CHAIN};
-
-    fn adam() -> OptimizerKind {
-        OptimizerKind::parse("adam").unwrap()
-    }
-
-    fn close(a: f64, b: f64, tol: f64) -> bool {
-        (a - b).abs() <= tol * b.abs().max(1.0)
-    }
 
     #[test]
     fn adam_two_steps_match_the_formulas_by_hand() {

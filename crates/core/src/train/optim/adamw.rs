@@ -18,11 +18,52 @@ use super::{Algorithm, finite_nonnegative};
 hyperparameters! {
     /// AdamW's hyperparameters: `torch.optim.AdamW(lr, betas=(beta1, beta2), eps,
     /// weight_decay)`.
+    ///
+    /// # Examples
+    ///
+    /// PyTorch's defaults, and the decoupled decay alone (a zero gradient leaves Adam's update
+    /// zero): `p (1 - lr wd)` for a parameter flagged for decay, nothing for the other.
+    ///
+    /// ```rust
+    /// use nalgebra::DMatrix;
+    /// use normscope_core::train::optim::{Adam, AdamW, Optimizer, OptimizerKind};
+    ///
+    /// let adamw = AdamW::default();
+    /// assert_eq!((adamw.adam, adamw.weight_decay), (Adam::default(), 0.01));
+    /// let kind = OptimizerKind::AdamW(AdamW { weight_decay: 0.5, ..adamw });
+    /// let mut opt = Optimizer::new(kind, &[(1, 1), (1, 1)], &[true, false]);
+    /// let mut w = DMatrix::from_element(1, 1, 2.0);
+    /// let mut gain = w.clone();
+    /// let zero = DMatrix::zeros(1, 1);
+    /// opt.step(&mut [&mut w, &mut gain], &[zero.clone(), zero], 0.5);
+    /// assert_eq!((w[0], gain[0]), (1.5, 2.0)); // 2 (1 - 0.5 x 0.5)
+    /// ```
     pub struct AdamW {
         /// Adam's `beta1`, `beta2` and `eps` (their flags are Adam's).
         adam: Adam
     };
     /// The flag of the hyperparameter AdamW adds to Adam's (`--weight-decay`).
+    ///
+    /// # Examples
+    ///
+    /// `--weight-decay 0` resolved for AdamW, and refused for Adam, which has no such flag:
+    ///
+    /// ```rust
+    /// use normscope_core::Error;
+    /// use normscope_core::train::optim::{AdamW, AdamWFlags, OptimizerFlags, OptimizerKind};
+    ///
+    /// let flags = OptimizerFlags {
+    ///     adamw: AdamWFlags { weight_decay: Some(0.0) },
+    ///     ..OptimizerFlags::default()
+    /// };
+    /// let OptimizerKind::AdamW(adamw) = OptimizerKind::resolve("adamw", &flags)? else {
+    ///     unreachable!()
+    /// };
+    /// assert_eq!(adamw, AdamW { weight_decay: 0.0, ..AdamW::default() });
+    /// let err = OptimizerKind::resolve("adam", &flags).unwrap_err();
+    /// assert!(matches!(err, Error::InvalidParam { field: "--weight-decay", .. }));
+    /// # Ok::<(), Error>(())
+    /// ```
     pub struct AdamWFlags;
     /// Decoupled weight decay `wd` >= 0 (applied only to parameters flagged for decay;
     /// PyTorch's default 0.01, `torch.optim.AdamW`'s `weight_decay=1e-2`).
@@ -79,17 +120,10 @@ impl Algorithm for AdamW {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{adam, close};
     use super::super::{Optimizer, OptimizerKind};
     use super::*;
     use normscope_numeric::tolerance::{ROUNDING, ROUNDING_CHAIN};
-
-    fn adam() -> OptimizerKind {
-        OptimizerKind::parse("adam").unwrap()
-    }
-
-    fn close(a: f64, b: f64, tol: f64) -> bool {
-        (a - b).abs() <= tol * b.abs().max(1.0)
-    }
 
     #[test]
     fn adamw_decays_only_flagged_parameters() {

@@ -168,6 +168,22 @@ macro_rules! optimizers {
         /// An optimizer and its hyperparameters (all but the learning rate, which a
         /// [`super::schedule::Schedule`] supplies per step): one variant per registered
         /// optimizer.
+        ///
+        /// # Examples
+        ///
+        /// ```rust
+        /// use normscope_core::train::optim::{Adam, OptimizerFlags, OptimizerKind, Sgd, SgdFlags};
+        /// assert_eq!(OptimizerKind::NAMES, ["sgd", "adam", "adamw"]);
+        /// let adam = OptimizerKind::parse("ADAM")?;
+        /// assert_eq!((adam, adam.name()), (OptimizerKind::Adam(Adam::default()), "adam"));
+        /// let flags = OptimizerFlags { sgd: SgdFlags { momentum: Some(0.9) }, ..Default::default() };
+        /// let sgd = OptimizerKind::resolve("sgd", &flags)?;
+        /// assert_eq!(sgd, OptimizerKind::Sgd(Sgd { momentum: 0.9 }));
+        /// // Adam has no --momentum: the flag is refused, named.
+        /// let e = OptimizerKind::resolve("adam", &flags).unwrap_err().to_string();
+        /// assert!(e.contains("--momentum"), "{e}");
+        /// # Ok::<(), normscope_core::Error>(())
+        /// ```
         #[derive(Clone, Copy, Debug, PartialEq)]
         pub enum OptimizerKind {
             $($(#[$doc])* $Variant($module::$Type),)*
@@ -177,6 +193,20 @@ macro_rules! optimizers {
         /// `None` unless given: the command line's (`clap::Args` with the `cli` feature,
         /// flattened into `normscope train`'s) and [`super::config::RawTrain`]'s. Each
         /// optimizer declares its own (AdamW adds `--weight-decay` to Adam's).
+        ///
+        /// # Examples
+        ///
+        /// One field per registered optimizer, named after its module; nothing given by
+        /// default, so every optimizer resolves to PyTorch's defaults.
+        ///
+        /// ```rust
+        /// use normscope_core::train::optim::{AdamW, OptimizerFlags, OptimizerKind};
+        /// let none = OptimizerFlags::default();
+        /// assert_eq!((none.sgd.momentum, none.adam.beta1, none.adamw.weight_decay), (None, None, None));
+        /// let w = OptimizerKind::resolve("adamw", &none)?;
+        /// assert_eq!(w, OptimizerKind::AdamW(AdamW::default()));
+        /// # Ok::<(), normscope_core::Error>(())
+        /// ```
         #[derive(Clone, Copy, Debug, Default, PartialEq)]
         #[cfg_attr(feature = "cli", derive(clap::Args))]
         pub struct OptimizerFlags {
@@ -339,6 +369,29 @@ optimizers! {
 
 /// An optimizer's hyperparameters, declared once with `hyperparameters!` (which implements
 /// this trait): what the configuration and the command line need of them.
+///
+/// # Examples
+///
+/// AdamW's: Adam's flags then its own; `--beta2 0.95` resolved over the defaults, and the
+/// JSON the model dump records (keys sorted).
+///
+/// ```rust
+/// use normscope_core::train::optim::{Adam, AdamW, Hyperparameters, OptimizerFlags};
+///
+/// assert_eq!(AdamW::flags(), ["--beta1", "--beta2", "--adam-eps", "--weight-decay"]);
+/// let mut flags = OptimizerFlags::default();
+/// flags.adam.beta2 = Some(0.95);
+/// assert_eq!(Adam::given(&flags.adam), ["--beta2"]);
+/// let adamw = AdamW::resolve(&flags);
+/// adamw.check()?;
+/// let mut json = serde_json::Map::new();
+/// adamw.json(&mut json);
+/// assert_eq!(
+///     serde_json::Value::Object(json).to_string(),
+///     r#"{"beta1":0.9,"beta2":0.95,"eps":1e-8,"weight_decay":0.01}"#
+/// );
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 pub trait Hyperparameters: Copy + Debug + Default + PartialEq {
     /// The flags of the hyperparameters this optimizer declares itself (not those of its
     /// `base`): one `Option<f64>` each, a field of [`OptimizerFlags`].
@@ -369,6 +422,27 @@ pub(crate) trait Registered: Hyperparameters {
 /// An optimizer: its name, its per-parameter state and its update, on top of its
 /// [`Hyperparameters`] (the implementing struct). One file per optimizer implements it; a
 /// line in the registry (`optimizers!` in this file) makes it selectable.
+///
+/// # Examples
+///
+/// One step of any optimizer on a 1x1 parameter, through the trait alone:
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::train::optim::{Adam, Algorithm, Sgd};
+///
+/// fn one_step<A: Algorithm>(a: A, p: f64, g: f64, lr: f64) -> f64 {
+///     let mut state = a.state::<f64>(&[(1, 1)]);
+///     let mut p = DMatrix::from_element(1, 1, p);
+///     a.step(&mut state, &mut [&mut p], &[DMatrix::from_element(1, 1, g)], &[true], lr, 1);
+///     p[0]
+/// }
+/// assert_eq!(one_step(Sgd::default(), 1.0, 0.5, 0.25), 0.875); // p - lr g
+/// assert_eq!(one_step(Adam::default(), 1.0, 0.0, 0.25), 1.0); // m = 0: no move
+/// assert_eq!((Sgd::NAME, Adam::NAME), ("sgd", "adam"));
+/// assert_eq!(Sgd::default().denominator_eps(), None);
+/// assert_eq!(Adam::default().second_moment_decay(), Some(0.999));
+/// ```
 pub trait Algorithm: Hyperparameters {
     /// The name `--optimizer` accepts (lower case).
     const NAME: &'static str;
@@ -451,6 +525,28 @@ pub(crate) fn finite_nonnegative(flag: &'static str, x: f64) -> Result<()> {
 }
 
 /// A summary of Adam's second-moment estimate `v` over one parameter's entries, for logs.
+///
+/// # Examples
+///
+/// After Adam's first step `v = (1 - beta2) g^2` and `v_hat = g^2`, so `sqrt(v_hat) = |g|`:
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::train::optim::{Optimizer, OptimizerKind, SecondMoment};
+///
+/// let mut opt = Optimizer::new(OptimizerKind::parse("adam")?, &[(1, 2)], &[true]);
+/// assert_eq!(opt.second_moment_stats(0), None); // before the first step
+/// let mut p = DMatrix::zeros(1, 2);
+/// opt.step(&mut [&mut p], &[DMatrix::from_row_slice(1, 2, &[2.0, -4.0])], 1e-3);
+/// let w = 1.0 - 0.999; // v = (4 w, 16 w)
+/// let expected = SecondMoment {
+///     mean: (4.0 * w + 16.0 * w) / 2.0,
+///     max: 16.0 * w,
+///     mean_sqrt_corrected: 3.0, // (2 + 4) / 2
+/// };
+/// assert_eq!(opt.second_moment_stats(0), Some(expected));
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SecondMoment {
     /// Mean of `v` (not bias-corrected) over the entries.
@@ -466,6 +562,26 @@ pub struct SecondMoment {
 /// (momentum buffers, or Adam's `m` and `v`) and its step count. The update equations and
 /// their PyTorch sources are in each optimizer's module documentation ([`sgd`], [`adam`],
 /// [`adamw`]).
+///
+/// # Examples
+///
+/// Plain SGD over two updates, `p - 2 lr g` (every product exact):
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::train::optim::{Optimizer, OptimizerKind};
+///
+/// let sgd = OptimizerKind::parse("sgd")?;
+/// let mut opt = Optimizer::new(sgd, &[(1, 2)], &[true]);
+/// let mut p = DMatrix::from_row_slice(1, 2, &[1.0, -1.0]);
+/// let g = DMatrix::from_row_slice(1, 2, &[0.5, -0.25]);
+/// opt.step(&mut [&mut p], std::slice::from_ref(&g), 0.5);
+/// opt.step(&mut [&mut p], std::slice::from_ref(&g), 0.5);
+/// assert_eq!(p.as_slice(), [0.5, -0.75]);
+/// assert_eq!((opt.steps(), opt.kind()), (2, sgd));
+/// assert!(opt.second_moment(0).is_none()); // SGD keeps no second moment
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Optimizer<T: Real = f64> {
     running: Running<T>,
@@ -577,14 +693,27 @@ impl<T: Real> Optimizer<T> {
     }
 }
 
+/// What the optimizers' unit tests share.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use normscope_numeric::tolerance::ROUNDING;
+pub(crate) mod test_support {
+    use super::OptimizerKind;
 
-    fn close(a: f64, b: f64, tol: f64) -> bool {
+    /// Adam with PyTorch's defaults.
+    pub(crate) fn adam() -> OptimizerKind {
+        OptimizerKind::parse("adam").unwrap()
+    }
+
+    /// `a` within `tol` of `b`, relative to `|b|` (absolute below 1).
+    pub(crate) fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol * b.abs().max(1.0)
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::close;
+    use super::*;
+    use normscope_numeric::tolerance::ROUNDING;
 
     #[test]
     fn names_parse_ignoring_case_with_pytorch_defaults() {

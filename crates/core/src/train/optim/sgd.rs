@@ -16,8 +16,46 @@ use super::{Algorithm, unit_interval};
 hyperparameters! {
     /// SGD's hyperparameters: `torch.optim.SGD(lr, momentum, dampening=0, nesterov=False,
     /// weight_decay=0)`.
+    ///
+    /// # Examples
+    ///
+    /// PyTorch's default is plain gradient descent, `p <- p - lr g`:
+    ///
+    /// ```rust
+    /// use nalgebra::DMatrix;
+    /// use normscope_core::Error;
+    /// use normscope_core::train::optim::{Hyperparameters, Optimizer, OptimizerKind, Sgd};
+    ///
+    /// assert_eq!(Sgd::default(), Sgd { momentum: 0.0 });
+    /// let mut opt = Optimizer::new(OptimizerKind::Sgd(Sgd::default()), &[(1, 1)], &[true]);
+    /// let mut p = DMatrix::from_element(1, 1, 1.0);
+    /// opt.step(&mut [&mut p], &[DMatrix::from_element(1, 1, 0.5)], 0.25);
+    /// assert_eq!(p[0], 0.875); // 1 - 0.25 x 0.5
+    /// // The momentum is in [0, 1); the error names its flag.
+    /// let err = Sgd { momentum: 1.0 }.check().unwrap_err();
+    /// assert!(matches!(err, Error::InvalidParam { field: "--momentum", .. }));
+    /// ```
     pub struct Sgd;
     /// The flag of SGD's hyperparameter (`--momentum`).
+    ///
+    /// # Examples
+    ///
+    /// `--momentum 0.9` as the command line gives it, resolved for SGD and refused for Adam:
+    ///
+    /// ```rust
+    /// use normscope_core::Error;
+    /// use normscope_core::train::optim::{OptimizerFlags, OptimizerKind, Sgd, SgdFlags};
+    ///
+    /// let flags = OptimizerFlags {
+    ///     sgd: SgdFlags { momentum: Some(0.9) },
+    ///     ..OptimizerFlags::default()
+    /// };
+    /// let sgd = OptimizerKind::resolve("sgd", &flags)?;
+    /// assert_eq!(sgd, OptimizerKind::Sgd(Sgd { momentum: 0.9 }));
+    /// let err = OptimizerKind::resolve("adam", &flags).unwrap_err();
+    /// assert!(matches!(err, Error::InvalidParam { field: "--momentum", .. }));
+    /// # Ok::<(), Error>(())
+    /// ```
     pub struct SgdFlags;
     /// Momentum `mu` in `[0, 1)`; 0 (PyTorch's default) is plain gradient descent.
     momentum = 0.0, flag momentum "--momentum", check unit_interval,
@@ -26,6 +64,26 @@ hyperparameters! {
 
 /// SGD's per-parameter state: the momentum buffers `b` (none when the momentum is 0, as
 /// PyTorch keeps none).
+///
+/// # Examples
+///
+/// The state [`Algorithm::state`] makes, carried from one step to the next: the buffer is the
+/// gradient after step 1, then `mu b + g`.
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::train::optim::{Algorithm, Sgd, SgdState};
+///
+/// let sgd = Sgd { momentum: 0.9 };
+/// let mut state: SgdState<f64> = sgd.state(&[(1, 1)]);
+/// let mut p = DMatrix::from_element(1, 1, 0.0);
+/// let g = [DMatrix::from_element(1, 1, 1.0)];
+/// sgd.step(&mut state, &mut [&mut p], &g, &[true], 0.5, 1);
+/// assert_eq!(p[0], -0.5); // b = g = 1
+/// sgd.step(&mut state, &mut [&mut p], &g, &[true], 0.5, 2);
+/// assert_eq!(p[0], -0.5 - 0.5 * (0.9 * 1.0 + 1.0)); // b = 0.9 b + g = 1.9
+/// assert!(Sgd::second_moment(&state, 0).is_none());
+/// ```
 #[derive(Clone, Debug)]
 pub struct SgdState<T: Real> {
     buffers: Vec<DMatrix<T>>,
@@ -103,13 +161,10 @@ impl Algorithm for Sgd {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::close;
     use super::super::{Optimizer, OptimizerKind};
     use super::*;
     use normscope_numeric::tolerance::ROUNDING;
-
-    fn close(a: f64, b: f64, tol: f64) -> bool {
-        (a - b).abs() <= tol * b.abs().max(1.0)
-    }
 
     #[test]
     fn sgd_momentum_buffer_is_the_gradient_then_accumulates() {

@@ -61,6 +61,16 @@ use nalgebra::DMatrix;
 use normscope_numeric::gemm::Real;
 
 /// Which stack a layer belongs to.
+///
+/// # Examples
+///
+/// With N = 2 layers per stack the encoder holds layers 0..=5 and the decoder 6..=13.
+///
+/// ```rust
+/// use normscope_core::train::seq2seq::{Part, part};
+/// assert_eq!((part(2, 5), part(2, 6)), (Part::Encoder, Part::Decoder));
+/// assert_eq!(Part::Decoder.name(), "decoder");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Part {
     /// Layers `0..=2N + 1`.
@@ -115,6 +125,40 @@ impl DecoderBlock {
 /// and the output norm.
 ///
 /// [`InputMap::Embedding`]: super::model::InputMap::Embedding
+///
+/// # Examples
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # use normscope_core::model::RawModel;
+/// # use normscope_core::monte_carlo::RawMc;
+/// # use normscope_core::train::config::RawTrain;
+/// # use normscope_core::train::task::{self, Batch, TaskConfig, TaskKind};
+/// # use normscope_core::train::run;
+/// // N = 1 layer per stack (2 encoder and 3 decoder blocks) of width 8, vocabulary 5,
+/// // sequences of 3 tokens, batches of 2 pairs.
+/// # let raw = RawTrain {
+/// #     presets: "pre".into(),
+/// #     arch: "encoder-decoder".into(),
+/// #     layers: Some(1),
+/// #     model: RawModel { branch: "transformer".into(), width: 8, ..RawModel::default() },
+/// #     mc: RawMc { heads: 2, ..RawMc::default() },
+/// #     task: TaskConfig { kind: TaskKind::ReversePairs, vocab: 5, seq: 3, ..TaskConfig::default() },
+/// #     batch: 2,
+/// #     ..RawTrain::default()
+/// # };
+/// # let cfg = raw.check()?;
+/// # let task = task::build(&cfg.task)?;
+/// let (m, _, first) = run::start_encdec::<f64>(&cfg, task.as_ref(), "pre", 0)?;
+/// let Batch::Pairs(b) = &first else { panic!("pairs") };
+/// use normscope_core::train::seq2seq::Part;
+/// let (enc, dec) = (&m.encoder, &m.decoder);
+/// assert_eq!((enc.part, enc.spec.depth, dec.spec.depth), (Part::Encoder, 2, 3));
+/// assert_eq!((enc.tokens.shape(), enc.positions.shape()), ((8, 5), (8, 3)));
+/// assert!(enc.final_norm.is_some() && dec.is_cross(1) && !enc.is_cross(1));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct Stack<T: Real = f64> {
     /// Encoder or decoder.

@@ -24,6 +24,42 @@ use normscope_numeric::gemm::{Real, nn};
 use std::borrow::Cow;
 
 /// One stack's forward pass.
+///
+/// # Examples
+///
+/// The encoder's pass over 2 pairs of 3 tokens: 6 token columns, `x_0..=x_2`, and its top is
+/// the final norm's output, the decoder's memory.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # use normscope_core::model::RawModel;
+/// # use normscope_core::monte_carlo::RawMc;
+/// # use normscope_core::train::config::RawTrain;
+/// # use normscope_core::train::task::{self, Batch, TaskConfig, TaskKind};
+/// # use normscope_core::train::run;
+/// // N = 1 layer per stack (2 encoder and 3 decoder blocks) of width 8, vocabulary 5,
+/// // sequences of 3 tokens, batches of 2 pairs.
+/// # let raw = RawTrain {
+/// #     presets: "pre".into(),
+/// #     arch: "encoder-decoder".into(),
+/// #     layers: Some(1),
+/// #     model: RawModel { branch: "transformer".into(), width: 8, ..RawModel::default() },
+/// #     mc: RawMc { heads: 2, ..RawMc::default() },
+/// #     task: TaskConfig { kind: TaskKind::ReversePairs, vocab: 5, seq: 3, ..TaskConfig::default() },
+/// #     batch: 2,
+/// #     ..RawTrain::default()
+/// # };
+/// # let cfg = raw.check()?;
+/// # let task = task::build(&cfg.task)?;
+/// let (m, _, first) = run::start_encdec::<f64>(&cfg, task.as_ref(), "pre", 0)?;
+/// let Batch::Pairs(b) = &first else { panic!("pairs") };
+/// let p = m.forward(b);
+/// let enc = &p.encoder;
+/// assert_eq!((enc.xs.len(), enc.blocks.len(), enc.xs[2].shape()), (3, 2, (8, 6)));
+/// assert_eq!(&enc.top, &enc.final_norm.as_ref().unwrap().y); // gain 1, bias 0 at init
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct StackPass<T: Real = f64> {
     /// The streams `x_0..=x_L`.
@@ -38,6 +74,39 @@ pub struct StackPass<T: Real = f64> {
 }
 
 /// A forward pass of the whole model.
+///
+/// # Examples
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # use normscope_core::model::RawModel;
+/// # use normscope_core::monte_carlo::RawMc;
+/// # use normscope_core::train::config::RawTrain;
+/// # use normscope_core::train::task::{self, Batch, TaskConfig, TaskKind};
+/// # use normscope_core::train::run;
+/// // N = 1 layer per stack (2 encoder and 3 decoder blocks) of width 8, vocabulary 5,
+/// // sequences of 3 tokens, batches of 2 pairs.
+/// # let raw = RawTrain {
+/// #     presets: "pre".into(),
+/// #     arch: "encoder-decoder".into(),
+/// #     layers: Some(1),
+/// #     model: RawModel { branch: "transformer".into(), width: 8, ..RawModel::default() },
+/// #     mc: RawMc { heads: 2, ..RawMc::default() },
+/// #     task: TaskConfig { kind: TaskKind::ReversePairs, vocab: 5, seq: 3, ..TaskConfig::default() },
+/// #     batch: 2,
+/// #     ..RawTrain::default()
+/// # };
+/// # let cfg = raw.check()?;
+/// # let task = task::build(&cfg.task)?;
+/// let (m, _, first) = run::start_encdec::<f64>(&cfg, task.as_ref(), "pre", 0)?;
+/// let Batch::Pairs(b) = &first else { panic!("pairs") };
+/// let p = m.forward(b);
+/// assert_eq!((p.encoder.blocks.len(), p.decoder.blocks.len()), (2, 3));
+/// assert_eq!(p.output.shape(), (5, 6)); // vocab x target tokens
+/// assert!((&p.output - &m.head * &p.decoder.top).amax() < 1e-12); // the head on the decoder's top
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct EncDecPass<T: Real = f64> {
     /// The encoder's.

@@ -228,6 +228,24 @@ pub struct TokenBatch {
 
 /// A regression batch. The loss is the mean over all entries of `(f - y)^2` (PyTorch's
 /// `nn.MSELoss` default reduction).
+///
+/// # Examples
+///
+/// The regression task's batches: inputs and targets as columns, the same batch from the same
+/// stream state.
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::train::run::data_rng;
+/// use normscope_core::train::task::{self, Batch, TaskConfig};
+///
+/// let t = task::build(&TaskConfig { d_in: 4, d_out: 2, teacher_width: 8, ..Default::default() })?;
+/// let Batch::Vectors(b) = t.batch(&mut data_rng(0), 3) else { panic!("vectors") };
+/// assert_eq!((b.x.shape(), b.y.shape()), ((4, 3), (2, 3)));
+/// assert_eq!(t.batch(&mut data_rng(0), 3), Batch::Vectors(b));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct VectorBatch {
     /// Inputs, `d_in x size`.
