@@ -592,7 +592,7 @@ fn the_file_graph_finds_loops_and_the_edges_it_must() {
 /// normscope-core's modules bottom to top: a module imports only modules of lower rows.
 const CORE_LAYERS: &[&[&str]] = &[
     &["error"],
-    &["input", "layers", "spec", "stats"],
+    &["input", "layers", "norms", "spec", "stats"],
     &["branch", "placement"],
     &["theory"],
     &["budget", "metrics"],

@@ -16,6 +16,7 @@
 mod common;
 
 mod admin_profiling;
+mod batch_norm;
 mod cli;
 mod doctests;
 mod engines;
@@ -36,6 +37,7 @@ mod mc_memory;
 mod mc_slow;
 mod non_finite;
 mod normal_sampler;
+mod norms_torch;
 mod numerics;
 mod placements;
 mod preflight;

@@ -480,12 +480,8 @@ fn reference_request() -> RawTrain {
 
 #[test]
 fn f32_loss_curve_matches_pytorch_float32() {
-    let python = match common::torch_python() {
-        Ok(p) => p,
-        Err(why) => {
-            println!("skipped: no PyTorch: {why}");
-            return;
-        }
+    let Some(python) = common::torch_or_skip() else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let run: [&str; 21] = [

@@ -11,7 +11,7 @@
 //! `cargo test --release --test it train_torch:: -- --nocapture` to see the measured differences,
 //! e.g. `NORMSCOPE_TORCH_PYTHON=/path/to/venv/bin/python`.
 
-use crate::common::torch_python;
+use crate::common::torch_or_skip;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -211,12 +211,8 @@ fn logged_losses(csv: &Path) -> Vec<f64> {
 
 #[test]
 fn training_losses_match_pytorch() {
-    let python = match torch_python() {
-        Ok(p) => p,
-        Err(why) => {
-            println!("skipped: no PyTorch: {why}");
-            return;
-        }
+    let Some(python) = torch_or_skip() else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let steps = STEPS.to_string();

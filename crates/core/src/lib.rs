@@ -108,6 +108,7 @@ pub mod layers;
 pub mod metrics;
 pub mod model;
 pub mod monte_carlo;
+pub mod norms;
 pub mod output;
 pub mod placement;
 pub mod profile;

@@ -112,6 +112,14 @@ pub fn output_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
 mod torch;
 pub use torch::torch_python;
 
+/// [`torch_python`], or `None` after printing `skipped: no PyTorch: <why>` (the test then
+/// returns and passes).
+pub fn torch_or_skip() -> Option<String> {
+    torch_python()
+        .inspect_err(|why| println!("skipped: no PyTorch: {why}"))
+        .ok()
+}
+
 /// Runs the `normscope` binary from the crate root with `args`.
 pub fn normscope(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_normscope"))

@@ -1,0 +1,13 @@
+//! Normalizers beyond LayerNorm and RMSNorm, as kernels on a `d x n` matrix of `n` columns
+//! (tokens, or samples times tokens): the statistics of BatchNorm, InstanceNorm and GroupNorm
+//! over blocks of entries ([`grouped`]), BatchNorm's running statistics ([`running`]) and the
+//! normalization-free DyT ([`dyt`]).
+//!
+//! These are the forward passes and Jacobians the engines will call once the norms are
+//! selectable (`--norm`); the engines' LayerNorm and RMSNorm are
+//! [`crate::monte_carlo::norm`], which [`grouped`] reproduces bit for bit with one group of
+//! all channels and blocks of one column.
+
+pub mod dyt;
+pub mod grouped;
+pub mod running;
