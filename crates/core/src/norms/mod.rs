@@ -1,7 +1,8 @@
 //! Normalizers beyond LayerNorm and RMSNorm, as kernels on a `d x n` matrix of `n` columns
 //! (tokens, or samples times tokens): the statistics of BatchNorm, InstanceNorm and GroupNorm
 //! over blocks of entries ([`grouped`]), BatchNorm's running statistics ([`running`]) and the
-//! normalization-free DyT ([`dyt`]).
+//! normalization-free DyT ([`dyt`]) with the Gaussian moments a closed form needs of it
+//! ([`dyt_moments`]).
 //!
 //! These are the forward passes and Jacobians the engines will call once the norms are
 //! selectable (`--norm`); the engines' LayerNorm and RMSNorm are
@@ -9,5 +10,6 @@
 //! all channels and blocks of one column.
 
 pub mod dyt;
+pub mod dyt_moments;
 pub mod grouped;
 pub mod running;
