@@ -18,12 +18,10 @@
 //! test's two-sided p-value ([`normscope_core::stats::sign`]).
 
 use normscope_core::model::RawModel;
-use normscope_core::output::table::column;
 use normscope_core::spec::NormKind;
 use normscope_core::stats::obs::Obs;
 use normscope_core::stats::{bootstrap, sign, wilson};
 use normscope_core::train::config::RawTrain;
-use normscope_core::train::sweep::Cell;
 use normscope_core::train::sweep::Outcome;
 use normscope_core::train::task::{TaskConfig, TaskKind};
 use normscope_core::{Error, Result};
@@ -260,73 +258,6 @@ pub fn paired(a: &[f64], b: &[f64], seed: u64) -> Paired {
     }
 }
 
-/// Rows of per-cell summaries (`grid.csv`, `tuning.csv`): the cell, its [`Group`] and whether
-/// it is its family's best learning rate.
-///
-/// # Examples
-///
-/// Two learning rates of one cell family, the second the best; the median's columns named
-/// after the value summarised:
-///
-/// ```rust
-/// use normscope_analyses::training::{f64s, Group, GroupTable};
-/// use normscope_core::train::sweep::Cell;
-///
-/// let cell = Cell {
-///     preset: "post".into(),
-///     depth: 6,
-///     optimizer: "adam".into(),
-///     lr: 1e-3,
-///     warmup: 0,
-/// };
-/// let g = |failed, median| Group {
-///     n: 4,
-///     failed,
-///     fail_ci: (0.0, 0.5),
-///     median,
-///     median_ci: (0.0, 1.0),
-/// };
-/// let mut table = GroupTable::default();
-/// table.push(&cell, g(1, 0.75), false);
-/// table.push(&cell.at_lr(1e-2), g(0, 0.25), true);
-/// let df = table.frame("excess")?;
-/// assert_eq!(f64s(&df, "lr")?, [1e-3, 1e-2]);
-/// assert_eq!(f64s(&df, "failed")?, [1.0, 0.0]);
-/// assert_eq!(f64s(&df, "excess")?, [0.75, 0.25]);
-/// assert_eq!(f64s(&df, "excess_hi")?, [1.0, 1.0]);
-/// let best: Vec<_> = df.column("best")?.bool()?.iter().collect();
-/// assert_eq!(best, [Some(false), Some(true)]);
-/// # Ok::<(), normscope_core::Error>(())
-/// ```
-#[derive(Default)]
-pub struct GroupTable(Vec<(Cell, Group, bool)>);
-
-impl GroupTable {
-    /// Appends a cell's summary.
-    pub fn push(&mut self, cell: &Cell, g: Group, best: bool) {
-        self.0.push((cell.clone(), g, best));
-    }
-
-    /// The table; the median's columns are named `value`, `value_lo`, `value_hi`.
-    pub fn frame(&self, value: &str) -> Result<DataFrame> {
-        let r = &self.0;
-        frame(vec![
-            column("preset", r.iter().map(|x| x.0.preset.clone())),
-            column("depth", r.iter().map(|x| x.0.depth as u64)),
-            column("optimizer", r.iter().map(|x| x.0.optimizer.clone())),
-            column("lr", r.iter().map(|x| x.0.lr)),
-            column("n", r.iter().map(|x| x.1.n)),
-            column("failed", r.iter().map(|x| x.1.failed)),
-            column("fail_lo", r.iter().map(|x| x.1.fail_ci.0)),
-            column("fail_hi", r.iter().map(|x| x.1.fail_ci.1)),
-            column(value, r.iter().map(|x| x.1.median)),
-            column(&format!("{value}_lo"), r.iter().map(|x| x.1.median_ci.0)),
-            column(&format!("{value}_hi"), r.iter().map(|x| x.1.median_ci.1)),
-            column("best", r.iter().map(|x| x.2)),
-        ])
-    }
-}
-
 /// Checks a list of presets: non-empty, each known.
 pub(crate) fn check_presets(presets: &[String]) -> Result<()> {
     if presets.is_empty() {
@@ -483,6 +414,7 @@ pub(crate) fn distinct_strings(v: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use normscope_core::train::sweep::Cell;
 
     fn run(lr: f64, final_loss: f64, diverged: bool) -> Outcome {
         Outcome {

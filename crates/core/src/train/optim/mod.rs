@@ -524,40 +524,6 @@ pub(crate) fn finite_nonnegative(flag: &'static str, x: f64) -> Result<()> {
     }
 }
 
-/// A summary of Adam's second-moment estimate `v` over one parameter's entries, for logs.
-///
-/// # Examples
-///
-/// After Adam's first step `v = (1 - beta2) g^2` and `v_hat = g^2`, so `sqrt(v_hat) = |g|`:
-///
-/// ```rust
-/// use nalgebra::DMatrix;
-/// use normscope_core::train::optim::{Optimizer, OptimizerKind, SecondMoment};
-///
-/// let mut opt = Optimizer::new(OptimizerKind::parse("adam")?, &[(1, 2)], &[true]);
-/// assert_eq!(opt.second_moment_stats(0), None); // before the first step
-/// let mut p = DMatrix::zeros(1, 2);
-/// opt.step(&mut [&mut p], &[DMatrix::from_row_slice(1, 2, &[2.0, -4.0])], 1e-3);
-/// let w = 1.0 - 0.999; // v = (4 w, 16 w)
-/// let expected = SecondMoment {
-///     mean: (4.0 * w + 16.0 * w) / 2.0,
-///     max: 16.0 * w,
-///     mean_sqrt_corrected: 3.0, // (2 + 4) / 2
-/// };
-/// assert_eq!(opt.second_moment_stats(0), Some(expected));
-/// # Ok::<(), normscope_core::Error>(())
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SecondMoment {
-    /// Mean of `v` (not bias-corrected) over the entries.
-    pub mean: f64,
-    /// Largest entry of `v` (not bias-corrected).
-    pub max: f64,
-    /// Mean of `sqrt(v_hat)`, `v_hat = v / (1 - beta2^t)`, computed as Adam's denominator is
-    /// (`sqrt(v) / sqrt(1 - beta2^t)`): the typical size of the denominator before eps.
-    pub mean_sqrt_corrected: f64,
-}
-
 /// An optimizer over a fixed list of matrix parameters, with its per-parameter state
 /// (momentum buffers, or Adam's `m` and `v`) and its step count. The update equations and
 /// their PyTorch sources are in each optimizer's module documentation ([`sgd`], [`adam`],
@@ -658,35 +624,6 @@ impl<T: Real> Optimizer<T> {
         self.running.second_moment(i).map(|(v, _)| v)
     }
 
-    /// A summary of `v` over parameter `i`: the mean and the largest entry of `v`, and the mean
-    /// of `sqrt(v_hat)`, `v_hat = v / (1 - beta2^t)` at the current step count `t`. `None` for
-    /// SGD, before the first step, or for a parameter without entries.
-    ///
-    /// # Panics
-    ///
-    /// If `i` is not a parameter index.
-    pub fn second_moment_stats(&self, i: usize) -> Option<SecondMoment> {
-        let (v, beta2) = self.running.second_moment(i)?;
-        if self.steps == 0 || v.is_empty() {
-            return None;
-        }
-        let bc2_sqrt = (1.0 - beta2.powf(self.steps as f64)).sqrt();
-        let n = v.len() as f64;
-        let mut sum = 0.0;
-        let mut max = f64::NEG_INFINITY;
-        let mut sum_sqrt = 0.0;
-        for x in v.iter().map(|x| x.as_f64()) {
-            sum += x;
-            max = max.max(x);
-            sum_sqrt += x.sqrt() / bc2_sqrt;
-        }
-        Some(SecondMoment {
-            mean: sum / n,
-            max,
-            mean_sqrt_corrected: sum_sqrt / n,
-        })
-    }
-
     /// The optimizer and its hyperparameters.
     pub fn kind(&self) -> OptimizerKind {
         self.running.kind()
@@ -711,9 +648,7 @@ pub(crate) mod test_support {
 
 #[cfg(test)]
 mod tests {
-    use super::test_support::close;
     use super::*;
-    use normscope_numeric::tolerance::ROUNDING;
 
     #[test]
     fn names_parse_ignoring_case_with_pytorch_defaults() {
@@ -876,26 +811,5 @@ mod tests {
         assert!(!names_flag("--adam_eps", "adam_eps"));
         assert!(!names_flag("-beta1", "beta1"));
         assert!(!names_flag("--beta", "beta1"));
-    }
-
-    #[test]
-    fn second_moment_stats_summarise_v() {
-        let mut opt = Optimizer::new(OptimizerKind::parse("adam").unwrap(), &[(1, 3)], &[true]);
-        assert!(
-            opt.second_moment_stats(0).is_none(),
-            "before the first step"
-        );
-        let mut p = DMatrix::zeros(1, 3);
-        opt.step(
-            &mut [&mut p],
-            &[DMatrix::from_row_slice(1, 3, &[1.0, -2.0, 4.0])],
-            1e-3,
-        );
-        // t = 1: v = 0.001 g^2 = (0.001, 0.004, 0.016); sqrt(v_hat) = |g|.
-        let s = opt.second_moment_stats(0).unwrap();
-        assert!(close(s.mean, 0.007, ROUNDING), "{}", s.mean);
-        assert!(close(s.max, 0.016, ROUNDING), "{}", s.max);
-        assert!(close(s.mean_sqrt_corrected, 7.0 / 3.0, ROUNDING));
-        assert_eq!(opt.kind(), OptimizerKind::parse("adam").unwrap());
     }
 }

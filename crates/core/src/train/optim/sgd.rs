@@ -189,7 +189,6 @@ mod tests {
         assert!(close(p[0], 0.76, ROUNDING), "{}", p[0]);
         assert!(close(p[1], 1.38, ROUNDING), "{}", p[1]);
         assert!(opt.second_moment(0).is_none());
-        assert!(opt.second_moment_stats(0).is_none());
     }
 
     #[test]
