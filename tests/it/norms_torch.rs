@@ -87,7 +87,7 @@ fn norm_kernels_match_pytorch() {
     for (name, grouping) in [
         ("batch", Grouping::batch(SEQUENCES * SEQ)),
         ("instance", Grouping::instance(SEQ)),
-        ("group", Grouping::group(GROUPS, D, SEQ)),
+        ("group", Grouping::group(GROUPS, D, SEQ).unwrap()),
     ] {
         let c = forward(grouping, EPS, &z);
         check(&format!("{name} y"), &c.y, &read(&t[name]["y"]));

@@ -36,11 +36,14 @@ use normscope_numeric::gemm::Real;
 /// ```rust
 /// use normscope_core::norms::grouped::Grouping;
 /// // GroupNorm with 2 groups of a width-8 model on sequences of 4 tokens.
-/// let g = Grouping::group(2, 8, 4);
+/// let g = Grouping::group(2, 8, 4)?;
 /// assert_eq!((g.channels, g.columns, g.center), (4, 4, true));
 /// assert_eq!(g.blocks(8, 12), Ok((2, 3))); // 2 groups x 3 sequences
 /// assert!(g.blocks(8, 10).unwrap_err().contains("10 columns"));
 /// assert_eq!(Grouping::batch(16), Grouping { channels: 1, columns: 16, center: true });
+/// // 4 groups do not divide 6 channels (nn.GroupNorm refuses them too).
+/// assert_eq!(Grouping::group(4, 6, 4).unwrap_err(), "4 groups do not divide 6 channels");
+/// # Ok::<(), String>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Grouping {
@@ -81,12 +84,16 @@ impl Grouping {
     }
 
     /// GroupNorm with `groups` groups of a width-`d` model on sequences of `seq` tokens.
-    pub fn group(groups: usize, d: usize, seq: usize) -> Self {
-        Grouping {
-            channels: d / groups.max(1),
+    /// Refused unless `groups` divides `d` (as `nn.GroupNorm` requires).
+    pub fn group(groups: usize, d: usize, seq: usize) -> Result<Self, String> {
+        if groups == 0 || !d.is_multiple_of(groups) {
+            return Err(format!("{groups} groups do not divide {d} channels"));
+        }
+        Ok(Grouping {
+            channels: d / groups,
             columns: seq,
             center: true,
-        }
+        })
     }
 
     /// BatchNorm in training: every channel over all `n` columns (samples times tokens).
@@ -286,8 +293,8 @@ mod tests {
         let z = gaussian(6, 12, 3).map(|x| 3.0 * x + 1.0);
         for g in [
             Grouping::instance(4),
-            Grouping::group(2, 6, 4),
-            Grouping::group(1, 6, 4),
+            Grouping::group(2, 6, 4).unwrap(),
+            Grouping::group(1, 6, 4).unwrap(),
             Grouping::batch(12),
         ] {
             let c = forward(g, 0.0, &z);
@@ -317,7 +324,7 @@ mod tests {
             Grouping::layer(6),
             Grouping::rms(6),
             Grouping::instance(4),
-            Grouping::group(3, 6, 4),
+            Grouping::group(3, 6, 4).unwrap(),
             Grouping::batch(8),
         ] {
             let c = forward(g, 1e-5, &z);
@@ -342,11 +349,11 @@ mod tests {
             center: true,
         };
         assert_eq!(
-            forward(Grouping::group(1, 6, 4), 0.0, &z).y,
+            forward(Grouping::group(1, 6, 4).unwrap(), 0.0, &z).y,
             forward(whole, 0.0, &z).y
         );
         assert_eq!(
-            forward(Grouping::group(6, 6, 4), 0.0, &z).y,
+            forward(Grouping::group(6, 6, 4).unwrap(), 0.0, &z).y,
             forward(Grouping::instance(4), 0.0, &z).y
         );
     }
