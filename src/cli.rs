@@ -216,11 +216,17 @@ pub struct ModelArgs {
     /// Width d (Monte Carlo; in the closed form only the BERT init's gain depends on it).
     #[arg(long, default_value_t = RawModel::default().width, allow_hyphen_values = true)]
     pub width: usize,
-    /// Normalizer of every norm slot: layer and rms (identical in the closed form), or
-    /// identity (no norms at all: the un-normalized baseline). Default: layer; a placement
-    /// file's presets use the kind their file names (identity still removes their norms).
+    /// Normalizer of every norm slot: layer, rms, group (identical in the closed form),
+    /// batch, instance (per channel over the batch / over a sequence's tokens; Monte Carlo
+    /// only), dyt (tanh(alpha x), alpha = 0.5; Monte Carlo only), or identity (no norms at all:
+    /// the un-normalized baseline). Default: layer; a placement file's presets use the kind
+    /// their file names (identity still removes their norms).
     #[arg(long, value_enum)]
     pub norm: Option<NormKind>,
+    /// GroupNorm's number of groups G, a divisor of --width (read with --norm group; Wu and He
+    /// 2018's default).
+    #[arg(long, default_value_t = RawModel::default().groups, allow_hyphen_values = true)]
+    pub groups: usize,
     /// A placement file (TOML) whose presets join the built-in ones for --preset; repeatable.
     /// See docs/placements.md and examples/placements/.
     #[arg(long, value_name = "FILE")]
@@ -247,6 +253,7 @@ impl ModelArgs {
             tokens: self.tokens,
             width: self.width,
             norm: self.norm.unwrap_or(RawModel::default().norm),
+            groups: self.groups,
             final_norm: self.final_norm,
         }
     }
@@ -319,6 +326,11 @@ pub struct SamplingArgs {
     /// are identical either way.
     #[arg(long, value_enum, default_value = "auto")]
     pub memory: Memory,
+    /// Independent sequences of --tokens tokens per network input, side by side: the columns
+    /// BatchNorm averages each channel over (batch x tokens >= 2). Above 1 only with a
+    /// per-token branch (linear, relu-mlp, gelu-mlp); metrics average over every column.
+    #[arg(long, default_value_t = RawMc::default().batch, allow_hyphen_values = true)]
+    pub batch: usize,
 }
 
 impl SamplingArgs {
@@ -333,6 +345,7 @@ impl SamplingArgs {
             path_max: self.path_max,
             precision: self.precision,
             memory: self.memory,
+            batch: self.batch,
         }
     }
 }

@@ -148,3 +148,71 @@ fn batchnorm_gradients_explode_at_yang_et_als_rates() {
         }
     }
 }
+
+/// Layers whose gradients give the Monte Carlo engine's rate: the rate over the middle
+/// layers, as the kernel test above takes it.
+const MC_FROM: usize = SKIP;
+const MC_TO: usize = DEPTH - SKIP;
+
+/// The same result through the engine users run (`normscope mc --preset post --alpha 0
+/// --branch linear --norm batch --tokens 1 --batch B --width 512`): Post-Norm with skip scale
+/// 0 is `x_l = BN(W_l x_{l-1})`, Yang et al.'s linear network (Xavier's `2/(N + N) = 1/N`).
+/// The rate is `(G_a / G_b)^(1/(b - a))` of the mean squared gradients `G_l` at layers
+/// `a < b`; its standard error comes from theirs by the delta method, ignoring their positive
+/// covariance across networks (which widens the band, never narrows it).
+#[test]
+fn the_monte_carlo_engine_reproduces_the_linear_rate() {
+    use normscope::engine::{Engine, Plan};
+    use normscope::layers::LayerSpec;
+    use normscope::metrics::Metric;
+    use normscope::model::RawModel;
+    use normscope::monte_carlo::{McConfig, MonteCarlo, RawMc};
+    use normscope::profile::Value;
+    use normscope::spec::NormKind;
+    for batch in [8, 16] {
+        let raw = RawModel {
+            depth: DEPTH,
+            alpha: Some(0.0),
+            width: WIDTH,
+            tokens: 1,
+            norm: NormKind::Batch,
+            ..RawModel::default()
+        };
+        let mc = RawMc {
+            samples: NETWORKS as usize,
+            eps: 0.0,
+            batch,
+            ..RawMc::default()
+        };
+        let cfg = McConfig::new(&raw, &mc).unwrap();
+        let spec = cfg.model.stack("post").unwrap();
+        let layers = LayerSpec::parse(&format!("{MC_FROM},{MC_TO}")).unwrap();
+        let engine = MonteCarlo {
+            cfg: &cfg,
+            progress: &(),
+        };
+        let p = engine
+            .profile(&spec, &Plan::new(&[Metric::GradSq], layers))
+            .unwrap();
+        assert_eq!(
+            p.setup.norm.as_deref(),
+            Some(format!("batch:B={batch}").as_str())
+        );
+        let at = |l: usize| match &p.values[&(Metric::GradSq, l, None)] {
+            Value::Estimate(e) => (e.mean, e.stderr),
+            other => panic!("{other:?}"),
+        };
+        let ((ga, sa), (gb, sb)) = (at(MC_FROM), at(MC_TO));
+        let span = (MC_TO - MC_FROM) as f64;
+        let mean = (ga / gb).powf(1.0 / span);
+        let se = mean * ((sa / ga).powi(2) + (sb / gb).powi(2)).sqrt() / span;
+        let theory = linear_rate(batch);
+        eprintln!("mc, B = {batch}: measured {mean:.4} +- {se:.4}, theorem {theory:.4}");
+        assert!(
+            within(mean, se, theory),
+            "B = {batch}: {mean} +- {se} vs {theory}"
+        );
+        let wrong = (batch as f64 - 1.0) / (batch as f64 - 3.0);
+        assert!(!within(mean, se, wrong), "the band also holds {wrong}");
+    }
+}

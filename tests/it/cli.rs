@@ -121,7 +121,7 @@ fn bad_input_exits_2_with_the_field_named_and_leaves_files_alone() {
         ),
         (&["mc", "--samples", "1"], "--samples"),
         (&["mc", "--branch", "conv"], "branch"),
-        (&["mc", "--norm", "batch"], "norm"),
+        (&["mc", "--norm", "weight"], "norm"),
         (&["mc", "--eps", "-1"], "--eps"),
         (&["mc", "--alpha", "NaN"], "--alpha"),
         (&["mc", "--c0", "-0.5", "--tokens", "8"], "--c0"),
@@ -319,7 +319,7 @@ fn value_enums_take_their_aliases_and_refuse_others_in_one_line() {
         assert!(o.status.success(), "{alias}: {}", stderr(&o));
         assert_eq!(o.stdout, reference, "--norm {alias} is --norm layer");
     }
-    for (flag, bad) in [("--norm", "batch"), ("--final-norm", "maybe")] {
+    for (flag, bad) in [("--norm", "weight"), ("--final-norm", "maybe")] {
         let o = run(&[flag, bad]);
         assert_eq!(o.status.code(), Some(2));
         let err = stderr(&o);

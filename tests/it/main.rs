@@ -36,6 +36,7 @@ mod mc_identities;
 mod mc_memory;
 mod mc_slow;
 mod non_finite;
+mod norm_registry;
 mod normal_sampler;
 mod norms_torch;
 mod numerics;

@@ -205,7 +205,7 @@ fn bad_files_exit_2_naming_the_key() {
         (
             "bad slot value",
             "[[placement]]\nname = \"x\"\n[[placement.segment]]\ninput = \"lyer\"\n".into(),
-            &["`input`", "lyer", "layer, rms, none"],
+            &["`input`", "lyer", "layer, rms, batch, instance, group, dyt, identity"],
         ),
         (
             "mixed norm kinds",

@@ -749,55 +749,100 @@ fn claim9(d: &Data) -> Result<Claim> {
     )
 }
 
-/// Claim 10: relative difference under which two norms count as giving the same number.
-const SAME_NORM_REL: f64 = 0.1;
-
+/// Claim 10, per norm: the conclusions of claims 1-5 re-measured under every norm by the
+/// `norms` analysis ([`super::norms::verdicts`]), each judged with the rule the ledger uses for
+/// LayerNorm and compared with LayerNorm's outcome. Supported if every norm gives LayerNorm's
+/// outcome on every conclusion; otherwise conditional, naming the norms it holds for and, for
+/// each other norm, the claims whose outcome differs.
 fn claim10(d: &Data) -> Result<Claim> {
-    let layer = d.rows("branch-gain/norm_layer_mc.csv")?;
-    let rms = d.rows("branch-gain/norm_rms_mc.csv")?;
-    let ed = Metric::EffDepth;
-    let mut parts = Vec::new();
-    let mut same = true;
-    for p in ["pre", "post", "deepnorm"] {
-        let l = max_depth(&layer, p, ed)?;
-        let (a, b) = (
-            get(&layer, p, ed, l, l, None)?,
-            get(&rms, p, ed, l, l, None)?,
-        );
-        let ((alo, ahi), (blo, bhi)) = (a.interval(), b.interval());
-        let overlap = alo <= bhi && blo <= ahi;
-        let close = (a.value - b.value).abs() <= SAME_NORM_REL * a.value.abs();
-        same &= overlap || close;
-        parts.push(format!(
-            "{p}: eff_depth LayerNorm {} vs RMSNorm {}, grad first/last {} vs {}",
-            ci(a),
-            ci(b),
-            sig(grad_ratio(&layer, p, l)?),
-            sig(grad_ratio(&rms, p, l)?)
+    use super::norms::{self, Conclusion};
+    let rows = d.rows(&format!("norms/{}", norms::ROWS))?;
+    let mut kinds: Vec<normscope_core::spec::NormKind> = Vec::new();
+    for r in &rows {
+        let name = r.setup.norm.as_deref().and_then(|s| s.split(':').next());
+        if let Some(k) = name.and_then(normscope_core::spec::NormKind::parse)
+            && !kinds.contains(&k)
+        {
+            kinds.push(k);
+        }
+    }
+    // LayerNorm is the reference, first.
+    kinds.sort_by_key(|k| *k != normscope_core::spec::NormKind::Layer);
+    if kinds.first() != Some(&normscope_core::spec::NormKind::Layer) {
+        return Err(Error::Undefined(
+            "claims: norms/mc.csv has no LayerNorm rows (the reference)".into(),
         ));
     }
-    // The qualitative conclusions of claims 1, 4 and 5, under each norm.
-    for rows in [&layer, &rms] {
-        let l = max_depth(rows, "post", ed)?;
-        let e = |p| get(rows, p, ed, l, l, None).map(|r| r.value);
-        same &= e("post")? > POST_OVER_PRE_MIN * e("pre")?;
-        same &= e("deepnorm")? < KEEPS_DEPTH_MIN * e("post")?;
-        same &= grad_ratio(rows, "post", l)? >= NO_VANISH_MIN;
-    }
-    let verdict = if same {
-        "conditional: holds for RMSNorm (measured); BatchNorm and InstanceNorm are not implemented here".to_string()
+    let v = norms::verdicts(&rows, &kinds)?;
+    let depth = rows.iter().map(|r| r.depth).max().unwrap_or(0);
+    let parts: Vec<String> = v
+        .iter()
+        .map(|x| {
+            let m = &x.measured;
+            let each: Vec<String> = Conclusion::ALL
+                .iter()
+                .zip(x.outcomes)
+                .map(|(c, o)| format!("{} {o}", c.claim()))
+                .collect();
+            format!(
+                "{}: eff_depth Pre {}, Post {}, DeepNorm {}; Pre stream exponent {}; Post x_0 factor {}; Post grad first/last {}; claims {} -> {}",
+                x.norm.label(),
+                m.eff_depth[0],
+                m.eff_depth[1],
+                m.eff_depth[2],
+                m.exponent,
+                m.x0_factor,
+                m.grad_ratio,
+                each.join(", "),
+                x.verdict()
+            )
+        })
+        .collect();
+    let holds: Vec<&str> = v
+        .iter()
+        .skip(1)
+        .filter(|x| x.same.iter().all(|&s| s))
+        .map(|x| x.norm.label())
+        .collect();
+    let differ: Vec<String> = v
+        .iter()
+        .filter(|x| !x.same.iter().all(|&s| s))
+        .map(|x| format!("{} {}", x.norm.label(), x.verdict()))
+        .collect();
+    let open = v
+        .iter()
+        .any(|x| x.inconclusive.iter().zip(x.same).any(|(&i, s)| i && !s));
+    let definite = v
+        .iter()
+        .any(|x| (0..5).any(|i| !x.same[i] && !x.inconclusive[i]));
+    let verdict = if differ.is_empty() {
+        "supported".to_string()
+    } else if !definite && open {
+        format!("inconclusive: {}", differ.join("; "))
     } else {
-        "refuted".to_string()
+        format!(
+            "conditional: holds for {}; not for {}",
+            if holds.is_empty() {
+                "no other norm".to_string()
+            } else {
+                holds.join(", ")
+            },
+            differ.join("; ")
+        )
     };
+    let rules: Vec<String> = Conclusion::ALL.iter().map(|c| c.rule()).collect();
     Ok(Claim {
         id: 10,
         statement: "The conclusions hold for other norms (BatchNorm, InstanceNorm, RMSNorm).",
         seeds: "000, 001",
-        data: "branch-gain/norm_layer_mc.csv, branch-gain/norm_rms_mc.csv",
-        measurement: format!("Monte Carlo, ReLU MLP, L = 64: {}", parts.join("; ")),
+        data: "norms/mc.csv",
+        measurement: format!(
+            "Monte Carlo at init with 95% intervals (derived quantities: the interval their rows' intervals give), ReLU MLP, L = {depth} (the norms analysis; BatchNorm over batch x tokens columns, GroupNorm and InstanceNorm over a sequence's tokens, DyT alpha = 0.5): {}",
+            parts.join("; ")
+        ),
         rule: format!(
-            "holds if, per preset, the effective depths' 95% CIs overlap or differ by < {}%, and under each norm Post-LN's eff_depth > {POST_OVER_PRE_MIN}x Pre-LN's, DeepNorm's < {KEEPS_DEPTH_MIN}x Post-LN's, and Post-LN's first/last weight-gradient ratio >= {NO_VANISH_MIN} (the conclusions of claims 1, 4, 5); BatchNorm/InstanceNorm need batch statistics, which no engine here has",
-            SAME_NORM_REL * 100.0
+            "each conclusion judged under each norm with LayerNorm's rule on the intervals ({}; an interval straddling a threshold is inconclusive); a norm holds if every outcome is LayerNorm's, differs where both outcomes are definite and unequal; supported if every norm holds, conditional naming the norms and claims that differ, inconclusive if none differs but some are open. The warmup effect of claim 6 per norm is not measured (training has no BatchNorm, InstanceNorm, GroupNorm or DyT yet)",
+            rules.join("; ")
         ),
         verdict,
         trained: None,

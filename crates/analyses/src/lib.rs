@@ -41,6 +41,7 @@ pub mod finetune;
 pub mod finite_width;
 pub mod lr_search;
 pub mod mc_grid;
+pub mod norms;
 pub mod optimizers;
 pub mod output_change;
 pub mod placement_file;
@@ -85,6 +86,7 @@ pub const REGISTRY: &[Analysis] = &[
     trained_lens::ANALYSIS,
     encoder_decoder::ANALYSIS,
     finite_width::ANALYSIS,
+    norms::ANALYSIS,
     claims::ANALYSIS,
     mc_grid::ANALYSIS,
     train_grid::ANALYSIS,

@@ -7,7 +7,7 @@ use crate::branch::{BranchConfig, BranchKind, Init};
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
 use crate::placement::{self, Overrides};
-use crate::spec::{NormKind, StackSpec};
+use crate::spec::{NormKind, NormLayout, StackSpec};
 use crate::theory::Inputs;
 use crate::{Error, Result};
 
@@ -85,6 +85,8 @@ pub struct RawModel {
     pub width: usize,
     /// The normalizer of every norm slot.
     pub norm: NormKind,
+    /// GroupNorm's number of groups G (a divisor of the width; read only with `--norm group`).
+    pub groups: usize,
     /// Final Norm on the network output.
     pub final_norm: FinalNorm,
 }
@@ -106,6 +108,7 @@ impl Default for RawModel {
             tokens: b.tokens,
             width: b.width,
             norm: NormKind::Layer,
+            groups: crate::spec::DEFAULT_GROUPS,
             final_norm: FinalNorm::Auto,
         }
     }
@@ -140,6 +143,8 @@ pub struct ModelConfig {
     pub inputs: Inputs,
     /// Norm kind.
     pub norm: NormKind,
+    /// GroupNorm's groups G (checked to divide the width when the norm is GroupNorm).
+    pub groups: usize,
 }
 
 /// The largest value whose square is finite in f64 (sqrt of `f64::MAX`, rounded down).
@@ -210,6 +215,15 @@ impl RawModel {
         if self.width == 0 {
             return Err(Error::invalid("--width", 0, "an integer >= 1"));
         }
+        if self.groups == 0
+            || (self.norm == NormKind::Group && !self.width.is_multiple_of(self.groups))
+        {
+            return Err(Error::invalid(
+                "--groups",
+                self.groups,
+                format!("a divisor of --width = {} (>= 1)", self.width),
+            ));
+        }
         let final_norm = self.final_norm.forced();
         Ok(ModelConfig {
             depth: self.depth,
@@ -232,6 +246,7 @@ impl RawModel {
                 c0: self.c0,
             },
             norm: self.norm,
+            groups: self.groups,
         })
     }
 }
@@ -239,14 +254,38 @@ impl RawModel {
 impl ModelConfig {
     /// Builds the stack of preset `name` with these parameters. A built-in preset's norms are
     /// of kind [`Self::norm`]; a placement file's keep the kind its file names, unless
-    /// [`Self::norm`] is [`NormKind::Identity`] (no norms at all).
+    /// [`Self::norm`] is [`NormKind::Identity`] (no norms at all). GroupNorm and InstanceNorm
+    /// group the tokens of one sequence ([`NormLayout`]) with [`Self::groups`] groups.
     pub fn stack(&self, name: &str) -> Result<StackSpec> {
         let spec = placement::build(name, self.depth, &self.overrides)?;
         let norm = match placement::find(name)?.file() {
             Some(_) if self.norm != NormKind::Identity => spec.norm,
             _ => self.norm,
         };
-        Ok(spec.with_norm(norm))
+        Ok(spec.with_norm(norm).with_layout(self.layout()))
+    }
+
+    /// The grouping of GroupNorm and InstanceNorm: [`Self::groups`] groups, and the tokens
+    /// of one sequence.
+    pub fn layout(&self) -> NormLayout {
+        NormLayout {
+            groups: self.groups,
+            seq: Some(self.branch.tokens),
+        }
+    }
+
+    /// The canonical text of these parameters in Monte Carlo seeds: the `Debug` text they had
+    /// before GroupNorm's groups existed, then `groups` for a GroupNorm only, so that no
+    /// earlier network's seed changes.
+    pub(crate) fn canonical(&self) -> String {
+        let legacy = format!(
+            "ModelConfig {{ depth: {:?}, branch: {:?}, overrides: {:?}, inputs: {:?}, norm: {:?} }}",
+            self.depth, self.branch, self.overrides, self.inputs, self.norm
+        );
+        match self.norm {
+            NormKind::Group => format!("{legacy}|groups={}", self.groups),
+            _ => legacy,
+        }
     }
 }
 

@@ -153,7 +153,7 @@ pub struct Setup {
     pub init: Option<String>,
     /// Gain g of the unscaled branch at unit input second moment (docs/theory.md, "Branches").
     pub g: Option<f64>,
-    /// Norm kind (`layer`, `rms`, `identity`).
+    /// Norm kind (`layer`, `rms`, `identity`, ...; [`crate::spec::StackSpec::norm_setting`]).
     pub norm: Option<String>,
     /// Width d.
     pub width: Option<u64>,

@@ -62,9 +62,16 @@ impl Slot {
     }
 }
 
-/// Which normalizer a [`Slot::Norm`] is. Identical at infinite width (the closed form); the Monte
-/// Carlo engine distinguishes them (LayerNorm also centers). In configuration files and on the
-/// command line: `layer` (or `ln`, `layernorm`), `rms` (or `rmsnorm`), `identity` (or `none`).
+/// Which normalizer a [`Slot::Norm`] is. In configuration files and on the command line:
+/// `layer` (or `ln`, `layernorm`), `rms` (or `rmsnorm`), `batch` (or `bn`, `batchnorm`),
+/// `instance` (or `instancenorm`), `group` (or `gn`, `groupnorm`), `dyt` (or `tanh`),
+/// `identity` (or `none`).
+///
+/// LayerNorm and RMSNorm divide each token by its own statistic; BatchNorm, InstanceNorm and
+/// GroupNorm divide blocks of entries spanning several tokens ([`crate::norms::grouped`]);
+/// DyT divides by nothing ([`crate::norms::dyt`]). LayerNorm, RMSNorm and GroupNorm (a fixed
+/// number of groups) have the same infinite-width limit, the closed form; BatchNorm,
+/// InstanceNorm and DyT have none here ([`NormKind::closed_form`]).
 ///
 /// # Examples
 ///
@@ -74,6 +81,12 @@ impl Slot {
 /// assert_eq!(NormKind::Rms.label(), "RMSNorm");
 /// assert_eq!(NormKind::Layer.to_string(), "layer");
 /// assert_eq!(NormKind::Identity.label(), "no norm");
+/// assert_eq!(NormKind::parse("GN"), Some(NormKind::Group));
+/// assert_eq!(NormKind::parse("batchnorm"), Some(NormKind::Batch));
+/// assert_eq!(NormKind::parse("weight"), None);
+/// assert!(NormKind::Rms.per_token() && !NormKind::Batch.per_token());
+/// assert!(NormKind::Group.closed_form().is_ok());
+/// assert!(NormKind::Dyt.closed_form().unwrap_err().contains("Monte Carlo"));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -87,6 +100,26 @@ pub enum NormKind {
     #[serde(alias = "rmsnorm")]
     #[cfg_attr(feature = "cli", value(alias = "rmsnorm"))]
     Rms,
+    /// BatchNorm in training mode without affine (Ioffe and Szegedy 2015; PyTorch
+    /// `BatchNorm1d`): every channel over the whole batch of `batch x tokens` columns.
+    #[serde(alias = "bn", alias = "batchnorm")]
+    #[cfg_attr(feature = "cli", value(alias = "bn", alias = "batchnorm"))]
+    Batch,
+    /// InstanceNorm without affine (Ulyanov et al. 2016; PyTorch `InstanceNorm1d`): every
+    /// channel over the tokens of its own sequence.
+    #[serde(alias = "instancenorm")]
+    #[cfg_attr(feature = "cli", value(alias = "instancenorm"))]
+    Instance,
+    /// GroupNorm without affine (Wu and He 2018; PyTorch `GroupNorm`): the channels in
+    /// `--groups` groups, each group over the tokens of its own sequence.
+    #[serde(alias = "gn", alias = "groupnorm")]
+    #[cfg_attr(feature = "cli", value(alias = "gn", alias = "groupnorm"))]
+    Group,
+    /// DyT, `tanh(alpha z)` with `alpha` at its initial value (Zhu et al. 2025,
+    /// "Transformers without Normalization"): a normalization-free replacement.
+    #[serde(alias = "tanh")]
+    #[cfg_attr(feature = "cli", value(alias = "tanh"))]
+    Dyt,
     /// No normalization: every norm slot of the preset, the final one included, becomes the
     /// identity (the un-normalized baseline of a placement).
     #[serde(alias = "none")]
@@ -95,13 +128,54 @@ pub enum NormKind {
 }
 
 impl NormKind {
+    /// Every kind, in the order of `--help`.
+    pub const ALL: [NormKind; 7] = [
+        NormKind::Layer,
+        NormKind::Rms,
+        NormKind::Batch,
+        NormKind::Instance,
+        NormKind::Group,
+        NormKind::Dyt,
+        NormKind::Identity,
+    ];
+
     /// Canonical name.
     pub fn name(self) -> &'static str {
         match self {
             NormKind::Layer => "layer",
             NormKind::Rms => "rms",
+            NormKind::Batch => "batch",
+            NormKind::Instance => "instance",
+            NormKind::Group => "group",
+            NormKind::Dyt => "dyt",
             NormKind::Identity => "identity",
         }
+    }
+
+    /// Other accepted spellings (case-insensitive).
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            NormKind::Layer => &["ln", "layernorm"],
+            NormKind::Rms => &["rmsnorm"],
+            NormKind::Batch => &["bn", "batchnorm"],
+            NormKind::Instance => &["instancenorm"],
+            NormKind::Group => &["gn", "groupnorm"],
+            NormKind::Dyt => &["tanh"],
+            NormKind::Identity => &["none"],
+        }
+    }
+
+    /// The kind named `s` (a name or an alias, any case), if any.
+    pub fn parse(s: &str) -> Option<NormKind> {
+        let s = s.trim().to_ascii_lowercase();
+        NormKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s || k.aliases().contains(&s.as_str()))
+    }
+
+    /// The accepted names, for error messages: `layer, rms, ..., identity`.
+    pub fn names() -> String {
+        NormKind::ALL.map(NormKind::name).join(", ")
     }
 
     /// Typeset name for tables and captions, e.g. `RMSNorm`.
@@ -109,7 +183,44 @@ impl NormKind {
         match self {
             NormKind::Layer => "LayerNorm",
             NormKind::Rms => "RMSNorm",
+            NormKind::Batch => "BatchNorm",
+            NormKind::Instance => "InstanceNorm",
+            NormKind::Group => "GroupNorm",
+            NormKind::Dyt => "DyT",
             NormKind::Identity => "no norm",
+        }
+    }
+
+    /// Whether the norm divides each token by a statistic of that token alone (LayerNorm,
+    /// RMSNorm; the identity trivially): the condition for the exact per-token decomposition
+    /// `x_l = sum_j C_{l,j} B~_j` that `coef` and `branch_weight` read.
+    pub fn per_token(self) -> bool {
+        matches!(self, NormKind::Layer | NormKind::Rms | NormKind::Identity)
+    }
+
+    /// Whether the closed form (the infinite-width limit) covers this norm, or why not.
+    ///
+    /// At infinite width a LayerNorm's or RMSNorm's statistic of a token concentrates on its
+    /// second moment `q` (its mean on 0), so both divide by `sqrt(q)`; a GroupNorm with a fixed
+    /// number of groups averages `d/G -> infinity` channels of every token of a sequence, whose
+    /// tokens share `q` in the exchangeable-token model of the closed form, so it divides by
+    /// the same `sqrt(q)`. BatchNorm and InstanceNorm average one channel over a finite number
+    /// of columns, which does not concentrate (Yang et al. 2019 derive a `B x B` Gram map for
+    /// BatchNorm, not implemented here), and DyT is a different map altogether.
+    pub fn closed_form(self) -> std::result::Result<(), String> {
+        match self {
+            NormKind::Layer | NormKind::Rms | NormKind::Group | NormKind::Identity => Ok(()),
+            NormKind::Batch | NormKind::Instance => Err(format!(
+                "{} averages each channel over a finite number of columns, which does not \
+                 concentrate at infinite width; no closed form is derived here: use Monte Carlo \
+                 (`normscope mc`)",
+                self.label()
+            )),
+            NormKind::Dyt => Err(
+                "DyT's mean-field map (Gaussian integrals of tanh) is not implemented in the \
+                 closed form; use Monte Carlo (`normscope mc`)"
+                    .to_string(),
+            ),
         }
     }
 }
@@ -117,6 +228,38 @@ impl NormKind {
 impl std::fmt::Display for NormKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// GroupNorm's default number of groups, `G = 32` (Wu and He 2018, "Group Normalization",
+/// section 4: "we use G = 32 by default").
+pub const DEFAULT_GROUPS: usize = 32;
+
+/// The grouping of the norms that span several tokens: GroupNorm's number of groups and the
+/// tokens of one sequence (InstanceNorm and GroupNorm normalize within a sequence, BatchNorm
+/// over every column of the batch).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::spec::{NormLayout, DEFAULT_GROUPS};
+/// let l = NormLayout::default();
+/// assert_eq!((l.groups, l.seq), (DEFAULT_GROUPS, None));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NormLayout {
+    /// GroupNorm's groups G (must divide the width).
+    pub groups: usize,
+    /// Tokens per sequence; `None`: all columns are one sequence.
+    pub seq: Option<usize>,
+}
+
+impl Default for NormLayout {
+    fn default() -> Self {
+        NormLayout {
+            groups: DEFAULT_GROUPS,
+            seq: None,
+        }
     }
 }
 
@@ -314,6 +457,9 @@ pub struct StackSpec {
     pub beta: Option<f64>,
     /// Which normalizer every [`Slot::Norm`] is.
     pub norm: NormKind,
+    /// How GroupNorm and InstanceNorm group the columns and channels ([`Self::norm`] of
+    /// other kinds ignores it).
+    pub layout: NormLayout,
     /// The preset name Monte Carlo seeds this stack's networks with, if not [`Self::preset`]: a
     /// placement file's stack that equals a built-in preset's stack at this depth (with the
     /// same overrides) is seeded as that preset, so it draws the same networks
@@ -352,8 +498,39 @@ impl StackSpec {
             final_norm,
             beta: None,
             norm: NormKind::Layer,
+            layout: NormLayout::default(),
             seed_as: None,
         }
+    }
+
+    /// The norm as a table's `norm` column writes it: its name, with GroupNorm's groups
+    /// (`group:G=32`) and, from Monte Carlo, the batch of sequences when above one
+    /// (`batch:B=8`, `layer:B=4`).
+    ///
+    /// ```rust
+    /// use normscope_core::placement::{build, Overrides};
+    /// use normscope_core::spec::NormKind;
+    /// let spec = build("pre", 2, &Overrides::default())?;
+    /// assert_eq!(spec.norm_setting(1), "layer");
+    /// assert_eq!(spec.clone().with_norm(NormKind::Group).norm_setting(1), "group:G=32");
+    /// assert_eq!(spec.with_norm(NormKind::Batch).norm_setting(8), "batch:B=8");
+    /// # Ok::<(), normscope_core::Error>(())
+    /// ```
+    pub fn norm_setting(&self, batch: usize) -> String {
+        let mut s = self.norm.name().to_string();
+        if self.norm == NormKind::Group {
+            s += &format!(":G={}", self.layout.groups);
+        }
+        if batch > 1 || self.norm == NormKind::Batch {
+            s += &format!(":B={batch}");
+        }
+        s
+    }
+
+    /// Sets the grouping of GroupNorm and InstanceNorm.
+    pub fn with_layout(mut self, layout: NormLayout) -> Self {
+        self.layout = layout;
+        self
     }
 
     /// Sets the norm kind; [`NormKind::Identity`] turns every norm slot into the identity.

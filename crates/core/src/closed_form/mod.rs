@@ -77,7 +77,7 @@ impl Engine for ClosedForm<'_> {
             branch: Some(b.kind.name().to_string()),
             init: Some(b.init.name().to_string()),
             g: Some(model.nominal_gain),
-            norm: Some(spec.norm.name().to_string()),
+            norm: Some(spec.norm_setting(1)),
             width: (b.init == Init::Bert).then_some(b.width as u64),
             tokens: attends.then_some(b.tokens as u64),
             samples: None,
@@ -86,6 +86,9 @@ impl Engine for ClosedForm<'_> {
     }
 
     fn profile(&self, spec: &StackSpec, plan: &Plan) -> Result<Profile> {
+        spec.norm.closed_form().map_err(|why| {
+            crate::Error::Unsupported(format!("the closed form with --norm {}: {why}", spec.norm))
+        })?;
         let layers = plan.resolve(spec.depth)?;
         let mf = self.mean_field(spec, &keep(&plan.metrics, &layers))?;
         let mut profile = Profile::new(

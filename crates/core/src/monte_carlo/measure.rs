@@ -605,7 +605,12 @@ fn output_change<T: Real>(
         };
         if plan.selected[l] {
             let o = if blocks.spec.final_norm.is_norm() {
-                let c = super::norm::forward(blocks.spec.norm, blocks.eps, blocks.x(l));
+                let c = super::norm::forward_with(
+                    blocks.spec.norm,
+                    blocks.spec.layout,
+                    blocks.eps,
+                    blocks.x(l),
+                );
                 super::norm::jacobian(&c, &next)
             } else {
                 next.clone()

@@ -26,6 +26,7 @@ pub use sampling::{McConfig, RawMc};
 use crate::Result;
 use crate::branch::BranchKind;
 use crate::engine::{Engine, Plan};
+use crate::metrics::Metric;
 use crate::profile::{EngineKind, Key, Profile, Setup, Value};
 use crate::spec::StackSpec;
 use measure::Values;
@@ -258,7 +259,7 @@ impl Engine for MonteCarlo<'_> {
             branch: Some(branch.name().to_string()),
             init: Some(b.init.name().to_string()),
             g,
-            norm: Some(spec.norm.name().to_string()),
+            norm: Some(spec.norm_setting(cfg.batch)),
             width: Some(b.width as u64),
             tokens: Some(b.tokens as u64),
             samples: Some(cfg.samples as u64),
@@ -267,12 +268,26 @@ impl Engine for MonteCarlo<'_> {
     }
 
     fn profile(&self, spec: &StackSpec, plan: &Plan) -> Result<Profile> {
+        // A placement file's norm is checked here: the model's was when `cfg` was built.
+        norm::grouping(
+            spec.norm,
+            spec.layout,
+            self.cfg.model.branch.width,
+            self.cfg.columns(),
+        )?;
+        let layers = plan.resolve(spec.depth)?;
         let mut selected = vec![false; spec.depth + 1];
-        for l in plan.resolve(spec.depth)? {
+        for &l in &layers {
             selected[l] = true;
         }
+        // Metrics that read the per-token decomposition have no value for a norm without a
+        // per-token statistic: they are written as missing, with the reason, and not measured.
+        let (measured, undefined): (Vec<Metric>, Vec<Metric>) = plan
+            .metrics
+            .iter()
+            .partition(|m| spec.norm.per_token() || !m.info().needs.decomposition);
         let mplan = measure::NetworkPlan {
-            metrics: plan.metrics.clone(),
+            metrics: measured,
             selected,
             path_max: self.cfg.path_max,
         };
@@ -304,6 +319,21 @@ impl Engine for MonteCarlo<'_> {
         }
         let mut profile = Profile::new(self.kind(), &spec.preset, spec.depth, self.setup(spec));
         profile.values = cols.estimates();
+        let reason = format!(
+            "undefined for {}: it has no per-token statistic, so x_l has no per-token \
+             decomposition sum_j C_lj B_j",
+            spec.norm.label()
+        );
+        for m in undefined {
+            for &l in layers
+                .iter()
+                .filter(|&&l| m.info().layers.contains(l, spec.depth))
+            {
+                profile
+                    .values
+                    .insert((m, l, None), Value::Missing(reason.clone()));
+            }
+        }
         profile.settle();
         Ok(profile)
     }
@@ -312,7 +342,6 @@ impl Engine for MonteCarlo<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::Metric;
 
     #[test]
     fn columns_fill_pruned_path_lengths_with_zero_and_skip_other_gaps() {

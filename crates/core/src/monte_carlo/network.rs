@@ -221,8 +221,14 @@ impl Decomposition {
 
     /// The decomposition at layer l from the one at l - 1 and block l's pass: old sources
     /// times alpha, the new one `lambda / sigma_br`, then everything times `1/sigma_out`; a
-    /// LayerNorm centers what it touches.
+    /// LayerNorm centers what it touches. A norm without a per-token statistic
+    /// ([`crate::spec::NormKind::per_token`]) leaves it as it is.
     pub fn advance<T: Real>(&mut self, spec: &StackSpec, pass: &BlockPass<T>) {
+        if !spec.norm.per_token() {
+            // No per-token decomposition exists; the metrics that read it are written as
+            // missing for such norms, never measured.
+            return;
+        }
         let n = pass.out.ncols();
         let ln = spec.norm == crate::spec::NormKind::Layer;
         let (alpha, lambda) = (pass.alpha, pass.lambda);
@@ -291,11 +297,11 @@ fn variance<T: Real>(m: &DMatrix<T>) -> f64 {
 /// has a Norm (`present`), else `None` (the slot passes `z` on as it is).
 fn norm_slot<T: Real>(
     present: bool,
-    kind: crate::spec::NormKind,
+    spec: &StackSpec,
     eps: f64,
     z: &DMatrix<T>,
 ) -> Option<NormCache<T>> {
-    present.then(|| norm::forward(kind, eps, z))
+    present.then(|| norm::forward_with(spec.norm, spec.layout, eps, z))
 }
 
 /// `J^T v` of the Norm cached in `c` (the identity without one, a copy of `v`).
@@ -378,7 +384,7 @@ pub fn branch_input<T: Real>(
     x: &DMatrix<T>,
 ) -> (Option<NormCache<T>>, f64, DMatrix<T>) {
     let b = spec.block(l);
-    let c = norm_slot(b.n_in.is_norm(), spec.norm, eps, x);
+    let c = norm_slot(b.n_in.is_norm(), spec, eps, x);
     let mut u = c.as_ref().map_or_else(|| x.clone(), |c| c.y.clone());
     let s = match b.in_scale {
         InputScale::One => 1.0,
@@ -420,7 +426,7 @@ pub(crate) fn step_with<T: Real>(
     let block = spec.block(l);
     let (n_in, in_scale, u) = branch_input(spec, eps, l, x);
     let (out, cache) = branch_forward(&u);
-    let n_br = norm_slot(block.n_br.is_norm(), spec.norm, eps, &out);
+    let n_br = norm_slot(block.n_br.is_norm(), spec, eps, &out);
     let br = n_br.as_ref().map_or(&out, |c| &c.y);
     let alpha = match block.skip {
         SkipScale::One => 1.0,
@@ -429,7 +435,7 @@ pub(crate) fn step_with<T: Real>(
     };
     let lambda = block.lambda.value();
     let z = scaled_sum(x, T::of(alpha), br, T::of(lambda));
-    let n_out = norm_slot(block.n_out.is_norm(), spec.norm, eps, &z);
+    let n_out = norm_slot(block.n_out.is_norm(), spec, eps, &z);
     let y = n_out.as_ref().map_or(z, |c| c.y.clone());
     let pass = BlockPass {
         n_in,
@@ -468,7 +474,7 @@ pub fn next_admin_omega_of<T: Real>(
 pub fn final_norm<T: Real>(spec: &StackSpec, eps: f64, x: &DMatrix<T>) -> Option<NormCache<T>> {
     spec.final_norm
         .is_norm()
-        .then(|| norm::forward(spec.norm, eps, x))
+        .then(|| norm::forward_with(spec.norm, spec.layout, eps, x))
 }
 
 /// `J^T g` of the final Norm (the identity without one).

@@ -1,4 +1,6 @@
-//! LayerNorm and RMSNorm on the columns (tokens) of a d x n matrix, with their Jacobians.
+//! LayerNorm and RMSNorm on the columns (tokens) of a d x n matrix, with their Jacobians, and
+//! the dispatch to the other norms of [`crate::norms`] ([`forward_with`]): every norm slot of
+//! both engines runs through [`forward_with`] and [`jacobian`].
 //!
 //! `LN(z) = P z / sigma`, `sigma^2 = |P z|^2/d + eps`, `P = I - 1 1^T/d` (centering);
 //! `RMS(z) = z / sigma`, `sigma^2 = |z|^2/d + eps`. Both Jacobians are symmetric,
@@ -9,7 +11,9 @@
 //! ([`Real::sum`], [`Real::sum_sq`], [`Real::dot_view`]) and rounded once in both precisions
 //! (for f64, nalgebra's own sums and dot: the published bits).
 
-use crate::spec::NormKind;
+use crate::norms::{dyt, grouped};
+use crate::spec::{NormKind, NormLayout};
+use crate::{Error, Result};
 use nalgebra::{DMatrix, DVectorView};
 use normscope_numeric::gemm::Real;
 
@@ -41,10 +45,134 @@ fn vector<T: Real>(c: &[T]) -> DVectorView<'_, T> {
 pub struct NormCache<T: Real = f64> {
     /// The output y.
     pub y: DMatrix<T>,
-    /// `1/sigma` per token.
+    /// `1/sigma` per token (LayerNorm, RMSNorm), per block ([`Statistic::Grouped`]), or
+    /// empty (DyT).
     pub inv_sigma: Vec<T>,
     /// Which norm.
     pub kind: NormKind,
+    /// What `inv_sigma` is a statistic of.
+    pub statistic: Statistic,
+}
+
+/// What a norm divides by: a statistic per token, per block of entries, or nothing (DyT's
+/// `tanh(alpha z)`).
+///
+/// # Examples
+///
+/// ```rust
+/// use nalgebra::DMatrix;
+/// use normscope_core::monte_carlo::norm::{Statistic, forward_with};
+/// use normscope_core::norms::grouped::Grouping;
+/// use normscope_core::spec::{NormKind, NormLayout};
+/// let z = DMatrix::from_column_slice(1, 4, &[1.0, 2.0, 3.0, 4.0]);
+/// let c = forward_with(NormKind::Batch, NormLayout::default(), 0.0, &z);
+/// assert_eq!(c.statistic, Statistic::Grouped(Grouping::batch(4)));
+/// let c = forward_with(NormKind::Dyt, NormLayout::default(), 0.0, &z);
+/// assert_eq!((c.statistic, c.y[0]), (Statistic::Tanh { alpha: 0.5 }, 0.5f64.tanh()));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Statistic {
+    /// One `1/sigma` per token (LayerNorm, RMSNorm).
+    Token,
+    /// One `1/sigma` per block of the grouping ([`crate::norms::grouped`]).
+    Grouped(grouped::Grouping),
+    /// None: DyT at this `alpha` ([`crate::norms::dyt`]).
+    Tanh {
+        /// DyT's `alpha`.
+        alpha: f64,
+    },
+}
+
+/// The grouping norm `kind` of `layout` applies to a `d x n` stream, `None` for a norm with
+/// a per-token statistic or none, or why the stream does not divide into its blocks (an
+/// [`Error::InvalidParam`] naming the setting to change).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::monte_carlo::norm::grouping;
+/// use normscope_core::spec::{NormKind, NormLayout};
+/// let layout = NormLayout { groups: 4, seq: Some(8) };
+/// assert_eq!(grouping(NormKind::Layer, layout, 16, 8)?, None);
+/// assert_eq!(grouping(NormKind::Group, layout, 16, 8)?.unwrap().channels, 4);
+/// let err = grouping(NormKind::Group, layout, 6, 8).unwrap_err().to_string();
+/// assert_eq!(err, "invalid --groups = 4: a divisor of --width = 6");
+/// let err = grouping(NormKind::Batch, layout, 16, 1).unwrap_err().to_string();
+/// assert!(err.starts_with("invalid --batch = 1: "));
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
+pub fn grouping(
+    kind: NormKind,
+    layout: NormLayout,
+    d: usize,
+    n: usize,
+) -> Result<Option<grouped::Grouping>> {
+    let seq = layout.seq.unwrap_or(n);
+    let g = match kind {
+        NormKind::Layer | NormKind::Rms | NormKind::Dyt | NormKind::Identity => return Ok(None),
+        NormKind::Batch if n < 2 => {
+            return Err(Error::invalid(
+                "--batch",
+                n / seq.max(1),
+                format!(
+                    "batch x tokens >= 2 for BatchNorm (got {n} value per channel; PyTorch \
+                     refuses one too)"
+                ),
+            ));
+        }
+        NormKind::Batch => grouped::Grouping::batch(n),
+        NormKind::Instance if seq < 2 => {
+            return Err(Error::invalid(
+                "--tokens",
+                seq,
+                "an integer >= 2 for InstanceNorm (it normalizes each channel over the tokens \
+                 of a sequence; PyTorch refuses one)",
+            ));
+        }
+        NormKind::Instance => grouped::Grouping::instance(seq),
+        NormKind::Group => grouped::Grouping::group(layout.groups, d, seq).map_err(|_| {
+            Error::invalid(
+                "--groups",
+                layout.groups,
+                format!("a divisor of --width = {d}"),
+            )
+        })?,
+    };
+    g.blocks(d, n)
+        .map_err(|e| Error::invalid("--tokens", seq, format!("whole sequences: {e}")))?;
+    Ok(Some(g))
+}
+
+/// Norm `kind` of the columns of `z`, its statistics grouped as `layout` says ([`grouping`]).
+/// Panics if `z` does not divide into the grouping's blocks: callers check the user's
+/// settings with [`grouping`] first.
+pub fn forward_with<T: Real>(
+    kind: NormKind,
+    layout: NormLayout,
+    eps: f64,
+    z: &DMatrix<T>,
+) -> NormCache<T> {
+    if kind == NormKind::Dyt {
+        let c = dyt::forward(dyt::ALPHA0, z);
+        return NormCache {
+            y: c.y,
+            inv_sigma: Vec::new(),
+            kind,
+            statistic: Statistic::Tanh { alpha: c.alpha },
+        };
+    }
+    match grouping(kind, layout, z.nrows(), z.ncols()).unwrap_or_else(|e| panic!("{e}")) {
+        None => forward(kind, eps, z),
+        Some(g) => {
+            let c = grouped::forward(g, eps, z);
+            NormCache {
+                y: c.y,
+                inv_sigma: c.inv_sigma,
+                kind,
+                statistic: Statistic::Grouped(g),
+            }
+        }
+    }
 }
 
 /// Subtracts each column's mean (P z), in place: the mean from [`Real::column_sums`] (the
@@ -63,8 +191,13 @@ pub(crate) fn center<T: Real>(z: &mut DMatrix<T>) {
     }
 }
 
-/// The norm of every column.
+/// The LayerNorm or RMSNorm of every column (`kind` of another norm panics: use
+/// [`forward_with`]).
 pub fn forward<T: Real>(kind: NormKind, eps: f64, z: &DMatrix<T>) -> NormCache<T> {
+    assert!(
+        matches!(kind, NormKind::Layer | NormKind::Rms),
+        "{kind}: not a per-token norm"
+    );
     let dn = z.nrows() as f64;
     let mut y = z.clone();
     if kind == NormKind::Layer {
@@ -78,7 +211,12 @@ pub fn forward<T: Real>(kind: NormKind, eps: f64, z: &DMatrix<T>) -> NormCache<T
         c.iter_mut().for_each(|x| *x *= s);
         inv_sigma.push(s);
     }
-    NormCache { y, inv_sigma, kind }
+    NormCache {
+        y,
+        inv_sigma,
+        kind,
+        statistic: Statistic::Token,
+    }
 }
 
 /// `J dz` (equal to `J^T dz`): `(1/sigma) [P dz - y <y, P dz>/d]` per column.
@@ -88,6 +226,11 @@ pub fn jacobian<T: Real>(cache: &NormCache<T>, dz: &DMatrix<T>) -> DMatrix<T> {
         dz.shape(),
         "the tangent has the norm's shape"
     );
+    match cache.statistic {
+        Statistic::Token => {}
+        Statistic::Grouped(g) => return grouped::jacobian_of(&cache.y, &cache.inv_sigma, g, dz),
+        Statistic::Tanh { alpha } => return dyt::jacobian_of(&cache.y, alpha, dz),
+    }
     assert_eq!(cache.inv_sigma.len(), dz.ncols(), "one 1/sigma per column");
     let dn = dz.nrows() as f64;
     let mut out = dz.clone();

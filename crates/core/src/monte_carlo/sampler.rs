@@ -33,7 +33,13 @@ pub fn draw_inputs<T: Real>(cfg: &McConfig, rng: &mut Rng) -> (DMatrix<T>, Optio
     let m = &cfg.model;
     let (d, n) = (m.branch.width, m.branch.tokens);
     let (q0, c0) = (m.inputs.q0, m.inputs.c0);
-    let input = into_real::<T>(sample::tokens(rng, d, n, q0, c0));
+    // `--batch` sequences drawn one after the other, side by side (one sequence: the draws of
+    // an unbatched input).
+    let mut input = DMatrix::<T>::zeros(d, n * cfg.batch);
+    for b in 0..cfg.batch {
+        let seq = into_real::<T>(sample::tokens(rng, d, n, q0, c0));
+        input.columns_mut(b * n, n).copy_from(&seq);
+    }
     let memory_mean = (cfg.block(1) == Block::CrossAttention).then(|| {
         let mem = sample::tokens(rng, d, n, q0, c0);
         mem.column_mean().map(T::of)

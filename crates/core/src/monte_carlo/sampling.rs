@@ -41,6 +41,9 @@ pub struct RawMc {
     pub precision: Precision,
     /// Held or streamed networks (not part of the seed; the values do not depend on it).
     pub memory: Memory,
+    /// Sequences per network input (`--batch`): the input is `batch` independent sequences of
+    /// `--tokens` tokens side by side, the columns BatchNorm averages over.
+    pub batch: usize,
 }
 
 impl Default for RawMc {
@@ -54,6 +57,7 @@ impl Default for RawMc {
             path_max: 256,
             precision: Precision::F64,
             memory: Memory::Auto,
+            batch: 1,
         }
     }
 }
@@ -113,6 +117,8 @@ pub struct McConfig {
     pub precision: Precision,
     /// Held or streamed networks ([`Memory`]); not in [`Self::canonical`] either.
     pub memory: Memory,
+    /// Independent sequences per input (`--batch`, >= 1); in [`Self::canonical`] when > 1.
+    pub batch: usize,
 }
 
 impl McConfig {
@@ -159,6 +165,34 @@ impl McConfig {
                 format!("a divisor of --width = {} (>= 1)", raw.width),
             ));
         }
+        if mc.batch == 0 {
+            return Err(Error::invalid("--batch", 0, "an integer >= 1"));
+        }
+        let mixes = (1..=2).any(|l| {
+            matches!(
+                kind.block(l, false),
+                Block::Attention { .. } | Block::CrossAttention
+            )
+        });
+        if mc.batch > 1 && mixes {
+            return Err(Error::invalid(
+                "--batch",
+                mc.batch,
+                format!(
+                    "1 with --branch {}: attention over a batch of several sequences is not \
+                     implemented (a per-token branch: linear, relu-mlp, gelu-mlp)",
+                    raw.branch
+                ),
+            ));
+        }
+        let columns = mc.batch.checked_mul(raw.tokens).ok_or_else(|| {
+            Error::invalid(
+                "--batch",
+                mc.batch,
+                "batch x tokens within the machine's range",
+            )
+        })?;
+        crate::monte_carlo::norm::grouping(model.norm, model.layout(), raw.width, columns)?;
         Ok(McConfig {
             model,
             kind,
@@ -170,14 +204,28 @@ impl McConfig {
             path_max: mc.path_max,
             precision: mc.precision,
             memory: mc.memory,
+            batch: mc.batch,
         })
+    }
+
+    /// Columns of a network's input and streams: `batch x tokens`.
+    pub fn columns(&self) -> usize {
+        self.batch * self.model.branch.tokens
     }
 
     /// The canonical text hashed into every network's seed (see [`normscope_numeric::rng`]).
     pub fn canonical(&self, preset: &str) -> String {
         format!(
-            "normscope-mc-v1|preset={preset}|model={:?}|kind={:?}|uniform={}|heads={}|eps={:?}",
-            self.model, self.kind, self.uniform, self.heads, self.eps
+            "normscope-mc-v1|preset={preset}|model={}|kind={:?}|uniform={}|heads={}|eps={:?}{}",
+            self.model.canonical(),
+            self.kind,
+            self.uniform,
+            self.heads,
+            self.eps,
+            match self.batch {
+                1 => String::new(),
+                b => format!("|batch={b}"),
+            }
         )
     }
 

@@ -30,7 +30,7 @@ const SIZE_CAP: u128 = 1 << 31;
 /// Width d, tokens n and hidden width h of the branch, each capped at [`SIZE_CAP`].
 fn sizes(cfg: &McConfig) -> (u128, u128, u128) {
     let d = (cfg.model.branch.width as u128).min(SIZE_CAP);
-    let n = (cfg.model.branch.tokens as u128).min(SIZE_CAP);
+    let n = (cfg.columns() as u128).min(SIZE_CAP);
     // `as` saturates a huge float; the cap then applies.
     let h = ((cfg.model.branch.hidden_ratio * d as f64).round().max(1.0) as u128).min(SIZE_CAP);
     (d, n, h)
@@ -293,16 +293,22 @@ pub(crate) fn check_mc_selected(
 
 fn mc_what(cfg: &McConfig, depth: usize) -> String {
     format!(
-        "Monte Carlo at width {}, {} tokens, depth {depth}, {} networks",
-        cfg.model.branch.width, cfg.model.branch.tokens, cfg.samples
+        "Monte Carlo at width {}, {} tokens{}, depth {depth}, {} networks",
+        cfg.model.branch.width,
+        cfg.model.branch.tokens,
+        match cfg.batch {
+            1 => String::new(),
+            b => format!(" x batch {b}"),
+        },
+        cfg.samples
     )
 }
 
 fn mc_lower(cfg: &McConfig) -> &'static str {
     if cfg.memory == crate::monte_carlo::Memory::Held {
-        "--width, --tokens, --depth, --hidden-ratio, --samples, or the metrics and --layers written, or stream the networks (--memory streamed or auto)"
+        "--width, --tokens, --batch, --depth, --hidden-ratio, --samples, or the metrics and --layers written, or stream the networks (--memory streamed or auto)"
     } else {
-        "--width, --tokens, --depth, --hidden-ratio, --samples, or the metrics and --layers written"
+        "--width, --tokens, --batch, --depth, --hidden-ratio, --samples, or the metrics and --layers written"
     }
 }
 
@@ -431,7 +437,7 @@ pub(crate) fn check_mc_work(
     check_work(
         work,
         &format!("{} for {presets} preset(s)", mc_what(cfg, depth)),
-        "--samples, --depth, --width, --tokens, --hidden-ratio, --heads, --path-max, or the metrics and --layers written",
+        "--samples, --depth, --width, --tokens, --batch, --hidden-ratio, --heads, --path-max, or the metrics and --layers written",
     )
 }
 

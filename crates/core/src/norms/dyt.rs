@@ -55,10 +55,15 @@ pub fn forward<T: Real>(alpha: f64, z: &DMatrix<T>) -> DytCache<T> {
 
 /// `J dz = alpha (1 - y^2) ⊙ dz` (diagonal, so also `J^T dz`).
 pub fn jacobian<T: Real>(c: &DytCache<T>, dz: &DMatrix<T>) -> DMatrix<T> {
-    assert_eq!(c.y.shape(), dz.shape(), "the tangent has DyT's shape");
-    c.y.zip_map(dz, |y, d| {
+    jacobian_of(&c.y, c.alpha, dz)
+}
+
+/// [`jacobian`] from a cache's parts: the output `y = tanh(alpha z)` and `alpha`.
+pub fn jacobian_of<T: Real>(y: &DMatrix<T>, alpha: f64, dz: &DMatrix<T>) -> DMatrix<T> {
+    assert_eq!(y.shape(), dz.shape(), "the tangent has DyT's shape");
+    y.zip_map(dz, |y, d| {
         let y = y.as_f64();
-        T::of(c.alpha * (1.0 - y * y) * d.as_f64())
+        T::of(alpha * (1.0 - y * y) * d.as_f64())
     })
 }
 

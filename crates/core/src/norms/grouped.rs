@@ -228,26 +228,31 @@ pub fn forward<T: Real>(g: Grouping, eps: f64, z: &DMatrix<T>) -> GroupedCache<T
 
 /// `J dz` (equal to `J^T dz`): `(1/sigma) [P dz - y <y, P dz>/m]` per block.
 pub fn jacobian<T: Real>(cache: &GroupedCache<T>, dz: &DMatrix<T>) -> DMatrix<T> {
-    assert_eq!(
-        cache.y.shape(),
-        dz.shape(),
-        "the tangent has the norm's shape"
-    );
-    let g = cache.grouping;
+    jacobian_of(&cache.y, &cache.inv_sigma, cache.grouping, dz)
+}
+
+/// [`jacobian`] from a cache's parts: the output `y`, `1/sigma` per block and the grouping.
+pub fn jacobian_of<T: Real>(
+    y: &DMatrix<T>,
+    inv_sigma: &[T],
+    g: Grouping,
+    dz: &DMatrix<T>,
+) -> DMatrix<T> {
+    assert_eq!(y.shape(), dz.shape(), "the tangent has the norm's shape");
     let (_, blocks) = g
         .blocks(dz.nrows(), dz.ncols())
         .unwrap_or_else(|e| panic!("{e}"));
     let m = g.size() as f64;
     let mut out = dz.clone();
-    for (i, &s) in cache.inv_sigma.iter().enumerate() {
+    for (i, &s) in inv_sigma.iter().enumerate() {
         let (rows, cols) = g.ranges(i / blocks, i % blocks);
-        let y = gather(&cache.y, &rows, &cols);
+        let yb = gather(y, &rows, &cols);
         let mut v = gather(&out, &rows, &cols);
         if g.center {
             center(&mut v);
         }
-        let k = T::of(T::dot_view(&view(&y), &view(&v)) / m);
-        for (x, &yv) in v.iter_mut().zip(&y) {
+        let k = T::of(T::dot_view(&view(&yb), &view(&v)) / m);
+        for (x, &yv) in v.iter_mut().zip(&yb) {
             *x = -k * yv + *x;
             *x *= s;
         }

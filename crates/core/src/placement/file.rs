@@ -8,7 +8,7 @@
 //!                              # where the stacks are equal (optional)
 //! equation = "..."             # free text for `normscope presets` (optional)
 //! source = "..."               # free text for `normscope presets` (optional)
-//! final_norm = "layer"         # norm on x_L: layer, rms or none (default none)
+//! final_norm = "layer"         # norm on x_L: a `--norm` name or none (default none)
 //! beta = "(4*L)^(-1/4)"        # DeepNet's init scale on the branch weights, an expression of L
 //!
 //! [[placement.segment]]        # the blocks l <= floor(until * L) ...
@@ -16,7 +16,8 @@
 //! after_sum = "layer"
 //!
 //! [[placement.segment]]        # ... and the rest (the last segment has no `until`)
-//! input = "layer"              # norm on the branch input: layer, rms or none (default none)
+//! input = "layer"              # norm on the branch input: layer, rms, batch, instance,
+//!                              # group, dyt or none (default none)
 //! branch_output = "none"       # norm on the branch output (default none)
 //! after_sum = "none"           # norm on the sum (default none)
 //! input_scale = "1"            # 1 or 1/sqrt(l) (default 1)
@@ -35,8 +36,9 @@
 //! every block; that is checked when a stack is built, since it depends on L. A unary minus
 //! before a power (`-l^2`), which exmex reads as `(-l)^2`, is refused: write `-(l^2)`.
 //!
-//! A stack has one norm kind: the slots and the final norm of one placement may name `layer`
-//! or `rms`, not both.
+//! A stack has one norm kind: the slots and the final norm of one placement may name one of
+//! `layer`, `rms`, `batch`, `instance`, `group` or `dyt` (GroupNorm's groups come from
+//! `--groups`), not two of them.
 
 use crate::spec::{
     BlockSpec, BranchScale, InputScale, NormKind, Segment, SkipScale, Slot, StackSpec,
@@ -338,14 +340,14 @@ fn slot(
     let Some(v) = value else {
         return Ok(Slot::Identity);
     };
-    let k = match v.to_ascii_lowercase().as_str() {
-        "none" | "identity" => return Ok(Slot::Identity),
-        "layer" | "ln" | "layernorm" => NormKind::Layer,
-        "rms" | "rmsnorm" => NormKind::Rms,
-        _ => {
+    let k = match NormKind::parse(v) {
+        Some(NormKind::Identity) => return Ok(Slot::Identity),
+        Some(k) => k,
+        None => {
             return Err(format!(
-                "{} = \"{v}\": accepted: layer, rms, none",
-                at(name, segment, key)
+                "{} = \"{v}\": accepted: {}",
+                at(name, segment, key),
+                NormKind::names()
             ));
         }
     };
@@ -685,6 +687,7 @@ impl Placement {
             final_norm: self.final_norm,
             beta,
             norm: self.norm,
+            layout: crate::spec::NormLayout::default(),
             seed_as: None,
         })
     }

@@ -129,8 +129,14 @@ pub fn unsupported(spec: &StackSpec, branch: BranchKind) -> Option<String> {
             branch.name()
         ));
     }
-    if spec.norm == NormKind::Identity {
-        return Some("stacks without norms".into());
+    match spec.norm {
+        NormKind::Identity => return Some("stacks without norms".into()),
+        NormKind::Layer | NormKind::Rms => {}
+        other => {
+            return Some(format!(
+                "--norm {other} (derived for LayerNorm and RMSNorm only)"
+            ));
+        }
     }
     (1..=spec.depth).find_map(|l| {
         let b = spec.block(l);

@@ -377,6 +377,14 @@ impl RawTrain {
                 seq: self.task.seq,
             },
         };
+        if !self.model.norm.per_token() {
+            return Err(Error::invalid(
+                "--norm",
+                self.model.norm,
+                "layer, rms or identity in training (BatchNorm, InstanceNorm, GroupNorm and DyT \
+                 run in theory, mc and compare; their training is not implemented yet)",
+            ));
+        }
         if self.model.norm == crate::spec::NormKind::Layer && self.model.width < 2 {
             return Err(Error::invalid(
                 "--width",

@@ -1,0 +1,327 @@
+//! Every norm of `--norm` in every engine that has it: Monte Carlo runs each on every built-in
+//! preset and from a placement file; the closed form takes GroupNorm (and agrees with Monte
+//! Carlo at width 128) and refuses BatchNorm, InstanceNorm and DyT with the reason; bad
+//! combinations are refused with exit status 2 and one line naming the field, writing nothing.
+
+use crate::common::{disagreements, normscope};
+use normscope::engine::{Engine, Plan};
+use normscope::layers::LayerSpec;
+use normscope::metrics::Metric;
+use normscope::model::RawModel;
+use normscope::monte_carlo::{McConfig, MonteCarlo, RawMc};
+use normscope::placement;
+use normscope::profile::Value;
+use normscope::spec::NormKind;
+
+/// The norms with statistics or maps of their own (the identity removes every norm).
+fn norms() -> impl Iterator<Item = NormKind> {
+    NormKind::ALL.into_iter().filter(|&k| k != NormKind::Identity)
+}
+
+fn small(norm: NormKind) -> (RawModel, RawMc) {
+    let raw = RawModel {
+        depth: 4,
+        width: 16,
+        tokens: 4,
+        groups: 4,
+        norm,
+        ..RawModel::default()
+    };
+    let mc = RawMc {
+        samples: 3,
+        heads: 2,
+        ..RawMc::default()
+    };
+    (raw, mc)
+}
+
+#[test]
+fn every_norm_runs_in_monte_carlo_on_every_built_in_preset() {
+    for norm in norms() {
+        let (raw, mc) = small(norm);
+        let cfg = McConfig::new(&raw, &mc).unwrap();
+        let engine = MonteCarlo {
+            cfg: &cfg,
+            progress: &(),
+        };
+        for preset in placement::all().iter().filter(|p| p.file().is_none()) {
+            let spec = cfg.model.stack(preset.name).unwrap();
+            let p = engine
+                .profile(&spec, &Plan::new(Metric::ALL, LayerSpec::All))
+                .unwrap();
+            for ((m, l, s), v) in &p.values {
+                match v {
+                    Value::Estimate(e) => assert!(e.mean.is_finite(), "{norm} {m} {l} {s:?}"),
+                    Value::Missing(why) if m.info().needs.decomposition => {
+                        assert!(!norm.per_token(), "{norm} {m}: {why}");
+                        assert!(why.contains("per-token decomposition"), "{why}");
+                    }
+                    // A ratio can be 0/0 for a preset (ReZero's branch at lambda = 0).
+                    Value::Missing(why) => assert!(
+                        why.contains("0/0") || why.contains("undefined"),
+                        "{norm} {} {m} {l}: {why}",
+                        preset.name
+                    ),
+                    Value::Exact(_) => panic!("{norm} {m}: Monte Carlo writes estimates"),
+                }
+            }
+            // Every decomposition metric has rows, measured or missing with the reason.
+            assert!(p.values.keys().any(|k| k.0 == Metric::Coef), "{norm}");
+        }
+    }
+}
+
+#[test]
+fn group_norm_agrees_with_the_closed_form() {
+    // At a fixed number of groups, GroupNorm's statistic concentrates as LayerNorm's does
+    // (`NormKind::closed_form`), so the closed form is its limit too; the allowance uses its
+    // rank deficiency 2 G / seq per token.
+    for preset in ["pre", "post", "deepnorm"] {
+        let raw = RawModel {
+            depth: 8,
+            width: 128,
+            tokens: 16,
+            groups: 4,
+            norm: NormKind::Group,
+            ..RawModel::default()
+        };
+        let mc = RawMc {
+            samples: 16,
+            eps: 0.0,
+            ..RawMc::default()
+        };
+        let metrics = Metric::parse_list("stream_sq,corr,skip_gain,branch_gain,grad_sq").unwrap();
+        let bad = disagreements(preset, &raw, mc, &metrics, &LayerSpec::All);
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+}
+
+#[test]
+fn the_closed_form_refuses_the_norms_it_does_not_have() {
+    for (norm, why) in [
+        ("batch", "does not concentrate"),
+        ("instance", "does not concentrate"),
+        ("dyt", "not implemented in the closed form"),
+    ] {
+        for cmd in ["theory", "compare"] {
+            let mut args = vec![
+                cmd, "--preset", "pre", "--norm", norm, "--depth", "3", "--width", "16",
+                "--tokens", "4",
+            ];
+            if cmd == "compare" {
+                args.extend(["--samples", "2"]);
+            }
+            let o = normscope(&args);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{cmd} {norm}: {err}");
+            assert!(
+                err.contains(why) && err.contains("normscope mc"),
+                "{cmd} {norm}: {err}"
+            );
+            assert!(o.stdout.is_empty(), "{cmd} {norm} wrote a table");
+        }
+    }
+    let o = normscope(&[
+        "theory",
+        "--preset",
+        "pre",
+        "--norm",
+        "group",
+        "--depth",
+        "3",
+        "--metrics",
+        "stream_sq",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(",group:G=32,"));
+}
+
+#[test]
+fn bad_combinations_are_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.csv");
+    let out_s = out.to_str().unwrap();
+    let base = [
+        "--preset",
+        "pre",
+        "--depth",
+        "3",
+        "--width",
+        "16",
+        "--samples",
+        "2",
+        "--out",
+        out_s,
+    ];
+    let cases: [(&[&str], &str); 8] = [
+        (
+            &["mc", "--norm", "batch", "--tokens", "1"],
+            "invalid --batch = 1",
+        ),
+        (
+            &["mc", "--norm", "group", "--groups", "5"],
+            "invalid --groups = 5: a divisor of --width = 16",
+        ),
+        (
+            &["theory", "--norm", "group", "--groups", "0"],
+            "invalid --groups = 0",
+        ),
+        (
+            &["mc", "--norm", "instance", "--tokens", "1"],
+            "invalid --tokens = 1",
+        ),
+        (
+            &[
+                "mc",
+                "--norm",
+                "batch",
+                "--batch",
+                "4",
+                "--branch",
+                "attention",
+                "--heads",
+                "2",
+            ],
+            "invalid --batch = 4",
+        ),
+        (&["mc", "--batch", "0"], "invalid --batch = 0"),
+        (
+            &["expand", "--norm", "dyt"],
+            "--norm dyt has no such scalar",
+        ),
+        (
+            &["train", "--norm", "batch", "--steps", "1"],
+            "invalid --norm = batch",
+        ),
+    ];
+    for (args, want) in cases {
+        let mut all: Vec<&str> = args.to_vec();
+        // `expand` and `train` take neither sampling flags nor these table flags.
+        match args[0] {
+            "expand" => all.extend(["--preset", "post", "--depth", "3"]),
+            "train" => all.extend(["--preset", "pre", "--out", out_s]),
+            "theory" => all.extend(&base[..6]),
+            _ => all.extend(base),
+        }
+        let o = normscope(&all);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!out.exists(), "{args:?} left {out_s}");
+    }
+}
+
+#[test]
+fn a_placement_file_can_name_every_norm() {
+    let dir = tempfile::tempdir().unwrap();
+    for norm in ["batch", "instance", "group", "dyt", "rms"] {
+        let file = dir.path().join(format!("{norm}.toml"));
+        let name = format!("my-post-{norm}");
+        std::fs::write(
+            &file,
+            format!(
+                "[[placement]]\nname = \"{name}\"\n[[placement.segment]]\nafter_sum = \"{norm}\"\n"
+            ),
+        )
+        .unwrap();
+        let o = normscope(&[
+            "mc",
+            "--placements",
+            file.to_str().unwrap(),
+            "--preset",
+            &name,
+            "--depth",
+            "3",
+            "--width",
+            "16",
+            "--tokens",
+            "4",
+            "--groups",
+            "4",
+            "--samples",
+            "2",
+            "--metrics",
+            "stream_sq",
+            "--layers",
+            "last",
+        ]);
+        let out = crate::common::success_stdout(&o);
+        let want = match norm {
+            "group" => ",group:G=4,".to_string(),
+            "batch" => ",batch:B=1,".to_string(),
+            n => format!(",{n},"),
+        };
+        assert!(out.contains(&want), "{norm}: {out}");
+    }
+    // An unknown name lists every accepted one.
+    let file = dir.path().join("bad.toml");
+    std::fs::write(
+        &file,
+        "[[placement]]\nname = \"bad-norm\"\n[[placement.segment]]\ninput = \"weight\"\n",
+    )
+    .unwrap();
+    let o = normscope(&[
+        "theory",
+        "--placements",
+        file.to_str().unwrap(),
+        "--preset",
+        "bad-norm",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("layer, rms, batch, instance, group, dyt, identity"),
+        "{err}"
+    );
+}
+
+#[test]
+fn batches_are_independent_sequences_and_seed_their_own_networks() {
+    // --batch 1 is the unbatched input (same seed, same networks); --batch 2 draws the first
+    // sequence as before and a second one after it.
+    let (raw, _) = small(NormKind::Layer);
+    let one = McConfig::new(
+        &raw,
+        &RawMc {
+            batch: 1,
+            ..RawMc::default()
+        },
+    )
+    .unwrap();
+    let two = McConfig::new(
+        &raw,
+        &RawMc {
+            batch: 2,
+            ..RawMc::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        one.canonical("pre"),
+        McConfig::new(&raw, &RawMc::default())
+            .unwrap()
+            .canonical("pre")
+    );
+    assert!(two.canonical("pre").ends_with("|batch=2"));
+    let mut r1 = normscope_numeric::rng::network_rng(0, 0, 0);
+    let mut r2 = r1.clone();
+    let (a, _) = normscope::monte_carlo::sampler::draw_inputs::<f64>(&one, &mut r1);
+    let (b, _) = normscope::monte_carlo::sampler::draw_inputs::<f64>(&two, &mut r2);
+    assert_eq!((a.ncols(), b.ncols()), (4, 8));
+    assert_eq!(a, b.columns(0, 4).into_owned());
+    assert_ne!(b.columns(0, 4), b.columns(4, 4));
+    // GroupNorm's groups enter the seed; other norms' seeds do not see them.
+    let g = |norm, groups| {
+        let raw = RawModel {
+            norm,
+            groups,
+            ..raw.clone()
+        };
+        McConfig::new(&raw, &RawMc::default())
+            .unwrap()
+            .canonical("pre")
+    };
+    assert_ne!(g(NormKind::Group, 4), g(NormKind::Group, 2));
+    assert_eq!(g(NormKind::Layer, 4), g(NormKind::Layer, 2));
+}
