@@ -807,7 +807,7 @@ fn claim10(d: &Data) -> Result<Claim> {
     let differ: Vec<String> = v
         .iter()
         .filter(|x| !x.same.iter().all(|&s| s))
-        .map(|x| format!("{} {}", x.norm.label(), x.verdict()))
+        .map(|x| format!("{} ({})", x.norm.label(), x.verdict()))
         .collect();
     let open = v
         .iter()

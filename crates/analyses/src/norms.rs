@@ -581,6 +581,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             y,
         );
         plot.y_log = metric != Metric::EffDepth;
+        plot.x_log = false;
         for (i, &n) in c.norms.iter().enumerate() {
             let pts: Vec<(f64, f64)> = all
                 .iter()
