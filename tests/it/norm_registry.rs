@@ -15,7 +15,9 @@ use normscope::spec::NormKind;
 
 /// The norms with statistics or maps of their own (the identity removes every norm).
 fn norms() -> impl Iterator<Item = NormKind> {
-    NormKind::ALL.into_iter().filter(|&k| k != NormKind::Identity)
+    NormKind::ALL
+        .into_iter()
+        .filter(|&k| k != NormKind::Identity)
 }
 
 fn small(norm: NormKind) -> (RawModel, RawMc) {

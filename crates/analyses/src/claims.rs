@@ -758,11 +758,8 @@ fn claim10(d: &Data) -> Result<Claim> {
     use super::norms::{self, Conclusion};
     let rows = d.rows(&format!("norms/{}", norms::ROWS))?;
     let mut kinds: Vec<normscope_core::spec::NormKind> = Vec::new();
-    for r in &rows {
-        let name = r.setup.norm.as_deref().and_then(|s| s.split(':').next());
-        if let Some(k) = name.and_then(normscope_core::spec::NormKind::parse)
-            && !kinds.contains(&k)
-        {
+    for k in rows.iter().filter_map(norms::norm_of) {
+        if !kinds.contains(&k) {
             kinds.push(k);
         }
     }

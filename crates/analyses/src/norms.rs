@@ -506,21 +506,35 @@ impl NormVerdict {
     }
 }
 
+/// The norm row `r` was measured under: its `norm` column's name (`group:G=8` is GroupNorm).
+pub fn norm_of(r: &Row) -> Option<NormKind> {
+    NormKind::parse(r.setup.norm.as_deref()?.split(':').next()?)
+}
+
+fn is_norm(r: &Row, n: NormKind) -> bool {
+    norm_of(r) == Some(n)
+}
+
+/// `(layer, value)` of `preset`'s positive values of `metric` under norm `n`.
+fn by_layer(rows: &[Row], preset: &str, metric: Metric, n: NormKind) -> Vec<(f64, f64)> {
+    rows.iter()
+        .filter(|r| {
+            r.preset == preset
+                && r.metric == metric
+                && r.missing.is_none()
+                && r.value > 0.0
+                && is_norm(r, n)
+        })
+        .map(|r| (r.layer as f64, r.value))
+        .collect()
+}
+
 /// Every norm's verdict from the rows of [`ROWS`] (the first norm of `norms` is the
 /// reference), at the largest depth present.
 pub fn verdicts(rows: &[Row], norms: &[NormKind]) -> Result<Vec<NormVerdict>> {
     let depth = rows.iter().map(|r| r.depth).max().unwrap_or(0) as usize;
     let of = |n: NormKind| {
-        let mine: Vec<Row> = rows
-            .iter()
-            .filter(|r| {
-                r.setup
-                    .norm
-                    .as_deref()
-                    .is_some_and(|s| s.split(':').next() == Some(n.name()))
-            })
-            .cloned()
-            .collect();
+        let mine: Vec<Row> = rows.iter().filter(|r| is_norm(r, n)).cloned().collect();
         Measured::of(&mine, depth)
     };
     let reference = of(norms[0])?;
@@ -583,23 +597,30 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         plot.y_log = metric != Metric::EffDepth;
         plot.x_log = false;
         for (i, &n) in c.norms.iter().enumerate() {
-            let pts: Vec<(f64, f64)> = all
-                .iter()
-                .filter(|r| {
-                    r.preset == preset
-                        && r.metric == metric
-                        && r.missing.is_none()
-                        && r.value > 0.0
-                        && r.setup
-                            .norm
-                            .as_deref()
-                            .is_some_and(|s| s.split(':').next() == Some(n.name()))
-                })
-                .map(|r| (r.layer as f64, r.value))
-                .collect();
+            let pts = by_layer(&all, preset, metric, n);
             plot.series.push(Series::line(n.label(), i, pts));
         }
         out.figure(stem, &plot)?;
+    }
+    // What the residual placements do to BatchNorm's gradient explosion (Yang et al. 2019:
+    // without skips it grows towards the input at a batch-size-dependent rate).
+    if c.norms.contains(&NormKind::Batch) {
+        let mut plot = LinePlot::new(
+            &format!(
+                "Weight gradients under BatchNorm by placement ({}, L = {}, batch {} x {} tokens)",
+                c.model.branch, c.depth, c.batch, c.mc.tokens
+            ),
+            "layer l",
+            "mean-square weight grad",
+        );
+        plot.y_log = true;
+        plot.x_log = false;
+        for (i, p) in c.presets.iter().enumerate() {
+            let pts = by_layer(&all, p, Metric::WeightGradSq, NormKind::Batch);
+            let label = common::label(p).replace("-LN", "-BN");
+            plot.series.push(Series::line(label, i, pts));
+        }
+        out.figure("batch_norm_by_placement", &plot)?;
     }
     // The verdict table.
     let mut t = Table::new(
