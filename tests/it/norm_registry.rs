@@ -155,7 +155,7 @@ fn bad_combinations_are_refused_naming_the_field() {
         "--out",
         out_s,
     ];
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 10] = [
         (
             &["mc", "--norm", "batch", "--tokens", "1"],
             "invalid --batch = 1",
@@ -194,6 +194,16 @@ fn bad_combinations_are_refused_naming_the_field() {
         (
             &["train", "--norm", "batch", "--steps", "1"],
             "invalid --norm = batch",
+        ),
+        // Identical tokens have zero variance in every InstanceNorm block.
+        (
+            &["mc", "--norm", "instance", "--tokens", "4", "--c0", "1"],
+            "invalid --c0 = 1",
+        ),
+        // 16 groups of one channel over one token: blocks of one entry.
+        (
+            &["mc", "--norm", "group", "--groups", "16", "--tokens", "1"],
+            "invalid --groups = 16",
         ),
     ];
     for (args, want) in cases {
@@ -326,4 +336,35 @@ fn batches_are_independent_sequences_and_seed_their_own_networks() {
     };
     assert_ne!(g(NormKind::Group, 4), g(NormKind::Group, 2));
     assert_eq!(g(NormKind::Layer, 4), g(NormKind::Layer, 2));
+}
+
+#[test]
+fn undefined_metrics_are_missing_rows_with_their_sources_and_reason() {
+    // coef has a row per source j = 0..=l, measured or missing; corr is undefined over a batch
+    // of independent sequences.
+    let (raw, mc) = small(NormKind::Batch);
+    let cfg = McConfig::new(&raw, &RawMc { batch: 2, ..mc }).unwrap();
+    let engine = MonteCarlo {
+        cfg: &cfg,
+        progress: &(),
+    };
+    let spec = cfg.model.stack("post").unwrap();
+    let metrics = [Metric::Coef, Metric::Corr, Metric::StreamSq];
+    let p = engine
+        .profile(&spec, &Plan::new(&metrics, LayerSpec::List(vec![3])))
+        .unwrap();
+    for j in 0..=3 {
+        match &p.values[&(Metric::Coef, 3, Some(j))] {
+            Value::Missing(why) => assert!(why.contains("BatchNorm"), "{why}"),
+            other => panic!("coef j = {j}: {other:?}"),
+        }
+    }
+    match &p.values[&(Metric::Corr, 3, None)] {
+        Value::Missing(why) => assert!(why.contains("--batch 2"), "{why}"),
+        other => panic!("corr: {other:?}"),
+    }
+    assert!(matches!(
+        p.values[&(Metric::StreamSq, 3, None)],
+        Value::Estimate(_)
+    ));
 }

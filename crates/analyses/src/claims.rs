@@ -795,38 +795,7 @@ fn claim10(d: &Data) -> Result<Claim> {
             )
         })
         .collect();
-    let holds: Vec<&str> = v
-        .iter()
-        .skip(1)
-        .filter(|x| x.same.iter().all(|&s| s))
-        .map(|x| x.norm.label())
-        .collect();
-    let differ: Vec<String> = v
-        .iter()
-        .filter(|x| !x.same.iter().all(|&s| s))
-        .map(|x| format!("{} ({})", x.norm.label(), x.verdict()))
-        .collect();
-    let open = v
-        .iter()
-        .any(|x| x.inconclusive.iter().zip(x.same).any(|(&i, s)| i && !s));
-    let definite = v
-        .iter()
-        .any(|x| (0..5).any(|i| !x.same[i] && !x.inconclusive[i]));
-    let verdict = if differ.is_empty() {
-        "supported".to_string()
-    } else if !definite && open {
-        format!("inconclusive: {}", differ.join("; "))
-    } else {
-        format!(
-            "conditional: holds for {}; not for {}",
-            if holds.is_empty() {
-                "no other norm".to_string()
-            } else {
-                holds.join(", ")
-            },
-            differ.join("; ")
-        )
-    };
+    let verdict = norms::claim_verdict(&v);
     let rules: Vec<String> = Conclusion::ALL.iter().map(|c| c.rule()).collect();
     Ok(Claim {
         id: 10,
@@ -834,12 +803,15 @@ fn claim10(d: &Data) -> Result<Claim> {
         seeds: "000, 001",
         data: "norms/mc.csv",
         measurement: format!(
-            "Monte Carlo at init with 95% intervals (derived quantities: the interval their rows' intervals give), ReLU MLP, L = {depth} (the norms analysis; BatchNorm over batch x tokens columns, GroupNorm and InstanceNorm over a sequence's tokens, DyT alpha = 0.5): {}",
+            "Monte Carlo at init, Bonferroni intervals over the table's {} decisions at family level {} (derived quantities: the interval their rows' intervals give), ReLU MLP, L = {depth} (the norms analysis; BatchNorm over batch x tokens columns, GroupNorm and InstanceNorm over a sequence's tokens, DyT alpha = 0.5): {}",
+            norms::DECISIONS,
+            1.0 - norms::FAMILY_ALPHA,
             parts.join("; ")
         ),
         rule: format!(
-            "each conclusion judged under each norm with LayerNorm's rule on the intervals ({}; an interval straddling a threshold is inconclusive); a norm holds if every outcome is LayerNorm's, differs where both outcomes are definite and unequal; supported if every norm holds, conditional naming the norms and claims that differ, inconclusive if none differs but some are open. The warmup effect of claim 6 per norm is not measured (training has no BatchNorm, InstanceNorm, GroupNorm or DyT yet)",
-            rules.join("; ")
+            "each conclusion judged under each norm with LayerNorm's rule on the intervals ({}; an interval straddling a threshold is inconclusive; x_0's factor from the skip gain divided by 1 - r/m, the share the norm's Jacobian removes); a norm holds if every outcome is LayerNorm's and definite, differs where both are definite and unequal; over the norms the claim names and GroupNorm (DyT, normalization-free, is reported, not judged): supported if every one holds, refuted if every one differs, conditional naming the norms and claims that differ when some hold, inconclusive if none differs and some are open. Post-Norm's gradient growing towards the input (ratio interval above {}) is reported, not judged (claim 4 is about vanishing). The warmup effect of claim 6 per norm is not measured (training has no BatchNorm, InstanceNorm, GroupNorm or DyT yet)",
+            rules.join("; "),
+            norms::EXPLODE_MIN
         ),
         verdict,
         trained: None,

@@ -31,6 +31,7 @@ use normscope_core::spec::NormKind;
 use normscope_core::{Error, Result};
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// Registry entry.
 pub const ANALYSIS: Analysis = Analysis {
@@ -51,6 +52,12 @@ pub const EXPONENT_TOL: f64 = 0.15;
 /// Claim 4 under a norm: the first block's weight gradient "explodes" if it exceeds this
 /// multiple of the last block's (the mirror of `NO_VANISH_MIN` (0.5, the ledger's claim-4 threshold)).
 pub const EXPLODE_MIN: f64 = 1.0 / NO_VANISH_MIN;
+/// The family's error rate: every interval is a Bonferroni interval at level
+/// `1 - FAMILY_ALPHA / DECISIONS`, so that all the decisions of the table hold together with
+/// probability at least 95% (each decision reads intervals at that level).
+pub const FAMILY_ALPHA: f64 = 0.05;
+/// Decisions in the family: five conclusions for each of six norms.
+pub const DECISIONS: usize = 30;
 /// Claim 3 under a norm: Post-Norm's per-layer factor on `x_0` is the same number as under
 /// LayerNorm if it differs by less than this share of LayerNorm's.
 pub const SAME_FACTOR_REL: f64 = 0.1;
@@ -140,8 +147,12 @@ impl super::AnalysisConfig for Config {
             ));
         }
         for &n in &self.norms {
-            self.mc_config(n)?;
-            common::check(&self.presets, &self.model(n), &self.mc, self.depth)?;
+            // The model, groups and batch as run, every preset, and a network's size.
+            let cfg = self.mc_config(n)?;
+            for p in &self.presets {
+                cfg.model.stack(p)?;
+            }
+            normscope_core::monte_carlo::size::check_mc(&cfg, self.depth, &METRICS, 0)?;
         }
         Ok(())
     }
@@ -173,7 +184,6 @@ impl Config {
                 ..RawMc::default()
             },
         )
-        .map_err(|e| Error::Undefined(format!("norms: {norm}: {e}")))
     }
 }
 
@@ -203,8 +213,9 @@ pub enum Conclusion {
     /// Claim 3: Post-Norm's per-layer factor on `x_0` (compared with LayerNorm's: the same
     /// number within [`SAME_FACTOR_REL`]).
     X0Factor,
-    /// Claim 4: Post-Norm's first/last weight-gradient ratio: below `NO_VANISH_MIN` (0.5, the ledger's claim-4 threshold)
-    /// (vanishes), above [`EXPLODE_MIN`] (explodes) or between.
+    /// Claim 4: whether Post-Norm's first/last weight-gradient ratio is below
+    /// `NO_VANISH_MIN` (0.5, the ledger's claim-4 rule); growth towards the input is reported
+    /// apart ([`Measured::explodes`]).
     NoVanish,
     /// Claim 5: DeepNorm's effective depth is at least `KEEPS_DEPTH_MIN` (0.5, the ledger's) of Post-Norm's.
     KeepsDepth,
@@ -238,9 +249,9 @@ impl Conclusion {
                 "3: Post's x_0 factor within {}% of LayerNorm's",
                 SAME_FACTOR_REL * 100.0
             ),
-            Conclusion::NoVanish => format!(
-                "4: Post's first/last weight-gradient ratio below {NO_VANISH_MIN} (vanishes), above {EXPLODE_MIN} (explodes) or between"
-            ),
+            Conclusion::NoVanish => {
+                format!("4: Post's first/last weight-gradient ratio below {NO_VANISH_MIN}")
+            }
             Conclusion::KeepsDepth => {
                 format!("5: DeepNorm eff_depth >= {KEEPS_DEPTH_MIN}x Post's")
             }
@@ -248,8 +259,9 @@ impl Conclusion {
     }
 }
 
-/// A Monte Carlo quantity with its 95% interval (`lo <= v <= hi`; for a quantity derived from
-/// several rows, the interval their intervals' ends give: conservative).
+/// A Monte Carlo quantity with its interval (`lo <= v <= hi`): a row's Bonferroni interval, or
+/// for a quantity derived from several rows the interval their intervals' ends give, which
+/// holds whenever theirs do.
 ///
 /// # Examples
 ///
@@ -270,17 +282,34 @@ pub struct Iv {
 }
 
 impl Iv {
+    /// A row's mean with its Bonferroni interval ([`FAMILY_ALPHA`], [`DECISIONS`]): Student's
+    /// t with `n - 1` degrees of freedom on its standard error.
     fn of(r: &Row) -> Iv {
-        let (lo, hi) = r.interval();
-        Iv { v: r.value, lo, hi }
+        let level = 1.0 - FAMILY_ALPHA / DECISIONS as f64;
+        let half = match (r.stderr, r.n) {
+            (Some(se), Some(n)) if n >= 2 => {
+                let t = StudentsT::new(0.0, 1.0, (n - 1) as f64)
+                    .map(|t| t.inverse_cdf(0.5 + level / 2.0))
+                    .unwrap_or(f64::INFINITY);
+                t * se
+            }
+            _ => 0.0,
+        };
+        Iv {
+            v: r.value,
+            lo: r.value - half,
+            hi: r.value + half,
+        }
     }
 
-    /// `self / other` with the interval of the quotient of the two (positive) intervals.
+    /// `self / other` with the interval of the quotient of two intervals of positive
+    /// quantities (a lower end below 0 is taken as 0, so the quotient's upper end may be
+    /// infinite): it holds whenever both intervals do.
     pub fn over(&self, other: &Iv) -> Iv {
         Iv {
             v: self.v / other.v,
-            lo: self.lo / other.hi,
-            hi: self.hi / other.lo,
+            lo: self.lo.max(0.0) / other.hi,
+            hi: self.hi / other.lo.max(0.0),
         }
     }
 
@@ -337,17 +366,15 @@ pub struct Measured {
 }
 
 impl Measured {
-    /// Reads the quantities from one norm's rows at depth `depth`.
-    pub fn of(rows: &[Row], depth: usize) -> Result<Self> {
+    /// Reads the quantities from one norm's rows at depth `depth`. `loss` is the share of an
+    /// isotropic tangent the norm's Jacobian removes ([`loss_of`]): the skip gain is
+    /// divided by `1 - loss` so that `x_0`'s factor compares norms whose blocks differ in size.
+    pub fn of(rows: &[Row], depth: usize, loss: f64) -> Result<Self> {
         let v = |p: &str, m: Metric, l: usize| {
             common::find(rows, p, m, depth as u64, l as u64, None)
                 .map(Iv::of)
-                .filter(|x| x.lo > 0.0)
                 .ok_or_else(|| {
-                    Error::Undefined(format!(
-                        "norms: no positive {} value for {p} at layer {l}",
-                        m.name()
-                    ))
+                    Error::Undefined(format!("norms: no {} value for {p} at layer {l}", m.name()))
                 })
         };
         let ed = Metric::EffDepth;
@@ -361,7 +388,7 @@ impl Measured {
             hi: 0.0,
         };
         for l in 2..=depth {
-            let g = v("post", Metric::SkipGain, l)?.map(f64::ln);
+            let g = v("post", Metric::SkipGain, l)?.map(|x| (x.max(0.0) / (1.0 - loss)).ln());
             log_gain = Iv {
                 v: log_gain.v + g.v,
                 lo: log_gain.lo + g.lo,
@@ -383,12 +410,17 @@ impl Measured {
         })
     }
 
+    /// Whether Post-Norm's gradient clearly grows towards the input (the first/last
+    /// weight-gradient ratio's interval above [`EXPLODE_MIN`]): reported beside the verdict,
+    /// not part of claim 4, which is about vanishing.
+    pub fn explodes(&self) -> bool {
+        self.grad_ratio.lo > EXPLODE_MIN
+    }
+
     /// The outcome of conclusion `c` under this norm (`reference`: LayerNorm's measurements,
-    /// which claim 3's comparison needs), from the intervals: `yes`/`no` when the interval
-    /// clears the rule's threshold, `inconclusive` when it straddles it; for claim 4
-    /// `vanishes` (ratio below `NO_VANISH_MIN` (0.5, the ledger's claim-4 threshold)), `balanced` or `explodes` (above
-    /// [`EXPLODE_MIN`]), so that a gradient growing towards the input does not pass for one
-    /// that merely does not vanish.
+    /// which claim 3's comparison needs), from the intervals: `yes`/`no` (claim 4: `vanishes`,
+    /// `does not vanish`) when the interval clears the rule's threshold, [`INCONCLUSIVE`] when
+    /// it straddles it.
     pub fn outcome(&self, c: Conclusion, reference: &Measured) -> &'static str {
         let yes = |s: &'static str| match s {
             "above" => "yes",
@@ -430,18 +462,11 @@ impl Measured {
                     INCONCLUSIVE
                 }
             }
-            Conclusion::NoVanish => {
-                let r = self.grad_ratio;
-                if r.hi < NO_VANISH_MIN {
-                    "vanishes"
-                } else if r.lo > EXPLODE_MIN {
-                    "explodes"
-                } else if r.lo >= NO_VANISH_MIN && r.hi <= EXPLODE_MIN {
-                    "balanced"
-                } else {
-                    INCONCLUSIVE
-                }
-            }
+            Conclusion::NoVanish => match side(self.grad_ratio, NO_VANISH_MIN) {
+                "below" => "vanishes",
+                "above" => "does not vanish",
+                other => other,
+            },
             Conclusion::KeepsDepth => yes(side(deep.over(&post), KEEPS_DEPTH_MIN)),
         }
     }
@@ -456,7 +481,7 @@ pub struct NormVerdict {
     pub measured: Measured,
     /// Each conclusion's outcome under this norm, in [`Conclusion::ALL`] order.
     pub outcomes: [&'static str; 5],
-    /// Whether it is LayerNorm's outcome.
+    /// Whether it is LayerNorm's outcome, both definite.
     pub same: [bool; 5],
     /// Whether this outcome or LayerNorm's is [`INCONCLUSIVE`].
     pub inconclusive: [bool; 5],
@@ -471,10 +496,10 @@ impl NormVerdict {
             norm,
             measured,
             outcomes,
-            same: std::array::from_fn(|i| outcomes[i] == theirs[i]),
             inconclusive: std::array::from_fn(|i| {
                 outcomes[i] == INCONCLUSIVE || theirs[i] == INCONCLUSIVE
             }),
+            same: std::array::from_fn(|i| outcomes[i] == theirs[i] && outcomes[i] != INCONCLUSIVE),
         }
     }
 
@@ -506,6 +531,90 @@ impl NormVerdict {
     }
 }
 
+/// Claim 10's verdict from every norm's ([`verdicts`]; the first is LayerNorm, the reference):
+/// over the other norms except DyT (normalization-free: reported, not judged), `supported` if
+/// every one holds, `refuted` if every one differs, `conditional: holds for ...; not for ...`
+/// when some hold and some differ, `inconclusive: ...` when none differs and some are open.
+pub fn claim_verdict(v: &[NormVerdict]) -> String {
+    let judged: Vec<&NormVerdict> = v
+        .iter()
+        .skip(1)
+        .filter(|x| x.norm != NormKind::Dyt)
+        .collect();
+    let differs = |x: &NormVerdict| (0..5).any(|i| !x.same[i] && !x.inconclusive[i]);
+    let holds: Vec<&str> = judged
+        .iter()
+        .filter(|x| x.same.iter().all(|&s| s))
+        .map(|x| x.norm.label())
+        .collect();
+    let other: Vec<String> = judged
+        .iter()
+        .filter(|x| !x.same.iter().all(|&s| s))
+        .map(|x| format!("{} ({})", x.norm.label(), x.verdict()))
+        .collect();
+    let any_differs = judged.iter().any(|x| differs(x));
+    if other.is_empty() {
+        "supported".into()
+    } else if !judged.is_empty() && judged.iter().all(|x| differs(x)) {
+        format!("refuted: {}", other.join("; "))
+    } else if !any_differs {
+        format!("inconclusive: {}", other.join("; "))
+    } else if holds.is_empty() {
+        format!("conditional: not for {}", other.join("; "))
+    } else {
+        format!(
+            "conditional: holds for {}; not for {}",
+            holds.join(", "),
+            other.join("; ")
+        )
+    }
+}
+
+/// The share of an isotropic tangent a norm's Jacobian removes, `r / m` (docs/theory.md,
+/// "Other norms"): each block of `m` entries loses its mean and radial directions (`r = 2`;
+/// RMSNorm only the radial one), so `E|J h|^2 = (1 - r/m) |h|^2 / sigma^2`. Blocks: `d`
+/// (LayerNorm, RMSNorm), `(d/G) n` (GroupNorm), `n` (InstanceNorm), `batch x n` (BatchNorm);
+/// DyT removes nothing.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::norms::loss_of;
+/// use normscope_core::spec::NormKind;
+/// assert_eq!(loss_of(NormKind::Layer, 128, 16, 8, 2), 2.0 / 128.0);
+/// assert_eq!(loss_of(NormKind::Group, 128, 16, 8, 2), 2.0 / 256.0);
+/// assert_eq!(loss_of(NormKind::Batch, 128, 16, 8, 2), 2.0 / 32.0);
+/// assert_eq!(loss_of(NormKind::Dyt, 128, 16, 8, 2), 0.0);
+/// ```
+pub fn loss_of(norm: NormKind, d: usize, tokens: usize, groups: usize, batch: usize) -> f64 {
+    let (r, m) = match norm {
+        NormKind::Layer => (2.0, d),
+        NormKind::Rms => (1.0, d),
+        NormKind::Group => (2.0, d / groups.max(1) * tokens),
+        NormKind::Instance => (2.0, tokens),
+        NormKind::Batch => (2.0, batch * tokens),
+        NormKind::Dyt | NormKind::Identity => (0.0, 1),
+    };
+    r / m.max(1) as f64
+}
+
+/// [`loss_of`] for the settings a row was measured with (its `norm` column holds GroupNorm's
+/// groups and the batch: `group:G=8`, `batch:B=2`).
+fn projection_loss(r: &Row) -> f64 {
+    let text = r.setup.norm.as_deref().unwrap_or("");
+    let field = |key: &str| {
+        text.split(':')
+            .find_map(|p| p.strip_prefix(key)?.parse::<usize>().ok())
+    };
+    let (d, n) = (
+        r.setup.width.unwrap_or(1) as usize,
+        r.setup.tokens.unwrap_or(1) as usize,
+    );
+    norm_of(r).map_or(0.0, |k| {
+        loss_of(k, d, n, field("G=").unwrap_or(1), field("B=").unwrap_or(1))
+    })
+}
+
 /// The norm row `r` was measured under: its `norm` column's name (`group:G=8` is GroupNorm).
 pub fn norm_of(r: &Row) -> Option<NormKind> {
     NormKind::parse(r.setup.norm.as_deref()?.split(':').next()?)
@@ -535,7 +644,8 @@ pub fn verdicts(rows: &[Row], norms: &[NormKind]) -> Result<Vec<NormVerdict>> {
     let depth = rows.iter().map(|r| r.depth).max().unwrap_or(0) as usize;
     let of = |n: NormKind| {
         let mine: Vec<Row> = rows.iter().filter(|r| is_norm(r, n)).cloned().collect();
-        Measured::of(&mine, depth)
+        let loss = mine.first().map_or(0.0, projection_loss);
+        Measured::of(&mine, depth, loss)
     };
     let reference = of(norms[0])?;
     norms
@@ -678,6 +788,10 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             v.iter().map(|x| x.same[i]),
         ));
     }
+    cols.push(column(
+        "post_grad_explodes",
+        v.iter().map(|x| x.measured.explodes()),
+    ));
     cols.push(column("verdict", v.iter().map(|x| x.verdict())));
     let mut df = DataFrame::new_infer_height(cols)?;
     out.frame(VERDICTS, &mut df)?;
@@ -716,71 +830,61 @@ mod tests {
     fn the_rules_give_the_known_answers_on_synthetic_measurements() {
         let r = reference();
         let outcomes = |m: &Measured| Conclusion::ALL.map(|c| m.outcome(c, &r));
-        assert_eq!(outcomes(&r), ["yes", "yes", "yes", "balanced", "no"]);
+        assert_eq!(outcomes(&r), ["yes", "yes", "yes", "does not vanish", "no"]);
         let m = Measured {
             eff_depth: [iv(11.0, 0.01), iv(40.0, 0.01), iv(21.0, 0.01)],
             ..r
         };
-        assert_eq!(outcomes(&m), ["no", "yes", "yes", "balanced", "yes"]);
+        assert_eq!(outcomes(&m), ["no", "yes", "yes", "does not vanish", "yes"]);
         // An interval across a threshold is inconclusive, whatever its point value says.
         let m = Measured {
             eff_depth: [iv(9.0, 0.2), iv(40.0, 0.01), iv(1.0, 0.01)],
             ..r
         };
         assert_eq!(m.outcome(Conclusion::DepthSplit, &r), INCONCLUSIVE);
-        let m = Measured {
-            exponent: iv(0.5 + EXPONENT_TOL * 1.1, 0.01),
-            ..r
-        };
-        assert_eq!(m.outcome(Conclusion::SqrtGrowth, &r), "no");
-        let m = Measured {
-            exponent: iv(0.5 + EXPONENT_TOL * 0.9, 0.01),
-            ..r
-        };
-        assert_eq!(m.outcome(Conclusion::SqrtGrowth, &r), "yes");
-        let m = Measured {
-            exponent: iv(0.5 + EXPONENT_TOL, 0.01),
-            ..r
-        };
-        assert_eq!(m.outcome(Conclusion::SqrtGrowth, &r), INCONCLUSIVE);
-        let m = Measured {
-            x0_factor: iv(0.7 * (1.0 + SAME_FACTOR_REL * 1.5), 0.01),
-            ..r
-        };
-        assert_eq!(m.outcome(Conclusion::X0Factor, &r), "no");
-        let m = Measured {
-            x0_factor: iv(0.7 * 1.02, 0.01),
-            ..r
-        };
-        assert_eq!(m.outcome(Conclusion::X0Factor, &r), "yes");
-        for (ratio, want) in [
-            (0.4, "vanishes"),
-            (0.6, "balanced"),
-            (1.9, "balanced"),
-            (2.2, "explodes"),
-            (2.0, INCONCLUSIVE),
+        for (x, want) in [(1.1, "no"), (0.9, "yes"), (1.0, INCONCLUSIVE)] {
+            let m = Measured {
+                exponent: iv(0.5 + EXPONENT_TOL * x, 0.01),
+                ..r
+            };
+            assert_eq!(m.outcome(Conclusion::SqrtGrowth, &r), want, "{x}");
+        }
+        // Claim 3 compares with LayerNorm's factor, through the ratio's interval.
+        for (x, want) in [(1.5, "no"), (0.2, "yes"), (0.95, INCONCLUSIVE)] {
+            let m = Measured {
+                x0_factor: iv(0.7 * (1.0 + SAME_FACTOR_REL * x), 0.01),
+                ..r
+            };
+            assert_eq!(m.outcome(Conclusion::X0Factor, &r), want, "{x}");
+        }
+        for (ratio, want, explodes) in [
+            (0.4, "vanishes", false),
+            (0.6, "does not vanish", false),
+            (0.5, INCONCLUSIVE, false),
+            (2.2, "does not vanish", true),
         ] {
             let m = Measured {
                 grad_ratio: iv(ratio, 0.02),
                 ..r
             };
             assert_eq!(m.outcome(Conclusion::NoVanish, &r), want, "{ratio}");
+            assert_eq!(m.explodes(), explodes, "{ratio}");
         }
     }
 
     #[test]
-    fn a_norm_differs_only_where_its_outcome_differs_from_layernorms() {
+    fn a_norm_differs_only_where_both_outcomes_are_definite_and_unequal() {
         let r = reference();
         let nv = |m: Measured| NormVerdict::judge(NormKind::Batch, m, &r);
         assert_eq!(nv(r).verdict(), "holds");
-        // A gradient that explodes towards the input is not "no vanishing".
+        // Growth towards the input is not vanishing: claim 4 holds, the growth is reported.
         assert_eq!(
             nv(Measured {
                 grad_ratio: iv(100.0, 0.1),
                 ..r
             })
             .verdict(),
-            "differs on claims 4"
+            "holds"
         );
         let m = Measured {
             exponent: iv(1.0, 0.01),
@@ -790,12 +894,58 @@ mod tests {
         assert_eq!(nv(m).verdict(), "differs on claims 2, 4");
         let m = Measured {
             exponent: iv(1.0, 0.01),
-            grad_ratio: iv(2.0, 0.1),
+            grad_ratio: iv(0.5, 0.1),
             ..r
         };
         assert_eq!(
             nv(m).verdict(),
             "differs on claims 2, inconclusive on claims 4"
         );
+        // When LayerNorm's own outcome is open, no norm can agree or differ with it there.
+        let open = Measured {
+            grad_ratio: iv(0.5, 0.1),
+            ..r
+        };
+        let v = NormVerdict::judge(NormKind::Rms, open, &open);
+        assert_eq!(v.verdict(), "inconclusive on claims 4");
+    }
+
+    #[test]
+    fn the_claim_verdict_counts_only_definite_outcomes_and_not_dyt() {
+        let r = reference();
+        let j = |n, m: Measured| NormVerdict::judge(n, m, &r);
+        let same = |n| j(n, r);
+        let differ = |n| {
+            j(
+                n,
+                Measured {
+                    exponent: iv(1.0, 0.01),
+                    ..r
+                },
+            )
+        };
+        let open = |n| {
+            j(
+                n,
+                Measured {
+                    grad_ratio: iv(0.5, 0.1),
+                    ..r
+                },
+            )
+        };
+        use NormKind::*;
+        let v = |rest: Vec<NormVerdict>| {
+            let mut all = vec![same(Layer)];
+            all.extend(rest);
+            claim_verdict(&all)
+        };
+        assert_eq!(v(vec![same(Rms), same(Batch), differ(Dyt)]), "supported");
+        assert!(v(vec![differ(Rms), differ(Batch)]).starts_with("refuted: RMSNorm (differs"));
+        assert!(
+            v(vec![same(Rms), differ(Batch)])
+                .starts_with("conditional: holds for RMSNorm; not for BatchNorm")
+        );
+        assert!(v(vec![same(Rms), open(Batch)]).starts_with("inconclusive: BatchNorm"));
+        assert!(v(vec![open(Rms), differ(Batch)]).starts_with("conditional: not for RMSNorm"));
     }
 }

@@ -177,6 +177,10 @@ pub fn compare(
         progress: &bar,
     };
     let theory_engine = ClosedForm::new(&cfg.model);
+    // Every stack's norm must have a closed form before any network is drawn.
+    for p in presets {
+        cfg.model.stack(p)?.norm.closed_form()?;
+    }
     let mut out = Vec::new();
     for p in presets {
         let spec = cfg.model.stack(p)?;

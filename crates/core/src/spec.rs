@@ -86,7 +86,8 @@ impl Slot {
 /// assert_eq!(NormKind::parse("weight"), None);
 /// assert!(NormKind::Rms.per_token() && !NormKind::Batch.per_token());
 /// assert!(NormKind::Group.closed_form().is_ok());
-/// assert!(NormKind::Dyt.closed_form().unwrap_err().contains("Monte Carlo"));
+/// let err = NormKind::Dyt.closed_form().unwrap_err().to_string();
+/// assert!(err.starts_with("unsupported: the closed form with --norm dyt: ") && err.contains("mc"));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -207,21 +208,22 @@ impl NormKind {
     /// the same `sqrt(q)`. BatchNorm and InstanceNorm average one channel over a finite number
     /// of columns, which does not concentrate (Yang et al. 2019 derive a `B x B` Gram map for
     /// BatchNorm, not implemented here), and DyT is a different map altogether.
-    pub fn closed_form(self) -> std::result::Result<(), String> {
-        match self {
-            NormKind::Layer | NormKind::Rms | NormKind::Group | NormKind::Identity => Ok(()),
-            NormKind::Batch | NormKind::Instance => Err(format!(
+    pub fn closed_form(self) -> crate::Result<()> {
+        let why = match self {
+            NormKind::Layer | NormKind::Rms | NormKind::Group | NormKind::Identity => return Ok(()),
+            NormKind::Batch | NormKind::Instance => format!(
                 "{} averages each channel over a finite number of columns, which does not \
                  concentrate at infinite width; no closed form is derived here: use Monte Carlo \
                  (`normscope mc`)",
                 self.label()
-            )),
-            NormKind::Dyt => Err(
-                "DyT's mean-field map (Gaussian integrals of tanh) is not implemented in the \
-                 closed form; use Monte Carlo (`normscope mc`)"
-                    .to_string(),
             ),
-        }
+            NormKind::Dyt => "DyT's mean-field map (Gaussian integrals of tanh) is not \
+                 implemented in the closed form; use Monte Carlo (`normscope mc`)"
+                .to_string(),
+        };
+        Err(crate::Error::Unsupported(format!(
+            "the closed form with --norm {self}: {why}"
+        )))
     }
 }
 

@@ -86,9 +86,7 @@ impl Engine for ClosedForm<'_> {
     }
 
     fn profile(&self, spec: &StackSpec, plan: &Plan) -> Result<Profile> {
-        spec.norm.closed_form().map_err(|why| {
-            crate::Error::Unsupported(format!("the closed form with --norm {}: {why}", spec.norm))
-        })?;
+        spec.norm.closed_form()?;
         let layers = plan.resolve(spec.depth)?;
         let mf = self.mean_field(spec, &keep(&plan.metrics, &layers))?;
         let mut profile = Profile::new(

@@ -269,23 +269,21 @@ impl Engine for MonteCarlo<'_> {
 
     fn profile(&self, spec: &StackSpec, plan: &Plan) -> Result<Profile> {
         // A placement file's norm is checked here: the model's was when `cfg` was built.
-        norm::grouping(
-            spec.norm,
-            spec.layout,
-            self.cfg.model.branch.width,
-            self.cfg.columns(),
-        )?;
+        let d = self.cfg.model.branch.width;
+        norm::grouping(spec.norm, spec.layout, d, self.cfg.columns())?;
+        let c0 = self.cfg.model.inputs.c0;
+        norm::degenerate(spec.norm, spec.layout, d, self.cfg.batch, c0)?;
         let layers = plan.resolve(spec.depth)?;
         let mut selected = vec![false; spec.depth + 1];
         for &l in &layers {
             selected[l] = true;
         }
-        // Metrics that read the per-token decomposition have no value for a norm without a
-        // per-token statistic: they are written as missing, with the reason, and not measured.
+        // Metrics without a value in this setting are written as missing, with the reason,
+        // and not measured.
         let (measured, undefined): (Vec<Metric>, Vec<Metric>) = plan
             .metrics
             .iter()
-            .partition(|m| spec.norm.per_token() || !m.info().needs.decomposition);
+            .partition(|m| undefined_here(**m, spec, self.cfg).is_none());
         let mplan = measure::NetworkPlan {
             metrics: measured,
             selected,
@@ -319,24 +317,49 @@ impl Engine for MonteCarlo<'_> {
         }
         let mut profile = Profile::new(self.kind(), &spec.preset, spec.depth, self.setup(spec));
         profile.values = cols.estimates();
-        let reason = format!(
-            "undefined for {}: it has no per-token statistic, so x_l has no per-token \
-             decomposition sum_j C_lj B_j",
-            spec.norm.label()
-        );
         for m in undefined {
+            let reason = undefined_here(m, spec, self.cfg).unwrap_or_default();
             for &l in layers
                 .iter()
                 .filter(|&&l| m.info().layers.contains(l, spec.depth))
             {
-                profile
-                    .values
-                    .insert((m, l, None), Value::Missing(reason.clone()));
+                // One row per source j = 0..=l for a metric with sources, as measured ones.
+                let sources: Vec<Option<usize>> = if m.has_source() {
+                    (0..=l).map(Some).collect()
+                } else {
+                    vec![None]
+                };
+                for s in sources {
+                    profile
+                        .values
+                        .insert((m, l, s), Value::Missing(reason.clone()));
+                }
             }
         }
         profile.settle();
         Ok(profile)
     }
+}
+
+/// Why `metric` has no value for `spec` under `cfg`, if it has none: the per-token
+/// decomposition (`coef`, `branch_weight`) under a norm without a per-token statistic, and the
+/// token correlation (`corr`) over a batch of independent sequences.
+fn undefined_here(metric: Metric, spec: &StackSpec, cfg: &McConfig) -> Option<String> {
+    let needs = metric.info().needs;
+    if needs.decomposition && !spec.norm.per_token() {
+        return Some(format!(
+            "undefined for {}: it has no per-token statistic, so x_l has no per-token \
+             decomposition sum_j C_lj B_j",
+            spec.norm.label()
+        ));
+    }
+    if needs.column_sum && cfg.batch > 1 {
+        return Some(format!(
+            "undefined with --batch {}: it would pair tokens of independent sequences",
+            cfg.batch
+        ));
+    }
+    None
 }
 
 #[cfg(test)]

@@ -130,17 +130,72 @@ pub fn grouping(
             ));
         }
         NormKind::Instance => grouped::Grouping::instance(seq),
-        NormKind::Group => grouped::Grouping::group(layout.groups, d, seq).map_err(|_| {
-            Error::invalid(
-                "--groups",
-                layout.groups,
-                format!("a divisor of --width = {d}"),
-            )
-        })?,
+        NormKind::Group => {
+            let g = grouped::Grouping::group(layout.groups, d, seq).map_err(|_| {
+                Error::invalid(
+                    "--groups",
+                    layout.groups,
+                    format!("a divisor of --width = {d}"),
+                )
+            })?;
+            if g.size() < 2 {
+                return Err(Error::invalid(
+                    "--groups",
+                    layout.groups,
+                    format!(
+                        "a divisor of --width = {d} leaving >= 2 entries per group \
+                         ((width / groups) x tokens = {})",
+                        g.size()
+                    ),
+                ));
+            }
+            g
+        }
     };
     g.blocks(d, n)
         .map_err(|e| Error::invalid("--tokens", seq, format!("whole sequences: {e}")))?;
     Ok(Some(g))
+}
+
+/// Refuses inputs a norm maps to zero (or to 0/0 with `eps = 0`): identical tokens
+/// (`c0 = 1`) when every block of the norm lies within one channel of one sequence
+/// (InstanceNorm, BatchNorm over one sequence, GroupNorm with one channel per group). Names
+/// `--c0`.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::monte_carlo::norm::degenerate;
+/// use normscope_core::spec::{NormKind, NormLayout};
+/// let layout = NormLayout { groups: 4, seq: Some(8) };
+/// assert!(degenerate(NormKind::Instance, layout, 16, 1, 1.0).is_err());
+/// assert!(degenerate(NormKind::Batch, layout, 16, 2, 1.0).is_ok()); // two sequences differ
+/// assert!(degenerate(NormKind::Instance, layout, 16, 1, 0.5).is_ok());
+/// ```
+pub fn degenerate(
+    kind: NormKind,
+    layout: NormLayout,
+    d: usize,
+    batch: usize,
+    c0: f64,
+) -> Result<()> {
+    let one_channel = match kind {
+        NormKind::Instance => true,
+        NormKind::Batch => batch == 1,
+        NormKind::Group => layout.groups == d,
+        _ => false,
+    };
+    if one_channel && c0 >= 1.0 {
+        return Err(Error::invalid(
+            "--c0",
+            c0,
+            format!(
+                "a correlation < 1 with --norm {kind}: identical tokens have zero variance in \
+                 each of its blocks"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Norm `kind` of the columns of `z`, its statistics grouped as `layout` says ([`grouping`]).

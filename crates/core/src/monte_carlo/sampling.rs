@@ -192,7 +192,9 @@ impl McConfig {
                 "batch x tokens within the machine's range",
             )
         })?;
-        crate::monte_carlo::norm::grouping(model.norm, model.layout(), raw.width, columns)?;
+        let (norm, layout) = (model.norm, model.layout());
+        crate::monte_carlo::norm::grouping(norm, layout, raw.width, columns)?;
+        crate::monte_carlo::norm::degenerate(norm, layout, raw.width, mc.batch, raw.c0)?;
         Ok(McConfig {
             model,
             kind,

@@ -670,3 +670,20 @@ impl TrainConfig {
         )
     }
 }
+
+/// Refuses a stack whose norm training does not have (a placement file's norm kind; `--norm`
+/// itself is checked with the other flags).
+pub(crate) fn check_trainable(spec: &crate::spec::StackSpec) -> Result<()> {
+    if spec.norm.per_token() {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        "--placements",
+        &spec.preset,
+        format!(
+            "a preset whose norms training has (layer, rms); {} names {}, which runs in theory, mc \
+             and compare but not yet in training",
+            spec.preset, spec.norm
+        ),
+    ))
+}

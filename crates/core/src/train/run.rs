@@ -269,6 +269,7 @@ pub fn start_as<T: Real>(
         ));
     }
     let spec = cfg.mc.model.stack(preset)?;
+    super::config::check_trainable(&spec)?;
     let mut data = data_rng(seed);
     let first = task.batch(&mut data, cfg.batch);
     let m = init::model_as(&spec, &cfg.mc, cfg.io, cfg.affine, seed, |m| {

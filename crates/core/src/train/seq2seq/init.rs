@@ -45,12 +45,14 @@ use normscope_numeric::rng::Rng;
 pub fn stacks(cfg: &TrainConfig, preset: &str, layers: usize) -> Result<(StackSpec, StackSpec)> {
     let p = placement::find(preset)?;
     let (enc, dec) = p.halves.unwrap_or((p.name, p.name));
-    let at = |depth: usize, name: &str| {
+    let at = |depth: usize, name: &str| -> Result<StackSpec> {
         let model = crate::model::ModelConfig {
             depth,
             ..cfg.mc.model.clone()
         };
-        model.stack(name)
+        let spec = model.stack(name)?;
+        crate::train::config::check_trainable(&spec)?;
+        Ok(spec)
     };
     Ok((at(2 * layers, enc)?, at(3 * layers, dec)?))
 }
