@@ -358,6 +358,26 @@ fn side(x: Iv, t: f64) -> &'static str {
 pub const INCONCLUSIVE: &str = "inconclusive";
 
 /// What one norm's rows give for the conclusions, each with its interval.
+///
+/// # Examples
+///
+/// A Post-Norm gradient ratio whose interval lies above 0.5 does not vanish; one across 0.5 is
+/// open:
+///
+/// ```rust
+/// use normscope_analyses::norms::{Conclusion, INCONCLUSIVE, Iv, Measured};
+/// let p = |v: f64| Iv { v, lo: 0.9 * v, hi: 1.1 * v };
+/// let m = Measured {
+///     eff_depth: [p(2.0), p(40.0), p(1.0)],
+///     exponent: p(0.5),
+///     x0_factor: p(0.6),
+///     grad_ratio: p(1.5),
+/// };
+/// assert_eq!(m.outcome(Conclusion::NoVanish, &m), "does not vanish");
+/// assert_eq!(m.outcome(Conclusion::DepthSplit, &m), "yes"); // 40 / 2 > 4
+/// let open = Measured { grad_ratio: p(0.5), ..m };
+/// assert_eq!(open.outcome(Conclusion::NoVanish, &m), INCONCLUSIVE);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Measured {
     /// Effective depth at L: Pre, Post, DeepNorm.
@@ -478,6 +498,25 @@ impl Measured {
 }
 
 /// One norm's verdict on claim 10: the conclusions whose outcome differs from LayerNorm's.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::norms::{Iv, Measured, NormVerdict};
+/// use normscope_core::spec::NormKind;
+/// let p = |v: f64| Iv { v, lo: 0.99 * v, hi: 1.01 * v };
+/// let layer = Measured {
+///     eff_depth: [p(2.0), p(40.0), p(1.0)],
+///     exponent: p(0.5),
+///     x0_factor: p(0.6),
+///     grad_ratio: p(1.5),
+/// };
+/// assert_eq!(NormVerdict::judge(NormKind::Rms, layer, &layer).verdict(), "holds");
+/// let other = Measured { x0_factor: p(0.8), ..layer };
+/// let v = NormVerdict::judge(NormKind::Batch, other, &layer);
+/// assert_eq!(v.verdict(), "differs on claims 3");
+/// assert_eq!(v.outcomes[2], "no");
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct NormVerdict {
     /// The norm.
