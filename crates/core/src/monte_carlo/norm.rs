@@ -97,8 +97,10 @@ pub enum Statistic {
 /// assert_eq!(grouping(NormKind::Group, layout, 16, 8)?.unwrap().channels, 4);
 /// let err = grouping(NormKind::Group, layout, 6, 8).unwrap_err().to_string();
 /// assert_eq!(err, "invalid --groups = 4: a divisor of --width = 6");
-/// let err = grouping(NormKind::Batch, layout, 16, 1).unwrap_err().to_string();
-/// assert!(err.starts_with("invalid --batch = 1: "));
+/// // One sequence of one token: one value per channel.
+/// let one = NormLayout { groups: 4, seq: Some(1) };
+/// let err = grouping(NormKind::Batch, one, 16, 1).unwrap_err().to_string();
+/// assert!(err.starts_with("invalid --batch = 1: batch x tokens >= 2"), "{err}");
 /// # Ok::<(), normscope_core::Error>(())
 /// ```
 pub fn grouping(
@@ -113,7 +115,7 @@ pub fn grouping(
         NormKind::Batch if n < 2 => {
             return Err(Error::invalid(
                 "--batch",
-                n / seq.max(1),
+                (n / seq.max(1)).max(1),
                 format!(
                     "batch x tokens >= 2 for BatchNorm (got {n} value per channel; PyTorch \
                      refuses one too)"
