@@ -50,8 +50,10 @@
 pub enum Slot {
     /// The identity map.
     Identity,
-    /// `Norm(z)`: LayerNorm `(z - mean z)/sqrt(var z + eps)` or RMSNorm `z/sqrt(mean z^2 + eps)`,
-    /// without affine parameters. With `eps = 0` both give `||Norm(z)||^2 = d` per token.
+    /// `Norm(z)` of the stack's [`NormKind`], without affine parameters: LayerNorm
+    /// `(z - mean z)/sqrt(var z + eps)`, RMSNorm `z/sqrt(mean z^2 + eps)` (with `eps = 0` both give
+    /// `||Norm(z)||^2 = d` per token), or BatchNorm, InstanceNorm, GroupNorm or DyT
+    /// ([`crate::norms`]).
     Norm,
 }
 

@@ -1,8 +1,9 @@
 //! A sampled network: its forward pass with the exact per-token decomposition, block
 //! Jacobian-vector products, and the backward pass.
 //!
-//! Decomposition (docs/theory.md, "The metrics"): a norm is the centering P (LayerNorm only) followed by
-//! a per-token scalar `1/sigma`, so `x_l = sum_j C_{l,j} B~_j` holds exactly per token, with
+//! Decomposition (docs/theory.md, "The metrics"): a LayerNorm or RMSNorm is the centering P
+//! (LayerNorm only) followed by a per-token scalar `1/sigma` (the other norms have no such
+//! scalar, and the decomposition is not kept for them), so `x_l = sum_j C_{l,j} B~_j` holds exactly per token, with
 //! `B~_j = P B_j` once an LN has acted on source j and `B~_j = B_j` before. Coefficients are
 //! updated in place (`O(l n)` per block) and squared norms of every source are kept raw and
 //! centered, so `branch_weight` costs `O(l n)` per layer and memory stays `O(L d n)`.
