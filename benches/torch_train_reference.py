@@ -27,16 +27,20 @@ Default output: comment lines starting with `#` (the torch version, then one per
 one line `step loss` per update, the loss printed with `repr` (the shortest digits that read
 back as the same double, at most 17 significant).
 `--json`: one JSON object {"torch", "dtype", "threads", "runs": [{"preset", "seed", "steps",
-"seconds", "losses"}], "seconds", "steps"}. `--bench`: the same without the losses. "seconds"
-is the wall time of the training loops alone (building the model and loading the JSON are not
-timed); the runs are trained one after the other. When other work shares the cores, PyTorch's
+"seconds", "losses", "evals": [[update, evaluation loss], ...]}], "seconds", "steps"}: the
+evaluation loss over the dump's evaluation batches in `model.eval()` (normscope's
+`eval_loss`) at update 0, every "eval.every" updates and after the last. `--bench`: the same
+without the losses. "seconds" is the wall time of the training loops alone, with their
+evaluations after update 0 (building the model, loading the JSON and the evaluation at update
+0 are not timed); the runs are trained one after the other. When other work shares the cores, PyTorch's
 OpenMP threads (which spin at barriers) can slow down a hundredfold: time on a quiet machine,
 and compare losses with `--threads 1` (`tests/it/train_torch.rs` does).
 
 The dump (format "normscope-train-init-v1", documented in normscope's `crates/core/src/train/dump.rs`):
 
     { "format", "preset", "seed",
-      "model": { "width", "heads", "eps", "norm": "layer"|"rms"|"identity", "affine",
+      "model": { "width", "heads", "eps", "groups", "affine",
+                 "norm": "layer"|"rms"|"batch"|"instance"|"group"|"dyt"|"identity",
                  "io": {"kind": "tokens", "vocab", "seq"} | {"kind": "vectors", "d_in", "d_out"},
                  "blocks": [ { "branch": {"kind": "linear"} | {"kind": "mlp", "activation"}
                                         | {"kind": "attention", "uniform", "causal", "seq"},
@@ -46,13 +50,15 @@ The dump (format "normscope-train-init-v1", documented in normscope's `crates/co
       "params": [ {"layer", "name", "shape": [rows, cols], "decay", "data": row-major} ],
       "optimizer": {"name": "sgd"|"adam"|"adamw", ...}, "clip": number|null,
       "lrs": [lr of update 1, 2, ...],
-      "batches": [ {"inputs", "targets", "weights"} | {"x", "y", "size"} ] }
+      "batches": [ {"inputs", "targets", "weights"} | {"x", "y", "size"} ],
+      "eval": {"every", "batches": [...]} }
 
 The model (normscope's `crates/core/src/train/model.rs` and `pass.rs`). normscope stores activations as
 d x n matrices whose columns are tokens, sequence-major (token t of sequence b is column
 b * seq + t); here they are (batch, seq, d) tensors (vectors: (size, d)), the same numbers
 transposed. Per block, with the norms N (LayerNorm with biased variance and eps inside the
-square root, or RMSNorm; an optional learnable gain, and bias for LayerNorm):
+square root, RMSNorm, BatchNorm1d, InstanceNorm1d, GroupNorm over (N, C, L), or DyT; an
+optional learnable gain, and bias for all but RMSNorm; DyT's alpha always learnable):
 
     x_0 = E[:, token] + P[:, position]      (tokens)   or   x_0 = W_in x   (vectors)
     u = s * N_in(x)          (s = in_scale, absent when null; N_in may be absent)
@@ -106,13 +112,76 @@ ENCDEC_FORMAT = "normscope-train-encdec-v1"
 FORMATS = ("normscope-train-init-v1", ENCDEC_FORMAT)
 
 
-def make_norm(kind, d, eps, affine):
-    """The norm of a slot: `torch.nn.LayerNorm` or `torch.nn.RMSNorm`, affine if asked."""
+class DyT(nn.Module):
+    """Dynamic Tanh as its reference code writes it (github.com/jiachenzhu/DyT,
+    `dynamic_tanh.py`: `alpha = ones(1) * alpha_init_value` with `alpha_init_value = 0.5`,
+    `weight = ones(d)`, `bias = zeros(d)`): `weight * tanh(alpha x) + bias` on the last
+    dimension; without affine, `tanh(alpha x)` with `alpha` still learnable."""
+
+    def __init__(self, d, affine, alpha0=0.5):
+        super().__init__()
+        self.alpha = nn.Parameter(torch.ones(1) * alpha0)
+        self.weight = nn.Parameter(torch.ones(d)) if affine else None
+        self.bias = nn.Parameter(torch.zeros(d)) if affine else None
+
+    def forward(self, x):
+        y = torch.tanh(self.alpha * x)
+        return y * self.weight + self.bias if self.weight is not None else y
+
+
+class ChannelsFirst(nn.Module):
+    """A PyTorch norm that reads (N, C, L) (`BatchNorm1d`, `InstanceNorm1d`, `GroupNorm`)
+    applied to this script's (batch, seq, d) tensors, transposed there and back; vectors
+    (size, d) go in as (N, C)."""
+
+    def __init__(self, norm):
+        super().__init__()
+        self.norm = norm
+
+    @property
+    def weight(self):
+        return self.norm.weight
+
+    @property
+    def bias(self):
+        return self.norm.bias
+
+    def forward(self, x):
+        if x.dim() == 2:
+            return self.norm(x)
+        return self.norm(x.transpose(1, 2)).transpose(1, 2)
+
+
+def make_norm(model):
+    """The norm of a slot, affine if asked: `torch.nn.LayerNorm`, `RMSNorm`, `BatchNorm1d`
+    (momentum 0.1: running statistics in training mode, used in `eval()`), `InstanceNorm1d`,
+    `GroupNorm` (the dump's groups) or DyT."""
+    kind, d, eps, affine = model["norm"], model["width"], model["eps"], model["affine"]
     if kind == "layer":
         return nn.LayerNorm(d, eps=eps, elementwise_affine=affine, bias=affine)
     if kind == "rms":
         return nn.RMSNorm(d, eps=eps, elementwise_affine=affine)
+    if kind == "batch":
+        return ChannelsFirst(nn.BatchNorm1d(d, eps=eps, affine=affine))
+    if kind == "instance":
+        return ChannelsFirst(nn.InstanceNorm1d(d, eps=eps, affine=affine))
+    if kind == "group":
+        return ChannelsFirst(nn.GroupNorm(model["groups"], d, eps=eps, affine=affine))
+    if kind == "dyt":
+        return DyT(d, affine)
     raise ValueError(f"a norm slot with norm kind {kind!r}")
+
+
+def norm_params(n, prefix):
+    """A norm slot's parameters by their dump names (`alpha`, `gain`, `bias`)."""
+    out = {}
+    if n is None:
+        return out
+    for name, attr in (("alpha", "alpha"), ("gain", "weight"), ("bias", "bias")):
+        t = getattr(n, attr, None)
+        if t is not None:
+            out[f"{prefix}.{name}"] = t
+    return out
 
 
 class Linear(nn.Module):
@@ -223,7 +292,7 @@ class Block(nn.Module):
         d = model["width"]
 
         def norm(slot):
-            return make_norm(model["norm"], d, model["eps"], model["affine"]) if spec[slot] else None
+            return make_norm(model) if spec[slot] else None
 
         self.n_in, self.n_br, self.n_out = norm("n_in"), norm("n_br"), norm("n_out")
         self.in_scale = spec["in_scale"]
@@ -257,11 +326,7 @@ class Block(nn.Module):
     def dump_params(self):
         out = dict(self.branch.dump_params())
         for slot in ("n_in", "n_br", "n_out"):
-            n = getattr(self, slot)
-            if n is not None and n.weight is not None:
-                out[f"{slot}.gain"] = n.weight
-            if n is not None and getattr(n, "bias", None) is not None:
-                out[f"{slot}.bias"] = n.bias
+            out.update(norm_params(getattr(self, slot), slot))
         if self.omega is not None:
             out["omega"] = self.omega
         if self.lam is not None:
@@ -285,7 +350,7 @@ class Model(nn.Module):
             outputs = io["d_out"]
         self.blocks = nn.ModuleList(Block(spec, model, hidden) for spec in model["blocks"])
         self.final_norm = (
-            make_norm(model["norm"], d, model["eps"], model["affine"]) if model["final_norm"] else None
+            make_norm(model) if model["final_norm"] else None
         )
         self.head = nn.Linear(d, outputs, bias=False)
 
@@ -312,8 +377,7 @@ class Model(nn.Module):
         if layer == top:
             if name == "head":
                 return self.head.weight, False
-            return {"final.gain": self.final_norm.weight,
-                    "final.bias": getattr(self.final_norm, "bias", None)}[name], False
+            return norm_params(self.final_norm, "final")[name], False
         return self.blocks[layer - 1].dump_params()[name], False
 
 
@@ -328,7 +392,7 @@ class Stack(nn.Module):
         self.positions = nn.Embedding(seq, d)
         self.blocks = nn.ModuleList(Block(b, model, hidden) for b in spec["blocks"])
         self.final_norm = (
-            make_norm(model["norm"], d, model["eps"], model["affine"]) if spec["final_norm"] else None
+            make_norm(model) if spec["final_norm"] else None
         )
 
     def forward(self, ids, memory=None):
@@ -343,8 +407,7 @@ class Stack(nn.Module):
         if layer == 0:
             return getattr(self, name).weight, True
         if layer == len(self.blocks) + 1:
-            return {"final.gain": self.final_norm.weight,
-                    "final.bias": getattr(self.final_norm, "bias", None)}[name], False
+            return norm_params(self.final_norm, "final")[name], False
         return self.blocks[layer - 1].dump_params()[name], False
 
 
@@ -435,39 +498,64 @@ def weighted_cross_entropy(b):
     return loss
 
 
-def batches(dump):
-    """Every batch as `(model inputs, loss function)` tensors, built before any timing."""
-    io = dump["model"]["io"]
-    out = []
-    for b in dump["batches"]:
-        if io["kind"] == "pairs":
-            source = torch.tensor(b["source"], dtype=torch.long).view(-1, io["src"])
-            inputs = torch.tensor(b["inputs"], dtype=torch.long).view(-1, io["tgt"])
-            out.append(((source, inputs), weighted_cross_entropy(b)))
-        elif io["kind"] == "tokens":
-            inputs = torch.tensor(b["inputs"], dtype=torch.long).view(-1, io["seq"])
-            out.append(((inputs,), weighted_cross_entropy(b)))
-        else:
-            size = b["size"]
-            inputs = torch.tensor(b["x"], dtype=torch.get_default_dtype()).view(-1, size).T.contiguous()
-            y = torch.tensor(b["y"], dtype=torch.get_default_dtype()).view(-1, size).T.contiguous()
+def batch_tensors(io, b):
+    """One batch as `(model inputs, loss function, weight in an average over batches)`."""
+    if io["kind"] == "pairs":
+        source = torch.tensor(b["source"], dtype=torch.long).view(-1, io["src"])
+        inputs = torch.tensor(b["inputs"], dtype=torch.long).view(-1, io["tgt"])
+        return (source, inputs), weighted_cross_entropy(b), sum(b["weights"])
+    if io["kind"] == "tokens":
+        inputs = torch.tensor(b["inputs"], dtype=torch.long).view(-1, io["seq"])
+        return (inputs,), weighted_cross_entropy(b), sum(b["weights"])
+    size = b["size"]
+    inputs = torch.tensor(b["x"], dtype=torch.get_default_dtype()).view(-1, size).T.contiguous()
+    y = torch.tensor(b["y"], dtype=torch.get_default_dtype()).view(-1, size).T.contiguous()
 
-            def loss(f, y=y):
-                return F.mse_loss(f, y)
-            out.append(((inputs,), loss))
-    return out
+    def loss(f, y=y):
+        return F.mse_loss(f, y)
+    return (inputs,), loss, float(y.numel())
+
+
+def batches(dump):
+    """Every training batch as `(model inputs, loss function)` tensors, built before any
+    timing."""
+    io = dump["model"]["io"]
+    return [batch_tensors(io, b)[:2] for b in dump["batches"]]
+
+
+def eval_set(dump):
+    """The evaluation batches (`batch_tensors`), and the updates after which to evaluate."""
+    io = dump["model"]["io"]
+    ev = dump.get("eval", {"every": 0, "batches": []})
+    return [batch_tensors(io, b) for b in ev["batches"]], ev["every"]
+
+
+def evaluate(model, data):
+    """The weighted mean loss over the evaluation batches in evaluation mode (BatchNorm on its
+    running statistics), as normscope's `eval_loss`; back in training mode after."""
+    if not data:
+        return None
+    model.eval()
+    with torch.no_grad():
+        total = sum(loss_of(model(*inputs)).item() * w for inputs, loss_of, w in data)
+    model.train()
+    return total / sum(w for _, _, w in data)
 
 
 def train(dump):
-    """Trains from a dump; returns (losses per update, seconds of the training loop)."""
+    """Trains from a dump; returns (losses per update, seconds of the training loop,
+    [(update, evaluation loss)] at update 0, every `eval.every` updates and after the last)."""
     model, ordered = build(dump)
     data = batches(dump)
+    held_out, every = eval_set(dump)
+    evals = [(0, evaluate(model, held_out))] if held_out else []
     params = [t for t, _ in ordered]
     opt = make_optimizer(dump["optimizer"], ordered)
     clip = dump["clip"]
     losses = []
     start = time.perf_counter()
-    for lr, (inputs, loss_of) in zip(dump["lrs"], data):
+    steps = len(dump["lrs"])
+    for s, (lr, (inputs, loss_of)) in enumerate(zip(dump["lrs"], data), start=1):
         for g in opt.param_groups:
             g["lr"] = lr
         opt.zero_grad(set_to_none=True)
@@ -477,7 +565,9 @@ def train(dump):
             torch.nn.utils.clip_grad_norm_(params, clip, foreach=False)
         opt.step()
         losses.append(loss.item())
-    return losses, time.perf_counter() - start
+        if held_out and (s % every == 0 or s == steps):
+            evals.append((s, evaluate(model, held_out)))
+    return losses, time.perf_counter() - start, evals
 
 
 def main():
@@ -498,13 +588,14 @@ def main():
             dump = json.load(f)
         if dump.get("format") not in FORMATS:
             sys.exit(f"{path}: not a normscope-train-init-v1 or {ENCDEC_FORMAT} dump")
-        losses, seconds = train(dump)
+        losses, seconds, evals = train(dump)
         runs.append({"preset": dump["preset"], "seed": dump["seed"], "steps": len(losses),
-                     "seconds": seconds, "losses": losses})
+                     "seconds": seconds, "losses": losses, "evals": evals})
     if a.json or a.bench:
         if a.bench:
             for r in runs:
                 del r["losses"]
+                del r["evals"]
         print(json.dumps({"torch": torch.__version__, "dtype": a.dtype, "threads": torch.get_num_threads(),
                           "runs": runs, "seconds": sum(r["seconds"] for r in runs),
                           "steps": sum(r["steps"] for r in runs)}))

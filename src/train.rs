@@ -48,10 +48,17 @@ pub struct TrainArgs {
     /// Init scheme of the branch matrices and the head: xavier, he, torch-default, bert.
     #[arg(long, default_value_t = RawTrain::default().model.init)]
     pub init: String,
-    /// Normalizer of every norm slot.
+    /// Normalizer of every norm slot, with a learnable gain and bias (RMSNorm: gain only)
+    /// unless --no-affine: layer, rms, batch (batch statistics in training, running ones in
+    /// evaluation, as BatchNorm1d), instance (token tasks), group (--groups), dyt (alpha
+    /// learnable, 0.5 at init), identity.
     #[arg(long, value_enum, default_value_t = RawTrain::default().model.norm)]
     pub norm: NormKind,
-    /// No learnable gain and bias on the norms.
+    /// GroupNorm's number of groups G, a divisor of --width (read with --norm group; Wu and He
+    /// 2018's default).
+    #[arg(long, default_value_t = RawTrain::default().model.groups)]
+    pub groups: usize,
+    /// No learnable gain and bias on the norms (DyT keeps its learnable alpha).
     #[arg(long)]
     pub no_affine: bool,
     /// Norm epsilon.
@@ -173,6 +180,7 @@ impl TrainArgs {
                 hidden_ratio: self.hidden_ratio,
                 width: self.width,
                 norm: self.norm,
+                groups: self.groups,
                 ..RawModel::default()
             },
             mc: RawMc {

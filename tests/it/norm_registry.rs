@@ -155,7 +155,7 @@ fn bad_combinations_are_refused_naming_the_field() {
         "--out",
         out_s,
     ];
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 12] = [
         (
             &["mc", "--norm", "batch", "--tokens", "1"],
             "invalid --batch = 1",
@@ -191,9 +191,40 @@ fn bad_combinations_are_refused_naming_the_field() {
             &["expand", "--norm", "dyt"],
             "--norm dyt has no such scalar",
         ),
+        // Training checks the norm against its own batches.
         (
-            &["train", "--norm", "batch", "--steps", "1"],
-            "invalid --norm = batch",
+            &[
+                "train",
+                "--norm",
+                "instance",
+                "--task",
+                "regression",
+                "--branch",
+                "relu-mlp",
+                "--steps",
+                "1",
+            ],
+            "invalid --norm = instance",
+        ),
+        (
+            &[
+                "train",
+                "--norm",
+                "batch",
+                "--task",
+                "regression",
+                "--branch",
+                "relu-mlp",
+                "--batch",
+                "1",
+                "--steps",
+                "1",
+            ],
+            "invalid --batch = 1",
+        ),
+        (
+            &["train", "--norm", "group", "--groups", "5", "--steps", "1"],
+            "invalid --groups = 5",
         ),
         // Identical tokens have zero variance in every InstanceNorm block.
         (

@@ -1,10 +1,13 @@
 //! normscope's training loop against plain PyTorch: for Pre-LN, Post-LN and
 //! DeepNorm decoder-only Transformers on the teacher-lm task with Adam, for a few other
-//! optimizers, presets, tasks and clipping, and for encoder-decoder Transformers (Pre-LN,
-//! Post-LN, DeepNorm with DeepNet's encoder-decoder constants, Admin) on reverse-pairs, `normscope train --dump-init` writes the run's
-//! initial weights, learning rates and batches; `benches/torch_train_reference.py` trains the
-//! same network in float64 PyTorch from that dump; the training loss of every update must
-//! agree with the `train_loss` that `normscope train --log-every 1` logs to [`REL_TOL`].
+//! optimizers, presets, tasks and clipping, for BatchNorm, InstanceNorm, GroupNorm and DyT, and
+//! for encoder-decoder Transformers (Pre-LN, Post-LN, DeepNorm with DeepNet's encoder-decoder
+//! constants, Admin) on reverse-pairs: `normscope train --dump-init` writes the run's initial
+//! weights, learning rates, batches and evaluation set; `benches/torch_train_reference.py`
+//! trains the same network in float64 PyTorch from that dump; the training loss of every
+//! update, and the evaluation loss in evaluation mode (`model.eval()`, BatchNorm on its
+//! running statistics) at update 0 and after the last, must agree with the `train_loss` and
+//! `eval_loss` that `normscope train --log-every 1` logs to [`REL_TOL`].
 //!
 //! Needs a Python with PyTorch: `NORMSCOPE_TORCH_PYTHON` if set, else `python3`. Without one
 //! the test prints `skipped: no PyTorch: ...` and passes (CI has no PyTorch). Run with
@@ -23,9 +26,12 @@ use std::process::Command;
 /// single-tensor code paths operation by operation, `crates/core/src/train/optim/`). Measured with
 /// PyTorch 2.15.0 (CPU; the script prints its version), the differences stay between 4e-16
 /// and 1e-15 relative over 60 updates for every decoder-only case below except GELU, whose
-/// erfc (statrs 0.19.1) is only accurate to about 1e-10 relative and gives up to 6e-12; the
+/// erfc (statrs 0.19.1) is only accurate to about 1e-10 relative and gives up to 6e-12 (1.3e-10
+/// with GroupNorm's 8 groups on the GELU MLP, whose blocks of 4 channels amplify it); the
 /// encoder-decoder cases between 5e-16 and 2.2e-15 (one more stack, cross-attention's sums
-/// over the source). Masking cross-attention causally in the reference moves the Post-LN
+/// over the source), 6.3e-15 with BatchNorm. BatchNorm, InstanceNorm, GroupNorm and DyT on the
+/// Transformer stay within 6e-16 to 1.4e-15, and every evaluation loss (BatchNorm on its
+/// running statistics) within 5e-11 (GELU) or 1e-14. Masking cross-attention causally in the reference moves the Post-LN
 /// encoder-decoder loss by 5%. Modelling
 /// differences move the loss far more: perturbing only Adam's eps by 0.1% (1e-8 to 1.001e-8)
 /// in the reference moves it by 2e-10 to 1.4e-8 and fails half of the cases; eps inside the
@@ -146,6 +152,73 @@ fn cases() -> Vec<Case> {
             name: "deepnorm regression gelu-mlp",
             args: regression("deepnorm", "gelu-mlp"),
         },
+        // The other norms (issue 35): BatchNorm (batch statistics in training, running ones in
+        // the evaluations), InstanceNorm, GroupNorm and DyT, on Pre-LN and Post-LN placements.
+        Case {
+            name: "pre batchnorm",
+            args: lm("pre", &["--optimizer", "adam", "--norm", "batch"]),
+        },
+        Case {
+            name: "post batchnorm",
+            args: lm("post", &["--optimizer", "adam", "--norm", "batch"]),
+        },
+        Case {
+            name: "pre instancenorm",
+            args: lm("pre", &["--optimizer", "adam", "--norm", "instance"]),
+        },
+        Case {
+            name: "post instancenorm",
+            args: lm("post", &["--optimizer", "adam", "--norm", "instance"]),
+        },
+        Case {
+            name: "pre groupnorm 4",
+            args: lm(
+                "pre",
+                &["--optimizer", "adam", "--norm", "group", "--groups", "4"],
+            ),
+        },
+        Case {
+            name: "post groupnorm 4",
+            args: lm(
+                "post",
+                &["--optimizer", "adam", "--norm", "group", "--groups", "4"],
+            ),
+        },
+        Case {
+            name: "pre dyt",
+            args: lm("pre", &["--optimizer", "adam", "--norm", "dyt"]),
+        },
+        Case {
+            name: "post dyt",
+            args: lm("post", &["--optimizer", "adam", "--norm", "dyt"]),
+        },
+        Case {
+            name: "post dyt no affine",
+            args: lm(
+                "post",
+                &["--optimizer", "adam", "--norm", "dyt", "--no-affine"],
+            ),
+        },
+        Case {
+            name: "post regression batchnorm",
+            args: [regression("post", "relu-mlp"), vec!["--norm", "batch"]].concat(),
+        },
+        Case {
+            name: "pre regression groupnorm 8",
+            args: [
+                regression("pre", "gelu-mlp"),
+                vec!["--norm", "group", "--groups", "8"],
+            ]
+            .concat(),
+        },
+        Case {
+            name: "encoder-decoder post batchnorm",
+            args: [encdec("post"), vec!["--norm", "batch"]].concat(),
+        },
+        Case {
+            name: "encoder-decoder pre dyt",
+            args: [encdec("pre"), vec!["--norm", "dyt"]].concat(),
+        },
         // The encoder-decoder model: Liu et al.'s and Xiong et al.'s architecture.
         Case {
             name: "encoder-decoder pre",
@@ -180,8 +253,12 @@ fn normscope(args: &[&str]) {
     );
 }
 
-/// `train_loss` of steps 1..=STEPS from a `--log-every 1` log.
-fn logged_losses(csv: &Path) -> Vec<f64> {
+/// A log's `train_loss` of steps 1..=STEPS and its `(step, eval_loss)` rows.
+type Logged = (Vec<f64>, Vec<(u64, f64)>);
+
+/// `train_loss` of steps 1..=STEPS from a `--log-every 1` log, and its `(step, eval_loss)`
+/// rows.
+fn logged_losses(csv: &Path) -> Logged {
     let df = normscope::output::table::read_csv(csv).expect("readable log");
     let metric = df.column("metric").unwrap().str().unwrap().clone();
     let step = df
@@ -196,8 +273,12 @@ fn logged_losses(csv: &Path) -> Vec<f64> {
         .unwrap();
     let (step, value) = (step.u64().unwrap(), value.f64().unwrap());
     let mut out = vec![f64::NAN; STEPS];
+    let mut evals = Vec::new();
     let mut seen = 0;
     for i in 0..df.height() {
+        if metric.get(i) == Some("eval_loss") {
+            evals.push((step.get(i).unwrap(), value.get(i).unwrap()));
+        }
         if metric.get(i) == Some("train_loss") {
             let s = step.get(i).unwrap() as usize;
             assert!((1..=STEPS).contains(&s), "train_loss at step {s}");
@@ -206,7 +287,7 @@ fn logged_losses(csv: &Path) -> Vec<f64> {
         }
     }
     assert_eq!(seen, STEPS, "{}: one train_loss per update", csv.display());
-    out
+    (out, evals)
 }
 
 #[test]
@@ -218,7 +299,7 @@ fn training_losses_match_pytorch() {
     let steps = STEPS.to_string();
     let cases = cases();
     let mut dumps: Vec<PathBuf> = Vec::new();
-    let mut ours: Vec<Vec<f64>> = Vec::new();
+    let mut ours: Vec<Logged> = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         let dump = dir.path().join(format!("case{i}.json"));
         let csv = dir.path().join(format!("case{i}.csv"));
@@ -251,8 +332,40 @@ fn training_losses_match_pytorch() {
     let version = v["torch"].as_str().unwrap_or("?");
     let runs = v["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), cases.len());
-    let mut failures = Vec::new();
-    for ((c, mine), run) in cases.iter().zip(&ours).zip(runs) {
+    let mut failures: Vec<String> = Vec::new();
+    for ((c, (mine, my_evals)), run) in cases.iter().zip(&ours).zip(runs) {
+        // The evaluations: model.eval() in PyTorch (BatchNorm on its running statistics).
+        let their_evals: Vec<(u64, f64)> = run["evals"]
+            .as_array()
+            .expect("evals")
+            .iter()
+            .map(|e| {
+                (
+                    e[0].as_u64().expect("a step"),
+                    e[1].as_f64().expect("a loss"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            my_evals.iter().map(|e| e.0).collect::<Vec<_>>(),
+            their_evals.iter().map(|e| e.0).collect::<Vec<_>>(),
+            "{}: evaluation steps",
+            c.name
+        );
+        for ((s, a), (_, b)) in my_evals.iter().zip(&their_evals) {
+            let rel = (a - b).abs() / b.abs();
+            println!(
+                "{}: eval_loss at update {s}: relative difference {rel:.1e}",
+                c.name
+            );
+            // A NaN difference fails too.
+            if rel.is_nan() || rel > REL_TOL {
+                failures.push(format!(
+                    "{}: eval_loss at update {s}: normscope {a} vs PyTorch {b} (relative {rel:.2e} > {REL_TOL:e})",
+                    c.name
+                ));
+            }
+        }
         let theirs: Vec<f64> = run["losses"]
             .as_array()
             .expect("losses")

@@ -770,7 +770,33 @@ fn claim10(d: &Data) -> Result<Claim> {
             "claims: norms/mc.csv has no LayerNorm rows (the reference)".into(),
         ));
     }
-    let v = norms::verdicts(&rows, &kinds)?;
+    let searches = d.frame(&format!("norms/{}", norms::WARMUP_SEARCHES))?;
+    let tier = super::training::strs(&searches, "tier")?
+        .first()
+        .and_then(|t| t.strip_suffix("-layer").map(String::from))
+        .ok_or_else(|| {
+            Error::Undefined("claims: norms/warmup_searches.csv has no LayerNorm tier".into())
+        })?;
+    let warmup = super::training::f64s(&searches, "warmup")?
+        .into_iter()
+        .fold(0.0, f64::max) as u64;
+    let family = norms::warmup_family(&searches, &tier, &kinds, warmup)?
+        .ok_or_else(|| Error::Undefined("claims: no warmup searches under the norms".into()))?;
+    let (assessed, _) = super::warmup::judge(&family)?;
+    let layer6 = assessed[0].outcome;
+    let mut v = norms::verdicts(&rows, &kinds)?;
+    for (x, a) in v.iter_mut().zip(&assessed) {
+        *x = x.clone().with_claim6(a.outcome, layer6);
+    }
+    let effects: Vec<String> = assessed
+        .iter()
+        .map(|a| {
+            format!(
+                "{} {:.2} [{:.2}, {:.2}] {}",
+                a.name, a.estimate, a.ci.0, a.ci.1, a.outcome
+            )
+        })
+        .collect();
     let depth = rows.iter().map(|r| r.depth).max().unwrap_or(0);
     let parts: Vec<String> = v
         .iter()
@@ -780,6 +806,7 @@ fn claim10(d: &Data) -> Result<Claim> {
                 .iter()
                 .zip(x.outcomes)
                 .map(|(c, o)| format!("{} {o}", c.claim()))
+                .chain(x.claim6.map(|c| format!("6 {}", c.0)))
                 .collect();
             format!(
                 "{}: eff_depth Pre {}, Post {}, DeepNorm {}; Pre stream exponent {}; Post x_0 factor {}; Post grad first/last {}; claims {} -> {}",
@@ -801,17 +828,19 @@ fn claim10(d: &Data) -> Result<Claim> {
         id: 10,
         statement: "The conclusions hold for other norms (BatchNorm, InstanceNorm, RMSNorm).",
         seeds: "000, 001",
-        data: "norms/mc.csv",
+        data: "norms/mc.csv, norms/warmup_searches.csv",
         measurement: format!(
-            "Monte Carlo at init, Bonferroni intervals over the table's {} decisions at family level {} (derived quantities: the interval their rows' intervals give), ReLU MLP, L = {depth} (the norms analysis; BatchNorm over batch x tokens columns, GroupNorm and InstanceNorm over a sequence's tokens, DyT alpha = 0.5): {}",
+            "claims 1-5: Monte Carlo at init, Bonferroni intervals over the table's {} decisions at family level {} (derived quantities: the interval their rows' intervals give), ReLU MLP, L = {depth} (the norms analysis; BatchNorm over batch x tokens columns, GroupNorm and InstanceNorm over a sequence's tokens, DyT alpha = 0.5): {}; claim 6 (training, {tier} tier, Post-Norm, warmup {warmup} vs none, effect on the maximum stable lr in doublings, paired seeds): {}",
             norms::DECISIONS,
             1.0 - norms::FAMILY_ALPHA,
-            parts.join("; ")
+            parts.join("; "),
+            effects.join("; ")
         ),
         rule: format!(
-            "each conclusion judged under each norm with LayerNorm's rule on the intervals ({}; an interval straddling a threshold is inconclusive; x_0's factor from the skip gain divided by 1 - r/m, the share the norm's Jacobian removes); a norm holds if every outcome is LayerNorm's and definite, differs where both are definite and unequal; over the norms the claim names and GroupNorm (DyT, normalization-free, is reported, not judged): supported if every one holds, refuted if every one differs, conditional naming the norms and claims that differ when some hold, inconclusive if none differs and some are open. Post-Norm's gradient growing towards the input (ratio interval above {}) is reported, not judged (claim 4 is about vanishing). The warmup effect of claim 6 per norm is not measured (training has no BatchNorm, InstanceNorm, GroupNorm or DyT yet)",
+            "each conclusion judged under each norm with LayerNorm's rule on the intervals ({}; an interval straddling a threshold is inconclusive; x_0's factor from the skip gain divided by 1 - r/m, the share the norm's Jacobian removes); a norm holds if every outcome is LayerNorm's and definite, differs where both are definite and unequal; over the norms the claim names and GroupNorm (DyT, normalization-free, is reported, not judged): supported if every one holds, refuted if every one differs, conditional naming the norms and claims that differ when some hold, inconclusive if none differs and some are open. Post-Norm's gradient growing towards the input (ratio interval above {}) is reported, not judged (claim 4 is about vanishing). Claim 6 under each norm: the warmup analysis's rule (claimed increase, exact sign tests, smallest effect of interest a factor {} on the rate) with Holm over the norms; its outcome compared with LayerNorm's as above",
             rules.join("; "),
-            norms::EXPLODE_MIN
+            norms::EXPLODE_MIN,
+            super::warmup::SESOI_RATIO
         ),
         verdict,
         trained: None,

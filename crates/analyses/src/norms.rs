@@ -14,8 +14,15 @@
 //!
 //! Each conclusion is judged under each norm with the rule the ledger uses for LayerNorm
 //! ([`Measured::outcome`]); [`verdicts`] compares it with LayerNorm's outcome, and the ledger's
-//! claim 10 reads that table. Claim 6's warmup effect per norm needs training with these norms,
-//! which the training engine does not have yet; it is not measured here.
+//! claim 10 reads that table.
+//!
+//! Claim 6 under each norm is measured by training ([`WarmupPart`]): Post-Norm's maximum
+//! stable learning rate on the Transformer LM tier with and without warmup, searched as the
+//! `warmup` analysis searches it, under each norm, and judged with claim 6's rule over the
+//! norms ([`warmup_family`]); each norm's outcome is compared with LayerNorm's as the others
+//! are. Outputs: `mc.csv`, `verdicts.csv`/`.tex`, `warmup_runs.csv`, `warmup_searches.csv`,
+//! `warmup_effects.csv`/`.tex`, figures by layer, BatchNorm by placement and
+//! `warmup_effect`.
 
 use super::common::{self, Mc, Model};
 use super::{Analysis, Out};
@@ -28,6 +35,7 @@ use normscope_core::output::latex::{Cell, Table};
 use normscope_core::output::table::column;
 use normscope_core::profile::Row;
 use normscope_core::spec::NormKind;
+use normscope_core::stats::verdict::{Claimed, Comparison, Family, Outcome};
 use normscope_core::{Error, Result};
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -36,7 +44,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 /// Registry entry.
 pub const ANALYSIS: Analysis = Analysis {
     id: "norms",
-    about: "claim 10: the init-time conclusions of claims 1-5 under every norm, by Monte Carlo",
+    about: "claim 10: the init-time conclusions of claims 1-5 under every norm (Monte Carlo) and claim 6's warmup effect per norm (training)",
     prepare: |id, s| super::prepare::<Config>(id, s, run),
     units: None,
 };
@@ -93,6 +101,49 @@ pub struct Config {
     pub model: Model,
     /// Monte Carlo settings.
     pub mc: Mc,
+    /// Claim 6 per norm: the warmup effect on Post-Norm's maximum stable learning rate.
+    pub warmup: WarmupPart,
+}
+
+/// Claim 6 under each norm: Post-Norm's maximum stable learning rate with and without a
+/// linear warmup, searched as the `warmup` analysis searches it
+/// ([`super::lr_search::run_cells`], paired seeds `0..seeds`), on `tier` with each norm of
+/// [`Config::norms`] (GroupNorm with [`Config::groups`]), at one depth; the effect in
+/// doublings judged with claim 6's rule ([`warmup_family`]).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::AnalysisConfig;
+/// use normscope_analyses::norms::Config;
+/// let w = Config::full().warmup;
+/// assert_eq!((w.tier.name.as_str(), w.depth, w.seeds, w.warmup), ("lm", 12, 10, 100));
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WarmupPart {
+    /// The training tier (its norm is replaced by each norm in turn).
+    pub tier: super::tier::Tier,
+    /// Depth in blocks.
+    pub depth: usize,
+    /// Paired seeds `0..seeds`.
+    pub seeds: u64,
+    /// The linear warmup compared with none (updates).
+    pub warmup: u64,
+    /// The search of every (norm, warmup, seed).
+    pub search: normscope_core::train::search::Plan,
+}
+
+impl WarmupPart {
+    /// The tier with norm `n` (GroupNorm's `groups`), named `<tier>-<norm>`.
+    pub fn tier_of(&self, n: NormKind, groups: usize) -> super::tier::Tier {
+        super::tier::Tier {
+            name: format!("{}-{}", self.tier.name, n.name()),
+            norm: n.name().into(),
+            groups,
+            ..self.tier.clone()
+        }
+    }
 }
 
 impl super::AnalysisConfig for Config {
@@ -115,14 +166,42 @@ impl super::AnalysisConfig for Config {
                 samples: 96,
                 ..Mc::full()
             },
+            // The warmup analysis's primary tier, depth and search (Post-LN's effect there:
+            // 1.75 doublings at 12 blocks), 10 seeds: the smallest exact sign-test p-value,
+            // 2^-9, survives Holm over the six norms.
+            warmup: WarmupPart {
+                tier: super::tier::Tier::lm(),
+                depth: 12,
+                seeds: 10,
+                warmup: 100,
+                search: normscope_core::train::search::Plan {
+                    start: 3e-3,
+                    factor: 2.0,
+                    halvings: 1,
+                    min: 1e-5,
+                    max: 4.0,
+                },
+            },
         }
     }
 
     fn quick() -> Self {
+        let full = Self::full();
         Config {
             depth: 16,
             mc: Mc::quick(),
-            ..Self::full()
+            warmup: WarmupPart {
+                tier: super::tier::Tier {
+                    steps: 40,
+                    eval_every: 10,
+                    ..super::tier::Tier::lm()
+                },
+                depth: 4,
+                seeds: 2,
+                warmup: 10,
+                ..full.warmup.clone()
+            },
+            ..full
         }
     }
 
@@ -158,7 +237,11 @@ impl super::AnalysisConfig for Config {
                 cfg.model.stack(p)?;
             }
             normscope_core::monte_carlo::size::check_mc(&cfg, self.depth, &METRICS, 0)?;
+            self.warmup
+                .tier_of(n, self.groups)
+                .check("norms.warmup.tier", &[self.warmup.depth])?;
         }
+        super::training::check_count("norms.warmup.seeds", self.warmup.seeds, 2)?;
         Ok(())
     }
 
@@ -529,6 +612,9 @@ pub struct NormVerdict {
     pub same: [bool; 5],
     /// Whether this outcome or LayerNorm's is [`INCONCLUSIVE`].
     pub inconclusive: [bool; 5],
+    /// Claim 6 when measured ([`Self::with_claim6`]): the warmup effect's outcome under this
+    /// norm and under LayerNorm.
+    pub claim6: Option<(Outcome, Outcome)>,
 }
 
 impl NormVerdict {
@@ -544,22 +630,55 @@ impl NormVerdict {
                 outcomes[i] == INCONCLUSIVE || theirs[i] == INCONCLUSIVE
             }),
             same: std::array::from_fn(|i| outcomes[i] == theirs[i] && outcomes[i] != INCONCLUSIVE),
+            claim6: None,
         }
+    }
+
+    /// The same verdict with claim 6's warmup effect: its outcome under this norm (`mine`) and
+    /// under LayerNorm (`layer`), from [`warmup_family`].
+    pub fn with_claim6(self, mine: Outcome, layer: Outcome) -> Self {
+        NormVerdict {
+            claim6: Some((mine, layer)),
+            ..self
+        }
+    }
+
+    /// Each judged claim with `Some(true)` where the conclusion is LayerNorm's (both
+    /// definite), `Some(false)` where it differs (both definite, unequal) and `None` where
+    /// either is inconclusive: claims 1-5, then 6 when measured.
+    pub fn status(&self) -> Vec<(u32, Option<bool>)> {
+        let mut v: Vec<(u32, Option<bool>)> = Conclusion::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let s = match (self.same[i], self.inconclusive[i]) {
+                    (true, _) => Some(true),
+                    (false, true) => None,
+                    (false, false) => Some(false),
+                };
+                (c.claim(), s)
+            })
+            .collect();
+        if let Some((mine, layer)) = self.claim6 {
+            let open = mine == Outcome::Inconclusive || layer == Outcome::Inconclusive;
+            v.push((6, (!open).then_some(mine == layer)));
+        }
+        v
     }
 
     /// `holds`, `differs on claims 2, 4`, `inconclusive on claims 3`, or both parts: a
     /// conclusion differs when both outcomes are definite and unequal, and is inconclusive
     /// when either is [`INCONCLUSIVE`].
     pub fn verdict(&self) -> String {
-        let list = |want_differ: bool| -> Vec<String> {
-            Conclusion::ALL
+        let status = self.status();
+        let list = |want: Option<bool>| -> Vec<String> {
+            status
                 .iter()
-                .enumerate()
-                .filter(|&(i, _)| !self.same[i] && (self.inconclusive[i] != want_differ))
-                .map(|(_, c)| c.claim().to_string())
+                .filter(|s| s.1 == want)
+                .map(|s| s.0.to_string())
                 .collect()
         };
-        let (differ, open) = (list(true), list(false));
+        let (differ, open) = (list(Some(false)), list(None));
         let mut parts = Vec::new();
         if !differ.is_empty() {
             parts.push(format!("differs on claims {}", differ.join(", ")));
@@ -585,8 +704,8 @@ pub fn claim_verdict(v: &[NormVerdict]) -> String {
         .skip(1)
         .filter(|x| x.norm != NormKind::Dyt)
         .collect();
-    let holds = |x: &NormVerdict| x.same.iter().all(|&s| s);
-    let differs = |x: &NormVerdict| (0..5).any(|i| !x.same[i] && !x.inconclusive[i]);
+    let holds = |x: &NormVerdict| x.status().iter().all(|s| s.1 == Some(true));
+    let differs = |x: &NormVerdict| x.status().iter().any(|s| s.1 == Some(false));
     let named = |keep: &dyn Fn(&NormVerdict) -> bool, with_why: bool| -> Vec<String> {
         judged
             .iter()
@@ -619,6 +738,56 @@ pub fn claim_verdict(v: &[NormVerdict]) -> String {
         "conditional"
     };
     format!("{kind}: {}", parts.join("; "))
+}
+
+/// The file of every search of claim 6's part ([`WarmupPart`]).
+pub const WARMUP_SEARCHES: &str = "warmup_searches.csv";
+
+/// Claim 6 across the norms: for each norm (tier `<tier>-<norm>` of `searches`, the
+/// `warmup_searches.csv` table), Post-Norm's paired per-seed effect of a warmup of `warmup`
+/// updates on the maximum stable learning rate, `log2 lr_max(warmup) - log2 lr_max(none)`,
+/// claimed an increase; the `warmup` analysis's rule with the norms in place of the depths
+/// (its smallest effect of interest [`super::warmup::SESOI_RATIO`], exact sign tests, Holm over
+/// the norms). `None` when the table has no norm's cells.
+pub fn warmup_family(
+    searches: &DataFrame,
+    tier: &str,
+    norms: &[NormKind],
+    warmup: u64,
+) -> Result<Option<Family>> {
+    use super::training::{f64s, strs};
+    let (t, p, b) = (
+        strs(searches, "tier")?,
+        strs(searches, "preset")?,
+        f64s(searches, "blocks")?,
+    );
+    let mut comparisons = Vec::new();
+    for &n in norms {
+        let name = format!("{tier}-{}", n.name());
+        let Some(i) = (0..searches.height()).find(|&i| t[i] == name && p[i] == "post") else {
+            continue;
+        };
+        let blocks = b[i] as u64;
+        let with = super::warmup::cell_obs(searches, &name, "post", blocks, warmup)?;
+        let none = super::warmup::cell_obs(searches, &name, "post", blocks, 0)?;
+        let diffs = super::warmup::paired_by_seed(&with, &none, &name)?;
+        comparisons.push(Comparison {
+            name: n.label().into(),
+            diffs,
+            claimed: Claimed::Increase,
+            sesoi: None,
+        });
+    }
+    if comparisons.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Family::new(
+        &format!(
+            "warmup {warmup} raises Post-Norm's maximum stable lr under each norm ({tier} tier; effect in doublings)"
+        ),
+        super::warmup::SESOI_RATIO.log2(),
+        comparisons,
+    )))
 }
 
 /// The share of an isotropic tangent a norm's Jacobian removes, `r / m` (docs/theory.md,
@@ -722,7 +891,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         }
         all.extend(rows);
     }
-    let v = verdicts(&all, &c.norms)?;
+    let v = warmup_part(c, out, verdicts(&all, &c.norms)?)?;
     // Figures: Post-Norm's weight gradient and Pre-Norm's stream, by layer, one line per norm.
     for (stem, preset, metric, title, y) in [
         (
@@ -840,6 +1009,23 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         ));
     }
     cols.push(column(
+        "claim6",
+        v.iter().map(|x| {
+            x.claim6
+                .map_or("not measured".to_string(), |c| c.0.to_string())
+        }),
+    ));
+    cols.push(column(
+        "claim6_as_layernorm",
+        v.iter().map(|x| {
+            x.status()
+                .iter()
+                .find(|s| s.0 == 6)
+                .and_then(|s| s.1)
+                .unwrap_or(false)
+        }),
+    ));
+    cols.push(column(
         "post_grad_explodes",
         v.iter().map(|x| x.measured.explodes()),
     ));
@@ -847,6 +1033,119 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let mut df = DataFrame::new_infer_height(cols)?;
     out.frame(VERDICTS, &mut df)?;
     out.rows(ROWS, all)
+}
+
+/// Claim 6's part ([`WarmupPart`]): the searches of every norm with and without warmup
+/// (`warmup_runs.csv`, [`WARMUP_SEARCHES`]), the family's effects (`warmup_effects.csv`,
+/// `warmup_effects.tex`) and figure, and `v` with each norm's claim-6 outcome.
+fn warmup_part(c: &Config, out: &mut Out, v: Vec<NormVerdict>) -> Result<Vec<NormVerdict>> {
+    use super::lr_search::{self, SearchCell};
+    use normscope_core::output::progress::DelayedBar;
+    use normscope_core::train::sweep::Cell as TrainCell;
+    let w = &c.warmup;
+    let tiers: Vec<super::tier::Tier> = c.norms.iter().map(|&n| w.tier_of(n, c.groups)).collect();
+    let cells: Vec<SearchCell> = (0..tiers.len())
+        .flat_map(|t| {
+            [0, w.warmup].map(|warmup| SearchCell {
+                tier: t,
+                cell: TrainCell {
+                    preset: "post".into(),
+                    depth: w.depth,
+                    optimizer: "adam".into(),
+                    lr: w.search.start,
+                    warmup,
+                },
+            })
+        })
+        .collect();
+    let seeds: Vec<u64> = (0..w.seeds).collect();
+    let bar = DelayedBar::training((cells.len() * seeds.len()) as u64, "warmup searches");
+    let found = lr_search::run_cells(&tiers, &cells, &seeds, &w.search, &bar)?;
+    bar.finish();
+    let mut runs = lr_search::runs_frame(&tiers, &cells, &found)?;
+    out.frame("warmup_runs.csv", &mut runs)?;
+    let mut searches = lr_search::searches_frame(&tiers, &cells, &found)?;
+    out.frame(WARMUP_SEARCHES, &mut searches)?;
+    let family = warmup_family(&searches, &w.tier.name, &c.norms, w.warmup)?
+        .ok_or_else(|| Error::Undefined("norms: no warmup searches".into()))?;
+    let (assessed, verdict) = super::warmup::judge(&family)?;
+    let rule = family.rule();
+    let label = |a: &normscope_core::stats::verdict::Assessed| a.name.clone();
+    let mut df = super::training::frame(vec![
+        column("norm", c.norms.iter().map(|n| n.name())),
+        column("label", assessed.iter().map(label)),
+        column(
+            "tier",
+            c.norms
+                .iter()
+                .map(|n| format!("{}-{}", w.tier.name, n.name())),
+        ),
+        column("blocks", c.norms.iter().map(|_| w.depth as u64)),
+        column("warmup", c.norms.iter().map(|_| w.warmup)),
+        column("n", assessed.iter().map(|a| a.n as u64)),
+        column("effect_doublings", assessed.iter().map(|a| a.estimate)),
+        column("effect_lo", assessed.iter().map(|a| a.ci.0)),
+        column("effect_hi", assessed.iter().map(|a| a.ci.1)),
+        column("coverage", assessed.iter().map(|a| a.coverage)),
+        column("p_two_sided", assessed.iter().map(|a| a.p_two_sided)),
+        column("q_two_sided", assessed.iter().map(|a| a.q_two_sided)),
+        column("outcome", assessed.iter().map(|a| a.outcome_text())),
+        column(
+            "family_verdict",
+            assessed.iter().map(|_| verdict.to_string()),
+        ),
+    ])?;
+    out.frame("warmup_effects.csv", &mut df)?;
+    let mut t = Table::new(
+        format!(
+            "Claim 6 under each norm: the effect of a {}-update warmup on Post-Norm's maximum stable learning rate ({} tier, {} blocks, {} paired seeds), in doublings, with its distribution-free interval; {}.",
+            w.warmup, w.tier.name, w.depth, w.seeds, rule
+        ),
+        "tab:norms-claim6",
+        &["norm", "effect", "lo", "hi", "$q$", "outcome"],
+    );
+    for a in &assessed {
+        t.row(vec![
+            Cell::Text(a.name.clone()),
+            Cell::Num(a.estimate),
+            Cell::Num(a.ci.0),
+            Cell::Num(a.ci.1),
+            Cell::Num(a.deciding_q()),
+            Cell::Text(a.outcome.to_string()),
+        ]);
+    }
+    out.latex(&t, "warmup_effects")?;
+    let mut plot = LinePlot::new(
+        &format!(
+            "Warmup's effect on Post-Norm's max stable lr by norm ({} tier, {} blocks)",
+            w.tier.name, w.depth
+        ),
+        "norm (legend)",
+        "effect of warmup (doublings)",
+    );
+    plot.x_log = false;
+    plot.y_log = false;
+    for (i, a) in assessed.iter().enumerate() {
+        if !a.estimate.is_finite() {
+            continue;
+        }
+        let end = |x: f64| if x.is_finite() { x } else { a.estimate };
+        let x = (i + 1) as f64;
+        plot.series.push(Series::points(
+            a.name.clone(),
+            i,
+            &[(x, a.estimate, end(a.ci.0), end(a.ci.1))],
+        ));
+    }
+    out.figure("warmup_effect", &plot)?;
+    let layer = assessed
+        .first()
+        .map(|a| a.outcome)
+        .ok_or_else(|| Error::Undefined("norms: no LayerNorm warmup effect".into()))?;
+    Ok(v.into_iter()
+        .zip(&assessed)
+        .map(|(nv, a)| nv.with_claim6(a.outcome, layer))
+        .collect())
 }
 
 #[cfg(test)]

@@ -82,10 +82,33 @@ pub struct Tier {
     /// The task's teacher and evaluation set.
     #[serde(with = "crate::seed")]
     pub seed: u64,
+    /// Normalizer of every norm slot (`--norm`): LayerNorm unless the tier names another
+    /// (written only then, so the tiers of earlier configurations read and print as before).
+    #[serde(default = "layer", skip_serializing_if = "is_layer")]
+    pub norm: String,
+    /// GroupNorm's groups (`--groups`; written only when not the default).
+    #[serde(default = "groups", skip_serializing_if = "is_default_groups")]
+    pub groups: usize,
 }
 
 fn decoder() -> String {
     "decoder".into()
+}
+
+fn layer() -> String {
+    NormKind::Layer.name().into()
+}
+
+fn is_layer(s: &str) -> bool {
+    s == NormKind::Layer.name()
+}
+
+fn groups() -> usize {
+    normscope_core::spec::DEFAULT_GROUPS
+}
+
+fn is_default_groups(g: &usize) -> bool {
+    *g == groups()
 }
 
 impl Tier {
@@ -126,6 +149,8 @@ impl Tier {
             beta2: 0.999,
             precision: "f64".into(),
             seed: 0,
+            norm: layer(),
+            groups: groups(),
         }
     }
 
@@ -149,6 +174,8 @@ impl Tier {
             beta2: 0.98,
             precision: "f32".into(),
             seed: 0,
+            norm: layer(),
+            groups: groups(),
         }
     }
 
@@ -169,7 +196,7 @@ impl Tier {
         blocks / self.blocks_per_layer()
     }
 
-    /// The base request of the tier (every cell modifies it): LayerNorm with affine maps, the
+    /// The base request of the tier (every cell modifies it): its norm with affine maps, the
     /// task's teacher and evaluation set from `seed`, gradient and update statistics logged at
     /// updates 1, `steps / 2` and `steps` (what `optimizers` reads beyond the first update).
     pub fn base(&self) -> Result<RawTrain> {
@@ -182,7 +209,14 @@ impl Tier {
                 branch: self.branch.clone(),
                 init: self.init.clone(),
                 width: self.width,
-                norm: NormKind::Layer,
+                norm: NormKind::parse(&self.norm).ok_or_else(|| {
+                    Error::invalid(
+                        "tier.norm",
+                        &self.norm,
+                        format!("one of {}", NormKind::names()),
+                    )
+                })?,
+                groups: self.groups,
                 ..d.model
             },
             mc: normscope_core::monte_carlo::sampling::RawMc {

@@ -249,6 +249,7 @@ impl Config {
             beta2: 0.999,
             precision: "f64".into(),
             seed: self.seed,
+            ..Tier::regression()
         }
     }
 

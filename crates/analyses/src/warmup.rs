@@ -609,7 +609,7 @@ pub struct Effect {
 
 /// The per-seed log2 intervals of `searches.csv` rows of one cell, `(seed, interval)` sorted
 /// by the `seed` column (never by row order: merged shards may be in any order).
-fn cell_obs(
+pub(crate) fn cell_obs(
     df: &DataFrame,
     tier: &str,
     preset: &str,
@@ -637,7 +637,7 @@ fn cell_obs(
 
 /// The paired differences `a_s - b_s` of two cells' [`cell_obs`], which must hold the same
 /// seeds, each once (else an error naming `what`).
-fn paired_by_seed(a: &[(u64, Obs)], b: &[(u64, Obs)], what: &str) -> Result<Vec<Obs>> {
+pub(crate) fn paired_by_seed(a: &[(u64, Obs)], b: &[(u64, Obs)], what: &str) -> Result<Vec<Obs>> {
     let seeds = |v: &[(u64, Obs)]| v.iter().map(|x| x.0).collect::<Vec<u64>>();
     let (sa, sb) = (seeds(a), seeds(b));
     if sa != sb || sa.windows(2).any(|w| w[0] == w[1]) {

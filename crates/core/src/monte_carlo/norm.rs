@@ -45,13 +45,17 @@ fn vector<T: Real>(c: &[T]) -> DVectorView<'_, T> {
 pub struct NormCache<T: Real = f64> {
     /// The output y.
     pub y: DMatrix<T>,
-    /// `1/sigma` per token (LayerNorm, RMSNorm), per block ([`Statistic::Grouped`]), or
-    /// empty (DyT).
+    /// `1/sigma` per token (LayerNorm, RMSNorm), per block ([`Statistic::Grouped`]), per
+    /// channel ([`Statistic::Channel`]), or empty (DyT).
     pub inv_sigma: Vec<T>,
     /// Which norm.
     pub kind: NormKind,
     /// What `inv_sigma` is a statistic of.
     pub statistic: Statistic,
+    /// The norm's input `z`, kept where a later step needs it (a trainable DyT's `alpha`
+    /// gradient, a BatchNorm's running statistics in training:
+    /// [`crate::train::layer_norm::NormLayer`]); `None` in Monte Carlo.
+    pub input: Option<DMatrix<T>>,
 }
 
 /// What a norm divides by: a statistic per token, per block of entries, or nothing (DyT's
@@ -81,6 +85,9 @@ pub enum Statistic {
         /// DyT's `alpha`.
         alpha: f64,
     },
+    /// One fixed `1/sigma` per channel (row): BatchNorm in evaluation mode, dividing by its
+    /// running statistics ([`crate::norms::running`]), whose Jacobian is `diag(1/sigma_c)`.
+    Channel,
 }
 
 /// The grouping norm `kind` of `layout` applies to a `d x n` stream, `None` for a norm with
@@ -216,6 +223,7 @@ pub fn forward_with<T: Real>(
             inv_sigma: Vec::new(),
             kind,
             statistic: Statistic::Tanh { alpha: c.alpha },
+            input: None,
         };
     }
     match grouping(kind, layout, z.nrows(), z.ncols()).unwrap_or_else(|e| panic!("{e}")) {
@@ -227,6 +235,7 @@ pub fn forward_with<T: Real>(
                 inv_sigma: c.inv_sigma,
                 kind,
                 statistic: Statistic::Grouped(g),
+                input: None,
             }
         }
     }
@@ -273,6 +282,7 @@ pub fn forward<T: Real>(kind: NormKind, eps: f64, z: &DMatrix<T>) -> NormCache<T
         inv_sigma,
         kind,
         statistic: Statistic::Token,
+        input: None,
     }
 }
 
@@ -287,6 +297,12 @@ pub fn jacobian<T: Real>(cache: &NormCache<T>, dz: &DMatrix<T>) -> DMatrix<T> {
         Statistic::Token => {}
         Statistic::Grouped(g) => return grouped::jacobian_of(&cache.y, &cache.inv_sigma, g, dz),
         Statistic::Tanh { alpha } => return dyt::jacobian_of(&cache.y, alpha, dz),
+        Statistic::Channel => {
+            assert_eq!(cache.inv_sigma.len(), dz.nrows(), "one 1/sigma per channel");
+            return DMatrix::from_fn(dz.nrows(), dz.ncols(), |c, j| {
+                dz[(c, j)] * cache.inv_sigma[c]
+            });
+        }
     }
     assert_eq!(cache.inv_sigma.len(), dz.ncols(), "one 1/sigma per column");
     let dn = dz.nrows() as f64;

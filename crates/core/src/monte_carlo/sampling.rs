@@ -124,6 +124,17 @@ pub struct McConfig {
 impl McConfig {
     /// Validates the model and the sampling settings.
     pub fn new(raw: &RawModel, mc: &RawMc) -> Result<Self> {
+        let cfg = Self::without_norm_shapes(raw, mc)?;
+        let (norm, layout) = (cfg.model.norm, cfg.model.layout());
+        crate::monte_carlo::norm::grouping(norm, layout, raw.width, cfg.columns())?;
+        crate::monte_carlo::norm::degenerate(norm, layout, raw.width, mc.batch, raw.c0)?;
+        Ok(cfg)
+    }
+
+    /// [`Self::new`] without checking that the norm's blocks fit the networks' columns (and
+    /// are not degenerate at `--c0`): for training, whose norms run on its own batches and
+    /// are checked against them ([`crate::train::config::check_trainable`]).
+    pub(crate) fn without_norm_shapes(raw: &RawModel, mc: &RawMc) -> Result<Self> {
         let parsed = BranchKind::parse(&raw.branch)?;
         let forced_uniform = parsed == BranchKind::UniformAttention;
         let kind = if forced_uniform {
@@ -185,16 +196,13 @@ impl McConfig {
                 ),
             ));
         }
-        let columns = mc.batch.checked_mul(raw.tokens).ok_or_else(|| {
+        mc.batch.checked_mul(raw.tokens).ok_or_else(|| {
             Error::invalid(
                 "--batch",
                 mc.batch,
                 "batch x tokens within the machine's range",
             )
         })?;
-        let (norm, layout) = (model.norm, model.layout());
-        crate::monte_carlo::norm::grouping(norm, layout, raw.width, columns)?;
-        crate::monte_carlo::norm::degenerate(norm, layout, raw.width, mc.batch, raw.c0)?;
         Ok(McConfig {
             model,
             kind,

@@ -69,7 +69,15 @@ pub fn jacobian_of<T: Real>(y: &DMatrix<T>, alpha: f64, dz: &DMatrix<T>) -> DMat
 
 /// `dL/dalpha = sum g ⊙ z ⊙ (1 - y^2)` for the output gradient `g`, accumulated in f64.
 pub fn alpha_grad<T: Real>(c: &DytCache<T>, z: &DMatrix<T>, g: &DMatrix<T>) -> f64 {
-    c.y.iter()
+    alpha_grad_of(&c.y, z, g)
+}
+
+/// [`alpha_grad`] from the output `y = tanh(alpha z)`, the input `z` and the output gradient
+/// `g`. Also the forward-mode part of a tangent `dalpha`: `d y = dalpha z ⊙ (1 - y^2)`
+/// ([`alpha_tangent`]).
+pub fn alpha_grad_of<T: Real>(y: &DMatrix<T>, z: &DMatrix<T>, g: &DMatrix<T>) -> f64 {
+    assert_eq!(y.shape(), z.shape(), "the input has DyT's shape");
+    y.iter()
         .zip(z.iter())
         .zip(g.iter())
         .map(|((y, z), g)| {
@@ -77,6 +85,14 @@ pub fn alpha_grad<T: Real>(c: &DytCache<T>, z: &DMatrix<T>, g: &DMatrix<T>) -> f
             g.as_f64() * z.as_f64() * (1.0 - y * y)
         })
         .sum()
+}
+
+/// `d tanh(alpha z) / d alpha * dalpha = dalpha z ⊙ (1 - y^2)` for `y = tanh(alpha z)`.
+pub fn alpha_tangent<T: Real>(y: &DMatrix<T>, z: &DMatrix<T>, dalpha: f64) -> DMatrix<T> {
+    y.zip_map(z, |y, z| {
+        let y = y.as_f64();
+        T::of(dalpha * z.as_f64() * (1.0 - y * y))
+    })
 }
 
 #[cfg(test)]

@@ -4,10 +4,10 @@
 //! normalization-free DyT ([`dyt`]) with the Gaussian moments a closed form needs of it
 //! ([`dyt_moments`]).
 //!
-//! These are the forward passes and Jacobians the engines will call once the norms are
-//! selectable (`--norm`); the engines' LayerNorm and RMSNorm are
-//! [`crate::monte_carlo::norm`], which [`grouped`] reproduces bit for bit with one group of
-//! all channels and blocks of one column.
+//! Both engines reach them through [`crate::monte_carlo::norm::forward_with`] (`--norm`), and
+//! training through [`crate::train::layer_norm::NormLayer`]; the engines' LayerNorm and
+//! RMSNorm are [`crate::monte_carlo::norm`], which [`grouped`] reproduces bit for bit with one
+//! group of all channels and blocks of one column.
 
 pub mod dyt;
 pub mod dyt_moments;

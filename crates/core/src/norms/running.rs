@@ -72,6 +72,12 @@ impl Running {
         }
     }
 
+    /// `1 / sqrt(running_var + eps)` per channel: the evaluation mode's Jacobian
+    /// `diag(1/sigma_c)`.
+    pub fn inv_sigma(&self, eps: f64) -> Vec<f64> {
+        self.var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect()
+    }
+
     /// Evaluation mode: `(z - running_mean) / sqrt(running_var + eps)` per channel.
     pub fn eval<T: Real>(&self, z: &DMatrix<T>, eps: f64) -> DMatrix<T> {
         assert_eq!(z.nrows(), self.mean.len(), "one row per channel");

@@ -377,14 +377,6 @@ impl RawTrain {
                 seq: self.task.seq,
             },
         };
-        if !self.model.norm.per_token() {
-            return Err(Error::invalid(
-                "--norm",
-                self.model.norm,
-                "layer, rms or identity in training (BatchNorm, InstanceNorm, GroupNorm and DyT \
-                 run in theory, mc and compare; their training is not implemented yet)",
-            ));
-        }
         if self.model.norm == crate::spec::NormKind::Layer && self.model.width < 2 {
             return Err(Error::invalid(
                 "--width",
@@ -402,7 +394,9 @@ impl RawTrain {
             depth: arch.blocks(self.model.depth),
             ..self.model.clone()
         };
-        let mc = McConfig::new(
+        // The norms run on the training batches, checked against them when a run starts
+        // (check_trainable), not on the Monte Carlo networks the weights are drawn from.
+        let mc = McConfig::without_norm_shapes(
             &raw,
             &RawMc {
                 samples: 2,
@@ -665,25 +659,54 @@ impl TrainConfig {
         let params = (self.mc.model.depth as u128).saturating_mul(12 * d * d);
         64u128.saturating_mul(
             per_batch
-                .saturating_mul(self.schedule.steps as u128)
+                .saturating_mul(self.schedule.steps as u128 + self.eval_batches as u128)
                 .saturating_add(params),
         )
     }
 }
 
-/// Refuses a stack whose norm training does not have (a placement file's norm kind; `--norm`
-/// itself is checked with the other flags).
-pub(crate) fn check_trainable(spec: &crate::spec::StackSpec) -> Result<()> {
-    if spec.norm.per_token() {
-        return Ok(());
+/// Refuses a stack whose norm cannot run on the task's batches: BatchNorm with a single value
+/// per channel (`--batch`), InstanceNorm on examples that are single vectors (`--norm`), GroupNorm
+/// whose groups do not divide the width or leave blocks of one entry (`--groups`). `d` is the
+/// width, `seq` the tokens per sequence of the model's columns (1 for vectors) and `columns`
+/// the columns of a training batch.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::model::RawModel;
+/// use normscope_core::spec::NormKind;
+/// use normscope_core::train::config::check_trainable;
+/// let spec = |norm: NormKind| {
+///     let raw = RawModel { norm, width: 8, ..RawModel::default() };
+///     raw.check().unwrap().stack("pre").unwrap()
+/// };
+/// assert!(check_trainable(&spec(NormKind::Batch), 8, 16, 4 * 16).is_ok());
+/// let err = check_trainable(&spec(NormKind::Instance), 8, 1, 4).unwrap_err().to_string();
+/// assert!(err.starts_with("invalid --norm = instance"), "{err}");
+/// let err = check_trainable(&spec(NormKind::Batch), 8, 1, 1).unwrap_err().to_string();
+/// assert!(err.starts_with("invalid --batch = 1"), "{err}");
+/// ```
+pub fn check_trainable(
+    spec: &crate::spec::StackSpec,
+    d: usize,
+    seq: usize,
+    columns: usize,
+) -> Result<()> {
+    use crate::spec::{NormKind, NormLayout};
+    if spec.norm == NormKind::Instance && seq < 2 {
+        return Err(Error::invalid(
+            "--norm",
+            spec.norm,
+            "a norm other than instance on a task whose examples are single vectors \
+             (InstanceNorm normalizes each channel over the tokens of a sequence; a token task \
+             such as --task teacher-lm has them)",
+        ));
     }
-    Err(Error::invalid(
-        "--placements",
-        &spec.preset,
-        format!(
-            "a preset whose norms training has (layer, rms); {} names {}, which runs in theory, mc \
-             and compare but not yet in training",
-            spec.preset, spec.norm
-        ),
-    ))
+    let layout = NormLayout {
+        groups: spec.layout.groups,
+        seq: Some(seq),
+    };
+    crate::monte_carlo::norm::grouping(spec.norm, layout, d, columns)?;
+    Ok(())
 }

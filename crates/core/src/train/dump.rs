@@ -8,7 +8,8 @@
 //!
 //! ```text
 //! { "format": "normscope-train-init-v1", "preset", "seed",
-//!   "model": { "width", "heads", "eps", "norm": "layer"|"rms"|"identity", "affine",
+//!   "model": { "width", "heads", "eps", "norm": "layer"|"rms"|"batch"|"instance"|"group"|"dyt"|"identity",
+//!              "groups" (GroupNorm's G), "affine",
 //!              "io": {"kind": "tokens", "vocab", "seq"} | {"kind": "vectors", "d_in", "d_out"},
 //!              "blocks": [ { "branch": {"kind": "linear"} | {"kind": "mlp", "activation": "relu"|"gelu"}
 //!                                     | {"kind": "attention", "uniform", "causal", "seq"},
@@ -20,8 +21,15 @@
 //!   "optimizer": { "name", ...its settings }, "clip": number|null,
 //!   "lrs": [lr of update 1, 2, ...],
 //!   "batches": [ {"inputs", "targets", "weights"}
-//!              | {"x" (row-major, d_in x size), "y" (row-major, d_out x size), "size"} ] }
+//!              | {"x" (row-major, d_in x size), "y" (row-major, d_out x size), "size"} ],
+//!   "eval": { "every" (updates between evaluations), "batches": [...as above] } }
 //! ```
+//!
+//! The evaluation set is the one `normscope train` logs `eval_loss` on (drawn from the teacher
+//! seed's evaluation stream), evaluated in evaluation mode (`model.eval()`: BatchNorm on its
+//! running statistics) at update 0, every `every` updates and after the last; the loss over
+//! the set is the mean of the batches' losses weighted by their loss weights (vectors: their
+//! entries). A norm slot's parameters are named `alpha` (DyT), `gain` and `bias`.
 //!
 //! Parameters are listed in the model's order ([`super::model::TrainModel::params`]) with
 //! normscope's shapes: a matrix maps columns (inputs) to rows (outputs), as `torch.nn.Linear`'s
@@ -120,6 +128,7 @@ fn settings_json(cfg: &TrainConfig, width: usize, eps: f64) -> serde_json::Map<S
         "heads": cfg.mc.heads,
         "eps": eps,
         "norm": cfg.mc.model.norm.name(),
+        "groups": cfg.mc.model.groups,
         "affine": cfg.affine,
         "io": io,
     });
@@ -205,6 +214,10 @@ fn document<M: Trainable<Real = f64>>(
     for _ in 1..cfg.schedule.steps {
         batches.push(batch_json(&task.batch(&mut data, cfg.batch)));
     }
+    let mut er = super::run::eval_rng(cfg.task.teacher_seed);
+    let eval: Vec<Value> = (0..cfg.eval_batches)
+        .map(|_| batch_json(&task.batch(&mut er, cfg.batch)))
+        .collect();
     let lrs: Vec<f64> = (1..=cfg.schedule.steps)
         .map(|s| cfg.schedule.lr(s))
         .collect();
@@ -222,6 +235,7 @@ fn document<M: Trainable<Real = f64>>(
         "clip": cfg.clip,
         "lrs": lrs,
         "batches": batches,
+        "eval": {"every": cfg.eval_every, "batches": eval},
     });
     v.to_string()
 }

@@ -88,7 +88,7 @@ mod tests {
             let (m, x0) = model(p, false);
             let net = network(&m, x0.clone()).unwrap();
             let fw = net.forward(|_, _, _| {});
-            let pass = m.forward_from(x0);
+            let pass = m.forward_from(x0, 1);
             assert_eq!(fw.xs, pass.xs, "{p}");
         }
     }

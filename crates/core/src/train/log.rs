@@ -73,7 +73,7 @@ pub fn frame(cfg: &TrainConfig, records: &[Record]) -> crate::Result<DataFrame> 
         ),
         column(
             COLUMNS[4],
-            std::iter::repeat_n(cfg.mc.model.norm.name().to_string(), n),
+            std::iter::repeat_n(norm_setting(&cfg.mc.model), n),
         ),
         column(
             COLUMNS[5],
@@ -133,4 +133,13 @@ pub fn frame(cfg: &TrainConfig, records: &[Record]) -> crate::Result<DataFrame> 
         );
     }
     Ok(DataFrame::new_infer_height(cols)?)
+}
+
+/// The `norm` column of a training log: the norm's name, with GroupNorm's groups
+/// (`group:G=8`) as the Monte Carlo tables write it (the batch has a column of its own).
+fn norm_setting(m: &crate::model::ModelConfig) -> String {
+    match m.norm {
+        crate::spec::NormKind::Group => format!("group:G={}", m.groups),
+        other => other.name().to_string(),
+    }
 }

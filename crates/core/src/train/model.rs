@@ -330,7 +330,10 @@ pub(crate) fn train_blocks<T: Real>(
     omegas: &[f64],
 ) -> (Vec<TrainBlock<T>>, Option<NormLayer<T>>) {
     let kind = spec.norm;
-    let slot = |s: crate::spec::Slot| s.is_norm().then(|| NormLayer::new(kind, d, affine));
+    let slot = |s: crate::spec::Slot| {
+        s.is_norm()
+            .then(|| NormLayer::new(kind, d, affine).with_groups(spec.layout.groups))
+    };
     let blocks = branches
         .into_iter()
         .enumerate()
@@ -418,6 +421,9 @@ pub struct TrainModel<T: Real = f64> {
     pub final_norm: Option<NormLayer<T>>,
     /// The head `H` (outputs x d).
     pub head: DMatrix<T>,
+    /// Whether forward passes train (BatchNorm divides by the batch's statistics) or evaluate
+    /// (by its running statistics); `true` when built, as a PyTorch module.
+    pub training: bool,
 }
 
 impl<T: Real> TrainModel<T> {
@@ -442,6 +448,7 @@ impl<T: Real> TrainModel<T> {
             input,
             blocks,
             head,
+            training: true,
         }
     }
 

@@ -17,12 +17,13 @@
 //! once, and the loss computed in f64 from the outputs. For f64 every operation is the one it
 //! was before the type became generic.
 
-use super::layer_norm::{NormLayer, row_sums};
+use super::layer_norm::{Mode, NormLayer, row_sums};
 use super::model::{InputMap, Multiplier, Skip, TrainBlock, TrainModel};
 use super::task::Batch;
 use crate::branch::{Cache, Module};
 use crate::monte_carlo::network::scaled_sum;
-use crate::monte_carlo::norm::{self, NormCache};
+use crate::monte_carlo::norm::NormCache;
+use crate::norms::running::Running;
 use nalgebra::DMatrix;
 use normscope_numeric::gemm::Real;
 use std::borrow::Cow;
@@ -108,6 +109,87 @@ pub enum Target<'a, T: Real = f64> {
     },
     /// Mean squared error over every entry, `mean (f - y)^2` (`torch.nn.MSELoss()`).
     Values(&'a DMatrix<T>),
+}
+
+impl<T: Real> Input<'_, T> {
+    /// Tokens per sequence of the model's columns: the sequence length, or 1 for vectors
+    /// (every column an example of its own).
+    pub fn seq(&self) -> usize {
+        match self {
+            Input::Tokens { seq, .. } => *seq,
+            Input::Vectors(_) => 1,
+        }
+    }
+}
+
+/// The norm slots of a stack of blocks and its output norm: every block's `N_in`, `N_br`,
+/// `N_out` (where present), then the output norm.
+pub(crate) fn stack_norm_slots<'a, T: Real>(
+    blocks: &'a [TrainBlock<T>],
+    final_norm: &'a Option<NormLayer<T>>,
+) -> impl Iterator<Item = &'a NormLayer<T>> {
+    blocks
+        .iter()
+        .flat_map(|b| [&b.n_in, &b.n_br, &b.n_out])
+        .chain([final_norm])
+        .flatten()
+}
+
+/// [`stack_norm_slots`], mutable.
+pub(crate) fn stack_norm_slots_mut<'a, T: Real>(
+    blocks: &'a mut [TrainBlock<T>],
+    final_norm: &'a mut Option<NormLayer<T>>,
+) -> impl Iterator<Item = &'a mut NormLayer<T>> {
+    blocks
+        .iter_mut()
+        .flat_map(|b| [&mut b.n_in, &mut b.n_br, &mut b.n_out])
+        .chain([final_norm])
+        .flatten()
+}
+
+/// The caches of every norm slot of a stack's pass, present or not, in [`stack_norm_slots`]
+/// order.
+pub(crate) fn stack_caches<'a, T: Real>(
+    blocks: &'a [BlockCache<T>],
+    final_norm: &'a Option<NormCache<T>>,
+) -> impl Iterator<Item = &'a Option<NormCache<T>>> {
+    blocks
+        .iter()
+        .flat_map(|c| [&c.n_in, &c.n_br, &c.n_out])
+        .chain([final_norm])
+}
+
+/// BatchNorm's running statistics after a training pass: for each norm slot of `slots` and its
+/// cache (the caches of every slot, present or not, in the same order), the slot's
+/// [`NormLayer::running_after`].
+pub(crate) fn running_after<'a, T: Real + 'a>(
+    slots: impl IntoIterator<Item = &'a NormLayer<T>>,
+    caches: impl Iterator<Item = &'a Option<NormCache<T>>>,
+) -> Vec<Running> {
+    slots
+        .into_iter()
+        .zip(caches.flatten())
+        .filter_map(|(n, c)| n.running_after(c))
+        .collect()
+}
+
+/// Sets the BatchNorm slots' running statistics among `slots` to `running` in order (nothing
+/// when `running` is empty, as after an evaluation pass).
+pub(crate) fn set_running<'a, T: Real + 'a>(
+    slots: impl IntoIterator<Item = &'a mut NormLayer<T>>,
+    running: Vec<Running>,
+) {
+    if running.is_empty() {
+        return;
+    }
+    let mut it = running.into_iter();
+    for r in slots.into_iter().filter_map(|n| n.running.as_mut()) {
+        *r = it.next().expect("one running statistic per BatchNorm slot");
+    }
+    assert!(
+        it.next().is_none(),
+        "one running statistic per BatchNorm slot"
+    );
 }
 
 /// An f64 matrix of a task's batch in float type `T`: borrowed as it is for f64, rounded entry
@@ -236,12 +318,12 @@ impl<T: Real> BlockCache<T> {
 /// slot is empty.
 pub(crate) fn slot<'a, T: Real>(
     n: &Option<NormLayer<T>>,
-    eps: f64,
+    mode: Mode,
     z: Cow<'a, DMatrix<T>>,
 ) -> (Option<NormCache<T>>, Cow<'a, DMatrix<T>>) {
     match n {
         Some(n) => {
-            let (c, y) = n.forward(eps, &z);
+            let (c, y) = n.forward(mode, &z);
             (Some(c), Cow::Owned(y))
         }
         None => (None, z),
@@ -266,31 +348,17 @@ pub(crate) fn slot_back<T: Real>(
     }
 }
 
-/// `d/dt [gamma ⊙ N(z) + b]` for tangents `dz`, `dgamma`, `db` (taken from `tangents`).
+/// A norm slot's tangent: [`NormLayer::jvp`], or `dz` itself when the slot is empty.
 fn slot_jvp<'a, T: Real>(
     n: &Option<NormLayer<T>>,
     c: &Option<NormCache<T>>,
     dz: &DMatrix<T>,
     tangents: &mut impl Iterator<Item = &'a DMatrix<T>>,
 ) -> DMatrix<T> {
-    let (Some(n), Some(c)) = (n, c) else {
-        return dz.clone();
-    };
-    let mut dy = norm::jacobian(c, dz);
-    if let Some(g) = &n.gain {
-        let dg = tangents.next().expect("a gain tangent");
-        for (mut col, ycol) in dy.column_iter_mut().zip(c.y.column_iter()) {
-            col.component_mul_assign(&g.column(0));
-            col += ycol.component_mul(&dg.column(0));
-        }
+    match (n, c) {
+        (Some(n), Some(c)) => n.jvp(c, dz, tangents),
+        _ => dz.clone(),
     }
-    if n.bias.is_some() {
-        let db = tangents.next().expect("a bias tangent");
-        for mut col in dy.column_iter_mut() {
-            col += db.column(0);
-        }
-    }
-    dy
 }
 
 fn scale_rows<T: Real>(x: &DMatrix<T>, s: &DMatrix<T>) -> DMatrix<T> {
@@ -341,17 +409,17 @@ pub(crate) fn embedding_grads<T: Real>(
 /// `u` to `(F(u), cache)`): `(cache, x_l)`.
 pub(crate) fn block_forward<T: Real>(
     b: &TrainBlock<T>,
-    eps: f64,
+    mode: Mode,
     x: &DMatrix<T>,
     branch: impl FnOnce(&DMatrix<T>) -> (DMatrix<T>, Cache<T>),
 ) -> (BlockCache<T>, DMatrix<T>) {
-    let (n_in, mut u) = slot(&b.n_in, eps, Cow::Borrowed(x));
+    let (n_in, mut u) = slot(&b.n_in, mode, Cow::Borrowed(x));
     if let Some(s) = b.in_scale {
         *u.to_mut() *= T::of(s);
     }
     let (out, branch) = branch(&u);
     drop(u);
-    let (n_br, br) = slot(&b.n_br, eps, Cow::Borrowed(&out));
+    let (n_br, br) = slot(&b.n_br, mode, Cow::Borrowed(&out));
     let lambda = T::of(b.lambda.value());
     // The Monte Carlo engine's order of operations: x * alpha + br * lambda.
     let z = match &b.skip {
@@ -363,7 +431,7 @@ pub(crate) fn block_forward<T: Real>(
         Cow::Borrowed(_) => None,
     };
     let z_sq = T::sum_sq(&z) / z.len() as f64;
-    let (n_out, y) = slot(&b.n_out, eps, Cow::Owned(z));
+    let (n_out, y) = slot(&b.n_out, mode, Cow::Owned(z));
     let cache = BlockCache {
         n_in,
         branch,
@@ -417,7 +485,7 @@ pub(crate) fn block_backward<T: Real>(
 /// branch with `branch(i, block, u)`.
 pub(crate) fn forward_blocks<T: Real>(
     blocks: &[TrainBlock<T>],
-    eps: f64,
+    mode: Mode,
     x0: DMatrix<T>,
     mut branch: impl FnMut(usize, &TrainBlock<T>, &DMatrix<T>) -> (DMatrix<T>, Cache<T>),
 ) -> (Vec<DMatrix<T>>, Vec<BlockCache<T>>) {
@@ -426,7 +494,7 @@ pub(crate) fn forward_blocks<T: Real>(
     let mut caches = Vec::with_capacity(blocks.len());
     for (i, b) in blocks.iter().enumerate() {
         let x = xs.last().expect("x_0");
-        let (c, y) = block_forward(b, eps, x, |u| branch(i, b, u));
+        let (c, y) = block_forward(b, mode, x, |u| branch(i, b, u));
         caches.push(c);
         xs.push(y);
     }
@@ -502,13 +570,23 @@ impl<T: Real> TrainModel<T> {
         }
     }
 
-    /// The forward pass from the stream `x_0`.
-    pub(crate) fn forward_from(&self, x0: DMatrix<T>) -> Pass<T> {
-        let (xs, blocks) =
-            forward_blocks(&self.blocks, self.eps, x0, |_, b, u| b.branch.forward(u));
+    /// How this model's norm slots run on columns of `seq` tokens per sequence: its epsilon,
+    /// and training or evaluation ([`Self::training`]).
+    pub fn mode(&self, seq: usize) -> Mode {
+        Mode {
+            eps: self.eps,
+            seq,
+            training: self.training,
+        }
+    }
+
+    /// The forward pass from the stream `x_0` (columns in sequences of `seq` tokens).
+    pub fn forward_from(&self, x0: DMatrix<T>, seq: usize) -> Pass<T> {
+        let mode = self.mode(seq);
+        let (xs, blocks) = forward_blocks(&self.blocks, mode, x0, |_, b, u| b.branch.forward(u));
         let (final_norm, top) = slot(
             &self.final_norm,
-            self.eps,
+            mode,
             Cow::Borrowed(xs.last().expect("x_L")),
         );
         let top = top.into_owned();
@@ -524,7 +602,31 @@ impl<T: Real> TrainModel<T> {
 
     /// The forward pass of an input.
     pub fn forward(&self, input: Input<T>) -> Pass<T> {
-        self.forward_from(self.embed(input))
+        self.forward_from(self.embed(input), input.seq())
+    }
+
+    /// BatchNorm's running statistics after the training pass `p`, one per BatchNorm slot in
+    /// [`Self::norm_slots`] order (empty for a model without one, or a pass in evaluation
+    /// mode).
+    pub fn running_after(&self, p: &Pass<T>) -> Vec<Running> {
+        running_after(self.norm_slots(), stack_caches(&p.blocks, &p.final_norm))
+    }
+
+    /// Every norm slot: blocks 1..=L's `N_in`, `N_br`, `N_out` (where present), then the
+    /// output norm.
+    pub fn norm_slots(&self) -> Vec<&NormLayer<T>> {
+        stack_norm_slots(&self.blocks, &self.final_norm).collect()
+    }
+
+    /// Sets BatchNorm's running statistics to `running`, one per BatchNorm slot in
+    /// [`Self::norm_slots`] order (from [`Self::running_after`]); an empty `running` leaves them.
+    pub fn set_running(&mut self, running: Vec<Running>) {
+        set_running(self.norm_slots_mut(), running);
+    }
+
+    /// [`Self::norm_slots`], mutable.
+    pub fn norm_slots_mut(&mut self) -> Vec<&mut NormLayer<T>> {
+        stack_norm_slots_mut(&mut self.blocks, &mut self.final_norm).collect()
     }
 
     /// `(dL/dx_0, gradients of every parameter except the input map's, in [`Self::params`]

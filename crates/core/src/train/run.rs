@@ -269,9 +269,14 @@ pub fn start_as<T: Real>(
         ));
     }
     let spec = cfg.mc.model.stack(preset)?;
-    super::config::check_trainable(&spec)?;
     let mut data = data_rng(seed);
     let first = task.batch(&mut data, cfg.batch);
+    let (seq, columns) = match &first {
+        Batch::Tokens(t) => (t.seq, t.inputs.len()),
+        Batch::Vectors(v) => (1, v.x.ncols()),
+        Batch::Pairs(_) => unreachable!("a decoder-only task's batch"),
+    };
+    super::config::check_trainable(&spec, cfg.mc.model.branch.width, seq, columns)?;
     let m = init::model_as(&spec, &cfg.mc, cfg.io, cfg.affine, seed, |m| {
         m.embed(Typed::<T>::new(&first).views().0)
     });
@@ -528,6 +533,9 @@ pub fn train<M: Trainable>(
         snapshots.push((0, m.clone()));
     }
     let probe = &eval_set[0];
+    // Evaluations run in evaluation mode (BatchNorm on its running statistics), updates in
+    // training mode, as a PyTorch loop switches with `model.eval()` and `model.train()`.
+    m.set_training(false);
     let f0 = m.output(probe);
     let floor = {
         let (mut s, mut w) = (0.0, 0.0);
@@ -542,6 +550,7 @@ pub fn train<M: Trainable>(
     let context_free = task.context_free_loss();
     let lean = options.lean;
     let first = evaluate(&m, eval_set, probe, &f0, floor, 0, lean, &mut log);
+    m.set_training(true);
     let mut rule = DivergenceRule::new(first);
     let mut evals = vec![(0, first)];
     let mut batch = first_batch;
@@ -559,6 +568,7 @@ pub fn train<M: Trainable>(
             loss,
             mut grads,
             streams,
+            running,
         } = m.gradients(&batch);
         let logging = s == 1 || s % cfg.log_every == 0 || s == cfg.schedule.steps;
         let finite = loss.is_finite()
@@ -570,6 +580,7 @@ pub fn train<M: Trainable>(
             progress.tick();
             break;
         }
+        m.set_running(running);
         let lr = cfg.schedule.lr(s);
         if logging {
             log.put(s, None, None, "train_loss", loss);
@@ -661,7 +672,9 @@ pub fn train<M: Trainable>(
             }
         }
         if s % cfg.eval_every == 0 || s == cfg.schedule.steps {
+            m.set_training(false);
             let e = evaluate(&m, eval_set, probe, &f0, floor, s, lean, &mut log);
+            m.set_training(true);
             evals.push((s, e));
             if rule.observe(e) {
                 diverged_at = Some(s);

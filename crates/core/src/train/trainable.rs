@@ -16,6 +16,7 @@ use super::model::{ParamInfo, TrainModel};
 use super::pass;
 use super::pass::Typed;
 use super::task::Batch;
+use crate::norms::running::Running;
 use nalgebra::DMatrix;
 use normscope_numeric::gemm::Real;
 
@@ -112,6 +113,9 @@ pub struct Gradients<T: Real> {
     /// Per-layer values of the same backward pass: `stream_grad` at every block boundary (and
     /// whatever else the model reports, e.g. the encoder-decoder's `memory_grad`).
     pub streams: Vec<LayerValue>,
+    /// BatchNorm's running statistics after this training pass, one per BatchNorm slot
+    /// ([`Trainable::set_running`]; empty without one, or in evaluation mode).
+    pub running: Vec<Running>,
 }
 
 /// What an evaluation logs from one forward pass of the probe batch.
@@ -231,6 +235,15 @@ pub trait Trainable: Clone {
 
     /// The output and the diagnostics of one forward pass of `batch`.
     fn probe(&self, batch: &Batch) -> Probe<Self::Real>;
+
+    /// Switches its forward passes to training (`true`, as built) or evaluation, as PyTorch's
+    /// `module.train()` and `module.eval()`: only BatchNorm differs (batch or running
+    /// statistics).
+    fn set_training(&mut self, on: bool);
+
+    /// Sets BatchNorm's running statistics to those of a training pass
+    /// ([`Gradients::running`]), as PyTorch's forward pass in training mode moves them.
+    fn set_running(&mut self, running: Vec<Running>);
 }
 
 impl<T: Real> Trainable for TrainModel<T> {
@@ -260,6 +273,7 @@ impl<T: Real> Trainable for TrainModel<T> {
             loss,
             grads,
             streams: stream_values(0, &stream_sq, n),
+            running: self.running_after(&p),
         }
     }
 
@@ -280,6 +294,14 @@ impl<T: Real> Trainable for TrainModel<T> {
             attention: diagnostics::attention(self, &p),
             output: p.output,
         }
+    }
+
+    fn set_training(&mut self, on: bool) {
+        self.training = on;
+    }
+
+    fn set_running(&mut self, running: Vec<Running>) {
+        TrainModel::set_running(self, running);
     }
 }
 

@@ -31,6 +31,7 @@ use crate::placement;
 use crate::spec::{SkipScale, StackSpec};
 use crate::train::config::{Arch, TrainConfig};
 use crate::train::init::{embedding, head, weight_rng};
+use crate::train::layer_norm::Mode;
 use crate::train::model::{Skip, train_blocks};
 use crate::train::pass::{block_forward, embed_tokens};
 use crate::train::task::{Io, PairBatch};
@@ -45,16 +46,21 @@ use normscope_numeric::rng::Rng;
 pub fn stacks(cfg: &TrainConfig, preset: &str, layers: usize) -> Result<(StackSpec, StackSpec)> {
     let p = placement::find(preset)?;
     let (enc, dec) = p.halves.unwrap_or((p.name, p.name));
-    let at = |depth: usize, name: &str| -> Result<StackSpec> {
+    let (src, tgt) = match cfg.io {
+        crate::train::task::Io::Pairs { src, tgt, .. } => (src, tgt),
+        _ => (1, 1),
+    };
+    let at = |depth: usize, name: &str, seq: usize| -> Result<StackSpec> {
         let model = crate::model::ModelConfig {
             depth,
             ..cfg.mc.model.clone()
         };
         let spec = model.stack(name)?;
-        crate::train::config::check_trainable(&spec)?;
+        let d = cfg.mc.model.branch.width;
+        crate::train::config::check_trainable(&spec, d, seq, seq * cfg.batch)?;
         Ok(spec)
     };
-    Ok((at(2 * layers, enc)?, at(3 * layers, dec)?))
+    Ok((at(2 * layers, enc, src)?, at(3 * layers, dec, tgt)?))
 }
 
 /// What decoder block j (1-based) computes, as the sampler's [`Block`].
@@ -130,6 +136,7 @@ pub fn model<T: Real>(
     let mut m = EncDec {
         layers,
         eps: cfg.mc.eps,
+        training: true,
         encoder,
         decoder,
         head: head(&cfg.mc, vocab, &mut rng),
@@ -146,11 +153,12 @@ pub(crate) fn profile_admin<T: Real>(m: &mut EncDec<T>, b: &PairBatch) {
     if !admin(&m.encoder) && !admin(&m.decoder) {
         return;
     }
-    profile_stack(&mut m.encoder, m.eps, (&b.source, b.src_len), None);
-    let memory = m.encoder.forward(m.eps, (&b.source, b.src_len), None).top;
+    let mode = m.mode();
+    profile_stack(&mut m.encoder, mode, (&b.source, b.src_len), None);
+    let memory = m.encoder.forward(mode, (&b.source, b.src_len), None).top;
     profile_stack(
         &mut m.decoder,
-        m.eps,
+        mode,
         (&b.inputs, b.tgt_len),
         Some((&memory, b.src_len)),
     );
@@ -161,7 +169,7 @@ pub(crate) fn profile_admin<T: Real>(m: &mut EncDec<T>, b: &PairBatch) {
 /// `sqrt(omega^2 Var(x) + lambda^2 Var(b))` ([`next_admin_omega_of`]).
 fn profile_stack<T: Real>(
     s: &mut Stack<T>,
-    eps: f64,
+    mode: Mode,
     (ids, seq): (&[u32], usize),
     memory: Option<(&DMatrix<T>, usize)>,
 ) {
@@ -176,7 +184,10 @@ fn profile_stack<T: Real>(
             Skip::Fixed(_) => false,
         };
         let b = &s.blocks[i];
-        let (c, y) = block_forward(b, eps, &x, |u| branch_forward(s, (i, &b.branch), u, memory));
+        let mode = Mode { seq, ..mode };
+        let (c, y) = block_forward(b, mode, &x, |u| {
+            branch_forward(s, (i, &b.branch), u, memory)
+        });
         if admin {
             ratio = next_admin_omega_of(&x, c.br(), ratio, b.lambda.value());
         }

@@ -228,6 +228,8 @@ pub struct EncDec<T: Real = f64> {
     pub layers: usize,
     /// Norm epsilon.
     pub eps: f64,
+    /// Whether forward passes train or evaluate ([`crate::train::model::TrainModel::training`]).
+    pub training: bool,
     /// The encoder (2N blocks).
     pub encoder: Stack<T>,
     /// The decoder (3N blocks).

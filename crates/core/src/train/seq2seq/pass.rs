@@ -12,10 +12,13 @@ use super::{EncDec, Stack};
 use crate::branch::attention::Attention;
 use crate::branch::{Branch, Cache, Module};
 use crate::monte_carlo::norm::NormCache;
+use crate::norms::running::Running;
 use crate::train::diagnostics::{self, AttentionStats};
+use crate::train::layer_norm::Mode;
 use crate::train::pass::{
     self, BlockCache, Target, backward_blocks, embed_tokens, embedding_grads, forward_blocks,
-    head_backward, slot, slot_back,
+    head_backward, running_after, set_running, slot, slot_back, stack_caches, stack_norm_slots,
+    stack_norm_slots_mut,
 };
 use crate::train::task::{Batch, PairBatch};
 use crate::train::trainable::{Gradients, LayerValue, Probe, Trainable, stream_values};
@@ -155,17 +158,18 @@ impl<T: Real> Stack<T> {
     /// reading `memory` (`mem_len` tokens per sequence).
     pub(crate) fn forward(
         &self,
-        eps: f64,
+        mode: Mode,
         (ids, seq): (&[u32], usize),
         memory: Option<(&DMatrix<T>, usize)>,
     ) -> StackPass<T> {
+        let mode = Mode { seq, ..mode };
         let x0 = embed_tokens(&self.tokens, &self.positions, ids, seq);
-        let (xs, blocks) = forward_blocks(&self.blocks, eps, x0, |i, b, u| {
+        let (xs, blocks) = forward_blocks(&self.blocks, mode, x0, |i, b, u| {
             branch_forward(self, (i, &b.branch), u, memory)
         });
         let (final_norm, top) = slot(
             &self.final_norm,
-            eps,
+            mode,
             Cow::Borrowed(xs.last().expect("x_L")),
         );
         let top = top.into_owned();
@@ -242,11 +246,35 @@ pub struct Streams {
 }
 
 impl<T: Real> EncDec<T> {
+    /// How its norm slots run: its epsilon, training or evaluation ([`Self::training`]); each
+    /// stack sets the tokens per sequence of its own columns.
+    pub fn mode(&self) -> Mode {
+        Mode {
+            eps: self.eps,
+            seq: 1,
+            training: self.training,
+        }
+    }
+
+    /// BatchNorm's running statistics after the training pass `p`, one per BatchNorm slot,
+    /// the encoder's before the decoder's (empty without one, or in evaluation mode).
+    pub fn running_after(&self, p: &EncDecPass<T>) -> Vec<Running> {
+        let (enc, dec) = (&self.encoder, &self.decoder);
+        running_after(
+            stack_norm_slots(&enc.blocks, &enc.final_norm)
+                .chain(stack_norm_slots(&dec.blocks, &dec.final_norm)),
+            stack_caches(&p.encoder.blocks, &p.encoder.final_norm)
+                .chain(stack_caches(&p.decoder.blocks, &p.decoder.final_norm)),
+        )
+    }
+
     /// The forward pass of a batch of pairs.
     pub fn forward(&self, b: &PairBatch) -> EncDecPass<T> {
-        let encoder = self.encoder.forward(self.eps, (&b.source, b.src_len), None);
+        let encoder = self
+            .encoder
+            .forward(self.mode(), (&b.source, b.src_len), None);
         let decoder = self.decoder.forward(
-            self.eps,
+            self.mode(),
             (&b.inputs, b.tgt_len),
             Some((&encoder.top, b.src_len)),
         );
@@ -377,7 +405,21 @@ impl<T: Real> Trainable for EncDec<T> {
             loss,
             grads,
             streams: self.stream_values(b, &streams),
+            running: self.running_after(&p),
         }
+    }
+
+    fn set_training(&mut self, on: bool) {
+        self.training = on;
+    }
+
+    fn set_running(&mut self, running: Vec<Running>) {
+        let (enc, dec) = (&mut self.encoder, &mut self.decoder);
+        set_running(
+            stack_norm_slots_mut(&mut enc.blocks, &mut enc.final_norm)
+                .chain(stack_norm_slots_mut(&mut dec.blocks, &mut dec.final_norm)),
+            running,
+        );
     }
 
     fn batch_loss(&self, batch: &Batch) -> f64 {
