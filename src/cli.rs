@@ -218,7 +218,8 @@ pub struct ModelArgs {
     pub width: usize,
     /// Normalizer of every norm slot: layer, rms, group (identical in the closed form),
     /// batch, instance (per channel over the batch / over a sequence's tokens; Monte Carlo
-    /// only), dyt (tanh(alpha x), alpha = 0.5; Monte Carlo only), or identity (no norms at all:
+    /// only), dyt (tanh(alpha x), alpha = 0.5; closed form for Pre-Norm placements with
+    /// per-token branches), or identity (no norms at all:
     /// the un-normalized baseline). Default: layer; a placement file's presets use the kind
     /// their file names (identity still removes their norms).
     #[arg(long, value_enum)]

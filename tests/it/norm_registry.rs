@@ -99,16 +99,58 @@ fn group_norm_agrees_with_the_closed_form() {
 }
 
 #[test]
+fn dyt_agrees_with_its_closed_form_under_pre_norm() {
+    // DyT's map (Gaussian integrals of tanh, `theory::norm_map`) against Monte Carlo where its
+    // inputs are Gaussian: Pre-Norm and LayerNorm-Scaling, per-token branches, inputs from
+    // small to saturating (q0 = 1e-2 puts tanh(0.5 z) in its linear range, q0 = 100 in its
+    // saturated one). DyT removes no direction, so the allowance is sampling and 2/d alone.
+    for (preset, branch, q0) in [
+        ("pre", "relu-mlp", 1.0),
+        ("pre", "gelu-mlp", 100.0),
+        ("pre", "linear", 0.01),
+        ("lns", "relu-mlp", 1.0),
+    ] {
+        let raw = RawModel {
+            depth: 16,
+            width: 256,
+            tokens: 8,
+            q0,
+            c0: 0.3,
+            branch: branch.into(),
+            norm: NormKind::Dyt,
+            ..RawModel::default()
+        };
+        let mc = RawMc {
+            samples: 32,
+            ..RawMc::default()
+        };
+        let metrics = Metric::parse_list(
+            "stream_sq,corr,skip_gain,branch_gain,grad_sq,weight_grad_sq,eff_depth",
+        )
+        .unwrap();
+        let bad = disagreements(preset, &raw, mc, &metrics, &LayerSpec::All);
+        assert!(
+            bad.is_empty(),
+            "{preset} {branch} q0 = {q0}:\n{}",
+            bad.join("\n")
+        );
+    }
+}
+
+#[test]
 fn the_closed_form_refuses_the_norms_it_does_not_have() {
-    for (norm, why) in [
-        ("batch", "does not concentrate"),
-        ("instance", "does not concentrate"),
-        ("dyt", "not implemented in the closed form"),
+    // DyT's closed form holds where every DyT input is Gaussian, with per-token branches.
+    for (norm, preset, branch, why) in [
+        ("batch", "pre", "relu-mlp", "does not concentrate"),
+        ("instance", "pre", "relu-mlp", "does not concentrate"),
+        ("dyt", "post", "relu-mlp", "not Gaussian"),
+        ("dyt", "sandwich", "relu-mlp", "not Gaussian"),
+        ("dyt", "pre", "uniform-attention", "per-token branches"),
     ] {
         for cmd in ["theory", "compare"] {
             let mut args = vec![
-                cmd, "--preset", "pre", "--norm", norm, "--depth", "3", "--width", "16",
-                "--tokens", "4",
+                cmd, "--preset", preset, "--norm", norm, "--depth", "4", "--width", "16",
+                "--tokens", "4", "--branch", branch,
             ];
             if cmd == "compare" {
                 args.extend(["--samples", "2"]);

@@ -19,7 +19,7 @@
 //! Claim 6 under each norm is measured by training ([`WarmupPart`]): Post-Norm's maximum
 //! stable learning rate on the Transformer LM tier with and without warmup, searched as the
 //! `warmup` analysis searches it, under each norm, and judged with claim 6's rule over the
-//! norms ([`warmup_family`]); each norm's outcome is compared with LayerNorm's as the others
+//! norms ([`warmup_effects`]); each norm's outcome is compared with LayerNorm's as the others
 //! are. Outputs: `mc.csv`, `verdicts.csv`/`.tex`, `warmup_runs.csv`, `warmup_searches.csv`,
 //! `warmup_effects.csv`/`.tex`, figures by layer, BatchNorm by placement and
 //! `warmup_effect`.
@@ -35,7 +35,7 @@ use normscope_core::output::latex::{Cell, Table};
 use normscope_core::output::table::column;
 use normscope_core::profile::Row;
 use normscope_core::spec::NormKind;
-use normscope_core::stats::verdict::{Claimed, Comparison, Family, Outcome};
+use normscope_core::stats::verdict::{Assessed, Claimed, Comparison, Family, Outcome};
 use normscope_core::{Error, Result};
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -107,9 +107,9 @@ pub struct Config {
 
 /// Claim 6 under each norm: Post-Norm's maximum stable learning rate with and without a
 /// linear warmup, searched as the `warmup` analysis searches it
-/// ([`super::lr_search::run_cells`], paired seeds `0..seeds`), on `tier` with each norm of
+/// ([`super::lr_search::run_cells`], paired seeds), on `tier` with each norm of
 /// [`Config::norms`] (GroupNorm with [`Config::groups`]), at one depth; the effect in
-/// doublings judged with claim 6's rule ([`warmup_family`]).
+/// doublings judged with claim 6's rule ([`warmup_effects`]).
 ///
 /// # Examples
 ///
@@ -117,7 +117,8 @@ pub struct Config {
 /// use normscope_analyses::AnalysisConfig;
 /// use normscope_analyses::norms::Config;
 /// let w = Config::full().warmup;
-/// assert_eq!((w.tier.name.as_str(), w.depth, w.seeds, w.warmup), ("lm", 12, 10, 100));
+/// assert_eq!((w.tier.name.as_str(), w.depth, w.warmup), ("lm", 12, 100));
+/// assert_eq!(w.seed_list(), (10..26).collect::<Vec<u64>>());
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -126,7 +127,9 @@ pub struct WarmupPart {
     pub tier: super::tier::Tier,
     /// Depth in blocks.
     pub depth: usize,
-    /// Paired seeds `0..seeds`.
+    /// The first of the paired seeds `first_seed..first_seed + seeds`.
+    pub first_seed: u64,
+    /// Number of paired seeds.
     pub seeds: u64,
     /// The linear warmup compared with none (updates).
     pub warmup: u64,
@@ -135,6 +138,11 @@ pub struct WarmupPart {
 }
 
 impl WarmupPart {
+    /// The paired seeds.
+    pub fn seed_list(&self) -> Vec<u64> {
+        (self.first_seed..self.first_seed + self.seeds).collect()
+    }
+
     /// The tier with norm `n` (GroupNorm's `groups`), named `<tier>-<norm>`.
     pub fn tier_of(&self, n: NormKind, groups: usize) -> super::tier::Tier {
         super::tier::Tier {
@@ -166,13 +174,16 @@ impl super::AnalysisConfig for Config {
                 samples: 96,
                 ..Mc::full()
             },
-            // The warmup analysis's primary tier, depth and search (Post-LN's effect there:
-            // 1.75 doublings at 12 blocks), 10 seeds: the smallest exact sign-test p-value,
-            // 2^-9, survives Holm over the six norms.
+            // The warmup analysis's primary tier and search, at its smallest depth: chosen
+            // knowing that Post-LN's effect is detectable there with 10 seeds (1.75 doublings,
+            // `warmup/effects.csv`), so the LayerNorm arm runs on fresh seeds (10..26, not the
+            // warmup analysis's 0..10) as an independent replication. 16 seeds: 14 of 16 in
+            // the claimed direction (p = 0.004) survive Holm over the four judged norms.
             warmup: WarmupPart {
                 tier: super::tier::Tier::lm(),
                 depth: 12,
-                seeds: 10,
+                first_seed: 10,
+                seeds: 16,
                 warmup: 100,
                 search: normscope_core::train::search::Plan {
                     start: 3e-3,
@@ -197,6 +208,7 @@ impl super::AnalysisConfig for Config {
                     ..super::tier::Tier::lm()
                 },
                 depth: 4,
+                first_seed: 10,
                 seeds: 2,
                 warmup: 10,
                 ..full.warmup.clone()
@@ -635,7 +647,7 @@ impl NormVerdict {
     }
 
     /// The same verdict with claim 6's warmup effect: its outcome under this norm (`mine`) and
-    /// under LayerNorm (`layer`), from [`warmup_family`].
+    /// under LayerNorm (`layer`), from [`warmup_effects`].
     pub fn with_claim6(self, mine: Outcome, layer: Outcome) -> Self {
         NormVerdict {
             claim6: Some((mine, layer)),
@@ -743,51 +755,157 @@ pub fn claim_verdict(v: &[NormVerdict]) -> String {
 /// The file of every search of claim 6's part ([`WarmupPart`]).
 pub const WARMUP_SEARCHES: &str = "warmup_searches.csv";
 
-/// Claim 6 across the norms: for each norm (tier `<tier>-<norm>` of `searches`, the
-/// `warmup_searches.csv` table), Post-Norm's paired per-seed effect of a warmup of `warmup`
-/// updates on the maximum stable learning rate, `log2 lr_max(warmup) - log2 lr_max(none)`,
-/// claimed an increase; the `warmup` analysis's rule with the norms in place of the depths
-/// (its smallest effect of interest [`super::warmup::SESOI_RATIO`], exact sign tests, Holm over
-/// the norms). `None` when the table has no norm's cells.
-pub fn warmup_family(
+/// Claim 6 under one norm: the effect of a warmup of `warmup` updates on Post-Norm's
+/// maximum stable learning rate, `log2 lr_max(warmup) - log2 lr_max(none)` per paired seed,
+/// from the searches of tier `<tier>-<norm>` in `searches` (the `warmup_searches.csv` table),
+/// claimed an increase; an error if the table has no such cells.
+pub fn warmup_comparison(
     searches: &DataFrame,
     tier: &str,
-    norms: &[NormKind],
+    norm: NormKind,
     warmup: u64,
-) -> Result<Option<Family>> {
+) -> Result<Comparison> {
     use super::training::{f64s, strs};
     let (t, p, b) = (
         strs(searches, "tier")?,
         strs(searches, "preset")?,
         f64s(searches, "blocks")?,
     );
-    let mut comparisons = Vec::new();
-    for &n in norms {
-        let name = format!("{tier}-{}", n.name());
-        let Some(i) = (0..searches.height()).find(|&i| t[i] == name && p[i] == "post") else {
-            continue;
-        };
-        let blocks = b[i] as u64;
-        let with = super::warmup::cell_obs(searches, &name, "post", blocks, warmup)?;
-        let none = super::warmup::cell_obs(searches, &name, "post", blocks, 0)?;
-        let diffs = super::warmup::paired_by_seed(&with, &none, &name)?;
-        comparisons.push(Comparison {
-            name: n.label().into(),
-            diffs,
-            claimed: Claimed::Increase,
-            sesoi: None,
-        });
+    let name = format!("{tier}-{}", norm.name());
+    let i = (0..searches.height())
+        .find(|&i| t[i] == name && p[i] == "post")
+        .ok_or_else(|| {
+            Error::Undefined(format!(
+                "norms: no Post-Norm warmup searches of tier {name} (a norm of the table without its searches)"
+            ))
+        })?;
+    let blocks = b[i] as u64;
+    let with = super::warmup::cell_obs(searches, &name, "post", blocks, warmup)?;
+    let none = super::warmup::cell_obs(searches, &name, "post", blocks, 0)?;
+    Ok(Comparison {
+        name: norm.label().into(),
+        diffs: super::warmup::paired_by_seed(&with, &none, &name)?,
+        claimed: Claimed::Increase,
+        sesoi: None,
+    })
+}
+
+/// One norm's claim-6 result: its assessment and its family's verdict and rule.
+///
+/// # Examples
+///
+/// Ten paired seeds under LayerNorm and BatchNorm, each with its maximum stable rate bracketed
+/// in `[4, 8] x 1e-3` with warmup and `[1, 2] x 1e-3` without: every difference lies in `[1,
+/// 3]` doublings, so warmup raises the rate as claimed under both (10 of 10: p = 2^-9).
+///
+/// ```rust
+/// use normscope_analyses::norms::warmup_effects;
+/// use normscope_core::spec::NormKind;
+/// use normscope_core::stats::verdict::Outcome;
+/// use polars::prelude::*;
+/// let mut rows: (Vec<String>, Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) = Default::default();
+/// for norm in ["layer", "batch"] {
+///     for warmup in [0.0, 100.0] {
+///         for seed in 0..10 {
+///             let lo = if warmup > 0.0 { 4e-3 } else { 1e-3 };
+///             rows.0.push(format!("lm-{norm}"));
+///             rows.1.push(warmup);
+///             rows.2.push(seed as f64);
+///             rows.3.push(lo);
+///             rows.4.push(2.0 * lo);
+///         }
+///     }
+/// }
+/// let n = rows.0.len();
+/// let df = df!(
+///     "tier" => rows.0, "preset" => vec!["post"; n], "blocks" => vec![12.0; n],
+///     "warmup" => rows.1, "seed" => rows.2, "max_lr_lo" => rows.3, "max_lr_hi" => rows.4,
+/// )?;
+/// let e = warmup_effects(&df, "lm", &[NormKind::Layer, NormKind::Batch], 100)?;
+/// assert_eq!((e[0].norm, e[1].norm), (NormKind::Layer, NormKind::Batch));
+/// assert!(e.iter().all(|x| x.assessed.n == 10 && x.assessed.outcome == Outcome::AsClaimed));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct WarmupEffect {
+    /// The norm.
+    pub norm: NormKind,
+    /// The assessment of its comparison ([`warmup_comparison`]).
+    pub assessed: Assessed,
+    /// Its family's verdict.
+    pub verdict: String,
+    /// Its family's rule.
+    pub rule: String,
+}
+
+/// Claim 6 under each norm of `norms` ([`warmup_comparison`]), judged with the `warmup`
+/// analysis's rule (its smallest effect of interest [`super::warmup::SESOI_RATIO`], exact sign
+/// tests): the norms claim 10 judges (all but LayerNorm, the reference, and DyT, reported) in
+/// one family, Holm over them; LayerNorm and DyT each in a family of its own. In `norms`
+/// order.
+pub fn warmup_effects(
+    searches: &DataFrame,
+    tier: &str,
+    norms: &[NormKind],
+    warmup: u64,
+) -> Result<Vec<WarmupEffect>> {
+    let alone = |n: NormKind| matches!(n, NormKind::Layer | NormKind::Dyt);
+    let judged: Vec<NormKind> = norms.iter().copied().filter(|&n| !alone(n)).collect();
+    let mut families: Vec<Vec<NormKind>> = norms
+        .iter()
+        .copied()
+        .filter(|&n| alone(n))
+        .map(|n| vec![n])
+        .collect();
+    if !judged.is_empty() {
+        families.push(judged);
     }
-    if comparisons.is_empty() {
-        return Ok(None);
+    let mut out = Vec::new();
+    for members in families {
+        let comparisons = members
+            .iter()
+            .map(|&n| warmup_comparison(searches, tier, n, warmup))
+            .collect::<Result<Vec<_>>>()?;
+        let names: Vec<&str> = members.iter().map(|n| n.label()).collect();
+        let family = Family::new(
+            &format!(
+                "warmup {warmup} raises Post-Norm's maximum stable lr under {} ({tier} tier; effect in doublings)",
+                names.join(", ")
+            ),
+            super::warmup::SESOI_RATIO.log2(),
+            comparisons,
+        );
+        let (assessed, verdict) = super::warmup::judge(&family)?;
+        for (n, a) in members.into_iter().zip(assessed) {
+            out.push(WarmupEffect {
+                norm: n,
+                assessed: a,
+                verdict: verdict.to_string(),
+                rule: family.rule(),
+            });
+        }
     }
-    Ok(Some(Family::new(
-        &format!(
-            "warmup {warmup} raises Post-Norm's maximum stable lr under each norm ({tier} tier; effect in doublings)"
-        ),
-        super::warmup::SESOI_RATIO.log2(),
-        comparisons,
-    )))
+    out.sort_by_key(|e| norms.iter().position(|&n| n == e.norm));
+    Ok(out)
+}
+
+/// Each verdict of `v` with its norm's claim-6 outcome from `effects` (matched by norm) beside
+/// LayerNorm's; an error if a norm or LayerNorm has none.
+pub fn with_claim6(v: Vec<NormVerdict>, effects: &[WarmupEffect]) -> Result<Vec<NormVerdict>> {
+    let of = |n: NormKind| {
+        effects
+            .iter()
+            .find(|e| e.norm == n)
+            .map(|e| e.assessed.outcome)
+            .ok_or_else(|| Error::Undefined(format!("norms: no claim-6 effect under {n}")))
+    };
+    let layer = of(NormKind::Layer)?;
+    v.into_iter()
+        .map(|x| {
+            let mine = of(x.norm)?;
+            Ok(x.with_claim6(mine, layer))
+        })
+        .collect()
 }
 
 /// The share of an isotropic tangent a norm's Jacobian removes, `r / m` (docs/theory.md,
@@ -1058,7 +1176,7 @@ fn warmup_part(c: &Config, out: &mut Out, v: Vec<NormVerdict>) -> Result<Vec<Nor
             })
         })
         .collect();
-    let seeds: Vec<u64> = (0..w.seeds).collect();
+    let seeds = w.seed_list();
     let bar = DelayedBar::training((cells.len() * seeds.len()) as u64, "warmup searches");
     let found = lr_search::run_cells(&tiers, &cells, &seeds, &w.search, &bar)?;
     bar.finish();
@@ -1066,45 +1184,50 @@ fn warmup_part(c: &Config, out: &mut Out, v: Vec<NormVerdict>) -> Result<Vec<Nor
     out.frame("warmup_runs.csv", &mut runs)?;
     let mut searches = lr_search::searches_frame(&tiers, &cells, &found)?;
     out.frame(WARMUP_SEARCHES, &mut searches)?;
-    let family = warmup_family(&searches, &w.tier.name, &c.norms, w.warmup)?
-        .ok_or_else(|| Error::Undefined("norms: no warmup searches".into()))?;
-    let (assessed, verdict) = super::warmup::judge(&family)?;
-    let rule = family.rule();
-    let label = |a: &normscope_core::stats::verdict::Assessed| a.name.clone();
+    let effects = warmup_effects(&searches, &w.tier.name, &c.norms, w.warmup)?;
+    let a = |f: fn(&Assessed) -> f64| {
+        effects
+            .iter()
+            .map(move |e| f(&e.assessed))
+            .collect::<Vec<f64>>()
+    };
     let mut df = super::training::frame(vec![
-        column("norm", c.norms.iter().map(|n| n.name())),
-        column("label", assessed.iter().map(label)),
+        column("norm", effects.iter().map(|e| e.norm.name())),
+        column("label", effects.iter().map(|e| e.norm.label())),
         column(
             "tier",
-            c.norms
+            effects
                 .iter()
-                .map(|n| format!("{}-{}", w.tier.name, n.name())),
+                .map(|e| format!("{}-{}", w.tier.name, e.norm.name())),
         ),
-        column("blocks", c.norms.iter().map(|_| w.depth as u64)),
-        column("warmup", c.norms.iter().map(|_| w.warmup)),
-        column("n", assessed.iter().map(|a| a.n as u64)),
-        column("effect_doublings", assessed.iter().map(|a| a.estimate)),
-        column("effect_lo", assessed.iter().map(|a| a.ci.0)),
-        column("effect_hi", assessed.iter().map(|a| a.ci.1)),
-        column("coverage", assessed.iter().map(|a| a.coverage)),
-        column("p_two_sided", assessed.iter().map(|a| a.p_two_sided)),
-        column("q_two_sided", assessed.iter().map(|a| a.q_two_sided)),
-        column("outcome", assessed.iter().map(|a| a.outcome_text())),
-        column(
-            "family_verdict",
-            assessed.iter().map(|_| verdict.to_string()),
-        ),
+        column("blocks", effects.iter().map(|_| w.depth as u64)),
+        column("warmup", effects.iter().map(|_| w.warmup)),
+        column("n", effects.iter().map(|e| e.assessed.n as u64)),
+        column("effect_doublings", a(|x| x.estimate)),
+        column("effect_lo", a(|x| x.ci.0)),
+        column("effect_hi", a(|x| x.ci.1)),
+        column("coverage", a(|x| x.coverage)),
+        column("p_two_sided", a(|x| x.p_two_sided)),
+        column("q_two_sided", a(|x| x.q_two_sided)),
+        column("p_equivalence", a(|x| x.p_equivalence)),
+        column("q_equivalence", a(|x| x.q_equivalence)),
+        column("outcome", effects.iter().map(|e| e.assessed.outcome_text())),
+        column("family_verdict", effects.iter().map(|e| e.verdict.clone())),
     ])?;
     out.frame("warmup_effects.csv", &mut df)?;
     let mut t = Table::new(
         format!(
-            "Claim 6 under each norm: the effect of a {}-update warmup on Post-Norm's maximum stable learning rate ({} tier, {} blocks, {} paired seeds), in doublings, with its distribution-free interval; {}.",
-            w.warmup, w.tier.name, w.depth, w.seeds, rule
+            "Claim 6 under each norm: the effect of a {}-update warmup on Post-Norm's maximum stable learning rate ({} tier, {} blocks, {} paired seeds), in doublings, with its exact distribution-free 95\\% interval; sign tests Holm-adjusted over BatchNorm, InstanceNorm, GroupNorm and RMSNorm, LayerNorm and DyT each alone; smallest effect of interest a factor {}.",
+            w.warmup,
+            w.tier.name,
+            w.depth,
+            w.seeds,
+            super::warmup::SESOI_RATIO
         ),
         "tab:norms-claim6",
         &["norm", "effect", "lo", "hi", "$q$", "outcome"],
     );
-    for a in &assessed {
+    for a in effects.iter().map(|e| &e.assessed) {
         t.row(vec![
             Cell::Text(a.name.clone()),
             Cell::Num(a.estimate),
@@ -1125,7 +1248,7 @@ fn warmup_part(c: &Config, out: &mut Out, v: Vec<NormVerdict>) -> Result<Vec<Nor
     );
     plot.x_log = false;
     plot.y_log = false;
-    for (i, a) in assessed.iter().enumerate() {
+    for (i, a) in effects.iter().map(|e| &e.assessed).enumerate() {
         if !a.estimate.is_finite() {
             continue;
         }
@@ -1138,14 +1261,7 @@ fn warmup_part(c: &Config, out: &mut Out, v: Vec<NormVerdict>) -> Result<Vec<Nor
         ));
     }
     out.figure("warmup_effect", &plot)?;
-    let layer = assessed
-        .first()
-        .map(|a| a.outcome)
-        .ok_or_else(|| Error::Undefined("norms: no LayerNorm warmup effect".into()))?;
-    Ok(v.into_iter()
-        .zip(&assessed)
-        .map(|(nv, a)| nv.with_claim6(a.outcome, layer))
-        .collect())
+    with_claim6(v, &effects)
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use normscope_core::spec::NormKind;
 use normscope_core::train::config::RawTrain;
 use normscope_core::train::optim::{AdamFlags, OptimizerFlags};
 use normscope_core::train::sweep::Cell;
-use normscope_core::train::task::{TaskConfig, TaskKind};
+use normscope_core::train::task::{Io, TaskConfig, TaskKind};
 use normscope_core::{Error, Result};
 use polars::prelude::Column;
 use serde::{Deserialize, Serialize};
@@ -269,9 +269,18 @@ impl Tier {
             if self.encdec() {
                 raw.layers = Some(depth / 5);
             }
-            raw.check().map_err(|e| {
+            let bad = |e: Error| {
                 Error::invalid(field, &self.name, format!("a valid training tier ({e})"))
-            })?;
+            };
+            let cfg = raw.check().map_err(bad)?;
+            // The norm on the tier's batches, checked now rather than when a run starts.
+            let (seq, columns) = match cfg.io {
+                Io::Tokens { seq, .. } | Io::Pairs { src: seq, .. } => (seq, seq * cfg.batch),
+                Io::Vectors { .. } => (1, cfg.batch),
+            };
+            let spec = cfg.mc.model.stack("post").map_err(bad)?;
+            normscope_core::train::config::check_trainable(&spec, self.width, seq, columns)
+                .map_err(bad)?;
         }
         Ok(())
     }

@@ -177,9 +177,9 @@ pub fn compare(
         progress: &bar,
     };
     let theory_engine = ClosedForm::new(&cfg.model);
-    // Every stack's norm must have a closed form before any network is drawn.
+    // Every stack must have a closed form before any network is drawn.
     for p in presets {
-        cfg.model.stack(p)?.norm.closed_form()?;
+        crate::closed_form::check(&cfg.model.stack(p)?, &cfg.model.branch)?;
     }
     let mut out = Vec::new();
     for p in presets {

@@ -5,14 +5,14 @@
 
 pub mod finite_width;
 
-use crate::Result;
 use crate::branch::{BranchConfig, BranchKind, BranchModel, Init};
 use crate::engine::{Engine, Plan};
 use crate::metrics::Metric;
 use crate::metrics::closed::Quantities;
 use crate::profile::{EngineKind, Profile, Setup, Value};
-use crate::spec::StackSpec;
+use crate::spec::{NormKind, StackSpec};
 use crate::theory::{Inputs, Keep, MeanField};
+use crate::{Error, Result};
 
 /// The closed form for a branch and an input law.
 ///
@@ -86,7 +86,17 @@ impl Engine for ClosedForm<'_> {
     }
 
     fn profile(&self, spec: &StackSpec, plan: &Plan) -> Result<Profile> {
-        spec.norm.closed_form()?;
+        check(spec, self.branch)?;
+        // Metrics the closed form has not derived in this setting are written as missing,
+        // with the reason, and not computed.
+        let (derived, missing): (Vec<Metric>, Vec<Metric>) = plan
+            .metrics
+            .iter()
+            .partition(|m| not_derived(**m, spec).is_none());
+        let plan = &Plan {
+            metrics: derived,
+            ..plan.clone()
+        };
         let layers = plan.resolve(spec.depth)?;
         let mf = self.mean_field(spec, &keep(&plan.metrics, &layers))?;
         let mut profile = Profile::new(
@@ -112,9 +122,81 @@ impl Engine for ClosedForm<'_> {
                 profile.values.insert((m, l, s), value);
             });
         }
+        for m in missing {
+            let reason = not_derived(m, spec).unwrap_or_default();
+            for &l in layers
+                .iter()
+                .filter(|&&l| m.info().layers.contains(l, spec.depth))
+            {
+                let sources: Vec<Option<usize>> = if m.has_source() {
+                    (0..=l).map(Some).collect()
+                } else {
+                    vec![None]
+                };
+                for s in sources {
+                    profile
+                        .values
+                        .insert((m, l, s), Value::Missing(reason.clone()));
+                }
+            }
+        }
         profile.settle();
         Ok(profile)
     }
+}
+
+/// Refuses a stack the closed form does not cover: a norm without one
+/// ([`crate::spec::NormKind::closed_form`]), and DyT wherever one of its inputs is not
+/// Gaussian. DyT's map integrates `tanh` against a Gaussian input, exact where its input is a
+/// sum of Gaussian terms: the stream of a stack whose blocks add raw branch outputs (`N_in`
+/// and the final norm, Pre-Norm). After a DyT in `N_out` or `N_br` the stream carries
+/// `tanh` outputs, whose law is not Gaussian (measured: DeepNorm with DyT at L = 16, d = 512,
+/// `stream_sq` at block 8 is 0.110 by Monte Carlo against 0.066 from Gaussian integrals).
+/// DyT also needs a per-token branch: its Jacobian differs from token to token, which mixes
+/// the gradient's token mean and fluctuation that attention treats apart.
+pub fn check(spec: &StackSpec, branch: &BranchConfig) -> Result<()> {
+    spec.norm.closed_form()?;
+    if spec.norm != NormKind::Dyt {
+        return Ok(());
+    }
+    let model = BranchModel::new(branch, None, 1.0, 0.0);
+    if model.mixes_tokens() {
+        return Err(Error::Unsupported(format!(
+            "the closed form with --norm dyt and the {} branch: DyT's Jacobian differs from \
+             token to token, which mixes the gradient's token mean and fluctuation that \
+             attention treats apart; derived for per-token branches (linear, relu-mlp, \
+             gelu-mlp); use Monte Carlo (`normscope mc`)",
+            branch.kind.name()
+        )));
+    }
+    if let Some(l) = (1..=spec.depth).find(|&l| {
+        let b = spec.block(l);
+        b.n_out.is_norm() || b.n_br.is_norm()
+    }) {
+        return Err(Error::Unsupported(format!(
+            "the closed form of {} with --norm dyt: block {l} applies DyT after the sum or to \
+             the branch output, so later DyT inputs carry tanh outputs, which are not \
+             Gaussian; derived where every DyT input is Gaussian (norms only at the branch \
+             input and the output, as Pre-Norm); use Monte Carlo (`normscope mc`)",
+            spec.preset
+        )));
+    }
+    Ok(())
+}
+
+/// Why the closed form has no value of `metric` for `spec`, if it has none: under DyT
+/// (docs/theory.md, "Other norms") its map carries the stream's second moment, correlation
+/// and Jacobian gains, but not what assumes a norm that divides by one scalar per token: the
+/// per-token decomposition (`coef`, `branch_weight`), the step between layers (`rel_update`,
+/// `cos_prev`, `angular_dist`), the re-run branch (`merge_error`) and the output change.
+pub fn not_derived(metric: Metric, spec: &StackSpec) -> Option<String> {
+    let needs = metric.info().needs;
+    let scalar = needs.decomposition || needs.step || needs.merge || needs.perturbation;
+    (spec.norm == NormKind::Dyt && scalar).then(|| {
+        "not derived in the closed form under DyT (the identity it uses assumes a norm that \
+         divides by one scalar per token); Monte Carlo is the reference"
+            .to_string()
+    })
 }
 
 /// What the recursion must keep for `metrics` at `layers`: only those layers, plus the whole

@@ -48,10 +48,11 @@ pub fn allowance(spec: &StackSpec, metric: Metric, layer: usize, theory: f64, d:
     let r = match spec.norm {
         NormKind::Layer => 2.0,
         NormKind::Rms => 1.0,
-        NormKind::Identity => 0.0,
+        // DyT is elementwise: its Jacobian removes no direction.
+        NormKind::Identity | NormKind::Dyt => 0.0,
         // 2 of the m = (d/G) seq entries of each block, 2 G / seq per token of width d.
         NormKind::Group => 2.0 * spec.layout.groups as f64 / spec.layout.seq.unwrap_or(1) as f64,
-        NormKind::Batch | NormKind::Instance | NormKind::Dyt => {
+        NormKind::Batch | NormKind::Instance => {
             unreachable!("{}: no closed form to compare with", spec.norm)
         }
     };

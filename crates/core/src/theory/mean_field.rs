@@ -28,6 +28,7 @@
 
 use super::layered::{Keep, Layered};
 use super::logsum::{Mag, PrefixSum, ln0};
+use super::norm_map::slot_map;
 use super::split::Energy;
 use crate::branch::{BranchKind, BranchModel};
 use crate::spec::{InputScale, SkipScale, StackSpec};
@@ -197,12 +198,13 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// The final norm's mean-square Jacobian gain at a stream of second moment q: `1/q`, or 1.
-    fn fin(&self, q: Mag) -> Mag {
+    /// The final norm's mean-square Jacobian gain at a stream of second moment q
+    /// ([`slot_map`]: `1/q` for LayerNorm), or 1.
+    fn fin(&self, q: Mag) -> Result<Mag> {
         if self.spec.final_norm.is_norm() {
-            Mag::one().div(q)
+            Ok(slot_map(self.spec.norm, q, 0.0)?.gain)
         } else {
-            Mag::one()
+            Ok(Mag::one())
         }
     }
 
@@ -216,14 +218,31 @@ impl Ctx<'_> {
             InputScale::One => Mag::one(),
             InputScale::InvSqrtLayer => Mag::new(1.0 / l as f64),
         };
-        let qu = if b.n_in.is_norm() { Mag::one() } else { qp }.mul(in_scale);
-        let br = branch_at(model, qu, cp, l)?;
+        let norm = spec.norm;
+        // The branch input N_in(x) (scaled): its second moment, correlation and the
+        // mean-square gain of the map from x (slot_map; for LayerNorm 1, c and 1/q).
+        let (qu, cu, in_jac) = if b.n_in.is_norm() {
+            let m = slot_map(norm, qp, cp)?;
+            // LayerNorm's gain as it was always rounded, in_scale / q (one rounding).
+            let in_jac = match norm {
+                crate::spec::NormKind::Dyt => m.gain.mul(in_scale),
+                _ => in_scale.div(qp),
+            };
+            (m.q.mul(in_scale), m.corr, in_jac)
+        } else {
+            (qp.mul(in_scale), cp, Mag::one())
+        };
+        let br = branch_at(model, qu, cu, l)?;
         let zero_branch = br.out.value() == 0.0;
-        // Second moment of N_br(F(u)) and the mean-square gain of N_br's Jacobian.
-        let (q_br, br_jac) = match (b.n_br.is_norm(), zero_branch) {
-            (true, false) => (Mag::one(), Mag::one().div(br.out)),
-            (true, true) => (Mag::zero(), Mag::zero()),
-            (false, _) => (br.out, Mag::one()),
+        // Second moment of N_br(F(u)), its token correlation and the mean-square gain of
+        // N_br's Jacobian.
+        let (q_br, kappa, br_jac) = match (b.n_br.is_norm(), zero_branch) {
+            (true, false) => {
+                let m = slot_map(norm, br.out, br.kappa)?;
+                (m.q, m.corr, m.gain)
+            }
+            (true, true) => (Mag::zero(), br.kappa, Mag::zero()),
+            (false, _) => (br.out, br.kappa, Mag::one()),
         };
         let alpha_sq = match b.skip {
             SkipScale::One => Mag::one(),
@@ -243,25 +262,21 @@ impl Ctx<'_> {
                 "x_{l} is identically zero (skip scale 0 and no branch contribution at block {l})"
             )));
         }
-        let c = skip_part.ratio(s) * cp + br_part.ratio(s) * br.kappa;
-        // n^2: the mean-square gain of N_out's Jacobian (1/s_l), or 1.
-        let n_sq = if b.n_out.is_norm() {
-            Mag::one().div(s)
+        let c = skip_part.ratio(s) * cp + br_part.ratio(s) * kappa;
+        // n^2: the mean-square gain of N_out's Jacobian (1/s_l for LayerNorm), or 1; the
+        // stream's second moment and correlation after N_out.
+        let (ql, c, n_sq) = if b.n_out.is_norm() {
+            let m = slot_map(norm, s, c)?;
+            (m.q, m.corr, m.gain)
         } else {
-            Mag::one()
+            (s, c, Mag::one())
         };
-        let ql = if b.n_out.is_norm() { Mag::one() } else { s };
         let ln_nbr = if b.n_br.is_norm() && !zero_branch {
             -0.5 * br.out.ln()
         } else {
             0.0
         };
         let a2 = n_sq.mul(alpha_sq);
-        let in_jac = if b.n_in.is_norm() {
-            in_scale.div(qp)
-        } else {
-            Mag::one()
-        };
         // Mean-square gain from the raw branch output B_l to x_l.
         let to = n_sq.mul(lambda_sq).mul(br_jac);
         let factor = to.mul(in_jac);
@@ -310,7 +325,7 @@ impl Ctx<'_> {
             rel_update: ru.sqrt(),
             // cos = n alpha q / sqrt(q_l q).
             cos_prev: (a2.mul(qp).ratio(ql)).sqrt().min(1.0),
-            output_change: o.total().mul(self.fin(ql)),
+            output_change: o.total().mul(self.fin(ql)?),
         };
         let next = State {
             q: ql,
@@ -622,7 +637,7 @@ impl MeanField {
     ) -> Result<()> {
         let depth = self.depth;
         let n = ctx.model.tokens;
-        let mut r = Energy::isotropic(n).scale(ctx.fin(q_last));
+        let mut r = Energy::isotropic(n).scale(ctx.fin(q_last)?);
         if keep.has(depth) {
             self.grad.set(depth, r.total());
         }

@@ -666,7 +666,8 @@ impl TrainConfig {
 }
 
 /// Refuses a stack whose norm cannot run on the task's batches: BatchNorm with a single value
-/// per channel (`--batch`), InstanceNorm on examples that are single vectors (`--norm`), GroupNorm
+/// per channel (`--batch`), InstanceNorm on examples that are single vectors (`--norm`, or
+/// `--placements` when a placement file names it), GroupNorm
 /// whose groups do not divide the width or leave blocks of one entry (`--groups`). `d` is the
 /// width, `seq` the tokens per sequence of the model's columns (1 for vectors) and `columns`
 /// the columns of a training batch.
@@ -694,9 +695,14 @@ pub fn check_trainable(
     columns: usize,
 ) -> Result<()> {
     use crate::spec::{NormKind, NormLayout};
+    // A placement file's own norm kind is its file's choice, not --norm's.
+    let field = match crate::placement::find(&spec.preset).map(|p| p.file().is_some()) {
+        Ok(true) => "--placements",
+        _ => "--norm",
+    };
     if spec.norm == NormKind::Instance && seq < 2 {
         return Err(Error::invalid(
-            "--norm",
+            field,
             spec.norm,
             "a norm other than instance on a task whose examples are single vectors \
              (InstanceNorm normalizes each channel over the tokens of a sequence; a token task \

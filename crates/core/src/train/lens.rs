@@ -35,6 +35,16 @@ pub fn network(m: &TrainModel, x0: DMatrix<f64>) -> Result<Network> {
                 "lens: block {l} has learnable norm affine parameters, which the Monte Carlo network does not carry (train with affine = false)"
             )));
         }
+        let state = [&b.n_in, &b.n_br, &b.n_out]
+            .into_iter()
+            .flatten()
+            .any(|n| n.alpha.is_some() || n.running.is_some());
+        if state {
+            return Err(Error::Undefined(format!(
+                "lens: block {l}'s norm is {}, whose trained state (DyT's alpha, BatchNorm's running statistics) the Monte Carlo network does not carry",
+                m.spec.norm
+            )));
+        }
         let skip_ok = match (&b.skip, spec.skip) {
             (Skip::Fixed(a), crate::spec::SkipScale::One) => a.to_bits() == 1f64.to_bits(),
             (Skip::Fixed(a), crate::spec::SkipScale::Alpha(s)) => a.to_bits() == s.to_bits(),

@@ -530,7 +530,9 @@ pub fn train<M: Trainable>(
     };
     let mut snapshots = Vec::new();
     if options.snapshots.contains(&0) {
-        snapshots.push((0, m.clone()));
+        let mut snap = m.clone();
+        snap.set_training(false);
+        snapshots.push((0, snap));
     }
     let probe = &eval_set[0];
     // Evaluations run in evaluation mode (BatchNorm on its running statistics), updates in
@@ -551,7 +553,15 @@ pub fn train<M: Trainable>(
     let lean = options.lean;
     let first = evaluate(&m, eval_set, probe, &f0, floor, 0, lean, &mut log);
     m.set_training(true);
-    let mut rule = DivergenceRule::new(first);
+    // The divergence rule's baseline: the evaluation loss at init in training mode. It is
+    // `first` for every norm but BatchNorm, whose running statistics at init (0 and 1) make
+    // the evaluation-mode loss that of an un-normalized network and would loosen the rule for
+    // BatchNorm alone.
+    let baseline = match m.has_running_statistics() {
+        true => eval_loss(&m, eval_set),
+        false => first,
+    };
+    let mut rule = DivergenceRule::new(baseline);
     let mut evals = vec![(0, first)];
     let mut batch = first_batch;
     let mut diverged_at = None;
@@ -692,7 +702,9 @@ pub fn train<M: Trainable>(
             }
         }
         if options.snapshots.contains(&s) {
-            snapshots.push((s, m.clone()));
+            let mut snap = m.clone();
+            snap.set_training(false);
+            snapshots.push((s, snap));
         }
         progress.tick();
     }
@@ -706,6 +718,9 @@ pub fn train<M: Trainable>(
             0.0,
         ),
     }
+    // Returned, like the snapshots, in evaluation mode: whoever evaluates it next gets
+    // BatchNorm's running statistics, and `train` switches a model it continues back.
+    m.set_training(false);
     Trained {
         model: m,
         records: log.out,

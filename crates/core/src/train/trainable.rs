@@ -244,6 +244,10 @@ pub trait Trainable: Clone {
     /// Sets BatchNorm's running statistics to those of a training pass
     /// ([`Gradients::running`]), as PyTorch's forward pass in training mode moves them.
     fn set_running(&mut self, running: Vec<Running>);
+
+    /// Whether a norm keeps running statistics (BatchNorm), so that evaluation and training
+    /// mode differ.
+    fn has_running_statistics(&self) -> bool;
 }
 
 impl<T: Real> Trainable for TrainModel<T> {
@@ -302,6 +306,10 @@ impl<T: Real> Trainable for TrainModel<T> {
 
     fn set_running(&mut self, running: Vec<Running>) {
         TrainModel::set_running(self, running);
+    }
+
+    fn has_running_statistics(&self) -> bool {
+        self.norm_slots().iter().any(|n| n.running.is_some())
     }
 }
 

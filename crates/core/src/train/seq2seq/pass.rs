@@ -413,6 +413,13 @@ impl<T: Real> Trainable for EncDec<T> {
         self.training = on;
     }
 
+    fn has_running_statistics(&self) -> bool {
+        let (enc, dec) = (&self.encoder, &self.decoder);
+        stack_norm_slots(&enc.blocks, &enc.final_norm)
+            .chain(stack_norm_slots(&dec.blocks, &dec.final_norm))
+            .any(|n| n.running.is_some())
+    }
+
     fn set_running(&mut self, running: Vec<Running>) {
         let (enc, dec) = (&mut self.encoder, &mut self.decoder);
         set_running(

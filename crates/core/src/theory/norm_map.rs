@@ -1,0 +1,148 @@
+//! What a norm slot does in the mean-field recursion ([`super::mean_field`]): the second
+//! moment of its output, the token correlation after it, and its Jacobian's mean-square gain
+//! on a tangent independent of its input (docs/theory.md, "Other norms"):
+//!
+//! ```text
+//! LayerNorm, RMSNorm, GroupNorm:  q' = 1,                c' = c,                          gain = 1/q
+//! DyT (y = tanh(alpha z)):        q' = E tanh^2(s Z),    c' = E[tanh(s X) tanh(s Y)] / q',  gain = alpha^2 E sech^4(s Z)
+//! ```
+//!
+//! with `s = alpha sqrt(q)`, Z standard normal and (X, Y) standard normals of correlation c
+//! (the two tokens' coordinates). DyT's Jacobian is `diag(alpha sech^2(alpha z))`; its mean
+//! square on an independent tangent is `alpha^2 E sech^4`. The integrals are
+//! [`crate::norms::dyt_moments`], accurate at any `s`; beyond f64's range of `q` their limits
+//! are used: `q' = alpha^2 q`, `c' = c`, `gain = alpha^2` as `q -> 0` (tanh is linear there),
+//! and `q' = 1`, `c' = (2/pi) asin(c)`, `gain = alpha 4 / (3 sqrt(2 pi q))` as `q -> infinity`
+//! (tanh is the sign there).
+
+use super::logsum::Mag;
+use crate::norms::{dyt, dyt_moments};
+use crate::spec::NormKind;
+use crate::{Error, Result};
+use std::ops::{Div, Mul};
+
+/// A norm slot's action on a stream of second moment `q` and token correlation `c`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct SlotMap {
+    /// Second moment of the output, per coordinate.
+    pub q: Mag,
+    /// Token correlation of the output.
+    pub corr: f64,
+    /// Mean-square gain of the Jacobian.
+    pub gain: Mag,
+}
+
+/// `ln q` beyond which DyT's integrals take their limits (`s` below `e^-300` or above
+/// `e^300`: far beyond where the limits hold to f64's precision).
+const LN_Q_LIMIT: f64 = 600.0;
+
+/// The map of a slot of norm `kind` (module docs); a norm without a closed form is refused.
+pub(crate) fn slot_map(kind: NormKind, q: Mag, c: f64) -> Result<SlotMap> {
+    match kind {
+        NormKind::Layer | NormKind::Rms | NormKind::Group => Ok(SlotMap {
+            q: Mag::one(),
+            corr: c,
+            gain: Mag::one().div(q),
+        }),
+        NormKind::Dyt => Ok(remembered(q, c, || dyt_map(dyt::ALPHA0, q, c))),
+        other => Err(Error::Unsupported(format!(
+            "the closed form of --norm {other}: not derived (Monte Carlo is the reference)"
+        ))),
+    }
+}
+
+/// Maps kept per thread ([`remembered`]) before the cache is emptied.
+const CACHE_ENTRIES: usize = 1 << 16;
+
+thread_local! {
+    /// DyT's maps by the bits of `(q, c)`: the recursion recomputes each block's step from
+    /// its checkpoint in the backward pass, and each costs a pair moment (about 0.05 s).
+    static CACHE: std::cell::RefCell<std::collections::HashMap<(i64, u64, u64), SlotMap>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// `map()`, or the map this thread computed before for the same bits of `q` and `c` (the
+/// same value: a cache changes no output).
+fn remembered(q: Mag, c: f64, map: impl FnOnce() -> SlotMap) -> SlotMap {
+    let e = q.exponent();
+    let key = (e, q.over_pow2(e).to_bits(), c.to_bits());
+    if let Some(m) = CACHE.with(|k| k.borrow().get(&key).copied()) {
+        return m;
+    }
+    let m = map();
+    CACHE.with(|k| {
+        let mut k = k.borrow_mut();
+        if k.len() >= CACHE_ENTRIES {
+            k.clear();
+        }
+        k.insert(key, m);
+    });
+    m
+}
+
+/// DyT's map at `alpha` (module docs).
+fn dyt_map(alpha: f64, q: Mag, c: f64) -> SlotMap {
+    let ln_q = q.ln();
+    if q.value() == 0.0 && ln_q == f64::NEG_INFINITY {
+        return SlotMap {
+            q: Mag::zero(),
+            corr: c,
+            gain: Mag::new(alpha * alpha),
+        };
+    }
+    if ln_q < -LN_Q_LIMIT {
+        return SlotMap {
+            q: q.mul(Mag::new(alpha * alpha)),
+            corr: c,
+            gain: Mag::new(alpha * alpha),
+        };
+    }
+    if ln_q > LN_Q_LIMIT {
+        let k = 4.0 / (3.0 * (2.0 * std::f64::consts::PI).sqrt());
+        return SlotMap {
+            q: Mag::one(),
+            corr: std::f64::consts::FRAC_2_PI * c.clamp(-1.0, 1.0).asin(),
+            gain: Mag::new(alpha * k).div(q.sqrt()),
+        };
+    }
+    let s = alpha * q.value().sqrt();
+    let second = dyt_moments::second_moment(s);
+    SlotMap {
+        q: Mag::new(second),
+        corr: (dyt_moments::pair_moment(s, s, c) / second).clamp(-1.0, 1.0),
+        gain: Mag::new(alpha * alpha * dyt_moments::deriv_second_moment(s)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_limits_join_the_integrals() {
+        let a = dyt::ALPHA0;
+        // Small q: tanh is linear.
+        let m = dyt_map(a, Mag::new(1e-200), 0.3);
+        assert!((m.q.value() / (a * a * 1e-200) - 1.0).abs() < 1e-12);
+        assert!((m.corr - 0.3).abs() < 1e-12 && (m.gain.value() / (a * a) - 1.0).abs() < 1e-12);
+        // Large q: tanh is the sign; the arcsine law and the 1/sqrt(q) gain.
+        let q = 1e200;
+        let m = dyt_map(a, Mag::new(q), 0.3);
+        assert!((m.q.value() - 1.0).abs() < 1e-12);
+        let arcsine = std::f64::consts::FRAC_2_PI * 0.3f64.asin();
+        assert!((m.corr - arcsine).abs() < 1e-9, "{} vs {arcsine}", m.corr);
+        let k = 4.0 / (3.0 * (2.0 * std::f64::consts::PI).sqrt());
+        assert!((m.gain.value() / (a * k / q.sqrt()) - 1.0).abs() < 1e-6);
+        // Beyond the limit the same formulas, continuous at the switch.
+        let huge = dyt_map(a, Mag::new(1e300).mul(Mag::new(1e300)), 0.3);
+        assert_eq!(huge.q, Mag::one());
+        assert!(huge.gain.value() > 0.0 && huge.gain.ln() < -600.0);
+    }
+
+    #[test]
+    fn layer_norm_divides_by_the_second_moment() {
+        let m = slot_map(NormKind::Layer, Mag::new(4.0), 0.2).unwrap();
+        assert_eq!((m.q, m.corr, m.gain.value()), (Mag::one(), 0.2, 0.25));
+        assert!(slot_map(NormKind::Batch, Mag::one(), 0.0).is_err());
+    }
+}
