@@ -210,7 +210,9 @@ impl NormKind {
     /// tokens share `q` in the exchangeable-token model of the closed form, so it divides by
     /// the same `sqrt(q)`. BatchNorm and InstanceNorm average one channel over a finite number
     /// of columns, which does not concentrate (Yang et al. 2019 derive a `B x B` Gram map for
-    /// BatchNorm, not implemented here), and DyT is a different map altogether.
+    /// BatchNorm, not implemented here). DyT has a map of its own (Gaussian integrals of
+    /// tanh), valid only where its inputs are Gaussian: [`crate::closed_form::check`] is the
+    /// gate a stack passes.
     pub fn closed_form(self) -> crate::Result<()> {
         let why = match self {
             NormKind::Layer

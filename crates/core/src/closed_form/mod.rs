@@ -186,16 +186,14 @@ pub fn check(spec: &StackSpec, branch: &BranchConfig) -> Result<()> {
 
 /// Why the closed form has no value of `metric` for `spec`, if it has none: under DyT
 /// (docs/theory.md, "Other norms") its map carries the stream's second moment, correlation
-/// and Jacobian gains, but not what assumes a norm that divides by one scalar per token: the
-/// per-token decomposition (`coef`, `branch_weight`), the step between layers (`rel_update`,
-/// `cos_prev`, `angular_dist`), the re-run branch (`merge_error`) and the output change.
+/// and Jacobian gains (and with them `cos_prev` and `angular_dist`), but the per-token
+/// decomposition (`coef`, `branch_weight`), `rel_update`, `merge_error` and `output_change`
+/// are not derived.
 pub fn not_derived(metric: Metric, spec: &StackSpec) -> Option<String> {
     let needs = metric.info().needs;
     let scalar = needs.decomposition || needs.step || needs.merge || needs.perturbation;
     (spec.norm == NormKind::Dyt && scalar).then(|| {
-        "not derived in the closed form under DyT (the identity it uses assumes a norm that \
-         divides by one scalar per token); Monte Carlo is the reference"
-            .to_string()
+        "not derived in the closed form under DyT; Monte Carlo is the reference".to_string()
     })
 }
 

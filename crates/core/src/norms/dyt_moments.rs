@@ -18,21 +18,13 @@
 //! The pair moment integrates over `X` the inner mean `E_W[tanh(b (rho x + sqrt(1 - rho^2) W))]`,
 //! itself such an integral, whose step at `W = rho x / sqrt(1 - rho^2)` gets panels of its own
 //! (without them the arcsine limit was missed by 3e-5 at large `b`): about 45 microseconds per
-//! second moment, but about 0.1 s per pair moment, which the closed form pays once per DyT
-//! slot and block.
+//! second moment, but about 0.15 s per pair moment, which the closed form pays once per DyT
+//! slot and block (`theory::norm_map` keeps each map it computed, and uses the series of the
+//! correlation where `s` is small).
 
 /// The integrals are evaluated to this many times their size (absolute error target per
 /// panel).
 pub const REL_TARGET: f64 = 1e-15;
-
-/// The pair moment's inner mean (at most 1 in size) is evaluated to this absolute target per
-/// panel, `1e-14`: its errors average out in the outer integral, which keeps
-/// [`REL_TARGET`].
-const INNER_TARGET: f64 = 1e-14;
-
-/// The pair moment's outer integral is evaluated to this many times its size per panel
-/// (`1e-14`; the mpmath checks hold to 1e-12 relative).
-const PAIR_TARGET: f64 = 1e-14;
 
 /// Beyond this many standard deviations the Gaussian density is below `1e-300` relative.
 const Z_MAX: f64 = 38.0;
@@ -124,7 +116,8 @@ pub fn deriv_second_moment(s: f64) -> f64 {
 /// `E[tanh(a X) tanh(b Y)]` for standard normals with correlation `rho` in `[-1, 1]`, `a, b
 /// >= 0`.
 pub fn pair_moment(a: f64, b: f64, rho: f64) -> f64 {
-    if a == 0.0 || b == 0.0 {
+    // Odd in each variable: uncorrelated tokens give exactly 0.
+    if a == 0.0 || b == 0.0 || rho == 0.0 {
         return 0.0;
     }
     let rho = rho.clamp(-1.0, 1.0);
@@ -138,12 +131,12 @@ pub fn pair_moment(a: f64, b: f64, rho: f64) -> f64 {
         let t = b * w;
         // E[tanh(m + t W)] = int_0^inf (tanh(m + t w) + tanh(m - t w)) phi(w) dw, whose
         // second term steps at w = |m| / t as well as the first's at 0.
-        half_line_at(t, m.abs() / t, INNER_TARGET, |v| {
+        half_line_at(t, m.abs() / t, REL_TARGET * 1e-2, |v| {
             (m + t * v).tanh() + (m - t * v).tanh()
         })
     };
     let size = (a * b * rho.abs()).clamp(1e-300, 1.0);
-    2.0 * half_line(a.max(b), PAIR_TARGET * size, |x| (a * x).tanh() * inner(x))
+    2.0 * half_line(a.max(b), REL_TARGET * size, |x| (a * x).tanh() * inner(x))
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@
 //! with `s = alpha sqrt(q)`, Z standard normal and (X, Y) standard normals of correlation c
 //! (the two tokens' coordinates). DyT's Jacobian is `diag(alpha sech^2(alpha z))`; its mean
 //! square on an independent tangent is `alpha^2 E sech^4`. The integrals are
-//! [`crate::norms::dyt_moments`], accurate at any `s`; beyond f64's range of `q` their limits
+//! [`crate::norms::dyt_moments`], accurate at any `s` (the correlation by its series
+//! `c - (2/3) c (1 - c^2) s^4` below `s = 1e-3`); beyond `q = e^(+-600)` their limits
 //! are used: `q' = alpha^2 q`, `c' = c`, `gain = alpha^2` as `q -> 0` (tanh is linear there),
 //! and `q' = 1`, `c' = (2/pi) asin(c)`, `gain = alpha 4 / (3 sqrt(2 pi q))` as `q -> infinity`
 //! (tanh is the sign there).
@@ -44,7 +45,7 @@ pub(crate) fn slot_map(kind: NormKind, q: Mag, c: f64) -> Result<SlotMap> {
             corr: c,
             gain: Mag::one().div(q),
         }),
-        NormKind::Dyt => Ok(remembered(q, c, || dyt_map(dyt::ALPHA0, q, c))),
+        NormKind::Dyt => Ok(dyt_map(dyt::ALPHA0, q, c)),
         other => Err(Error::Unsupported(format!(
             "the closed form of --norm {other}: not derived (Monte Carlo is the reference)"
         ))),
@@ -56,13 +57,14 @@ const CACHE_ENTRIES: usize = 1 << 16;
 
 thread_local! {
     /// DyT's maps by the bits of `(q, c)`: the recursion recomputes each block's step from
-    /// its checkpoint in the backward pass, and each costs a pair moment (about 0.05 s).
+    /// its checkpoint in the backward pass, and each costs a pair moment (about 0.15 s).
     static CACHE: std::cell::RefCell<std::collections::HashMap<(i64, u64, u64), SlotMap>> =
         std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 /// `map()`, or the map this thread computed before for the same bits of `q` and `c` (the
-/// same value: a cache changes no output).
+/// same value: a cache changes no output). Only maps built from f64 values are kept, whose
+/// `Mag`s are canonical.
 fn remembered(q: Mag, c: f64, map: impl FnOnce() -> SlotMap) -> SlotMap {
     let e = q.exponent();
     let key = (e, q.over_pow2(e).to_bits(), c.to_bits());
@@ -105,13 +107,33 @@ fn dyt_map(alpha: f64, q: Mag, c: f64) -> SlotMap {
             gain: Mag::new(alpha * k).div(q.sqrt()),
         };
     }
-    let s = alpha * q.value().sqrt();
-    let second = dyt_moments::second_moment(s);
-    SlotMap {
-        q: Mag::new(second),
-        corr: (dyt_moments::pair_moment(s, s, c) / second).clamp(-1.0, 1.0),
-        gain: Mag::new(alpha * alpha * dyt_moments::deriv_second_moment(s)),
+    remembered(q, c, || {
+        let s = alpha * q.value().sqrt();
+        let second = dyt_moments::second_moment(s);
+        SlotMap {
+            q: Mag::new(second),
+            corr: dyt_corr(s, c, second),
+            gain: Mag::new(alpha * alpha * dyt_moments::deriv_second_moment(s)),
+        }
+    })
+}
+
+/// Below this `s` the correlation after DyT is its series (truncation `s^6 < 1e-18`).
+const SERIES_S: f64 = 1e-3;
+
+/// `E[tanh(sX) tanh(sY)] / E tanh^2(sZ)` for correlation `c` (`second` the denominator):
+/// `c` itself at `|c| = 1` and 0, the series `c - (2/3) c (1 - c^2) s^4` below [`SERIES_S`]
+/// (`tanh x = x - x^3/3 + 2 x^5/15`, Isserlis' moments), else the integrals.
+#[allow(clippy::float_cmp)] // the exact ends c = +-1 and 0 map to themselves
+fn dyt_corr(s: f64, c: f64, second: f64) -> f64 {
+    let c = c.clamp(-1.0, 1.0);
+    if c.abs() == 1.0 || c == 0.0 {
+        return c;
     }
+    if s < SERIES_S {
+        return c - 2.0 / 3.0 * c * (1.0 - c * c) * s.powi(4);
+    }
+    (dyt_moments::pair_moment(s, s, c) / second).clamp(-1.0, 1.0)
 }
 
 #[cfg(test)]
@@ -137,6 +159,32 @@ mod tests {
         let huge = dyt_map(a, Mag::new(1e300).mul(Mag::new(1e300)), 0.3);
         assert_eq!(huge.q, Mag::one());
         assert!(huge.gain.value() > 0.0 && huge.gain.ln() < -600.0);
+    }
+
+    #[test]
+    fn the_correlation_is_exact_at_its_ends_and_follows_its_series() {
+        for c in [-1.0, 0.0, 1.0] {
+            assert_eq!(dyt_map(0.5, Mag::new(4.0), c).corr.to_bits(), c.to_bits());
+        }
+        // Across the switch to the series the integrals agree with it to their own accuracy,
+        // about 1e-12 at s = 2e-3 (30-digit mpmath gives -0.899999999998176044 at c = -0.9,
+        // the series' value to its truncation s^6 ~ 6e-17; the integrals -0.89999999999929).
+        for c in [0.3, -0.9, 0.999] {
+            let s = 2e-3;
+            let second = dyt_moments::second_moment(s);
+            let integral = dyt_moments::pair_moment(s, s, c) / second;
+            let series = c - 2.0 / 3.0 * c * (1.0 - c * c) * s.powi(4);
+            assert!(
+                (integral - series).abs() < 3e-12,
+                "{c}: {integral} vs {series}"
+            );
+        }
+        // Below the switch the map is the series itself.
+        let s: f64 = 0.5 * 1e-4f64.sqrt(); // alpha sqrt(q) at q = 1e-4: 5e-3 > 1e-3
+        let tiny = dyt_map(0.5, Mag::new(1e-8), -0.9); // s = 5e-5
+        let series = -0.9 + 2.0 / 3.0 * 0.9 * 0.19 * (5e-5f64).powi(4);
+        assert_eq!(tiny.corr.to_bits(), series.to_bits());
+        assert!(s > SERIES_S);
     }
 
     #[test]
