@@ -233,6 +233,26 @@ impl Profile {
         }
     }
 
+    /// Writes `metric` as [`Value::Missing`] with `reason` at every layer of `layers` it has
+    /// (one row per source `j = 0..=l` for a metric with sources, as a measured one has), for
+    /// an engine that has no value of it in this setting.
+    pub fn insert_missing(&mut self, metric: Metric, layers: &[usize], reason: &str) {
+        for &l in layers
+            .iter()
+            .filter(|&&l| metric.info().layers.contains(l, self.depth))
+        {
+            let sources: Vec<Option<usize>> = if metric.has_source() {
+                (0..=l).map(Some).collect()
+            } else {
+                vec![None]
+            };
+            for s in sources {
+                self.values
+                    .insert((metric, l, s), Value::Missing(reason.to_string()));
+            }
+        }
+    }
+
     /// Replaces every value that is not finite by [`Value::Missing`] with its reason (the one
     /// check every engine applies before its values become rows), notes how many values are
     /// missing and why; returns how many it replaced.

@@ -124,21 +124,7 @@ impl Engine for ClosedForm<'_> {
         }
         for m in missing {
             let reason = not_derived(m, spec).unwrap_or_default();
-            for &l in layers
-                .iter()
-                .filter(|&&l| m.info().layers.contains(l, spec.depth))
-            {
-                let sources: Vec<Option<usize>> = if m.has_source() {
-                    (0..=l).map(Some).collect()
-                } else {
-                    vec![None]
-                };
-                for s in sources {
-                    profile
-                        .values
-                        .insert((m, l, s), Value::Missing(reason.clone()));
-                }
-            }
+            profile.insert_missing(m, &layers, &reason);
         }
         profile.settle();
         Ok(profile)

@@ -319,22 +319,7 @@ impl Engine for MonteCarlo<'_> {
         profile.values = cols.estimates();
         for m in undefined {
             let reason = undefined_here(m, spec, self.cfg).unwrap_or_default();
-            for &l in layers
-                .iter()
-                .filter(|&&l| m.info().layers.contains(l, spec.depth))
-            {
-                // One row per source j = 0..=l for a metric with sources, as measured ones.
-                let sources: Vec<Option<usize>> = if m.has_source() {
-                    (0..=l).map(Some).collect()
-                } else {
-                    vec![None]
-                };
-                for s in sources {
-                    profile
-                        .values
-                        .insert((m, l, s), Value::Missing(reason.clone()));
-                }
-            }
+            profile.insert_missing(m, &layers, &reason);
         }
         profile.settle();
         Ok(profile)
