@@ -217,10 +217,10 @@ pub struct ModelArgs {
     #[arg(long, default_value_t = RawModel::default().width, allow_hyphen_values = true)]
     pub width: usize,
     /// Normalizer of every norm slot: layer, rms, group (identical in the closed form),
-    /// batch, instance (per channel over the batch / over a sequence's tokens; Monte Carlo
-    /// only), dyt (tanh(alpha x), alpha = 0.5; closed form for Pre-Norm placements with
-    /// per-token branches), or identity (no norms at all:
-    /// the un-normalized baseline). Default: layer; a placement file's presets use the kind
+    /// batch, instance (per channel over the batch / over a sequence's tokens; closed form
+    /// for Pre-Norm placements and Post-Norm with --alpha 0, linear and relu-mlp branches),
+    /// dyt (tanh(alpha x), alpha = 0.5; closed form for Pre-Norm placements with per-token
+    /// branches), or identity (no norms at all: the un-normalized baseline). Default: layer; a placement file's presets use the kind
     /// their file names (identity still removes their norms).
     #[arg(long, value_enum)]
     pub norm: Option<NormKind>,
@@ -293,6 +293,10 @@ pub struct TheoryArgs {
     /// note. Off by default (the d -> infinity closed form).
     #[arg(long, value_name = "D")]
     pub finite_width: Option<usize>,
+    /// Samples per batch B, the columns BatchNorm averages each channel over (read with
+    /// --norm batch, which takes one token per sample, --tokens 1, and needs B >= 6).
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    pub batch: usize,
 }
 
 /// Sampling flags of `mc` and `compare`.

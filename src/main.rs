@@ -107,7 +107,8 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             let raw: RawModel = a.model.raw();
             let t = &a.table;
             let cfg = TheoryConfig::new(&t.preset, &raw, &t.metrics, &t.layers)?
-                .with_finite_width(a.finite_width)?;
+                .with_finite_width(a.finite_width)?
+                .with_batch(a.batch)?;
             check_norm_flag(&a.model, &cfg.presets)?;
             let rows = normscope::tables::theory_rows(&cfg, &mut notes)?;
             say_notes(&mut notes)?;

@@ -216,3 +216,60 @@ fn the_monte_carlo_engine_reproduces_the_linear_rate() {
         assert!(!within(mean, se, wrong), "the band also holds {wrong}");
     }
 }
+
+/// The closed form (`normscope theory --preset post --alpha 0 --norm batch --tokens 1 --batch B
+/// --metrics grad_sq`): BatchNorm's map over the batch's Gram matrix
+/// (`theory::norm_map`) gives Theorem 3.9's `(B - 2)/(B - 3)` exactly between every two
+/// middle layers, `B (B - 2)/((B - 1)(B - 3))` at block 1 (its input samples are independent,
+/// `q (1 - c) = 1` rather than `B/(B - 1)`), and `1 - 1/B` at the top (the output gradient's
+/// batch mean, which BatchNorm's Jacobian removes).
+#[test]
+fn the_closed_form_gives_theorem_3_9_exactly() {
+    use normscope::closed_form::ClosedForm;
+    use normscope::engine::{Engine, Plan};
+    use normscope::layers::LayerSpec;
+    use normscope::metrics::Metric;
+    use normscope::model::RawModel;
+    use normscope::profile::Value;
+    use normscope::spec::NormKind;
+    let depth = 12;
+    for batch in [6usize, 7, 8, 16, 100] {
+        let model = RawModel {
+            depth,
+            alpha: Some(0.0),
+            tokens: 1,
+            norm: NormKind::Batch,
+            ..RawModel::default()
+        }
+        .check()
+        .unwrap();
+        let cf = ClosedForm::new(&model).with_batch(batch);
+        let p = cf
+            .profile(
+                &model.stack("post").unwrap(),
+                &Plan::new(&[Metric::GradSq], LayerSpec::All),
+            )
+            .unwrap();
+        assert_eq!(
+            p.setup.norm.as_deref(),
+            Some(format!("batch:B={batch}").as_str())
+        );
+        let g = |l: usize| match p.values[&(Metric::GradSq, l, None)] {
+            Value::Exact(v) => v,
+            ref other => panic!("{other:?}"),
+        };
+        let b = batch as f64;
+        let close = |x: f64, y: f64| (x / y - 1.0).abs() < 1e-13;
+        for l in 2..depth {
+            assert!(
+                close(g(l - 1) / g(l), linear_rate(batch)),
+                "B = {batch} l = {l}"
+            );
+        }
+        assert!(close(g(0) / g(1), b * (b - 2.0) / ((b - 1.0) * (b - 3.0))));
+        assert!(close(
+            g(depth - 1) / g(depth),
+            (1.0 - 1.0 / b) * linear_rate(batch)
+        ));
+    }
+}

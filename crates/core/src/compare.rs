@@ -176,10 +176,10 @@ pub fn compare(
         cfg,
         progress: &bar,
     };
-    let theory_engine = ClosedForm::new(&cfg.model);
+    let theory_engine = ClosedForm::new(&cfg.model).with_batch(cfg.batch);
     // Every stack must have a closed form before any network is drawn.
     for p in presets {
-        crate::closed_form::check(&cfg.model.stack(p)?, &cfg.model.branch)?;
+        theory_engine.check(&cfg.model.stack(p)?)?;
     }
     let mut out = Vec::new();
     for p in presets {

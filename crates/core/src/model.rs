@@ -334,6 +334,8 @@ pub struct TheoryConfig {
     pub finite_width: Option<usize>,
     /// Layers.
     pub layers: LayerSpec,
+    /// Samples per batch B (`--batch`): the columns BatchNorm's closed form averages over.
+    pub batch: usize,
 }
 
 impl TheoryConfig {
@@ -346,7 +348,21 @@ impl TheoryConfig {
             path_len_explicit: metrics.split(',').any(|m| m.trim() == "path_len"),
             layers: LayerSpec::parse(layers)?,
             finite_width: None,
+            batch: 1,
         })
+    }
+
+    /// Sets the batch B (`--batch`, >= 1), read by BatchNorm's closed form.
+    pub fn with_batch(mut self, batch: usize) -> Result<Self> {
+        if batch == 0 {
+            return Err(Error::invalid(
+                "--batch",
+                batch,
+                "a number of samples per batch >= 1",
+            ));
+        }
+        self.batch = batch;
+        Ok(self)
     }
 
     /// Applies the leading finite-width correction at width `d` (`--finite-width`), refusing

@@ -72,9 +72,10 @@ impl Slot {
 /// LayerNorm and RMSNorm divide each token by its own statistic; BatchNorm, InstanceNorm and
 /// GroupNorm divide blocks of entries spanning several tokens ([`crate::norms::grouped`]);
 /// DyT divides by nothing ([`crate::norms::dyt`]). LayerNorm, RMSNorm and GroupNorm (a fixed
-/// number of groups) have the same infinite-width limit, the closed form; DyT has its own
-/// (Gaussian integrals of tanh); BatchNorm and InstanceNorm have none here
-/// ([`NormKind::closed_form`]).
+/// number of groups) have the same infinite-width limit in the closed form; DyT has its own
+/// (Gaussian integrals of tanh), and BatchNorm and InstanceNorm theirs over n exchangeable
+/// columns (Yang et al. 2019), each where its inputs are Gaussian
+/// ([`crate::closed_form::check`]).
 ///
 /// # Examples
 ///
@@ -88,9 +89,7 @@ impl Slot {
 /// assert_eq!(NormKind::parse("batchnorm"), Some(NormKind::Batch));
 /// assert_eq!(NormKind::parse("weight"), None);
 /// assert!(NormKind::Rms.per_token() && !NormKind::Batch.per_token());
-/// assert!(NormKind::Group.closed_form().is_ok() && NormKind::Dyt.closed_form().is_ok());
-/// let err = NormKind::Batch.closed_form().unwrap_err().to_string();
-/// assert!(err.starts_with("unsupported: the closed form with --norm batch: ") && err.contains("mc"));
+/// assert!(NormKind::Batch.is_column_norm() && !NormKind::Group.is_column_norm());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -202,34 +201,10 @@ impl NormKind {
         matches!(self, NormKind::Layer | NormKind::Rms | NormKind::Identity)
     }
 
-    /// Whether the closed form (the infinite-width limit) covers this norm, or why not.
-    ///
-    /// At infinite width a LayerNorm's or RMSNorm's statistic of a token concentrates on its
-    /// second moment `q` (its mean on 0), so both divide by `sqrt(q)`; a GroupNorm with a fixed
-    /// number of groups averages `d/G -> infinity` channels of every token of a sequence, whose
-    /// tokens share `q` in the exchangeable-token model of the closed form, so it divides by
-    /// the same `sqrt(q)`. BatchNorm and InstanceNorm average one channel over a finite number
-    /// of columns, which does not concentrate (Yang et al. 2019 derive a `B x B` Gram map for
-    /// BatchNorm, not implemented here). DyT has a map of its own (Gaussian integrals of
-    /// tanh), valid only where its inputs are Gaussian: [`crate::closed_form::check`] is the
-    /// gate a stack passes.
-    pub fn closed_form(self) -> crate::Result<()> {
-        let why = match self {
-            NormKind::Layer
-            | NormKind::Rms
-            | NormKind::Group
-            | NormKind::Dyt
-            | NormKind::Identity => return Ok(()),
-            NormKind::Batch | NormKind::Instance => format!(
-                "{} averages each channel over a finite number of columns, which does not \
-                 concentrate at infinite width; no closed form is derived here: use Monte Carlo \
-                 (`normscope mc`)",
-                self.label()
-            ),
-        };
-        Err(crate::Error::Unsupported(format!(
-            "the closed form with --norm {self}: {why}"
-        )))
+    /// Whether the norm averages each channel over a set of columns (InstanceNorm: the tokens
+    /// of a sequence; BatchNorm: the batch), so its Jacobian removes the columns' mean.
+    pub fn is_column_norm(self) -> bool {
+        matches!(self, NormKind::Batch | NormKind::Instance)
     }
 }
 

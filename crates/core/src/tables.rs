@@ -78,6 +78,23 @@ pub fn theory_rows(cfg: &TheoryConfig, notes: &mut Vec<String>) -> Result<Vec<Ro
             ),
         ));
     }
+    // Only BatchNorm's closed form reads the batch: a batch for another norm would be
+    // silently ignored.
+    if cfg.batch > 1 {
+        for p in &cfg.presets {
+            let norm = cfg.model.stack(p)?.norm;
+            if norm != crate::spec::NormKind::Batch {
+                return Err(Error::invalid(
+                    "--batch",
+                    cfg.batch,
+                    format!(
+                        "1 with --norm {norm} (preset {p}): the closed form reads the batch \
+                         only for BatchNorm"
+                    ),
+                ));
+            }
+        }
+    }
     let layers = cfg.layers.resolve(depth)?;
     let estimate = estimate_rows(&cfg.metrics, &layers) * cfg.presets.len() as u128;
     if estimate > MAX_ROWS {
@@ -95,7 +112,7 @@ pub fn theory_rows(cfg: &TheoryConfig, notes: &mut Vec<String>) -> Result<Vec<Ro
         path_len_explicit: cfg.path_len_explicit,
     };
     let mut out = rows(
-        &ClosedForm::new(&cfg.model),
+        &ClosedForm::new(&cfg.model).with_batch(cfg.batch),
         &cfg.model,
         &cfg.presets,
         &plan,

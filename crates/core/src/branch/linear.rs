@@ -80,6 +80,11 @@ impl MeanFieldBranch for Kernel {
     fn perturbation_sq(&self, m: &BranchModel, q: f64, c: f64) -> f64 {
         m.forward(q, c).0
     }
+
+    /// `J_t = W` for every token: the cross moment is carried as the energy is.
+    fn deriv_corr(&self, _m: &BranchModel, _q: f64, _c: f64) -> Option<f64> {
+        Some(1.0)
+    }
 }
 
 /// A sampled linear branch.

@@ -114,6 +114,18 @@ impl MeanFieldBranch for Kernel {
         let v = m.first * q;
         out + m.last * self.0.deriv_second_moment(v) * v
     }
+
+    /// ReLU: `P(X > 0, Y > 0) / P(X > 0) = (pi - arccos c)/pi` (Sheppard's orthant
+    /// probability), at any variance; GELU is not derived.
+    fn deriv_corr(&self, _m: &BranchModel, _q: f64, c: f64) -> Option<f64> {
+        match self.0 {
+            Activation::Relu => {
+                let pi = std::f64::consts::PI;
+                Some((pi - c.clamp(-1.0, 1.0).acos()) / pi)
+            }
+            Activation::Gelu => None,
+        }
+    }
 }
 
 /// A sampled MLP branch.

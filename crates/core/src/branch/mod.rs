@@ -351,6 +351,14 @@ pub trait MeanFieldBranch: Sync {
     /// Second moment of the first-order output change per squared relative weight
     /// perturbation of every matrix.
     fn perturbation_sq(&self, m: &BranchModel, q: f64, c: f64) -> f64;
+    /// The input Jacobian's cross-token share `rho'`: for a per-token branch `J_t`, the ratio
+    /// `E<J_t^T g, J_s^T h> / (g_b <g, h>)` of two tokens of input correlation c, by which a
+    /// gradient's cross-token moment is carried relative to its per-token energy. 1 for a
+    /// linear branch; `E[phi'(X) phi'(Y)] / E[phi'(X)^2]` for an MLP (X, Y of correlation c,
+    /// at variance `first q`). `None` where not derived (token-mixing branches, GELU).
+    fn deriv_corr(&self, _m: &BranchModel, _q: f64, _c: f64) -> Option<f64> {
+        None
+    }
 }
 
 /// How the branch is built: kind, init, widths and an optional gain override.
@@ -504,6 +512,11 @@ impl BranchModel {
     /// See [`MeanFieldBranch::backward_gain`].
     pub fn backward_gain(&self, q: f64) -> f64 {
         self.kernel().backward_gain(self, q)
+    }
+
+    /// See [`MeanFieldBranch::deriv_corr`].
+    pub fn deriv_corr(&self, q: f64, c: f64) -> Option<f64> {
+        self.kernel().deriv_corr(self, q, c)
     }
 
     /// See [`MeanFieldBranch::mixes_tokens`].

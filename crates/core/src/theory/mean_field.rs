@@ -1,8 +1,11 @@
 //! The closed-form (infinite-width, mean-field) engine, docs/theory.md, "The mean-field closed form".
 //!
 //! At init, fresh independent zero-mean weights make every cross term vanish in expectation,
-//! and a norm acts as the scalar `1/sqrt(q)` of its input's second moment q (its centering and
-//! the removal of the radial direction are O(1/d)). Per block l, with `q = q_{l-1}`:
+//! and a LayerNorm acts as the scalar `1/sqrt(q)` of its input's second moment q (its centering
+//! and the removal of the radial direction are O(1/d)); the other norms' maps replace it
+//! (`theory::norm_map`: DyT's Gaussian integrals, and InstanceNorm's and BatchNorm's map over
+//! n columns, whose Jacobian removes the columns' mean, carried by `Column`). Per block l, with
+//! `q = q_{l-1}`:
 //!
 //! ```text
 //! q_u   = q (N_in = id) | 1 (N_in = Norm) | 1/l (LayerNorm Scaling)      branch input
@@ -31,7 +34,7 @@ use super::logsum::{Mag, PrefixSum, ln0};
 use super::norm_map::slot_map;
 use super::split::Energy;
 use crate::branch::{BranchKind, BranchModel};
-use crate::spec::{InputScale, SkipScale, StackSpec};
+use crate::spec::{InputScale, NormKind, SkipScale, StackSpec};
 use crate::{Error, Result};
 use std::ops::{Add, Div, Mul};
 
@@ -189,6 +192,43 @@ struct Local {
     rel_update: f64,
     cos_prev: f64,
     output_change: Mag,
+    /// The block's Jacobian on a gradient's split under a column norm, which the scalar gains
+    /// above do not carry.
+    column: Option<Column>,
+}
+
+/// One block's Jacobian on a split energy under InstanceNorm or BatchNorm
+/// ([`super::norm_map`]): `N_out` and `N_in` remove the columns' mean and scale the
+/// fluctuation; the per-token branch carries the cross-column moment by `rho`
+/// ([`Energy::per_token`]), which moves energy between the mean and the fluctuation.
+#[derive(Clone, Copy, Debug)]
+struct Column {
+    /// Whether `N_out` is the norm (it removes the mean).
+    out_kills: bool,
+    /// `N_out`'s gain on the fluctuation (1 without it).
+    n_sq: Mag,
+    /// `alpha_l^2`.
+    skip: Mag,
+    /// `lambda_l^2` times `N_br`'s gain and the branch's `g_b`.
+    branch: Mag,
+    /// The branch's cross-token share at its input correlation.
+    rho: f64,
+    /// Whether `N_in` is the norm.
+    in_kills: bool,
+    /// `N_in`'s gain on the fluctuation (with the input scale).
+    in_jac: Mag,
+    /// Columns n.
+    n: f64,
+}
+
+impl Column {
+    /// `J_l^T e` for the gradient's split e at x_l.
+    fn apply(&self, e: Energy) -> Energy {
+        let e = if self.out_kills { e.fluctuation() } else { e }.scale(self.n_sq);
+        let b = e.scale(self.branch).per_token(self.rho, self.n);
+        let b = if self.in_kills { b.fluctuation() } else { b }.scale(self.in_jac);
+        e.scale(self.skip) + b
+    }
 }
 
 /// The fixed inputs of the recursion.
@@ -198,14 +238,23 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// The final norm's mean-square Jacobian gain at a stream of second moment q
-    /// ([`slot_map`]: `1/q` for LayerNorm), or 1.
-    fn fin(&self, q: Mag) -> Result<Mag> {
+    /// The final norm's mean-square Jacobian gain at a stream of second moment q and column
+    /// correlation c ([`slot_map`]: `1/q` for LayerNorm), or 1.
+    fn fin(&self, q: Mag, c: f64) -> Result<Mag> {
         if self.spec.final_norm.is_norm() {
-            Ok(slot_map(self.spec.norm, q, 0.0)?.gain)
+            // Only a column norm's gain depends on c (DyT's map at c = 0 skips its pair
+            // moment).
+            let c = if self.columns() { c } else { 0.0 };
+            Ok(slot_map(self.spec.norm, q, c, self.model.tokens, self.spec.depth)?.gain)
         } else {
             Ok(Mag::one())
         }
+    }
+
+    /// Whether the norm averages each channel over the columns (InstanceNorm, BatchNorm), so
+    /// that gradients are carried by [`Column`].
+    fn columns(&self) -> bool {
+        self.spec.norm.is_column_norm()
     }
 
     /// Block l of the recursion (module docs): the state after it and its contributions.
@@ -219,13 +268,14 @@ impl Ctx<'_> {
             InputScale::InvSqrtLayer => Mag::new(1.0 / l as f64),
         };
         let norm = spec.norm;
+        let n = model.tokens;
         // The branch input N_in(x) (scaled): its second moment, correlation and the
         // mean-square gain of the map from x (slot_map; for LayerNorm 1, c and 1/q).
         let (qu, cu, in_jac) = if b.n_in.is_norm() {
-            let m = slot_map(norm, qp, cp)?;
+            let m = slot_map(norm, qp, cp, n, l)?;
             // LayerNorm's gain as it was always rounded, in_scale / q (one rounding).
             let in_jac = match norm {
-                crate::spec::NormKind::Dyt => m.gain.mul(in_scale),
+                NormKind::Dyt | NormKind::Batch | NormKind::Instance => m.gain.mul(in_scale),
                 _ => in_scale.div(qp),
             };
             (m.q.mul(in_scale), m.corr, in_jac)
@@ -238,7 +288,7 @@ impl Ctx<'_> {
         // N_br's Jacobian.
         let (q_br, kappa, br_jac) = match (b.n_br.is_norm(), zero_branch) {
             (true, false) => {
-                let m = slot_map(norm, br.out, br.kappa)?;
+                let m = slot_map(norm, br.out, br.kappa, n, l)?;
                 (m.q, m.corr, m.gain)
             }
             (true, true) => (Mag::zero(), br.kappa, Mag::zero()),
@@ -266,7 +316,7 @@ impl Ctx<'_> {
         // n^2: the mean-square gain of N_out's Jacobian (1/s_l for LayerNorm), or 1; the
         // stream's second moment and correlation after N_out.
         let (ql, c, n_sq) = if b.n_out.is_norm() {
-            let m = slot_map(norm, s, c)?;
+            let m = slot_map(norm, s, c, n, l)?;
             (m.q, m.corr, m.gain)
         } else {
             (s, c, Mag::one())
@@ -308,6 +358,26 @@ impl Ctx<'_> {
         } else {
             st.admin_omega_sq
         };
+        let column = if self.columns() {
+            Some(Column {
+                out_kills: b.n_out.is_norm(),
+                n_sq,
+                skip: alpha_sq,
+                branch: lambda_sq.mul(br_jac).mul(Mag::new(br.backward_gain)),
+                rho: model.deriv_corr(qu.value(), cu).ok_or_else(|| {
+                    Error::Unsupported(format!(
+                        "the closed form with --norm {norm} and the {} branch: its Jacobian on \
+                         a gradient's cross-column moment is not derived",
+                        model.kind.name()
+                    ))
+                })?,
+                in_kills: b.n_in.is_norm(),
+                in_jac,
+                n,
+            })
+        } else {
+            None
+        };
         let local = Local {
             q: ql,
             corr: c.clamp(-1.0, 1.0),
@@ -325,7 +395,8 @@ impl Ctx<'_> {
             rel_update: ru.sqrt(),
             // cos = n alpha q / sqrt(q_l q).
             cos_prev: (a2.mul(qp).ratio(ql)).sqrt().min(1.0),
-            output_change: o.total().mul(self.fin(ql)?),
+            output_change: o.total().mul(self.fin(ql, c)?),
+            column,
         };
         let next = State {
             q: ql,
@@ -618,7 +689,7 @@ impl MeanField {
             }
         }
         if keep.backward {
-            mf.backward(&ctx, &checkpoints, every, st.q, keep)?;
+            mf.backward(&ctx, &checkpoints, every, (st.q, st.corr), keep)?;
         }
         Ok(mf)
     }
@@ -632,12 +703,16 @@ impl MeanField {
         ctx: &Ctx,
         checkpoints: &[State],
         every: usize,
-        q_last: Mag,
+        (q_last, c_last): (Mag, f64),
         keep: &Keep,
     ) -> Result<()> {
         let depth = self.depth;
         let n = ctx.model.tokens;
-        let mut r = Energy::isotropic(n).scale(ctx.fin(q_last)?);
+        let mut r = Energy::isotropic(n);
+        if ctx.columns() && ctx.spec.final_norm.is_norm() {
+            r = r.fluctuation();
+        }
+        let mut r = r.scale(ctx.fin(q_last, c_last)?);
         if keep.has(depth) {
             self.grad.set(depth, r.total());
         }
@@ -664,7 +739,10 @@ impl MeanField {
                     };
                     self.weight_grad.set(l, wg);
                 }
-                r = jacobian_step(loc.a2, loc.split, r);
+                r = match &loc.column {
+                    Some(col) => col.apply(r),
+                    None => jacobian_step(loc.a2, loc.split, r),
+                };
                 if keep.has(l - 1) {
                     self.grad.set(l - 1, r.total());
                 }

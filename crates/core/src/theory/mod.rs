@@ -8,7 +8,7 @@ pub mod finite_width;
 pub mod layered;
 pub mod logsum;
 pub mod mean_field;
-mod norm_map;
+pub(crate) mod norm_map;
 pub mod paths;
 pub mod split;
 

@@ -5,7 +5,22 @@
 //! ```text
 //! LayerNorm, RMSNorm, GroupNorm:  q' = 1,                c' = c,                          gain = 1/q
 //! DyT (y = tanh(alpha z)):        q' = E tanh^2(s Z),    c' = E[tanh(s X) tanh(s Y)] / q',  gain = alpha^2 E sech^4(s Z)
+//! InstanceNorm, BatchNorm:        q' = 1,                c' = -1/(n - 1),                 gain = n (n - 2) / ((n - 1)(n - 3) q (1 - c))  on the fluctuation, 0 on the mean
 //! ```
+//!
+//! The last line is the map of a norm that averages each channel over n exchangeable columns
+//! (InstanceNorm: the n tokens of a sequence; BatchNorm: the n = B samples of a batch of
+//! one-token inputs) with Gaussian input columns of second moment q and pairwise correlation
+//! c (Yang, Pennington, Rao, Sohl-Dickstein and Schoenholz 2019, "A Mean Field Theory of Batch
+//! Normalization", ICLR; their linear-network rate is the case `q (1 - c) = n/(n - 1)`). Per
+//! channel the norm maps `z` to `y = sqrt(n) P z / |P z|` with `P = I - 11^T/n`; `P z` is
+//! isotropic in the (n-1)-dimensional range of P, so `E[y y^T] = n/(n-1) P` (the output's
+//! `q' = 1`, `c' = -1/(n-1)`), its direction is independent of its radius,
+//! `E 1/|P z|^2 = 1/(q (1 - c)(n - 3))` (inverse chi-square with n - 1 degrees), and its
+//! Jacobian `(sqrt(n)/|P z|)(P - y y^T/n)` removes the columns' mean and, of a gradient's
+//! fluctuation (isotropic in the range of P for exchangeable columns), keeps `(n-2)/(n-1)`
+//! times `n / |P z|^2`. It needs `c < 1` and `n >= 4` for the inverse chi-square's mean; it is
+//! taken from `n >= 6` ([`MIN_COLUMNS`]), where its variance is finite too.
 //!
 //! with `s = alpha sqrt(q)`, Z standard normal and (X, Y) standard normals of correlation c
 //! (the two tokens' coordinates). DyT's Jacobian is `diag(alpha sech^2(alpha z))`; its mean
@@ -29,27 +44,70 @@ pub(crate) struct SlotMap {
     pub q: Mag,
     /// Token correlation of the output.
     pub corr: f64,
-    /// Mean-square gain of the Jacobian.
+    /// Mean-square gain of the Jacobian (on a tangent's fluctuation over the columns when
+    /// [`Self::kills_mean`]).
     pub gain: Mag,
+    /// Whether the Jacobian removes the columns' mean (InstanceNorm, BatchNorm), so that
+    /// `gain` applies to a tangent's fluctuation alone.
+    pub kills_mean: bool,
 }
 
 /// `ln q` beyond which DyT's integrals take their limits (`s` below `e^-300` or above
 /// `e^300`: far beyond where the limits hold to f64's precision).
 const LN_Q_LIMIT: f64 = 600.0;
 
-/// The map of a slot of norm `kind` (module docs); a norm without a closed form is refused.
-pub(crate) fn slot_map(kind: NormKind, q: Mag, c: f64) -> Result<SlotMap> {
+/// The map of a slot of norm `kind` (module docs) over `n` exchangeable columns (read by
+/// InstanceNorm and BatchNorm only); `layer` names the block in an error.
+pub(crate) fn slot_map(kind: NormKind, q: Mag, c: f64, n: f64, layer: usize) -> Result<SlotMap> {
     match kind {
         NormKind::Layer | NormKind::Rms | NormKind::Group => Ok(SlotMap {
             q: Mag::one(),
             corr: c,
             gain: Mag::one().div(q),
+            kills_mean: false,
         }),
         NormKind::Dyt => Ok(dyt_map(dyt::ALPHA0, q, c)),
-        other => Err(Error::Unsupported(format!(
-            "the closed form of --norm {other}: not derived (Monte Carlo is the reference)"
-        ))),
+        NormKind::Batch | NormKind::Instance => column_map(kind, q, c, n, layer),
+        NormKind::Identity => Err(Error::Unsupported(
+            "the identity has no norm slot to map".to_string(),
+        )),
     }
+}
+
+/// The fewest columns a column norm's map is derived for. Its mean needs `E 1/chi^2_{n-1}`,
+/// finite from `n = 4`; below `n = 6` its variance `E 1/chi^4_{n-1}` is infinite, so the
+/// finite-width networks it describes have per-channel gains without a variance, their
+/// deviation from the limit is not O(1/d) and Monte Carlo's intervals do not hold (measured:
+/// Pre-Norm, InstanceNorm over 4 tokens, `c0 = 0.3`, d = 256: `grad_sq` at layer 0 is 7.59 +-
+/// 0.46 by Monte Carlo against 10.35). The closed form is derived from `n = 6`.
+pub const MIN_COLUMNS: f64 = 6.0;
+
+/// InstanceNorm's and BatchNorm's map over `n` columns (module docs).
+fn column_map(kind: NormKind, q: Mag, c: f64, n: f64, layer: usize) -> Result<SlotMap> {
+    if n < MIN_COLUMNS {
+        return Err(Error::Unsupported(format!(
+            "the closed form of {} over {n} columns: its Jacobian's mean square has no \
+             variance below 6 (E 1/chi^4 with n - 1 = {} degrees); derived for n >= 6",
+            kind.label(),
+            n - 1.0
+        )));
+    }
+    let spread = 1.0 - c;
+    if spread.is_nan() || spread <= 0.0 || q.value() == 0.0 && q.ln() == f64::NEG_INFINITY {
+        return Err(Error::Undefined(format!(
+            "{}'s input at block {layer} has identical columns (correlation {c}, second \
+             moment {:e}): nothing to normalize",
+            kind.label(),
+            q.value()
+        )));
+    }
+    let k = n * (n - 2.0) / ((n - 1.0) * (n - 3.0) * spread);
+    Ok(SlotMap {
+        q: Mag::one(),
+        corr: -1.0 / (n - 1.0),
+        gain: Mag::new(k).div(q),
+        kills_mean: true,
+    })
 }
 
 /// Maps kept per thread ([`remembered`]) before the cache is emptied.
@@ -90,6 +148,7 @@ fn dyt_map(alpha: f64, q: Mag, c: f64) -> SlotMap {
             q: Mag::zero(),
             corr: c,
             gain: Mag::new(alpha * alpha),
+            kills_mean: false,
         };
     }
     if ln_q < -LN_Q_LIMIT {
@@ -97,6 +156,7 @@ fn dyt_map(alpha: f64, q: Mag, c: f64) -> SlotMap {
             q: q.mul(Mag::new(alpha * alpha)),
             corr: c,
             gain: Mag::new(alpha * alpha),
+            kills_mean: false,
         };
     }
     if ln_q > LN_Q_LIMIT {
@@ -105,6 +165,7 @@ fn dyt_map(alpha: f64, q: Mag, c: f64) -> SlotMap {
             q: Mag::one(),
             corr: std::f64::consts::FRAC_2_PI * c.clamp(-1.0, 1.0).asin(),
             gain: Mag::new(alpha * k).div(q.sqrt()),
+            kills_mean: false,
         };
     }
     remembered(q, c, || {
@@ -114,6 +175,7 @@ fn dyt_map(alpha: f64, q: Mag, c: f64) -> SlotMap {
             q: Mag::new(second),
             corr: dyt_corr(s, c, second),
             gain: Mag::new(alpha * alpha * dyt_moments::deriv_second_moment(s)),
+            kills_mean: false,
         }
     })
 }
@@ -188,8 +250,29 @@ mod tests {
 
     #[test]
     fn layer_norm_divides_by_the_second_moment() {
-        let m = slot_map(NormKind::Layer, Mag::new(4.0), 0.2).unwrap();
+        let m = slot_map(NormKind::Layer, Mag::new(4.0), 0.2, 8.0, 1).unwrap();
         assert_eq!((m.q, m.corr, m.gain.value()), (Mag::one(), 0.2, 0.25));
-        assert!(slot_map(NormKind::Batch, Mag::one(), 0.0).is_err());
+        assert!(!m.kills_mean);
+    }
+
+    #[test]
+    fn column_norms_follow_yang_et_al() {
+        // Yang et al. 2019, Theorem 3.9: a linear BatchNorm network's gradient grows by
+        // (B - 2)/(B - 3) per layer; its BatchNorm input has q (1 - c) = B/(B - 1) (q = 1
+        // and c = -1/(B - 1) after the previous BatchNorm).
+        for n in [6.0, 8.0, 16.0, 1000.0] {
+            let c = -1.0 / (n - 1.0);
+            let m = slot_map(NormKind::Batch, Mag::one(), c, n, 1).unwrap();
+            assert_eq!((m.q, m.corr, m.kills_mean), (Mag::one(), c, true));
+            let rate = (n - 2.0) / (n - 3.0);
+            assert!((m.gain.value() / rate - 1.0).abs() < 1e-15, "{n}");
+        }
+        // The gain scales as 1/(q (1 - c)); InstanceNorm is the same map over tokens.
+        let m = slot_map(NormKind::Instance, Mag::new(2.0), 0.5, 6.0, 1).unwrap();
+        assert!((m.gain.value() - 6.0 * 4.0 / (5.0 * 3.0 * 2.0 * 0.5)).abs() < 1e-15);
+        let few = slot_map(NormKind::Batch, Mag::one(), 0.0, 5.0, 1).unwrap_err();
+        assert!(few.to_string().contains("n >= 6"), "{few}");
+        let same = slot_map(NormKind::Instance, Mag::one(), 1.0, 8.0, 5).unwrap_err();
+        assert!(same.to_string().contains("block 5"), "{same}");
     }
 }
