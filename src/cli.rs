@@ -74,19 +74,18 @@ pub const VERSION: &str = normscope::analyses::manifest::VERSION;
 /// normscope: where does normalization belong in a residual network?
 ///
 /// Exact expansions, infinite-width closed forms and Monte Carlo on sampled finite-width
-/// networks for Pre-Norm, Post-Norm, DeepNorm and their relatives. With no command,
-/// regenerates the default analyses into data/ and figures/ (same as `normscope reproduce`).
-///
-/// Examples:
-///   normscope theory --preset pre,post --depth 256 --metrics eff_depth --layers last
-///   normscope mc --preset post --branch relu-mlp --init he --depth 64 --samples 16 --layers last
-///   normscope compare --preset deepnorm --depth 32 --metrics grad_sq --layers log:6
-///   normscope expand --preset post --depth 4 --format latex
-///   normscope reproduce --quick --out-dir /tmp/normscope
+/// networks for Pre-Norm, Post-Norm, DeepNorm and their relatives. With no command, prints
+/// this help; `normscope reproduce` regenerates the analyses into data/ and figures/.
 #[derive(Debug, Parser)]
-#[command(name = "normscope", version = VERSION, about, long_about)]
+#[command(name = "normscope", version = VERSION, about, long_about, after_help = "Examples:
+  normscope theory --preset pre,post --depth 256 --metrics eff_depth --layers last
+  normscope mc --preset post --branch relu-mlp --init he --depth 64 --samples 16 --layers last
+  normscope compare --preset deepnorm --depth 32 --metrics grad_sq --layers log:6
+  normscope expand --preset post --depth 4 --format latex
+  normscope reproduce --quick --out-dir /tmp/normscope
+  normscope reproduce                  # regenerate data/ and figures/ here")]
 pub struct Cli {
-    /// The command (default: reproduce).
+    /// The command (none: print this help).
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -269,7 +268,7 @@ pub struct TableArgs {
     /// Metrics (see the list below).
     #[arg(long, default_value = "all", help = metrics_help())]
     pub metrics: String,
-    /// Layers written: all, last, log:K, or a list like 1,4,16.
+    /// Layers written: all, last, log:K, or a list like 1,4,16 or 0,last.
     #[arg(long, default_value = "all", allow_hyphen_values = true)]
     pub layers: String,
     /// Output file, written atomically: CSV, or typed Parquet if it ends in .parquet; CSV on
@@ -375,11 +374,12 @@ pub struct CompareArgs {
     /// Model, sampling, presets, metrics, layers, output (as `mc`).
     #[command(flatten)]
     pub mc: McArgs,
-    /// Compare against the closed form with its leading finite-width correction at --width
-    /// (grad_sq and weight_grad_sq of post, deepnorm and admin with a linear branch; the rest
-    /// stays uncorrected, with a note; column `theory_corrected`).
-    #[arg(long)]
-    pub finite_width: bool,
+    /// Compare against the closed form with its leading finite-width correction at width D,
+    /// the networks' own --width (given alone, D is --width; as `theory --finite-width D`):
+    /// grad_sq and weight_grad_sq of post, deepnorm and admin with a linear branch; the rest
+    /// stays uncorrected, with a note; column `theory_corrected`.
+    #[arg(long, value_name = "D", num_args = 0..=1, allow_hyphen_values = true)]
+    pub finite_width: Option<Option<usize>>,
 }
 
 /// `normscope presets`.

@@ -8,7 +8,7 @@
 mod cli;
 mod train;
 
-use cli::{Cli, Command, ReproduceArgs};
+use cli::{Cli, Command};
 use normscope::model::{RawModel, TheoryConfig};
 use normscope::output::atomic::emit;
 use normscope::output::{atomic, console, table};
@@ -97,10 +97,13 @@ fn out_path(out: &Option<PathBuf>) -> normscope::Result<Option<&Path>> {
 
 fn dispatch(cli: Cli) -> normscope::Result<()> {
     let mut notes = Vec::new();
-    let result = match cli
-        .command
-        .unwrap_or(Command::Reproduce(ReproduceArgs::default()))
-    {
+    // Bare `normscope` prints its help rather than starting a long run in the current folder.
+    let Some(command) = cli.command else {
+        use clap::CommandFactory;
+        let help = Cli::command().render_long_help().to_string();
+        return emit(None, help.as_bytes());
+    };
+    let result = match command {
         Command::Theory(a) => {
             let out = out_path(&a.table.out)?;
             load_placements(&a.model)?;
@@ -164,12 +167,25 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             let a = &c.mc;
             let out = out_path(&a.table.out)?;
             let (presets, cfg, metrics, layers) = mc_request(a)?;
+            let width = cfg.model.branch.width;
+            if let Some(Some(d)) = c.finite_width
+                && d != width
+            {
+                return Err(Error::invalid(
+                    "--finite-width",
+                    d,
+                    format!(
+                        "the networks' width {width} (--width), or no value: the correction is \
+                         compared at the width Monte Carlo samples"
+                    ),
+                ));
+            }
             let rows = normscope::compare::compare(
                 &presets,
                 &cfg,
                 &metrics,
                 &layers,
-                c.finite_width,
+                c.finite_width.is_some(),
                 &mut notes,
             )?;
             notes.push(normscope::compare::summary(&rows));

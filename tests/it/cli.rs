@@ -666,3 +666,75 @@ fn finite_width_below_eight_is_refused() {
     assert!(stderr(&o).contains("--finite-width"));
     assert!(!dir.path().join("x.csv").exists());
 }
+
+#[test]
+fn bare_normscope_prints_help_and_writes_nothing() {
+    // Bare `normscope` used to start the full regeneration in the current folder.
+    let dir = tempfile::tempdir().unwrap();
+    let o = normscope(&[], dir.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("Usage: normscope") && out.contains("normscope reproduce"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn layers_accept_last_in_a_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = normscope(
+        &[
+            "theory",
+            "--preset",
+            "pre",
+            "--depth",
+            "5",
+            "--layers",
+            "0,last",
+            "--metrics",
+            "stream_sq",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let layers: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(12).unwrap())
+        .collect();
+    assert_eq!(layers, ["0", "5"], "{out}");
+}
+
+#[test]
+fn misspelt_names_get_a_suggestion() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, hint) in [
+        (
+            &["theory", "--preset", "deepnrom"][..],
+            "(did you mean 'deepnorm'?)",
+        ),
+        (
+            &["theory", "--metrics", "grad_sqq"][..],
+            "(did you mean 'grad_sq'?)",
+        ),
+        (
+            &["mc", "--branch", "relu-mlpp"][..],
+            "a similar value exists: 'relu-mlp'",
+        ),
+        (&["thoery"][..], "a similar subcommand exists: 'theory'"),
+        (
+            &["compare", "--finite-width", "64", "--width", "32"][..],
+            "invalid --finite-width = 64",
+        ),
+    ] {
+        let o = normscope(args, dir.path());
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(hint), "{args:?}: {}", stderr(&o));
+    }
+    // Nothing similar: no guess.
+    let o = normscope(&["theory", "--metrics", "wibble"], dir.path());
+    assert!(!stderr(&o).contains("did you mean"), "{}", stderr(&o));
+}

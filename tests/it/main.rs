@@ -17,6 +17,7 @@ mod common;
 
 mod admin_profiling;
 mod batch_norm;
+mod citation;
 mod cli;
 mod doctests;
 mod engines;

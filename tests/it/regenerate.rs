@@ -88,7 +88,7 @@ fn regenerating_at_head_changes_no_committed_byte() {
         assert!(
             now == bytes,
             "{rel}: regenerating at HEAD changed it; regenerate the data and commit them \
-             with the code (cargo run --release)"
+             with the code (cargo run --release -- reproduce)"
         );
     }
     for rel in after.keys() {

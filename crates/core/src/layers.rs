@@ -1,4 +1,5 @@
-//! `--layers SPEC`: which layers a table writes (`all`, `last`, `log:K`, or `1,4,16`).
+//! `--layers SPEC`: which layers a table writes (`all`, `last`, `log:K`, or a list like `1,4,16`
+//! or `0,last`).
 
 use crate::{Error, Result};
 
@@ -12,6 +13,8 @@ use crate::{Error, Result};
 /// assert_eq!(LayerSpec::parse("all")?.resolve(3)?, vec![0, 1, 2, 3]);
 /// assert_eq!(LayerSpec::parse("last")?.resolve(7)?, vec![7]);
 /// assert_eq!(LayerSpec::parse("4, 1,4")?, LayerSpec::List(vec![4, 1, 4]));
+/// assert_eq!(LayerSpec::parse("0,last")?, LayerSpec::ListAndLast(vec![0]));
+/// assert_eq!(LayerSpec::parse("0,last")?.resolve(12)?, vec![0, 12]);
 /// assert_eq!(LayerSpec::List(vec![4, 1, 4]).resolve(5)?, vec![1, 4]);
 /// assert_eq!(LayerSpec::All.max_count(8), 9);
 /// assert!(LayerSpec::parse("first").is_err());
@@ -27,9 +30,12 @@ pub enum LayerSpec {
     Log(usize),
     /// An explicit list.
     List(Vec<usize>),
+    /// An explicit list and layer L (a list naming `last`, like `0,last`).
+    ListAndLast(Vec<usize>),
 }
 
-const ACCEPTED: &str = "all, last, log:K (K >= 1), or a comma-separated list of layers like 1,4,16";
+const ACCEPTED: &str =
+    "all, last, log:K (K >= 1), or a comma-separated list of layers like 1,4,16 or 0,last";
 
 impl LayerSpec {
     /// Parses the flag value.
@@ -46,9 +52,15 @@ impl LayerSpec {
                 _ => Err(Error::invalid("--layers", s, ACCEPTED)),
             };
         }
-        let list: std::result::Result<Vec<usize>, _> =
-            s.split(',').map(|p| p.trim().parse::<usize>()).collect();
+        let items: Vec<&str> = s.split(',').map(str::trim).collect();
+        let last = items.contains(&"last");
+        let list: std::result::Result<Vec<usize>, _> = items
+            .iter()
+            .filter(|p| **p != "last")
+            .map(|p| p.parse::<usize>())
+            .collect();
         match list {
+            Ok(v) if last => Ok(LayerSpec::ListAndLast(v)),
             Ok(v) if !v.is_empty() => Ok(LayerSpec::List(v)),
             _ => Err(Error::invalid("--layers", s, ACCEPTED)),
         }
@@ -63,6 +75,7 @@ impl LayerSpec {
             LayerSpec::Last => 1,
             LayerSpec::Log(k) => (*k as u128).min(all),
             LayerSpec::List(v) => (v.len() as u128).min(all),
+            LayerSpec::ListAndLast(v) => (v.len() as u128 + 1).min(all),
         }
     }
 
@@ -88,7 +101,7 @@ impl LayerSpec {
                         .collect()
                 }
             }
-            LayerSpec::List(list) => {
+            LayerSpec::List(list) | LayerSpec::ListAndLast(list) => {
                 if let Some(&bad) = list.iter().find(|&&l| l > depth) {
                     return Err(Error::invalid(
                         "--layers",
@@ -96,7 +109,11 @@ impl LayerSpec {
                         format!("layers in 0..={depth} (the depth)"),
                     ));
                 }
-                list.clone()
+                let mut v = list.clone();
+                if matches!(self, LayerSpec::ListAndLast(_)) {
+                    v.push(depth);
+                }
+                v
             }
         };
         v.sort_unstable();

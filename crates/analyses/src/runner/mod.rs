@@ -188,7 +188,7 @@ impl Prepared {
 /// assert_eq!(Mine::full().seeds(), vec![0]);
 /// ```
 pub trait AnalysisConfig: Serialize + DeserializeOwned + 'static {
-    /// The full-run defaults (`cargo run --release`).
+    /// The full-run defaults (`cargo run --release -- reproduce`).
     fn full() -> Self;
     /// The `--quick` defaults: fewer Monte Carlo networks and depths (the full ones if absent).
     fn quick() -> Self {
