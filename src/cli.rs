@@ -139,6 +139,17 @@ DIR/merge.sbatch (`merge` of the N shard folders) and DIR/submit.sh (submits bot
 with --dependency=afterok on the array). A failed task is resubmitted alone with
 `sbatch --array=I DIR/array.sbatch`; then submit the merge after it.")]
     Slurm(SlurmArgs),
+    /// One number of a table that `reproduce` wrote, or a figure, ready to cite: the value as
+    /// stored with its interval, whether the file is as its commit wrote it, the commit, the
+    /// command that regenerates it and a BibTeX entry.
+    #[command(after_help = "Examples:
+  normscope cite data/norms/verdicts.csv --where norm=batch --column post_x0_factor
+  normscope cite data/effective-depth/theory.csv --where preset=post --where depth=1000000
+  normscope cite figures/norms/batch_norm_by_placement.pdf
+
+The file's analysis must have its manifest (data/<analysis>/manifest.json); the row is chosen
+by --where filters on the values as the file stores them, and must be the only one matching.")]
+    Cite(CiteArgs),
     /// Monte Carlo metrics on sampled finite-width networks, with 95% confidence intervals.
     #[command(after_help = "Examples:
   normscope mc --preset post --branch relu-mlp --init he --depth 64 --samples 16 --layers last
@@ -380,6 +391,22 @@ pub struct CompareArgs {
     /// stays uncorrected, with a note; column `theory_corrected`.
     #[arg(long, value_name = "D", num_args = 0..=1, allow_hyphen_values = true)]
     pub finite_width: Option<Option<usize>>,
+}
+
+/// `normscope cite`.
+#[derive(Debug, Args)]
+pub struct CiteArgs {
+    /// A table (CSV or Parquet) or a figure (PDF, PNG, SVG) under data/<analysis>/ or
+    /// figures/<analysis>/.
+    pub path: PathBuf,
+    /// A filter `column=value` the row must meet (repeatable; values compared as the file
+    /// stores them).
+    #[arg(long = "where", value_name = "COLUMN=VALUE")]
+    pub filters: Vec<String>,
+    /// The column to cite (default: value); its interval is the pair `<c>_lo`/`<c>_hi`,
+    /// `<c>_ci_low`/`<c>_ci_high`, or `ci_low`/`ci_high` for value.
+    #[arg(long)]
+    pub column: Option<String>,
 }
 
 /// `normscope presets`.

@@ -212,6 +212,12 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
         }),
         Command::Merge(a) => analyses::merge(&a.shards, &a.out_dir),
         Command::Slurm(a) => slurm(a),
+        Command::Cite(a) => {
+            let filters: Vec<&str> = a.filters.iter().map(String::as_str).collect();
+            let req =
+                analyses::commands::cite::Request::new(&a.path, &filters, a.column.as_deref())?;
+            emit(None, analyses::commands::cite::cite(&req)?.as_bytes())
+        }
     };
     for n in notes {
         console::note(format_args!("note: {n}"));

@@ -18,6 +18,7 @@ mod common;
 mod admin_profiling;
 mod batch_norm;
 mod citation;
+mod cite;
 mod cli;
 mod doctests;
 mod engines;

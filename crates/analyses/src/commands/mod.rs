@@ -1,6 +1,7 @@
 //! The commands over the registry: `reproduce` ([`reproduce`], also a shard of it),
 //! `merge` ([`merge`]) and `slurm` ([`slurm`]).
 
+pub mod cite;
 pub mod slurm;
 
 use crate::runner::config_file::ConfigFile;

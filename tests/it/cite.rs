@@ -1,0 +1,148 @@
+//! `normscope cite`: the help's examples run on the committed data and print the number, the
+//! file's state against its manifest, the commit, the regeneration command and a BibTeX entry
+//! whose group author BibTeX keeps whole; a changed file is flagged; an ambiguous or empty
+//! filter and a path outside `data/`/`figures/` are refused naming the field.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn normscope(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_normscope"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("binary runs")
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn every_cite_help_example_runs_on_the_committed_data() {
+    let help = String::from_utf8(normscope(&["cite", "--help"], root()).stdout).unwrap();
+    let examples: Vec<&str> = help
+        .lines()
+        .filter_map(|l| l.strip_prefix("  normscope "))
+        .collect();
+    assert_eq!(examples.len(), 3, "{help}");
+    for ex in examples {
+        let o = normscope(&ex.split_whitespace().collect::<Vec<_>>(), root());
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{ex}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        for part in ["file: ", "commit: ", "regenerate: git checkout ", "--only "] {
+            assert!(out.contains(part), "{ex}: {out}");
+        }
+        assert!(
+            out.contains("author  = {{The normscope developers}}"),
+            "{out}"
+        );
+        assert!(out.contains("as the commit wrote it"), "{ex}: {out}");
+    }
+    // The number as stored, with the interval columns named.
+    let o = normscope(
+        &[
+            "cite",
+            "data/norms/verdicts.csv",
+            "--where",
+            "norm=batch",
+            "--column",
+            "post_x0_factor",
+        ],
+        root(),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("(post_x0_factor_lo, post_x0_factor_hi)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_changed_table_is_flagged_and_bad_requests_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data/effective-depth");
+    std::fs::create_dir_all(&data).unwrap();
+    for f in ["manifest.json", "theory.csv"] {
+        std::fs::copy(root().join("data/effective-depth").join(f), data.join(f)).unwrap();
+    }
+    let table = data.join("theory.csv");
+    let text = std::fs::read_to_string(&table).unwrap();
+    std::fs::write(&table, text.replace(",500000.0,", ",500001.0,")).unwrap();
+    let args = [
+        "cite",
+        "data/effective-depth/theory.csv",
+        "--where",
+        "preset=post",
+        "--where",
+        "depth=1000000",
+    ];
+    let o = normscope(&args, dir.path());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.contains("value: 500001.0 (exact: the closed form)") && out.contains("CHANGED"),
+        "{out}"
+    );
+    for (args, field) in [
+        (
+            &[
+                "cite",
+                "data/effective-depth/theory.csv",
+                "--where",
+                "preset=post",
+            ][..],
+            "invalid --where",
+        ),
+        (
+            &[
+                "cite",
+                "data/effective-depth/theory.csv",
+                "--where",
+                "preset=nothing",
+            ][..],
+            "invalid --where",
+        ),
+        (
+            &[
+                "cite",
+                "data/effective-depth/theory.csv",
+                "--where",
+                "presett=post",
+            ][..],
+            "did you mean 'preset'",
+        ),
+        (&["cite", "theory.csv"][..], "invalid PATH"),
+        (
+            &["cite", "figures/effective-depth/x.pdf", "--where", "a=b"][..],
+            "invalid",
+        ),
+    ] {
+        let o = normscope(args, dir.path());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(field) && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+        assert!(o.stdout.is_empty());
+    }
+}
+
+#[test]
+fn the_bibtex_matches_citation_cff() {
+    use normscope::analyses::commands::cite::{CITATION_TITLE, CITATION_YEAR};
+    let cff = std::fs::read_to_string(root().join("CITATION.cff")).unwrap();
+    assert!(
+        cff.contains(&format!("date-released: {CITATION_YEAR}-")),
+        "year"
+    );
+    assert!(
+        cff.contains(&format!("title: \"{CITATION_TITLE}\"")),
+        "title"
+    );
+}
