@@ -150,6 +150,18 @@ with --dependency=afterok on the array). A failed task is resubmitted alone with
 The file's analysis must have its manifest (data/<analysis>/manifest.json); the row is chosen
 by --where filters on the values as the file stores them, and must be the only one matching.")]
     Cite(CiteArgs),
+    /// A figure of your own table (CSV or Parquet from any command) in the house style: one
+    /// series per --by value, one panel per --facet value; rows with an interval drawn as
+    /// points with their 95% bars, rows without as lines.
+    #[command(after_help = "Examples:
+  normscope plot data/effective-depth/theory.csv --x depth --y value --by preset --log-x --log-y --out /tmp/eff_depth.pdf
+  normscope plot data/effective-depth/mc.csv --x depth --y value --by preset --where metric=eff_depth --log-x --out /tmp/mc.png
+  normscope plot data/stream-and-gradients/theory.csv --x layer --y value --by preset --facet metric --where depth=256 --log-y --out /tmp/panels.svg
+
+The output format is the extension of --out (.pdf, .png, .svg); the file is written whole or
+not at all. Intervals are read from ci_low/ci_high (for --y value), <y>_lo/<y>_hi or
+<y>_ci_low/<y>_ci_high.")]
+    Plot(PlotArgs),
     /// Monte Carlo metrics on sampled finite-width networks, with 95% confidence intervals.
     #[command(after_help = "Examples:
   normscope mc --preset post --branch relu-mlp --init he --depth 64 --samples 16 --layers last
@@ -407,6 +419,40 @@ pub struct CiteArgs {
     /// `<c>_ci_low`/`<c>_ci_high`, or `ci_low`/`ci_high` for value.
     #[arg(long)]
     pub column: Option<String>,
+}
+
+/// `normscope plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// The table (CSV or Parquet).
+    pub path: PathBuf,
+    /// The column on the x axis.
+    #[arg(long)]
+    pub x: String,
+    /// The column on the y axis.
+    #[arg(long)]
+    pub y: String,
+    /// One series per value of this column.
+    #[arg(long)]
+    pub by: Option<String>,
+    /// One panel per value of this column.
+    #[arg(long)]
+    pub facet: Option<String>,
+    /// A filter `column=value` the rows must meet (repeatable; values compared as stored).
+    #[arg(long = "where", value_name = "COLUMN=VALUE")]
+    pub filters: Vec<String>,
+    /// Log-scale x axis.
+    #[arg(long)]
+    pub log_x: bool,
+    /// Log-scale y axis.
+    #[arg(long)]
+    pub log_y: bool,
+    /// Title above the plot (default: "Y by X").
+    #[arg(long)]
+    pub title: Option<String>,
+    /// The figure: .pdf, .png or .svg.
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 /// `normscope presets`.

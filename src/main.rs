@@ -212,6 +212,21 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
         }),
         Command::Merge(a) => analyses::merge(&a.shards, &a.out_dir),
         Command::Slurm(a) => slurm(a),
+        Command::Plot(a) => {
+            use analyses::commands::plot;
+            let filters: Vec<&str> = a.filters.iter().map(String::as_str).collect();
+            let req = plot::Request {
+                by: a.by,
+                facet: a.facet,
+                log_x: a.log_x,
+                log_y: a.log_y,
+                title: a.title,
+                ..plot::Request::new(a.path, &a.x, &a.y, a.out)
+            }
+            .with_filters(&filters)?;
+            notes.extend(plot::plot(&req)?);
+            Ok(())
+        }
         Command::Cite(a) => {
             let filters: Vec<&str> = a.filters.iter().map(String::as_str).collect();
             let req =

@@ -43,6 +43,7 @@ mod normal_sampler;
 mod norms_torch;
 mod numerics;
 mod placements;
+mod plot;
 mod preflight;
 mod properties;
 mod random_inputs;

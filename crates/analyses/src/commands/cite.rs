@@ -10,6 +10,9 @@
 //! interval the first pair of columns found among `<c>_lo`/`<c>_hi`, `<c>_ci_low`/`<c>_ci_high`
 //! and, for `value`, `ci_low`/`ci_high`.
 
+use super::text_table::{
+    cell, column_names, describe, interval_of, matching, parse_filters, text_frame,
+};
 use crate::runner::manifest::sha256;
 use normscope_core::input::{DATA_CAP, read, read_text};
 use normscope_core::{Error, Result};
@@ -47,20 +50,9 @@ pub struct Request {
 impl Request {
     /// Parses the `--where` filters (`column=value`).
     pub fn new(path: impl Into<PathBuf>, filters: &[&str], column: Option<&str>) -> Result<Self> {
-        let filters = filters
-            .iter()
-            .map(|f| {
-                f.split_once('=')
-                    .map(|(c, v)| (c.trim().to_string(), v.to_string()))
-                    .filter(|(c, _)| !c.is_empty())
-                    .ok_or_else(|| {
-                        Error::invalid("--where", f, "column=value, e.g. metric=grad_sq")
-                    })
-            })
-            .collect::<Result<Vec<_>>>()?;
         Ok(Request {
             path: path.into(),
-            filters,
+            filters: parse_filters(filters)?,
             column: column.map(str::to_string),
         })
     }
@@ -89,70 +81,10 @@ fn locate(path: &Path) -> Result<(PathBuf, String, String)> {
     Ok((root, analysis, rel.join("/")))
 }
 
-/// The table as text columns (every value as the file stores it).
-fn text_frame(path: &Path, bytes: Vec<u8>) -> Result<DataFrame> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or_default();
-    let df = match ext {
-        "csv" => CsvReadOptions::default()
-            .with_has_header(true)
-            .with_infer_schema_length(Some(0))
-            .into_reader_with_file_handle(std::io::Cursor::new(bytes))
-            .finish()?,
-        "parquet" => {
-            let df = ParquetReader::new(std::io::Cursor::new(bytes)).finish()?;
-            let cols = df
-                .columns()
-                .iter()
-                .map(|c| c.cast(&DataType::String))
-                .collect::<PolarsResult<Vec<_>>>()?;
-            DataFrame::new_infer_height(cols)?
-        }
-        _ => {
-            return Err(Error::invalid(
-                "PATH",
-                path.display(),
-                "a table (.csv, .parquet) or a figure (.pdf, .png, .svg)",
-            ));
-        }
-    };
-    Ok(df)
-}
-
-/// The text of column `name` at `row` (empty for a null).
-fn cell(df: &DataFrame, name: &str, row: usize) -> Result<String> {
-    let col = df.column(name)?;
-    Ok(col.str()?.get(row).unwrap_or_default().to_string())
-}
-
 /// The one row meeting every filter.
 fn the_row(df: &DataFrame, filters: &[(String, String)]) -> Result<usize> {
-    let names: Vec<String> = df
-        .get_column_names()
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    for (c, _) in filters {
-        if !names.contains(c) {
-            return Err(Error::Unknown {
-                kind: "column",
-                name: c.clone(),
-                valid: names.join(", "),
-            });
-        }
-    }
-    let mut rows = Vec::new();
-    for r in 0..df.height() {
-        let mut all = true;
-        for (c, v) in filters {
-            all &= cell(df, c, r)? == *v;
-        }
-        if all {
-            rows.push(r);
-        }
-    }
+    let names = column_names(df);
+    let rows = matching(df, filters)?;
     match rows.as_slice() {
         [r] => Ok(*r),
         [] => Err(Error::invalid(
@@ -184,30 +116,6 @@ fn the_row(df: &DataFrame, filters: &[(String, String)]) -> Result<usize> {
             ))
         }
     }
-}
-
-fn describe(filters: &[(String, String)]) -> String {
-    if filters.is_empty() {
-        return "(none)".to_string();
-    }
-    filters
-        .iter()
-        .map(|(c, v)| format!("{c}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// The interval columns of `column`, if the table has a pair.
-fn interval_of(df: &DataFrame, column: &str) -> Option<(String, String)> {
-    let has = |c: &str| df.get_column_names().iter().any(|n| n.as_str() == c);
-    let mut pairs = vec![
-        (format!("{column}_lo"), format!("{column}_hi")),
-        (format!("{column}_ci_low"), format!("{column}_ci_high")),
-    ];
-    if column == "value" {
-        pairs.push(("ci_low".into(), "ci_high".into()));
-    }
-    pairs.into_iter().find(|(l, h)| has(l) && has(h))
 }
 
 /// The citation of `req`, as lines of text.

@@ -2,7 +2,9 @@
 //! `merge` ([`merge`]) and `slurm` ([`slurm`]).
 
 pub mod cite;
+pub mod plot;
 pub mod slurm;
+pub mod text_table;
 
 use crate::runner::config_file::ConfigFile;
 use crate::runner::{Analysis, Mode, Out, Prepared, Settings, manifest, shard, stale};

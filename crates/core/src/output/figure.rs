@@ -1083,12 +1083,27 @@ impl Figure for LinePlot {
         (SIZE.0, SIZE.1 + self.merged().strip_height())
     }
 
-    /// Log axes are drawn as linear axes in log10 units, with ticks chosen there and labelled
-    /// with the value (`1e-14`): plotters' own log axis labels only a few decades of a range
-    /// that spans dozens.
+    /// [`LinePlot::paint`], then the backend's output.
     fn draw<DB: DrawingBackend>(
         &self,
         root: DrawingArea<DB, Shift>,
+    ) -> std::result::Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        self.paint(&root)?;
+        root.present().map_err(|x| x.to_string())
+    }
+}
+
+impl LinePlot {
+    /// Draws the plot onto `root` without presenting it (a panel of a larger figure,
+    /// [`super::facets::Facets`]). Log axes are drawn as linear axes in log10 units, with
+    /// ticks chosen there and labelled with the value (`1e-14`): plotters' own log axis labels
+    /// only a few decades of a range that spans dozens.
+    pub fn paint<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
     ) -> std::result::Result<(), String>
     where
         DB::ErrorType: 'static,
@@ -1236,7 +1251,6 @@ impl Figure for LinePlot {
         if let Some(strip) = strip {
             draw_legend_strip(&strip, &labelled, this.strip_columns()).map_err(e)?;
         }
-        root.present().map_err(e)?;
         Ok(())
     }
 }

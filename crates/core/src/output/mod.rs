@@ -4,6 +4,7 @@
 pub mod atomic;
 pub mod console;
 pub mod exit;
+pub mod facets;
 pub mod figure;
 pub mod heatmap;
 pub mod latex;

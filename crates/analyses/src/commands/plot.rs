@@ -1,0 +1,318 @@
+//! `normscope plot`: a figure of the user's own table (CSV or Parquet from any command) in the
+//! house style of `data/`'s figures ([`normscope_core::output::figure::LinePlot`]): one series
+//! per value of `--by`, one panel per value of `--facet`, rows chosen by `--where`, log axes
+//! on request. A series whose rows carry an interval (`ci_low`/`ci_high` for `value`,
+//! `<y>_lo`/`<y>_hi`, `<y>_ci_low`/`<y>_ci_high`) is drawn as points with their intervals (Monte
+//! Carlo); one without, as a line (the closed form). Written atomically as PDF, PNG or SVG by
+//! the extension of `--out`.
+
+use super::text_table::{cell, interval_of, matching, parse_filters, require, text_frame};
+use normscope_core::input::{DATA_CAP, read};
+use normscope_core::metrics::Metric;
+use normscope_core::output::facets::Facets;
+use normscope_core::output::figure::{LinePlot, PALETTE, Series, render};
+use normscope_core::{Error, Result};
+use std::path::PathBuf;
+
+/// Panels per row of a faceted figure.
+pub const FACET_COLUMNS: usize = 2;
+
+/// What to plot.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::commands::plot::Request;
+/// let r = Request::new("t.csv", "layer", "value", "grad.pdf");
+/// assert_eq!((r.x.as_str(), r.y.as_str(), r.by, r.log_y), ("layer", "value", None, false));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    /// The table (CSV or Parquet).
+    pub path: PathBuf,
+    /// `--x`: the column on the x axis.
+    pub x: String,
+    /// `--y`: the column on the y axis.
+    pub y: String,
+    /// `--by`: one series per value of this column.
+    pub by: Option<String>,
+    /// `--facet`: one panel per value of this column.
+    pub facet: Option<String>,
+    /// `--where column=value` filters.
+    pub filters: Vec<(String, String)>,
+    /// `--log-x`.
+    pub log_x: bool,
+    /// `--log-y`.
+    pub log_y: bool,
+    /// `--title` (default: "y by x").
+    pub title: Option<String>,
+    /// `--out`: the figure, `.pdf`, `.png` or `.svg`.
+    pub out: PathBuf,
+}
+
+impl Request {
+    /// A request for `y` against `x` of the table at `path`, written to `out`, with no grouping,
+    /// filter or log axis.
+    pub fn new(path: impl Into<PathBuf>, x: &str, y: &str, out: impl Into<PathBuf>) -> Self {
+        Request {
+            path: path.into(),
+            x: x.into(),
+            y: y.into(),
+            by: None,
+            facet: None,
+            filters: Vec::new(),
+            log_x: false,
+            log_y: false,
+            title: None,
+            out: out.into(),
+        }
+    }
+
+    /// With `--where` filters.
+    pub fn with_filters(mut self, filters: &[&str]) -> Result<Self> {
+        self.filters = parse_filters(filters)?;
+        Ok(self)
+    }
+}
+
+/// One point: `(x, y)` and its interval, if the row has one.
+type Point = (f64, f64, Option<(f64, f64)>);
+
+/// The series of one panel: each `--by` value with its points.
+type Panel = Vec<(String, Vec<Point>)>;
+
+/// A number of column `name` at `row`, refused (naming `field`) if it is not one.
+fn number(text: &str, field: &'static str, name: &str, row: usize) -> Result<f64> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(Error::invalid(
+            field,
+            name,
+            format!(
+                "a column of finite numbers (row {} holds '{text}')",
+                row + 1
+            ),
+        )),
+    }
+}
+
+/// The figure of `req` (not written), with notes on the rows left out.
+pub fn figure(req: &Request) -> Result<(Facets, Vec<String>)> {
+    let bytes = read(&req.path, "PATH", DATA_CAP)?;
+    let df = text_frame(&req.path, bytes)?;
+    for c in [
+        Some(&req.x),
+        Some(&req.y),
+        req.by.as_ref(),
+        req.facet.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        require(&df, c)?;
+    }
+    let rows = matching(&df, &req.filters)?;
+    if rows.is_empty() {
+        return Err(Error::invalid(
+            "--where",
+            super::text_table::describe(&req.filters),
+            "filters that some row meets (none does)",
+        ));
+    }
+    let interval = interval_of(&df, &req.y);
+    // facet value -> series value -> points, in the order values first appear; the metrics of
+    // each facet's rows and each series' legend text.
+    let mut facets: Vec<(String, Panel)> = Vec::new();
+    let mut metrics: Vec<Vec<String>> = Vec::new();
+    let mut legends: Vec<String> = Vec::new();
+    let has = |c: &str| df.column(c).is_ok();
+    let mut colors: Vec<String> = Vec::new();
+    let mut missing = 0usize;
+    for &r in &rows {
+        let y_text = cell(&df, &req.y, r)?;
+        if y_text.trim().is_empty() {
+            missing += 1;
+            continue;
+        }
+        let x = number(&cell(&df, &req.x, r)?, "--x", &req.x, r)?;
+        let y = number(&y_text, "--y", &req.y, r)?;
+        let ci = match &interval {
+            Some((lo, hi)) => {
+                let (l, h) = (cell(&df, lo, r)?, cell(&df, hi, r)?);
+                if l.trim().is_empty() || h.trim().is_empty() {
+                    None
+                } else {
+                    Some((number(&l, "--y", lo, r)?, number(&h, "--y", hi, r)?))
+                }
+            }
+            None => None,
+        };
+        for (v, flag, on) in [(x, "--log-x", req.log_x), (y, "--log-y", req.log_y)] {
+            if on && v <= 0.0 {
+                return Err(Error::invalid(
+                    flag,
+                    v,
+                    format!("positive values on a log axis (row {} is not)", r + 1),
+                ));
+            }
+        }
+        let f = match &req.facet {
+            Some(c) => cell(&df, c, r)?,
+            None => String::new(),
+        };
+        let s = match &req.by {
+            Some(c) => cell(&df, c, r)?,
+            None => String::new(),
+        };
+        if !colors.contains(&s) {
+            colors.push(s.clone());
+            // A preset's legend is its display name (`Pre-LN`) where the table has one.
+            legends.push(match req.by.as_deref() {
+                Some("preset") if has("label") => cell(&df, "label", r)?,
+                _ => s.clone(),
+            });
+        }
+        let fi = match facets.iter().position(|(v, _)| *v == f) {
+            Some(i) => i,
+            None => {
+                facets.push((f, Vec::new()));
+                metrics.push(Vec::new());
+                facets.len() - 1
+            }
+        };
+        if has("metric") {
+            let m = cell(&df, "metric", r)?;
+            if !metrics[fi].contains(&m) {
+                metrics[fi].push(m);
+            }
+        }
+        let series = &mut facets[fi].1;
+        match series.iter_mut().find(|(v, _)| *v == s) {
+            Some((_, pts)) => pts.push((x, y, ci)),
+            None => series.push((s, vec![(x, y, ci)])),
+        }
+    }
+    if facets.is_empty() {
+        return Err(Error::invalid(
+            "--y",
+            &req.y,
+            "a column with values in the rows chosen (every one is missing)",
+        ));
+    }
+    let mut plots = Vec::new();
+    for (fi, (f, series)) in facets.iter().enumerate() {
+        // `value` of one metric is that metric, by its title.
+        let y_label = match metrics[fi].as_slice() {
+            [m] if req.y == "value" => {
+                Metric::from_name(m).map_or(m.clone(), |m| m.info().title.to_string())
+            }
+            _ => req.y.clone(),
+        };
+        let title = match (&req.title, &req.facet) {
+            (Some(t), Some(c)) => format!("{t} ({c} = {f})"),
+            (Some(t), None) => t.clone(),
+            // A panel per metric is titled by the metric alone.
+            (None, Some(c)) if c == "metric" => format!("{y_label} by {}", req.x),
+            (None, Some(c)) => format!("{y_label} by {} ({c} = {f})", req.x),
+            (None, None) => format!("{y_label} by {}", req.x),
+        };
+        let mut plot = LinePlot::new(&title, &req.x, &y_label);
+        plot.x_log = req.log_x;
+        plot.y_log = req.log_y;
+        for (s, pts) in series {
+            let color = colors.iter().position(|c| c == s).unwrap_or(0);
+            if colors.len() > PALETTE.len() {
+                return Err(Error::invalid(
+                    "--by",
+                    req.by.as_deref().unwrap_or_default(),
+                    format!(
+                        "a column with at most {} values in the rows chosen (it has {}; add --where or --facet)",
+                        PALETTE.len(),
+                        colors.len()
+                    ),
+                ));
+            }
+            let mut pts = pts.clone();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            if let Some(w) = pts
+                .windows(2)
+                .find(|w| w[0].0.to_bits() == w[1].0.to_bits())
+            {
+                let name = if s.is_empty() { &req.y } else { s };
+                return Err(Error::invalid(
+                    "--by",
+                    req.by.as_deref().unwrap_or("(none)"),
+                    format!(
+                        "a grouping under which each x appears once per series ({} = {} appears \
+                         twice in series '{name}'; add --by, --facet or --where on a column \
+                         that tells the rows apart)",
+                        req.x, w[0].0
+                    ),
+                ));
+            }
+            let label = if req.by.is_some() {
+                legends[color].clone()
+            } else {
+                String::new()
+            };
+            if pts.iter().all(|p| p.2.is_some()) {
+                let with: Vec<(f64, f64, f64, f64)> = pts
+                    .iter()
+                    .map(|&(x, y, ci)| {
+                        let (l, h) = ci.unwrap_or((y, y));
+                        (x, y, l, h)
+                    })
+                    .collect();
+                plot.series.push(Series::points(label, color, &with));
+            } else {
+                let line = pts.iter().map(|p| (p.0, p.1)).collect();
+                plot.series.push(Series::line(label, color, line));
+            }
+        }
+        plots.push(plot);
+    }
+    let mut notes = Vec::new();
+    if missing > 0 {
+        notes.push(format!(
+            "{missing} row(s) with no {} left out (missing values)",
+            req.y
+        ));
+    }
+    Ok((
+        Facets {
+            plots,
+            columns: FACET_COLUMNS,
+        },
+        notes,
+    ))
+}
+
+/// Draws the figure of `req` and writes it to `--out` atomically; returns notes on the rows
+/// left out.
+pub fn plot(req: &Request) -> Result<Vec<String>> {
+    let ext = req
+        .out
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    let Some(ext) = ext.filter(|e| matches!(e.as_str(), "pdf" | "png" | "svg")) else {
+        return Err(Error::invalid(
+            "--out",
+            req.out.display(),
+            "a file ending in .pdf, .png or .svg",
+        ));
+    };
+    let (fig, notes) = figure(req)?;
+    let drawn = if fig.plots.len() == 1 {
+        render(&fig.plots[0], &req.out)?
+    } else {
+        render(&fig, &req.out)?
+    };
+    let bytes = match ext.as_str() {
+        "pdf" => drawn.pdf,
+        "png" => drawn.png,
+        _ => drawn.svg,
+    };
+    normscope_core::output::atomic::write_bytes(&req.out, &bytes)?;
+    Ok(notes)
+}
