@@ -115,7 +115,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             check_norm_flag(&a.model, &cfg.presets)?;
             let rows = normscope::tables::theory_rows(&cfg, &mut notes)?;
             say_notes(&mut notes)?;
-            emit(
+            analyses::runner::sidecar::emit_with_provenance(
                 out,
                 &table::Format::of(out).encode(&mut table::frame(rows)?)?,
             )
@@ -136,7 +136,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             }
             let bytes = render::render(&preset[0], &model, &subs, a.format, &mut notes)?;
             say_notes(&mut notes)?;
-            emit(out, &bytes)
+            analyses::runner::sidecar::emit_with_provenance(out, &bytes)
         }
         Command::Presets(a) => {
             normscope::placement::load_all(&a.placements)?;
@@ -147,7 +147,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             let (presets, cfg, metrics, layers) = mc_request(&a)?;
             let rows = normscope::tables::mc_rows(&presets, &cfg, &metrics, &layers, &mut notes)?;
             say_notes(&mut notes)?;
-            emit(
+            analyses::runner::sidecar::emit_with_provenance(
                 out,
                 &table::Format::of(out).encode(&mut table::frame(rows)?)?,
             )
@@ -191,7 +191,10 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             notes.push(normscope::compare::summary(&rows));
             let mut df = normscope::compare::compare_frame(&rows)?;
             say_notes(&mut notes)?;
-            emit(out, &table::Format::of(out).encode(&mut df)?)
+            analyses::runner::sidecar::emit_with_provenance(
+                out,
+                &table::Format::of(out).encode(&mut df)?,
+            )
         }
         Command::Reproduce(a) if a.list => {
             let mut text = String::new();

@@ -267,5 +267,5 @@ pub fn train(a: &TrainArgs, out: Option<&std::path::Path>) -> normscope::Result<
     bar.finish();
     let mut df = normscope::train::log::frame(&cfg, &records)?;
     let bytes = table::Format::of(out).encode(&mut df)?;
-    atomic::emit(out, &bytes)
+    normscope::analyses::runner::sidecar::emit_with_provenance(out, &bytes)
 }

@@ -34,7 +34,12 @@ fn every_cite_help_example_runs_on_the_committed_data() {
             "{ex}: {}",
             String::from_utf8_lossy(&o.stderr)
         );
-        for part in ["file: ", "commit: ", "regenerate: git checkout ", "--only "] {
+        for part in [
+            "file: ",
+            "commit: ",
+            "regenerate: git checkout ",
+            "cargo run --release -- reproduce",
+        ] {
             assert!(out.contains(part), "{ex}: {out}");
         }
         assert!(
@@ -145,4 +150,100 @@ fn the_bibtex_matches_citation_cff() {
         cff.contains(&format!("title: \"{CITATION_TITLE}\"")),
         "title"
     );
+}
+
+#[test]
+fn paths_are_resolved_and_must_be_in_the_manifest() {
+    // `..` and a relative path from inside the analysis's folder name the same file.
+    let up = normscope(
+        &[
+            "cite",
+            "data/norms/../norms/verdicts.csv",
+            "--where",
+            "norm=rms",
+            "--column",
+            "eff_depth_pre",
+        ],
+        root(),
+    );
+    let inside = normscope(
+        &[
+            "cite",
+            "verdicts.csv",
+            "--where",
+            "norm=rms",
+            "--column",
+            "eff_depth_pre",
+        ],
+        &root().join("data/norms"),
+    );
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    assert_eq!(up.stdout, inside.stdout);
+    // The Parquet twin gives the same number.
+    let parquet = normscope(
+        &[
+            "cite",
+            "data/norms/verdicts.parquet",
+            "--where",
+            "norm=rms",
+            "--column",
+            "eff_depth_pre",
+        ],
+        root(),
+    );
+    let first = |o: &Output| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(first(&parquet), first(&up));
+    // Keys differ between two numbers of one commit; the note is escaped for LaTeX.
+    let out = String::from_utf8_lossy(&up.stdout);
+    assert!(out.contains("eff\\_depth\\_pre"), "{out}");
+    let other = normscope(
+        &[
+            "cite",
+            "data/norms/verdicts.csv",
+            "--where",
+            "norm=layer",
+            "--column",
+            "eff_depth_pre",
+        ],
+        root(),
+    );
+    let key = |o: &Output| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .find(|l| l.starts_with("@software{"))
+            .unwrap()
+            .to_string()
+    };
+    assert_ne!(key(&up), key(&other));
+    // A file the manifest does not list is refused.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data/norms");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::copy(
+        root().join("data/norms/manifest.json"),
+        data.join("manifest.json"),
+    )
+    .unwrap();
+    std::fs::copy(
+        root().join("data/norms/verdicts.csv"),
+        data.join("extra.csv"),
+    )
+    .unwrap();
+    let o = normscope(
+        &["cite", "data/norms/extra.csv", "--where", "norm=rms"],
+        dir.path(),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("lists among its outputs"), "{err}");
 }

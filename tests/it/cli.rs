@@ -738,3 +738,46 @@ fn misspelt_names_get_a_suggestion() {
     let o = normscope(&["theory", "--metrics", "wibble"], dir.path());
     assert!(!stderr(&o).contains("did you mean"), "{}", stderr(&o));
 }
+
+#[test]
+fn every_out_file_gets_its_provenance() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = normscope(
+        &[
+            "theory",
+            "--preset",
+            "pre",
+            "--depth",
+            "3",
+            "--metrics",
+            "stream_sq",
+            "--out",
+            "t.csv",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = std::fs::read(dir.path().join("t.csv")).unwrap();
+    let side: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("t.csv.manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(side["output"], "t.csv");
+    assert_eq!(
+        side["sha256"],
+        normscope::analyses::manifest::sha256(&table)
+    );
+    assert_eq!(side["crate_version"], env!("CARGO_PKG_VERSION"));
+    assert!(side["invocation"].as_str().unwrap().contains("--depth 3"));
+    let build = side["build_commit"].as_str().unwrap();
+    assert!(
+        build == "unknown" || build.chars().all(|c| c.is_ascii_hexdigit()),
+        "{build}"
+    );
+    // A refused run writes neither.
+    let o = normscope(
+        &["theory", "--preset", "nope", "--out", "u.csv"],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!dir.path().join("u.csv").exists() && !dir.path().join("u.csv.manifest.json").exists());
+}

@@ -206,3 +206,47 @@ fn bad_plot_requests_are_refused_naming_the_field() {
         assert!(!out.exists(), "{a:?} wrote a file");
     }
 }
+
+#[test]
+fn panels_keep_one_colour_per_series_and_out_is_checked_first() {
+    let req = Request {
+        by: Some("preset".into()),
+        facet: Some("metric".into()),
+        ..Request::new(
+            data("data/stream-and-gradients/theory.csv"),
+            "layer",
+            "value",
+            "x.pdf",
+        )
+    }
+    .with_filters(&["depth=256"])
+    .unwrap();
+    let (fig, _) = figure(&req).unwrap();
+    let mut colour = std::collections::BTreeMap::new();
+    for s in fig.plots.iter().flat_map(|p| &p.series) {
+        let c = *colour.entry(s.label.clone()).or_insert(s.color);
+        assert_eq!(c, s.color, "{} changes colour between panels", s.label);
+    }
+    assert!(
+        fig.plots
+            .iter()
+            .all(|p| !p.fold && p.merged().series.iter().all(|s| !s.label.contains(" = ")))
+    );
+    // A folder as --out is refused before anything is read or drawn.
+    let dir = tempfile::tempdir().unwrap();
+    let o = normscope(&[
+        "plot",
+        "data/effective-depth/theory.csv",
+        "--x",
+        "depth",
+        "--y",
+        "value",
+        "--by",
+        "preset",
+        "--out",
+        &dir.path().display().to_string(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("invalid --out"), "{err}");
+}

@@ -150,20 +150,22 @@ impl Error {
 /// The longest value an error message repeats whole.
 pub const SHOWN_VALUE: usize = 80;
 
-/// A value as an error message shows it: whole up to [`SHOWN_VALUE`] characters, else its
-/// start and its length (a 10 MB value is not echoed back).
 /// Least Jaro-Winkler similarity for a "did you mean" (clap suggests from 0.7; a little
 /// stricter here, where the valid names are short and share prefixes).
 const SUGGEST_FROM: f64 = 0.8;
 
-/// `; did you mean 'x'?` for the valid name most similar to `name` (Jaro-Winkler, `strsim`),
-/// if one is similar enough; the names are the words of `valid` (aliases included).
+/// ` (did you mean 'x'?)` for the valid name most similar to `name` (Jaro-Winkler, `strsim`,
+/// both lowercased), if one is similar enough; the names are the words of `valid` (aliases
+/// included).
 fn suggestion(name: &str, valid: &str) -> String {
     let words = valid
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
         .filter(|w| !w.is_empty() && *w != "also");
     let best = words
-        .map(|w| (strsim::jaro_winkler(&name.to_ascii_lowercase(), w), w))
+        .map(|w| {
+            let sim = strsim::jaro_winkler(&name.to_ascii_lowercase(), &w.to_ascii_lowercase());
+            (sim, w)
+        })
         .filter(|(s, _)| *s >= SUGGEST_FROM)
         .max_by(|a, b| a.0.total_cmp(&b.0));
     match best {
@@ -172,6 +174,8 @@ fn suggestion(name: &str, valid: &str) -> String {
     }
 }
 
+/// A value as an error message shows it: whole up to [`SHOWN_VALUE`] characters, else its
+/// start and its length (a 10 MB value is not echoed back).
 fn shown(value: &str) -> String {
     // Control characters (a newline in a name) are escaped: an error is one line.
     let escaped: String;

@@ -11,10 +11,11 @@
 //! and, for `value`, `ci_low`/`ci_high`.
 
 use super::text_table::{
-    cell, column_names, describe, interval_of, matching, parse_filters, text_frame,
+    cell, column_names, describe, interval_at, interval_of, matching, parse_filters, read_input,
+    require, text_frame,
 };
 use crate::runner::manifest::sha256;
-use normscope_core::input::{DATA_CAP, read, read_text};
+use normscope_core::input::read_text;
 use normscope_core::{Error, Result};
 use polars::prelude::*;
 use std::path::{Component, Path, PathBuf};
@@ -32,7 +33,7 @@ pub const CITATION_TITLE: &str = "normscope: where normalization belongs in resi
 ///
 /// ```rust
 /// use normscope_analyses::commands::cite::Request;
-/// let r = Request::new("data/norms/verdicts.csv", &["norm=batch"], None);
+/// let r = Request::new("data/norms/verdicts.csv", &["norm=batch"], None)?;
 /// assert_eq!(r.filters, [("norm".to_string(), "batch".to_string())]);
 /// assert!(Request::new("t.csv", &["norm"], None).is_err());
 /// # Ok::<(), normscope_core::Error>(())
@@ -58,18 +59,50 @@ impl Request {
     }
 }
 
+/// `path` made absolute and without `.` or `..` (lexically: `data/x/../x/t.csv` is
+/// `data/x/t.csv`).
+fn normalized(path: &Path) -> Result<PathBuf> {
+    let abs = std::path::absolute(path).map_err(|e| {
+        Error::invalid(
+            "PATH",
+            path.display(),
+            format!("a path this system resolves ({e})"),
+        )
+    })?;
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
 /// The manifest of the analysis a path belongs to: `(root, analysis, path relative to root)`
-/// from the last `data/<analysis>/` or `figures/<analysis>/` of the path.
+/// from the last `data/<analysis>/` or `figures/<analysis>/` of the normalized path whose
+/// `data/<analysis>/manifest.json` exists.
 fn locate(path: &Path) -> Result<(PathBuf, String, String)> {
-    let parts: Vec<Component> = path.components().collect();
-    let found = (0..parts.len().saturating_sub(2))
-        .rev()
-        .find(|&i| matches!(parts[i], Component::Normal(d) if d == "data" || d == "figures"));
+    let abs = normalized(path)?;
+    let parts: Vec<Component> = abs.components().collect();
+    let found = (0..parts.len().saturating_sub(2)).rev().find(|&i| {
+        matches!(parts[i], Component::Normal(d) if d == "data" || d == "figures") && {
+            let root: PathBuf = parts[..i].iter().collect();
+            root.join("data")
+                .join(parts[i + 1].as_os_str())
+                .join("manifest.json")
+                .is_file()
+        }
+    });
     let Some(i) = found else {
         return Err(Error::invalid(
             "PATH",
             path.display(),
-            "a table or figure under data/<analysis>/ or figures/<analysis>/, as reproduce writes them",
+            "a table or figure under data/<analysis>/ or figures/<analysis>/ whose analysis has \
+             its manifest (data/<analysis>/manifest.json), as reproduce writes them",
         ));
     };
     let root: PathBuf = parts[..i].iter().collect();
@@ -81,17 +114,68 @@ fn locate(path: &Path) -> Result<(PathBuf, String, String)> {
     Ok((root, analysis, rel.join("/")))
 }
 
+/// `text` with BibTeX's and LaTeX's special characters escaped.
+fn bibtex_escape(text: &str) -> String {
+    let mut out = String::new();
+    for ch in text.chars() {
+        match ch {
+            '_' | '%' | '&' | '#' | '$' | '{' | '}' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            '~' => out.push_str("\\textasciitilde{}"),
+            '^' => out.push_str("\\textasciicircum{}"),
+            '\\' => out.push_str("\\textbackslash{}"),
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
+/// The command that regenerates the analysis: the manifest's recorded invocation (a run of
+/// the default `reproduce` when it recorded the bare command of earlier versions) at its
+/// commit.
+fn regenerate(commit: &str, invocation: &str) -> String {
+    let args = invocation
+        .strip_prefix("normscope")
+        .unwrap_or(invocation)
+        .trim();
+    let args = if args.is_empty() { "reproduce" } else { args };
+    format!("git checkout {commit} && cargo run --release -- {args}")
+}
+
 /// The one row meeting every filter.
 fn the_row(df: &DataFrame, filters: &[(String, String)]) -> Result<usize> {
     let names = column_names(df);
     let rows = matching(df, filters)?;
     match rows.as_slice() {
         [r] => Ok(*r),
-        [] => Err(Error::invalid(
-            "--where",
-            describe(filters),
-            "filters that one row meets (none does)",
-        )),
+        [] => {
+            // The first filter no row meets on its own, with values the column does hold.
+            let mut hint = String::new();
+            for (c, v) in filters {
+                let rows = matching(df, &[(c.clone(), v.clone())])?;
+                if rows.is_empty() {
+                    let mut seen: Vec<String> = Vec::new();
+                    for r in 0..df.height() {
+                        let x = cell(df, c, r)?;
+                        if !seen.contains(&x) {
+                            seen.push(x);
+                        }
+                        if seen.len() == 5 {
+                            break;
+                        }
+                    }
+                    hint = format!("; {c} holds e.g. {}", seen.join(", "));
+                    break;
+                }
+            }
+            Err(Error::invalid(
+                "--where",
+                describe(filters),
+                format!("filters that one row meets (none does{hint})"),
+            ))
+        }
         many => {
             // The columns whose values tell the matching rows apart.
             let mut differ = Vec::new();
@@ -120,6 +204,28 @@ fn the_row(df: &DataFrame, filters: &[(String, String)]) -> Result<usize> {
 
 /// The citation of `req`, as lines of text.
 pub fn cite(req: &Request) -> Result<String> {
+    let ext = req
+        .path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let figure = matches!(ext.as_str(), "pdf" | "png" | "svg");
+    if figure && !req.filters.is_empty() {
+        return Err(Error::invalid(
+            "--where",
+            describe(&req.filters),
+            "no row filter for a figure (cite a table's row, or the figure whole)",
+        ));
+    }
+    if figure && let Some(c) = &req.column {
+        return Err(Error::invalid(
+            "--column",
+            c,
+            "no column for a figure (cite a table's column, or the figure whole)",
+        ));
+    }
+    let bytes = read_input(&req.path)?;
     let (root, analysis, rel) = locate(&req.path)?;
     let manifest_path = root.join("data").join(&analysis).join("manifest.json");
     let text = read_text(&manifest_path).map_err(|why| {
@@ -127,7 +233,7 @@ pub fn cite(req: &Request) -> Result<String> {
             "PATH",
             req.path.display(),
             format!(
-                "a file whose analysis has its manifest at {} ({why})",
+                "a file whose manifest {} can be read ({why})",
                 manifest_path.display()
             ),
         )
@@ -139,30 +245,24 @@ pub fn cite(req: &Request) -> Result<String> {
             format!("a manifest written by normscope reproduce ({e})"),
         )
     })?;
-    let figure = matches!(
-        req.path.extension().and_then(|e| e.to_str()),
-        Some("pdf" | "png" | "svg")
-    );
-    if figure && (!req.filters.is_empty() || req.column.is_some()) {
+    let Some(recorded) = manifest["outputs"][&rel].as_str() else {
         return Err(Error::invalid(
-            "--where",
-            describe(&req.filters),
-            "no row filter or column for a figure (cite a table's row, or the figure whole)",
+            "PATH",
+            req.path.display(),
+            format!("a file its analysis's manifest lists among its outputs ({rel} is not)"),
         ));
-    }
-    let bytes = read(&req.path, "PATH", DATA_CAP)?;
-    let recorded = manifest["outputs"][&rel].as_str();
-    let state = match recorded {
-        Some(h) if *h == sha256(&bytes) => "as the commit wrote it (sha256 matches the manifest)",
-        Some(_) => "CHANGED since the commit (its sha256 differs from the manifest's)",
-        None => "not among the manifest's outputs",
+    };
+    let state = if recorded == sha256(&bytes) {
+        "as the commit wrote it (sha256 matches the manifest)"
+    } else {
+        "CHANGED since the commit (its sha256 differs from the manifest's)"
     };
     let commit = manifest["source"]["git_commit"]
         .as_str()
         .unwrap_or("unknown")
         .to_string();
     let dirty = manifest["source"]["dirty"].as_bool().unwrap_or(true);
-    let quick = manifest["quick"].as_bool().unwrap_or(false);
+    let invocation = manifest["invocation"].as_str().unwrap_or("normscope");
     let version = manifest["crate_version"].as_str().unwrap_or("unknown");
     let mut out = String::new();
     let mut what = rel.clone();
@@ -172,18 +272,7 @@ pub fn cite(req: &Request) -> Result<String> {
         let df = text_frame(&req.path, bytes)?;
         let row = the_row(&df, &req.filters)?;
         let column = req.column.clone().unwrap_or_else(|| "value".to_string());
-        if df.column(&column).is_err() {
-            let names: Vec<String> = df
-                .get_column_names()
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-            return Err(Error::Unknown {
-                kind: "column",
-                name: column,
-                valid: names.join(", "),
-            });
-        }
+        require(&df, &column)?;
         let value = cell(&df, &column, row)?;
         if value.is_empty() {
             return Err(Error::invalid(
@@ -192,24 +281,20 @@ pub fn cite(req: &Request) -> Result<String> {
                 "a column with a value in this row (it is missing here)",
             ));
         }
-        let interval = match interval_of(&df, &column) {
-            Some((lo, hi)) => {
-                let (l, h) = (cell(&df, &lo, row)?, cell(&df, &hi, row)?);
-                if l.is_empty() || h.is_empty() {
-                    String::new()
+        let pair = interval_of(&df, &column);
+        let exact = df.column("engine").is_ok() && cell(&df, "engine", row)?.starts_with("theory");
+        let interval = match (interval_at(&df, pair.as_ref(), row)?, &pair) {
+            (Some((l, h)), Some((lo, hi))) => format!(" [{l}, {h}] ({lo}, {hi})"),
+            _ if exact => " (exact: the closed form)".to_string(),
+            _ => format!(
+                " (no interval: the table has no {column}_lo/{column}_hi or \
+                 {column}_ci_low/{column}_ci_high{} for this row)",
+                if column == "value" {
+                    ", ci_low/ci_high"
                 } else {
-                    format!(" [{l}, {h}] ({lo}, {hi})")
+                    ""
                 }
-            }
-            None => String::new(),
-        };
-        let exact = interval.is_empty()
-            && df.column("engine").is_ok()
-            && cell(&df, "engine", row)?.starts_with("theory");
-        let interval = if exact {
-            " (exact: the closed form)".to_string()
-        } else {
-            interval
+            ),
         };
         out += &format!("{column}: {value}{interval}\n");
         out += &format!(
@@ -228,13 +313,13 @@ pub fn cite(req: &Request) -> Result<String> {
             ""
         }
     );
-    out += &format!(
-        "regenerate: git checkout {commit} && cargo run --release -- reproduce --only {analysis}{}\n",
-        if quick { " --quick" } else { "" }
-    );
+    out += &format!("regenerate: {}\n", regenerate(&commit, invocation));
+    // One key per cited number: the commit and a hash of what is cited.
     let short: String = commit.chars().take(7).collect();
+    let tag: String = sha256(what.as_bytes()).chars().take(6).collect();
     out += &format!(
-        "bibtex:\n@software{{normscope_{short},\n  author  = {{{{The normscope developers}}}},\n  title   = {{{CITATION_TITLE}}},\n  version = {{{version}}},\n  year    = {{{CITATION_YEAR}}},\n  note    = {{Commit {commit}; {what}}}\n}}\n"
+        "bibtex:\n@software{{normscope_{short}_{tag},\n  author  = {{{{The normscope developers}}}},\n  title   = {{{CITATION_TITLE}}},\n  version = {{{version}}},\n  year    = {{{CITATION_YEAR}}},\n  note    = {{Commit {commit}; {}}}\n}}\n",
+        bibtex_escape(&what)
     );
     Ok(out)
 }

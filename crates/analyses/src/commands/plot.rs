@@ -6,8 +6,9 @@
 //! Carlo); one without, as a line (the closed form). Written atomically as PDF, PNG or SVG by
 //! the extension of `--out`.
 
-use super::text_table::{cell, interval_of, matching, parse_filters, require, text_frame};
-use normscope_core::input::{DATA_CAP, read};
+use super::text_table::{
+    cell, interval_at, interval_of, matching, parse_filters, read_input, require, text_frame,
+};
 use normscope_core::metrics::Metric;
 use normscope_core::output::facets::Facets;
 use normscope_core::output::figure::{LinePlot, PALETTE, Series, render};
@@ -98,8 +99,7 @@ fn number(text: &str, field: &'static str, name: &str, row: usize) -> Result<f64
 
 /// The figure of `req` (not written), with notes on the rows left out.
 pub fn figure(req: &Request) -> Result<(Facets, Vec<String>)> {
-    let bytes = read(&req.path, "PATH", DATA_CAP)?;
-    let df = text_frame(&req.path, bytes)?;
+    let df = text_frame(&req.path, read_input(&req.path)?)?;
     for c in [
         Some(&req.x),
         Some(&req.y),
@@ -136,16 +136,11 @@ pub fn figure(req: &Request) -> Result<(Facets, Vec<String>)> {
         }
         let x = number(&cell(&df, &req.x, r)?, "--x", &req.x, r)?;
         let y = number(&y_text, "--y", &req.y, r)?;
-        let ci = match &interval {
-            Some((lo, hi)) => {
-                let (l, h) = (cell(&df, lo, r)?, cell(&df, hi, r)?);
-                if l.trim().is_empty() || h.trim().is_empty() {
-                    None
-                } else {
-                    Some((number(&l, "--y", lo, r)?, number(&h, "--y", hi, r)?))
-                }
+        let ci = match (interval_at(&df, interval.as_ref(), r)?, &interval) {
+            (Some((l, h)), Some((lo, hi))) => {
+                Some((number(&l, "--y", lo, r)?, number(&h, "--y", hi, r)?))
             }
-            None => None,
+            _ => None,
         };
         for (v, flag, on) in [(x, "--log-x", req.log_x), (y, "--log-y", req.log_y)] {
             if on && v <= 0.0 {
@@ -166,9 +161,11 @@ pub fn figure(req: &Request) -> Result<(Facets, Vec<String>)> {
         };
         if !colors.contains(&s) {
             colors.push(s.clone());
-            // A preset's legend is its display name (`Pre-LN`) where the table has one.
+            // A preset's legend is its display name (`Pre-LN`) where the table has one; a
+            // number is named by its column (`layer = 4`).
             legends.push(match req.by.as_deref() {
                 Some("preset") if has("label") => cell(&df, "label", r)?,
+                Some(c) if s.trim().parse::<f64>().is_ok() => format!("{c} = {s}"),
                 _ => s.clone(),
             });
         }
@@ -199,6 +196,19 @@ pub fn figure(req: &Request) -> Result<(Facets, Vec<String>)> {
             "a column with values in the rows chosen (every one is missing)",
         ));
     }
+    // The palette's last colour is the grey of Monte Carlo's reference marks.
+    let most = PALETTE.len() - 1;
+    if colors.len() > most {
+        return Err(Error::invalid(
+            "--by",
+            req.by.as_deref().unwrap_or_default(),
+            format!(
+                "a column with at most {most} values in the rows chosen (it has {}; add --where or --facet)",
+                colors.len()
+            ),
+        ));
+    }
+    let mut notes = Vec::new();
     let mut plots = Vec::new();
     for (fi, (f, series)) in facets.iter().enumerate() {
         // `value` of one metric is that metric, by its title.
@@ -219,33 +229,28 @@ pub fn figure(req: &Request) -> Result<(Facets, Vec<String>)> {
         let mut plot = LinePlot::new(&title, &req.x, &y_label);
         plot.x_log = req.log_x;
         plot.y_log = req.log_y;
+        // Panels keep one colour per series: no folding of coinciding lines.
+        plot.fold = facets.len() == 1;
         for (s, pts) in series {
             let color = colors.iter().position(|c| c == s).unwrap_or(0);
-            if colors.len() > PALETTE.len() {
-                return Err(Error::invalid(
-                    "--by",
-                    req.by.as_deref().unwrap_or_default(),
-                    format!(
-                        "a column with at most {} values in the rows chosen (it has {}; add --where or --facet)",
-                        PALETTE.len(),
-                        colors.len()
-                    ),
-                ));
-            }
             let mut pts = pts.clone();
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             if let Some(w) = pts
                 .windows(2)
                 .find(|w| w[0].0.to_bits() == w[1].0.to_bits())
             {
-                let name = if s.is_empty() { &req.y } else { s };
+                let series = if req.by.is_none() {
+                    "the one series".to_string()
+                } else {
+                    format!("series '{s}'")
+                };
                 return Err(Error::invalid(
                     "--by",
                     req.by.as_deref().unwrap_or("(none)"),
                     format!(
                         "a grouping under which each x appears once per series ({} = {} appears \
-                         twice in series '{name}'; add --by, --facet or --where on a column \
-                         that tells the rows apart)",
+                         twice in {series}; add --by, --facet or --where on a column that \
+                         tells the rows apart)",
                         req.x, w[0].0
                     ),
                 ));
@@ -255,23 +260,36 @@ pub fn figure(req: &Request) -> Result<(Facets, Vec<String>)> {
             } else {
                 String::new()
             };
-            if pts.iter().all(|p| p.2.is_some()) {
-                let with: Vec<(f64, f64, f64, f64)> = pts
-                    .iter()
-                    .map(|&(x, y, ci)| {
-                        let (l, h) = ci.unwrap_or((y, y));
-                        (x, y, l, h)
-                    })
-                    .collect();
-                plot.series.push(Series::points(label, color, &with));
-            } else {
-                let line = pts.iter().map(|p| (p.0, p.1)).collect();
+            // Rows with an interval are points with their bars; the others a line.
+            let with: Vec<(f64, f64, f64, f64)> = pts
+                .iter()
+                .filter_map(|&(x, y, ci)| ci.map(|(l, h)| (x, y, l, h)))
+                .collect();
+            let line: Vec<(f64, f64)> = pts
+                .iter()
+                .filter(|p| p.2.is_none())
+                .map(|p| (p.0, p.1))
+                .collect();
+            let both = !with.is_empty() && !line.is_empty();
+            if !with.is_empty() {
+                plot.series
+                    .push(Series::points(label.clone(), color, &with));
+            }
+            if !line.is_empty() {
+                let label = if both { String::new() } else { label };
                 plot.series.push(Series::line(label, color, line));
             }
         }
         plots.push(plot);
     }
-    let mut notes = Vec::new();
+    // The house style draws a log axis over less than two decades linear (round ticks).
+    for (on, flag, k) in [(req.log_x, "--log-x", 0), (req.log_y, "--log-y", 1)] {
+        if on && plots.iter().any(|p| !axis_log(p, k)) {
+            notes.push(format!(
+                "{flag}: the values span less than two decades, drawn on a linear axis (its ticks are round)"
+            ));
+        }
+    }
     if missing > 0 {
         notes.push(format!(
             "{missing} row(s) with no {} left out (missing values)",
@@ -285,6 +303,12 @@ pub fn figure(req: &Request) -> Result<(Facets, Vec<String>)> {
         },
         notes,
     ))
+}
+
+/// Whether the plot's axis `k` (0 = x, 1 = y) is drawn log-scale.
+fn axis_log(p: &LinePlot, k: usize) -> bool {
+    let m = p.merged();
+    if k == 0 { m.x_log } else { m.y_log }
 }
 
 /// Draws the figure of `req` and writes it to `--out` atomically; returns notes on the rows
@@ -302,6 +326,7 @@ pub fn plot(req: &Request) -> Result<Vec<String>> {
             "a file ending in .pdf, .png or .svg",
         ));
     };
+    normscope_core::output::atomic::check_target("--out", &req.out)?;
     let (fig, notes) = figure(req)?;
     let drawn = if fig.plots.len() == 1 {
         render(&fig.plots[0], &req.out)?
@@ -313,6 +338,6 @@ pub fn plot(req: &Request) -> Result<Vec<String>> {
         "png" => drawn.png,
         _ => drawn.svg,
     };
-    normscope_core::output::atomic::write_bytes(&req.out, &bytes)?;
+    crate::runner::sidecar::emit_with_provenance(Some(&req.out), &bytes)?;
     Ok(notes)
 }

@@ -1,9 +1,37 @@
 //! Tables read as text, for `cite` and `plot`: every value as the file stores it (a CSV's
 //! characters; a Parquet column cast to text), rows chosen by `--where column=value` filters.
 
+use normscope_core::input::{DATA_CAP, read};
 use normscope_core::{Error, Result};
 use polars::prelude::*;
 use std::path::Path;
+
+/// The bytes of an input table or figure: a missing path is refused as bad input (`PATH`,
+/// exit 2), as is anything but a regular file of at most [`DATA_CAP`] bytes.
+pub fn read_input(path: &Path) -> Result<Vec<u8>> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Err(Error::invalid(
+            "PATH",
+            path.display(),
+            "an existing table or figure (no such file)",
+        ));
+    }
+    read(path, "PATH", DATA_CAP)
+}
+
+/// The texts of an interval's two columns at `row`, if the table has them and both hold a
+/// value there.
+pub fn interval_at(
+    df: &DataFrame,
+    pair: Option<&(String, String)>,
+    row: usize,
+) -> Result<Option<(String, String)>> {
+    let Some((lo, hi)) = pair else {
+        return Ok(None);
+    };
+    let (l, h) = (cell(df, lo, row)?, cell(df, hi, row)?);
+    Ok((!l.trim().is_empty() && !h.trim().is_empty()).then_some((l, h)))
+}
 
 /// Parses `--where` filters (`column=value`; the value may be empty or contain `=`).
 ///
@@ -72,8 +100,9 @@ pub fn text_frame(path: &Path, bytes: Vec<u8>) -> Result<DataFrame> {
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
-        .unwrap_or_default();
-    let df = match ext {
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let df = match ext.as_str() {
         "csv" => CsvReadOptions::default()
             .with_has_header(true)
             .with_infer_schema_length(Some(0))

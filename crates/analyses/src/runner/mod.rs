@@ -12,6 +12,7 @@ pub mod data;
 pub mod manifest;
 pub mod seed;
 pub mod shard;
+pub mod sidecar;
 pub mod stale;
 
 use config_file::ConfigFile;

@@ -367,6 +367,9 @@ pub struct LinePlot {
     pub legend: Legend,
     /// The series.
     pub series: Vec<Series>,
+    /// Whether coinciding lines share one legend entry ([`LinePlot::merged`]); off for the
+    /// panels of one figure, whose colours must mean the same series in every panel.
+    pub fold: bool,
 }
 
 /// Default size: one column of a two-column paper at 300 dpi (3.3 in x 2.5 in).
@@ -692,6 +695,7 @@ impl LinePlot {
             y_log: false,
             legend: Legend::Auto,
             series: Vec::new(),
+            fold: true,
         }
     }
 
@@ -716,7 +720,7 @@ impl LinePlot {
                     .all(|(u, v)| close(u.0, v.0) && close(u.1, v.1))
         };
         for i in 0..p.series.len() {
-            if !line(&p.series[i]) {
+            if !p.fold || !line(&p.series[i]) {
                 continue;
             }
             if let Some(j) =
