@@ -298,6 +298,10 @@ pub struct TableArgs {
     /// stdout if absent or -.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Output format: csv, parquet, or table (aligned columns for reading). Default: by
+    /// --out's extension (Parquet for .parquet, else CSV).
+    #[arg(long, value_enum)]
+    pub format: Option<normscope::output::table::Format>,
 }
 
 /// `normscope theory`.

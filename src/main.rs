@@ -117,7 +117,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             say_notes(&mut notes)?;
             analyses::runner::sidecar::emit_with_provenance(
                 out,
-                &table::Format::of(out).encode(&mut table::frame(rows)?)?,
+                &table::Format::chosen(a.table.format, out)?.encode(&mut table::frame(rows)?)?,
             )
         }
         Command::Expand(a) => {
@@ -149,7 +149,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             say_notes(&mut notes)?;
             analyses::runner::sidecar::emit_with_provenance(
                 out,
-                &table::Format::of(out).encode(&mut table::frame(rows)?)?,
+                &table::Format::chosen(a.table.format, out)?.encode(&mut table::frame(rows)?)?,
             )
         }
         Command::Train(a) => {
@@ -193,7 +193,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             say_notes(&mut notes)?;
             analyses::runner::sidecar::emit_with_provenance(
                 out,
-                &table::Format::of(out).encode(&mut df)?,
+                &table::Format::chosen(a.table.format, out)?.encode(&mut df)?,
             )
         }
         Command::Reproduce(a) if a.list => {

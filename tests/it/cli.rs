@@ -781,3 +781,41 @@ fn every_out_file_gets_its_provenance() {
     assert_eq!(o.status.code(), Some(2));
     assert!(!dir.path().join("u.csv").exists() && !dir.path().join("u.csv.manifest.json").exists());
 }
+
+#[test]
+fn format_table_aligns_columns_for_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = normscope(
+        &[
+            "theory",
+            "--preset",
+            "pre,post",
+            "--depth",
+            "4",
+            "--metrics",
+            "grad_sq",
+            "--layers",
+            "0,last",
+            "--format",
+            "table",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 5, "{out}");
+    // Every row's metric starts where the header's does: the columns are aligned.
+    let at = lines[0].find("metric").unwrap();
+    assert!(
+        lines[1..].iter().all(|l| l[at..].starts_with("grad_sq")),
+        "{out}"
+    );
+    // Parquet is binary: not on standard output.
+    let o = normscope(
+        &["theory", "--depth", "2", "--format", "parquet"],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("invalid --format"), "{}", stderr(&o));
+}

@@ -202,15 +202,21 @@ pub(crate) fn write_parquet(df: &mut DataFrame, w: &mut dyn Write) -> Result<()>
 /// let mut df = DataFrame::new_infer_height(vec![column("layer", [1i64, 2])])?;
 /// assert_eq!(Format::Csv.encode(&mut df)?, b"layer\n1\n2\n");
 /// assert!(Format::Parquet.encode(&mut df)?.starts_with(b"PAR1"));
+/// // A table for reading: columns aligned, values as the CSV writes them.
+/// let mut df = DataFrame::new_infer_height(vec![column("layer", [1i64, 10])])?;
+/// assert_eq!(Format::Table.encode(&mut df)?, b"layer\n    1\n   10\n");
 /// # Ok(())
 /// # }
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Format {
     /// Comma-separated text (any extension but `.parquet`, and standard output).
     Csv,
     /// Apache Parquet (`.parquet`).
     Parquet,
+    /// Aligned text columns for reading in a terminal (`--format table`).
+    Table,
 }
 
 impl Format {
@@ -222,15 +228,92 @@ impl Format {
         }
     }
 
+    /// `--format` if given, else [`Format::of`] the output path; Parquet is refused on
+    /// standard output (binary), naming `--format`.
+    pub fn chosen(flag: Option<Format>, path: Option<&Path>) -> Result<Self> {
+        let f = flag.unwrap_or_else(|| Self::of(path));
+        if f == Format::Parquet && path.is_none() {
+            return Err(crate::Error::invalid(
+                "--format",
+                "parquet",
+                "csv or table on standard output (Parquet is binary: give --out FILE.parquet)",
+            ));
+        }
+        Ok(f)
+    }
+
     /// The bytes of `df` in this format.
     pub fn encode(self, df: &mut DataFrame) -> Result<Vec<u8>> {
         let mut buf = Vec::new();
         match self {
             Format::Csv => write_csv(df, &mut buf)?,
             Format::Parquet => write_parquet(df, &mut buf)?,
+            Format::Table => {
+                write_csv(df, &mut buf)?;
+                buf = aligned(&String::from_utf8_lossy(&buf)).into_bytes();
+            }
         }
         Ok(buf)
     }
+}
+
+/// The fields of one CSV line (quoted fields with doubled quotes, as polars writes them).
+fn csv_fields(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut field)),
+            _ => field.push(c),
+        }
+    }
+    out.push(field);
+    out
+}
+
+/// A CSV as aligned columns: numbers right-aligned, text left-aligned, two spaces apart.
+fn aligned(csv: &str) -> String {
+    let rows: Vec<Vec<String>> = csv.lines().map(csv_fields).collect();
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width = |k: usize| {
+        rows.iter()
+            .map(|r| r.get(k).map_or(0, |f| f.chars().count()))
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..cols).map(width).collect();
+    // A column is numeric when every value below the header is a number or empty.
+    let numeric: Vec<bool> = (0..cols)
+        .map(|k| {
+            rows.iter()
+                .skip(1)
+                .filter_map(|r| r.get(k))
+                .all(|f| f.is_empty() || f.parse::<f64>().is_ok())
+        })
+        .collect();
+    let mut out = String::new();
+    for r in &rows {
+        let line: Vec<String> = (0..cols)
+            .map(|k| {
+                let f = r.get(k).map_or("", String::as_str);
+                if numeric[k] {
+                    format!("{f:>w$}", w = widths[k])
+                } else {
+                    format!("{f:<w$}", w = widths[k])
+                }
+            })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 /// The CSV bytes of tidy rows, as [`write_rows`] writes them.
