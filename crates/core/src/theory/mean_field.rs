@@ -203,7 +203,7 @@ struct Local {
 /// ([`Energy::per_token`]), which moves energy between the mean and the fluctuation.
 #[derive(Clone, Copy, Debug)]
 struct Column {
-    /// Whether `N_out` is the norm (it removes the mean).
+    /// Whether `N_out`'s map removes the columns' mean ([`super::norm_map::SlotMap`]).
     out_kills: bool,
     /// `N_out`'s gain on the fluctuation (1 without it).
     n_sq: Mag,
@@ -213,7 +213,7 @@ struct Column {
     branch: Mag,
     /// The branch's cross-token share at its input correlation.
     rho: f64,
-    /// Whether `N_in` is the norm.
+    /// Whether `N_in`'s map removes the columns' mean.
     in_kills: bool,
     /// `N_in`'s gain on the fluctuation (with the input scale).
     in_jac: Mag,
@@ -271,16 +271,16 @@ impl Ctx<'_> {
         let n = model.tokens;
         // The branch input N_in(x) (scaled): its second moment, correlation and the
         // mean-square gain of the map from x (slot_map; for LayerNorm 1, c and 1/q).
-        let (qu, cu, in_jac) = if b.n_in.is_norm() {
+        let (qu, cu, in_jac, in_kills) = if b.n_in.is_norm() {
             let m = slot_map(norm, qp, cp, n, l)?;
             // LayerNorm's gain as it was always rounded, in_scale / q (one rounding).
             let in_jac = match norm {
                 NormKind::Dyt | NormKind::Batch | NormKind::Instance => m.gain.mul(in_scale),
                 _ => in_scale.div(qp),
             };
-            (m.q.mul(in_scale), m.corr, in_jac)
+            (m.q.mul(in_scale), m.corr, in_jac, m.kills_mean)
         } else {
-            (qp.mul(in_scale), cp, Mag::one())
+            (qp.mul(in_scale), cp, Mag::one(), false)
         };
         let br = branch_at(model, qu, cu, l)?;
         let zero_branch = br.out.value() == 0.0;
@@ -315,11 +315,11 @@ impl Ctx<'_> {
         let c = skip_part.ratio(s) * cp + br_part.ratio(s) * kappa;
         // n^2: the mean-square gain of N_out's Jacobian (1/s_l for LayerNorm), or 1; the
         // stream's second moment and correlation after N_out.
-        let (ql, c, n_sq) = if b.n_out.is_norm() {
+        let (ql, c, n_sq, out_kills) = if b.n_out.is_norm() {
             let m = slot_map(norm, s, c, n, l)?;
-            (m.q, m.corr, m.gain)
+            (m.q, m.corr, m.gain, m.kills_mean)
         } else {
-            (s, c, Mag::one())
+            (s, c, Mag::one(), false)
         };
         let ln_nbr = if b.n_br.is_norm() && !zero_branch {
             -0.5 * br.out.ln()
@@ -360,7 +360,7 @@ impl Ctx<'_> {
         };
         let column = if self.columns() {
             Some(Column {
-                out_kills: b.n_out.is_norm(),
+                out_kills,
                 n_sq,
                 skip: alpha_sq,
                 branch: lambda_sq.mul(br_jac).mul(Mag::new(br.backward_gain)),
@@ -371,7 +371,7 @@ impl Ctx<'_> {
                         model.kind.name()
                     ))
                 })?,
-                in_kills: b.n_in.is_norm(),
+                in_kills,
                 in_jac,
                 n,
             })
