@@ -419,8 +419,8 @@ pub struct CiteArgs {
     /// stores them).
     #[arg(long = "where", value_name = "COLUMN=VALUE")]
     pub filters: Vec<String>,
-    /// The column to cite (default: value); its interval is the pair `<c>_lo`/`<c>_hi`,
-    /// `<c>_ci_low`/`<c>_ci_high`, or `ci_low`/`ci_high` for value.
+    /// The column to cite (default: value); its 95% interval is `<c>_ci_low`/`<c>_ci_high`, or
+    /// `ci_low`/`ci_high` for value and median.
     #[arg(long)]
     pub column: Option<String>,
 }

@@ -9,6 +9,7 @@ mod cli;
 mod train;
 
 use cli::{Cli, Command};
+use normscope::analyses::runner::sidecar::encode_table;
 use normscope::model::{RawModel, TheoryConfig};
 use normscope::output::atomic::emit;
 use normscope::output::{atomic, console, table};
@@ -117,7 +118,10 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             say_notes(&mut notes)?;
             analyses::runner::sidecar::emit_with_provenance(
                 out,
-                &table::Format::chosen(a.table.format, out)?.encode(&mut table::frame(rows)?)?,
+                &encode_table(
+                    table::Format::chosen(a.table.format, out)?,
+                    &mut table::frame(rows)?,
+                )?,
             )
         }
         Command::Expand(a) => {
@@ -149,7 +153,10 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             say_notes(&mut notes)?;
             analyses::runner::sidecar::emit_with_provenance(
                 out,
-                &table::Format::chosen(a.table.format, out)?.encode(&mut table::frame(rows)?)?,
+                &encode_table(
+                    table::Format::chosen(a.table.format, out)?,
+                    &mut table::frame(rows)?,
+                )?,
             )
         }
         Command::Train(a) => {
@@ -193,7 +200,7 @@ fn dispatch(cli: Cli) -> normscope::Result<()> {
             say_notes(&mut notes)?;
             analyses::runner::sidecar::emit_with_provenance(
                 out,
-                &table::Format::chosen(a.table.format, out)?.encode(&mut df)?,
+                &encode_table(table::Format::chosen(a.table.format, out)?, &mut df)?,
             )
         }
         Command::Reproduce(a) if a.list => {

@@ -266,6 +266,15 @@ pub fn train(a: &TrainArgs, out: Option<&std::path::Path>) -> normscope::Result<
     let records = normscope::train::run::run(&cfg, &bar)?;
     bar.finish();
     let mut df = normscope::train::log::frame(&cfg, &records)?;
-    let bytes = table::Format::of(out).encode(&mut df)?;
-    normscope::analyses::runner::sidecar::emit_with_provenance(out, &bytes)
+    let bytes =
+        normscope::analyses::runner::sidecar::encode_table(table::Format::of(out), &mut df)?;
+    normscope::analyses::runner::sidecar::emit_with_provenance(out, &bytes)?;
+    // The summary goes to stderr, after the log is written: stdout may be the log itself.
+    let mut summary = normscope::train::summary::summary(&records)?;
+    let text = table::Format::Table.encode(&mut summary)?;
+    eprint!(
+        "summary (median over seeds; excess = final eval loss - the task's floor):\n{}",
+        String::from_utf8_lossy(&text)
+    );
+    Ok(())
 }

@@ -62,7 +62,7 @@ fn every_cite_help_example_runs_on_the_committed_data() {
     );
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("(post_x0_factor_lo, post_x0_factor_hi)"),
+        out.contains("(post_x0_factor_ci_low, post_x0_factor_ci_high)"),
         "{out}"
     );
 }

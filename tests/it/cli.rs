@@ -38,18 +38,19 @@ fn theory_writes_the_tidy_schema_deterministically() {
         .to_string();
     assert_eq!(
         header,
-        "preset,label,engine,branch,init,g,norm,width,tokens,samples,seed,depth,layer,source,metric,value,stderr,ci_low,ci_high,n,missing"
+        "preset,label,engine,branch,init,g,norm,width,tokens,samples,seed,hidden_ratio,heads,alpha,beta,lambda,final_norm,q0,c0,eps,path_max,depth,layer,source,metric,value,stderr,ci_low,ci_high,n,missing"
     );
     assert_eq!(header, normscope::output::table::COLUMNS.join(","));
-    // The closed form's settings: branch, init, g and norm; no width, tokens, samples or seed
-    // under Xavier init and a linear branch.
+    // The closed form's settings: branch, init, g, norm, q0 and c0; no width, tokens, samples,
+    // seed, hidden ratio, heads, eps or path cut-off under Xavier init and a linear branch, and
+    // no overrides.
     let row = String::from_utf8_lossy(&a)
         .lines()
         .find(|l| l.starts_with("post,"))
         .unwrap()
         .to_string();
     assert!(
-        row.starts_with("post,Post-LN,theory,linear,xavier,1.0,layer,,,,,5,"),
+        row.starts_with("post,Post-LN,theory,linear,xavier,1.0,layer,,,,,,,,,,,1.0,0.0,,,5,"),
         "{row}"
     );
     let o = normscope(
@@ -703,7 +704,7 @@ fn layers_accept_last_in_a_list() {
     let layers: Vec<&str> = out
         .lines()
         .skip(1)
-        .map(|l| l.split(',').nth(12).unwrap())
+        .map(|l| l.split(',').nth(22).unwrap())
         .collect();
     assert_eq!(layers, ["0", "5"], "{out}");
 }

@@ -207,8 +207,8 @@ fn a_cells_rows_do_not_depend_on_the_grid_around_it() {
         "data/mc-grid/mc.csv",
     );
     let all = read(&whole(dir, "mc-grid", "mc-all", MC), "data/mc-grid/mc.csv");
-    // Columns preset (0), width (7), depth (11).
-    let key = [(0, "post"), (7, "12"), (11, "5")];
+    // Columns preset (0), width (7), depth (21).
+    let key = [(0, "post"), (7, "12"), (21, "5")];
     let cell = lines_of(&one, &key);
     assert_eq!(cell.len(), one.lines().count() - 1, "{one}");
     assert_eq!(cell.len(), 4, "grad_sq and eff_depth at layers 0 and L");

@@ -50,6 +50,7 @@ mod random_inputs;
 mod recipes;
 mod regenerate;
 mod reproduce;
+mod settings;
 mod shard;
 mod slurm;
 mod train_cli;

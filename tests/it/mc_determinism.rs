@@ -33,17 +33,25 @@ fn csv_is_byte_identical_across_thread_counts() {
     let text = String::from_utf8(one).unwrap();
     let header = format!("{}\n", normscope::output::table::COLUMNS.join(","));
     assert!(text.starts_with(&header), "{text}");
-    // preset,label,engine,branch,init,g,norm,width,tokens,samples,seed,depth,...
+    // preset,label,engine,branch,init,g,norm,width,tokens,samples,seed,hidden_ratio,heads,
+    // alpha,beta,lambda,final_norm,q0,c0,eps,path_max,depth,...
     assert!(text.contains("pre,Pre-LN,mc,relu-mlp,xavier,"), "{text}");
-    assert!(text.contains(",layer,64,8,6,42,6,"), "{text}");
+    assert!(
+        text.contains(",layer,64,8,6,42,4.0,,,,,,1.0,0.0,0.00001,256,6,"),
+        "{text}"
+    );
 }
 
 #[test]
 fn parquet_is_byte_identical_across_thread_counts() {
-    let dir = tempfile::tempdir().unwrap();
-    let one = mc("1", "42", dir.path(), "one.parquet");
-    assert_eq!(one, mc("3", "42", dir.path(), "three.parquet"));
+    // The same command line in two folders: a Parquet file carries its command line in its
+    // metadata (docs/data.md, "Parquet"), so the output's name must be the same too.
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let one = mc("1", "42", a.path(), "t.parquet");
+    assert_eq!(one, mc("3", "42", b.path(), "t.parquet"));
     assert!(one.starts_with(b"PAR1") && one.ends_with(b"PAR1"));
+    let text = String::from_utf8_lossy(&one);
+    assert!(text.contains("normscope.provenance") && text.contains("--seed 42"));
 }
 
 #[test]

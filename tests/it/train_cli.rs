@@ -58,6 +58,22 @@ fn log_is_byte_identical_for_any_thread_count_and_complete() {
     a.extend(["--out", "one.csv"]);
     let o = normscope(&a, dir.path(), Some(1));
     assert!(o.status.success(), "{}", stderr(&o));
+    // The summary on stderr: a header and one row per preset, in the order given.
+    let err = stderr(&o);
+    let summary: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("summary"))
+        .skip(1)
+        .collect();
+    assert!(
+        summary[0].starts_with("preset") && summary[0].contains("excess"),
+        "{err}"
+    );
+    let presets: Vec<&str> = summary[1..]
+        .iter()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(presets, ["pre", "post", "deepnorm"], "{err}");
     let mut b: Vec<&str> = SMALL.to_vec();
     b.extend(["--out", "two.csv"]);
     let o = normscope(&b, dir.path(), Some(2));

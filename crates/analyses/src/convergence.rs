@@ -366,11 +366,11 @@ pub(crate) fn status_table(
                 .map(|m| m.as_ref().map_or(f64::NAN, |m| m.estimate)),
         ),
         column(
-            "median_score_gap_lo",
+            "median_score_gap_ci_low",
             rel.iter().map(|m| m.as_ref().map_or(f64::NAN, |m| m.lo)),
         ),
         column(
-            "median_score_gap_hi",
+            "median_score_gap_ci_high",
             rel.iter().map(|m| m.as_ref().map_or(f64::NAN, |m| m.hi)),
         ),
         column(
@@ -514,8 +514,8 @@ fn effects_table(out: &mut Out, families: &[(Family, Vec<Place>)]) -> Result<()>
         column("layers", rows.iter().map(|r| r.0.layers as u64)),
         column("n", rows.iter().map(|r| r.1.n as u64)),
         column("effect_gap", a(|x| x.estimate)),
-        column("effect_lo", a(|x| x.ci.0)),
-        column("effect_hi", a(|x| x.ci.1)),
+        column("effect_ci_low", a(|x| x.ci.0)),
+        column("effect_ci_high", a(|x| x.ci.1)),
         column("coverage", a(|x| x.coverage)),
         column("p_two_sided", a(|x| x.p_two_sided)),
         column("q_two_sided", a(|x| x.q_two_sided)),

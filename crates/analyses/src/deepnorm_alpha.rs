@@ -68,8 +68,8 @@ pub fn constants(depth: usize) -> Result<(f64, f64)> {
     Ok((alpha, spec.beta.unwrap_or(1.0)))
 }
 
-/// The sweep columns of the CSVs.
-pub(crate) const TAGS: [&str; 4] = ["s", "alpha", "beta", "alpha_only"];
+/// The sweep columns of the CSVs (alpha and beta are every row's own `alpha`, `beta`).
+pub(crate) const TAGS: [&str; 2] = ["s", "alpha_only"];
 
 const METRICS: [Metric; 3] = [Metric::EffDepth, Metric::BranchWeight, Metric::GradSq];
 
@@ -79,8 +79,9 @@ fn keep(r: &Row) -> bool {
         && (m != Metric::GradSq || r.layer == 0)
 }
 
-/// Rows at (alpha, beta), tagged `[s, alpha, beta, alpha_only]` (`alpha_only` is 1 on the
-/// beta = 1 family, 0 on the path to DeepNorm).
+/// Rows at (alpha, beta), tagged `[s, alpha_only]` (`alpha_only` is 1 on the beta = 1 family,
+/// 0 on the path to DeepNorm) and labelled by the network they are ([`label`]): the preset is
+/// `deepnorm` with both scales overridden, which at s = 0 is Post-LN.
 fn at(
     c: &Config,
     s: f64,
@@ -95,11 +96,44 @@ fn at(
     let layers = LayerSpec::List(vec![0, c.depth]);
     let presets = ["deepnorm".to_string()];
     let rows = common::rows(engine, &presets, &raw, &c.mc, &METRICS, &layers)?;
+    let setup = rows.first().map(|r| {
+        std::sync::Arc::new(normscope_core::profile::Setup {
+            label: label(s, alpha_only),
+            ..(*r.setup).clone()
+        })
+    });
     Ok(rows
         .into_iter()
         .filter(keep)
-        .map(|r| (vec![s, alpha, beta, f64::from(u8::from(alpha_only))], r))
+        .map(|mut r| {
+            if let Some(setup) = &setup {
+                r.setup = setup.clone();
+            }
+            (vec![s, f64::from(u8::from(alpha_only))], r)
+        })
         .collect())
+}
+
+/// The name of the network at point `s` of a family: Post-LN at s = 0 (alpha = beta = 1),
+/// DeepNorm at the path's s = 1, else the family's formula.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::deepnorm_alpha::label;
+/// assert_eq!(label(0.0, false), "Post-LN");
+/// assert_eq!(label(1.0, false), "DeepNorm");
+/// assert_eq!(label(0.5, false), "alpha = alpha_DN^s, beta = beta_DN^s");
+/// assert_eq!(label(1.0, true), "alpha = alpha_DN^s, beta = 1");
+/// ```
+pub fn label(s: f64, alpha_only: bool) -> String {
+    match (s, alpha_only) {
+        (0.0, _) => "Post-LN",
+        (1.0, false) => "DeepNorm",
+        (_, false) => "alpha = alpha_DN^s, beta = beta_DN^s",
+        (_, true) => "alpha = alpha_DN^s, beta = 1",
+    }
+    .to_string()
 }
 
 impl super::AnalysisConfig for Config {
@@ -168,14 +202,14 @@ fn curve(
         .filter(|(t, r)| {
             r.metric == m
                 && r.source == src
-                && (t[3] > 0.5) == beta_one
+                && (t[1] > 0.5) == beta_one
                 && r.missing.is_none()
                 && at_layer(r)
                 && keep(r)
         })
-        .map(|(t, r)| {
+        .map(|(_, r)| {
             let (lo, hi) = r.interval();
-            (t[1], r.value, lo, hi)
+            (r.setup.model.alpha.unwrap_or(1.0), r.value, lo, hi)
         })
         .collect();
     v.sort_by(|x, y| x.0.total_cmp(&y.0));

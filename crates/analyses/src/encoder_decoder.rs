@@ -219,8 +219,8 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         column("comparison", assessed.iter().map(|a| a.name.clone())),
         column("n", assessed.iter().map(|a| a.n as u64)),
         column("effect_log10", assessed.iter().map(|a| a.estimate)),
-        column("effect_lo", assessed.iter().map(|a| a.ci.0)),
-        column("effect_hi", assessed.iter().map(|a| a.ci.1)),
+        column("effect_ci_low", assessed.iter().map(|a| a.ci.0)),
+        column("effect_ci_high", assessed.iter().map(|a| a.ci.1)),
         column("q_two_sided", assessed.iter().map(|a| a.q_two_sided)),
         column("q_equivalence", assessed.iter().map(|a| a.q_equivalence)),
         column("outcome", assessed.iter().map(|a| a.outcome_text())),
@@ -414,8 +414,8 @@ fn profile(c: &Config, out: &mut Out, runs: &[Outcome]) -> Result<()> {
             }),
         ),
         column("median_over_top", rows.iter().map(|r| r.3)),
-        column("lo", rows.iter().map(|r| r.4)),
-        column("hi", rows.iter().map(|r| r.5)),
+        column("ci_low", rows.iter().map(|r| r.4)),
+        column("ci_high", rows.iter().map(|r| r.5)),
     ]);
     let mut df = frame(cols)?;
     out.frame("profile.csv", &mut df)?;

@@ -203,9 +203,10 @@ pub(crate) fn scaling_frame(runs: &[(RunKey, &Outcome, &str)]) -> Result<DataFra
     frame(cols)
 }
 
-/// Every (cell, seed): its settings (the `lr` column empty), then `max_lr_lo` and `max_lr_hi`
-/// (the interval holding the maximum stable rate; `hi` empty when censored above, `lo` 0 when
-/// censored below), `max_lr` (the interval's geometric midpoint, or its finite end when
+/// Every (cell, seed): its settings (the `lr` column empty), then `max_lr_bracket_low` and
+/// `max_lr_bracket_high` (the bracket the search closed around the maximum stable rate, not a
+/// confidence interval; the high end empty when censored above, the low end 0 when censored
+/// below), `max_lr` (the interval's geometric midpoint, or its finite end when
 /// censored), `censored` (`none`, `above`, `below`) and `runs` (runs the search trained).
 pub fn searches_frame(
     tiers: &[Tier],
@@ -227,8 +228,8 @@ pub fn searches_frame(
     let keys: Vec<RunKey> = rows.iter().map(|r| r.0.clone()).collect();
     let mut cols = key_columns(&keys);
     cols.extend([
-        column("max_lr_lo", rows.iter().map(|r| r.1.interval().0)),
-        column("max_lr_hi", rows.iter().map(|r| r.1.interval().1)),
+        column("max_lr_bracket_low", rows.iter().map(|r| r.1.interval().0)),
+        column("max_lr_bracket_high", rows.iter().map(|r| r.1.interval().1)),
         column("max_lr", rows.iter().map(|r| r.1.point())),
         column(
             "censored",

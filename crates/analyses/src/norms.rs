@@ -819,7 +819,7 @@ pub fn warmup_comparison(
 /// let n = rows.0.len();
 /// let df = df!(
 ///     "tier" => rows.0, "preset" => vec!["post"; n], "blocks" => vec![12.0; n],
-///     "warmup" => rows.1, "seed" => rows.2, "max_lr_lo" => rows.3, "max_lr_hi" => rows.4,
+///     "warmup" => rows.1, "seed" => rows.2, "max_lr_bracket_low" => rows.3, "max_lr_bracket_high" => rows.4,
 /// )?;
 /// let e = warmup_effects(&df, "lm", &[NormKind::Layer, NormKind::Batch], 100)?;
 /// assert_eq!((e[0].norm, e[1].norm), (NormKind::Layer, NormKind::Batch));
@@ -1102,11 +1102,11 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let mut push = |name: &str, get: &dyn Fn(&Measured) -> Iv| {
         cols.push(column(name, v.iter().map(|x| get(&x.measured).v)));
         cols.push(column(
-            &format!("{name}_lo"),
+            &format!("{name}_ci_low"),
             v.iter().map(|x| get(&x.measured).lo),
         ));
         cols.push(column(
-            &format!("{name}_hi"),
+            &format!("{name}_ci_high"),
             v.iter().map(|x| get(&x.measured).hi),
         ));
     };
@@ -1204,8 +1204,8 @@ fn warmup_part(c: &Config, out: &mut Out, v: Vec<NormVerdict>) -> Result<Vec<Nor
         column("warmup", effects.iter().map(|_| w.warmup)),
         column("n", effects.iter().map(|e| e.assessed.n as u64)),
         column("effect_doublings", a(|x| x.estimate)),
-        column("effect_lo", a(|x| x.ci.0)),
-        column("effect_hi", a(|x| x.ci.1)),
+        column("effect_ci_low", a(|x| x.ci.0)),
+        column("effect_ci_high", a(|x| x.ci.1)),
         column("coverage", a(|x| x.coverage)),
         column("p_two_sided", a(|x| x.p_two_sided)),
         column("q_two_sided", a(|x| x.q_two_sided)),

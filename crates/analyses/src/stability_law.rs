@@ -323,7 +323,10 @@ pub fn outcome(lo: f64, hi: f64) -> &'static str {
 fn measured(df: &DataFrame, tier: &str, preset: &str, blocks: usize) -> Result<Vec<(u64, Obs)>> {
     let (t, p) = (strs(df, "tier")?, strs(df, "preset")?);
     let (b, w) = (f64s(df, "blocks")?, f64s(df, "warmup")?);
-    let (lo, hi) = (f64s(df, "max_lr_lo")?, f64s(df, "max_lr_hi")?);
+    let (lo, hi) = (
+        f64s(df, "max_lr_bracket_low")?,
+        f64s(df, "max_lr_bracket_high")?,
+    );
     let seed = f64s(df, "seed")?;
     let mut v: Vec<(u64, Obs)> = (0..df.height())
         .filter(|&i| t[i] == tier && p[i] == preset && b[i] as usize == blocks && w[i] == 0.0)
@@ -538,11 +541,11 @@ fn fits_table(out: &mut Out, f: &[LawFit]) -> Result<()> {
         column("censored_below", f.iter().map(|x| x.censored.1 as u64)),
         column("predicted_slope", f.iter().map(|_| PREDICTED_SLOPE)),
         column("slope", g(|x| x.slope.0)),
-        column("slope_lo", g(|x| x.slope.1)),
-        column("slope_hi", g(|x| x.slope.2)),
+        column("slope_ci_low", g(|x| x.slope.1)),
+        column("slope_ci_high", g(|x| x.slope.2)),
         column("log2_tau", g(|x| x.tau.0)),
-        column("log2_tau_lo", g(|x| x.tau.1)),
-        column("log2_tau_hi", g(|x| x.tau.2)),
+        column("log2_tau_ci_low", g(|x| x.tau.1)),
+        column("log2_tau_ci_high", g(|x| x.tau.2)),
         column("lack_of_fit_p", g(|x| x.lack_of_fit_p)),
         column("outcome", f.iter().map(|x| x.outcome.clone())),
     ])?;
@@ -607,8 +610,8 @@ fn contrast_table(out: &mut Out, f: &[LawFit]) -> Result<()> {
         column("tier", c.iter().map(|x| x.0.clone())),
         column("predictor", c.iter().map(|x| x.1.clone())),
         column("admin_minus_pre_log2_tau", c.iter().map(|x| x.2)),
-        column("lo", c.iter().map(|x| x.3)),
-        column("hi", c.iter().map(|x| x.4)),
+        column("ci_low", c.iter().map(|x| x.3)),
+        column("ci_high", c.iter().map(|x| x.4)),
         column("pairs", c.iter().map(|x| x.5 as u64)),
     ])?;
     out.frame("contrast.csv", &mut df)
@@ -694,16 +697,16 @@ pub(crate) fn summary(d: &Data) -> Result<Vec<(String, String)>> {
     );
     let (s, lo, hi) = (
         f64s(&df, "slope")?,
-        f64s(&df, "slope_lo")?,
-        f64s(&df, "slope_hi")?,
+        f64s(&df, "slope_ci_low")?,
+        f64s(&df, "slope_ci_high")?,
     );
     let con = d.frame("stability-law/contrast.csv")?;
     let (ct, cp, cd, clo, chi) = (
         strs(&con, "tier")?,
         strs(&con, "predictor")?,
         f64s(&con, "admin_minus_pre_log2_tau")?,
-        f64s(&con, "lo")?,
-        f64s(&con, "hi")?,
+        f64s(&con, "ci_low")?,
+        f64s(&con, "ci_high")?,
     );
     let mut out = Vec::new();
     for t in distinct_strings(&tier) {

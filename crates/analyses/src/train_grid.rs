@@ -19,7 +19,7 @@
 //! - `data/train-grid/runs.csv`: one row per (cell, seed): the settings, then `purpose`
 //!   (`grid`), `class, diverged, initial_loss, final_loss, floor, context_free, excess`
 //!   (`final_loss - floor`), `closed` (the fraction of the gap `C - F` closed) and `failed`
-//!   (not stable: diverged or collapsed); an undefined number is written empty;
+//!   (not stable: diverged, collapsed or slow); an undefined number is written empty;
 //! - `data/train-grid/curves.csv`: every evaluation of every run: the settings, `step,
 //!   eval_loss`.
 //!

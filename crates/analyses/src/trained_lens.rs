@@ -14,8 +14,8 @@
 //! other init could only find another factor). Each (preset, seed) is one trained
 //! network, measured at the snapshots on the evaluation set's first batch (its columns are the
 //! engine's tokens) with one draw of the engine's Gaussian tangents per measurement. Seeds are
-//! paired across presets; medians over seeds carry seeded bootstrap 95% intervals
-//! ([`normscope_core::stats::bootstrap`]).
+//! paired across presets; medians over seeds carry exact distribution-free 95% intervals
+//! (order statistics, [`normscope_core::stats::median_ci`]).
 //!
 //! Per (preset, seed, step) it records:
 //!
@@ -196,7 +196,7 @@ impl super::AnalysisConfig for Config {
             return Err(Error::invalid(
                 "trained-lens.seeds",
                 self.seeds,
-                "an integer >= 2 (medians carry bootstrap intervals)",
+                "an integer >= 2 (medians carry intervals over seeds)",
             ));
         }
         if self.snapshots.is_empty() || self.snapshots.iter().any(|&s| s > self.steps) {

@@ -471,10 +471,10 @@ fn precision_table(c: &Config, out: &mut Out, searches: &DataFrame) -> Result<()
         column("blocks", rows.iter().map(|r| r.2 as u64)),
         column("warmup", rows.iter().map(|r| r.3)),
         column("seed", rows.iter().map(|r| r.4.clone())),
-        column("f32_log2_lo", rows.iter().map(|r| r.5.lo())),
-        column("f32_log2_hi", rows.iter().map(|r| r.5.hi())),
-        column("f64_log2_lo", rows.iter().map(|r| r.6.lo())),
-        column("f64_log2_hi", rows.iter().map(|r| r.6.hi())),
+        column("f32_log2_bracket_low", rows.iter().map(|r| r.5.lo())),
+        column("f32_log2_bracket_high", rows.iter().map(|r| r.5.hi())),
+        column("f64_log2_bracket_low", rows.iter().map(|r| r.6.lo())),
+        column("f64_log2_bracket_high", rows.iter().map(|r| r.6.hi())),
         column("overlap", rows.iter().map(|r| overlap(&r.5, &r.6))),
     ])?;
     out.frame("precision.csv", &mut df)?;
@@ -543,8 +543,8 @@ fn summary(
     cols.extend([
         column("n", found.iter().map(|f| f.len() as u64)),
         column("median_max_lr", med.iter().map(|m| m.0)),
-        column("median_max_lr_lo", med.iter().map(|m| m.1)),
-        column("median_max_lr_hi", med.iter().map(|m| m.2)),
+        column("median_max_lr_ci_low", med.iter().map(|m| m.1)),
+        column("median_max_lr_ci_high", med.iter().map(|m| m.2)),
         column("censored_above", count("above")),
         column("censored_below", count("below")),
         column(
@@ -618,7 +618,10 @@ pub(crate) fn cell_obs(
 ) -> Result<Vec<(u64, Obs)>> {
     let (t, p) = (strs(df, "tier")?, strs(df, "preset")?);
     let (b, w) = (f64s(df, "blocks")?, f64s(df, "warmup")?);
-    let (lo, hi) = (f64s(df, "max_lr_lo")?, f64s(df, "max_lr_hi")?);
+    let (lo, hi) = (
+        f64s(df, "max_lr_bracket_low")?,
+        f64s(df, "max_lr_bracket_high")?,
+    );
     let seed = f64s(df, "seed")?;
     let mut v: Vec<(u64, Obs)> = (0..df.height())
         .filter(|&i| {
@@ -752,8 +755,8 @@ fn effects_table(out: &mut Out, effects: &[Effect]) -> Result<()> {
         column("layers", effects.iter().map(|e| e.layers as u64)),
         column("n", effects.iter().map(|e| e.assessed.n as u64)),
         column("effect_doublings", a(|x| x.estimate)),
-        column("effect_lo", a(|x| x.ci.0)),
-        column("effect_hi", a(|x| x.ci.1)),
+        column("effect_ci_low", a(|x| x.ci.0)),
+        column("effect_ci_high", a(|x| x.ci.1)),
         column("coverage", a(|x| x.coverage)),
         column("ratio", a(|x| x.estimate.exp2())),
         column("p_two_sided", a(|x| x.p_two_sided)),

@@ -338,6 +338,31 @@ pub struct TheoryConfig {
     pub batch: usize,
 }
 
+impl ModelConfig {
+    /// The settings of this model both engines read, as rows carry them: the hidden ratio
+    /// (where the branch has an MLP), the overrides, q0 and c0. An engine adds its own (heads,
+    /// eps, path cut-off).
+    pub fn settings(&self) -> crate::profile::ModelSettings {
+        let ov = &self.overrides;
+        crate::profile::ModelSettings {
+            hidden_ratio: self
+                .branch
+                .kind
+                .has_hidden()
+                .then_some(self.branch.hidden_ratio),
+            alpha: ov.alpha,
+            beta: ov.beta,
+            lambda: ov.lambda,
+            final_norm: ov
+                .final_norm
+                .map(|on| if on { "on" } else { "off" }.to_string()),
+            q0: Some(self.inputs.q0),
+            c0: Some(self.inputs.c0),
+            ..crate::profile::ModelSettings::default()
+        }
+    }
+}
+
 impl TheoryConfig {
     /// Validates a `theory` request.
     pub fn new(presets: &str, raw: &RawModel, metrics: &str, layers: &str) -> Result<Self> {

@@ -163,6 +163,54 @@ pub struct Setup {
     pub samples: Option<u64>,
     /// Base seed.
     pub seed: Option<u64>,
+    /// The model settings beyond the preset ([`ModelSettings`]).
+    pub model: ModelSettings,
+}
+
+/// The settings of a model that change a row's value besides those [`Setup`] names (built by
+/// [`crate::model::ModelConfig::settings`]): the
+/// columns `hidden_ratio` to `path_max` of every tidy row ([`crate::output::table::COLUMNS`]).
+///
+/// Empty (`None`) means "not read here": the hidden ratio of a branch without an MLP, the
+/// heads of a per-token branch, the norm epsilon and path cut-off of the closed form (which
+/// has no epsilon and evaluates every path exactly). `alpha`, `beta`, `lambda` and
+/// `final_norm` are the overrides (`--alpha`, ...): empty keeps the preset's own, which its
+/// name fixes (`normscope presets`).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::model::RawModel;
+/// use normscope_core::profile::ModelSettings;
+/// let model = RawModel { alpha: Some(2.0), branch: "linear".into(), ..RawModel::default() }
+///     .check()
+///     .unwrap();
+/// let s: ModelSettings = model.settings();
+/// assert_eq!((s.alpha, s.beta, s.q0, s.c0), (Some(2.0), None, Some(1.0), Some(0.0)));
+/// assert_eq!(s.hidden_ratio, None); // a linear branch has no hidden layer
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelSettings {
+    /// MLP hidden width / d (branches with an MLP: `relu-mlp`, `gelu-mlp`, `transformer`).
+    pub hidden_ratio: Option<f64>,
+    /// Attention heads (Monte Carlo of a branch that attends).
+    pub heads: Option<u64>,
+    /// The skip scale alpha of every block (`--alpha`), if overridden.
+    pub alpha: Option<f64>,
+    /// DeepNet's branch-weight scale beta (`--beta`), if set.
+    pub beta: Option<f64>,
+    /// The branch multiplier lambda of every block (`--lambda`), if overridden.
+    pub lambda: Option<f64>,
+    /// The final norm forced `on` or `off` (`--final-norm`), if overridden.
+    pub final_norm: Option<String>,
+    /// Input second moment q0 = E||x_0||^2 / d.
+    pub q0: Option<f64>,
+    /// Correlation c0 of two tokens (inputs).
+    pub c0: Option<f64>,
+    /// Norm epsilon (Monte Carlo).
+    pub eps: Option<f64>,
+    /// Depth up to which Monte Carlo evaluates the path polynomial exactly (`--path-max`).
+    pub path_max: Option<u64>,
 }
 
 impl Setup {

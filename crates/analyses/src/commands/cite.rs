@@ -7,8 +7,8 @@
 //! tree was clean, whether the run was `--quick`, and the sha256 of every output. A row is
 //! chosen with `--where column=value` (as the file stores the value, compared as text) and
 //! must be the only one that matches; the number is `--column` (default `value`) and its
-//! interval the first pair of columns found among `<c>_lo`/`<c>_hi`, `<c>_ci_low`/`<c>_ci_high`
-//! and, for `value`, `ci_low`/`ci_high`.
+//! interval the columns `<c>_ci_low`/`<c>_ci_high` or, for `value` and `median`,
+//! `ci_low`/`ci_high`.
 
 use super::text_table::{
     cell, column_names, describe, interval_at, interval_of, matching, parse_filters, read_input,
@@ -287,9 +287,9 @@ pub fn cite(req: &Request) -> Result<String> {
             (Some((l, h)), Some((lo, hi))) => format!(" [{l}, {h}] ({lo}, {hi})"),
             _ if exact => " (exact: the closed form)".to_string(),
             _ => format!(
-                " (no interval: the table has no {column}_lo/{column}_hi or \
-                 {column}_ci_low/{column}_ci_high{} for this row)",
-                if column == "value" {
+                " (no interval: the table has no {column}_ci_low/{column}_ci_high{} for \
+                 this row)",
+                if column == "value" || column == "median" {
                     ", ci_low/ci_high"
                 } else {
                     ""

@@ -1,8 +1,8 @@
 //! `normscope plot`: a figure of the user's own table (CSV or Parquet from any command) in the
 //! house style of `data/`'s figures ([`normscope_core::output::figure::LinePlot`]): one series
 //! per value of `--by`, one panel per value of `--facet`, rows chosen by `--where`, log axes
-//! on request. A series whose rows carry an interval (`ci_low`/`ci_high` for `value`,
-//! `<y>_lo`/`<y>_hi`, `<y>_ci_low`/`<y>_ci_high`) is drawn as points with their intervals (Monte
+//! on request. A series whose rows carry an interval (`ci_low`/`ci_high` for `value` or
+//! `median`, `<y>_ci_low`/`<y>_ci_high`) is drawn as points with their intervals (Monte
 //! Carlo); one without, as a line (the closed form). Written atomically as PDF, PNG or SVG by
 //! the extension of `--out`.
 

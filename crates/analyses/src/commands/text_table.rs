@@ -146,15 +146,13 @@ pub fn describe(filters: &[(String, String)]) -> String {
         .join(" ")
 }
 
-/// The interval columns of `column`, if the table has a pair: the first of `<c>_lo`/`<c>_hi`,
-/// `<c>_ci_low`/`<c>_ci_high` and, for `value`, `ci_low`/`ci_high`.
+/// The 95% interval columns of `column`, if the table has them: `<c>_ci_low`/`<c>_ci_high`,
+/// or `ci_low`/`ci_high` for a table's one estimate, `value` or `median` (the vocabulary of
+/// every table, docs/analyses.md "Columns").
 pub fn interval_of(df: &DataFrame, column: &str) -> Option<(String, String)> {
     let has = |c: &str| df.get_column_names().iter().any(|n| n.as_str() == c);
-    let mut pairs = vec![
-        (format!("{column}_lo"), format!("{column}_hi")),
-        (format!("{column}_ci_low"), format!("{column}_ci_high")),
-    ];
-    if column == "value" {
+    let mut pairs = vec![(format!("{column}_ci_low"), format!("{column}_ci_high"))];
+    if column == "value" || column == "median" {
         pairs.push(("ci_low".into(), "ci_high".into()));
     }
     pairs.into_iter().find(|(l, h)| has(l) && has(h))

@@ -22,18 +22,56 @@ use std::path::Path;
 /// assert!(json["invocation"].as_str().unwrap().starts_with("normscope"));
 /// ```
 pub fn sidecar(path: &Path, bytes: &[u8]) -> Vec<u8> {
-    let v = serde_json::json!({
+    let mut v = serde_json::json!({
         "output": path.file_name().map(|n| n.to_string_lossy().into_owned()),
         "sha256": sha256(bytes),
+    });
+    if let (Some(map), serde_json::Value::Object(p)) = (v.as_object_mut(), provenance()) {
+        map.extend(p);
+    }
+    let mut out = serde_json::to_vec_pretty(&v).expect("JSON values print");
+    out.push(b'\n');
+    out
+}
+
+/// What produced an output, as [`sidecar`] records it without the file's own name and hash:
+/// the crate version, the build commit, the source commit and whether it was dirty, the
+/// toolchain and the command line (which holds every setting and seed).
+pub fn provenance() -> serde_json::Value {
+    serde_json::json!({
         "crate_version": env!("CARGO_PKG_VERSION"),
         "build_commit": env!("NORMSCOPE_BUILD_COMMIT"),
         "source": Source::detect(),
         "build": Build::current(),
         "invocation": invocation(),
-    });
-    let mut out = serde_json::to_vec_pretty(&v).expect("JSON values print");
-    out.push(b'\n');
-    out
+    })
+}
+
+/// The key under which a standalone Parquet `--out` carries its [`provenance`] as file
+/// metadata.
+pub const PARQUET_KEY: &str = "normscope.provenance";
+
+/// The bytes of table `df` for `--out` in `format`: a Parquet file carries the
+/// [`provenance`] as its file metadata under [`PARQUET_KEY`] (the sidecar is written too).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::runner::sidecar::encode_table;
+/// use normscope_core::output::table::{Format, column};
+/// use polars::prelude::DataFrame;
+/// let mut df = DataFrame::new_infer_height(vec![column("x", [1.5])]).unwrap();
+/// assert_eq!(encode_table(Format::Csv, &mut df).unwrap(), b"x\n1.5\n");
+/// let parquet = encode_table(Format::Parquet, &mut df).unwrap();
+/// let text = String::from_utf8_lossy(&parquet);
+/// assert!(text.contains("normscope.provenance") && text.contains("invocation"));
+/// ```
+pub fn encode_table(
+    format: normscope_core::output::table::Format,
+    df: &mut polars::prelude::DataFrame,
+) -> Result<Vec<u8>> {
+    let json = serde_json::to_string(&provenance()).expect("JSON values print");
+    format.encode_with(df, &[(PARQUET_KEY.to_string(), json)])
 }
 
 /// The sidecar path of `path`: `FILE.manifest.json`.

@@ -175,6 +175,22 @@ impl BranchKind {
         }
     }
 
+    /// Whether its blocks include an MLP, whose hidden width `hidden_ratio` sets.
+    pub fn has_hidden(self) -> bool {
+        matches!(
+            self,
+            BranchKind::ReluMlp | BranchKind::GeluMlp | BranchKind::Transformer
+        )
+    }
+
+    /// Whether its blocks mix tokens (attention), so that heads and tokens matter.
+    pub fn attends(self) -> bool {
+        !matches!(
+            self,
+            BranchKind::Linear | BranchKind::ReluMlp | BranchKind::GeluMlp
+        )
+    }
+
     /// Canonical name.
     pub fn name(self) -> &'static str {
         self.info().name

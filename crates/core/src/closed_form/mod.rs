@@ -45,6 +45,8 @@ pub struct ClosedForm<'a> {
     pub inputs: Inputs,
     /// Samples per batch B (`--batch`): the columns BatchNorm averages over, one token each.
     pub batch: usize,
+    /// The model, whose settings its rows carry ([`crate::model::ModelConfig::settings`]).
+    pub model: &'a crate::model::ModelConfig,
 }
 
 impl<'a> ClosedForm<'a> {
@@ -54,6 +56,7 @@ impl<'a> ClosedForm<'a> {
             branch: &model.branch,
             inputs: model.inputs,
             batch: 1,
+            model,
         }
     }
 
@@ -152,6 +155,7 @@ impl Engine for ClosedForm<'_> {
             tokens: (attends || spec.norm == NormKind::Instance).then_some(b.tokens as u64),
             samples: None,
             seed: None,
+            model: self.model.settings(),
         }
     }
 

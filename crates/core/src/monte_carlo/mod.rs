@@ -27,7 +27,7 @@ use crate::Result;
 use crate::branch::BranchKind;
 use crate::engine::{Engine, Plan};
 use crate::metrics::Metric;
-use crate::profile::{EngineKind, Key, Profile, Setup, Value};
+use crate::profile::{EngineKind, Key, ModelSettings, Profile, Setup, Value};
 use crate::spec::StackSpec;
 use measure::Values;
 use normscope_numeric::{estimate, rng};
@@ -264,6 +264,12 @@ impl Engine for MonteCarlo<'_> {
             tokens: Some(b.tokens as u64),
             samples: Some(cfg.samples as u64),
             seed: Some(cfg.seed),
+            model: ModelSettings {
+                heads: branch.attends().then_some(cfg.heads as u64),
+                eps: Some(cfg.eps),
+                path_max: Some(cfg.path_max as u64),
+                ..cfg.model.settings()
+            },
         }
     }
 

@@ -3,7 +3,7 @@
 //! Floats are written by polars' default shortest round-trip formatter; empty fields are
 //! nulls. Rows are sorted by key before writing, so equal inputs give byte-identical files.
 
-use crate::profile::{EngineKind, Row, Setup, sort_rows};
+use crate::profile::{EngineKind, ModelSettings, Row, Setup, sort_rows};
 use crate::{Error, Result};
 use polars::prelude::*;
 use std::io::Write;
@@ -34,6 +34,26 @@ pub mod col {
     pub(crate) const SAMPLES: &str = "samples";
     /// Base seed.
     pub(crate) const SEED: &str = "seed";
+    /// MLP hidden width / d.
+    pub(crate) const HIDDEN_RATIO: &str = "hidden_ratio";
+    /// Attention heads.
+    pub(crate) const HEADS: &str = "heads";
+    /// Skip scale alpha (override).
+    pub(crate) const ALPHA: &str = "alpha";
+    /// DeepNet's beta (override).
+    pub(crate) const BETA: &str = "beta";
+    /// Branch multiplier lambda (override).
+    pub(crate) const LAMBDA: &str = "lambda";
+    /// Final norm forced on or off (override).
+    pub(crate) const FINAL_NORM: &str = "final_norm";
+    /// Input second moment q0.
+    pub(crate) const Q0: &str = "q0";
+    /// Input correlation c0.
+    pub(crate) const C0: &str = "c0";
+    /// Norm epsilon.
+    pub(crate) const EPS: &str = "eps";
+    /// Exact path polynomial up to this depth (Monte Carlo).
+    pub(crate) const PATH_MAX: &str = "path_max";
     /// Depth L.
     pub const DEPTH: &str = "depth";
     /// Layer l.
@@ -57,7 +77,7 @@ pub mod col {
 }
 
 /// The tidy column names, in order.
-pub const COLUMNS: [&str; 21] = [
+pub const COLUMNS: [&str; 31] = [
     col::PRESET,
     col::LABEL,
     col::ENGINE,
@@ -69,6 +89,16 @@ pub const COLUMNS: [&str; 21] = [
     col::TOKENS,
     col::SAMPLES,
     col::SEED,
+    col::HIDDEN_RATIO,
+    col::HEADS,
+    col::ALPHA,
+    col::BETA,
+    col::LAMBDA,
+    col::FINAL_NORM,
+    col::Q0,
+    col::C0,
+    col::EPS,
+    col::PATH_MAX,
     col::DEPTH,
     col::LAYER,
     col::SOURCE,
@@ -102,7 +132,7 @@ pub fn frame_in_order(rows: &[Row]) -> Result<DataFrame> {
     unsorted_frame(rows)
 }
 
-/// The settings columns of `rows` ([`crate::profile::Setup`]: `label` and `branch` to `seed`
+/// The settings columns of `rows` ([`crate::profile::Setup`]: `label` and `branch` to `path_max`
 /// of [`COLUMNS`]; tidy tables put the engine after the label).
 pub fn setup_columns(rows: &[&Row]) -> Vec<Column> {
     let s = |f: fn(&Setup) -> Option<&str>| -> Vec<Option<&str>> {
@@ -110,6 +140,9 @@ pub fn setup_columns(rows: &[&Row]) -> Vec<Column> {
     };
     let u = |f: fn(&Setup) -> Option<u64>| -> Vec<Option<u64>> {
         rows.iter().map(|r| f(&r.setup)).collect()
+    };
+    let f = |f: fn(&ModelSettings) -> Option<f64>| -> Vec<Option<f64>> {
+        rows.iter().map(|r| f(&r.setup.model)).collect()
     };
     vec![
         column(col::LABEL, rows.iter().map(|r| r.setup.label.as_str())),
@@ -121,6 +154,16 @@ pub fn setup_columns(rows: &[&Row]) -> Vec<Column> {
         Column::new(col::TOKENS.into(), u(|x| x.tokens)),
         Column::new(col::SAMPLES.into(), u(|x| x.samples)),
         Column::new(col::SEED.into(), u(|x| x.seed)),
+        Column::new(col::HIDDEN_RATIO.into(), f(|m| m.hidden_ratio)),
+        Column::new(col::HEADS.into(), u(|x| x.model.heads)),
+        Column::new(col::ALPHA.into(), f(|m| m.alpha)),
+        Column::new(col::BETA.into(), f(|m| m.beta)),
+        Column::new(col::LAMBDA.into(), f(|m| m.lambda)),
+        Column::new(col::FINAL_NORM.into(), s(|x| x.model.final_norm.as_deref())),
+        Column::new(col::Q0.into(), f(|m| m.q0)),
+        Column::new(col::C0.into(), f(|m| m.c0)),
+        Column::new(col::EPS.into(), f(|m| m.eps)),
+        Column::new(col::PATH_MAX.into(), u(|x| x.model.path_max)),
     ]
 }
 
@@ -175,11 +218,18 @@ pub(crate) fn write_csv(df: &mut DataFrame, w: &mut dyn Write) -> Result<()> {
 
 /// Writes a frame as Parquet to any writer: typed columns (an all-empty column keeps its type,
 /// which CSV readers cannot guess), zstd-compressed, one row group. The same frame gives the
-/// same bytes.
-pub(crate) fn write_parquet(df: &mut DataFrame, w: &mut dyn Write) -> Result<()> {
+/// same bytes. `metadata` becomes the file's key-value metadata (none if empty).
+fn write_parquet_with(
+    df: &mut DataFrame,
+    w: &mut dyn Write,
+    metadata: &[(String, String)],
+) -> Result<()> {
     check_finite(df)?;
+    let kv = (!metadata.is_empty())
+        .then(|| polars::io::parquet::write::KeyValueMetadata::from_static(metadata.to_vec()));
     ParquetWriter::new(w)
         .with_compression(ParquetCompression::Zstd(None))
+        .with_key_value_metadata(kv)
         .set_parallel(false)
         .finish(df)?;
     Ok(())
@@ -244,10 +294,17 @@ impl Format {
 
     /// The bytes of `df` in this format.
     pub fn encode(self, df: &mut DataFrame) -> Result<Vec<u8>> {
+        self.encode_with(df, &[])
+    }
+
+    /// The bytes of `df` in this format, a Parquet file carrying `metadata` as its file-level
+    /// key-value metadata (the provenance of a standalone `--out`; CSV and the terminal table
+    /// have no place for it).
+    pub fn encode_with(self, df: &mut DataFrame, metadata: &[(String, String)]) -> Result<Vec<u8>> {
         let mut buf = Vec::new();
         match self {
             Format::Csv => write_csv(df, &mut buf)?,
-            Format::Parquet => write_parquet(df, &mut buf)?,
+            Format::Parquet => write_parquet_with(df, &mut buf, metadata)?,
             Format::Table => {
                 write_csv(df, &mut buf)?;
                 buf = aligned(&String::from_utf8_lossy(&buf)).into_bytes();
@@ -409,6 +466,12 @@ pub fn read_tagged(path: &Path, tags: &[&str]) -> Result<Vec<(Vec<f64>, Row)>> {
         }
         f64s(name)
     };
+    let opt_strs = |name: &str| -> Result<Vec<Option<String>>> {
+        if df.column(name).is_err() {
+            return Ok(vec![None; df.height()]);
+        }
+        strs(name)
+    };
     let [preset, label, engine, metric, branch, init, norm, missing] = [
         col::PRESET,
         col::LABEL,
@@ -422,9 +485,35 @@ pub fn read_tagged(path: &Path, tags: &[&str]) -> Result<Vec<(Vec<f64>, Row)>> {
     .map(strs);
     let (preset, label, engine, metric) = (preset?, label?, engine?, metric?);
     let (branch, init, norm, missing) = (branch?, init?, norm?, missing?);
+    let final_norm = opt_strs(col::FINAL_NORM)?;
     let [g, width, tokens, samples, seed] =
         [col::G, col::WIDTH, col::TOKENS, col::SAMPLES, col::SEED].map(opt_f64s);
     let (g, width, tokens, samples, seed) = (g?, width?, tokens?, samples?, seed?);
+    let [
+        hidden_ratio,
+        heads,
+        alpha,
+        beta,
+        lambda,
+        q0,
+        c0,
+        eps,
+        path_max,
+    ] = [
+        col::HIDDEN_RATIO,
+        col::HEADS,
+        col::ALPHA,
+        col::BETA,
+        col::LAMBDA,
+        col::Q0,
+        col::C0,
+        col::EPS,
+        col::PATH_MAX,
+    ]
+    .map(opt_f64s);
+    let (hidden_ratio, heads, alpha, beta, lambda) =
+        (hidden_ratio?, heads?, alpha?, beta?, lambda?);
+    let (q0, c0, eps, path_max) = (q0?, c0?, eps?, path_max?);
     let [depth, layer, source, value, stderr, ci_low, ci_high, n] = [
         col::DEPTH,
         col::LAYER,
@@ -457,6 +546,18 @@ pub fn read_tagged(path: &Path, tags: &[&str]) -> Result<Vec<(Vec<f64>, Row)>> {
             tokens: int(tokens[i]),
             samples: int(samples[i]),
             seed: int(seed[i]),
+            model: ModelSettings {
+                hidden_ratio: hidden_ratio[i],
+                heads: int(heads[i]),
+                alpha: alpha[i],
+                beta: beta[i],
+                lambda: lambda[i],
+                final_norm: final_norm[i].clone(),
+                q0: q0[i],
+                c0: c0[i],
+                eps: eps[i],
+                path_max: int(path_max[i]),
+            },
         };
         out.push((
             tag_cols.iter().map(|c| c[i].unwrap_or(f64::NAN)).collect(),

@@ -47,6 +47,7 @@ pub mod run;
 pub mod schedule;
 pub mod search;
 pub mod seq2seq;
+pub mod summary;
 pub mod sweep;
 pub mod task;
 pub mod trainable;

@@ -172,7 +172,7 @@ pub struct Outcome {
     pub diverged: bool,
     /// What became of it ([`super::classify`]).
     pub class: RunClass,
-    /// Not stable: diverged or collapsed ([`RunClass::stable`]).
+    /// Not stable: diverged, collapsed or slow ([`RunClass::stable`]).
     pub failed: bool,
     /// `(update, evaluation loss)` at every evaluation.
     pub curve: Vec<(u64, f64)>,

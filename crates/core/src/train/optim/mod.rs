@@ -141,6 +141,12 @@ macro_rules! hyperparameters {
             }
 
             #[allow(unused_variables)]
+            fn settings(&self, out: &mut Vec<(&'static str, f64)>) {
+                $($crate::train::optim::Hyperparameters::settings(&self.$base, out);)?
+                $(out.push(($long, f64::from(self.$field)));)*
+            }
+
+            #[allow(unused_variables)]
             fn json(&self, map: &mut serde_json::Map<String, serde_json::Value>) {
                 $($crate::train::optim::Hyperparameters::json(&self.$base, map);)?
                 $(map.insert(stringify!($field).to_string(), serde_json::json!(self.$field));)*
@@ -284,6 +290,28 @@ macro_rules! optimizers {
                 }
             }
 
+            /// Its hyperparameters with their flags ([`Hyperparameters::settings`]), e.g.
+            /// `[("--beta1", 0.9), ("--beta2", 0.999), ("--adam-eps", 1e-8)]` for Adam.
+            pub fn settings(&self) -> Vec<(&'static str, f64)> {
+                let mut out = Vec::new();
+                match self {
+                    $(OptimizerKind::$Variant(h) => Hyperparameters::settings(h, &mut out),)*
+                }
+                out
+            }
+
+            /// Every optimizer's flags, each once, in the registry's order (the training
+            /// log's hyperparameter columns).
+            pub fn all_flags() -> Vec<&'static str> {
+                let mut all: Vec<&'static str> = Vec::new();
+                $(for f in <$module::$Type as Hyperparameters>::flags() {
+                    if !all.contains(&f) {
+                        all.push(f);
+                    }
+                })*
+                all
+            }
+
             /// The flags this optimizer accepts ([`Hyperparameters::flags`]).
             pub fn flags(&self) -> Vec<&'static str> {
                 match self {
@@ -408,6 +436,10 @@ pub trait Hyperparameters: Copy + Debug + Default + PartialEq {
 
     /// Checks every hyperparameter's range, its base's first: the error names the flag.
     fn check(&self) -> Result<()>;
+
+    /// Appends each hyperparameter with its flag (`("--beta1", 0.9)`), its base's first, in
+    /// [`Hyperparameters::flags`]' order.
+    fn settings(&self, out: &mut Vec<(&'static str, f64)>);
 
     /// Adds each hyperparameter to `map` under its field's name.
     fn json(&self, map: &mut Map<String, Value>);
