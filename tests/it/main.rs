@@ -24,6 +24,7 @@ mod doctests;
 mod engines;
 mod expansion;
 mod f64_edge;
+mod figure_checks;
 mod finite_width;
 mod gelu;
 mod grids;

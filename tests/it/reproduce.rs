@@ -29,11 +29,16 @@ fn quick(threads: Option<&str>) -> tempfile::TempDir {
         cmd.env("RAYON_NUM_THREADS", t);
     }
     let o = cmd.output().unwrap();
-    assert!(
-        o.status.success(),
-        "reproduce --quick failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "reproduce --quick failed: {stderr}");
+    // Every figure is checked as it is drawn (normscope_core::output::inspect): overlapping
+    // text, code identifiers and unrounded numbers in its text, a linear axis over more than
+    // two decades, series told apart by colour alone.
+    let defects: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("figure defect"))
+        .collect();
+    assert!(defects.is_empty(), "{}", defects.join("\n"));
     dir
 }
 
@@ -142,6 +147,18 @@ fn quick_run_is_byte_identical_across_runs_and_thread_counts() {
             assert!(&other[rel] == bytes, "{what}: {rel} differs");
         }
     }
+}
+
+/// Every figure of the quick run (every figure the analyses draw) passes the defect checks:
+/// [`quick`] fails on any `figure defect` line. The checks themselves are tested in
+/// `figure_checks_catch_each_kind_of_defect`.
+#[test]
+fn every_figure_passes_the_defect_checks() {
+    let figures = files(shared())
+        .into_keys()
+        .filter(|k| k.starts_with("figures/") && k.ends_with(".png"))
+        .count();
+    assert!(figures > 50, "only {figures} figures drawn");
 }
 
 #[test]

@@ -208,7 +208,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         (
             "x0_weight_vs_gain",
             Metric::BranchWeight,
-            "share of ||x_L||^2 carried by x_0",
+            "x_0's share of ||x||^2 at layer L",
             d,
         ),
         (

@@ -171,9 +171,9 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         (1, "first_branch_weight_vs_depth", "first branch F_1", "F_1"),
     ] {
         let mut plot = LinePlot::new(
-            &format!("Weight of {what} in x_L at init ({setting})"),
+            &format!("Weight of {what} at layer L at init ({setting})"),
             "depth L (residual blocks)",
-            &format!("share of ||x_L||^2 carried by {symbol}"),
+            &format!("{symbol}'s share of ||x||^2 at layer L"),
         );
         plot.y_log = true;
         common::add_both(

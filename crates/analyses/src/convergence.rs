@@ -575,7 +575,7 @@ fn curves(c: &Config, out: &mut Out, cells: &[TunedCell], tuned: &[Tuned]) -> Re
                 let label = format!(
                     "{}, lr {}{}",
                     common::label(p),
-                    normscope_core::output::latex::plain(tu.lr),
+                    normscope_core::output::figure::tick(tu.lr),
                     if converged { "" } else { " (not converged)" }
                 );
                 plot.series.push(Series::points(label, i, &pts));

@@ -261,13 +261,13 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             "x0_weight_vs_alpha",
             Metric::BranchWeight,
             Some(0),
-            "share of ||x_L||^2 carried by x_0",
+            "x_0's share of ||x||^2 at layer L",
         ),
         (
             "first_branch_weight_vs_alpha",
             Metric::BranchWeight,
             Some(1),
-            "share of ||x_L||^2 carried by F_1",
+            "F_1's share of ||x||^2 at layer L",
         ),
         (
             "grad_x0_vs_alpha",

@@ -201,6 +201,8 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             "share of E||J||^2 (Jacobian)",
         );
         plot.x_log = false;
+        // The shares kept span three decades (down to 1e-3 of the peak): a log axis.
+        plot.y_log = true;
         let at = move |r: &normscope_core::profile::Row| r.depth == d as u64;
         common::add_both(
             &mut plot,

@@ -428,7 +428,7 @@ fn profile(c: &Config, out: &mut Out, runs: &[Outcome]) -> Result<()> {
             c.seeds
         ),
         "layer (encoder, then decoder)",
-        "||dL/dx_l|| / ||dL/dx_top||",
+        "||dL/dx_l|| / decoder top's",
     );
     plot.y_log = true;
     for (i, p) in c.presets.iter().enumerate() {
@@ -451,7 +451,7 @@ fn ratio_figure(c: &Config, out: &mut Out, g: &DataFrame) -> Result<()> {
             "Decoder gradient at its input over at its top, during training ({} + {} layers, lr {}, warmup {}; median of {} seeds, exact 95% CI)",
             c.layers(),
             c.layers(),
-            normscope_core::output::latex::plain(c.lr),
+            normscope_core::output::figure::tick(c.lr),
             c.warmup,
             c.seeds
         ),

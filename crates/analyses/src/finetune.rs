@@ -589,7 +589,11 @@ fn depth_use(c: &Config, out: &mut Out, jobs: &[Job]) -> Result<()> {
                 c.tune.seeds
             ),
             "block l",
-            metric,
+            if col == 4 {
+                "ablation cost (nats/token)"
+            } else {
+                "angular distance / π"
+            },
         );
         for (i, p) in c.tier.presets.iter().enumerate() {
             let pts: Vec<(f64, f64, f64, f64)> = (1..=c.depth())

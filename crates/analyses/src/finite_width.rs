@@ -865,7 +865,10 @@ fn figures(c: &Config, out: &mut Out, pts: &[Point], laws: &[Law]) -> Result<()>
         // is the right variable for the rest, each preset's cells fall on |kappa L/d|, drawn
         // over the fitted range only.
         let mut plot = LinePlot::new(
-            &format!("{name}: ln(MC / closed form) less the fitted a/d, against L/d"),
+            &format!(
+                "{}: ln(MC / closed form) less the fitted a/d, against L/d",
+                m.info().title
+            ),
             "L/d",
             "|ln(MC / closed form) - a/d|",
         );

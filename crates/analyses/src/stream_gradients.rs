@@ -237,7 +237,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         let mut plot = LinePlot::new(
             &format!("Weight gradient of the {which} at init ({setting})"),
             "depth L (residual blocks)",
-            "mean-square weight gradient",
+            "mean-sq. weight gradient",
         );
         plot.y_log = true;
         let keep = move |r: &Row| {

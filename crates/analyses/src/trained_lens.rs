@@ -474,24 +474,38 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     ]);
     let mut df = super::training::frame(cols)?;
     out.frame("summary.csv", &mut df)?;
+    // (quantity, title, y label)
     let titles = [
-        ("eff_depth_over_L", "Effective depth / L on trained weights"),
-        ("x0_factor", "x₀'s per-layer factor on trained weights"),
+        (
+            "eff_depth_over_L",
+            "Effective depth / L on trained weights",
+            "effective depth / L",
+        ),
+        (
+            "x0_factor",
+            "x₀'s per-layer factor on trained weights",
+            "x_0's per-layer factor",
+        ),
         (
             "grad_first_over_last",
             "First/last block weight-gradient ratio on trained weights",
+            "weight gradient, 1st / last",
         ),
-        ("cos_prev_mean", "Mean cos(x_l, x_{l-1}) on trained weights"),
+        (
+            "cos_prev_mean",
+            "Mean cos(x_l, x_{l-1}) on trained weights",
+            "mean cos(x_l, x_{l-1})",
+        ),
     ];
     for a in &c.arms {
-        for (q, title) in titles {
+        for (q, title, y_label) in titles {
             let mut fig = LinePlot::new(
                 &format!(
                     "{title} ({}, L = {}, median of {} seeds, exact 95% CI)",
                     a.name, c.depth, c.seeds
                 ),
                 "update t",
-                q,
+                y_label,
             );
             fig.y_log = q == "grad_first_over_last";
             for (i, p) in a.presets.iter().enumerate() {

@@ -82,8 +82,23 @@ pub(crate) const SAME_POINT: f64 = 0.01;
 pub const MC_COLOR: usize = 7;
 
 /// Dash patterns `(dash, gap)` in pixels by palette index (`(0, 0)`: solid), so that lines
-/// stay apart in greyscale and for colour-blind readers: solid, long dash, short dash, dots.
-pub const DASHES: [(u32, u32); 4] = [(0, 0), (16, 8), (7, 6), (2, 6)];
+/// stay apart in greyscale and for colour-blind readers: solid, long dash, short dash, dots,
+/// close dash, sparse dots, sparse dash, fine dash.
+pub const DASHES: [(u32, u32); 8] = [
+    (0, 0),
+    (16, 8),
+    (7, 6),
+    (2, 6),
+    (12, 3),
+    (2, 13),
+    (8, 14),
+    (4, 3),
+];
+
+/// Marker shapes of points series, by palette index ([`Series::marker`]): filled circle,
+/// square, triangle and diamond, then the same four hollow; so points stay apart without
+/// colour.
+pub const MARKERS: usize = 8;
 
 /// Unicode for the ASCII math in labels: `||x||` to `‖x‖`, ` - ` to ` − `, `^2` to `²` (not
 /// in `^20`), and the whole words `alpha`, `beta`, `lambda`, `sqrt` to `α`, `β`, `λ`, `√` (not
@@ -174,16 +189,44 @@ fn replace_where(
     out
 }
 
-/// A legend sample 33 px long from `(x, y)`: three pieces of line, joined for a solid line
-/// (`dash == 0`), else each at most 9 px with gaps, as the series' pattern.
-fn line_glyph<'a, DB: DrawingBackend + 'a>(
-    (x, y): (i32, i32),
+/// The dashes of a legend entry's line sample `(from, to)`, in pixels from its left end: the
+/// pattern `(dash, gap)` itself over the sample's width, so the entry shows its gaps.
+fn dash_pieces((dash, gap): (u32, u32)) -> Vec<(i32, i32)> {
+    const WIDTH: i32 = 36;
+    if dash == 0 {
+        return vec![(0, WIDTH)];
+    }
+    let (dash, step) = (dash as i32, (dash + gap) as i32);
+    (0..WIDTH)
+        .step_by(step as usize)
+        .map(|start| (start, (start + dash).min(WIDTH)))
+        .collect()
+}
+
+/// Draws marker `kind` ([`MARKERS`]) centred at `at`, in colour `c`.
+fn draw_marker<DB: DrawingBackend, X: CoordTranslate>(
+    area: &DrawingArea<DB, X>,
+    at: X::From,
     c: RGBColor,
-    dash: u32,
-) -> DynElement<'a, DB, (i32, i32)> {
-    let len = if dash == 0 { 11 } else { dash.min(9) as i32 };
-    let piece = |k: i32| PathElement::new(vec![(11 * k, 0), (11 * k + len, 0)], c.stroke_width(3));
-    (EmptyElement::at((x, y)) + piece(0) + piece(1) + piece(2)).into_dyn()
+    kind: usize,
+) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    X::From: Clone,
+{
+    let triangle = vec![(0, -7), (7, 5), (-7, 5), (0, -7)];
+    let diamond = vec![(0, -8), (7, 0), (0, 8), (-7, 0), (0, -8)];
+    let hollow = c.stroke_width(2);
+    let e = EmptyElement::at(at);
+    match kind % MARKERS {
+        0 => area.draw(&(e + Circle::new((0, 0), 6, c.filled()))),
+        1 => area.draw(&(e + Rectangle::new([(-5, -5), (5, 5)], c.filled()))),
+        2 => area.draw(&(e + Polygon::new(triangle, c.filled()))),
+        3 => area.draw(&(e + Polygon::new(diamond, c.filled()))),
+        4 => area.draw(&(e + Circle::new((0, 0), 6, hollow))),
+        5 => area.draw(&(e + Rectangle::new([(-5, -5), (5, 5)], hollow))),
+        6 => area.draw(&(e + PathElement::new(triangle, hollow))),
+        _ => area.draw(&(e + PathElement::new(diamond, hollow))),
+    }
 }
 
 /// How a series is drawn.
@@ -278,6 +321,27 @@ impl Series {
         match self.mark {
             Mark::Dashed => DASHES[1],
             _ => DASHES[self.color % DASHES.len()],
+        }
+    }
+
+    /// What tells this series apart besides its colour: its kind (line or points), and its
+    /// dash pattern or marker ([`MARKERS`]).
+    pub fn look(&self) -> (bool, (u32, u32)) {
+        match self.mark {
+            // The grey entry is drawn with its interval bar, which no other entry has.
+            Mark::Points { .. } if self.color == MC_COLOR => (true, (u32::MAX, 0)),
+            Mark::Points { .. } => (true, (self.marker() as u32, 0)),
+            _ => (false, self.pattern()),
+        }
+    }
+
+    /// The marker of a points series: [`MARKERS`] by palette index; the grey Monte Carlo
+    /// legend entry ([`MC_COLOR`]) stands for every preset's points and takes the first.
+    pub fn marker(&self) -> usize {
+        if self.color == MC_COLOR {
+            0
+        } else {
+            self.color % MARKERS
         }
     }
 
@@ -461,6 +525,13 @@ pub trait Figure {
     ) -> std::result::Result<(), String>
     where
         DB::ErrorType: 'static;
+
+    /// Defects of what the figure shows that its drawn text cannot reveal (a line plot's
+    /// series told apart by colour alone, a linear axis over more than two decades); the text
+    /// is checked by [`super::inspect::defects`]. None by default.
+    fn defects(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A figure drawn in memory.
@@ -579,6 +650,12 @@ fn sort_resource_entries(pdf: Vec<u8>) -> Vec<u8> {
 /// it in errors. Nothing touches the file system.
 pub fn render(fig: &impl Figure, stem: &Path) -> Result<Rendered> {
     register_font();
+    // Every figure drawn is checked; a defect is reported on stderr (`figure defect: ...`),
+    // and the tests fail on any in the quick run (tests/it/reproduce.rs).
+    let defects = super::inspect::defects(fig).unwrap_or_else(|e| vec![e]);
+    for d in defects {
+        super::console::note(format!("figure defect: {}: {d}", stem.display()));
+    }
     let (w, h) = fig.size();
     let fail = |ext: &str, message: String| Error::Figure {
         path: stem.with_extension(ext).display().to_string(),
@@ -853,18 +930,26 @@ impl LinePlot {
     /// caption, margins and label areas of [`LinePlot::draw`].
     fn plot_area(&self) -> (f64, f64) {
         let (w, h) = SIZE;
-        // plotters' caption takes the title's text height plus 5 px above and below.
+        let (_, _, title_h) = self.title_block(w);
+        (
+            (w - MARGIN - MARGIN_RIGHT - Y_LABEL_AREA) as f64,
+            h.saturating_sub(MARGIN + X_LABEL_AREA + title_h) as f64,
+        )
+    }
+
+    /// The title's lines in a figure `width` px wide ([`title_lines`]), the height of one
+    /// line, and the height the title takes above the chart: [`TITLE_TOP`], the lines, and
+    /// half a tick label, so that the top tick label (centred on its tick at the axes' top
+    /// edge) stays clear of the title.
+    fn title_block(&self, width: u32) -> (Vec<String>, u32, u32) {
         register_font();
-        let title_h = (FONT, TITLE_PX)
+        let lines = title_lines(&self.title, width);
+        let line_h = (FONT, TITLE_PX)
             .into_font()
             .box_size(&self.title)
             .map_or(TITLE_PX + 10, |b| b.1);
-        let lines = title_lines(&self.title, w).len() as u32;
-        let extra = if lines > 1 { TITLE_TOP } else { 0 };
-        (
-            (w - MARGIN - MARGIN_RIGHT - Y_LABEL_AREA) as f64,
-            h.saturating_sub(2 * MARGIN + X_LABEL_AREA + lines * title_h + 10 + extra) as f64,
-        )
+        let height = TITLE_TOP + lines.len() as u32 * line_h + TICK_PX / 2;
+        (lines, line_h, height)
     }
 
     /// Every segment drawn, in axis-normalized coordinates: line pieces, points (segments of
@@ -1098,6 +1183,39 @@ impl Figure for LinePlot {
         self.paint(&root)?;
         root.present().map_err(|x| x.to_string())
     }
+
+    /// A linear axis whose values (all of one sign) span more than two decades, and legend
+    /// entries that differ only in colour (same mark, same dash or marker).
+    fn defects(&self) -> Vec<String> {
+        let p = self.merged();
+        let mut out = Vec::new();
+        let xs: Vec<f64> = p
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|q| q.0))
+            .collect();
+        let ys: Vec<f64> = p.series.iter().flat_map(Series::ys).collect();
+        for (axis, log, values) in [("x", p.x_log, xs), ("y", p.y_log, ys)] {
+            if !log && super::inspect::over_two_decades(&values) {
+                out.push(format!(
+                    "{:?}: linear {axis} axis over more than two decades",
+                    p.title
+                ));
+            }
+        }
+        let entries: Vec<&Series> = p.labelled().collect();
+        for (i, a) in entries.iter().enumerate() {
+            for b in &entries[i + 1..] {
+                if a.look() == b.look() {
+                    out.push(format!(
+                        "{:?}: {:?} and {:?} differ only in colour",
+                        p.title, a.label, b.label
+                    ));
+                }
+            }
+        }
+        out
+    }
 }
 
 impl LinePlot {
@@ -1151,24 +1269,20 @@ impl LinePlot {
         // A title too wide for one line: the lines before the last are drawn above the
         // chart, whose caption is the last line.
         let (w, _) = area.dim_in_pixel();
-        let lines = title_lines(&this.title, w);
-        let line_h = (FONT, TITLE_PX)
-            .into_font()
-            .box_size(&this.title)
-            .map_or(TITLE_PX + 10, |b| b.1);
+        let (lines, line_h, title_h) = this.title_block(w);
         use plotters::style::text_anchor::{HPos, Pos, VPos};
         let centred =
             TextStyle::from((FONT, TITLE_PX).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
-        for (i, line) in lines[..lines.len() - 1].iter().enumerate() {
+        for (i, line) in lines.iter().enumerate() {
             let y = (TITLE_TOP + i as u32 * line_h) as i32;
             area.draw_text(line, &centred, ((w / 2) as i32, y))
                 .map_err(e)?;
         }
-        let extra = if lines.len() > 1 { TITLE_TOP } else { 0 };
-        let area = area.margin((lines.len() as u32 - 1) * line_h + extra, 0, 0, 0);
+        let area = area.margin(title_h, 0, 0, 0);
         let mut chart = ChartBuilder::on(&area)
-            .caption(&lines[lines.len() - 1], (FONT, TITLE_PX))
             .margin(MARGIN)
+            // The title block ends with the room the top tick label needs.
+            .margin_top(0)
             .margin_right(MARGIN_RIGHT)
             .x_label_area_size(X_LABEL_AREA)
             .y_label_area_size(Y_LABEL_AREA)
@@ -1228,12 +1342,9 @@ impl LinePlot {
                             ErrorBar::new_vertical(b.0, b.1, b.2, b.3, c.stroke_width(2), 12)
                         }))
                         .map_err(e)?;
-                    chart
-                        .draw_series(
-                            pts.iter()
-                                .map(|p| Circle::new(*p, 6, c.filled().stroke_width(1))),
-                        )
-                        .map_err(e)?;
+                    for p in &pts {
+                        draw_marker(chart.plotting_area(), *p, c, s.marker()).map_err(e)?;
+                    }
                 }
             }
         }
@@ -1297,8 +1408,24 @@ fn draw_legend_entry<DB: DrawingBackend>(
 ) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let c = PALETTE[s.color % PALETTE.len()];
     match s.mark {
-        Mark::Points { .. } => area.draw(&Circle::new((x + 15, y), 6, c.filled()))?,
-        _ => area.draw(&line_glyph::<DB>((x, y), c, s.pattern().0))?,
+        Mark::Points { .. } => {
+            if s.color == MC_COLOR {
+                // The generic Monte Carlo entry: a point with its 95% interval bar.
+                area.draw(&PathElement::new(
+                    vec![(x + 15, y - 14), (x + 15, y + 14)],
+                    c.stroke_width(2),
+                ))?;
+            }
+            draw_marker(area, (x + 15, y), c, s.marker())?
+        }
+        _ => {
+            for (a, b) in dash_pieces(s.pattern()) {
+                area.draw(&PathElement::new(
+                    vec![(x + a, y), (x + b, y)],
+                    c.stroke_width(3),
+                ))?;
+            }
+        }
     }
     area.draw(&Text::new(
         s.label.clone(),

@@ -7,6 +7,7 @@ pub mod exit;
 pub mod facets;
 pub mod figure;
 pub mod heatmap;
+pub mod inspect;
 pub mod latex;
 pub mod lock;
 pub mod progress;

@@ -1,0 +1,73 @@
+//! The figure defect checks (`normscope_core::output::inspect`) catch each kind of defect on a
+//! figure made to have it, and pass a clean one; `reproduce::every_figure_passes_the_defect_checks`
+//! runs them on every figure the analyses draw.
+
+use normscope::output::figure::{LinePlot, Series};
+use normscope::output::heatmap::{Heatmap, Panel};
+use normscope::output::inspect::defects;
+
+fn clean() -> LinePlot {
+    let mut p = LinePlot::new(
+        "Effective depth (linear branch)",
+        "depth L",
+        "effective depth",
+    );
+    p.series.push(Series::line(
+        "Pre-LN",
+        0,
+        vec![(1.0, 1.0), (10.0, 5.0), (100.0, 50.0)],
+    ));
+    p.series.push(Series::line(
+        "Post-LN",
+        1,
+        vec![(1.0, 1.0), (10.0, 2.0), (100.0, 3.0)],
+    ));
+    p
+}
+
+fn found(fig: &impl normscope::output::figure::Figure, what: &str) -> bool {
+    defects(fig).unwrap().iter().any(|d| d.contains(what))
+}
+
+#[test]
+fn figure_checks_catch_each_kind_of_defect() {
+    assert_eq!(defects(&clean()).unwrap(), Vec::<String>::new());
+
+    let mut p = clean();
+    p.y_label = "eff_depth".into();
+    assert!(found(&p, "code identifier"), "identifier");
+
+    let mut p = clean();
+    p.title = "Curves at lr 0.003000".into();
+    assert!(found(&p, "unrounded number"), "unrounded");
+
+    let mut p = clean();
+    p.y_log = false;
+    p.series[0].points = vec![(1.0, 0.001), (10.0, 0.1), (100.0, 1.0)];
+    assert!(
+        found(&p, "linear y axis over more than two decades"),
+        "axis"
+    );
+
+    // Palette colours 0 and 8 share a dash pattern: only their colour tells them apart.
+    let mut p = clean();
+    p.series[1].color = 8;
+    assert!(found(&p, "differ only in colour"), "colour only");
+
+    // Tick labels wider than their cells run together.
+    let cells: Vec<(u64, u64, f64)> = (0..40).map(|x| (x, 0, 1.0 + x as f64)).collect();
+    let map = Heatmap {
+        x_label: "width d".into(),
+        y_label: "depth L".into(),
+        value_label: "deviation".into(),
+        log10_range: (0.0, 2.0),
+        panels: vec![Panel {
+            title: "Post-LN".into(),
+            cells,
+        }],
+        x_ticks: (0..40).map(|x| format!("{}", 100_000 + x)).collect(),
+        y_ticks: vec!["8".into()],
+        linear: None,
+    };
+    assert!(found(&map, " over "), "overlapping ticks");
+}
