@@ -54,8 +54,9 @@ fn figure_checks_catch_each_kind_of_defect() {
     p.series[1].color = 8;
     assert!(found(&p, "differ only in colour"), "colour only");
 
-    // Tick labels wider than their cells run together.
-    let cells: Vec<(u64, u64, f64)> = (0..40).map(|x| (x, 0, 1.0 + x as f64)).collect();
+    // Tick labels taller than their rows run together (a heatmap thins its x labels to fit
+    // their columns, not its y labels).
+    let cells: Vec<(u64, u64, f64)> = (0..60).map(|y| (0, y, 1.0 + y as f64)).collect();
     let map = Heatmap {
         x_label: "width d".into(),
         y_label: "depth L".into(),
@@ -65,8 +66,8 @@ fn figure_checks_catch_each_kind_of_defect() {
             title: "Post-LN".into(),
             cells,
         }],
-        x_ticks: (0..40).map(|x| format!("{}", 100_000 + x)).collect(),
-        y_ticks: vec!["8".into()],
+        x_ticks: vec!["8".into()],
+        y_ticks: (0..60).map(|y| format!("{}", 100 + y)).collect(),
         linear: None,
     };
     assert!(found(&map, " over "), "overlapping ticks");

@@ -26,7 +26,7 @@ struct Table {
 impl Table {
     fn parse(text: &str) -> Table {
         let mut lines = text.lines();
-        let split = |l: &str| l.split(',').map(str::to_string).collect::<Vec<_>>();
+        let split = |l: &str| fields(l);
         let header = split(lines.next().expect("a header"));
         Table {
             header,
@@ -59,6 +59,31 @@ impl Table {
         }
         out
     }
+}
+
+/// The fields of one CSV line: commas inside double quotes (a label such as
+/// `"Pre-LN, branch/sqrt(L)"`, a reason) do not split, and `""` is a quote.
+fn fields(line: &str) -> Vec<String> {
+    let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut cur)),
+            _ => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+#[test]
+fn csv_fields_keep_quoted_commas() {
+    assert_eq!(fields(r#"a,"b, c",,"d""e""#), ["a", "b, c", "", "d\"e"]);
 }
 
 fn run(args: &[String]) -> Table {
@@ -207,7 +232,7 @@ const MODEL_CASES: [Case; 15] = [
     (
         "--placements",
         &["--placements", "examples/placements/mixln.toml"],
-        &["--preset", "mixln"],
+        &["--preset", "my-mixln"],
     ),
 ];
 
@@ -283,6 +308,10 @@ fn every_mc_setting_changes_its_rows() {
         ("--eps", &[], &["--eps", "0.001"]),
         ("--heads", &["--branch", "attention"], &["--heads", "2"]),
         ("--uniform", &["--branch", "attention"], &["--uniform"]),
+        // The override of the gain of branches without a closed-form gain, and uniform
+        // attention inside the Transformer stack, are shown too.
+        ("--gain", &["--branch", "attention"], &["--gain", "0.5"]),
+        ("--uniform", &["--branch", "transformer"], &["--uniform"]),
         (
             "--path-max",
             &["--metrics", "path_len", "--depth", "6"],

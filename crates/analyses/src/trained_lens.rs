@@ -507,7 +507,8 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 "update t",
                 y_label,
             );
-            fig.y_log = q == "grad_first_over_last";
+            // Log where the medians span decades (drawn linear when they span less than two).
+            fig.y_log = q != "cos_prev_mean";
             for (i, p) in a.presets.iter().enumerate() {
                 let pts: Vec<(f64, f64, f64, f64)> = rows
                     .iter()

@@ -2,9 +2,10 @@
 //! [`Metric`], layer and source; and the tidy [`Row`] it becomes in tables.
 //!
 //! Row columns, in order ([`crate::output::table::COLUMNS`]):
-//! `preset,label,engine,branch,init,g,norm,width,tokens,samples,seed,depth,layer,source,metric,
-//! value,stderr,ci_low,ci_high,n,missing`. The settings columns (`label` to `seed`, a
-//! [`Setup`]) say what every row was computed under, so that tables from different analyses
+//! `preset,label,engine,branch,init,g,norm,width,tokens,samples,seed,hidden_ratio,heads,alpha,
+//! beta,lambda,final_norm,q0,c0,eps,path_max,depth,layer,source,metric,value,stderr,ci_low,
+//! ci_high,n,missing`. The settings columns (`label` to `path_max`, a [`Setup`] with its
+//! [`ModelSettings`]) say what every row was computed under, so that tables from different analyses
 //! can be concatenated and filtered without their file names; a setting that does not apply
 //! to the engine is empty. `source` is j
 //! (0 = x_0) for `coef` and `branch_weight`, the path length k for `path_len`, empty otherwise;
@@ -126,7 +127,8 @@ impl Value {
     }
 }
 
-/// The settings a profile was computed under: the columns `label` to `seed` of every row.
+/// The settings a profile was computed under: the columns `label` to `path_max` of every row
+/// (those after `seed` in [`Setup::model`]).
 ///
 /// The closed form is exact at infinite width, so its `width`, `tokens`, `samples` and `seed`
 /// are empty, except `width` under BERT's init (whose gain depends on d) and `tokens` for the

@@ -7,8 +7,8 @@
 //! tree was clean, whether the run was `--quick`, and the sha256 of every output. A row is
 //! chosen with `--where column=value` (as the file stores the value, compared as text) and
 //! must be the only one that matches; the number is `--column` (default `value`) and its
-//! interval the columns `<c>_ci_low`/`<c>_ci_high` or, for `value` and `median`,
-//! `ci_low`/`ci_high`.
+//! interval the columns `<c>_ci_low`/`<c>_ci_high` or, for a table's one estimate (`value`,
+//! `median`, ..., [`super::text_table::BARE_INTERVAL`]), `ci_low`/`ci_high`.
 
 use super::text_table::{
     cell, column_names, describe, interval_at, interval_of, matching, parse_filters, read_input,
@@ -289,7 +289,7 @@ pub fn cite(req: &Request) -> Result<String> {
             _ => format!(
                 " (no interval: the table has no {column}_ci_low/{column}_ci_high{} for \
                  this row)",
-                if column == "value" || column == "median" {
+                if super::text_table::BARE_INTERVAL.contains(&column.as_str()) {
                     ", ci_low/ci_high"
                 } else {
                     ""

@@ -146,13 +146,25 @@ pub fn describe(filters: &[(String, String)]) -> String {
         .join(" ")
 }
 
+/// The columns whose interval is the bare `ci_low`/`ci_high` of their table (its one estimate):
+/// `value` (metric tables), `median` (`trained-lens/summary.csv`), `median_over_top`
+/// (`encoder-decoder/profile.csv`), `admin_minus_pre_log2_tau` (`stability-law/contrast.csv`)
+/// and `mc` (`normscope compare`).
+pub const BARE_INTERVAL: [&str; 5] = [
+    "value",
+    "median",
+    "median_over_top",
+    "admin_minus_pre_log2_tau",
+    "mc",
+];
+
 /// The 95% interval columns of `column`, if the table has them: `<c>_ci_low`/`<c>_ci_high`,
-/// or `ci_low`/`ci_high` for a table's one estimate, `value` or `median` (the vocabulary of
-/// every table, docs/analyses.md "Columns").
+/// or `ci_low`/`ci_high` for a table's one estimate ([`BARE_INTERVAL`]); the vocabulary of
+/// every table (docs/data.md, "Column vocabulary").
 pub fn interval_of(df: &DataFrame, column: &str) -> Option<(String, String)> {
     let has = |c: &str| df.get_column_names().iter().any(|n| n.as_str() == c);
     let mut pairs = vec![(format!("{column}_ci_low"), format!("{column}_ci_high"))];
-    if column == "value" || column == "median" {
+    if BARE_INTERVAL.contains(&column) {
         pairs.push(("ci_low".into(), "ci_high".into()));
     }
     pairs.into_iter().find(|(l, h)| has(l) && has(h))

@@ -249,14 +249,17 @@ impl Engine for MonteCarlo<'_> {
             cfg.kind
         };
         // The closed-form proxy's gain is the sampled branch's only where the closed form has
-        // that branch (softmax attention and the Transformer stack have no gain g).
-        let g = branch.info().closed_form.then(|| {
+        // that branch; softmax attention and the Transformer stack have no gain g, except the
+        // `--gain` override, which sets each block's proxy gain (the output matrix rescaled).
+        let g = if branch.info().closed_form {
             let inputs = cfg.model.inputs;
-            crate::branch::BranchModel::new(b, None, inputs.q0, inputs.c0).nominal_gain
-        });
+            Some(crate::branch::BranchModel::new(b, None, inputs.q0, inputs.c0).nominal_gain)
+        } else {
+            b.gain
+        };
         Setup {
             label: Setup::label_of(&spec.preset),
-            branch: Some(branch.name().to_string()),
+            branch: Some(cfg.branch_name()),
             init: Some(b.init.name().to_string()),
             g,
             norm: Some(spec.norm_setting(cfg.batch)),

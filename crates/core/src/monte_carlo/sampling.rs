@@ -239,6 +239,28 @@ impl McConfig {
         )
     }
 
+    /// The sampled branch's name as rows write it: `uniform-attention` for softmax attention
+    /// with `W_Q = W_K = 0` (`--uniform`), `transformer:uniform` for a Transformer stack whose
+    /// attention is uniform, else the kind's name.
+    ///
+    /// # Examples
+    ///
+    /// ```rust
+    /// use normscope_core::model::RawModel;
+    /// use normscope_core::monte_carlo::{McConfig, RawMc};
+    /// let raw = RawModel { branch: "transformer".into(), width: 16, ..RawModel::default() };
+    /// let uniform = RawMc { uniform: true, ..RawMc::default() };
+    /// assert_eq!(McConfig::new(&raw, &uniform).unwrap().branch_name(), "transformer:uniform");
+    /// assert_eq!(McConfig::new(&raw, &RawMc::default()).unwrap().branch_name(), "transformer");
+    /// ```
+    pub fn branch_name(&self) -> String {
+        match (self.kind, self.uniform) {
+            (BranchKind::Attention, true) => BranchKind::UniformAttention.name().to_string(),
+            (BranchKind::Transformer, true) => "transformer:uniform".to_string(),
+            (kind, _) => kind.name().to_string(),
+        }
+    }
+
     /// The closed-form proxy of a block computing `block` (its matrices' gains).
     pub(crate) fn proxy_for(&self, block: Block) -> BranchModel {
         let cfg = BranchConfig {

@@ -63,4 +63,9 @@ impl Figure for Facets {
         }
         root.present().map_err(|e| e.to_string())
     }
+
+    /// Every panel's defects ([`Figure::defects`] of a [`LinePlot`]).
+    fn defects(&self) -> Vec<String> {
+        self.plots.iter().flat_map(Figure::defects).collect()
+    }
 }

@@ -1194,7 +1194,12 @@ impl Figure for LinePlot {
             .iter()
             .flat_map(|s| s.points.iter().map(|q| q.0))
             .collect();
-        let ys: Vec<f64> = p.series.iter().flat_map(Series::ys).collect();
+        // The points themselves: an interval reaching near 0 does not make an axis span decades.
+        let ys: Vec<f64> = p
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|q| q.1))
+            .collect();
         for (axis, log, values) in [("x", p.x_log, xs), ("y", p.y_log, ys)] {
             if !log && super::inspect::over_two_decades(&values) {
                 out.push(format!(

@@ -104,6 +104,30 @@ fn label_count(ticks: &[String]) -> usize {
     }
 }
 
+/// Label every k-th of `ticks` (k returned) so that labels fit cells `cell` px wide with a gap
+/// of one tick label's height between them.
+///
+/// # Examples
+///
+/// ```rust
+/// # use normscope_core::output::heatmap::thinning;
+/// let ticks: Vec<String> = ["64", "128", "256", "512", "1024"].map(String::from).to_vec();
+/// assert_eq!(thinning(&ticks, 400.0), 1);
+/// assert!(thinning(&ticks, 60.0) > 1);
+/// ```
+pub fn thinning(ticks: &[String], cell: f64) -> usize {
+    let widest = ticks
+        .iter()
+        .map(|t| super::figure::text_width(t, TICK_PX))
+        .max()
+        .unwrap_or(0);
+    let need = f64::from(widest + TICK_PX / 2);
+    if cell <= 0.0 {
+        return 1;
+    }
+    ((need / cell).ceil() as usize).max(1)
+}
+
 /// The label of position `v` from `ticks` (cells centred on integer positions), or the
 /// position's number when `ticks` is empty.
 fn position_label(ticks: &[String], v: f64) -> String {
@@ -116,6 +140,10 @@ fn position_label(ticks: &[String], v: f64) -> String {
     }
     ticks.get(i as usize).cloned().unwrap_or_default()
 }
+
+/// Width of a panel's y label area: four-digit tick labels and the rotated axis label beside
+/// them, apart.
+const Y_LABEL_AREA: u32 = 140;
 
 /// Width of the colour bar's area (tick labels, bar, caption above).
 const COLOUR_BAR_AREA: u32 = 330;
@@ -144,11 +172,14 @@ impl Figure for Heatmap {
             // With tick labels, cell i spans [i - 1/2, i + 1/2] so its label sits at its centre.
             let sx = if self.x_ticks.is_empty() { 0.0 } else { 0.5 };
             let sy = if self.y_ticks.is_empty() { 0.0 } else { 0.5 };
+            // Labels wider than their cells would run together: label every k-th cell.
+            let plot_w = area.dim_in_pixel().0.saturating_sub(Y_LABEL_AREA + 2 * 15);
+            let every = thinning(&self.x_ticks, plot_w as f64 / nx as f64);
             let mut chart = ChartBuilder::on(area)
                 .caption(math(&p.title), (FONT, TITLE_PX))
                 .margin(15)
                 .x_label_area_size(85)
-                .y_label_area_size(100)
+                .y_label_area_size(Y_LABEL_AREA)
                 .build_cartesian_2d(-sx..nx as f64 - sx, -sy..ny as f64 - sy)
                 .map_err(e)?;
             chart
@@ -160,7 +191,13 @@ impl Figure for Heatmap {
                 .axis_desc_style((FONT, LABEL_PX))
                 .x_labels(label_count(&self.x_ticks))
                 .y_labels(label_count(&self.y_ticks))
-                .x_label_formatter(&|v| position_label(&self.x_ticks, *v))
+                .x_label_formatter(&|v| {
+                    let i = v.round();
+                    if i >= 0.0 && !(i as usize).is_multiple_of(every) {
+                        return String::new();
+                    }
+                    position_label(&self.x_ticks, *v)
+                })
                 .y_label_formatter(&|v| position_label(&self.y_ticks, *v))
                 .draw()
                 .map_err(e)?;

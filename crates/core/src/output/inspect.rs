@@ -244,6 +244,7 @@ pub fn overlapping(boxes: &[TextBox]) -> Vec<String> {
 /// assert!(code_in_text(&[b("x₀ share"), b("lr 0.003"), b("1e-3")]).is_empty());
 /// assert_eq!(code_in_text(&[b("eff_depth")]).len(), 1);
 /// assert_eq!(code_in_text(&[b("lr 0.003000")]).len(), 1);
+/// assert_eq!(code_in_text(&[b("128.00")]).len(), 1);
 /// ```
 pub fn code_in_text(boxes: &[TextBox]) -> Vec<String> {
     let word = |c: char| c.is_alphanumeric();
@@ -257,9 +258,8 @@ pub fn code_in_text(boxes: &[TextBox]) -> Vec<String> {
             .text
             .split(|c: char| !(c.is_ascii_digit() || c == '.'))
             .any(|t| {
-                t.split_once('.').is_some_and(|(i, f)| {
-                    !i.is_empty() && f.len() >= 3 && f.ends_with("00") && !t.ends_with('.')
-                })
+                t.split_once('.')
+                    .is_some_and(|(i, f)| !i.is_empty() && f.len() >= 2 && f.ends_with("00"))
             });
         if identifier {
             out.push(format!("code identifier in {:?}", b.text));

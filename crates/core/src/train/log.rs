@@ -140,7 +140,7 @@ fn settings(cfg: &TrainConfig) -> Vec<(&'static str, Setting)> {
     let mut out = vec![
         ("arch", Text(cfg.arch.name().to_string())),
         ("task", Text(t.kind.name().to_string())),
-        ("branch", Text(cfg.mc.kind.name().to_string())),
+        ("branch", Text(cfg.mc.branch_name())),
         ("init", Text(m.branch.init.name().to_string())),
         (
             "hidden_ratio",
