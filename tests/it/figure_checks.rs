@@ -2,9 +2,9 @@
 //! figure made to have it, and pass a clean one; `reproduce::every_figure_passes_the_defect_checks`
 //! runs them on every figure the analyses draw.
 
+use normscope::output::figure::defects;
 use normscope::output::figure::{LinePlot, Series};
 use normscope::output::heatmap::{Heatmap, Panel};
-use normscope::output::inspect::defects;
 
 fn clean() -> LinePlot {
     let mut p = LinePlot::new(

@@ -52,8 +52,8 @@ pub(crate) const LABEL_PX: u32 = points(8.0);
 /// Titles: 7.5 pt (a title holds the setting and may be long).
 pub(crate) const TITLE_PX: u32 = points(7.5);
 
-/// Registers DejaVu Sans once per process.
-pub(crate) fn register_font() {
+/// Registers DejaVu Sans once per process (every figure function does it first).
+pub fn register_font() {
     static DONE: OnceLock<()> = OnceLock::new();
     DONE.get_or_init(|| {
         plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
@@ -528,7 +528,7 @@ pub trait Figure {
 
     /// Defects of what the figure shows that its drawn text cannot reveal (a line plot's
     /// series told apart by colour alone, a linear axis over more than two decades); the text
-    /// is checked by [`super::inspect::defects`]. None by default.
+    /// is checked by [`defects`]. None by default.
     fn defects(&self) -> Vec<String> {
         Vec::new()
     }
@@ -652,7 +652,7 @@ pub fn render(fig: &impl Figure, stem: &Path) -> Result<Rendered> {
     register_font();
     // Every figure drawn is checked; a defect is reported on stderr (`figure defect: ...`),
     // and the tests fail on any in the quick run (tests/it/reproduce.rs).
-    let defects = super::inspect::defects(fig).unwrap_or_else(|e| vec![e]);
+    let defects = defects(fig).unwrap_or_else(|e| vec![e]);
     for d in defects {
         super::console::note(format!("figure defect: {}: {d}", stem.display()));
     }
@@ -683,6 +683,18 @@ pub fn save(fig: &impl Figure, stem: &Path) -> Result<()> {
     super::atomic::write_bytes(&stem.with_extension("png"), &r.png)?;
     super::atomic::write_bytes(&stem.with_extension("svg"), &r.svg)?;
     super::atomic::write_bytes(&stem.with_extension("pdf"), &r.pdf)
+}
+
+/// Every defect of `fig`: overlapping texts ([`super::inspect::overlapping`]), code in its
+/// texts ([`super::inspect::code_in_text`]) and what the figure finds in its own content
+/// ([`Figure::defects`]).
+pub fn defects(fig: &impl Figure) -> std::result::Result<Vec<String>, String> {
+    register_font();
+    let boxes = super::inspect::text_boxes(fig.size(), |area| fig.draw(area))?;
+    let mut out = super::inspect::overlapping(&boxes);
+    out.extend(super::inspect::code_in_text(&boxes));
+    out.extend(fig.defects());
+    Ok(out)
 }
 
 /// The title of a figure `width` px wide in lines that each fit beside the margins: one line

@@ -1,4 +1,4 @@
-//! Defect checks run on every figure as it is saved ([`super::figure::save`]): text that
+//! Defect checks run on every figure as it is drawn ([`super::figure::defects`]): text that
 //! overlaps other text, measured from the boxes the figure's own drawing lays its text in
 //! ([`text_boxes`]), and, for line plots, the checks on what is drawn
 //! ([`super::figure::LinePlot::defects`]: code identifiers in labels, series told apart by
@@ -9,7 +9,7 @@
 //! font's layout box, placed by the text's anchor and rotation): the PNG's, whose text is the
 //! widest of the three formats.
 
-use super::figure::{Figure, register_font};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters_backend::text_anchor::{HPos, VPos};
 use plotters_backend::{
@@ -17,6 +17,16 @@ use plotters_backend::{
 };
 
 /// A drawn text and the box it fills, in pixels: `(x0, y0)` top left, `(x1, y1)` bottom right.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::output::inspect::TextBox;
+/// let a = TextBox { text: "64".into(), rect: (0, 0, 30, 10) };
+/// let b = TextBox { text: "128".into(), rect: (29, 0, 60, 10) };
+/// assert!(!a.overlaps(&b, 2)); // 1 px shared: within the slack
+/// assert!(a.overlaps(&TextBox { rect: (20, 0, 50, 10), ..b }, 2));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct TextBox {
     /// The text.
@@ -43,6 +53,7 @@ impl TextBox {
 /// ```rust
 /// use normscope_core::output::inspect::TextRecorder;
 /// use plotters::prelude::*;
+/// normscope_core::output::figure::register_font();
 /// let mut rec = TextRecorder::new((200, 100));
 /// {
 ///     let root = (&mut rec).into_drawing_area();
@@ -60,7 +71,6 @@ pub struct TextRecorder {
 impl TextRecorder {
     /// A recorder for a figure of `size` pixels.
     pub fn new(size: (u32, u32)) -> Self {
-        register_font();
         TextRecorder {
             size,
             boxes: Vec::new(),
@@ -69,6 +79,13 @@ impl TextRecorder {
 }
 
 /// The error type of [`TextRecorder`] (it never fails).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::output::inspect::NoError;
+/// assert_eq!(NoError.to_string(), "no error");
+/// ```
 #[derive(Debug)]
 pub struct NoError;
 
@@ -198,10 +215,14 @@ impl DrawingBackend for &mut TextRecorder {
     }
 }
 
-/// Every text `fig` draws, with its box.
-pub fn text_boxes(fig: &impl Figure) -> Result<Vec<TextBox>, String> {
-    let mut rec = TextRecorder::new(fig.size());
-    fig.draw((&mut rec).into_drawing_area())?;
+/// Every text `draw` draws on an area of `size` pixels, with its box (a figure's drawing,
+/// [`super::figure::defects`]).
+pub fn text_boxes(
+    size: (u32, u32),
+    draw: impl FnOnce(DrawingArea<&mut TextRecorder, Shift>) -> Result<(), String>,
+) -> Result<Vec<TextBox>, String> {
+    let mut rec = TextRecorder::new(size);
+    draw((&mut rec).into_drawing_area())?;
     Ok(rec.boxes)
 }
 
@@ -269,17 +290,6 @@ pub fn code_in_text(boxes: &[TextBox]) -> Vec<String> {
         }
     }
     out
-}
-
-/// Every defect of `fig`: overlapping texts ([`overlapping`]), code in its texts
-/// ([`code_in_text`]) and what the figure finds in its own content
-/// ([`Figure::defects`]).
-pub fn defects(fig: &impl Figure) -> Result<Vec<String>, String> {
-    let boxes = text_boxes(fig)?;
-    let mut out = overlapping(&boxes);
-    out.extend(code_in_text(&boxes));
-    out.extend(fig.defects());
-    Ok(out)
 }
 
 /// Whether values spanning `lo..=hi` (all of one sign) cover more than two decades: such an
