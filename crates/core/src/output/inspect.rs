@@ -1,8 +1,8 @@
 //! Defect checks run on every figure as it is drawn ([`super::figure::defects`]): text that
 //! overlaps other text, measured from the boxes the figure's own drawing lays its text in
 //! ([`text_boxes`]), and, for line plots, the checks on what is drawn
-//! ([`super::figure::LinePlot::defects`]: code identifiers in labels, series told apart by
-//! colour alone, a linear axis over more than two decades).
+//! ([`super::figure::Figure::defects`]: series told apart by colour alone, a linear axis over
+//! more than two decades).
 //!
 //! The text boxes come from drawing the figure onto [`TextRecorder`], a plotters backend that
 //! draws nothing and records each text with the box plotters' bitmap backend would fill (the
