@@ -783,6 +783,53 @@ fn every_out_file_gets_its_provenance() {
     assert!(!dir.path().join("u.csv").exists() && !dir.path().join("u.csv.manifest.json").exists());
 }
 
+/// Rows name a placement file's preset only by its name, so the sidecar records each file's
+/// hash: two files defining `my-mixln` differently give sidecars that differ there.
+#[test]
+fn the_sidecar_records_each_placement_files_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/placements/mixln.toml"),
+    )
+    .unwrap();
+    let changed = text.replace("until = 0.25", "until = 0.5");
+    assert_ne!(text, changed);
+    let mut hashes = Vec::new();
+    for (i, t) in [&text, &changed].into_iter().enumerate() {
+        let file = dir.path().join(format!("p{i}.toml"));
+        std::fs::write(&file, t).unwrap();
+        let out = format!("t{i}.csv");
+        let args = [
+            "theory",
+            "--placements",
+            file.to_str().unwrap(),
+            "--preset",
+            "my-mixln",
+        ];
+        let o = normscope(
+            &[
+                &args[..],
+                &["--depth", "8", "--metrics", "stream_sq", "--out", &out],
+            ]
+            .concat(),
+            dir.path(),
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        let side: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(dir.path().join(format!("{out}.manifest.json"))).unwrap(),
+        )
+        .unwrap();
+        let p = &side["placements"][0];
+        assert_eq!(p["path"], file.to_str().unwrap());
+        assert_eq!(
+            p["sha256"],
+            normscope::analyses::manifest::sha256(t.as_bytes())
+        );
+        hashes.push(p["sha256"].clone());
+    }
+    assert_ne!(hashes[0], hashes[1]);
+}
+
 #[test]
 fn format_table_aligns_columns_for_reading() {
     let dir = tempfile::tempdir().unwrap();

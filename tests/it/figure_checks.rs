@@ -72,3 +72,36 @@ fn figure_checks_catch_each_kind_of_defect() {
     };
     assert!(found(&map, " over "), "overlapping ticks");
 }
+
+/// Interval bars are plain strokes: a square marker (preset 1's) is not drawn inside a ring,
+/// as plotters' `ErrorBar` would draw one at every point; and a preset's legend entry carries
+/// its Monte Carlo marker on its line sample.
+#[test]
+fn interval_bars_draw_no_ring_and_legends_show_markers() {
+    let mut p = clean();
+    p.series.remove(0);
+    p.series.push(Series::points(
+        "",
+        1,
+        &[(10.0, 2.1, 1.9, 2.3), (100.0, 3.1, 2.8, 3.4)],
+    ));
+    let svg = String::from_utf8(
+        normscope::output::figure::render(&p, std::path::Path::new("ring"))
+            .unwrap()
+            .svg,
+    )
+    .unwrap();
+    assert!(!svg.contains("<circle"), "a circle was drawn");
+    // Two points and the legend sample: three filled squares in preset 1's colour.
+    let fill = "fill=\"#D55E00\"";
+    let filled = svg
+        .split("<rect")
+        .skip(1)
+        .filter(|r| {
+            r.split('>')
+                .next()
+                .is_some_and(|attrs| attrs.contains(fill))
+        })
+        .count();
+    assert_eq!(filled, 3, "filled squares in preset 1's colour");
+}

@@ -37,7 +37,7 @@ fn csv_is_byte_identical_across_thread_counts() {
     // alpha,beta,lambda,final_norm,q0,c0,eps,path_max,depth,...
     assert!(text.contains("pre,Pre-LN,mc,relu-mlp,xavier,"), "{text}");
     assert!(
-        text.contains(",layer,64,8,6,42,4.0,,,,,,1.0,0.0,0.00001,256,6,"),
+        text.contains(",layer,64,8,6,42,4.0,4,,,,,1.0,0.0,0.00001,256,6,"),
         "{text}"
     );
 }

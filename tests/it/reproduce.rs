@@ -106,17 +106,38 @@ fn manifests(root: &Path) -> Vec<(String, BTreeMap<String, String>)> {
         .collect()
 }
 
-/// Checks that every file under `root` is a manifest or listed in one with its sha256, and that
-/// every listed file exists.
+/// Checks that every file under `root` is a manifest or listed in one with its sha256, that
+/// every listed file exists, and that every Parquet table carries its manifest's analysis,
+/// configuration and seeds as file metadata.
 fn check_listed(root: &Path) {
     let all = files(root);
     let mut listed = BTreeSet::new();
     for (m, outputs) in manifests(root) {
+        let manifest: serde_json::Value = serde_json::from_slice(&all[&m]).unwrap();
         for (rel, hash) in outputs {
             let bytes = all
                 .get(&rel)
                 .unwrap_or_else(|| panic!("{m} lists {rel}, which does not exist"));
             assert_eq!(sha(bytes), hash, "{m}: sha256 of {rel}");
+            if rel.ends_with(".parquet") {
+                let meta = normscope::output::table::parquet_metadata(bytes).unwrap();
+                let key = normscope::analyses::manifest::PARQUET_KEY;
+                let (_, json) = meta
+                    .iter()
+                    .find(|m| m.0 == key)
+                    .unwrap_or_else(|| panic!("{rel}: no `{key}` in its metadata"));
+                let json: serde_json::Value = serde_json::from_str(json).unwrap();
+                for field in [
+                    "analysis",
+                    "crate_version",
+                    "build",
+                    "quick",
+                    "config",
+                    "seeds",
+                ] {
+                    assert_eq!(json[field], manifest[field], "{rel}: `{field}`");
+                }
+            }
             listed.insert(rel);
         }
     }

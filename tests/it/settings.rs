@@ -7,6 +7,7 @@
 //! must hold the same values.
 
 use crate::common::normscope;
+use normscope::output::table::csv_fields as fields;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The columns that hold a result rather than a setting.
@@ -59,31 +60,6 @@ impl Table {
         }
         out
     }
-}
-
-/// The fields of one CSV line: commas inside double quotes (a label such as
-/// `"Pre-LN, branch/sqrt(L)"`, a reason) do not split, and `""` is a quote.
-fn fields(line: &str) -> Vec<String> {
-    let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => out.push(std::mem::take(&mut cur)),
-            _ => cur.push(c),
-        }
-    }
-    out.push(cur);
-    out
-}
-
-#[test]
-fn csv_fields_keep_quoted_commas() {
-    assert_eq!(fields(r#"a,"b, c",,"d""e""#), ["a", "b, c", "", "d\"e"]);
 }
 
 fn run(args: &[String]) -> Table {
@@ -307,6 +283,14 @@ fn every_mc_setting_changes_its_rows() {
         ("--seed", &[], &["--seed", "7"]),
         ("--eps", &[], &["--eps", "0.001"]),
         ("--heads", &["--branch", "attention"], &["--heads", "2"]),
+        // Heads and the hidden ratio enter every network's seed, so a per-token branch's or a
+        // linear branch's rows change with them too, and show them.
+        ("--heads", &[], &["--heads", "2"]),
+        (
+            "--hidden-ratio",
+            &["--branch", "linear"],
+            &["--hidden-ratio", "2"],
+        ),
         ("--uniform", &["--branch", "attention"], &["--uniform"]),
         // The override of the gain of branches without a closed-form gain, and uniform
         // attention inside the Transformer stack, are shown too.

@@ -352,6 +352,13 @@ impl DepthSweep<'_> {
         )?;
         let mut plot = LinePlot::new(title, "depth L (residual blocks)", y_label);
         plot.y_log = true;
+        // Monte Carlo deeper than wide: the infinite-width closed form's deviation grows like
+        // L/d (the `finite-width` analysis measures it on L/d <= 1).
+        let d = self.mc.width;
+        if self.mc_depths.iter().any(|&l| l > d) {
+            plot.shade_from = Some(d as f64);
+            plot.x_label = format!("depth L (blocks; shaded: L > d = {d})");
+        }
         add_both(
             &mut plot,
             self.presets,

@@ -67,9 +67,6 @@ pub const DEVIATION_LIMIT: f64 = 0.05;
 /// not fitted.
 pub const FIT_MAX_L_OVER_D: f64 = 1.0;
 
-/// Decimals of kappa and its interval in `law.tex` (`law.csv` keeps every digit).
-pub(crate) const KAPPA_DECIMALS: usize = 3;
-
 /// The four quantities, the layer each is read at (`None`: layer L) and its short name in
 /// `law.tex` (the caption says what each is).
 pub const QUANTITIES: [(Metric, Option<u64>, &str); 4] = [
@@ -752,31 +749,26 @@ fn write_laws(c: &Config, out: &mut Out, laws: &[Law]) -> Result<()> {
             FIT_MAX_L_OVER_D
         ),
         "tab:finite-width",
-        &["quantity", "", "fit [95\\% CI]"],
+        &[
+            "quantity", "fit", "CI low", "CI high", "fit", "CI low", "CI high",
+        ],
     );
+    t.spans = vec![("$a$".into(), 1, 3), ("$\\kappa$".into(), 4, 3)];
+    t.tied = vec![(1, 3), (4, 3)];
     let mut preset = None;
     for l in laws {
         if preset != Some(&l.preset) {
             t.group(common::tex_label(&l.preset));
             preset = Some(&l.preset);
         }
-        let est = |v: f64, ci: (f64, f64)| {
-            Cell::Text(format!(
-                "{} [{}, {}]",
-                normscope_core::output::latex::fixed(v, KAPPA_DECIMALS),
-                normscope_core::output::latex::fixed(ci.0, KAPPA_DECIMALS),
-                normscope_core::output::latex::fixed(ci.1, KAPPA_DECIMALS)
-            ))
-        };
         t.row(vec![
             Cell::Text(quantity_tex(l.metric).into()),
-            Cell::Text("$a$".into()),
-            est(l.fit.0, l.a_ci),
-        ]);
-        t.row(vec![
-            Cell::Text(String::new()),
-            Cell::Text("$\\kappa$".into()),
-            est(l.fit.1, l.kappa_ci),
+            Cell::Num(l.fit.0),
+            Cell::Num(l.a_ci.0),
+            Cell::Num(l.a_ci.1),
+            Cell::Num(l.fit.1),
+            Cell::Num(l.kappa_ci.0),
+            Cell::Num(l.kappa_ci.1),
         ]);
     }
     out.latex(&t, "law")

@@ -1,7 +1,8 @@
 //! `training-demo`: a real `normscope train` run (docs/training.md: Pre-LN, Post-LN and
 //! DeepNorm decoder-only Transformers trained with Adam and no warmup on next-token prediction
 //! from a random teacher Transformer, paired seeds. Figures: the evaluation loss against the
-//! update (median over seeds, with the task's floor and its context-free loss), and the
+//! update (median over seeds, shaded from the lowest seed to the highest, with the task's
+//! floor and its context-free loss), and the
 //! per-block gradient norm at the first update (geometric mean over seeds; Xiong et al. 2020,
 //! Fig. 3 plots the same at init). The full log is `data/training-demo/log.csv`.
 
@@ -186,7 +187,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         c.depth, c.width, c.lr, c.seeds
     );
     let mut loss = LinePlot::new(
-        &format!("Evaluation loss, teacher-LM task ({setting})"),
+        &format!("Evaluation loss, teacher-LM task ({setting}; median, band: range)"),
         "update t",
         "eval loss (nats)",
     );
@@ -201,19 +202,37 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         s.dedup();
         s
     };
-    for (i, p) in c.presets.iter().enumerate() {
-        let pts: Vec<(f64, f64)> = steps
-            .iter()
-            .filter_map(|&s| {
-                let v: Vec<f64> = values(&recs, p, "eval_loss")
-                    .filter(|r| r.step == s)
-                    .map(|r| r.value)
-                    .collect();
-                (v.len() == c.seeds as usize).then(|| (s as f64, median(v)))
-            })
-            .collect();
+    // Per preset and update: (update, median, lowest, highest) over the seeds, where every
+    // seed has a finite loss there.
+    let curves: Vec<Vec<(f64, f64, f64, f64)>> = c
+        .presets
+        .iter()
+        .map(|p| {
+            steps
+                .iter()
+                .filter_map(|&s| {
+                    let v: Vec<f64> = values(&recs, p, "eval_loss")
+                        .filter(|r| r.step == s)
+                        .map(|r| r.value)
+                        .collect();
+                    let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |a, x| {
+                        (a.0.min(*x), a.1.max(*x))
+                    });
+                    (v.len() == c.seeds as usize && lo.is_finite() && hi.is_finite())
+                        .then(|| (s as f64, median(v), lo, hi))
+                })
+                .collect()
+        })
+        .collect();
+    // The range over seeds as a band under the median lines.
+    for (i, pts) in curves.iter().enumerate() {
+        let band: Vec<(f64, f64, f64)> = pts.iter().map(|p| (p.0, p.2, p.3)).collect();
+        loss.series.push(Series::band(i, &band));
+    }
+    for (i, (p, pts)) in c.presets.iter().zip(&curves).enumerate() {
+        let line = pts.iter().map(|q| (q.0, q.1)).collect();
         loss.series
-            .push(Series::line(super::common::label(p), i, pts));
+            .push(Series::line(super::common::label(p), i, line));
     }
     let first = |m: &str| {
         values(&recs, &c.presets[0], m)

@@ -814,7 +814,15 @@ fn figures(
                     .filter(|(x, _)| x.tier == ti && x.cell.preset == *p && x.cell.warmup == warmup)
                     .map(|(x, f)| {
                         let (m, lo, hi) = median_lr(f);
-                        let cap = |v: f64| v.clamp(c.search.min, c.search.max);
+                        // A low end of 0 (more than half the seeds unstable at the lowest
+                        // rate tried) stays 0: the figure draws it open below.
+                        let cap = |v: f64| {
+                            if v <= 0.0 {
+                                0.0
+                            } else {
+                                v.clamp(c.search.min, c.search.max)
+                            }
+                        };
                         (tiers[ti].layers(x.cell.depth) as f64, m, cap(lo), cap(hi))
                     })
                     .filter(|p| p.1.is_finite())

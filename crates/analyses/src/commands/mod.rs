@@ -80,6 +80,8 @@ impl Run<'_> {
     /// manifest.
     fn analysis(&self, a: &Analysis, p: Prepared, mode: Mode) -> Result<()> {
         let t = std::time::Instant::now();
+        let parquet =
+            manifest::parquet_metadata(a.id, self.quick, &p.config, &p.seeds, self.inputs);
         let mut out = Out {
             root: self.root.to_path_buf(),
             stage: Stage::new(self.root, a.id)?,
@@ -88,6 +90,7 @@ impl Run<'_> {
             inputs: self.inputs.clone(),
             mode,
             calls: 0,
+            parquet,
         };
         (p.work)(&mut out)?;
         let Out {
@@ -173,6 +176,7 @@ fn run_shard(
             inputs: BTreeMap::new(),
             mode: Mode::Shard { spec, done: None },
             calls: 0,
+            parquet: Vec::new(),
         };
         work(&mut out)?;
         if let Mode::Shard { done: d, .. } = out.mode {

@@ -226,6 +226,51 @@ pub fn keep(new: &Manifest, old: Option<&[u8]>) -> Vec<u8> {
     }
 }
 
+/// The key under which an analysis's Parquet tables carry [`parquet_metadata`].
+pub const PARQUET_KEY: &str = "normscope.manifest";
+
+/// The file metadata of an analysis's Parquet tables: under [`PARQUET_KEY`], the manifest's
+/// fields that hold for every commit that writes these bytes (analysis, crate version,
+/// toolchain, quick, configuration, seeds, inputs), and `"manifest": "manifest.json"`, the
+/// file beside it that adds the source commit and every output's sha256. Those two cannot sit
+/// inside the table: the commit is the one that last changed the bytes ([`keep`]), and a hash
+/// cannot cover itself. So a rerun at a later commit rewrites the same Parquet bytes.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::manifest::{parquet_metadata, PARQUET_KEY};
+/// let meta = parquet_metadata("warmup", false, &serde_json::json!({"seeds": 10}), &[0], &Default::default());
+/// assert_eq!(meta[0].0, PARQUET_KEY);
+/// let json: serde_json::Value = serde_json::from_str(&meta[0].1).unwrap();
+/// assert_eq!(json["analysis"], "warmup");
+/// assert_eq!(json["config"]["seeds"], 10);
+/// assert_eq!(json["manifest"], "manifest.json");
+/// assert!(json.get("source").is_none());
+/// ```
+pub fn parquet_metadata(
+    analysis: &str,
+    quick: bool,
+    config: &serde_json::Value,
+    seeds: &[u64],
+    inputs: &BTreeMap<String, String>,
+) -> Vec<(String, String)> {
+    let json = serde_json::json!({
+        "analysis": analysis,
+        "crate_version": env!("CARGO_PKG_VERSION"),
+        "build": Build::current(),
+        "quick": quick,
+        "config": config,
+        "seeds": seeds,
+        "inputs": inputs,
+        "manifest": FILE,
+    });
+    vec![(
+        PARQUET_KEY.to_string(),
+        serde_json::to_string(&json).expect("JSON values print"),
+    )]
+}
+
 /// sha256 of bytes, hex.
 pub fn sha256(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))

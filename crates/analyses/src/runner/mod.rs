@@ -275,6 +275,8 @@ pub struct Out {
     pub(crate) mode: Mode,
     /// [`Out::units`] calls so far.
     pub(crate) calls: usize,
+    /// The file metadata of every Parquet table ([`manifest::parquet_metadata`]).
+    pub(crate) parquet: Vec<(String, String)>,
 }
 
 /// How [`Out::units`] runs.
@@ -420,7 +422,9 @@ impl Out {
 
     /// Writes a polars frame as CSV to `data/<id>/<name>` (`name` ends in `.csv`), and the same
     /// table as typed Parquet to `data/<id>/<stem>.parquet`, whose empty columns keep their
-    /// types, so tables of different analyses concatenate without a schema override.
+    /// types, so tables of different analyses concatenate without a schema override. The
+    /// Parquet file carries the run's manifest, less the commit and output hashes, as file
+    /// metadata ([`manifest::parquet_metadata`]).
     pub fn frame(&mut self, name: &str, df: &mut polars::prelude::DataFrame) -> Result<()> {
         let stem = name.strip_suffix(".csv").ok_or_else(|| {
             normscope_core::Error::Undefined(format!("table file name '{name}' must end in .csv"))
@@ -428,7 +432,7 @@ impl Out {
         self.bytes(name, &table::Format::Csv.encode(df)?)?;
         self.bytes(
             &format!("{stem}.parquet"),
-            &table::Format::Parquet.encode(df)?,
+            &table::Format::Parquet.encode_with(df, &self.parquet)?,
         )
     }
 

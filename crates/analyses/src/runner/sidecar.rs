@@ -36,15 +36,25 @@ pub fn sidecar(path: &Path, bytes: &[u8]) -> Vec<u8> {
 
 /// What produced an output, as [`sidecar`] records it without the file's own name and hash:
 /// the crate version, the build commit, the source commit and whether it was dirty, the
-/// toolchain and the command line (which holds every setting and seed).
+/// toolchain and the command line (which holds every setting and seed), and the sha256 of
+/// each `--placements` file read ([`normscope_core::placement::loaded_files`]), since rows
+/// name a file's preset only by its name.
 pub fn provenance() -> serde_json::Value {
-    serde_json::json!({
+    let mut v = serde_json::json!({
         "crate_version": env!("CARGO_PKG_VERSION"),
         "build_commit": env!("NORMSCOPE_BUILD_COMMIT"),
         "source": Source::detect(),
         "build": Build::current(),
         "invocation": invocation(),
-    })
+    });
+    let files = normscope_core::placement::loaded_files();
+    if !files.is_empty() {
+        v["placements"] = files
+            .into_iter()
+            .map(|(path, sha)| serde_json::json!({ "path": path, "sha256": sha }))
+            .collect();
+    }
+    v
 }
 
 /// The key under which a standalone Parquet `--out` carries its [`provenance`] as file

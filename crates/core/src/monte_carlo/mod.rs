@@ -267,8 +267,12 @@ impl Engine for MonteCarlo<'_> {
             tokens: Some(b.tokens as u64),
             samples: Some(cfg.samples as u64),
             seed: Some(cfg.seed),
+            // Heads and the hidden ratio enter every network's seed (`McConfig::canonical`),
+            // so a Monte Carlo row carries them for every branch: two runs that differ only in
+            // them draw different networks.
             model: ModelSettings {
-                heads: branch.attends().then_some(cfg.heads as u64),
+                heads: Some(cfg.heads as u64),
+                hidden_ratio: Some(b.hidden_ratio),
                 eps: Some(cfg.eps),
                 path_max: Some(cfg.path_max as u64),
                 ..cfg.model.settings()

@@ -203,31 +203,46 @@ fn dash_pieces((dash, gap): (u32, u32)) -> Vec<(i32, i32)> {
         .collect()
 }
 
-/// Draws marker `kind` ([`MARKERS`]) centred at `at`, in colour `c`.
+/// Draws marker `kind` ([`MARKERS`]) centred `dx` pixels right of `at`, in colour `c`.
 fn draw_marker<DB: DrawingBackend, X: CoordTranslate>(
     area: &DrawingArea<DB, X>,
     at: X::From,
+    dx: i32,
     c: RGBColor,
     kind: usize,
 ) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>>
 where
     X::From: Clone,
 {
-    let triangle = vec![(0, -7), (7, 5), (-7, 5), (0, -7)];
-    let diamond = vec![(0, -8), (7, 0), (0, 8), (-7, 0), (0, -8)];
+    let shift = |v: &[(i32, i32)]| v.iter().map(|&(x, y)| (x + dx, y)).collect::<Vec<_>>();
+    let triangle = shift(&[(0, -7), (7, 5), (-7, 5), (0, -7)]);
+    let diamond = shift(&[(0, -8), (7, 0), (0, 8), (-7, 0), (0, -8)]);
+    let square = [(dx - 5, -5), (dx + 5, 5)];
     let hollow = c.stroke_width(2);
     let e = EmptyElement::at(at);
     match kind % MARKERS {
-        0 => area.draw(&(e + Circle::new((0, 0), 6, c.filled()))),
-        1 => area.draw(&(e + Rectangle::new([(-5, -5), (5, 5)], c.filled()))),
+        0 => area.draw(&(e + Circle::new((dx, 0), 6, c.filled()))),
+        1 => area.draw(&(e + Rectangle::new(square, c.filled()))),
         2 => area.draw(&(e + Polygon::new(triangle, c.filled()))),
         3 => area.draw(&(e + Polygon::new(diamond, c.filled()))),
-        4 => area.draw(&(e + Circle::new((0, 0), 6, hollow))),
-        5 => area.draw(&(e + Rectangle::new([(-5, -5), (5, 5)], hollow))),
+        4 => area.draw(&(e + Circle::new((dx, 0), 6, hollow))),
+        5 => area.draw(&(e + Rectangle::new(square, hollow))),
         6 => area.draw(&(e + PathElement::new(triangle, hollow))),
         _ => area.draw(&(e + PathElement::new(diamond, hollow))),
     }
 }
+
+/// Opacity of a [`Mark::Band`]'s fill: light enough that the lines over it and other bands
+/// under it stay visible.
+const BAND_ALPHA: f64 = 0.2;
+
+/// Horizontal offset in pixels between neighbouring labelled points series, so that estimates
+/// of several series at one x stay apart ([`LinePlot::dodge`]).
+const DODGE_PX: f64 = 14.0;
+
+/// Length in pixels of the arrow drawn below a point whose interval has no lower end on a log
+/// axis (its low end is 0: censored, "at most").
+const OPEN_ARROW_PX: i32 = 24;
 
 /// How a series is drawn.
 ///
@@ -259,6 +274,12 @@ pub enum Mark {
     Points {
         /// The interval of each point, in the order of `points`.
         ci: Vec<(f64, f64)>,
+    },
+    /// A shaded band from each point `(x, low)` up to `high` (the spread of several runs
+    /// around their median line), drawn under the lines.
+    Band {
+        /// The band's upper edge, in the order of `points`.
+        high: Vec<f64>,
     },
 }
 
@@ -299,6 +320,29 @@ impl Series {
             label: label.into(),
             points,
             mark: Mark::Line,
+            color,
+        }
+    }
+
+    /// A shaded band `(x, low, high)` in colour `color`, without a legend entry (the spread
+    /// across seeds around a labelled median line of the same colour).
+    ///
+    /// # Examples
+    ///
+    /// ```rust
+    /// use normscope_core::output::figure::{Mark, Series};
+    /// let band = Series::band(2, &[(0.0, 1.0, 3.0), (1.0, 0.5, 2.0)]);
+    /// assert_eq!(band.points, vec![(0.0, 1.0), (1.0, 0.5)]);
+    /// assert!(matches!(&band.mark, Mark::Band { high } if high == &vec![3.0, 2.0]));
+    /// assert!(band.label.is_empty());
+    /// ```
+    pub fn band(color: usize, pts: &[(f64, f64, f64)]) -> Self {
+        Series {
+            label: String::new(),
+            points: pts.iter().map(|p| (p.0, p.1)).collect(),
+            mark: Mark::Band {
+                high: pts.iter().map(|p| p.2).collect(),
+            },
             color,
         }
     }
@@ -348,8 +392,10 @@ impl Series {
     /// Every y value this series draws (points and interval ends).
     fn ys(&self) -> Vec<f64> {
         let mut v: Vec<f64> = self.points.iter().map(|p| p.1).collect();
-        if let Mark::Points { ci } = &self.mark {
-            v.extend(ci.iter().flat_map(|c| [c.0, c.1]));
+        match &self.mark {
+            Mark::Points { ci } => v.extend(ci.iter().flat_map(|c| [c.0, c.1])),
+            Mark::Band { high } => v.extend(high),
+            _ => {}
         }
         v
     }
@@ -434,7 +480,14 @@ pub struct LinePlot {
     /// Whether coinciding lines share one legend entry ([`LinePlot::merged`]); off for the
     /// panels of one figure, whose colours must mean the same series in every panel.
     pub fold: bool,
+    /// A shaded stretch of the x axis, from this value to the right edge: where Monte Carlo
+    /// at a finite width is expected to leave the infinite-width closed form. The x label
+    /// says what it marks.
+    pub shade_from: Option<f64>,
 }
+
+/// Grey of [`LinePlot::shade_from`]'s stretch (opacity over white).
+const SHADE_ALPHA: f64 = 0.08;
 
 /// Default size: one column of a two-column paper at 300 dpi (3.3 in x 2.5 in).
 pub const SIZE: (u32, u32) = (inches(ONE_COLUMN_IN), inches(2.5));
@@ -455,6 +508,10 @@ const Y_TICKS: usize = 8;
 const LEGEND_ROW: u32 = TICK_PX + 10;
 /// Width of a legend entry's line or marker sample, and the gap after it.
 const LEGEND_GLYPH: u32 = 45;
+/// Most columns of a legend strip below the axes.
+const STRIP_COLUMNS: usize = 3;
+/// Room after a strip entry's label, before the next column.
+const STRIP_GAP: u32 = 30;
 /// Gap between a corner legend's box and the axes.
 const LEGEND_INSET: u32 = 8;
 
@@ -785,6 +842,7 @@ impl LinePlot {
             legend: Legend::Auto,
             series: Vec::new(),
             fold: true,
+            shade_from: None,
         }
     }
 
@@ -923,19 +981,47 @@ impl LinePlot {
     fn strip_height(&self) -> u32 {
         let n = self.labelled().count() as u32;
         if n > 0 && self.chosen_legend() == Legend::Outside {
-            n.div_ceil(self.strip_columns()) * LEGEND_ROW + 2 * MARGIN
+            n.div_ceil(self.strip_columns().len() as u32) * LEGEND_ROW + 2 * MARGIN
         } else {
             0
         }
     }
 
-    /// Entries per row of the legend strip: two when every label fits half the width, else one.
-    fn strip_columns(&self) -> u32 {
-        let col = (SIZE.0 - 2 * MARGIN) / 2;
-        let fits = self
+    /// The left edges (px) of the legend strip's columns, entries filling rows left to right:
+    /// the most columns, up to [`STRIP_COLUMNS`], whose widest entries fit side by side in the
+    /// figure's width, each column as wide as its widest entry, the block centred.
+    fn strip_columns(&self) -> Vec<i32> {
+        let widths: Vec<u32> = self
             .labelled()
-            .all(|s| Y_LABEL_AREA / 2 + LEGEND_GLYPH + text_width(&s.label, TICK_PX) + 10 <= col);
-        if fits { 2 } else { 1 }
+            .map(|s| LEGEND_GLYPH + text_width(&s.label, TICK_PX) + STRIP_GAP)
+            .collect();
+        let room = SIZE.0 - 2 * MARGIN;
+        for cols in (1..=STRIP_COLUMNS.min(widths.len().max(1))).rev() {
+            let col: Vec<u32> = (0..cols)
+                .map(|c| {
+                    widths
+                        .iter()
+                        .skip(c)
+                        .step_by(cols)
+                        .copied()
+                        .max()
+                        .unwrap_or(0)
+                })
+                .collect();
+            let total: u32 = col.iter().sum();
+            if total <= room || cols == 1 {
+                let mut x = (MARGIN + room.saturating_sub(total) / 2) as i32;
+                return col
+                    .iter()
+                    .map(|w| {
+                        let at = x;
+                        x += *w as i32;
+                        at
+                    })
+                    .collect();
+            }
+        }
+        unreachable!("one column is always returned")
     }
 
     /// The plotting area's size in pixels: the figure (without a legend strip) minus the
@@ -996,6 +1082,20 @@ impl LinePlot {
                     if pts.len() == 1 {
                         segs.push((pts[0], pts[0]));
                     }
+                }
+                Mark::Band { high } => {
+                    // Both edges, and the vertical span at each point.
+                    let tops: Vec<(f64, f64)> = s
+                        .points
+                        .iter()
+                        .zip(high)
+                        .filter(|(p, _)| keep(p))
+                        .map(|(p, h)| at((p.0, h.min(y.1))))
+                        .filter(ok)
+                        .collect();
+                    segs.extend(pts.windows(2).map(|w| (w[0], w[1])));
+                    segs.extend(tops.windows(2).map(|w| (w[0], w[1])));
+                    segs.extend(pts.iter().zip(&tops).map(|(a, b)| (*a, *b)));
                 }
                 Mark::Points { ci } => {
                     for (p, c) in s.points.iter().zip(ci).filter(|(p, _)| keep(p)) {
@@ -1124,7 +1224,13 @@ impl LinePlot {
             } else {
                 // Half the span on each side is computed first, so hi - lo cannot overflow.
                 let half = hi / 2.0 - lo / 2.0;
-                let pad = 0.1 * half.max(1e-9 * (hi.abs() / 2.0).max(0.5));
+                // One value (a single x, a constant series): half its size each side (at
+                // least 0.5), so that the ticks are distinct round numbers.
+                let pad = if half <= 1e-9 * hi.abs() {
+                    (hi.abs() / 2.0).max(0.5)
+                } else {
+                    0.1 * half
+                };
                 ((lo - pad).max(-f64::MAX), (hi + pad).min(f64::MAX))
             }
         };
@@ -1164,6 +1270,68 @@ impl LinePlot {
                     .map(move |p| (p.0, i))
             })
             .collect()
+    }
+
+    /// The marker of the unlabelled points drawn in line series `s`'s colour (a preset's Monte
+    /// Carlo points beside its closed-form line), shown on `s`'s legend sample; `None` for
+    /// other series.
+    fn points_marker(&self, s: &Series) -> Option<usize> {
+        if matches!(s.mark, Mark::Points { .. }) {
+            return None;
+        }
+        self.series
+            .iter()
+            .find(|p| {
+                p.label.is_empty()
+                    && p.color == s.color
+                    && matches!(p.mark, Mark::Points { .. })
+                    && !p.points.is_empty()
+            })
+            .map(Series::marker)
+    }
+
+    /// Each series' horizontal offset in pixels, and the x values it applies at: the labelled
+    /// points series with points (each its own estimates, not Monte Carlo beside a line) are
+    /// spread [`DODGE_PX`] apart at the x values two or more of them share (a depth, a tier),
+    /// so that estimates at one x do not hide each other; a point at an x of its own stays
+    /// where it is (a measured x is not moved).
+    fn dodge(&self) -> (Vec<i32>, std::collections::BTreeSet<u64>) {
+        let dodged = |s: &Series| {
+            !s.label.is_empty() && matches!(s.mark, Mark::Points { .. }) && !s.points.is_empty()
+        };
+        let n = self.series.iter().filter(|s| dodged(s)).count();
+        let mut seen = std::collections::BTreeMap::<u64, usize>::new();
+        for s in self.series.iter().filter(|s| dodged(s)) {
+            let xs: std::collections::BTreeSet<u64> =
+                s.points.iter().map(|p| p.0.to_bits()).collect();
+            for x in xs {
+                *seen.entry(x).or_default() += 1;
+            }
+        }
+        let shared = seen.into_iter().filter(|e| e.1 > 1).map(|e| e.0).collect();
+        let mut k = 0;
+        let offsets = self
+            .series
+            .iter()
+            .map(|s| {
+                if !dodged(s) {
+                    return 0;
+                }
+                k += 1;
+                ((k as f64 - 1.0 - (n as f64 - 1.0) / 2.0) * DODGE_PX).round() as i32
+            })
+            .collect();
+        (offsets, shared)
+    }
+
+    /// Whether a point's interval has no lower end on the log y axis (low end at most 0,
+    /// drawn as an arrow down from the point).
+    fn any_open_below(&self) -> bool {
+        self.y_log
+            && self.series.iter().any(|s| match &s.mark {
+                Mark::Points { ci } => ci.iter().any(|c| c.0 <= 0.0),
+                _ => false,
+            })
     }
 
     /// The series with a legend entry, in legend order.
@@ -1307,10 +1475,15 @@ impl LinePlot {
             .map_err(e)?;
         chart
             .configure_mesh()
-            .x_desc(if this.below_floor((x0, x1), y0).is_empty() {
-                this.x_label.clone()
-            } else {
-                format!("{}  (▽ below axis)", this.x_label)
+            .x_desc({
+                let mut desc = this.x_label.clone();
+                if !this.below_floor((x0, x1), y0).is_empty() {
+                    desc += "  (▽ below axis)";
+                }
+                if this.any_open_below() {
+                    desc += "  (↓ interval open below)";
+                }
+                desc
             })
             .y_desc(&this.y_label)
             .label_style((FONT, TICK_PX))
@@ -1324,7 +1497,15 @@ impl LinePlot {
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(e)?;
-        for s in &this.series {
+        if let Some(from) = this.shade_from.filter(|&from| from < x1) {
+            let from = from.max(x0);
+            let corners = [(tx(from), ty(y0)), (tx(x1), ty(y1))];
+            chart
+                .draw_series([Rectangle::new(corners, BLACK.mix(SHADE_ALPHA).filled())])
+                .map_err(e)?;
+        }
+        let (dodge, shared) = this.dodge();
+        for (si, s) in this.series.iter().enumerate() {
             let c = PALETTE[s.color % PALETTE.len()];
             let kept: Vec<(f64, f64)> = s.points.iter().copied().filter(keep).collect();
             let pts: Vec<(f64, f64)> = match s.mark {
@@ -1332,6 +1513,20 @@ impl LinePlot {
                 _ => kept.iter().copied().map(at).collect(),
             };
             match &s.mark {
+                Mark::Band { high } => {
+                    let (lo, hi): (Vec<_>, Vec<_>) = s
+                        .points
+                        .iter()
+                        .zip(high)
+                        .filter(|(p, h)| keep(p) && keep(&(p.0, **h)))
+                        .map(|(p, h)| (at(*p), at((p.0, *h))))
+                        .unzip();
+                    let outline: Vec<(f64, f64)> =
+                        lo.into_iter().chain(hi.into_iter().rev()).collect();
+                    chart
+                        .draw_series([Polygon::new(outline, c.mix(BAND_ALPHA).filled())])
+                        .map_err(e)?;
+                }
                 Mark::Line | Mark::Dashed | Mark::Steps => {
                     let (dash, gap) = s.pattern();
                     let style = c.stroke_width(3);
@@ -1344,23 +1539,44 @@ impl LinePlot {
                     }
                 }
                 Mark::Points { ci } => {
-                    let bars: Vec<_> = s
-                        .points
-                        .iter()
-                        .zip(ci)
-                        .filter(|(p, _)| keep(p))
-                        .map(|(p, c)| {
-                            let lo = if y_log && c.0 <= 0.0 { p.1 } else { c.0 };
-                            (tx(p.0), ty(lo), ty(p.1), ty(c.1))
-                        })
-                        .collect();
-                    chart
-                        .draw_series(bars.iter().map(|b| {
-                            ErrorBar::new_vertical(b.0, b.1, b.2, b.3, c.stroke_width(2), 12)
-                        }))
-                        .map_err(e)?;
-                    for p in &pts {
-                        draw_marker(chart.plotting_area(), *p, c, s.marker()).map_err(e)?;
+                    let dx_at = |x: f64| {
+                        if shared.contains(&x.to_bits()) {
+                            dodge[si]
+                        } else {
+                            0
+                        }
+                    };
+                    let style = c.stroke_width(2);
+                    let area = chart.plotting_area();
+                    // The bar and its caps as plain strokes in pixels from the point (plotters'
+                    // `ErrorBar` adds a hollow circle at the point, a ring around square or
+                    // triangle markers); an interval with no lower end on a log axis (low end
+                    // 0: censored) gets an arrow down from the point instead of a low cap.
+                    for (p, c) in s.points.iter().zip(ci).filter(|(p, _)| keep(p)) {
+                        let dx = dx_at(p.0);
+                        let pixel = |v: f64| area.map_coordinate(&(tx(p.0), ty(v))).1;
+                        let y = pixel(p.1);
+                        let open = y_log && c.0 <= 0.0;
+                        let lo = if open { y + OPEN_ARROW_PX } else { pixel(c.0) };
+                        let hi = pixel(c.1);
+                        let mut strokes = vec![
+                            vec![(dx, lo - y), (dx, hi - y)],
+                            vec![(dx - 6, hi - y), (dx + 6, hi - y)],
+                        ];
+                        strokes.push(if open {
+                            let tip = lo - y;
+                            vec![(dx - 5, tip - 7), (dx, tip), (dx + 5, tip - 7)]
+                        } else {
+                            vec![(dx - 6, lo - y), (dx + 6, lo - y)]
+                        });
+                        for path in strokes {
+                            let at = EmptyElement::at((tx(p.0), ty(p.1)));
+                            area.draw(&(at + PathElement::new(path, style)))
+                                .map_err(e)?;
+                        }
+                    }
+                    for (p, drawn) in kept.iter().zip(&pts) {
+                        draw_marker(area, *drawn, dx_at(p.0), c, s.marker()).map_err(e)?;
                     }
                 }
             }
@@ -1376,12 +1592,19 @@ impl LinePlot {
                 );
             chart.plotting_area().draw(&tri).map_err(e)?;
         }
-        if strip.is_none() && !labelled.is_empty() {
+        let entries: Vec<Entry> = labelled
+            .iter()
+            .map(|s| Entry {
+                series: s,
+                marker: this.points_marker(s),
+            })
+            .collect();
+        if strip.is_none() && !entries.is_empty() {
             let area = chart.plotting_area().strip_coord_spec();
-            draw_legend_box(&area, &labelled, legend, this.legend_pixels()).map_err(e)?;
+            draw_legend_box(&area, &entries, legend, this.legend_pixels()).map_err(e)?;
         }
         if let Some(strip) = strip {
-            draw_legend_strip(&strip, &labelled, this.strip_columns()).map_err(e)?;
+            draw_legend_strip(&strip, &entries, &this.strip_columns()).map_err(e)?;
         }
         Ok(())
     }
@@ -1399,42 +1622,51 @@ fn ticks(lo: f64, hi: f64, log: bool, most: usize) -> usize {
     }
 }
 
+/// A legend entry: a labelled series and the marker of its colour's unlabelled points, if
+/// any ([`LinePlot::points_marker`]).
+struct Entry<'a> {
+    series: &'a Series,
+    marker: Option<usize>,
+}
+
 /// A legend below the axes: each labelled series' sample (line, dashed line or marker) and
-/// label, two per row.
+/// label, in rows across the `columns` ([`LinePlot::strip_columns`]).
 fn draw_legend_strip<DB: DrawingBackend>(
     strip: &DrawingArea<DB, Shift>,
-    labelled: &[&Series],
-    columns: u32,
+    entries: &[Entry],
+    columns: &[i32],
 ) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    let (w, _) = strip.dim_in_pixel();
-    let col = (w - 2 * MARGIN) / 2;
-    for (i, s) in labelled.iter().enumerate() {
-        let x = (MARGIN + Y_LABEL_AREA / 2 + (i as u32 % columns) * col) as i32;
-        let y = (MARGIN + (i as u32 / columns) * LEGEND_ROW + LEGEND_ROW / 2) as i32;
-        draw_legend_entry(strip, (x, y), s)?;
+    for (i, entry) in entries.iter().enumerate() {
+        let x = columns[i % columns.len()];
+        let y = (MARGIN + (i / columns.len()) as u32 * LEGEND_ROW + LEGEND_ROW / 2) as i32;
+        draw_legend_entry(strip, (x, y), entry)?;
     }
     Ok(())
 }
 
-/// One legend entry centred vertically on `y`: the series' sample (its line pattern, or its
-/// marker) from `x`, then its label.
+/// One legend entry centred vertically on `y`: the series' sample from `x`, then its label.
+/// The sample is a line series' pattern with the marker of its Monte Carlo points on it, a
+/// points series' marker, or, for the grey Monte Carlo entry ([`MC_COLOR`]), which stands for
+/// every preset's points, an interval bar with its caps.
 fn draw_legend_entry<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     (x, y): (i32, i32),
-    s: &Series,
+    entry: &Entry,
 ) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let s = entry.series;
     let c = PALETTE[s.color % PALETTE.len()];
     match s.mark {
-        Mark::Points { .. } => {
-            if s.color == MC_COLOR {
-                // The generic Monte Carlo entry: a point with its 95% interval bar.
-                area.draw(&PathElement::new(
-                    vec![(x + 15, y - 14), (x + 15, y + 14)],
-                    c.stroke_width(2),
-                ))?;
+        Mark::Points { .. } if s.color == MC_COLOR => {
+            let style = c.stroke_width(2);
+            area.draw(&PathElement::new(
+                vec![(x + 15, y - 14), (x + 15, y + 14)],
+                style,
+            ))?;
+            for end in [y - 14, y + 14] {
+                area.draw(&PathElement::new(vec![(x + 9, end), (x + 21, end)], style))?;
             }
-            draw_marker(area, (x + 15, y), c, s.marker())?
         }
+        Mark::Points { .. } => draw_marker(area, (x + 15, y), 0, c, s.marker())?,
         _ => {
             for (a, b) in dash_pieces(s.pattern()) {
                 area.draw(&PathElement::new(
@@ -1442,12 +1674,18 @@ fn draw_legend_entry<DB: DrawingBackend>(
                     c.stroke_width(3),
                 ))?;
             }
+            if let Some(m) = entry.marker {
+                draw_marker(area, (x + 18, y), 0, c, m)?;
+            }
         }
     }
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    let style =
+        TextStyle::from((FONT, TICK_PX).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
     area.draw(&Text::new(
         s.label.clone(),
-        (x + LEGEND_GLYPH as i32, y - (TICK_PX as i32 * 2) / 3),
-        (FONT, TICK_PX),
+        (x + LEGEND_GLYPH as i32, y),
+        style,
     ))
 }
 
@@ -1455,7 +1693,7 @@ fn draw_legend_entry<DB: DrawingBackend>(
 /// `(w, h)` px, [`LEGEND_INSET`] px from the axes, one entry per row.
 fn draw_legend_box<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
-    labelled: &[&Series],
+    entries: &[Entry],
     legend: Legend,
     (w, h): (u32, u32),
 ) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
@@ -1471,9 +1709,9 @@ fn draw_legend_box<DB: DrawingBackend>(
     let corners = [(x0, y0), (x0 + w as i32, y0 + h as i32)];
     area.draw(&Rectangle::new(corners, WHITE.mix(0.9).filled()))?;
     area.draw(&Rectangle::new(corners, BLACK.stroke_width(1)))?;
-    for (i, s) in labelled.iter().enumerate() {
+    for (i, entry) in entries.iter().enumerate() {
         let y = y0 + 10 + (i as u32 * LEGEND_ROW + LEGEND_ROW / 2) as i32;
-        draw_legend_entry(area, (x0 + 10, y), s)?;
+        draw_legend_entry(area, (x0 + 10, y), entry)?;
     }
     Ok(())
 }
@@ -1627,17 +1865,24 @@ mod tests {
             m3.series[4].color, 0,
             "Peri-LN's agreeing points take the merged colour"
         );
-        // A legend strip of long labels takes one entry per row.
+        // A legend strip takes as many columns (up to three) as its widest entries allow,
+        // each column as wide as its own widest entry, within the figure.
         let mut wide = LinePlot::new("t", "x", "y");
         wide.legend = Legend::Outside;
         wide.series.push(Series::line("short", 0, vec![(1.0, 1.0)]));
-        assert_eq!(wide.strip_columns(), 2);
-        wide.series.push(Series::line(
-            "a label far too long for half the width",
-            1,
-            vec![(1.0, 2.0)],
-        ));
-        assert_eq!(wide.strip_columns(), 1);
+        assert_eq!(wide.strip_columns().len(), 1);
+        for (i, l) in ["Pre-LN", "Post-LN", "DeepNorm"].into_iter().enumerate() {
+            wide.series.push(Series::line(l, i + 1, vec![(1.0, 2.0)]));
+        }
+        let cols = wide.strip_columns();
+        assert_eq!(cols.len(), 3);
+        assert!(cols.windows(2).all(|w| w[0] < w[1]));
+        let long = "a label far too long for one third of the figure's width, or half";
+        wide.series
+            .insert(0, Series::line(long, 5, vec![(1.0, 2.0)]));
+        wide.series
+            .insert(1, Series::line(long, 6, vec![(1.0, 2.0)]));
+        assert_eq!(wide.strip_columns().len(), 1);
         // A title too wide for the figure breaks before its setting, every line within it.
         let long = "Angular distance of adjacent layers at L = 1000 (ReLU MLP, He init)";
         let lines = title_lines(long, SIZE.0);
@@ -1689,6 +1934,22 @@ mod tests {
         assert_eq!(xs.first(), Some(&9.0));
         assert_eq!(xs.last(), Some(&15.0));
         assert_eq!(step_path(&[(1.0, 0.5)]), vec![(0.5, 0.5), (1.5, 0.5)]);
+    }
+
+    #[test]
+    fn one_value_gets_an_axis_with_distinct_ticks() {
+        // One x (a quick run's single depth) and a constant y: half the value each side, at
+        // least 0.5, so that round ticks (1, 1.5, 2, ...) tell apart.
+        let mut plot = LinePlot::new("t", "x", "y");
+        plot.x_log = false;
+        plot.series
+            .push(Series::points("a", 0, &[(2.0, 0.0, -0.1, 0.1)]));
+        let ((x0, x1), (y0, y1)) = plot.ranges();
+        assert_eq!((x0, x1), (1.0, 3.0));
+        assert_eq!((y0, y1), (-0.11, 0.11));
+        plot.series[0] = Series::line("b", 0, vec![(2.0, 0.0), (3.0, 0.0)]);
+        let (_, (y0, y1)) = plot.ranges();
+        assert_eq!((y0, y1), (-0.5, 0.5));
     }
 
     #[test]

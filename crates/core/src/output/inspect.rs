@@ -120,6 +120,9 @@ impl DrawingBackend for &mut TextRecorder {
         Ok(())
     }
 
+    // The shapes below are ignored too. They are written out (alike, by the trait's
+    // signatures) because plotters' defaults rasterize each one pixel by pixel into
+    // `draw_pixel`, work a text recorder does not need.
     fn draw_line<S: BackendStyle>(
         &mut self,
         _: BackendCoord,

@@ -128,6 +128,10 @@ pub struct Table {
     /// Optional spanning headers above the column headers: `(text, first column, columns)`,
     /// each underlined with a `\cmidrule`.
     pub spans: Vec<(String, usize, usize)>,
+    /// Runs of columns `(first column, columns)` whose point values share one format
+    /// ([`NumFormat::of`] over all of them): an estimate and its interval's ends, printed to
+    /// the same decimal place.
+    pub tied: Vec<(usize, usize)>,
     /// Column headers (LaTeX; `\n` breaks a header into lines).
     pub headers: Vec<String>,
     /// The rows.
@@ -139,14 +143,18 @@ pub struct Table {
 /// # Examples
 ///
 /// 1.5 and 12.25 span one decade: fixed-point, 4 significant figures on 12.25 (two decimals);
-/// 1e-6 and 1e3 span nine, more than [`MAX_SPAN`]: scientific with [`SCI_SIG`] = 3 figures.
+/// a value with fewer decimals is written exactly (`1.5`, `128`), others are rounded. 1e-6
+/// and 1e3 span nine, more than [`MAX_SPAN`]: scientific with [`SCI_SIG`] = 3 figures.
 ///
 /// ```rust
 /// use normscope_core::output::latex::NumFormat;
 ///
 /// let fixed = NumFormat::of(&[1.5, 12.25]);
 /// assert_eq!(fixed, NumFormat::Fixed { decimals: 2, scale: 0 });
-/// assert_eq!(fixed.input(1.5), "1.50");
+/// assert_eq!(fixed.input(1.5), "1.5");
+/// assert_eq!(fixed.input(128.0), "128");
+/// assert_eq!(fixed.input(2.0 / 3.0), "0.67");
+/// assert_eq!(fixed.input(0.0), "0.00");
 /// assert_eq!(fixed.input(f64::NAN), "{--}");
 /// let sci = NumFormat::of(&[1e-6, 1e3]);
 /// assert_eq!(sci, NumFormat::Sci { decimals: 2 });
@@ -166,6 +174,19 @@ pub enum NumFormat {
         /// Decimals of the mantissa.
         decimals: usize,
     },
+}
+
+/// `v` written exactly, when its shortest decimal form (the one that reads back as `v`) has at
+/// most `decimals` decimals and is not zero: `128` rather than `128.000`, `0.5` rather than
+/// `0.500000`, so trailing zeros never claim a precision the value does not need. A rounded
+/// value keeps the column's decimals.
+fn exact(v: f64, decimals: usize) -> Option<String> {
+    if v == 0.0 || v.abs() >= 1e15 {
+        return None;
+    }
+    let s = format!("{v}");
+    let places = s.split_once('.').map_or(0, |(_, f)| f.len());
+    (places <= decimals).then_some(s)
 }
 
 fn exp10(v: f64) -> i32 {
@@ -227,6 +248,9 @@ impl NumFormat {
         }
         match self {
             NumFormat::Fixed { decimals, scale } => {
+                if let Some(exact) = (scale == 0).then(|| exact(v, decimals)).flatten() {
+                    return exact;
+                }
                 let s = format!("{:.decimals$}", v / 10f64.powi(scale));
                 // No `-0.000`.
                 if s.trim_start_matches('-')
@@ -314,7 +338,9 @@ fn scale_suffix(scale: i32) -> String {
     }
 }
 
-fn lay(cells: &[&Cell]) -> Laid {
+/// Lays out one column's cells; `tied` is the format its point values share with other
+/// columns ([`Table::tied`]), else the column's own.
+fn lay(cells: &[&Cell], tied: Option<NumFormat>) -> Laid {
     let numeric = cells
         .iter()
         .any(|c| matches!(c, Cell::Int(_) | Cell::Num(_) | Cell::Pm(..)));
@@ -338,7 +364,7 @@ fn lay(cells: &[&Cell]) -> Laid {
             _ => None,
         })
         .collect();
-    let fmt = NumFormat::of(&nums);
+    let fmt = tied.unwrap_or_else(|| NumFormat::of(&nums));
     // Monte Carlo values: a column scale from the values.
     let pm_mags: Vec<f64> = cells
         .iter()
@@ -428,6 +454,7 @@ impl Table {
             caption: caption.into(),
             label: label.into(),
             spans: Vec::new(),
+            tied: Vec::new(),
             headers: headers.iter().map(|h| h.to_string()).collect(),
             rows: Vec::new(),
         }
@@ -447,17 +474,30 @@ impl Table {
     /// The bare `tabular` (no float, no font size), to wrap in a paper's own `table`.
     pub fn tabular(&self) -> String {
         let n = self.headers.len();
+        let column = |j: usize| -> Vec<&Cell> {
+            self.rows
+                .iter()
+                .filter_map(|r| match r {
+                    Row::Cells(c) => c.get(j),
+                    Row::Group(_) => None,
+                })
+                .collect()
+        };
+        let tied = |j: usize| {
+            let &(first, count) = self.tied.iter().find(|t| (t.0..t.0 + t.1).contains(&j))?;
+            let nums: Vec<f64> = (first..first + count)
+                .flat_map(column)
+                .filter_map(|c| match c {
+                    Cell::Num(v) => Some(*v),
+                    _ => None,
+                })
+                .collect();
+            Some(NumFormat::of(&nums))
+        };
         let cols: Vec<Laid> = (0..n)
             .map(|j| {
-                let cells: Vec<&Cell> = self
-                    .rows
-                    .iter()
-                    .filter_map(|r| match r {
-                        Row::Cells(c) => c.get(j),
-                        Row::Group(_) => None,
-                    })
-                    .collect();
-                lay(&cells)
+                let cells = column(j);
+                lay(&cells, tied(j))
             })
             .collect();
         let spec: Vec<String> = cols
@@ -663,6 +703,23 @@ mod tests {
     }
 
     #[test]
+    fn tied_columns_share_one_format() {
+        // An estimate and its interval: alone, 12.53 gets two decimals and 0.0432 four; tied,
+        // every end is printed to the same place (3 figures on the smallest).
+        let mut t = Table::new("c", "tab:c", &["fit", "low", "high"]);
+        t.row(vec![
+            Cell::Num(12.532_14),
+            Cell::Num(0.043_215_7),
+            Cell::Num(13.200_01),
+        ]);
+        let own = t.tabular();
+        assert!(own.contains("12.53 & 0.04322 & 13.20 "), "{own}");
+        t.tied = vec![(0, 3)];
+        let tied = t.tabular();
+        assert!(tied.contains("12.5321 & 0.0432 & 13.2000 "), "{tied}");
+    }
+
+    #[test]
     fn one_precision_per_column() {
         assert_eq!(
             NumFormat::of(&[1.283, 500.0, 0.4444]),
@@ -724,10 +781,8 @@ mod tests {
         assert!(s.contains("S[table-format=3.2]"), "{s}");
         assert!(s.contains("S[table-format=3.3(2)]"), "{s}");
         assert!(s.contains("Pre-LN & 4 & 1.28 & 1.293(9) \\\\"), "{s}");
-        assert!(
-            s.contains("Post-LN & 1000 & 500.00 & 498.93(10) \\\\"),
-            "{s}"
-        );
+        // 500 exactly: no trailing zeros claiming a rounding.
+        assert!(s.contains("Post-LN & 1000 & 500 & 498.93(10) \\\\"), "{s}");
         let [(a, full), (b, bare)] = t.files("x");
         assert_eq!((a.as_str(), b.as_str()), ("x.tex", "x_tabular.tex"));
         assert!(full.contains("\\begin{table}") && full.contains("\\label{tab:x}"));

@@ -235,6 +235,34 @@ fn write_parquet_with(
     Ok(())
 }
 
+/// The key-value file metadata of Parquet `bytes` (as [`Format::encode_with`] writes it,
+/// after polars' own `ARROW:schema`): `(key, value)` pairs in file order, a key without a
+/// value read as the empty string.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::output::table::{Format, column, parquet_metadata};
+/// use polars::prelude::DataFrame;
+/// let mut df = DataFrame::new_infer_height(vec![column("x", [1.5])]).unwrap();
+/// let meta = [("k".to_string(), "{\"a\":1}".to_string())];
+/// let bytes = Format::Parquet.encode_with(&mut df, &meta).unwrap();
+/// let read = parquet_metadata(&bytes).unwrap();
+/// assert_eq!(read.iter().find(|m| m.0 == "k"), Some(&meta[0]));
+/// let plain = parquet_metadata(&Format::Parquet.encode(&mut df).unwrap()).unwrap();
+/// assert!(plain.iter().all(|m| m.0 == "ARROW:schema"));
+/// ```
+pub fn parquet_metadata(bytes: &[u8]) -> Result<Vec<(String, String)>> {
+    let mut reader = ParquetReader::new(std::io::Cursor::new(bytes));
+    let meta = reader.get_metadata()?;
+    Ok(meta
+        .key_value_metadata()
+        .iter()
+        .flatten()
+        .map(|kv| (kv.key.clone(), kv.value.clone().unwrap_or_default()))
+        .collect())
+}
+
 /// The file format of a table, from the output path's extension.
 ///
 /// # Examples
@@ -314,8 +342,17 @@ impl Format {
     }
 }
 
-/// The fields of one CSV line (quoted fields with doubled quotes, as polars writes them).
-fn csv_fields(line: &str) -> Vec<String> {
+/// The fields of one CSV line (quoted fields with doubled quotes, as polars writes them): a
+/// comma inside double quotes (a label such as `"Pre-LN, branch/sqrt(L)"`) does not split,
+/// and `""` inside quotes is a quote.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::output::table::csv_fields;
+/// assert_eq!(csv_fields(r#"a,"b, c",,"d""e""#), ["a", "b, c", "", "d\"e"]);
+/// ```
+pub fn csv_fields(line: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut field = String::new();
     let mut quoted = false;

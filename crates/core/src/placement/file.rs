@@ -319,6 +319,12 @@ pub fn parse(text: &str, path: &str) -> Result<Vec<Placement>> {
 /// Reads and parses a placement file. A missing or unreadable file, or one that is not a regular
 /// file of at most [`crate::input::TEXT_CAP`] bytes, is bad input (exit 2).
 pub fn read(path: &Path) -> Result<Vec<Placement>> {
+    read_text(path).map(|(_, defs)| defs)
+}
+
+/// Like [`read`], returning the file's text with its placements (the text identifies the
+/// file in provenance records, [`super::loaded_files`]).
+pub fn read_text(path: &Path) -> Result<(String, Vec<Placement>)> {
     let shown = path.display().to_string();
     let text = crate::input::read_text(path).map_err(|why| Error::Config {
         path: shown.clone(),
@@ -327,7 +333,8 @@ pub fn read(path: &Path) -> Result<Vec<Placement>> {
             crate::input::TEXT_CAP
         ),
     })?;
-    parse(&text, &shown)
+    let defs = parse(&text, &shown)?;
+    Ok((text, defs))
 }
 
 fn slot(

@@ -164,7 +164,41 @@ pub fn find(name: &str) -> Result<&'static Preset> {
 /// returns them in file order. Loading a file again (or another file with the same
 /// definitions) is a no-op; a name that a different definition already took is an error.
 pub fn load(path: &Path) -> Result<Vec<&'static Preset>> {
-    install(file::read(path)?)
+    let (text, defs) = file::read_text(path)?;
+    let presets = install(defs)?;
+    let entry = (path.display().to_string(), sha256_hex(text.as_bytes()));
+    let mut files = FILES.write().unwrap_or_else(|e| e.into_inner());
+    if !files.contains(&entry) {
+        files.push(entry);
+    }
+    Ok(presets)
+}
+
+/// The placement files [`load`] has read, in order: the path as given and the sha256 (hex) of
+/// the text read. A row names a file's preset by its name only; a standalone output's
+/// provenance records these, so two files that define one name differently are told apart.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::placement::{load, loaded_files};
+/// let path = std::env::temp_dir().join(format!("loaded-files-{}.toml", std::process::id()));
+/// std::fs::write(&path, "[[placement]]\nname = \"doc-lf\"\n\n[[placement.segment]]\ninput = \"layer\"\n").unwrap();
+/// load(&path).unwrap();
+/// let (p, hash) = loaded_files().into_iter().last().unwrap();
+/// assert_eq!(p, path.display().to_string());
+/// assert_eq!(hash.len(), 64);
+/// # std::fs::remove_file(&path).unwrap();
+/// ```
+pub fn loaded_files() -> Vec<(String, String)> {
+    FILES.read().map(|v| v.clone()).unwrap_or_default()
+}
+
+static FILES: RwLock<Vec<(String, String)>> = RwLock::new(Vec::new());
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    format!("{:x}", sha2::Sha256::digest(bytes))
 }
 
 /// Like [`load`], for a placement file's text; `path` names it in messages and in
