@@ -86,7 +86,7 @@ fn intervals_become_points_and_exact_values_lines() {
     assert_eq!(plot.series.len(), 3);
     for s in &plot.series {
         match &s.mark {
-            Mark::Points { ci } => {
+            Mark::Points { ci, .. } => {
                 assert_eq!(ci.len(), s.points.len());
                 assert!(
                     ci.iter()

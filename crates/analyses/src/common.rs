@@ -352,8 +352,9 @@ impl DepthSweep<'_> {
         )?;
         let mut plot = LinePlot::new(title, "depth L (residual blocks)", y_label);
         plot.y_log = true;
-        // Monte Carlo deeper than wide: the infinite-width closed form's deviation grows like
-        // L/d (the `finite-width` analysis measures it on L/d <= 1).
+        // Monte Carlo deeper than wide: the infinite-width closed form leaves out a deviation
+        // that grows like L/d; the shade marks where it is of order one, past the range
+        // L/d <= 1 the `finite-width` analysis fits its law on.
         let d = self.mc.width;
         if self.mc_depths.iter().any(|&l| l > d) {
             plot.shade_from = Some(d as f64);

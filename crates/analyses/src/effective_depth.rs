@@ -197,7 +197,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     for &d in &shown {
         let mut plot = LinePlot::new(
             &format!("Path-length distribution at L = {d} ({setting})"),
-            "path length k (branches on the path)",
+            "path length k (branches)",
             "share of E||J||^2 (Jacobian)",
         );
         plot.x_log = false;

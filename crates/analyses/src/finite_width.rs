@@ -754,22 +754,17 @@ fn write_laws(c: &Config, out: &mut Out, laws: &[Law]) -> Result<()> {
         ],
     );
     t.spans = vec![("$a$".into(), 1, 3), ("$\\kappa$".into(), 4, 3)];
-    t.tied = vec![(1, 3), (4, 3)];
     let mut preset = None;
     for l in laws {
         if preset != Some(&l.preset) {
             t.group(common::tex_label(&l.preset));
             preset = Some(&l.preset);
         }
-        t.row(vec![
-            Cell::Text(quantity_tex(l.metric).into()),
-            Cell::Num(l.fit.0),
-            Cell::Num(l.a_ci.0),
-            Cell::Num(l.a_ci.1),
-            Cell::Num(l.fit.1),
-            Cell::Num(l.kappa_ci.0),
-            Cell::Num(l.kappa_ci.1),
-        ]);
+        // Each coefficient and its interval to the place of the interval's half-width.
+        let mut cells = vec![Cell::Text(quantity_tex(l.metric).into())];
+        cells.extend(Cell::ci(l.fit.0, l.a_ci));
+        cells.extend(Cell::ci(l.fit.1, l.kappa_ci));
+        t.row(cells);
     }
     out.latex(&t, "law")
 }

@@ -788,6 +788,9 @@ fn effects_table(out: &mut Out, effects: &[Effect]) -> Result<()> {
     out.latex(&t, "effects")
 }
 
+/// A point of a figure: `(x, estimate, interval low, interval high)`.
+type Estimate = (f64, f64, f64, f64);
+
 fn figures(
     c: &Config,
     out: &mut Out,
@@ -808,25 +811,22 @@ fn figures(
         plot.y_log = true;
         for (pi, p) in tc.presets.iter().enumerate() {
             for warmup in [0, c.warmup] {
-                let pts: Vec<(f64, f64, f64, f64)> = cells
+                // An interval end that censoring leaves open (the exact interval's low end is
+                // the k-th lowest seed's bracket end, k = 2 of 10 seeds: two seeds unstable at
+                // every rate tried make it 0; likewise the high end infinite) is drawn at the
+                // search's bound with an arrow past it.
+                let (pts, open): (Vec<Estimate>, Vec<(bool, bool)>) = cells
                     .iter()
                     .zip(found)
                     .filter(|(x, _)| x.tier == ti && x.cell.preset == *p && x.cell.warmup == warmup)
                     .map(|(x, f)| {
                         let (m, lo, hi) = median_lr(f);
-                        // A low end of 0 (more than half the seeds unstable at the lowest
-                        // rate tried) stays 0: the figure draws it open below.
-                        let cap = |v: f64| {
-                            if v <= 0.0 {
-                                0.0
-                            } else {
-                                v.clamp(c.search.min, c.search.max)
-                            }
-                        };
-                        (tiers[ti].layers(x.cell.depth) as f64, m, cap(lo), cap(hi))
+                        let cap = |v: f64| v.clamp(c.search.min, c.search.max);
+                        let layers = tiers[ti].layers(x.cell.depth) as f64;
+                        ((layers, m, cap(lo), cap(hi)), (lo <= 0.0, hi.is_infinite()))
                     })
-                    .filter(|p| p.1.is_finite())
-                    .collect();
+                    .filter(|(p, _)| p.1.is_finite())
+                    .unzip();
                 if pts.is_empty() {
                     continue;
                 }
@@ -841,7 +841,8 @@ fn figures(
                 } else {
                     pi + tc.presets.len()
                 };
-                plot.series.push(Series::points(label, color, &pts));
+                plot.series
+                    .push(Series::points(label, color, &pts).open(open));
             }
         }
         out.figure(&format!("max_stable_lr_{}", tc.tier.name), &plot)?;

@@ -80,8 +80,11 @@ impl Run<'_> {
     /// manifest.
     fn analysis(&self, a: &Analysis, p: Prepared, mode: Mode) -> Result<()> {
         let t = std::time::Instant::now();
-        let parquet =
-            manifest::parquet_metadata(a.id, self.quick, &p.config, &p.seeds, self.inputs);
+        let parquet = Some(manifest::ParquetMeta {
+            quick: self.quick,
+            config: p.config.clone(),
+            seeds: p.seeds.clone(),
+        });
         let mut out = Out {
             root: self.root.to_path_buf(),
             stage: Stage::new(self.root, a.id)?,
@@ -176,7 +179,7 @@ fn run_shard(
             inputs: BTreeMap::new(),
             mode: Mode::Shard { spec, done: None },
             calls: 0,
-            parquet: Vec::new(),
+            parquet: None,
         };
         work(&mut out)?;
         if let Mode::Shard { done: d, .. } = out.mode {

@@ -229,12 +229,34 @@ pub fn keep(new: &Manifest, old: Option<&[u8]>) -> Vec<u8> {
 /// The key under which an analysis's Parquet tables carry [`parquet_metadata`].
 pub const PARQUET_KEY: &str = "normscope.manifest";
 
+/// What an analysis's Parquet tables carry besides the analysis and its inputs
+/// ([`parquet_metadata`]).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::manifest::ParquetMeta;
+/// let m = ParquetMeta { quick: true, config: serde_json::json!({}), seeds: vec![0] };
+/// assert_eq!(m.seeds, [0]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct ParquetMeta {
+    /// Whether the `--quick` defaults were used.
+    pub quick: bool,
+    /// Resolved configuration.
+    pub config: serde_json::Value,
+    /// Base seeds.
+    pub seeds: Vec<u64>,
+}
+
 /// The file metadata of an analysis's Parquet tables: under [`PARQUET_KEY`], the manifest's
 /// fields that hold for every commit that writes these bytes (analysis, crate version,
-/// toolchain, quick, configuration, seeds, inputs), and `"manifest": "manifest.json"`, the
-/// file beside it that adds the source commit and every output's sha256. Those two cannot sit
-/// inside the table: the commit is the one that last changed the bytes ([`keep`]), and a hash
-/// cannot cover itself. So a rerun at a later commit rewrites the same Parquet bytes.
+/// toolchain, quick, configuration, seeds, and the inputs read before the table was
+/// written), and `"manifest": "manifest.json"`, the file beside it that adds the source
+/// commit, the command line and every output's sha256. The commit cannot sit inside the
+/// table (it is the one that last changed the bytes, [`keep`]), nor the command line (which
+/// analyses ran with it changes nothing in them), nor a hash of the file itself. So a rerun at
+/// a later commit rewrites the same Parquet bytes.
 ///
 /// # Examples
 ///

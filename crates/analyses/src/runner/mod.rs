@@ -275,8 +275,9 @@ pub struct Out {
     pub(crate) mode: Mode,
     /// [`Out::units`] calls so far.
     pub(crate) calls: usize,
-    /// The file metadata of every Parquet table ([`manifest::parquet_metadata`]).
-    pub(crate) parquet: Vec<(String, String)>,
+    /// What every Parquet table's file metadata holds besides the analysis and the inputs
+    /// read so far ([`manifest::parquet_metadata`]); `None` for a shard, which writes none.
+    pub(crate) parquet: Option<manifest::ParquetMeta>,
 }
 
 /// How [`Out::units`] runs.
@@ -423,8 +424,8 @@ impl Out {
     /// Writes a polars frame as CSV to `data/<id>/<name>` (`name` ends in `.csv`), and the same
     /// table as typed Parquet to `data/<id>/<stem>.parquet`, whose empty columns keep their
     /// types, so tables of different analyses concatenate without a schema override. The
-    /// Parquet file carries the run's manifest, less the commit and output hashes, as file
-    /// metadata ([`manifest::parquet_metadata`]).
+    /// Parquet file carries the run's manifest, less the commit, command line and output
+    /// hashes, as file metadata, with the inputs read before it ([`manifest::parquet_metadata`]).
     pub fn frame(&mut self, name: &str, df: &mut polars::prelude::DataFrame) -> Result<()> {
         let stem = name.strip_suffix(".csv").ok_or_else(|| {
             normscope_core::Error::Undefined(format!("table file name '{name}' must end in .csv"))
@@ -432,8 +433,16 @@ impl Out {
         self.bytes(name, &table::Format::Csv.encode(df)?)?;
         self.bytes(
             &format!("{stem}.parquet"),
-            &table::Format::Parquet.encode_with(df, &self.parquet)?,
+            &table::Format::Parquet.encode_with(df, &self.parquet_metadata())?,
         )
+    }
+
+    /// The file metadata of a Parquet table written now: the run's manifest less its commit,
+    /// command line and outputs, with the inputs read so far ([`manifest::parquet_metadata`]).
+    fn parquet_metadata(&self) -> Vec<(String, String)> {
+        self.parquet.as_ref().map_or_else(Vec::new, |m| {
+            manifest::parquet_metadata(self.id, m.quick, &m.config, &m.seeds, &self.inputs)
+        })
     }
 
     /// Draws `figures/<id>/<stem>.png` and `.svg`.

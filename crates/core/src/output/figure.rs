@@ -240,8 +240,7 @@ const BAND_ALPHA: f64 = 0.2;
 /// of several series at one x stay apart ([`LinePlot::dodge`]).
 const DODGE_PX: f64 = 14.0;
 
-/// Length in pixels of the arrow drawn below a point whose interval has no lower end on a log
-/// axis (its low end is 0: censored, "at most").
+/// Length in pixels of the arrow drawn on past an open end of an interval ([`Series::open`]).
 const OPEN_ARROW_PX: i32 = 24;
 
 /// How a series is drawn.
@@ -257,7 +256,7 @@ const OPEN_ARROW_PX: i32 = 24;
 /// assert!(matches!(line.mark, Mark::Line));
 /// let mc = Series::points("Monte Carlo", 0, &[(1.0, 2.0, 1.5, 2.5)]);
 /// match &mc.mark {
-///     Mark::Points { ci } => assert_eq!(ci, &vec![(1.5, 2.5)]),
+///     Mark::Points { ci, .. } => assert_eq!(ci, &vec![(1.5, 2.5)]),
 ///     other => panic!("{other:?}"),
 /// }
 /// ```
@@ -274,6 +273,10 @@ pub enum Mark {
     Points {
         /// The interval of each point, in the order of `points`.
         ci: Vec<(f64, f64)>,
+        /// Whether each interval is open below and above: censored, it reaches past its drawn
+        /// end (the lowest or highest value tried), which then gets an arrow instead of a cap
+        /// ([`Series::open`]).
+        open: Vec<(bool, bool)>,
     },
     /// A shaded band from each point `(x, low)` up to `high` (the spread of several runs
     /// around their median line), drawn under the lines.
@@ -354,9 +357,29 @@ impl Series {
             points: pts.iter().map(|p| (p.0, p.1)).collect(),
             mark: Mark::Points {
                 ci: pts.iter().map(|p| (p.2, p.3)).collect(),
+                open: vec![(false, false); pts.len()],
             },
             color,
         }
+    }
+
+    /// Marks points' intervals as open below and above (`(below, above)` per point, in the
+    /// order of `points`): censored, each reaches past its drawn end, which gets an arrow.
+    /// No effect on other marks.
+    ///
+    /// # Examples
+    ///
+    /// ```rust
+    /// use normscope_core::output::figure::{Mark, Series};
+    /// let s = Series::points("Post-LN", 1, &[(24.0, 1e-5, 1e-5, 1e-5)]).open(vec![(true, false)]);
+    /// assert!(matches!(&s.mark, Mark::Points { open, .. } if open == &vec![(true, false)]));
+    /// ```
+    pub fn open(mut self, flags: Vec<(bool, bool)>) -> Self {
+        if let Mark::Points { open, .. } = &mut self.mark {
+            assert_eq!(flags.len(), open.len(), "one flag pair per point");
+            *open = flags;
+        }
+        self
     }
 
     /// The line's dash pattern: [`DASHES`] by palette index, the long dash for
@@ -393,7 +416,7 @@ impl Series {
     fn ys(&self) -> Vec<f64> {
         let mut v: Vec<f64> = self.points.iter().map(|p| p.1).collect();
         match &self.mark {
-            Mark::Points { ci } => v.extend(ci.iter().flat_map(|c| [c.0, c.1])),
+            Mark::Points { ci, .. } => v.extend(ci.iter().flat_map(|c| [c.0, c.1])),
             Mark::Band { high } => v.extend(high),
             _ => {}
         }
@@ -900,7 +923,7 @@ impl LinePlot {
                 // their values are within [`SAME_POINT`] of each other (indistinguishable as
                 // drawn, e.g. a stream normalized to 1 with an interval of width 1e-12).
                 let overlap = |a: &Series, b: &Series| match (&a.mark, &b.mark) {
-                    (Mark::Points { ci: ca }, Mark::Points { ci: cb }) => {
+                    (Mark::Points { ci: ca, .. }, Mark::Points { ci: cb, .. }) => {
                         a.points.iter().zip(ca).all(|(u, cu)| {
                             b.points.iter().zip(cb).all(|(v, cv)| {
                                 !close(u.0, v.0)
@@ -970,9 +993,11 @@ impl LinePlot {
             let keep: Vec<bool> = s.points.iter().map(|p| p.0 >= lo && p.0 <= hi).collect();
             let mut it = keep.iter();
             s.points.retain(|_| *it.next().unwrap_or(&false));
-            if let Mark::Points { ci } = &mut s.mark {
+            if let Mark::Points { ci, open } = &mut s.mark {
                 let mut it = keep.iter();
                 ci.retain(|_| *it.next().unwrap_or(&false));
+                let mut it = keep.iter();
+                open.retain(|_| *it.next().unwrap_or(&false));
             }
         }
     }
@@ -1008,7 +1033,8 @@ impl LinePlot {
                         .unwrap_or(0)
                 })
                 .collect();
-            let total: u32 = col.iter().sum();
+            // The last column needs no gap after it.
+            let total: u32 = col.iter().sum::<u32>() - STRIP_GAP;
             if total <= room || cols == 1 {
                 let mut x = (MARGIN + room.saturating_sub(total) / 2) as i32;
                 return col
@@ -1085,19 +1111,20 @@ impl LinePlot {
                 }
                 Mark::Band { high } => {
                     // Both edges, and the vertical span at each point.
-                    let tops: Vec<(f64, f64)> = s
+                    // Each point with its top, filtered together so the two edges align.
+                    let (lows, tops): (Vec<_>, Vec<_>) = s
                         .points
                         .iter()
                         .zip(high)
                         .filter(|(p, _)| keep(p))
-                        .map(|(p, h)| at((p.0, h.min(y.1))))
-                        .filter(ok)
-                        .collect();
-                    segs.extend(pts.windows(2).map(|w| (w[0], w[1])));
+                        .map(|(p, h)| (at(*p), at((p.0, h.min(y.1)))))
+                        .filter(|(a, b)| ok(a) && ok(b))
+                        .unzip();
+                    segs.extend(lows.windows(2).map(|w| (w[0], w[1])));
                     segs.extend(tops.windows(2).map(|w| (w[0], w[1])));
-                    segs.extend(pts.iter().zip(&tops).map(|(a, b)| (*a, *b)));
+                    segs.extend(lows.iter().zip(&tops).map(|(a, b)| (*a, *b)));
                 }
-                Mark::Points { ci } => {
+                Mark::Points { ci, .. } => {
                     for (p, c) in s.points.iter().zip(ci).filter(|(p, _)| keep(p)) {
                         // As drawn: on a log axis a bar whose low end is not positive starts
                         // at the point.
@@ -1244,7 +1271,20 @@ impl LinePlot {
             })
             .collect();
         let ys = self.series.iter().flat_map(|s| s.ys()).collect();
-        (span(xs, self.x_log), span(ys, self.y_log))
+        let (x, (mut y0, mut y1)) = (span(xs, self.x_log), span(ys, self.y_log));
+        // Room for the arrows past open interval ends ([`OPEN_ARROW_PX`], about 5% of the
+        // axes' height): 8% of the span more on each side that has one.
+        let (below, above) = self.open_ends();
+        let t = |v: f64| if self.y_log { v.log10() } else { v };
+        let u = |v: f64| if self.y_log { 10f64.powf(v) } else { v };
+        let room = 0.08 * (t(y1) - t(y0));
+        if below {
+            y0 = u(t(y0) - room);
+        }
+        if above {
+            y1 = u(t(y1) + room);
+        }
+        (x, (y0, y1))
     }
 
     /// The points a log y axis cannot show because they are at or below its floor `y0` (zero,
@@ -1290,48 +1330,72 @@ impl LinePlot {
             .map(Series::marker)
     }
 
-    /// Each series' horizontal offset in pixels, and the x values it applies at: the labelled
-    /// points series with points (each its own estimates, not Monte Carlo beside a line) are
-    /// spread [`DODGE_PX`] apart at the x values two or more of them share (a depth, a tier),
-    /// so that estimates at one x do not hide each other; a point at an x of its own stays
-    /// where it is (a measured x is not moved).
-    fn dodge(&self) -> (Vec<i32>, std::collections::BTreeSet<u64>) {
-        let dodged = |s: &Series| {
-            !s.label.is_empty() && matches!(s.mark, Mark::Points { .. }) && !s.points.is_empty()
+    /// The horizontal offset in pixels of each point of each series, keyed by `(series
+    /// index, x bits)`: at an x that two or more of them share (a depth, a tier), the labelled
+    /// points series with points that are their own estimates (not Monte Carlo beside a
+    /// labelled line of their colour) are spread [`DODGE_PX`] apart around it, in series
+    /// order among those present there, so that estimates at one x do not hide each other. A
+    /// point at an x of its own is not moved (a measured x stays where it is).
+    fn dodge(&self) -> std::collections::BTreeMap<(usize, u64), i32> {
+        let beside_line = |s: &Series| {
+            self.series.iter().any(|l| {
+                !l.label.is_empty() && l.color == s.color && !matches!(l.mark, Mark::Points { .. })
+            })
         };
-        let n = self.series.iter().filter(|s| dodged(s)).count();
-        let mut seen = std::collections::BTreeMap::<u64, usize>::new();
-        for s in self.series.iter().filter(|s| dodged(s)) {
+        let dodged = |s: &Series| {
+            !s.label.is_empty()
+                && matches!(s.mark, Mark::Points { .. })
+                && !s.points.is_empty()
+                && !beside_line(s)
+        };
+        let mut at_x = std::collections::BTreeMap::<u64, Vec<usize>>::new();
+        for (i, s) in self.series.iter().enumerate().filter(|(_, s)| dodged(s)) {
             let xs: std::collections::BTreeSet<u64> =
                 s.points.iter().map(|p| p.0.to_bits()).collect();
             for x in xs {
-                *seen.entry(x).or_default() += 1;
+                at_x.entry(x).or_default().push(i);
             }
         }
-        let shared = seen.into_iter().filter(|e| e.1 > 1).map(|e| e.0).collect();
-        let mut k = 0;
-        let offsets = self
-            .series
-            .iter()
-            .map(|s| {
-                if !dodged(s) {
-                    return 0;
-                }
-                k += 1;
-                ((k as f64 - 1.0 - (n as f64 - 1.0) / 2.0) * DODGE_PX).round() as i32
-            })
-            .collect();
-        (offsets, shared)
+        let mut out = std::collections::BTreeMap::new();
+        for (x, here) in at_x.into_iter().filter(|e| e.1.len() > 1) {
+            let mid = (here.len() as f64 - 1.0) / 2.0;
+            for (rank, i) in here.into_iter().enumerate() {
+                out.insert((i, x), ((rank as f64 - mid) * DODGE_PX).round() as i32);
+            }
+        }
+        out
     }
 
-    /// Whether a point's interval has no lower end on the log y axis (low end at most 0,
-    /// drawn as an arrow down from the point).
-    fn any_open_below(&self) -> bool {
-        self.y_log
-            && self.series.iter().any(|s| match &s.mark {
-                Mark::Points { ci } => ci.iter().any(|c| c.0 <= 0.0),
-                _ => false,
+    /// Whether any point's interval is open below, and any above (an arrow at that end,
+    /// [`Series::open`]).
+    fn open_ends(&self) -> (bool, bool) {
+        self.series
+            .iter()
+            .fold((false, false), |acc, s| match &s.mark {
+                Mark::Points { open, .. } => {
+                    open.iter().fold(acc, |(b, a), o| (b || o.0, a || o.1))
+                }
+                _ => acc,
             })
+    }
+
+    /// The x label as drawn: the plot's, with what the drawing adds said after it (values
+    /// below a log axis's floor, censored interval ends).
+    fn x_desc(&self, (x0, x1): (f64, f64), y0: f64) -> String {
+        let mut desc = self.x_label.clone();
+        if !self.below_floor((x0, x1), y0).is_empty() {
+            desc += " (▽ below)";
+        }
+        let arrows = match self.open_ends() {
+            (true, true) => "↓↑",
+            (true, false) => "↓",
+            (false, true) => "↑",
+            (false, false) => "",
+        };
+        if !arrows.is_empty() {
+            desc += &format!(" ({arrows} censored)");
+        }
+        desc
     }
 
     /// The series with a legend entry, in legend order.
@@ -1419,9 +1483,12 @@ impl LinePlot {
         root.fill(&WHITE).map_err(e)?;
         let merged = self.merged();
         let this = &merged;
-        // An axis label longer than its axis would be clipped: refuse to draw it.
+        // An axis label longer than its axis would be clipped: refuse to draw it (the x label
+        // as drawn, with what the drawing adds to it).
+        let ((x0, x1), (y0, y1)) = this.ranges();
         let (pw, ph) = this.plot_area();
-        for (label, room) in [(&this.x_label, pw), (&this.y_label, ph)] {
+        let x_desc = this.x_desc((x0, x1), y0);
+        for (label, room) in [(&x_desc, pw), (&this.y_label, ph)] {
             if f64::from(text_width(label, LABEL_PX)) > room {
                 return Err(format!(
                     "axis label '{label}' is wider than its axis ({} > {room:.0} px): shorten it",
@@ -1429,7 +1496,6 @@ impl LinePlot {
                 ));
             }
         }
-        let ((x0, x1), (y0, y1)) = this.ranges();
         let legend = this.chosen_legend();
         let labelled: Vec<&Series> = this.labelled().collect();
         // An outside legend takes a strip below the axes: two entries per row.
@@ -1475,16 +1541,7 @@ impl LinePlot {
             .map_err(e)?;
         chart
             .configure_mesh()
-            .x_desc({
-                let mut desc = this.x_label.clone();
-                if !this.below_floor((x0, x1), y0).is_empty() {
-                    desc += "  (▽ below axis)";
-                }
-                if this.any_open_below() {
-                    desc += "  (↓ interval open below)";
-                }
-                desc
-            })
+            .x_desc(x_desc)
             .y_desc(&this.y_label)
             .label_style((FONT, TICK_PX))
             // At most 6 (x) and 8 (y) ticks at round values of the (log10) axis: whole decades,
@@ -1504,7 +1561,7 @@ impl LinePlot {
                 .draw_series([Rectangle::new(corners, BLACK.mix(SHADE_ALPHA).filled())])
                 .map_err(e)?;
         }
-        let (dodge, shared) = this.dodge();
+        let dodge = this.dodge();
         for (si, s) in this.series.iter().enumerate() {
             let c = PALETTE[s.color % PALETTE.len()];
             let kept: Vec<(f64, f64)> = s.points.iter().copied().filter(keep).collect();
@@ -1538,37 +1595,33 @@ impl LinePlot {
                             .map_err(e)?;
                     }
                 }
-                Mark::Points { ci } => {
-                    let dx_at = |x: f64| {
-                        if shared.contains(&x.to_bits()) {
-                            dodge[si]
-                        } else {
-                            0
-                        }
-                    };
+                Mark::Points { ci, open } => {
+                    let dx_at = |x: f64| dodge.get(&(si, x.to_bits())).copied().unwrap_or(0);
                     let style = c.stroke_width(2);
                     let area = chart.plotting_area();
-                    // The bar and its caps as plain strokes in pixels from the point (plotters'
+                    // The bar and its ends as plain strokes in pixels from the point (plotters'
                     // `ErrorBar` adds a hollow circle at the point, a ring around square or
-                    // triangle markers); an interval with no lower end on a log axis (low end
-                    // 0: censored) gets an arrow down from the point instead of a low cap.
-                    for (p, c) in s.points.iter().zip(ci).filter(|(p, _)| keep(p)) {
+                    // triangle markers): a cap at a closed end, an arrow pointing on at an open
+                    // one. On a log axis a low end that is not positive starts at the point.
+                    let points = s.points.iter().zip(ci).zip(open);
+                    for ((p, c), o) in points.filter(|((p, _), _)| keep(p)) {
                         let dx = dx_at(p.0);
                         let pixel = |v: f64| area.map_coordinate(&(tx(p.0), ty(v))).1;
                         let y = pixel(p.1);
-                        let open = y_log && c.0 <= 0.0;
-                        let lo = if open { y + OPEN_ARROW_PX } else { pixel(c.0) };
-                        let hi = pixel(c.1);
-                        let mut strokes = vec![
-                            vec![(dx, lo - y), (dx, hi - y)],
-                            vec![(dx - 6, hi - y), (dx + 6, hi - y)],
-                        ];
-                        strokes.push(if open {
-                            let tip = lo - y;
-                            vec![(dx - 5, tip - 7), (dx, tip), (dx + 5, tip - 7)]
-                        } else {
-                            vec![(dx - 6, lo - y), (dx + 6, lo - y)]
-                        });
+                        let lo = if y_log && c.0 <= 0.0 { y } else { pixel(c.0) } - y;
+                        let hi = pixel(c.1) - y;
+                        let mut strokes = vec![vec![(dx, lo), (dx, hi)]];
+                        // Pixel y grows downwards: below is +, above is -.
+                        for (end, is_open, down) in [(lo, o.0, 1), (hi, o.1, -1)] {
+                            if is_open {
+                                let tip = end + down * OPEN_ARROW_PX;
+                                strokes.push(vec![(dx, end), (dx, tip)]);
+                                let back = tip - down * 7;
+                                strokes.push(vec![(dx - 5, back), (dx, tip), (dx + 5, back)]);
+                            } else {
+                                strokes.push(vec![(dx - 6, end), (dx + 6, end)]);
+                            }
+                        }
                         for path in strokes {
                             let at = EmptyElement::at((tx(p.0), ty(p.1)));
                             area.draw(&(at + PathElement::new(path, style)))
@@ -1666,7 +1719,7 @@ fn draw_legend_entry<DB: DrawingBackend>(
                 area.draw(&PathElement::new(vec![(x + 9, end), (x + 21, end)], style))?;
             }
         }
-        Mark::Points { .. } => draw_marker(area, (x + 15, y), 0, c, s.marker())?,
+        Mark::Points { .. } => draw_marker(area, (x + 18, y), 0, c, s.marker())?,
         _ => {
             for (a, b) in dash_pieces(s.pattern()) {
                 area.draw(&PathElement::new(
@@ -1946,7 +1999,10 @@ mod tests {
             .push(Series::points("a", 0, &[(2.0, 0.0, -0.1, 0.1)]));
         let ((x0, x1), (y0, y1)) = plot.ranges();
         assert_eq!((x0, x1), (1.0, 3.0));
-        assert_eq!((y0, y1), (-0.11, 0.11));
+        assert!(
+            (y0 + 0.11).abs() < 1e-15 && (y1 - 0.11).abs() < 1e-15,
+            "{y0} {y1}"
+        );
         plot.series[0] = Series::line("b", 0, vec![(2.0, 0.0), (3.0, 0.0)]);
         let (_, (y0, y1)) = plot.ranges();
         assert_eq!((y0, y1), (-0.5, 0.5));

@@ -58,6 +58,10 @@ pub enum Cell {
     Num(f64),
     /// A Monte Carlo estimate and its uncertainty (the 95% interval's half-width).
     Pm(f64, f64),
+    /// A value printed with these decimals, whatever its column's others get: an estimate and
+    /// its interval's ends in columns side by side, rounded to the place of the interval's
+    /// half-width ([`Cell::ci`]).
+    Fixed(f64, usize),
     /// No value: `--`.
     Missing,
 }
@@ -66,6 +70,22 @@ impl Cell {
     /// A point value, `--` when missing.
     pub fn opt(v: Option<f64>) -> Cell {
         v.map_or(Cell::Missing, Cell::Num)
+    }
+
+    /// An estimate and its 95% interval's ends as three cells, each rounded to the decimal
+    /// place of the interval's half-width ([`uncertainty_decimals`]; three decimals when the
+    /// interval has no width).
+    ///
+    /// # Examples
+    ///
+    /// ```rust
+    /// use normscope_core::output::latex::Cell;
+    /// // Half-width 0.178: two figures of a leading 1 (0.18), so two decimals.
+    /// assert_eq!(Cell::ci(0.7354, (0.5631, 0.9188)), [Cell::Fixed(0.7354, 2), Cell::Fixed(0.5631, 2), Cell::Fixed(0.9188, 2)]);
+    /// ```
+    pub fn ci(v: f64, (lo, hi): (f64, f64)) -> [Cell; 3] {
+        let d = uncertainty_decimals((hi - lo) / 2.0).map_or(3, |d| d.max(0) as usize);
+        [Cell::Fixed(v, d), Cell::Fixed(lo, d), Cell::Fixed(hi, d)]
     }
 
     /// A Monte Carlo row's value and its interval's half-width.
@@ -102,18 +122,19 @@ pub enum Row {
 ///
 /// # Examples
 ///
-/// A numeric column of 1.25 and 12.5 gets 4 significant figures on its largest magnitude
-/// (two decimals, [`NumFormat::of`]); the files are the float and the bare tabular.
+/// A numeric column of 1.2549 and 12.5 gets 4 significant figures on its largest magnitude
+/// (two decimals, [`NumFormat::of`]), 12.5 written exactly; the files are the float and the
+/// bare tabular.
 ///
 /// ```rust
 /// use normscope_core::output::latex::{Cell, Table};
 ///
 /// let mut t = Table::new("Stream growth", "tab:q", &["preset", "q_L"]);
 /// t.row(vec![Cell::Text("Pre-LN".into()), Cell::Num(12.5)]);
-/// t.row(vec![Cell::Text("Post-LN".into()), Cell::Num(1.25)]);
+/// t.row(vec![Cell::Text("Post-LN".into()), Cell::Num(1.2549)]);
 /// let tab = t.tabular();
 /// assert!(tab.starts_with("\\begin{tabular}"));
-/// assert!(tab.contains("Pre-LN & 12.50 \\\\\n"));
+/// assert!(tab.contains("Pre-LN & 12.5 \\\\\n"));
 /// assert!(tab.contains("Post-LN & 1.25 \\\\\n"));
 /// assert!(t.table().contains("\\label{tab:q}"));
 /// let [(float, _), (bare, _)] = t.files("q");
@@ -128,10 +149,6 @@ pub struct Table {
     /// Optional spanning headers above the column headers: `(text, first column, columns)`,
     /// each underlined with a `\cmidrule`.
     pub spans: Vec<(String, usize, usize)>,
-    /// Runs of columns `(first column, columns)` whose point values share one format
-    /// ([`NumFormat::of`] over all of them): an estimate and its interval's ends, printed to
-    /// the same decimal place.
-    pub tied: Vec<(usize, usize)>,
     /// Column headers (LaTeX; `\n` breaks a header into lines).
     pub headers: Vec<String>,
     /// The rows.
@@ -338,12 +355,14 @@ fn scale_suffix(scale: i32) -> String {
     }
 }
 
-/// Lays out one column's cells; `tied` is the format its point values share with other
-/// columns ([`Table::tied`]), else the column's own.
-fn lay(cells: &[&Cell], tied: Option<NumFormat>) -> Laid {
-    let numeric = cells
-        .iter()
-        .any(|c| matches!(c, Cell::Int(_) | Cell::Num(_) | Cell::Pm(..)));
+/// Lays out one column's cells.
+fn lay(cells: &[&Cell]) -> Laid {
+    let numeric = cells.iter().any(|c| {
+        matches!(
+            c,
+            Cell::Int(_) | Cell::Num(_) | Cell::Pm(..) | Cell::Fixed(..)
+        )
+    });
     if !numeric {
         return Laid {
             format: None,
@@ -364,7 +383,7 @@ fn lay(cells: &[&Cell], tied: Option<NumFormat>) -> Laid {
             _ => None,
         })
         .collect();
-    let fmt = tied.unwrap_or_else(|| NumFormat::of(&nums));
+    let fmt = NumFormat::of(&nums);
     // Monte Carlo values: a column scale from the values.
     let pm_mags: Vec<f64> = cells
         .iter()
@@ -389,6 +408,19 @@ fn lay(cells: &[&Cell], tied: Option<NumFormat>) -> Laid {
             Cell::Missing => "{--}".into(),
             Cell::Int(i) => i.to_string(),
             Cell::Num(v) => fmt.input(*v),
+            Cell::Fixed(v, d) if v.is_finite() => {
+                let s = format!("{v:.d$}");
+                // No `-0.000`.
+                if s.trim_start_matches('-')
+                    .chars()
+                    .all(|c| c == '0' || c == '.')
+                {
+                    s.trim_start_matches('-').to_string()
+                } else {
+                    s
+                }
+            }
+            Cell::Fixed(..) => "{--}".into(),
             Cell::Pm(v, e) => {
                 let q = 10f64.powi(pm_scale);
                 match round_uncertainty(v / q, e / q) {
@@ -454,7 +486,6 @@ impl Table {
             caption: caption.into(),
             label: label.into(),
             spans: Vec::new(),
-            tied: Vec::new(),
             headers: headers.iter().map(|h| h.to_string()).collect(),
             rows: Vec::new(),
         }
@@ -474,30 +505,17 @@ impl Table {
     /// The bare `tabular` (no float, no font size), to wrap in a paper's own `table`.
     pub fn tabular(&self) -> String {
         let n = self.headers.len();
-        let column = |j: usize| -> Vec<&Cell> {
-            self.rows
-                .iter()
-                .filter_map(|r| match r {
-                    Row::Cells(c) => c.get(j),
-                    Row::Group(_) => None,
-                })
-                .collect()
-        };
-        let tied = |j: usize| {
-            let &(first, count) = self.tied.iter().find(|t| (t.0..t.0 + t.1).contains(&j))?;
-            let nums: Vec<f64> = (first..first + count)
-                .flat_map(column)
-                .filter_map(|c| match c {
-                    Cell::Num(v) => Some(*v),
-                    _ => None,
-                })
-                .collect();
-            Some(NumFormat::of(&nums))
-        };
         let cols: Vec<Laid> = (0..n)
             .map(|j| {
-                let cells = column(j);
-                lay(&cells, tied(j))
+                let cells: Vec<&Cell> = self
+                    .rows
+                    .iter()
+                    .filter_map(|r| match r {
+                        Row::Cells(c) => c.get(j),
+                        Row::Group(_) => None,
+                    })
+                    .collect();
+                lay(&cells)
             })
             .collect();
         let spec: Vec<String> = cols
@@ -703,20 +721,19 @@ mod tests {
     }
 
     #[test]
-    fn tied_columns_share_one_format() {
-        // An estimate and its interval: alone, 12.53 gets two decimals and 0.0432 four; tied,
-        // every end is printed to the same place (3 figures on the smallest).
+    fn estimates_and_their_ends_share_the_intervals_place() {
+        // Each row to the place of its own interval's half-width, in S columns.
         let mut t = Table::new("c", "tab:c", &["fit", "low", "high"]);
-        t.row(vec![
-            Cell::Num(12.532_14),
-            Cell::Num(0.043_215_7),
-            Cell::Num(13.200_01),
-        ]);
-        let own = t.tabular();
-        assert!(own.contains("12.53 & 0.04322 & 13.20 "), "{own}");
-        t.tied = vec![(0, 3)];
-        let tied = t.tabular();
-        assert!(tied.contains("12.5321 & 0.0432 & 13.2000 "), "{tied}");
+        t.row(Cell::ci(12.532_14, (10.1, 14.9)).to_vec());
+        t.row(Cell::ci(0.043_21, (0.030_1, 0.055_9)).to_vec());
+        t.row(Cell::ci(0.043_21, (-0.000_4, 0.087)).to_vec());
+        let s = t.tabular();
+        // Half-widths 2.4 (one figure: one decimal), 0.0129 (two figures of a leading 1,
+        // 0.013: three) and 0.0437 (one figure: two).
+        assert!(s.contains("12.5 & 10.1 & 14.9 \\\\"), "{s}");
+        assert!(s.contains("0.043 & 0.030 & 0.056 \\\\"), "{s}");
+        assert!(s.contains("0.04 & 0.00 & 0.09 \\\\"), "{s}");
+        assert!(s.contains("S[table-format=2.3]"), "{s}");
     }
 
     #[test]
