@@ -48,6 +48,31 @@ fn figure_checks_catch_each_kind_of_defect() {
         found(&p, "linear y axis over more than two decades"),
         "axis"
     );
+    // Estimates over three decades whose intervals stay positive: a log axis was due. The
+    // same estimates with an interval reaching below 0 (a cost, a difference): the axis must
+    // show 0, so linear is right.
+    let mut p = clean();
+    p.y_log = false;
+    let pts = [
+        (1.0, 0.001, 0.0005, 0.002),
+        (10.0, 0.1, 0.05, 0.2),
+        (100.0, 1.0, 0.5, 2.0),
+    ];
+    p.series.push(Series::points("Admin", 2, &pts));
+    assert!(
+        found(&p, "linear y axis over more than two decades"),
+        "positive"
+    );
+    p.series.pop();
+    let pts = [
+        (1.0, 0.001, -0.004, 0.006),
+        (10.0, 0.1, 0.05, 0.2),
+        (100.0, 1.0, 0.5, 2.0),
+    ];
+    p.series.push(Series::points("Admin", 2, &pts));
+    p.series[0].points = vec![(1.0, 0.5), (100.0, 1.0)];
+    p.series[1].points = vec![(1.0, 0.5), (100.0, 1.0)];
+    assert!(!found(&p, "linear y axis"), "an interval below 0");
 
     // Palette colours 0 and 8 share a dash pattern: only their colour tells them apart.
     let mut p = clean();

@@ -1438,12 +1438,22 @@ impl Figure for LinePlot {
             .iter()
             .flat_map(|s| s.points.iter().map(|q| q.0))
             .collect();
-        // The points themselves: an interval reaching near 0 does not make an axis span decades.
-        let ys: Vec<f64> = p
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|q| q.1))
-            .collect();
+        // The points themselves: an interval reaching near 0 does not make an axis span
+        // decades. An interval that reaches 0 or crosses it does make 0 a value the axis must
+        // show (a difference, a cost), which a log axis cannot: its end is counted then.
+        let mut ys: Vec<f64> = Vec::new();
+        for s in &p.series {
+            ys.extend(s.points.iter().map(|q| q.1));
+            if let Mark::Points { ci, .. } = &s.mark {
+                for (q, c) in s.points.iter().zip(ci) {
+                    if q.1 > 0.0 && c.0 <= 0.0 {
+                        ys.push(c.0);
+                    } else if q.1 < 0.0 && c.1 >= 0.0 {
+                        ys.push(c.1);
+                    }
+                }
+            }
+        }
         for (axis, log, values) in [("x", p.x_log, xs), ("y", p.y_log, ys)] {
             if !log && super::inspect::over_two_decades(&values) {
                 out.push(format!(
