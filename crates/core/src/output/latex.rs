@@ -268,16 +268,7 @@ impl NumFormat {
                 if let Some(exact) = (scale == 0).then(|| exact(v, decimals)).flatten() {
                     return exact;
                 }
-                let s = format!("{:.decimals$}", v / 10f64.powi(scale));
-                // No `-0.000`.
-                if s.trim_start_matches('-')
-                    .chars()
-                    .all(|c| c == '0' || c == '.')
-                {
-                    s.trim_start_matches('-').to_string()
-                } else {
-                    s
-                }
+                rounded(v / 10f64.powi(scale), decimals)
             }
             NumFormat::Sci { decimals } => {
                 if v == 0.0 {
@@ -408,18 +399,7 @@ fn lay(cells: &[&Cell]) -> Laid {
             Cell::Missing => "{--}".into(),
             Cell::Int(i) => i.to_string(),
             Cell::Num(v) => fmt.input(*v),
-            Cell::Fixed(v, d) if v.is_finite() => {
-                let s = format!("{v:.d$}");
-                // No `-0.000`.
-                if s.trim_start_matches('-')
-                    .chars()
-                    .all(|c| c == '0' || c == '.')
-                {
-                    s.trim_start_matches('-').to_string()
-                } else {
-                    s
-                }
-            }
+            Cell::Fixed(v, d) if v.is_finite() => rounded(*v, *d),
             Cell::Fixed(..) => "{--}".into(),
             Cell::Pm(v, e) => {
                 let q = 10f64.powi(pm_scale);
@@ -673,16 +653,15 @@ fn math(v: f64) -> String {
     }
 }
 
-/// A number in math mode with `decimals` decimals (e.g. an interval's ends in a text cell), so
-/// a minus sign prints as one; a value that rounds to zero prints without a sign.
-pub fn fixed(v: f64, decimals: usize) -> String {
+/// `v` with `decimals` decimals, without the sign of a value that rounds to zero (no
+/// `-0.000`).
+fn rounded(v: f64, decimals: usize) -> String {
     let s = format!("{v:.decimals$}");
-    let s = if s.bytes().all(|b| matches!(b, b'-' | b'0' | b'.')) {
+    if s.bytes().all(|b| matches!(b, b'-' | b'0' | b'.')) {
         s.trim_start_matches('-').to_string()
     } else {
         s
-    };
-    format!("${s}$")
+    }
 }
 
 /// Escapes `_`, `%`, `&`, `#` for text cells.
