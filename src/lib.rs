@@ -8,11 +8,15 @@
 //!   [`placement`], [`branch`], [`metrics`], [`engine`], [`theory`], [`monte_carlo`],
 //!   [`train`], [`stats`], [`symbolic`], [`output`], ...
 //! - [`analyses`] (`crates/analyses`): the runs that regenerate `data/` and `figures/`.
+//! - [`app`]: the command line's arguments, checks and commands, shared by the binary and the
+//!   Python package (`python/`).
 //!
-//! The layers import downward only: numeric <- core <- analyses <- the binary <- the bench
-//! binary (`crates/bench`).
+//! The layers import downward only: numeric <- core <- analyses <- this facade with [`app`]
+//! and the binary <- the bench binary (`crates/bench`) and the Python package.
 
 #![deny(unsafe_code)]
+
+pub mod app;
 
 pub use normscope_analyses as analyses;
 pub use normscope_core::*;

@@ -867,3 +867,38 @@ fn format_table_aligns_columns_for_reading() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("invalid --format"), "{}", stderr(&o));
 }
+
+/// `compare --finite-width` without a value is followed by other flags, which it must not take
+/// as its value; a negative value is refused naming the flag.
+#[test]
+fn compare_finite_width_without_a_value_leaves_the_next_flag_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fw.csv");
+    let o = normscope(
+        &[
+            "compare",
+            "--preset",
+            "post",
+            "--depth",
+            "8",
+            "--width",
+            "32",
+            "--samples",
+            "8",
+            "--metrics",
+            "grad_sq",
+            "--layers",
+            "0",
+            "--finite-width",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.lines().next().unwrap().contains("theory_corrected"));
+    let o = normscope(&["compare", "--finite-width", "-5"], dir.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--finite-width"), "{}", stderr(&o));
+}

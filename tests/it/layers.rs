@@ -1,7 +1,8 @@
 //! The workspace's layers, read from the source: imports point downward only.
 //!
 //! - Crates: `normscope-numeric` <- `normscope-core` <- `normscope-analyses` <- the
-//!   `normscope` binary (and its facade) <- `normscope-bench`. No crate names a crate above
+//!   `normscope` binary (and its facade) <- `normscope-bench` <- the Python extension
+//!   (`python/`). No crate names a crate above
 //!   it, in its manifest or its source.
 //! - Inside every crate: no two files import each other, directly or through others
 //!   ([`file_graph`]); inside `normscope-core`, modules import only lower rows of
@@ -36,7 +37,7 @@ fn code(p: &Path) -> String {
 }
 
 /// The crates, bottom to top, with the names their code is imported by.
-const CRATES: [(&str, &str, &str); 5] = [
+const CRATES: [(&str, &str, &str); 6] = [
     ("crates/numeric", "normscope-numeric", "normscope_numeric"),
     ("crates/core", "normscope-core", "normscope_core"),
     (
@@ -46,6 +47,7 @@ const CRATES: [(&str, &str, &str); 5] = [
     ),
     (".", "normscope", "normscope"),
     ("crates/bench", "normscope-bench", "normscope_bench"),
+    ("python", "normscope-python", "_normscope"),
 ];
 
 #[test]
@@ -99,6 +101,7 @@ fn unsafe_code_lives_only_in_the_numeric_layer() {
         "crates/analyses/src",
         "src",
         "crates/bench/src",
+        "python/src",
     ] {
         for f in sources(&root().join(dir)) {
             let text = code(&f);
@@ -592,7 +595,7 @@ fn the_file_graph_finds_loops_and_the_edges_it_must() {
 /// normscope-core's modules bottom to top: a module imports only modules of lower rows.
 const CORE_LAYERS: &[&[&str]] = &[
     &["error"],
-    &["input", "layers", "norms", "spec", "stats"],
+    &["input", "interrupt", "layers", "norms", "spec", "stats"],
     &["branch", "placement"],
     &["theory"],
     &["budget", "metrics"],

@@ -47,6 +47,7 @@ mod placements;
 mod plot;
 mod preflight;
 mod properties;
+mod python;
 mod random_inputs;
 mod recipes;
 mod regenerate;

@@ -329,6 +329,8 @@ fn fine_tune<T: Real>(
         &run::Options::default(),
         &(),
     );
+    // A run stopped early (`interrupt`) has no outcome.
+    normscope_core::interrupt::check()?;
     Ok(Outcome::new(
         cell,
         seed,
@@ -361,6 +363,8 @@ fn pretrain<T: Real>(
         &run::Options::default(),
         &(),
     );
+    // A run stopped early (`interrupt`) has no outcome.
+    normscope_core::interrupt::check()?;
     let o = Outcome::new(
         cell,
         seed,

@@ -96,6 +96,10 @@ pub enum Error {
         /// What is wrong, naming the key and what is accepted.
         message: String,
     },
+    /// The run was asked to stop ([`crate::interrupt::request`]: Ctrl-C in the Python
+    /// package); nothing it would have written was written.
+    #[error("interrupted")]
+    Interrupted,
     /// Drawing a figure failed.
     #[error("figure {path}: {message}")]
     Figure {

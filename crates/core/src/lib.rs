@@ -104,6 +104,7 @@ pub mod compare;
 pub mod engine;
 pub mod error;
 pub mod input;
+pub mod interrupt;
 pub mod layers;
 pub mod metrics;
 pub mod model;

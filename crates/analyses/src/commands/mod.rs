@@ -396,6 +396,7 @@ pub fn reproduce(req: &Request) -> Result<()> {
         inputs: &placement_inputs,
     };
     for (i, (a, p)) in selected.iter().zip(prepared).enumerate() {
+        normscope_core::interrupt::check()?;
         say(format_args!(
             "[{}/{}] {}: {}",
             i + 1,

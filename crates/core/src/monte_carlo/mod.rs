@@ -314,6 +314,7 @@ impl Engine for MonteCarlo<'_> {
         let mut cols = Columns::with_capacity(self.cfg.samples);
         let mut start = 0;
         while start < samples {
+            crate::interrupt::check()?;
             let end = samples.min(start + batch);
             let tables: Vec<Values> = (start..end)
                 .into_par_iter()

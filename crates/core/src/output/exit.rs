@@ -21,6 +21,15 @@ pub fn parse_error(e: clap::Error) -> ExitCode {
             Err(_) => ExitCode::from(2),
         };
     }
+    console::note(parse_error_line(&e));
+    ExitCode::from(2)
+}
+
+/// A clap parse error on one line (`error: ... [possible values: ...]`), without the usage
+/// and `--help` hint lines: what [`parse_error`] prints, and the Python package's `ValueError`.
+#[cfg(feature = "cli")]
+pub fn parse_error_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
     let line: Vec<&str> = text
         .lines()
         .map(str::trim)
@@ -28,8 +37,19 @@ pub fn parse_error(e: clap::Error) -> ExitCode {
             !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
         })
         .collect();
-    console::note(line.join(" "));
-    ExitCode::from(2)
+    line.join(" ")
+}
+
+/// A failed command's error on one line (a cause such as a polars parse error may span
+/// several), without the `error: ` that [`status`] puts before it.
+pub fn error_line(e: &crate::Error) -> String {
+    let text = e.to_string();
+    let line: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    line.join(" ")
 }
 
 /// The exit status of a command's `result`: 0; 141 when the reader went away
@@ -40,13 +60,7 @@ pub fn status(result: Result<()>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is_closed_pipe() => ExitCode::from(141),
         Err(e) => {
-            let text = e.to_string();
-            let line: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect();
-            console::note(format_args!("error: {}", line.join(" ")));
+            console::note(format_args!("error: {}", error_line(&e)));
             ExitCode::from(if e.is_bad_input() { 2 } else { 1 })
         }
     }

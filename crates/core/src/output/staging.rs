@@ -140,6 +140,8 @@ impl Stage {
     /// the first error is returned.
     pub fn commit(self, root: &Path, entries: &[&str]) -> Result<()> {
         let reg = in_flight();
+        // A stopped run's analysis never lands: the stage goes when `self` drops.
+        crate::interrupt::check()?;
         let old = self.dir.join(".old");
         std::fs::create_dir(&old).map_err(|e| io_err(&old, e))?;
         // What has moved so far, so that a failed rename (disk error, permissions) can put

@@ -354,3 +354,32 @@ pub fn table() -> String {
     }
     s
 }
+
+/// [`table`]'s rows as a DataFrame with its columns (`preset`, `aliases`, `equation`,
+/// `source`): the Python package's `presets()`.
+///
+/// # Examples
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::placement;
+///
+/// let df = placement::frame()?;
+/// assert_eq!(df.column("preset")?.str()?.get(0), Some("pre"));
+/// assert!(placement::table().starts_with("preset\taliases\tequation\tsource\npre\t"));
+/// # Ok(())
+/// # }
+/// ```
+pub fn frame() -> Result<polars::prelude::DataFrame> {
+    use polars::prelude::{Column, DataFrame};
+    let p = all();
+    let col = |name: &str, f: &dyn Fn(&Preset) -> String| {
+        Column::new(name.into(), p.iter().map(|x| f(x)).collect::<Vec<_>>())
+    };
+    Ok(DataFrame::new_infer_height(vec![
+        col("preset", &|x| x.name.to_string()),
+        col("aliases", &|x| x.aliases.join(",")),
+        col("equation", &|x| x.equation.to_string()),
+        col("source", &|x| x.source.to_string()),
+    ])?)
+}

@@ -92,15 +92,14 @@ pub fn latex_align(lhs: &str, relation: &str, terms: &[String]) -> String {
 /// polynomial algebra of some presets (Pre-Norm with an alpha override) is O(L^2).
 pub(crate) const MAX_EXPAND_DEPTH: usize = 10_000;
 
-/// Renders the exact expansion of preset `name` in `format`. Notes (e.g. a substituted symbol
-/// whose value differs from the configured one) go to `notes`.
-pub fn render(
+/// The exact expansion of preset `name`, with a note for each substituted symbol whose value
+/// differs from the configured one.
+fn expansion(
     name: &str,
     model: &ModelConfig,
     subs: &Subs,
-    format: Format,
     notes: &mut Vec<String>,
-) -> Result<Vec<u8>> {
+) -> Result<(crate::spec::StackSpec, symbolic::Expansion)> {
     if model.depth > MAX_EXPAND_DEPTH {
         return Err(Error::invalid(
             "--depth",
@@ -113,7 +112,6 @@ pub fn render(
     let spec = model.stack(name)?;
     let branch = BranchModel::new(&model.branch, spec.beta, model.inputs.q0, model.inputs.c0);
     let ex = symbolic::expand(&spec, &branch, model.inputs.q0, subs)?;
-    let l = ex.depth;
     for s in symbolic::Sym::ALL {
         if let Some(r) = subs.get(s) {
             let v = symbolic::poly::rat_to_f64(r);
@@ -133,6 +131,83 @@ pub fn render(
             }
         }
     }
+    Ok((spec, ex))
+}
+
+/// The coefficients of preset `name`'s exact expansion as the tidy table `--format csv`
+/// writes: `preset,depth,layer,source,expression,latex,value,missing` (value missing, with
+/// the reason, where it is beyond f64). Notes as [`render`].
+///
+/// # Examples
+///
+/// Post-LN at depth 2, `x_2 = C_{2,0} x_0 + C_{2,1} F_1 + C_{2,2} F_2`:
+///
+/// ```rust
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use normscope_core::model::RawModel;
+/// use normscope_core::symbolic::{Subs, render};
+///
+/// let model = RawModel { depth: 2, ..RawModel::default() }.check()?;
+/// let df = render::coefficients("post", &model, &Subs::default(), &mut Vec::new())?;
+/// assert_eq!(df.height(), 3);
+/// assert_eq!(df.column("source")?.u64()?.get(2), Some(2));
+/// # Ok(())
+/// # }
+/// ```
+pub fn coefficients(
+    name: &str,
+    model: &ModelConfig,
+    subs: &Subs,
+    notes: &mut Vec<String>,
+) -> Result<polars::prelude::DataFrame> {
+    let (spec, ex) = expansion(name, model, subs, notes)?;
+    coefficient_frame(&spec, &ex)
+}
+
+fn coefficient_frame(
+    spec: &crate::spec::StackSpec,
+    ex: &symbolic::Expansion,
+) -> Result<polars::prelude::DataFrame> {
+    use polars::prelude::*;
+    let l = ex.depth;
+    let n = l + 1;
+    Ok(DataFrame::new_infer_height(vec![
+        Column::new("preset".into(), vec![spec.preset.as_str(); n]),
+        Column::new("depth".into(), vec![l as u64; n]),
+        Column::new("layer".into(), vec![l as u64; n]),
+        Column::new("source".into(), (0..n as u64).collect::<Vec<_>>()),
+        Column::new(
+            "expression".into(),
+            ex.coefs.iter().map(|c| c.text()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "latex".into(),
+            ex.coefs.iter().map(|c| c.latex()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "value".into(),
+            (0..n)
+                .map(|j| ex.beyond_f64(j).is_none().then(|| ex.value(j)))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "missing".into(),
+            (0..n).map(|j| ex.beyond_f64(j)).collect::<Vec<_>>(),
+        ),
+    ])?)
+}
+
+/// Renders the exact expansion of preset `name` in `format`. Notes (e.g. a substituted symbol
+/// whose value differs from the configured one) go to `notes`.
+pub fn render(
+    name: &str,
+    model: &ModelConfig,
+    subs: &Subs,
+    format: Format,
+    notes: &mut Vec<String>,
+) -> Result<Vec<u8>> {
+    let (spec, ex) = expansion(name, model, subs, notes)?;
+    let l = ex.depth;
     let symbols: Vec<String> = ex
         .symbols
         .iter()
@@ -189,32 +264,7 @@ pub fn render(
             out.push_str(&latex_align(&format!("x_{{{l}}}"), "=", &terms));
         }
         Format::Csv => {
-            use polars::prelude::*;
-            let n = l + 1;
-            let mut df = DataFrame::new_infer_height(vec![
-                Column::new("preset".into(), vec![spec.preset.as_str(); n]),
-                Column::new("depth".into(), vec![l as u64; n]),
-                Column::new("layer".into(), vec![l as u64; n]),
-                Column::new("source".into(), (0..n as u64).collect::<Vec<_>>()),
-                Column::new(
-                    "expression".into(),
-                    ex.coefs.iter().map(|c| c.text()).collect::<Vec<_>>(),
-                ),
-                Column::new(
-                    "latex".into(),
-                    ex.coefs.iter().map(|c| c.latex()).collect::<Vec<_>>(),
-                ),
-                Column::new(
-                    "value".into(),
-                    (0..n)
-                        .map(|j| ex.beyond_f64(j).is_none().then(|| ex.value(j)))
-                        .collect::<Vec<_>>(),
-                ),
-                Column::new(
-                    "missing".into(),
-                    (0..n).map(|j| ex.beyond_f64(j)).collect::<Vec<_>>(),
-                ),
-            ])?;
+            let mut df = coefficient_frame(&spec, &ex)?;
             let mut buf = Vec::new();
             crate::output::table::write_csv(&mut df, &mut buf)?;
             return Ok(buf);

@@ -344,6 +344,8 @@ fn run_one_as<T: Real>(
             train(cfg, task, preset, seed, begin, eval_set, options, progress).records
         }
     };
+    // A run stopped early (`crate::interrupt`) has no log.
+    crate::interrupt::check()?;
     Ok(records)
 }
 
@@ -567,6 +569,11 @@ pub fn train<M: Trainable>(
     let mut diverged_at = None;
     let mut stopped_at = None;
     for s in 1..=cfg.schedule.steps {
+        // A stopped run ends here, its log cut short: every caller checks the request after
+        // `train` returns (`crate::interrupt::check`) and returns `Error::Interrupted`.
+        if crate::interrupt::requested() {
+            break;
+        }
         if s > 1 {
             batch = batch_cache::draw(options.batches, task, &mut data, cfg.batch);
         }

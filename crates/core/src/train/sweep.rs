@@ -327,16 +327,10 @@ pub fn train_one(
 ) -> Result<Trained> {
     let cfg = cell.config(base, seed)?;
     let begin = run::start(&cfg, task, &cell.preset, seed)?;
-    Ok(run::train(
-        &cfg,
-        task,
-        &cell.preset,
-        seed,
-        begin,
-        eval,
-        options,
-        &(),
-    ))
+    let t = run::train(&cfg, task, &cell.preset, seed, begin, eval, options, &());
+    // A run stopped early (`crate::interrupt`) is not a trained model.
+    crate::interrupt::check()?;
+    Ok(t)
 }
 
 /// Every cell at every seed, in parallel, in (cell, seed) order. Every request is checked
@@ -420,6 +414,8 @@ fn trained_log<T: Real>(
             (t.records, t.diverged_at)
         }
     };
+    // A run stopped early (`crate::interrupt`) has no outcome.
+    crate::interrupt::check()?;
     Ok((t.0, t.1.is_some()))
 }
 

@@ -1,16 +1,20 @@
-//! The clap front end. Raw arguments become [`normscope::config`] values before anything runs.
+//! The clap front end. Raw arguments become [`crate::model`] values before anything runs.
 //! Defaults come from [`RawModel::default`] and [`RawMc::default`], and the lists of metrics,
 //! branches, inits and presets in the help text from the library's registries.
 
+// The doc comments below are the commands' help text, written for a terminal: `<analysis>` in
+// them is a placeholder, not an HTML tag.
+#![allow(rustdoc::invalid_html_tags)]
+
+use crate::branch::{BranchKind, Init};
+use crate::input::literal_f64;
+use crate::metrics::Metric;
+use crate::model::{FinalNorm, RawModel};
+use crate::monte_carlo::{Memory, Precision, RawMc};
+use crate::spec::NormKind;
+use crate::symbolic::render::Format;
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, Parser, Subcommand};
-use normscope::branch::{BranchKind, Init};
-use normscope::input::literal_f64;
-use normscope::metrics::Metric;
-use normscope::model::{FinalNorm, RawModel};
-use normscope::monte_carlo::{Memory, Precision, RawMc};
-use normscope::spec::NormKind;
-use normscope::symbolic::render::Format;
 use std::path::PathBuf;
 
 /// `--branch` help: the closed form's branches, and those only Monte Carlo runs.
@@ -37,10 +41,7 @@ fn metrics_help() -> String {
 
 /// `--preset` help, from the preset registry.
 fn presets_help() -> String {
-    let names: Vec<&str> = normscope::placement::REGISTRY
-        .iter()
-        .map(|p| p.name)
-        .collect();
+    let names: Vec<&str> = crate::placement::REGISTRY.iter().map(|p| p.name).collect();
     format!(
         "Comma-separated presets ({}, or a --placements file's); their rows are stacked",
         names.join(", ")
@@ -69,7 +70,7 @@ fn init_help() -> String {
 }
 
 /// `--version`: the version, the commit built from and the toolchain.
-pub const VERSION: &str = normscope::analyses::manifest::VERSION;
+pub const VERSION: &str = crate::analyses::manifest::VERSION;
 
 /// normscope: where does normalization belong in a residual network?
 ///
@@ -186,7 +187,7 @@ not at all. Intervals are read from ci_low/ci_high (for --y value), <y>_lo/<y>_h
   normscope train --preset pre,post --branch relu-mlp --task regression --depth 24 --optimizer sgd --momentum 0.9 --lr 0.05
   normscope train --preset post --task copy --vocab 10 --seq 16 --seeds 0..4 --log-every 1 --out copy.parquet
   normscope train --preset deepnorm --seeds 0 --steps 60 --dump-init init.json")]
-    Train(Box<crate::train::TrainArgs>),
+    Train(Box<super::train::TrainArgs>),
     /// Print a shell completion script, e.g. `normscope completions bash > ~/.local/share/bash-completion/completions/normscope`.
     Completions {
         /// The shell.
@@ -301,7 +302,7 @@ pub struct TableArgs {
     /// Output format: csv, parquet, or table (aligned columns for reading). Default: by
     /// --out's extension (Parquet for .parquet, else CSV).
     #[arg(long, value_enum)]
-    pub format: Option<normscope::output::table::Format>,
+    pub format: Option<crate::output::table::Format>,
 }
 
 /// `normscope theory`.
@@ -405,7 +406,9 @@ pub struct CompareArgs {
     /// the networks' own --width (given alone, D is --width; as `theory --finite-width D`):
     /// grad_sq and weight_grad_sq of post, deepnorm and admin with a linear branch; the rest
     /// stays uncorrected, with a note; column `theory_corrected`.
-    #[arg(long, value_name = "D", num_args = 0..=1, allow_hyphen_values = true)]
+    // No `allow_hyphen_values`: with an optional value it would take the next flag as D
+    // (`--finite-width --out x.csv`); a negative D is still read as a value and refused.
+    #[arg(long, value_name = "D", num_args = 0..=1)]
     pub finite_width: Option<Option<usize>>,
 }
 

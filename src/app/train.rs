@@ -1,16 +1,16 @@
 //! `normscope train`: its flags and its glue (check, run with a progress bar, write the log
 //! atomically, or dump one run's initial weights and batches).
 
+use crate::Error;
+use crate::input::literal_f64;
+use crate::model::RawModel;
+use crate::monte_carlo::{Precision, RawMc};
+use crate::output::{atomic, table};
+use crate::spec::NormKind;
+use crate::train::config::{Arch, RawTrain};
+use crate::train::optim::{OptimizerFlags, OptimizerKind};
+use crate::train::task::{TaskConfig, TaskKind};
 use clap::Args;
-use normscope::Error;
-use normscope::input::literal_f64;
-use normscope::model::RawModel;
-use normscope::monte_carlo::{Precision, RawMc};
-use normscope::output::{atomic, table};
-use normscope::spec::NormKind;
-use normscope::train::config::{Arch, RawTrain};
-use normscope::train::optim::{OptimizerFlags, OptimizerKind};
-use normscope::train::task::{TaskConfig, TaskKind};
 use std::path::PathBuf;
 
 /// `normscope train`.
@@ -104,14 +104,14 @@ pub struct TrainArgs {
     /// Seed of the rewired tokens and their new embeddings.
     #[arg(long, default_value_t = TaskConfig::default().rewire_seed)]
     pub teacher_rewire_seed: u64,
-    /// Optimizer (its names from the registry, `normscope::train::optim`).
+    /// Optimizer (its names from the registry, `crate::train::optim`).
     #[arg(long, help = format!("Optimizer: {}", OptimizerKind::NAMES.join(", ")), default_value_t = RawTrain::default().optimizer)]
     pub optimizer: String,
     /// Peak learning rate.
     #[arg(long, value_parser = literal_f64, default_value_t = RawTrain::default().lr, allow_hyphen_values = true)]
     pub lr: f64,
     /// The optimizers' hyperparameters (`--beta1`, `--momentum`, ...), declared with their
-    /// optimizers (`normscope::train::optim`).
+    /// optimizers (`crate::train::optim`).
     #[command(flatten)]
     pub optimizer_flags: OptimizerFlags,
     /// Clip the global gradient norm to this value.
@@ -160,7 +160,7 @@ pub struct TrainArgs {
 
 impl TrainArgs {
     /// The raw request.
-    pub fn raw(&self) -> normscope::Result<RawTrain> {
+    pub fn raw(&self) -> crate::Result<RawTrain> {
         let arch = Arch::parse(&self.arch, self.layers)?;
         if let (Arch::EncoderDecoder { .. }, Some(depth)) = (arch, self.depth) {
             return Err(Error::invalid(
@@ -224,8 +224,9 @@ impl TrainArgs {
     }
 }
 
-/// Runs `normscope train`.
-pub fn train(a: &TrainArgs, out: Option<&std::path::Path>) -> normscope::Result<()> {
+/// Runs `normscope train`: the log and its summary (median over seeds) as text, or `None`
+/// when `--dump-init` wrote its file and trained nothing.
+pub fn train(a: &TrainArgs) -> crate::Result<Option<(polars::prelude::DataFrame, String)>> {
     if let Some(p) = &a.dump_init {
         atomic::check_target("--dump-init", p)?;
     }
@@ -245,7 +246,7 @@ pub fn train(a: &TrainArgs, out: Option<&std::path::Path>) -> normscope::Result<
                 "f64 with --dump-init (the dump holds the f64 weights and batches; the reference script rounds them itself with --dtype float32)",
             ));
         }
-        normscope::budget::check(cfg.dump_bytes(), "--dump-init", "--steps, --batch or --seq")?;
+        crate::budget::check(cfg.dump_bytes(), "--dump-init", "--steps, --batch or --seq")?;
         if cfg.presets.len() != 1 || cfg.seeds.len() != 1 {
             return Err(Error::invalid(
                 "--dump-init",
@@ -253,28 +254,26 @@ pub fn train(a: &TrainArgs, out: Option<&std::path::Path>) -> normscope::Result<
                 "a file for one run: give one --preset and one --seeds value",
             ));
         }
-        let task = normscope::train::task::build(&cfg.task)?;
-        let text =
-            normscope::train::dump::dump(&cfg, task.as_ref(), &cfg.presets[0], cfg.seeds[0])?;
-        return atomic::write_bytes(p, text.as_bytes());
+        let task = crate::train::task::build(&cfg.task)?;
+        let text = crate::train::dump::dump(&cfg, task.as_ref(), &cfg.presets[0], cfg.seeds[0])?;
+        atomic::write_bytes(p, text.as_bytes())?;
+        return Ok(None);
     }
     let total = cfg
         .schedule
         .steps
         .saturating_mul((cfg.presets.len() * cfg.seeds.len()) as u64);
-    let bar = normscope::output::progress::DelayedBar::steps(total);
-    let records = normscope::train::run::run(&cfg, &bar)?;
+    let bar = crate::output::progress::DelayedBar::steps(total);
+    let records = crate::train::run::run(&cfg, &bar)?;
     bar.finish();
-    let mut df = normscope::train::log::frame(&cfg, &records)?;
-    let bytes =
-        normscope::analyses::runner::sidecar::encode_table(table::Format::of(out), &mut df)?;
-    normscope::analyses::runner::sidecar::emit_with_provenance(out, &bytes)?;
-    // The summary goes to stderr, after the log is written: stdout may be the log itself.
-    let mut summary = normscope::train::summary::summary(&records)?;
+    let frame = crate::train::log::frame(&cfg, &records)?;
+    let mut summary = crate::train::summary::summary(&records)?;
     let text = table::Format::Table.encode(&mut summary)?;
-    eprint!(
-        "summary (median over seeds; excess = final eval loss - the task's floor):\n{}",
-        String::from_utf8_lossy(&text)
-    );
-    Ok(())
+    Ok(Some((
+        frame,
+        format!(
+            "summary (median over seeds; excess = final eval loss - the task's floor):\n{}",
+            String::from_utf8_lossy(&text)
+        ),
+    )))
 }
