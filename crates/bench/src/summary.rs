@@ -63,12 +63,27 @@ pub fn tally(outcomes: &[Outcome]) -> String {
     )
 }
 
-/// Prints the summary block: a heading, one [`Outcome::line`] per target, the [`tally`], and
-/// with `quick` a reminder that the targets are set for the reference sizes.
+/// The machine a ratio was measured on, as the summary prints it beside each: the processor's
+/// model and caches ([`normscope::numeric::cpu::Processor`]) and the f64 kernel's rows per
+/// block, which it sets from the level-2 cache
+/// ([`normscope::numeric::exact_dgemm::rows_per_block`]).
+pub fn machine() -> String {
+    format!(
+        "{}; f64 kernel blocks of {} rows",
+        normscope::numeric::cpu::Processor::here().summary(),
+        normscope::numeric::exact_dgemm::rows_per_block()
+    )
+}
+
+/// Prints the summary block: a heading, the machine, one [`Outcome::line`] per target with
+/// the machine beside it (a ratio belongs to a machine), the [`tally`], and with `quick` a
+/// reminder that the targets are set for the reference sizes.
 pub fn print(outcomes: &[Outcome], quick: bool) -> normscope::Result<()> {
+    let machine = machine();
     outln!("== summary: the performance targets, measured in this run ==")?;
+    outln!("machine: {machine}")?;
     for o in outcomes {
-        outln!("{}", o.line())?;
+        outln!("{} [{machine}]", o.line())?;
     }
     outln!("{}", tally(outcomes))?;
     if quick {

@@ -65,11 +65,44 @@ pub const KC: usize = 256;
 const MR: usize = 32;
 /// Columns of a register tile (broadcast values).
 const NR: usize = 6;
-/// Rows of `A` visited together for one k-block (kept in the level-2 cache across the column
-/// tiles).
-const MC: usize = 128;
-// A packed block's panels fill whole register tiles: `MC x KC` values hold any block's.
-const _: () = assert!(MC.is_multiple_of(MR));
+/// Rows of `A` per row block where the level-2 cache's size is unknown: the value tuned on
+/// the project's machine (AMD EPYC, 1 MiB of level 2 per core), which the rule of
+/// [`rows_for_l2`] gives there.
+pub const MC_DEFAULT: usize = 128;
+/// The most rows of `A` per row block.
+const MC_MAX: usize = 512;
+
+/// Rows of `A` visited together for one k-block, kept in the level-2 cache across the column
+/// tiles: the most whole register tiles (multiples of 32 rows) whose `MC x KC` block of `A`
+/// takes at most a quarter of the level-2 cache `l2` (bytes), leaving the rest to the row
+/// block's part of `C`, `B`'s k-block and the next block's prefetched lines; between 32 and
+/// 512 rows, [`MC_DEFAULT`] when `l2` is unknown. The bits do not depend on it (only `KC`
+/// enters the chains). Measured only where it gives 128 (the tuning machine); elsewhere it is
+/// the rule, not a measurement.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_numeric::exact_dgemm::rows_for_l2;
+/// assert_eq!(rows_for_l2(Some(1 << 20)), 128); // 1 MiB (AMD EPYC)
+/// assert_eq!(rows_for_l2(Some(2 << 20)), 256); // 2 MiB
+/// assert_eq!(rows_for_l2(Some(1280 << 10)), 160); // 1.25 MiB
+/// assert_eq!(rows_for_l2(Some(256 << 10)), 32); // never below one tile
+/// assert_eq!(rows_for_l2(None), 128);
+/// ```
+pub fn rows_for_l2(l2: Option<u64>) -> usize {
+    let Some(l2) = l2 else { return MC_DEFAULT };
+    let block_row = (KC * std::mem::size_of::<f64>()) as u64;
+    let rows = (l2 / 4 / block_row) as usize;
+    (rows / MR * MR).clamp(MR, MC_MAX)
+}
+
+/// This machine's rows per row block ([`rows_for_l2`] of its level-2 cache), read once: every
+/// product of the process uses the same.
+pub fn rows_per_block() -> usize {
+    static MC: OnceLock<usize> = OnceLock::new();
+    *MC.get_or_init(|| rows_for_l2(crate::cpu::Processor::here().l2))
+}
 
 /// Whether `gemm` uses the engine's kernel here: AVX-512 present and the probe product
 /// equal to `dgemm`'s bit for bit (checked once).
@@ -180,8 +213,9 @@ impl Product {
                 // (`dgemm` if the thread's storage is gone, as in a thread-local destructor).
                 let packed = PACK.try_with(|pack| {
                     let mut pack = pack.borrow_mut();
-                    if pack.len() < MC * KC {
-                        pack.resize(MC * KC, 0.0);
+                    let values = rows_per_block() * KC;
+                    if pack.len() < values {
+                        pack.resize(values, 0.0);
                     }
                     let rows = Rows::Packed(a, rsa as usize, pack.as_mut_ptr());
                     columns(m, k, n, rows, b, rsb, csb, c, csc as usize)
@@ -218,14 +252,15 @@ enum Rows {
     /// `A` with unit row stride and this column stride, read in place.
     InPlace(*const f64, usize),
     /// `A` with unit column stride and this row stride (a transposed matrix, `W^T g`): each
-    /// block of [`MC`] rows and one k-block is first packed into column-major panels of
-    /// [`MR`] rows ([`pack_rows`]) in the buffer (at least `MC x KC` values; [`PACK`], kept
-    /// per thread).
+    /// block of [`rows_per_block`] rows and one k-block is first packed into column-major
+    /// panels of [`MR`] rows ([`pack_rows`]) in the buffer (at least `rows_per_block() x KC`
+    /// values; [`PACK`], kept per thread).
     Packed(*const f64, usize, *mut f64),
 }
 
 thread_local! {
-    /// The packed block of [`Rows::Packed`]: `MC x KC` values (256 KiB), one per thread.
+    /// The packed block of [`Rows::Packed`]: `rows_per_block() x KC` values (256 KiB at 128
+    /// rows), one per thread.
     static PACK: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -249,13 +284,17 @@ unsafe fn columns(
     ldc: usize,
 ) {
     // Blocks of MC rows by one k-block, each row block's k-blocks in order. Its part of C
-    // (MC n values, 128 KiB at n = 128) stays in the level-2 cache from one k-block to the
-    // next while it fits; B's k-blocks are read again for each row block. Every entry's
+    // (MC n values, 128 KiB at MC = n = 128) stays in the level-2 cache from one k-block to
+    // the next while it fits; B's k-blocks are read again for each row block. Every entry's
     // k-blocks are added in increasing order, which is all the bits depend on.
-    let blocks = Blocks { m, k };
+    let blocks = Blocks {
+        m,
+        k,
+        mc: rows_per_block(),
+    };
     for at in 0..blocks.count() {
         let (i1, k0) = blocks.at(at);
-        let (mc, kc) = (MC.min(m - i1), KC.min(k - k0));
+        let (mc, kc) = (blocks.mc.min(m - i1), KC.min(k - k0));
         // The block's first row at term k0, the distance from one row to the next, and
         // from one term to the next: row i0's terms start at base + (i0 - i1) step.
         let (base, step, lda) = match rows {
@@ -263,8 +302,9 @@ unsafe fn columns(
             Rows::InPlace(a, lda) => (unsafe { a.add(i1 + k0 * lda) }, 1, lda),
             Rows::Packed(a, lda, buf) => {
                 // SAFETY: rows i1..i1 + mc and terms k0..k0 + kc lie inside A; the
-                // buffer holds MC x KC >= mc.div_ceil(MR) MR kc values (MC is a
-                // multiple of MR, mc <= MC, kc <= KC).
+                // buffer holds rows_per_block() KC >= mc.div_ceil(MR) MR kc values
+                // (rows_per_block() is a multiple of MR and the same for the whole
+                // process, mc <= it, kc <= KC).
                 unsafe { pack_rows(a.add(i1 * lda + k0), lda, mc, kc, buf) };
                 (buf.cast_const(), kc, MR)
             }
@@ -308,19 +348,21 @@ struct Blocks {
     m: usize,
     /// Terms of the products (columns of `A`).
     k: usize,
+    /// Rows per row block ([`rows_per_block`]; a multiple of [`MR`]).
+    mc: usize,
 }
 
 #[cfg(any(target_arch = "x86_64", test))]
 impl Blocks {
-    /// How many blocks there are: row blocks of [`MC`] times k-blocks of [`KC`].
+    /// How many blocks there are: row blocks of `mc` rows times k-blocks of [`KC`].
     fn count(&self) -> usize {
-        self.m.div_ceil(MC) * self.k.div_ceil(KC)
+        self.m.div_ceil(self.mc) * self.k.div_ceil(KC)
     }
 
     /// Block `at`'s first row and first term.
     fn at(&self, at: usize) -> (usize, usize) {
         let per_rows = self.k.div_ceil(KC);
-        ((at / per_rows) * MC, (at % per_rows) * KC)
+        ((at / per_rows) * self.mc, (at % per_rows) * KC)
     }
 }
 
@@ -379,7 +421,7 @@ impl Ahead {
         };
         if next < blocks.count() {
             let (i1, k0) = blocks.at(next);
-            let (mc, kc) = (MC.min(blocks.m - i1), KC.min(blocks.k - k0));
+            let (mc, kc) = (blocks.mc.min(blocks.m - i1), KC.min(blocks.k - k0));
             // Addresses only (wrapping: never dereferenced, and a prefetch cannot fault).
             (ahead.base, ahead.stride, ahead.runs, ahead.len) = match rows {
                 Rows::InPlace(a, lda) => (a.wrapping_add(i1 + k0 * lda), lda, kc, mc),
@@ -793,16 +835,19 @@ mod tests {
 
     #[test]
     fn blocks_cover_each_block_once_with_each_rows_k_blocks_in_order() {
-        for (m, k) in [(1, 1), (MC, KC), (MC + 1, 3 * KC - 1), (5 * MC - 3, KC + 1)] {
-            let blocks = Blocks { m, k };
-            let order: Vec<(usize, usize)> = (0..blocks.count()).map(|at| blocks.at(at)).collect();
-            let mut expected = Vec::new();
-            for i1 in (0..m).step_by(MC) {
-                for k0 in (0..k).step_by(KC) {
-                    expected.push((i1, k0));
+        for mc in [MR, MC_DEFAULT, 160, MC_MAX] {
+            for (m, k) in [(1, 1), (mc, KC), (mc + 1, 3 * KC - 1), (5 * mc - 3, KC + 1)] {
+                let blocks = Blocks { m, k, mc };
+                let order: Vec<(usize, usize)> =
+                    (0..blocks.count()).map(|at| blocks.at(at)).collect();
+                let mut expected = Vec::new();
+                for i1 in (0..m).step_by(mc) {
+                    for k0 in (0..k).step_by(KC) {
+                        expected.push((i1, k0));
+                    }
                 }
+                assert_eq!(order, expected, "{m} x {k}, {mc} rows per block");
             }
-            assert_eq!(order, expected, "{m} x {k}");
         }
     }
 
@@ -826,8 +871,9 @@ mod tests {
         // value). The last case has runs shorter than a line, 14 or 16 values apart.
         let a = vec![0.0f64; 700 * 600];
         let line = |v: &f64| (v as *const f64).addr() / LINE * LINE;
+        const MC: usize = MC_DEFAULT;
         for (m, k, lda) in [(300, 600, 603), (MC, KC + 5, 299), (5, KC + 3, 19)] {
-            let blocks = Blocks { m, k };
+            let blocks = Blocks { m, k, mc: MC };
             for at in 1..blocks.count() {
                 let (i1, k0) = blocks.at(at);
                 let (mc, kc) = (MC.min(m - i1), KC.min(k - k0));

@@ -5,12 +5,14 @@
 //! matrixmultiply 0.3.11's `dgemm` for f64, with its AVX-512 kernel), the seeded generator
 //! ([`rng`]: xoshiro256++ with splitmix64 seeding), standard normals ([`normal`]: the ziggurat
 //! of `rand_distr`, bit for bit), sampling estimates with Student-t intervals ([`estimate`]),
-//! and the test suites' named tolerances ([`tolerance`]).
+//! the processor at hand and its caches ([`cpu`]), and the test suites' named tolerances
+//! ([`tolerance`]).
 //!
 //! This is the only crate of the workspace allowed `unsafe` (SIMD intrinsics and the raw
 //! pointers of the GEMM kernels, plus the two libc calls in [`sys`]); every other crate
 //! carries `#![deny(unsafe_code)]`. Nothing here imports from the crates above it.
 
+pub mod cpu;
 pub mod estimate;
 pub mod exact_dgemm;
 pub mod gemm;

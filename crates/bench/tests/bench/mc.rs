@@ -144,10 +144,20 @@ fn all_measures_every_target_and_lists_them() {
         .nth(1)
         .unwrap_or_else(|| panic!("no summary: {out}"));
     assert!(out.contains("[1/1] normscope f32: 40 steps in"), "{out}");
-    let lines: Vec<&str> = summary.lines().collect();
-    // 2 precisions x (GEMM share, PyTorch ratio, memory at L = 3, training ratio, train-grid
-    // ratio) + tally + note.
+    let all: Vec<&str> = summary.lines().collect();
+    // The machine, then 2 precisions x (GEMM share, PyTorch ratio, memory at L = 3, training
+    // ratio, train-grid ratio) with the machine beside each, + tally + note.
+    let machine = all[0]
+        .strip_prefix("machine: ")
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert!(machine.contains("f64 kernel blocks of "), "{machine}");
+    let lines = &all[1..];
     assert_eq!(lines.len(), 2 * 5 + 2, "{summary}");
+    let beside = format!(" [{machine}]");
+    assert!(
+        lines[..10].iter().all(|l| l.ends_with(&beside)),
+        "{summary}"
+    );
     for p in ["f64", "f32"] {
         for needle in [
             format!(
