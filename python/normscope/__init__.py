@@ -63,7 +63,7 @@ def _is_sequence(v):
         hasattr(v, "__iter__") and not isinstance(v, (str, bytes, os.PathLike, dict)))
 
 
-def _argv(command, params, settings):
+def _argv(params, settings):
     """Flags for ``settings``, each as ``--flag=value`` (a value starting with ``-`` stays a
     value): True gives a flag, False and None leave it out; a list stands for a
     comma-separated value where the command line takes one (strings), and gives a repeatable
@@ -138,7 +138,7 @@ def _say(notes):
 def _call(command, params, settings, progress):
     bar = _Bar() if progress else None
     try:
-        value, notes = _normscope.run(command, _argv(command, params, settings), bar)
+        value, notes = _normscope.run(command, _argv(params, settings), bar)
     finally:
         if bar is not None:
             bar.close()
@@ -170,7 +170,7 @@ def _command_function(name, command, takes_progress):
 
 
 def _expand(**settings):
-    frame, latex, notes = _normscope.expand(_argv("expand", _EXPAND_PARAMS, settings))
+    frame, latex, notes = _normscope.expand(_argv(_EXPAND_PARAMS, settings))
     _say(notes)
     return frame, latex
 

@@ -144,8 +144,11 @@ fn write_out(outcome: Outcome) -> normscope::Result<Value> {
     let out = outcome.out.clone();
     let (value, copy) = match outcome.produced {
         Produced::Table { frame, format, .. } => {
-            // The command line's check of `--format` against `--out` (Parquet needs a file).
-            normscope::output::table::Format::chosen(format, out.as_deref())?;
+            // The command line's check of `--format` without `--out` (Parquet needs a file);
+            // with one, `app::write` makes it.
+            if out.is_none() {
+                normscope::output::table::Format::chosen(format, None)?;
+            }
             (
                 Value::Frame(frame.clone()),
                 Produced::Table {
@@ -214,9 +217,9 @@ fn expand(py: Python<'_>, argv: Vec<String>) -> PyResult<(PyDataFrame, String, V
     };
     let (frame, latex, notes) = drive(py, None, move || {
         let mut notes = Vec::new();
-        let (frame, latex) = app::expand_both(&a, &mut notes)?;
-        if a.out.is_some() {
-            write_out(app::run(Command::Expand(a), &mut Vec::new())?)?;
+        let (frame, latex, outcome) = app::expand_both(&a, &mut notes)?;
+        if let Some(outcome) = outcome {
+            write_out(outcome)?;
         }
         Ok((frame, latex, notes))
     })?;
@@ -247,14 +250,15 @@ fn csv(frame: PyDataFrame) -> PyResult<String> {
     String::from_utf8(bytes).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
-/// The keyword arguments of `command`'s function: `(name, flag, kind, default, help)`.
+/// The keyword arguments of `command`'s function: `(name, flag, kind, default as a Python
+/// literal, help)`.
 #[pyfunction]
-fn params(command: &str) -> Vec<(String, String, &'static str, Option<String>, String)> {
+fn params(command: &str) -> Vec<(String, String, &'static str, String, String)> {
     app::python::params(command)
         .into_iter()
         .map(|p| {
             let default = app::python::python_default(&p);
-            (p.name, p.flag, p.kind.name(), Some(default), p.help)
+            (p.name, p.flag, p.kind.name(), default, p.help)
         })
         .collect()
 }

@@ -206,22 +206,30 @@ fn out_path(out: &Option<PathBuf>) -> crate::Result<Option<&Path>> {
 }
 
 /// The coefficients of `normscope expand`'s settings as the table `--format csv` writes
-/// (`preset,depth,layer,source,expression,latex,value,missing`), and its LaTeX rendering.
+/// (`preset,depth,layer,source,expression,latex,value,missing`), its LaTeX rendering, and,
+/// when `--out` is given, the outcome the command writes there (in `--format`); one expansion
+/// for all three.
 pub fn expand_both(
     a: &cli::ExpandArgs,
     notes: &mut Vec<String>,
-) -> crate::Result<(DataFrame, String)> {
-    out_path(&a.out)?;
+) -> crate::Result<(DataFrame, String, Option<Outcome>)> {
+    let out = out_path(&a.out)?.map(Path::to_path_buf);
     let (preset, model, subs) = expand_request(a)?;
-    let frame = render::coefficients(&preset, &model, &subs, notes)?;
-    let latex = render::render(
+    let (frame, mut texts) = render::coefficients(
         &preset,
         &model,
         &subs,
-        render::Format::Latex,
-        &mut Vec::new(),
+        &[render::Format::Latex, a.format],
+        notes,
     )?;
-    Ok((frame, String::from_utf8_lossy(&latex).into_owned()))
+    let bytes = texts.pop().unwrap_or_default();
+    let latex = String::from_utf8_lossy(&texts.pop().unwrap_or_default()).into_owned();
+    let outcome = out.map(|out| Outcome {
+        produced: Produced::Bytes(bytes),
+        out: Some(out),
+        provenance: true,
+    });
+    Ok((frame, latex, outcome))
 }
 
 fn expand_request(a: &cli::ExpandArgs) -> crate::Result<(String, crate::model::ModelConfig, Subs)> {

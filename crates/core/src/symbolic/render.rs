@@ -136,7 +136,8 @@ fn expansion(
 
 /// The coefficients of preset `name`'s exact expansion as the tidy table `--format csv`
 /// writes: `preset,depth,layer,source,expression,latex,value,missing` (value missing, with
-/// the reason, where it is beyond f64). Notes as [`render`].
+/// the reason, where it is beyond f64), and the expansion rendered in each of `formats`, all
+/// from one expansion (its exact algebra is O(L^2) for some presets). Notes as [`render`].
 ///
 /// # Examples
 ///
@@ -148,9 +149,11 @@ fn expansion(
 /// use normscope_core::symbolic::{Subs, render};
 ///
 /// let model = RawModel { depth: 2, ..RawModel::default() }.check()?;
-/// let df = render::coefficients("post", &model, &Subs::default(), &mut Vec::new())?;
+/// let latex = render::Format::Latex;
+/// let (df, texts) = render::coefficients("post", &model, &Subs::default(), &[latex], &mut Vec::new())?;
 /// assert_eq!(df.height(), 3);
 /// assert_eq!(df.column("source")?.u64()?.get(2), Some(2));
+/// assert_eq!(texts[0], render::render("post", &model, &Subs::default(), latex, &mut Vec::new())?);
 /// # Ok(())
 /// # }
 /// ```
@@ -158,10 +161,15 @@ pub fn coefficients(
     name: &str,
     model: &ModelConfig,
     subs: &Subs,
+    formats: &[Format],
     notes: &mut Vec<String>,
-) -> Result<polars::prelude::DataFrame> {
+) -> Result<(polars::prelude::DataFrame, Vec<Vec<u8>>)> {
     let (spec, ex) = expansion(name, model, subs, notes)?;
-    coefficient_frame(&spec, &ex)
+    let texts = formats
+        .iter()
+        .map(|&f| formatted(&spec, &ex, model, f))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((coefficient_frame(&spec, &ex)?, texts))
 }
 
 fn coefficient_frame(
@@ -207,6 +215,16 @@ pub fn render(
     notes: &mut Vec<String>,
 ) -> Result<Vec<u8>> {
     let (spec, ex) = expansion(name, model, subs, notes)?;
+    formatted(&spec, &ex, model, format)
+}
+
+/// `ex` (of `spec` under `model`) in `format`.
+fn formatted(
+    spec: &crate::spec::StackSpec,
+    ex: &symbolic::Expansion,
+    model: &ModelConfig,
+    format: Format,
+) -> Result<Vec<u8>> {
     let l = ex.depth;
     let symbols: Vec<String> = ex
         .symbols
@@ -264,7 +282,7 @@ pub fn render(
             out.push_str(&latex_align(&format!("x_{{{l}}}"), "=", &terms));
         }
         Format::Csv => {
-            let mut df = coefficient_frame(&spec, &ex)?;
+            let mut df = coefficient_frame(spec, ex)?;
             let mut buf = Vec::new();
             crate::output::table::write_csv(&mut df, &mut buf)?;
             return Ok(buf);
