@@ -114,7 +114,7 @@ def run_loop(dumps):
     the summed seconds of the training loops)."""
     losses, seconds = [], 0.0
     for dump in dumps:
-        l, s = ref.train(dump)
+        l, s, _ = ref.train(dump)
         losses.append(l)
         seconds += s
     return losses, seconds

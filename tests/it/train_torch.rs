@@ -290,6 +290,27 @@ fn logged_losses(csv: &Path) -> Logged {
     (out, evals)
 }
 
+/// Runs `benches/<name>` with `args` and then the dump files, and parses its standard output
+/// as one JSON value; a failed run fails the test with the script's standard error.
+fn script_json(python: &str, name: &str, args: &[&str], dumps: &[PathBuf]) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("benches")
+        .join(name);
+    let out = Command::new(python)
+        .arg(&script)
+        .args(args)
+        .args(dumps)
+        .output()
+        .expect("the script runs");
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
 #[test]
 fn training_losses_match_pytorch() {
     let Some(python) = torch_or_skip() else {
@@ -315,20 +336,12 @@ fn training_losses_match_pytorch() {
     // One thread: PyTorch's OpenMP threads spin at barriers and slow down a hundredfold when
     // the cores are shared with other work (a parallel `cargo test`); agreement does not
     // depend on the thread count.
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/torch_train_reference.py");
-    let out = Command::new(&python)
-        .arg(&script)
-        .args(["--threads", "1", "--json"])
-        .args(&dumps)
-        .output()
-        .expect("the reference script runs");
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        script.display(),
-        String::from_utf8_lossy(&out.stderr)
+    let v = script_json(
+        &python,
+        "torch_train_reference.py",
+        &["--threads", "1", "--json"],
+        &dumps,
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
     let version = v["torch"].as_str().unwrap_or("?");
     let runs = v["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), cases.len());
@@ -397,4 +410,49 @@ fn training_losses_match_pytorch() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `benches/torch_ensemble.py`, the PyTorch side of `normscope-bench --train-grid`, runs on
+/// two seeds of one Post-LN cell, and its `torch.vmap` ensemble gives the losses of its eager
+/// loop over the seeds (`--check`: within the script's float64 bound, 1e-10 relative over the
+/// first 50 updates). The loop is `torch_train_reference.train`, so a change of that
+/// function's results breaks the ensemble script here rather than in a bench run (it did once:
+/// `train` gained a third result and the script stopped with "too many values to unpack").
+#[test]
+fn ensemble_script_agrees_with_its_loop() {
+    let Some(python) = torch_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut dumps = Vec::new();
+    for seed in ["0", "1"] {
+        let dump = dir.path().join(format!("seed{seed}.json"));
+        let mut args = vec!["--preset", "post"];
+        // LM without its closing `--seeds 0`.
+        let (shared, last) = LM.split_at(LM.len() - 2);
+        assert_eq!(last, ["--seeds", "0"]);
+        args.extend_from_slice(shared);
+        args.extend(["--seeds", seed, "--steps", "60"]);
+        normscope(&[args.as_slice(), &["--dump-init", dump.to_str().unwrap()]].concat());
+        dumps.push(dump);
+    }
+    let v = script_json(
+        &python,
+        "torch_ensemble.py",
+        &["--json", "--check", "--mode", "both", "--repeats", "1"]
+            .into_iter()
+            .chain(["--threads", "1", "--dtype", "float64"])
+            .collect::<Vec<_>>(),
+        &dumps,
+    );
+    let check = &v["check"];
+    println!(
+        "ensemble vs loop (PyTorch {}): max relative difference {} over {} updates",
+        v["torch"], check["max_rel"], check["steps"]
+    );
+    assert_eq!(check["ok"], serde_json::Value::Bool(true), "{v}");
+    assert_eq!(check["steps"], 50, "{v}");
+    for key in ["loop_seconds", "vmap_seconds"] {
+        assert_eq!(v[key].as_array().map(Vec::len), Some(1), "{key}: {v}");
+    }
 }

@@ -23,7 +23,8 @@ pub fn verdict(met: bool) -> &'static str {
 }
 
 /// Runs `python script args...` and parses its standard output as one JSON value; `what`
-/// names the script in errors (a failed run reports its last line of standard error).
+/// names the script in errors (a failed run reports its last line of standard error,
+/// [`failure_text`]).
 pub fn python_json(
     python: &str,
     script: &std::path::Path,
@@ -39,16 +40,32 @@ pub fn python_json(
             source: e,
         })?;
     if !out.status.success() {
-        return Err(Error::Unsupported(format!(
-            "{what} did not run ({}); install it with `pip install torch` or pass --python",
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("no output")
+        return Err(Error::Unsupported(failure_text(
+            what,
+            python,
+            script,
+            &String::from_utf8_lossy(&out.stderr),
         )));
     }
     serde_json::from_slice(&out.stdout)
         .map_err(|e| Error::Unsupported(format!("unreadable output of {what}: {e}")))
+}
+
+/// Why a Python script failed, from its standard error's last line: a missing PyTorch or
+/// numpy gets the install hint, anything else (an error in the script) the command to run by
+/// hand for the whole traceback.
+fn failure_text(what: &str, python: &str, script: &std::path::Path, stderr: &str) -> String {
+    let last = stderr.lines().last().unwrap_or("no output");
+    if last.contains("No module named 'torch'") || last.contains("No module named 'numpy'") {
+        format!(
+            "{what} did not run ({last}); install it with `pip install torch numpy` or pass --python"
+        )
+    } else {
+        format!(
+            "{what} failed ({last}); `{python} {}` with the same arguments shows the whole traceback",
+            script.display()
+        )
+    }
 }
 
 /// The precisions a bench measures: the one `--precision` names, else both.
@@ -63,4 +80,34 @@ pub fn names(precisions: &[Precision]) -> String {
         .map(|p| p.name())
         .collect::<Vec<_>>()
         .join(" and ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::failure_text;
+    use std::path::Path;
+
+    #[test]
+    fn a_missing_torch_and_a_failing_script_are_told_apart() {
+        let script = Path::new("benches/torch_ensemble.py");
+        let missing = failure_text(
+            "the PyTorch reference",
+            "python3",
+            script,
+            "Traceback (most recent call last):\nModuleNotFoundError: No module named 'torch'",
+        );
+        assert!(missing.contains("pip install torch numpy"), "{missing}");
+        let failed = failure_text(
+            "the PyTorch ensemble script",
+            "/v/bin/python",
+            script,
+            "  File \"x\", line 117\nValueError: too many values to unpack (expected 2)",
+        );
+        assert!(!failed.contains("pip install"), "{failed}");
+        assert!(
+            failed.contains("failed (ValueError: too many values to unpack (expected 2))")
+                && failed.contains("`/v/bin/python benches/torch_ensemble.py`"),
+            "{failed}"
+        );
+    }
 }

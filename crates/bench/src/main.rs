@@ -59,9 +59,37 @@ fn bench(a: &BenchArgs) -> normscope::Result<()> {
     // Refuses a bad --repeats (train::check) before anything is timed.
     let mut outcomes = mc::monte_carlo(a)?;
     if a.all {
-        outcomes.extend(train::bench(a)?);
-        outcomes.extend(grid::bench(a)?);
+        // A part that fails (a PyTorch script's error) is reported, its targets count as not
+        // measured, and the other parts and the summary still run; the run then fails.
+        type Part = fn(&BenchArgs) -> normscope::Result<Vec<summary::Outcome>>;
+        let parts: [(&str, String, Part); 2] = [
+            (
+                "training, normscope / PyTorch eager (f64 and f32)",
+                format!(">= {:.1}x", train::TARGET_TRAIN_VS_TORCH),
+                train::bench,
+            ),
+            (
+                "a training-analysis cell, normscope / PyTorch's better of loop and vmap",
+                format!(">= {:.1}x", grid::TARGET_GRID_VS_TORCH),
+                grid::bench,
+            ),
+        ];
+        let mut failed = None;
+        for (what, target, part) in parts {
+            match part(a) {
+                Ok(o) => outcomes.extend(o),
+                Err(e) => {
+                    errln!("{what}: {e}");
+                    let why = format!("the part failed: {e}");
+                    outcomes.push(summary::Outcome::not_measured(what.into(), target, &why));
+                    failed.get_or_insert(e);
+                }
+            }
+        }
         summary::print(&outcomes, a.quick)?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
     }
     Ok(())
 }

@@ -307,6 +307,7 @@ pub fn normscope_seconds(w: Workload, precision: Precision) -> Result<EngineRun>
         flops,
         product_seconds,
         pass_seconds: gemm::pass_seconds(),
+        draw_seconds: gemm::draw_seconds(),
         memory,
     })
 }
@@ -324,6 +325,8 @@ pub struct EngineRun {
     /// Seconds of the forward and backward passes less their weight drawing, summed over
     /// threads ([`gemm::pass_seconds`]).
     pub pass_seconds: f64,
+    /// Seconds of drawing the blocks' weights, summed over threads ([`gemm::draw_seconds`]).
+    pub draw_seconds: f64,
     /// The memory mode `--memory auto` chose (`held` or `streamed`).
     pub memory: &'static str,
 }
@@ -345,6 +348,11 @@ impl EngineRun {
     /// Share of the wall time spent in products (per thread).
     pub fn product_share(&self, threads: usize) -> f64 {
         self.product_seconds / threads as f64 / self.seconds
+    }
+
+    /// Share of the wall time spent drawing weights (per thread).
+    pub fn draw_share(&self, threads: usize) -> f64 {
+        self.draw_seconds / threads as f64 / self.seconds
     }
 }
 
@@ -561,6 +569,13 @@ fn round(
         gf,
         100.0 * run.product_share(threads),
         run.product_rate(threads)
+    )?;
+    let (products, draws) = (run.product_share(threads), run.draw_share(threads));
+    outln!(
+        "{label}normscope's wall time ({name}): products {:.1}%, weight drawing {:.1}%, the rest (norms, activations, statistics, memory) {:.1}%",
+        100.0 * products,
+        100.0 * draws,
+        100.0 * (1.0 - products - draws)
     )?;
     let rate = run.pass_rate(threads);
     let share = rate / best;

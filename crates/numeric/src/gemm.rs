@@ -437,6 +437,13 @@ pub fn pass_seconds() -> f64 {
     (pass - draw).max(0.0) * 1e-9
 }
 
+/// Seconds, summed over threads, of drawing the blocks' weights ([`Timed::Draw`]), inside or
+/// outside the passes.
+#[cfg(feature = "timing")]
+pub fn draw_seconds() -> f64 {
+    DRAW_NANOS.load(Ordering::Relaxed) as f64 * 1e-9
+}
+
 /// FLOPs (`2 m k n` per product) and seconds spent inside the kernels of [`mul`] and
 /// [`mul_into`] (not `mul_into`'s f64 products with a dimension of 5 or less, which nalgebra
 /// computes), summed over every thread since [`count_products`] started counting

@@ -19,6 +19,7 @@
 //! ([`fill_polar`]) and Box-Muller ([`fill_box_muller`]), all exact in law but none faster here,
 //! so none is used by the engine.
 
+use crate::gemm::Real;
 use rand::Rng;
 
 /// The ziggurat's base-strip edge `R` (rand_distr's `ZIG_NORM_R`).
@@ -272,26 +273,27 @@ pub fn fill<R: Rng + Clone>(rng: &mut R, buf: &mut [f64]) {
     *rng = r;
 }
 
-/// Fills `buf` in order with `s * z`, `z` from [`standard_normal`] (bit-identical to
-/// `s * StandardNormal.sample(rng)`).
-pub fn fill_scaled<R: Rng + Clone>(rng: &mut R, buf: &mut [f64], s: f64) {
+/// Fills `buf` in order with `s * z` rounded to `T` ([`Real::of`], exact for f64), `z` from
+/// [`standard_normal`] (bit-identical to `s * StandardNormal.sample(rng)`, then rounded): an
+/// f32 buffer gets the f64 values rounded without an f64 copy beside it.
+pub fn fill_scaled<R: Rng + Clone, T: Real>(rng: &mut R, buf: &mut [T], s: f64) {
     let mut r = rng.clone();
     for v in buf.iter_mut() {
-        *v = s * standard_normal_local(&mut r);
+        *v = T::of(s * standard_normal_local(&mut r));
     }
     *rng = r;
 }
 
-/// Fills `buf` in order with `s * z`, `z` a standard normal conditioned on `|z| <= limit` by
-/// rejection (redraw [`standard_normal`] until it holds), bit-identical to the same loop over
-/// `StandardNormal.sample(rng)`.
-pub fn fill_truncated<R: Rng + Clone>(rng: &mut R, buf: &mut [f64], limit: f64, s: f64) {
+/// Fills `buf` in order with `s * z` rounded to `T` ([`Real::of`]), `z` a standard normal
+/// conditioned on `|z| <= limit` by rejection (redraw [`standard_normal`] until it holds),
+/// bit-identical to the same loop over `StandardNormal.sample(rng)`, then rounded.
+pub fn fill_truncated<R: Rng + Clone, T: Real>(rng: &mut R, buf: &mut [T], limit: f64, s: f64) {
     let mut r = rng.clone();
     for v in buf.iter_mut() {
         *v = loop {
             let z = standard_normal_local(&mut r);
             if z.abs() <= limit {
-                break s * z;
+                break T::of(s * z);
             }
         };
     }

@@ -47,3 +47,54 @@ fn ratio_to_the_better_torch_mode() {
         .unwrap_or_else(|| panic!("no ratio line: {out}"));
     assert!(verdict.contains("target >= 3.0x: "), "{verdict}");
 }
+
+/// `--all` with a part that fails (here an ensemble script that raises): the error is printed,
+/// that part's target is "not measured" with the reason in the summary, the other targets are
+/// still judged, and the run exits non-zero. Needs PyTorch (the Monte Carlo part runs it).
+#[test]
+fn a_failing_part_of_all_leaves_the_summary_and_fails_the_run() {
+    let python = match common::torch_python() {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("raises.py");
+    std::fs::write(&script, "raise ValueError('boom')\n").unwrap();
+    let o = common::bench(&[
+        "--all",
+        "--quick",
+        "--repeats",
+        "1",
+        "--python",
+        &python,
+        "--ensemble-script",
+        script.to_str().unwrap(),
+    ]);
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(!o.status.success(), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("a training-analysis cell"))
+        .unwrap_or_else(|| panic!("no line for the failed part: {out}"));
+    assert!(
+        line.contains("the part failed") && line.contains("ValueError: boom"),
+        "{line}"
+    );
+    assert!(line.contains(", not measured ["), "{line}");
+    assert!(!line.contains("pip install"), "{line}");
+    assert!(out.contains("1 not measured"), "{out}");
+    assert!(
+        out.contains("training normscope f32 / pytorch float32"),
+        "{out}"
+    );
+    assert!(
+        err.contains("ensemble script failed (ValueError: boom)"),
+        "{err}"
+    );
+}

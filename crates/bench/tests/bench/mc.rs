@@ -55,6 +55,26 @@ fn quick_bench_prints_every_line_for_both_precisions() {
                 has(&out, &[&format!("[{r}/3] gemm rate ({p}"), "better: "]),
                 "{p}: {out}"
             );
+            // Where the wall time went: three shares that add up to the whole.
+            let split = out
+                .lines()
+                .find(|l| l.starts_with(&format!("[{r}/3] normscope's wall time ({p}): ")))
+                .unwrap_or_else(|| panic!("{p}, round {r}: no split of the wall time: {out}"));
+            let shares: Vec<f64> = split
+                .split('%')
+                .filter_map(|part| part.rsplit(' ').next()?.parse().ok())
+                .collect();
+            assert_eq!(shares.len(), 3, "{split}");
+            assert!(
+                shares[..2].iter().all(|s| (0.0..=100.0).contains(s)),
+                "{split}"
+            );
+            let total: f64 = shares.iter().sum();
+            assert!((total - 100.0).abs() <= 0.15, "{split}");
+            assert!(
+                split.contains("products ") && split.contains("weight drawing "),
+                "{split}"
+            );
         }
         assert!(
             has(

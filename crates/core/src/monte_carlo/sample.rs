@@ -18,9 +18,9 @@ pub fn matrix(rng: &mut Rng, init: Init, rows: usize, cols: usize, scale: f64) -
     DMatrix::from_vec(rows, cols, data)
 }
 
-/// [`matrix`] rounded to `T` ([`Real::of`]), drawn [`ROUNDED_CHUNK`] entries at a time, so
-/// an f32 matrix never has an f64 copy beside it: the same draws in the same order, so the
-/// same values as rounding [`matrix`]'s result (for f64, [`matrix`] itself).
+/// [`matrix`] rounded to `T` ([`Real::of`]): each entry is drawn in f64 and rounded as it is
+/// written, so an f32 matrix never has an f64 copy beside it. The same draws in the same
+/// order, so the same values as rounding [`matrix`]'s result (for f64, [`matrix`] itself).
 pub fn matrix_in<T: Real>(
     rng: &mut Rng,
     init: Init,
@@ -28,28 +28,15 @@ pub fn matrix_in<T: Real>(
     cols: usize,
     scale: f64,
 ) -> DMatrix<T> {
-    if normscope_numeric::gemm::is_f64::<T>() {
-        return into_real(matrix(rng, init, rows, cols, scale));
-    }
-    let mut data = Vec::with_capacity(rows * cols);
-    let mut buf = [0.0; ROUNDED_CHUNK];
-    let mut left = rows * cols;
-    while left > 0 {
-        let part = &mut buf[..left.min(ROUNDED_CHUNK)];
-        fill(rng, init, rows, cols, scale, part);
-        data.extend(part.iter().map(|&x| T::of(x)));
-        left -= part.len();
-    }
+    let mut data = vec![T::zero(); rows * cols];
+    fill(rng, init, rows, cols, scale, &mut data);
     DMatrix::from_vec(rows, cols, data)
 }
 
-/// Entries [`matrix_in`] draws in f64 before rounding them (32 KB: in L1 cache).
-pub const ROUNDED_CHUNK: usize = 4096;
-
 /// The next `data.len()` entries, in column-major order, of a `rows x cols` matrix drawn from
-/// `init` times `scale` ([`matrix`]); each entry's draws depend only on the stream, so
-/// filling a matrix in several calls gives the same entries as one call.
-fn fill(rng: &mut Rng, init: Init, rows: usize, cols: usize, scale: f64, data: &mut [f64]) {
+/// `init` times `scale` ([`matrix`]), each rounded to `T`; each entry's draws depend only on
+/// the stream, so filling a matrix in several calls gives the same entries as one call.
+fn fill<T: Real>(rng: &mut Rng, init: Init, rows: usize, cols: usize, scale: f64, data: &mut [T]) {
     let (fan_in, fan_out) = (cols as f64, rows as f64);
     match init {
         Init::Xavier | Init::He => {
@@ -59,7 +46,7 @@ fn fill(rng: &mut Rng, init: Init, rows: usize, cols: usize, scale: f64, data: &
         Init::TorchDefault => {
             let b = 1.0 / fan_in.sqrt();
             for v in data.iter_mut() {
-                *v = scale * rng.random_range(-b..b);
+                *v = T::of(scale * rng.random_range(-b..b));
             }
         }
         Init::Bert => normal::fill_truncated(rng, data, 2.0, scale * BERT_STD),
@@ -110,7 +97,6 @@ mod tests {
 
     #[test]
     fn rounded_matrices_are_the_f64_ones_rounded_from_the_same_stream() {
-        // 3 x 4000 spans several ROUNDED_CHUNKs with a remainder.
         for init in Init::ALL {
             let (mut a, mut b) = (Rng::seed_from_u64(11), Rng::seed_from_u64(11));
             let wide = matrix(&mut a, init, 3, 4000, 0.7);
