@@ -33,6 +33,21 @@ use std::time::Instant;
 /// The target: normscope's cell at least this many times faster than PyTorch's better way.
 pub const TARGET_GRID_VS_TORCH: f64 = 3.0;
 
+/// The summary's name of the training-grid cell's line in `p`, and its threshold as printed
+/// (f32 only; f64's ratio is printed without one).
+pub fn target(p: Precision) -> (String, String) {
+    let what = format!(
+        "train-grid cell normscope {} / pytorch {} better of loop and vmap ({VERDICT_STATISTIC}s)",
+        p.name(),
+        p.torch_dtype()
+    );
+    let target = match p {
+        Precision::F32 => format!(">= {TARGET_GRID_VS_TORCH:.1}x"),
+        Precision::F64 => "none (printed)".to_string(),
+    };
+    (what, target)
+}
+
 /// One cell of the grid.
 #[derive(Clone, Copy, Debug)]
 pub struct GridWorkload {
@@ -195,15 +210,7 @@ pub fn bench(a: &crate::args::BenchArgs) -> Result<Vec<Outcome>> {
             vmapped.push(v);
             version = ver;
         }
-        let what = format!(
-            "train-grid cell normscope {} / pytorch {} better of loop and vmap ({VERDICT_STATISTIC}s)",
-            p.name(),
-            p.torch_dtype()
-        );
-        let target = match p {
-            Precision::F32 => format!(">= {TARGET_GRID_VS_TORCH:.1}x"),
-            Precision::F64 => "none (printed)".to_string(),
-        };
+        let (what, target) = target(p);
         outln!(
             "normscope {}: {VERDICT_STATISTIC} {:.2} s",
             p.name(),

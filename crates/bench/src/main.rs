@@ -37,6 +37,7 @@ mod summary;
 mod train;
 
 use args::BenchArgs;
+use normscope::monte_carlo::Precision;
 use std::process::ExitCode;
 
 fn bench(a: &BenchArgs) -> normscope::Result<()> {
@@ -60,28 +61,26 @@ fn bench(a: &BenchArgs) -> normscope::Result<()> {
     let mut outcomes = mc::monte_carlo(a)?;
     if a.all {
         // A part that fails (a PyTorch script's error) is reported, its targets count as not
-        // measured, and the other parts and the summary still run; the run then fails.
+        // measured, and the other parts and the summary still run; the run then fails. A
+        // console that cannot be written to ends the run at once.
         type Part = fn(&BenchArgs) -> normscope::Result<Vec<summary::Outcome>>;
-        let parts: [(&str, String, Part); 2] = [
-            (
-                "training, normscope / PyTorch eager (f64 and f32)",
-                format!(">= {:.1}x", train::TARGET_TRAIN_VS_TORCH),
-                train::bench,
-            ),
-            (
-                "a training-analysis cell, normscope / PyTorch's better of loop and vmap",
-                format!(">= {:.1}x", grid::TARGET_GRID_VS_TORCH),
-                grid::bench,
-            ),
+        type Target = fn(Precision) -> (String, String);
+        let parts: [(&str, Part, Target); 2] = [
+            ("training", train::bench, train::target),
+            ("a training-analysis cell", grid::bench, grid::target),
         ];
         let mut failed = None;
-        for (what, target, part) in parts {
+        for (name, part, target) in parts {
             match part(a) {
                 Ok(o) => outcomes.extend(o),
+                Err(e @ normscope::Error::Console { .. }) => return Err(e),
                 Err(e) => {
-                    errln!("{what}: {e}");
+                    errln!("{name}: {e}");
                     let why = format!("the part failed: {e}");
-                    outcomes.push(summary::Outcome::not_measured(what.into(), target, &why));
+                    for p in common::precisions(a.precision) {
+                        let (what, threshold) = target(p);
+                        outcomes.push(summary::Outcome::not_measured(what, threshold, &why));
+                    }
                     failed.get_or_insert(e);
                 }
             }

@@ -572,7 +572,7 @@ fn round(
     )?;
     let (products, draws) = (run.product_share(threads), run.draw_share(threads));
     outln!(
-        "{label}normscope's wall time ({name}): products {:.1}%, weight drawing {:.1}%, the rest (norms, activations, statistics, memory) {:.1}%",
+        "{label}normscope's wall time ({name}): products {:.1}%, weight drawing {:.1}%, the rest (norms, activations, statistics, memory, waiting) {:.1}%",
         100.0 * products,
         100.0 * draws,
         100.0 * (1.0 - products - draws)

@@ -228,6 +228,18 @@ fn range(xs: &[f64], decimals: usize, unit: &str) -> String {
 /// PyTorch eager's, in each precision (f64 against float64, f32 against float32).
 pub const TARGET_TRAIN_VS_TORCH: f64 = 2.0;
 
+/// The summary's name of the training target in `p`, and its threshold as printed.
+pub fn target(p: Precision) -> (String, String) {
+    (
+        format!(
+            "training normscope {} / pytorch {} ({VERDICT_STATISTIC}s)",
+            p.name(),
+            p.torch_dtype()
+        ),
+        format!(">= {TARGET_TRAIN_VS_TORCH:.1}x"),
+    )
+}
+
 /// The most repetitions a bench takes (each repeats whole workloads of seconds to minutes).
 pub const MAX_REPEATS: usize = 1000;
 
@@ -300,12 +312,7 @@ pub fn bench(a: &crate::args::BenchArgs) -> Result<Vec<Outcome>> {
     };
     let mut outcomes = Vec::new();
     for p in precisions {
-        let what = format!(
-            "training normscope {} / pytorch {} ({VERDICT_STATISTIC}s)",
-            p.name(),
-            p.torch_dtype()
-        );
-        let target = format!(">= {TARGET_TRAIN_VS_TORCH:.1}x");
+        let (what, target) = target(p);
         let cfg = w.config(p)?;
         let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
         let mut version = String::new();

@@ -17,10 +17,13 @@
 //! [`bench_samplers`] times it against the alternatives measured: the same
 //! ziggurat with the rare paths deferred per chunk ([`fill_batched`]), Marsaglia's polar method
 //! ([`fill_polar`]) and Box-Muller ([`fill_box_muller`]), all exact in law but none faster here,
-//! so none is used by the engine.
+//! so none is used by the engine; and two vectorized ones ([`vectorized`]): the same values a
+//! block of draws at a time with AVX-512, and a lower bound for eight streams side by side.
 
 use crate::gemm::Real;
 use rand::Rng;
+
+pub mod vectorized;
 
 /// The ziggurat's base-strip edge `R` (rand_distr's `ZIG_NORM_R`).
 #[allow(clippy::excessive_precision)]
@@ -397,6 +400,9 @@ fn box_muller_pair<R: Rng + ?Sized>(rng: &mut R) -> (f64, f64) {
 /// - `ziggurat+alloc`: [`fill`] into a new zeroed `Vec`, allocation included (what
 ///   `sample::matrix` does before wrapping the `Vec` in a `DMatrix`);
 /// - `ziggurat-batched`: [`fill_batched`];
+/// - `ziggurat-block`: [`vectorized::fill_block`], the same values a block of draws at a time;
+/// - `eight-streams-floor`: [`vectorized::eight_streams_floor`], a lower bound for eight
+///   generators side by side (not a sampler; only where AVX-512 is present);
 /// - `polar`: [`fill_polar`];
 /// - `box-muller`: [`fill_box_muller`].
 ///
@@ -425,20 +431,28 @@ pub fn bench_samplers(count: usize) -> Vec<(&'static str, f64)> {
         fill(rng, &mut v);
         black_box(v);
     }
+    fn eight_streams(_: &mut Xoshiro, buf: &mut [f64]) {
+        black_box(vectorized::eight_streams_floor(buf));
+    }
     type Fill = fn(&mut Xoshiro, &mut [f64]);
-    let samplers: [(&'static str, Fill); 7] = [
+    let samplers: [(&'static str, Fill); 9] = [
         ("from_fn+StandardNormal", from_fn),
         ("loop+StandardNormal", loop_sn),
         ("ziggurat", fill),
         ("ziggurat+alloc", fill_alloc),
         ("ziggurat-batched", fill_batched),
+        ("ziggurat-block", vectorized::fill_block),
+        ("eight-streams-floor", eight_streams),
         ("polar", fill_polar),
         ("box-muller", fill_box_muller),
     ];
     let count = count.max(1);
     let mut buf = vec![0.0; count];
+    let mut probe = [0.0; 8];
+    let floor = vectorized::eight_streams_floor(&mut probe).is_some();
     samplers
         .iter()
+        .filter(|&&(name, _)| floor || name != "eight-streams-floor")
         .map(|&(name, f)| {
             let mut rng = Xoshiro::seed_from_u64(0x5EED);
             f(&mut rng, &mut buf);
