@@ -121,6 +121,7 @@ fn next_set(bits: &[u64; BLOCK / 64], from: usize, n: usize) -> usize {
 /// rectangle test `|x| < X[i+1]` fails (the other bits cleared).
 fn candidates(draws: &[u64], xs: &mut [f64], rejected: &mut [u64; BLOCK / 64]) {
     *rejected = [0; BLOCK / 64];
+    let xs = &mut xs[..draws.len()];
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: AVX-512F is present (checked above); the slices have equal lengths.
@@ -265,39 +266,111 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_block_sampler_handles_a_slow_path_at_the_last_draw_of_a_block() {
-        // A stream whose draw 255 (the last of the first block) fails the rectangle test: its
-        // slow path has no draw left in the block and reads the generator.
-        let seed = (0u64..)
+    /// Whether draw `d` fails the rectangle test.
+    fn fails(d: u64) -> bool {
+        let (i, _, x) = candidate(d);
+        x.abs() >= ZIG_NORM_X[i + 1]
+    }
+
+    /// The first seed whose first block (256 draws) has its first rejected candidate at draw
+    /// `at` and satisfies `then` on that draw and the next (if any).
+    fn seed_with_rejection_at(at: usize, then: impl Fn(u64, Option<u64>) -> bool) -> u64 {
+        (0u64..2_000_000)
             .find(|&s| {
                 let mut r = Xoshiro::seed_from_u64(s);
                 let draws: Vec<u64> = (0..BLOCK).map(|_| r.next_u64()).collect();
-                let fails = |d: u64| {
-                    let (i, _, x) = candidate(d);
-                    x.abs() >= ZIG_NORM_X[i + 1]
-                };
-                draws[..BLOCK - 1].iter().all(|&d| !fails(d)) && fails(draws[BLOCK - 1])
+                draws[..at].iter().all(|&d| !fails(d))
+                    && fails(draws[at])
+                    && then(draws[at], draws.get(at + 1).copied())
             })
-            .expect("such a seed");
+            .expect("such a seed")
+    }
+
+    /// Whether the wedge test accepts rejected candidate `d` with the uniform of draw `next`
+    /// (layer 0, the tail, reads two more draws and counts as not accepted).
+    fn wedge_accepts(d: u64, next: u64) -> bool {
+        let (i, _, x) = candidate(d);
+        let u = (next >> 11) as f64 / (1u64 << 53) as f64;
+        i != 0
+            && super::super::ZIG_NORM_F[i + 1]
+                + (super::super::ZIG_NORM_F[i] - super::super::ZIG_NORM_F[i + 1]) * u
+                < super::super::pdf(x)
+    }
+
+    fn same_as_sequential(seed: u64, what: &str) {
         let (mut a, mut b) = (Xoshiro::seed_from_u64(seed), Xoshiro::seed_from_u64(seed));
         let (mut x, mut y) = (vec![0.0; 600], vec![0.0; 600]);
         super::super::fill(&mut a, &mut x);
         fill_block(&mut b, &mut y);
-        assert_eq!(x, y, "seed {seed}");
-        assert_eq!(a, b, "seed {seed}");
+        assert_eq!(x, y, "{what}: seed {seed}");
+        assert_eq!(a, b, "{what}: seed {seed}");
     }
 
     #[test]
-    fn the_floor_counts_rejections_at_the_ziggurat_rate() {
-        let mut out = vec![0.0; 1 << 16];
+    fn the_block_sampler_handles_slow_paths_at_a_blocks_end() {
+        // The last draw rejected: its slow path finds the block empty and reads the generator.
+        let last = seed_with_rejection_at(BLOCK - 1, |_, _| true);
+        same_as_sequential(last, "a rejection at the last draw");
+        // The last but one rejected and accepted by the wedge test: its slow path takes
+        // exactly the block's last draw, which must not also be read as a candidate.
+        let exact = seed_with_rejection_at(BLOCK - 2, |d, n| wedge_accepts(d, n.unwrap()));
+        same_as_sequential(exact, "a slow path ending at the block's end");
+        // The last but one rejected and not accepted by the wedge: its slow path takes the
+        // block's last draw, then new draws from the generator.
+        let past = seed_with_rejection_at(BLOCK - 2, |d, n| !wedge_accepts(d, n.unwrap()));
+        same_as_sequential(past, "a slow path reading past the block");
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn avx512_and_scalar_candidates_agree() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("skipped: no AVX-512 here");
+            return;
+        }
+        let mut r = Xoshiro::seed_from_u64(9);
+        for n in [BLOCK, 200, 64, 63, 1] {
+            let draws: Vec<u64> = (0..n).map(|_| r.next_u64()).collect();
+            let (mut xa, mut xs) = (vec![0.0; n], vec![0.0; n]);
+            // Cleared flags, as `candidates` leaves them before either path.
+            let (mut ra, mut rs) = ([0u64; BLOCK / 64], [0u64; BLOCK / 64]);
+            // SAFETY: AVX-512F is present (checked above); equal lengths.
+            unsafe { candidates_avx512(&draws, &mut xa, &mut ra) };
+            candidates_scalar(&draws, &mut xs, &mut rs, 0);
+            let same = xa.iter().zip(&xs).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same && ra == rs, "{n} draws");
+        }
+    }
+
+    #[test]
+    fn the_floor_is_eight_xoshiro_streams_of_candidates() {
+        let mut out = vec![0.0; 1 << 12];
         let Some(missed) = eight_streams_floor(&mut out) else {
+            eprintln!("skipped: no AVX-512 here");
             return;
         };
-        // About 1.2% of candidates fail the rectangle test, so about 9% of groups of eight.
-        let groups = (out.len() / 8) as f64;
-        let rate = missed as f64 / groups;
-        assert!((0.04..0.16).contains(&rate), "{rate}");
-        assert!(out.iter().all(|x| x.abs() < ZIG_NORM_X[0]));
+        // Lane l is xoshiro256++ from state words (seed l, 8 + l, 16 + l, 24 + l), each group's
+        // entry l the candidate of its next draw.
+        let mut lanes: Vec<Xoshiro> = (0..8)
+            .map(|l| {
+                let words = [l, 8 + l, 16 + l, 24 + l].map(|k| crate::rng::splitmix64(k as u64));
+                let mut bytes = [0u8; 32];
+                for (chunk, w) in bytes.chunks_mut(8).zip(words) {
+                    chunk.copy_from_slice(&w.to_le_bytes());
+                }
+                Xoshiro::from_seed(bytes)
+            })
+            .collect();
+        let mut expected_missed = 0;
+        for group in out.chunks_exact(8) {
+            let mut any = false;
+            for (l, &x) in group.iter().enumerate() {
+                let d = lanes[l].next_u64();
+                assert_eq!(x.to_bits(), candidate(d).2.to_bits());
+                any |= fails(d);
+            }
+            expected_missed += usize::from(any);
+        }
+        assert_eq!(missed, expected_missed);
     }
 }
