@@ -19,3 +19,11 @@ pub fn torch_python() -> Result<String, String> {
         ))
     }
 }
+
+/// [`torch_python`], or `None` after printing `skipped: no PyTorch: <why>` (the test then
+/// returns early and passes).
+pub fn torch_or_skip() -> Option<String> {
+    torch_python()
+        .inspect_err(|why| println!("skipped: no PyTorch: {why}"))
+        .ok()
+}

@@ -110,15 +110,7 @@ pub fn output_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
 
 #[path = "../../support/torch_python.rs"]
 mod torch;
-pub use torch::torch_python;
-
-/// [`torch_python`], or `None` after printing `skipped: no PyTorch: <why>` (the test then
-/// returns and passes).
-pub fn torch_or_skip() -> Option<String> {
-    torch_python()
-        .inspect_err(|why| println!("skipped: no PyTorch: {why}"))
-        .ok()
-}
+pub use torch::torch_or_skip;
 
 /// Runs the `normscope` binary from the crate root with `args`.
 pub fn normscope(args: &[&str]) -> std::process::Output {

@@ -24,4 +24,4 @@ pub fn success_stdout(o: &Output) -> String {
 
 #[path = "../../../../tests/support/torch_python.rs"]
 mod torch;
-pub use torch::torch_python;
+pub use torch::torch_or_skip;

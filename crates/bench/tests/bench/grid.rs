@@ -28,12 +28,8 @@ fn repetitions_and_their_median_without_torch() {
 
 #[test]
 fn ratio_to_the_better_torch_mode() {
-    let python = match common::torch_python() {
-        Ok(p) => p,
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
+    let Some(python) = common::torch_or_skip() else {
+        return;
     };
     let out = stdout(&bench(&["--repeats", "1", "--python", &python]));
     assert!(out.contains("[1/1] pytorch "), "{out}");
@@ -54,12 +50,8 @@ fn ratio_to_the_better_torch_mode() {
 /// non-zero. Needs PyTorch (the Monte Carlo part runs it).
 #[test]
 fn a_failing_part_of_all_leaves_the_rest_and_the_summary_and_fails_the_run() {
-    let python = match common::torch_python() {
-        Ok(p) => p,
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
+    let Some(python) = common::torch_or_skip() else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("raises.py");

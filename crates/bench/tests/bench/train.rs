@@ -48,12 +48,8 @@ fn zero_repetitions_are_refused() {
 
 #[test]
 fn verdict_on_the_medians_against_torch() {
-    let python = match common::torch_python() {
-        Ok(p) => p,
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
+    let Some(python) = common::torch_or_skip() else {
+        return;
     };
     let out = stdout(&bench(&["--repeats", "2", "--python", &python]));
     assert!(out.contains("[2/2] pytorch "), "{out}");

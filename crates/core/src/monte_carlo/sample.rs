@@ -13,9 +13,7 @@ use rand::RngExt;
 /// deviations (by rejection). Entries are drawn in column-major order with [`normal`]'s
 /// ziggurat, bit-identical to `rand_distr::StandardNormal` draw for draw.
 pub fn matrix(rng: &mut Rng, init: Init, rows: usize, cols: usize, scale: f64) -> DMatrix<f64> {
-    let mut data = vec![0.0; rows * cols];
-    fill(rng, init, rows, cols, scale, &mut data);
-    DMatrix::from_vec(rows, cols, data)
+    matrix_in(rng, init, rows, cols, scale)
 }
 
 /// [`matrix`] rounded to `T` ([`Real::of`]): each entry is drawn in f64 and rounded as it is
