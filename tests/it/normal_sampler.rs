@@ -246,9 +246,14 @@ fn bench_reports_every_sampler() {
         "ziggurat-batched",
         "ziggurat-block",
     ];
-    // The eight-stream floor is AVX-512 code, timed only where it runs.
-    if normal::vectorized::eight_streams_floor(&mut [0.0; 8]).is_some() {
+    // The eight- and sixteen-lane code is AVX-512 code, timed only where it runs.
+    let avx512 = normal::vectorized::eight_streams_floor(&mut [0.0; 8]).is_some();
+    if avx512 {
         expected.push("eight-streams-floor");
+    }
+    expected.push("xoshiro-draws");
+    if avx512 {
+        expected.extend(["sixteen-lanes-f32", "sixteen-lanes-f32-floor"]);
     }
     expected.extend(["polar", "box-muller"]);
     assert_eq!(names, expected);

@@ -17,12 +17,15 @@
 //! [`bench_samplers`] times it against the alternatives measured: the same
 //! ziggurat with the rare paths deferred per chunk ([`fill_batched`]), Marsaglia's polar method
 //! ([`fill_polar`]) and Box-Muller ([`fill_box_muller`]), all exact in law but none faster here,
-//! so none is used by the engine; and two vectorized ones ([`vectorized`]): the same values a
-//! block of draws at a time with AVX-512, and a lower bound for eight streams side by side.
+//! so none is used by the engine; two vectorized ones ([`vectorized`]): the same values a
+//! block of draws at a time with AVX-512, and a lower bound for eight streams side by side;
+//! sixteen f32 lanes with the layer table in registers ([`lanes`], a stream change) and its
+//! common case alone; and the generator's draws alone, the floor of any sampler of the stream.
 
 use crate::gemm::Real;
 use rand::Rng;
 
+pub mod lanes;
 pub mod vectorized;
 
 /// The ziggurat's base-strip edge `R` (rand_distr's `ZIG_NORM_R`).
@@ -204,19 +207,23 @@ fn pdf(x: f64) -> f64 {
 #[inline(never)]
 #[cold]
 fn tail<R: Rng + ?Sized>(rng: &mut R, u: f64) -> f64 {
+    tail_beyond(rng, u, ZIG_NORM_R)
+}
+
+/// A standard normal conditioned on `|z| > r`, signed like `u`, by Marsaglia 1964's
+/// exponential rejection: `x = ln(U1) / r`, `y = ln(U2)` (`U` from [`open01`]) until
+/// `-2 y >= x^2`, then `r - x` (the draws and arithmetic of `rand_distr`'s `zero_case`).
+#[inline(always)]
+fn tail_beyond<R: Rng + ?Sized>(rng: &mut R, u: f64, r: f64) -> f64 {
     let mut x = 1.0f64;
     let mut y = 0.0f64;
     while -2.0 * y < x * x {
         let x_ = open01(rng);
         let y_ = open01(rng);
-        x = x_.ln() / ZIG_NORM_R;
+        x = x_.ln() / r;
         y = y_.ln();
     }
-    if u < 0.0 {
-        x - ZIG_NORM_R
-    } else {
-        ZIG_NORM_R - x
-    }
+    if u < 0.0 { x - r } else { r - x }
 }
 
 /// Everything after a failed rectangle test of candidate `(i, u, x)`: the tail (layer 0), the
@@ -403,6 +410,13 @@ fn box_muller_pair<R: Rng + ?Sized>(rng: &mut R) -> (f64, f64) {
 /// - `ziggurat-block`: [`vectorized::fill_block`], the same values a block of draws at a time;
 /// - `eight-streams-floor`: [`vectorized::eight_streams_floor`], a lower bound for eight
 ///   generators side by side (not a sampler; only where AVX-512 is present);
+/// - `xoshiro-draws`: the generator's 64-bit draws alone into the buffer, one per normal: a
+///   lower bound for any sampler of the stream, which takes at least one draw per normal (not a
+///   sampler);
+/// - `sixteen-lanes-f32`: [`lanes::fill`], f32 normals sixteen at a time from eight
+///   generators, the 128-layer table in registers (a stream change; only with AVX-512);
+/// - `sixteen-lanes-f32-floor`: [`lanes::floor`], its common case alone (not a sampler; only
+///   with AVX-512);
 /// - `polar`: [`fill_polar`];
 /// - `box-muller`: [`fill_box_muller`].
 ///
@@ -434,8 +448,27 @@ pub fn bench_samplers(count: usize) -> Vec<(&'static str, f64)> {
     fn eight_streams(_: &mut Xoshiro, buf: &mut [f64]) {
         black_box(vectorized::eight_streams_floor(buf));
     }
+    fn draws(rng: &mut Xoshiro, buf: &mut [f64]) {
+        use rand::Rng;
+        for v in buf.iter_mut() {
+            *v = f64::from_bits(rng.next_u64());
+        }
+    }
+    /// The f64 buffer's first `len` f32 slots (half its bytes), for the f32 samplers.
+    fn as_f32(buf: &mut [f64]) -> &mut [f32] {
+        let len = buf.len();
+        // SAFETY: the bytes of `len` f64 values hold `2 len` f32 values, at an alignment (8)
+        // that f32's (4) divides; every bit pattern is a valid f32; the borrow is `buf`'s.
+        unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<f32>(), len) }
+    }
+    fn sixteen(rng: &mut Xoshiro, buf: &mut [f64]) {
+        black_box(lanes::fill(rng, as_f32(buf)));
+    }
+    fn sixteen_floor(_: &mut Xoshiro, buf: &mut [f64]) {
+        black_box(lanes::floor(as_f32(buf)));
+    }
     type Fill = fn(&mut Xoshiro, &mut [f64]);
-    let samplers: [(&'static str, Fill); 9] = [
+    let samplers: [(&'static str, Fill); 12] = [
         ("from_fn+StandardNormal", from_fn),
         ("loop+StandardNormal", loop_sn),
         ("ziggurat", fill),
@@ -443,16 +476,24 @@ pub fn bench_samplers(count: usize) -> Vec<(&'static str, f64)> {
         ("ziggurat-batched", fill_batched),
         ("ziggurat-block", vectorized::fill_block),
         ("eight-streams-floor", eight_streams),
+        ("xoshiro-draws", draws),
+        ("sixteen-lanes-f32", sixteen),
+        ("sixteen-lanes-f32-floor", sixteen_floor),
         ("polar", fill_polar),
         ("box-muller", fill_box_muller),
     ];
     let count = count.max(1);
     let mut buf = vec![0.0; count];
     let mut probe = [0.0; 8];
-    let floor = vectorized::eight_streams_floor(&mut probe).is_some();
+    let avx512 = vectorized::eight_streams_floor(&mut probe).is_some();
+    let needs_avx512 = [
+        "eight-streams-floor",
+        "sixteen-lanes-f32",
+        "sixteen-lanes-f32-floor",
+    ];
     samplers
         .iter()
-        .filter(|&&(name, _)| floor || name != "eight-streams-floor")
+        .filter(|&&(name, _)| avx512 || !needs_avx512.contains(&name))
         .map(|&(name, f)| {
             let mut rng = Xoshiro::seed_from_u64(0x5EED);
             f(&mut rng, &mut buf);

@@ -210,21 +210,14 @@ unsafe fn eight_streams_avx512(seeds: [u64; 32], out: &mut [f64]) -> usize {
     use std::arch::x86_64::*;
     // SAFETY: each load reads 8 of the 32 seed words.
     let load = |k: usize| unsafe { _mm512_loadu_si512(seeds.as_ptr().add(8 * k).cast()) };
-    let (mut s0, mut s1, mut s2, mut s3) = (load(0), load(1), load(2), load(3));
+    let mut s = [load(0), load(1), load(2), load(3)];
     let low = _mm512_set1_epi64(0xff);
     let exponent = _mm512_set1_epi64(1024 << 52);
     let three = _mm512_set1_pd(3.0);
     let table = ZIG_NORM_X.as_ptr();
     let mut missed = 0;
     for group in out.chunks_exact_mut(8) {
-        let r = _mm512_add_epi64(_mm512_rol_epi64::<23>(_mm512_add_epi64(s0, s3)), s0);
-        let t = _mm512_slli_epi64::<17>(s1);
-        s2 = _mm512_xor_si512(s2, s0);
-        s3 = _mm512_xor_si512(s3, s1);
-        s1 = _mm512_xor_si512(s1, s2);
-        s0 = _mm512_xor_si512(s0, s3);
-        s2 = _mm512_xor_si512(s2, t);
-        s3 = _mm512_rol_epi64::<45>(s3);
+        let r = xoshiro8(&mut s);
         let i = _mm512_and_si512(r, low);
         let bits = _mm512_or_si512(_mm512_srli_epi64::<12>(r), exponent);
         let u = _mm512_sub_pd(_mm512_castsi512_pd(bits), three);
@@ -240,6 +233,43 @@ unsafe fn eight_streams_avx512(seeds: [u64; 32], out: &mut [f64]) -> usize {
         }
     }
     missed
+}
+
+/// xoshiro256++'s output, then its step (Blackman and Vigna 2021, "Scrambled Linear
+/// Pseudorandom Number Generators", ACM TOMS 47(4)), on eight 64-bit lanes: state words
+/// `s[0..4]`, lane `l` of each one generator's.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(super) fn xoshiro8(s: &mut [std::arch::x86_64::__m512i; 4]) -> std::arch::x86_64::__m512i {
+    use std::arch::x86_64::*;
+    let [s0, s1, s2, s3] = s;
+    let r = _mm512_add_epi64(_mm512_rol_epi64::<23>(_mm512_add_epi64(*s0, *s3)), *s0);
+    let t = _mm512_slli_epi64::<17>(*s1);
+    *s2 = _mm512_xor_si512(*s2, *s0);
+    *s3 = _mm512_xor_si512(*s3, *s1);
+    *s1 = _mm512_xor_si512(*s1, *s2);
+    *s0 = _mm512_xor_si512(*s0, *s3);
+    *s2 = _mm512_xor_si512(*s2, t);
+    *s3 = _mm512_rol_epi64::<45>(*s3);
+    r
+}
+
+/// The floors' eight generators as scalar ones: lane `l` from state words `splitmix64(k)` for
+/// k = l, 8 + l, 16 + l, 24 + l.
+#[cfg(test)]
+pub(super) fn floor_generators() -> Vec<crate::rng::Rng> {
+    use rand::SeedableRng;
+    (0..8)
+        .map(|l| {
+            let words = [l, 8 + l, 16 + l, 24 + l].map(|k| crate::rng::splitmix64(k as u64));
+            let mut bytes = [0u8; 32];
+            for (chunk, w) in bytes.chunks_mut(8).zip(words) {
+                chunk.copy_from_slice(&w.to_le_bytes());
+            }
+            crate::rng::Rng::from_seed(bytes)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -351,16 +381,7 @@ mod tests {
         };
         // Lane l is xoshiro256++ from state words (seed l, 8 + l, 16 + l, 24 + l), each group's
         // entry l the candidate of its next draw.
-        let mut lanes: Vec<Xoshiro> = (0..8)
-            .map(|l| {
-                let words = [l, 8 + l, 16 + l, 24 + l].map(|k| crate::rng::splitmix64(k as u64));
-                let mut bytes = [0u8; 32];
-                for (chunk, w) in bytes.chunks_mut(8).zip(words) {
-                    chunk.copy_from_slice(&w.to_le_bytes());
-                }
-                Xoshiro::from_seed(bytes)
-            })
-            .collect();
+        let mut lanes = floor_generators();
         let mut expected_missed = 0;
         for group in out.chunks_exact(8) {
             let mut any = false;

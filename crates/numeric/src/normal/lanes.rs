@@ -1,0 +1,358 @@
+//! A stream change measured, not used: sixteen f32 normals at a time from eight xoshiro256++
+//! generators side by side, by a 128-layer ziggurat whose table lives in AVX-512 registers
+//! (looked up by permutes, not gathered). Timed by [`super::bench_samplers`]; see
+//! `docs/performance.md`, "Halving the f32 time outside the products".
+//!
+//! - Each of the eight generators' 64-bit draws gives two 32-bit words, the low half first:
+//!   the sixteen lanes. A word's low 7 bits pick the layer `i`, its high 23 bits a uniform `u`
+//!   in [-1, 1) (an f32 in [2, 4) minus 3), and the candidate is `x = u X[i]` in f32, accepted
+//!   when `|x| < X[i+1]` ([`LAYERS`] layers of equal area, Marsaglia & Tsang 2000, "The
+//!   Ziggurat Method for Generating Random Variables", J. Stat. Softw. 5(8), section 2; the
+//!   layer abscissae rounded to f32, so the law is exact up to that rounding).
+//! - [`fill`] finishes each rejected lane, in lane order, on the scalar rare path: the wedge
+//!   test `F[i+1] + (F[i] - F[i+1]) U < f(x)` in f64 and new candidates, or the tail beyond `r`
+//!   for layer 0 (Marsaglia 1964), reading the caller's generator.
+//! - [`floor`] keeps every candidate, rejected or not: a lower bound for the stream (its output
+//!   is not normal), the cost of the common case alone.
+//!
+//! With 128 layers about 2.76% of candidates are rejected (256 layers: 1.49%), so 36% of
+//! groups of sixteen have a rejected lane; the rare path, done lane by lane, is what makes
+//! [`fill`] far slower than [`floor`] here.
+
+use super::{tail_beyond, uniform53};
+use rand::Rng;
+use std::sync::OnceLock;
+
+/// Layers of the ziggurat: 128, so a table of 128 f32 entries fits in 8 AVX-512 registers.
+pub const LAYERS: usize = 128;
+
+/// The 128-layer ziggurat for the standard normal's unnormalised density `f(x) = exp(-x^2/2)`
+/// (Marsaglia & Tsang 2000, section 2): the base strip's edge `r`, the common area `v` of the
+/// layers, the abscissae `x[0] = v / f(r)`, `x[1] = r`, `x[i+1] = f^-1(f(x[i]) + v / x[i])` down
+/// to `x[128] = 0`, and `f` at each of them.
+#[derive(Debug)]
+pub struct Tables {
+    /// The base strip's edge `r`.
+    pub r: f64,
+    /// Each layer's area `v = r f(r) + integral of f beyond r`.
+    pub v: f64,
+    /// The abscissae `x[0..=128]`.
+    pub x: [f64; LAYERS + 1],
+    /// `f(x[i])`.
+    pub f: [f64; LAYERS + 1],
+    /// The abscissae rounded to f32, as the lanes read them.
+    pub x32: [f32; LAYERS + 1],
+}
+
+/// The unnormalised density `exp(-x^2/2)`.
+fn density(x: f64) -> f64 {
+    (-x * x / 2.0).exp()
+}
+
+/// The abscissae for edge `r` and, as the second value, how far the top layer overshoots the
+/// density's peak (`f(x[127]) + v / x[127] - 1`; positive also when a layer passes the peak
+/// earlier): zero at the ziggurat's `r`, positive for smaller `r`.
+fn layers_for(r: f64) -> ([f64; LAYERS + 1], f64, f64) {
+    let tail = (std::f64::consts::PI / 2.0).sqrt() * statrs::function::erf::erfc(r / 2f64.sqrt());
+    let v = r * density(r) + tail;
+    let mut x = [0.0; LAYERS + 1];
+    (x[0], x[1]) = (v / density(r), r);
+    for i in 2..LAYERS {
+        let y = density(x[i - 1]) + v / x[i - 1];
+        if y >= 1.0 {
+            return (x, v, 1.0);
+        }
+        x[i] = (-2.0 * y.ln()).sqrt();
+    }
+    let top = density(x[LAYERS - 1]) + v / x[LAYERS - 1] - 1.0;
+    (x, v, top)
+}
+
+/// The tables, built once by bisection on `r` (200 halvings of [3, 4]).
+pub fn tables() -> &'static Tables {
+    static T: OnceLock<Tables> = OnceLock::new();
+    T.get_or_init(|| {
+        let (mut lo, mut hi) = (3.0, 4.0);
+        for _ in 0..200 {
+            let mid = 0.5 * (lo + hi);
+            if layers_for(mid).2 > 0.0 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let r = 0.5 * (lo + hi);
+        let (x, v, _) = layers_for(r);
+        Tables {
+            r,
+            v,
+            x,
+            f: x.map(density),
+            x32: x.map(|a| a as f32),
+        }
+    })
+}
+
+/// A lane's layer, uniform and candidate from its 32-bit word (module documentation).
+#[inline(always)]
+fn candidate(word: u32, t: &Tables) -> (usize, f32, f32) {
+    let i = (word & (LAYERS as u32 - 1)) as usize;
+    let u = f32::from_bits((word >> 9) | (128 << 23)) - 3.0;
+    (i, u, u * t.x32[i])
+}
+
+/// The rare path of a lane whose candidate `(i, u, x)` failed the rectangle test: the tail for
+/// layer 0, else the wedge test and new candidates from `rng` (one 64-bit draw each, its low
+/// half used) until one is accepted.
+#[inline(never)]
+#[cold]
+fn rare<R: Rng>(rng: &mut R, t: &Tables, mut i: usize, mut u: f32, mut x: f32) -> f32 {
+    loop {
+        if i == 0 {
+            return tail_beyond(rng, f64::from(u), t.r) as f32;
+        }
+        if t.f[i + 1] + (t.f[i] - t.f[i + 1]) * uniform53(rng) < density(f64::from(x)) {
+            return x;
+        }
+        (i, u, x) = candidate(rng.next_u64() as u32, t);
+        if x.abs() < t.x32[i + 1] {
+            return x;
+        }
+    }
+}
+
+/// Fills `out` with standard normals in f32 by the sixteen lanes (module documentation): the
+/// eight generators' states are `rng`'s next 32 draws, the rare paths then read `rng`. The
+/// last group, if `out.len()` is not a multiple of 16, is computed whole and its first values
+/// kept. Returns `None`, writing nothing, without AVX-512.
+pub fn fill<R: Rng>(rng: &mut R, out: &mut [f32]) -> Option<()> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        let seeds: [u64; 32] = std::array::from_fn(|_| rng.next_u64());
+        // SAFETY: AVX-512F is present (checked above).
+        unsafe { run::<R, true>(seeds, Some(rng), out) };
+        return Some(());
+    }
+    let _ = (rng, out);
+    None
+}
+
+/// The lower bound of module documentation's third item: the eight generators seeded with
+/// `splitmix64(k)` for k = 0..32 (their 4 x 8 state words, lane `l`'s from k = l, 8 + l, 16 + l,
+/// 24 + l), `out.len() / 16 * 16` candidates written and nothing redrawn. Returns how many
+/// candidates failed the rectangle test, or `None` without AVX-512.
+pub fn floor(out: &mut [f32]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        let seeds = std::array::from_fn(|k| crate::rng::splitmix64(k as u64));
+        let whole = out.len() / 16 * 16;
+        // SAFETY: AVX-512F is present (checked above).
+        return Some(unsafe { run::<crate::rng::Rng, false>(seeds, None, &mut out[..whole]) });
+    }
+    let _ = out;
+    None
+}
+
+/// The lanes' loop: xoshiro256++ on eight 64-bit lanes ([`super::vectorized::xoshiro8`]), the table entries `X[i]` and `X[i+1]` by four two-register permutes each (32
+/// entries apiece, the word's low 5 bits) and two blends (bits 5 and 6), the candidates and
+/// their rectangle test on sixteen 32-bit lanes. With `RARE`, each rejected lane is finished
+/// by [`rare`] on `rng`; without, the rejections are only counted (the count is returned).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn run<R: Rng, const RARE: bool>(
+    seeds: [u64; 32],
+    mut rng: Option<&mut R>,
+    out: &mut [f32],
+) -> usize {
+    use std::arch::x86_64::*;
+    let t = tables();
+    // SAFETY: each load reads 8 of the 32 seed words, or 16 of the 129 table entries starting
+    // at most at entry 113.
+    let load = |k: usize| unsafe { _mm512_loadu_si512(seeds.as_ptr().add(8 * k).cast()) };
+    let entries = |k: usize| unsafe { _mm512_loadu_ps(t.x32.as_ptr().add(k)) };
+    let here: [__m512; 8] = std::array::from_fn(|k| entries(16 * k));
+    let next: [__m512; 8] = std::array::from_fn(|k| entries(16 * k + 1));
+    let mut s = [load(0), load(1), load(2), load(3)];
+    let exponent = _mm512_set1_epi32(128 << 23);
+    let three = _mm512_set1_ps(3.0);
+    let (bit5, bit6) = (_mm512_set1_epi32(32), _mm512_set1_epi32(64));
+    let mut missed = 0;
+    let mut last = [0.0f32; 16];
+    for chunk in out.chunks_mut(16) {
+        let r = super::vectorized::xoshiro8(&mut s);
+        let m5 = _mm512_test_epi32_mask(r, bit5);
+        let m6 = _mm512_test_epi32_mask(r, bit6);
+        let pick = |a: usize| _mm512_permutex2var_ps(here[a], r, here[a + 1]);
+        let xi = _mm512_mask_blend_ps(
+            m6,
+            _mm512_mask_blend_ps(m5, pick(0), pick(2)),
+            _mm512_mask_blend_ps(m5, pick(4), pick(6)),
+        );
+        let pick = |a: usize| _mm512_permutex2var_ps(next[a], r, next[a + 1]);
+        let xn = _mm512_mask_blend_ps(
+            m6,
+            _mm512_mask_blend_ps(m5, pick(0), pick(2)),
+            _mm512_mask_blend_ps(m5, pick(4), pick(6)),
+        );
+        let bits = _mm512_or_si512(_mm512_srli_epi32::<9>(r), exponent);
+        let x = _mm512_mul_ps(_mm512_sub_ps(_mm512_castsi512_ps(bits), three), xi);
+        let inside = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(_mm512_abs_ps(x), xn);
+        let n = chunk.len();
+        let dst: &mut [f32] = if n == 16 { &mut *chunk } else { &mut last };
+        // SAFETY: `dst` holds 16 values.
+        unsafe { _mm512_storeu_ps(dst.as_mut_ptr(), x) };
+        let mut miss = !inside;
+        if !RARE {
+            missed += miss.count_ones() as usize;
+        } else if miss != 0 {
+            let rng = rng.as_deref_mut().expect("the rare path's generator");
+            let mut words = [0u32; 16];
+            // SAFETY: `words` holds 16 words.
+            unsafe { _mm512_storeu_si512(words.as_mut_ptr().cast(), r) };
+            while miss != 0 {
+                let k = miss.trailing_zeros() as usize;
+                miss &= miss - 1;
+                let (i, u, x) = candidate(words[k], t);
+                dst[k] = rare(rng, t, i, u, x);
+            }
+        }
+        if n < 16 {
+            chunk.copy_from_slice(&last[..n]);
+        }
+    }
+    missed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng as Xoshiro;
+    use rand::SeedableRng;
+
+    #[test]
+    fn the_tables_are_marsaglia_and_tsangs() {
+        let t = tables();
+        // Marsaglia & Tsang 2000's RNOR for 128 layers: dn = 3.442619855899,
+        // vn = 9.91256303526217e-3, both printed to 13 digits: agreement to 1e-11 relative.
+        assert!((t.r - 3.442619855899).abs() < 1e-11 * t.r, "r = {}", t.r);
+        assert!(
+            (t.v - 9.91256303526217e-3).abs() < 1e-11 * t.v,
+            "v = {}",
+            t.v
+        );
+        // Every layer has area v: the base strip x[0] f(x[1]) and the rectangles
+        // x[i] (f(x[i+1]) - f(x[i])); the top one ends at the peak.
+        assert!((t.x[0] * t.f[1] - t.v).abs() < 1e-15);
+        for i in 1..LAYERS {
+            let area = t.x[i] * (t.f[i + 1] - t.f[i]);
+            assert!((area - t.v).abs() < 1e-12 * t.v, "layer {i}: {area}");
+        }
+        assert_eq!((t.x[LAYERS], t.f[LAYERS]), (0.0, 1.0));
+        assert!(t.x.windows(2).all(|w| w[0] > w[1]));
+    }
+
+    #[test]
+    fn the_floor_is_sixteen_lanes_of_candidates() {
+        let mut out = vec![0.0f32; (1 << 12) + 5];
+        let Some(missed) = floor(&mut out) else {
+            eprintln!("skipped: no AVX-512 here");
+            return;
+        };
+        let t = tables();
+        let mut lanes = super::super::vectorized::floor_generators();
+        let mut expected = 0;
+        for group in out.chunks_exact(16) {
+            for (l, pair) in group.chunks_exact(2).enumerate() {
+                let d = lanes[l].next_u64();
+                for (&x, word) in pair.iter().zip([d as u32, (d >> 32) as u32]) {
+                    let (i, _, c) = candidate(word, t);
+                    assert_eq!(x.to_bits(), c.to_bits());
+                    expected += usize::from(c.abs() >= t.x32[i + 1]);
+                }
+            }
+        }
+        assert_eq!(missed, expected);
+        // The rejection rate is the ziggurat's: 1 - mean of x[i+1] / x[i], 2.76% here.
+        let rate = missed as f64 / (out.len() / 16 * 16) as f64;
+        assert!((0.02..0.035).contains(&rate), "{rate}");
+        // The trailing five values are not written.
+        assert!(out[out.len() - 5..].iter().all(|&x| x == 0.0));
+    }
+
+    /// Sample mean, variance, and Kolmogorov's statistic `sqrt(n) D` against N(0, 1).
+    fn fit(values: &[f32]) -> (f64, f64, f64) {
+        use statrs::distribution::{ContinuousCDF, Normal};
+        let n = values.len() as f64;
+        let mut v: Vec<f64> = values.iter().map(|&x| f64::from(x)).collect();
+        let mean = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        v.sort_by(f64::total_cmp);
+        let normal = Normal::standard();
+        let d = v.iter().enumerate().fold(0.0f64, |d, (j, &x)| {
+            let c = normal.cdf(x);
+            d.max(c - j as f64 / n).max((j + 1) as f64 / n - c)
+        });
+        (mean, var, n.sqrt() * d)
+    }
+
+    #[test]
+    fn the_lanes_draw_standard_normals() {
+        let mut out = vec![0.0f32; 1 << 20];
+        let mut rng = Xoshiro::seed_from_u64(11);
+        if fill(&mut rng, &mut out).is_none() {
+            eprintln!("skipped: no AVX-512 here");
+            return;
+        }
+        // Mean within 4 standard errors (1/sqrt(n)), variance within 4 (sqrt(2/n)), and
+        // Kolmogorov's sqrt(n) D under 1.63, its 1% point: fixed seed, so this either passes or
+        // fails for good.
+        let (mean, var, ks) = fit(&out);
+        let n = out.len() as f64;
+        assert!(mean.abs() < 4.0 / n.sqrt(), "mean {mean}");
+        assert!((var - 1.0).abs() < 4.0 * (2.0 / n).sqrt(), "variance {var}");
+        assert!(ks < 1.63, "sqrt(n) D = {ks}");
+        // The same checks see the floor's kept rejections: the tests can fail.
+        let mut kept = vec![0.0f32; 1 << 20];
+        floor(&mut kept).expect("AVX-512");
+        let (_, var, _) = fit(&kept);
+        assert!(
+            (var - 1.0).abs() > 4.0 * (2.0 / n).sqrt(),
+            "floor's variance {var}"
+        );
+    }
+
+    #[test]
+    fn the_lanes_are_a_function_of_the_stream() {
+        let mut long = vec![0.0f32; 32];
+        let mut rng = Xoshiro::seed_from_u64(3);
+        if fill(&mut rng, &mut long).is_none() {
+            eprintln!("skipped: no AVX-512 here");
+            return;
+        }
+        // A short last group keeps the first values of the whole group, and the same stream
+        // gives the same values; the next call draws other lanes.
+        for len in [1, 15, 17, 31] {
+            let mut short = vec![0.0f32; len];
+            fill(&mut Xoshiro::seed_from_u64(3), &mut short).expect("AVX-512");
+            assert_eq!(short[..], long[..len], "{len} values");
+        }
+        let mut again = vec![0.0f32; 32];
+        fill(&mut rng, &mut again).expect("AVX-512");
+        assert_ne!(again, long);
+        // The generators' states are the caller's next 32 draws: lane 0's first word is the
+        // low half of xoshiro256++'s output from state (d0, d8, d16, d24).
+        let mut r = Xoshiro::seed_from_u64(3);
+        let d: Vec<u64> = (0..32).map(|_| rand::Rng::next_u64(&mut r)).collect();
+        let mut bytes = [0u8; 32];
+        for (chunk, w) in bytes.chunks_mut(8).zip([d[0], d[8], d[16], d[24]]) {
+            chunk.copy_from_slice(&w.to_le_bytes());
+        }
+        let first = rand::Rng::next_u64(&mut Xoshiro::from_seed(bytes));
+        let (i, _, x) = candidate(first as u32, tables());
+        assert!(
+            x.abs() < tables().x32[i + 1],
+            "seed 3's first candidate is accepted"
+        );
+        assert_eq!(long[0].to_bits(), x.to_bits());
+    }
+}
