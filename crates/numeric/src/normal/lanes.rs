@@ -23,6 +23,10 @@ use super::{tail_beyond, uniform53};
 use rand::Rng;
 use std::sync::OnceLock;
 
+/// Groups of sixteen lanes per block: a block's rejected lanes are finished after its vector
+/// loop, so the rare path's calls do not interrupt it (4 KiB of words kept per block).
+const BLOCK_GROUPS: usize = 64;
+
 /// Layers of the ziggurat: 128, so a table of 128 f32 entries fits in 8 AVX-512 registers.
 pub const LAYERS: usize = 128;
 
@@ -153,10 +157,12 @@ pub fn floor(out: &mut [f32]) -> Option<usize> {
     None
 }
 
-/// The lanes' loop: xoshiro256++ on eight 64-bit lanes ([`super::vectorized::xoshiro8`]), the table entries `X[i]` and `X[i+1]` by four two-register permutes each (32
-/// entries apiece, the word's low 5 bits) and two blends (bits 5 and 6), the candidates and
-/// their rectangle test on sixteen 32-bit lanes. With `RARE`, each rejected lane is finished
-/// by [`rare`] on `rng`; without, the rejections are only counted (the count is returned).
+/// The lanes' loop: xoshiro256++ on eight 64-bit lanes ([`super::vectorized::xoshiro8`]), the
+/// table entries `X[i]` and `X[i+1]` each by four two-register permutes (32 entries apiece,
+/// the word's low 5 bits) and three blends (bits 5 and 6; 16 registers hold both tables), the
+/// candidates and their rectangle test on sixteen 32-bit lanes. With `RARE`, each rejected
+/// lane is finished by [`rare`] on `rng` after its block's loop, in group and lane order;
+/// without, the rejections are only counted (the count is returned).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn run<R: Rng, const RARE: bool>(
@@ -166,10 +172,9 @@ unsafe fn run<R: Rng, const RARE: bool>(
 ) -> usize {
     use std::arch::x86_64::*;
     let t = tables();
-    // SAFETY: each load reads 8 of the 32 seed words, or 16 of the 129 table entries starting
-    // at most at entry 113.
-    let load = |k: usize| unsafe { _mm512_loadu_si512(seeds.as_ptr().add(8 * k).cast()) };
-    let entries = |k: usize| unsafe { _mm512_loadu_ps(t.x32.as_ptr().add(k)) };
+    // SAFETY: each load reads the 8 seed words or 16 table entries of a checked slice.
+    let load = |k: usize| unsafe { _mm512_loadu_si512(seeds[8 * k..8 * k + 8].as_ptr().cast()) };
+    let entries = |k: usize| unsafe { _mm512_loadu_ps(t.x32[k..k + 16].as_ptr()) };
     let here: [__m512; 8] = std::array::from_fn(|k| entries(16 * k));
     let next: [__m512; 8] = std::array::from_fn(|k| entries(16 * k + 1));
     let mut s = [load(0), load(1), load(2), load(3)];
@@ -177,47 +182,65 @@ unsafe fn run<R: Rng, const RARE: bool>(
     let three = _mm512_set1_ps(3.0);
     let (bit5, bit6) = (_mm512_set1_epi32(32), _mm512_set1_epi32(64));
     let mut missed = 0;
+    let mut words = [[0u32; 16]; BLOCK_GROUPS];
+    let mut misses = [0u16; BLOCK_GROUPS];
     let mut last = [0.0f32; 16];
-    for chunk in out.chunks_mut(16) {
-        let r = super::vectorized::xoshiro8(&mut s);
-        let m5 = _mm512_test_epi32_mask(r, bit5);
-        let m6 = _mm512_test_epi32_mask(r, bit6);
-        let pick = |a: usize| _mm512_permutex2var_ps(here[a], r, here[a + 1]);
-        let xi = _mm512_mask_blend_ps(
-            m6,
-            _mm512_mask_blend_ps(m5, pick(0), pick(2)),
-            _mm512_mask_blend_ps(m5, pick(4), pick(6)),
-        );
-        let pick = |a: usize| _mm512_permutex2var_ps(next[a], r, next[a + 1]);
-        let xn = _mm512_mask_blend_ps(
-            m6,
-            _mm512_mask_blend_ps(m5, pick(0), pick(2)),
-            _mm512_mask_blend_ps(m5, pick(4), pick(6)),
-        );
-        let bits = _mm512_or_si512(_mm512_srli_epi32::<9>(r), exponent);
-        let x = _mm512_mul_ps(_mm512_sub_ps(_mm512_castsi512_ps(bits), three), xi);
-        let inside = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(_mm512_abs_ps(x), xn);
-        let n = chunk.len();
-        let dst: &mut [f32] = if n == 16 { &mut *chunk } else { &mut last };
-        // SAFETY: `dst` holds 16 values.
-        unsafe { _mm512_storeu_ps(dst.as_mut_ptr(), x) };
-        let mut miss = !inside;
+    for block in out.chunks_mut(16 * BLOCK_GROUPS) {
+        for (g, chunk) in block.chunks_mut(16).enumerate() {
+            let r = super::vectorized::xoshiro8(&mut s);
+            let m5 = _mm512_test_epi32_mask(r, bit5);
+            let m6 = _mm512_test_epi32_mask(r, bit6);
+            let pick = |a: usize| _mm512_permutex2var_ps(here[a], r, here[a + 1]);
+            let xi = _mm512_mask_blend_ps(
+                m6,
+                _mm512_mask_blend_ps(m5, pick(0), pick(2)),
+                _mm512_mask_blend_ps(m5, pick(4), pick(6)),
+            );
+            let pick = |a: usize| _mm512_permutex2var_ps(next[a], r, next[a + 1]);
+            let xn = _mm512_mask_blend_ps(
+                m6,
+                _mm512_mask_blend_ps(m5, pick(0), pick(2)),
+                _mm512_mask_blend_ps(m5, pick(4), pick(6)),
+            );
+            let bits = _mm512_or_si512(_mm512_srli_epi32::<9>(r), exponent);
+            let x = _mm512_mul_ps(_mm512_sub_ps(_mm512_castsi512_ps(bits), three), xi);
+            let inside = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(_mm512_abs_ps(x), xn);
+            let n = chunk.len();
+            // SAFETY: the stores write the 16 values of a whole `chunk` or of `last`, and the
+            // 16 words of `words[g]` (a block has at most BLOCK_GROUPS groups).
+            unsafe {
+                if n == 16 {
+                    _mm512_storeu_ps(chunk.as_mut_ptr(), x);
+                } else {
+                    _mm512_storeu_ps(last.as_mut_ptr(), x);
+                    chunk.copy_from_slice(&last[..n]);
+                }
+                _mm512_storeu_si512(words[g].as_mut_ptr().cast(), r);
+            }
+            misses[g] = !inside;
+        }
+        let groups = block.len().div_ceil(16);
         if !RARE {
-            missed += miss.count_ones() as usize;
-        } else if miss != 0 {
-            let rng = rng.as_deref_mut().expect("the rare path's generator");
-            let mut words = [0u32; 16];
-            // SAFETY: `words` holds 16 words.
-            unsafe { _mm512_storeu_si512(words.as_mut_ptr().cast(), r) };
+            missed += misses[..groups]
+                .iter()
+                .map(|m| m.count_ones() as usize)
+                .sum::<usize>();
+            continue;
+        }
+        // The block's rejected lanes, in group and lane order (a short last group's lanes
+        // past the end too, their values dropped, so the draws do not depend on the length).
+        let rng = rng.as_deref_mut().expect("the rare path's generator");
+        for g in 0..groups {
+            let mut miss = misses[g];
             while miss != 0 {
                 let k = miss.trailing_zeros() as usize;
                 miss &= miss - 1;
-                let (i, u, x) = candidate(words[k], t);
-                dst[k] = rare(rng, t, i, u, x);
+                let (i, u, x) = candidate(words[g][k], t);
+                let z = rare(rng, t, i, u, x);
+                if let Some(v) = block.get_mut(16 * g + k) {
+                    *v = z;
+                }
             }
-        }
-        if n < 16 {
-            chunk.copy_from_slice(&last[..n]);
         }
     }
     missed
@@ -279,25 +302,37 @@ mod tests {
         assert!(out[out.len() - 5..].iter().all(|&x| x == 0.0));
     }
 
-    /// Sample mean, variance, and Kolmogorov's statistic `sqrt(n) D` against N(0, 1).
+    /// Kolmogorov's statistic `sqrt(n) D` of `values` against the distribution function `cdf`.
+    fn kolmogorov(values: &mut [f64], cdf: impl Fn(f64) -> f64) -> f64 {
+        let n = values.len() as f64;
+        values.sort_by(f64::total_cmp);
+        let d = values.iter().enumerate().fold(0.0f64, |d, (j, &x)| {
+            let c = cdf(x);
+            d.max(c - j as f64 / n).max((j + 1) as f64 / n - c)
+        });
+        n.sqrt() * d
+    }
+
+    /// Sample mean, variance, and `sqrt(n) D` against N(0, 1).
     fn fit(values: &[f32]) -> (f64, f64, f64) {
         use statrs::distribution::{ContinuousCDF, Normal};
         let n = values.len() as f64;
         let mut v: Vec<f64> = values.iter().map(|&x| f64::from(x)).collect();
         let mean = v.iter().sum::<f64>() / n;
         let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        v.sort_by(f64::total_cmp);
         let normal = Normal::standard();
-        let d = v.iter().enumerate().fold(0.0f64, |d, (j, &x)| {
-            let c = normal.cdf(x);
-            d.max(c - j as f64 / n).max((j + 1) as f64 / n - c)
-        });
-        (mean, var, n.sqrt() * d)
+        (mean, var, kolmogorov(&mut v, |x| normal.cdf(x)))
     }
+
+    /// 2^24 values, so the rare path's bugs show, not only a wrong table: at 2^20 a reversed
+    /// wedge test moves `sqrt(n) D` to about 1.67 on average and a one-signed tail moves the
+    /// mean by about 2.2 standard errors, at 2^24 to about 6.7 and 8.6.
+    const N: usize = 1 << 24;
 
     #[test]
     fn the_lanes_draw_standard_normals() {
-        let mut out = vec![0.0f32; 1 << 20];
+        use statrs::distribution::{ContinuousCDF, Normal};
+        let mut out = vec![0.0f32; N];
         let mut rng = Xoshiro::seed_from_u64(11);
         if fill(&mut rng, &mut out).is_none() {
             eprintln!("skipped: no AVX-512 here");
@@ -307,18 +342,44 @@ mod tests {
         // Kolmogorov's sqrt(n) D under 1.63, its 1% point: fixed seed, so this either passes or
         // fails for good.
         let (mean, var, ks) = fit(&out);
-        let n = out.len() as f64;
+        let n = N as f64;
         assert!(mean.abs() < 4.0 / n.sqrt(), "mean {mean}");
         assert!((var - 1.0).abs() < 4.0 * (2.0 / n).sqrt(), "variance {var}");
         assert!(ks < 1.63, "sqrt(n) D = {ks}");
-        // The same checks see the floor's kept rejections: the tests can fail.
-        let mut kept = vec![0.0f32; 1 << 20];
+        // The tail: only it gives |z| >= r. Its count within 4 binomial standard deviations of
+        // n P(|Z| >= r), half of it positive (4 sd), and its values distributed as |Z| given
+        // |Z| >= r (sqrt(m) D under 1.63).
+        let normal = Normal::standard();
+        let r = tables().r;
+        let p = 2.0 * normal.sf(r);
+        let mut tail: Vec<f64> = out
+            .iter()
+            .map(|&x| f64::from(x))
+            .filter(|x| x.abs() >= r)
+            .collect();
+        let m = tail.len() as f64;
+        assert!(
+            (m - n * p).abs() < 4.0 * (n * p * (1.0 - p)).sqrt(),
+            "{m} beyond r"
+        );
+        let positive = tail.iter().filter(|&&x| x > 0.0).count() as f64;
+        assert!(
+            (positive - m / 2.0).abs() < 4.0 * (m / 4.0).sqrt(),
+            "{positive} of {m}"
+        );
+        tail.iter_mut().for_each(|x| *x = x.abs());
+        let ks = kolmogorov(&mut tail, |x| 1.0 - normal.sf(x) / normal.sf(r));
+        assert!(ks < 1.63, "tail: sqrt(m) D = {ks}");
+        // The same checks see the floor's kept rejections (variance 1.011, sqrt(n) D about
+        // 3.5 at this n): the tests can fail.
+        let mut kept = vec![0.0f32; N];
         floor(&mut kept).expect("AVX-512");
-        let (_, var, _) = fit(&kept);
+        let (_, var, ks) = fit(&kept);
         assert!(
             (var - 1.0).abs() > 4.0 * (2.0 / n).sqrt(),
             "floor's variance {var}"
         );
+        assert!(ks > 1.63, "floor's sqrt(n) D = {ks}");
     }
 
     #[test]
