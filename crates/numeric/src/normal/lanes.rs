@@ -34,6 +34,19 @@ pub const LAYERS: usize = 128;
 /// (Marsaglia & Tsang 2000, section 2): the base strip's edge `r`, the common area `v` of the
 /// layers, the abscissae `x[0] = v / f(r)`, `x[1] = r`, `x[i+1] = f^-1(f(x[i]) + v / x[i])` down
 /// to `x[128] = 0`, and `f` at each of them.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_numeric::normal::lanes::{tables, LAYERS};
+/// let t = tables();
+/// // The base strip's edge is the first layer's abscissa; the top layer ends at the peak.
+/// assert_eq!(t.x[1], t.r);
+/// assert_eq!((t.x[LAYERS], t.f[LAYERS]), (0.0, 1.0));
+/// // Marsaglia and Tsang's r for 128 layers, to their 13 digits.
+/// assert!((t.r - 3.442619855899).abs() < 1e-11);
+/// assert_eq!(t.x32[1], t.r as f32);
+/// ```
 #[derive(Debug)]
 pub struct Tables {
     /// The base strip's edge `r`.
