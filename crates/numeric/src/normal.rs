@@ -415,6 +415,8 @@ fn box_muller_pair<R: Rng + ?Sized>(rng: &mut R) -> (f64, f64) {
 ///   sampler);
 /// - `sixteen-lanes-f32`: [`lanes::fill`], f32 normals sixteen at a time from eight
 ///   generators, the 128-layer table in registers (a stream change; only with AVX-512);
+/// - `sixteen-lanes-f32-vector-rare`: [`lanes::fill_vector_rare`], the same with the rejected
+///   lanes finished eight at a time (another stream; only with AVX-512);
 /// - `sixteen-lanes-f32-floor`: [`lanes::floor`], its common case alone (not a sampler; only
 ///   with AVX-512);
 /// - `polar`: [`fill_polar`];
@@ -464,11 +466,14 @@ pub fn bench_samplers(count: usize) -> Vec<(&'static str, f64)> {
     fn sixteen(rng: &mut Xoshiro, buf: &mut [f64]) {
         black_box(lanes::fill(rng, as_f32(buf)));
     }
+    fn sixteen_vector(rng: &mut Xoshiro, buf: &mut [f64]) {
+        black_box(lanes::fill_vector_rare(rng, as_f32(buf)));
+    }
     fn sixteen_floor(_: &mut Xoshiro, buf: &mut [f64]) {
         black_box(lanes::floor(as_f32(buf)));
     }
     type Fill = fn(&mut Xoshiro, &mut [f64]);
-    let samplers: [(&'static str, Fill); 12] = [
+    let samplers: [(&'static str, Fill); 13] = [
         ("from_fn+StandardNormal", from_fn),
         ("loop+StandardNormal", loop_sn),
         ("ziggurat", fill),
@@ -478,6 +483,7 @@ pub fn bench_samplers(count: usize) -> Vec<(&'static str, f64)> {
         ("eight-streams-floor", eight_streams),
         ("xoshiro-draws", draws),
         ("sixteen-lanes-f32", sixteen),
+        ("sixteen-lanes-f32-vector-rare", sixteen_vector),
         ("sixteen-lanes-f32-floor", sixteen_floor),
         ("polar", fill_polar),
         ("box-muller", fill_box_muller),

@@ -1,23 +1,28 @@
 //! A stream change measured, not used: sixteen f32 normals at a time from eight xoshiro256++
 //! generators side by side, by a 128-layer ziggurat whose table lives in AVX-512 registers
 //! (looked up by permutes, not gathered). Timed by [`super::bench_samplers`]; see
-//! `docs/performance.md`, "Halving the f32 time outside the products".
+//! `docs/performance.md`, "Halving the f32 time outside the products". Needs AVX-512 F and
+//! VL; elsewhere the functions return `None` and draw nothing.
 //!
 //! - Each of the eight generators' 64-bit draws gives two 32-bit words, the low half first:
 //!   the sixteen lanes. A word's low 7 bits pick the layer `i`, its high 23 bits a uniform `u`
-//!   in [-1, 1) (an f32 in [2, 4) minus 3), and the candidate is `x = u X[i]` in f32, accepted
-//!   when `|x| < X[i+1]` ([`LAYERS`] layers of equal area, Marsaglia & Tsang 2000, "The
-//!   Ziggurat Method for Generating Random Variables", J. Stat. Softw. 5(8), section 2; the
-//!   layer abscissae rounded to f32, so the law is exact up to that rounding).
-//! - [`fill`] finishes each rejected lane, in lane order, on the scalar rare path: the wedge
-//!   test `F[i+1] + (F[i] - F[i+1]) U < f(x)` in f64 and new candidates, or the tail beyond `r`
-//!   for layer 0 (Marsaglia 1964), reading the caller's generator.
+//!   in [-1, 1) (an f32 in [2, 4) minus 3, so on a grid of step 2^-22), and the candidate is
+//!   `x = u X[i]` in f32, accepted when `|x| < X[i+1]` ([`LAYERS`] layers of equal area,
+//!   Marsaglia & Tsang 2000, "The Ziggurat Method for Generating Random Variables", J. Stat.
+//!   Softw. 5(8), section 2). The law is exact up to the layer abscissae's rounding to f32 and
+//!   the uniform's 23 bits (outputs on a grid of step `X[i] 2^-22` per layer, 0 with
+//!   probability 2^-23).
+//! - [`fill`] finishes each rejected lane on the scalar rare path: the wedge test
+//!   `F[i+1] + (F[i] - F[i+1]) U < f(x)` in f64 and new candidates, or the tail beyond `r`
+//!   for layer 0 (Marsaglia 1964), reading the caller's generator, a block's lanes after the
+//!   block's vector loop, in group and lane order.
+//! - [`fill_vector_rare`] finishes them eight at a time instead (another stream).
 //! - [`floor`] keeps every candidate, rejected or not: a lower bound for the stream (its output
 //!   is not normal), the cost of the common case alone.
 //!
 //! With 128 layers about 2.76% of candidates are rejected (256 layers: 1.49%), so 36% of
-//! groups of sixteen have a rejected lane; the rare path, done lane by lane, is what makes
-//! [`fill`] far slower than [`floor`] here.
+//! groups of sixteen have a rejected lane; the rare path is what makes [`fill`] and
+//! [`fill_vector_rare`] slower than [`floor`].
 
 use super::{tail_beyond, uniform53};
 use rand::Rng;
@@ -27,7 +32,8 @@ use std::sync::OnceLock;
 /// loop, so the rare path's calls do not interrupt it (4 KiB of words kept per block).
 const BLOCK_GROUPS: usize = 64;
 
-/// Layers of the ziggurat: 128, so a table of 128 f32 entries fits in 8 AVX-512 registers.
+/// Layers of the ziggurat: 128, so a table of 128 f32 entries fits in 8 AVX-512 registers
+/// (16 for the two lookups, `X[i]` and `X[i+1]`).
 pub const LAYERS: usize = 128;
 
 /// The 128-layer ziggurat for the standard normal's unnormalised density `f(x) = exp(-x^2/2)`
@@ -141,17 +147,202 @@ fn rare<R: Rng>(rng: &mut R, t: &Tables, mut i: usize, mut u: f32, mut x: f32) -
 /// Fills `out` with standard normals in f32 by the sixteen lanes (module documentation): the
 /// eight generators' states are `rng`'s next 32 draws, the rare paths then read `rng`. The
 /// last group, if `out.len()` is not a multiple of 16, is computed whole and its first values
-/// kept. Returns `None`, writing nothing, without AVX-512.
+/// kept. Returns `None`, writing nothing, without AVX-512 (F and VL).
 pub fn fill<R: Rng>(rng: &mut R, out: &mut [f32]) -> Option<()> {
+    draw::<R, false>(rng, out)
+}
+
+/// [`fill`] with the rejected lanes finished eight at a time: a block's rejected lanes are
+/// queued in group and lane order; each eight's wedge tests (uniforms from the lanes'
+/// generators, a vector exponential accurate to 2 ulps) and, for those that fail, new
+/// candidates are computed together; accepted values are written, new rejected candidates go
+/// back at the queue's end, and layer 0's lanes take the tail from `rng` after the queue is
+/// empty. Another stream than [`fill`]'s. Returns `None`, writing nothing, without AVX-512 (F
+/// and VL).
+pub fn fill_vector_rare<R: Rng>(rng: &mut R, out: &mut [f32]) -> Option<()> {
+    draw::<R, true>(rng, out)
+}
+
+/// [`fill`] (`VECTOR` false) or [`fill_vector_rare`] (true).
+fn draw<R: Rng, const VECTOR: bool>(rng: &mut R, out: &mut [f32]) -> Option<()> {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
+    if std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+    {
         let seeds: [u64; 32] = std::array::from_fn(|_| rng.next_u64());
-        // SAFETY: AVX-512F is present (checked above).
-        unsafe { run::<R, true>(seeds, Some(rng), out) };
+        // SAFETY: AVX-512F and VL are present (checked above).
+        unsafe { run::<R, true, VECTOR>(seeds, Some(rng), out) };
         return Some(());
     }
     let _ = (rng, out);
     None
+}
+
+/// `exp(a)` on eight f64 lanes for `a <= 0` of moderate size: `a = k ln 2 + r` with `k` the
+/// nearest integer to `a / ln 2` (Cody and Waite's reduction, `ln 2` in two parts, with FMA),
+/// `e^r` by its Taylor polynomial of degree 13 (`|r| <= ln 2 / 2`, truncation below 2e-17
+/// relative), scaled by `2^k`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn exp_pd(a: std::arch::x86_64::__m512d) -> std::arch::x86_64::__m512d {
+    use std::arch::x86_64::*;
+    #[allow(clippy::excessive_precision)]
+    const LN2_LO: f64 = 2.319046813846299558e-17;
+    let k = _mm512_roundscale_pd::<0>(_mm512_mul_pd(a, _mm512_set1_pd(std::f64::consts::LOG2_E)));
+    let r = _mm512_fnmadd_pd(k, _mm512_set1_pd(std::f64::consts::LN_2), a);
+    let r = _mm512_fnmadd_pd(k, _mm512_set1_pd(LN2_LO), r);
+    let mut p = _mm512_set1_pd(1.0 / 6_227_020_800.0);
+    for c in INV_FACT.iter().rev() {
+        p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(*c));
+    }
+    _mm512_scalef_pd(p, k)
+}
+
+/// `1 / n!` for n = 0..=12, the Taylor coefficients of [`exp_pd`] below its leading `1 / 13!`.
+#[cfg(target_arch = "x86_64")]
+const INV_FACT: [f64; 13] = [
+    1.0,
+    1.0,
+    1.0 / 2.0,
+    1.0 / 6.0,
+    1.0 / 24.0,
+    1.0 / 120.0,
+    1.0 / 720.0,
+    1.0 / 5040.0,
+    1.0 / 40320.0,
+    1.0 / 362_880.0,
+    1.0 / 3_628_800.0,
+    1.0 / 39_916_800.0,
+    1.0 / 479_001_600.0,
+];
+
+/// [`fill_vector_rare`]'s queue: the rejected candidates `(position in block, word)`, eight at a
+/// time (module documentation of [`fill_vector_rare`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl")]
+unsafe fn finish_vector<R: Rng>(
+    s: &mut [std::arch::x86_64::__m512i; 4],
+    rng: &mut R,
+    t: &Tables,
+    qpos: &[u32],
+    qword: &[u32],
+    block: &mut [f32],
+) {
+    use std::arch::x86_64::*;
+    let mut tails: Vec<(u32, u32)> = Vec::new();
+    let low7 = _mm256_set1_epi32(LAYERS as i32 - 1);
+    let exponent = _mm256_set1_epi32(128 << 23);
+    let three = _mm256_set1_ps(3.0);
+    let one32 = _mm256_set1_epi32(1);
+    let sign = _mm256_set1_ps(-0.0);
+    let one_bits = _mm512_set1_epi64(1023 << 52);
+    let one = _mm512_set1_pd(1.0);
+    let minus_half = _mm512_set1_pd(-0.5);
+    let (mut qpos, mut qword) = (qpos.to_vec(), qword.to_vec());
+    let (mut again_pos, mut again_word) = (Vec::new(), Vec::new());
+    let mut head = 0;
+    loop {
+        if head == qpos.len() {
+            if again_pos.is_empty() {
+                break;
+            }
+            // The queue's next round: the new rejected candidates, in the order they came.
+            qpos.clear();
+            qword.clear();
+            qpos.append(&mut again_pos);
+            qword.append(&mut again_word);
+            head = 0;
+        }
+        let cnt = (qpos.len() - head).min(8);
+        let valid = ((1u16 << cnt) - 1) as __mmask8;
+        // SAFETY: the masked loads read the `cnt` entries from `head`.
+        let (w, p) = unsafe {
+            (
+                _mm256_maskz_loadu_epi32(valid, qword.as_ptr().add(head).cast()),
+                _mm256_maskz_loadu_epi32(valid, qpos.as_ptr().add(head).cast()),
+            )
+        };
+        head += cnt;
+        let i = _mm256_and_si256(w, low7);
+        let layer0 = _mm256_mask_cmpeq_epi32_mask(valid, i, _mm256_setzero_si256());
+        let live = valid & !layer0;
+        let u = _mm256_sub_ps(
+            _mm256_castsi256_ps(_mm256_or_si256(_mm256_srli_epi32::<9>(w), exponent)),
+            three,
+        );
+        // SAFETY: the layers are at most 127, the tables have 129 entries.
+        let (x, f0, f1) = unsafe {
+            (
+                _mm256_mul_ps(u, _mm256_i32gather_ps::<4>(t.x32.as_ptr(), i)),
+                _mm512_i32gather_pd::<8>(i, t.f.as_ptr().cast()),
+                _mm512_i32gather_pd::<8>(_mm256_add_epi32(i, one32), t.f.as_ptr().cast()),
+            )
+        };
+        let r = super::vectorized::xoshiro8(s);
+        let uniform = _mm512_sub_pd(
+            _mm512_castsi512_pd(_mm512_or_si512(_mm512_srli_epi64::<12>(r), one_bits)),
+            one,
+        );
+        let y = _mm512_add_pd(f1, _mm512_mul_pd(_mm512_sub_pd(f0, f1), uniform));
+        let xd = _mm512_cvtps_pd(x);
+        let density = exp_pd(_mm512_mul_pd(_mm512_mul_pd(xd, xd), minus_half));
+        let wedge = _mm512_mask_cmp_pd_mask::<_CMP_LT_OQ>(live, y, density);
+        let again = live & !wedge;
+        let w2 = _mm512_cvtepi64_epi32(super::vectorized::xoshiro8(s));
+        let i2 = _mm256_and_si256(w2, low7);
+        let u2 = _mm256_sub_ps(
+            _mm256_castsi256_ps(_mm256_or_si256(_mm256_srli_epi32::<9>(w2), exponent)),
+            three,
+        );
+        // SAFETY: as above.
+        let (x2, edge2) = unsafe {
+            (
+                _mm256_mul_ps(u2, _mm256_i32gather_ps::<4>(t.x32.as_ptr(), i2)),
+                _mm256_i32gather_ps::<4>(t.x32.as_ptr(), _mm256_add_epi32(i2, one32)),
+            )
+        };
+        let rect = _mm256_mask_cmp_ps_mask::<_CMP_LT_OQ>(again, _mm256_andnot_ps(sign, x2), edge2);
+        let requeue = again & !rect;
+        let value = _mm256_mask_blend_ps(rect, x, x2);
+        let (mut vals, mut poss, mut words2, mut words1) =
+            ([0f32; 8], [0u32; 8], [0u32; 8], [0u32; 8]);
+        // SAFETY: each store writes 8 lanes into an 8-entry array.
+        unsafe {
+            _mm256_storeu_ps(vals.as_mut_ptr(), value);
+            _mm256_storeu_si256(poss.as_mut_ptr().cast(), p);
+            _mm256_storeu_si256(words2.as_mut_ptr().cast(), w2);
+            _mm256_storeu_si256(words1.as_mut_ptr().cast(), w);
+        }
+        let mut done = wedge | rect;
+        while done != 0 {
+            let k = done.trailing_zeros() as usize;
+            done &= done - 1;
+            if let Some(v) = block.get_mut(poss[k] as usize) {
+                *v = vals[k];
+            }
+        }
+        let mut back = requeue;
+        while back != 0 {
+            let k = back.trailing_zeros() as usize;
+            back &= back - 1;
+            again_pos.push(poss[k]);
+            again_word.push(words2[k]);
+        }
+        let mut zero = layer0;
+        while zero != 0 {
+            let k = zero.trailing_zeros() as usize;
+            zero &= zero - 1;
+            tails.push((poss[k], words1[k]));
+        }
+    }
+    for (pos, word) in tails {
+        let (_, u, _) = candidate(word, t);
+        let z = tail_beyond(rng, f64::from(u), t.r) as f32;
+        if let Some(v) = block.get_mut(pos as usize) {
+            *v = z;
+        }
+    }
 }
 
 /// The lower bound of module documentation's third item: the eight generators seeded with
@@ -160,11 +351,15 @@ pub fn fill<R: Rng>(rng: &mut R, out: &mut [f32]) -> Option<()> {
 /// candidates failed the rectangle test, or `None` without AVX-512.
 pub fn floor(out: &mut [f32]) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
+    if std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+    {
         let seeds = std::array::from_fn(|k| crate::rng::splitmix64(k as u64));
         let whole = out.len() / 16 * 16;
-        // SAFETY: AVX-512F is present (checked above).
-        return Some(unsafe { run::<crate::rng::Rng, false>(seeds, None, &mut out[..whole]) });
+        // SAFETY: AVX-512F and VL are present (checked above).
+        return Some(unsafe {
+            run::<crate::rng::Rng, false, false>(seeds, None, &mut out[..whole])
+        });
     }
     let _ = out;
     None
@@ -177,8 +372,8 @@ pub fn floor(out: &mut [f32]) -> Option<usize> {
 /// lane is finished by [`rare`] on `rng` after its block's loop, in group and lane order;
 /// without, the rejections are only counted (the count is returned).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn run<R: Rng, const RARE: bool>(
+#[target_feature(enable = "avx512f,avx512vl")]
+unsafe fn run<R: Rng, const RARE: bool, const VECTOR: bool>(
     seeds: [u64; 32],
     mut rng: Option<&mut R>,
     out: &mut [f32],
@@ -198,7 +393,12 @@ unsafe fn run<R: Rng, const RARE: bool>(
     let mut words = [[0u32; 16]; BLOCK_GROUPS];
     let mut misses = [0u16; BLOCK_GROUPS];
     let mut last = [0.0f32; 16];
+    let (mut qpos, mut qword) = (
+        [0u32; 16 * BLOCK_GROUPS + 16],
+        [0u32; 16 * BLOCK_GROUPS + 16],
+    );
     for block in out.chunks_mut(16 * BLOCK_GROUPS) {
+        let mut has = 0u64;
         for (g, chunk) in block.chunks_mut(16).enumerate() {
             let r = super::vectorized::xoshiro8(&mut s);
             let m5 = _mm512_test_epi32_mask(r, bit5);
@@ -231,6 +431,7 @@ unsafe fn run<R: Rng, const RARE: bool>(
                 _mm512_storeu_si512(words[g].as_mut_ptr().cast(), r);
             }
             misses[g] = !inside;
+            has |= u64::from(inside != u16::MAX) << g;
         }
         let groups = block.len().div_ceil(16);
         if !RARE {
@@ -243,6 +444,24 @@ unsafe fn run<R: Rng, const RARE: bool>(
         // The block's rejected lanes, in group and lane order (a short last group's lanes
         // past the end too, their values dropped, so the draws do not depend on the length).
         let rng = rng.as_deref_mut().expect("the rare path's generator");
+        if VECTOR {
+            let mut queued = 0;
+            let mut any = has;
+            while any != 0 {
+                let g = any.trailing_zeros() as usize;
+                any &= any - 1;
+                let mut miss = misses[g];
+                while miss != 0 {
+                    let k = miss.trailing_zeros() as usize;
+                    miss &= miss - 1;
+                    (qpos[queued], qword[queued]) = ((16 * g + k) as u32, words[g][k]);
+                    queued += 1;
+                }
+            }
+            // SAFETY: AVX-512F and VL are present (the caller's check).
+            unsafe { finish_vector(&mut s, rng, t, &qpos[..queued], &qword[..queued], block) };
+            continue;
+        }
         for g in 0..groups {
             let mut miss = misses[g];
             while miss != 0 {
@@ -342,26 +561,21 @@ mod tests {
     /// mean by about 2.2 standard errors, at 2^24 to about 6.7 and 8.6.
     const N: usize = 1 << 24;
 
-    #[test]
-    fn the_lanes_draw_standard_normals() {
+    /// Mean within 4 standard errors (1/sqrt(n)), variance within 4 (sqrt(2/n)), Kolmogorov's
+    /// sqrt(n) D under 1.63 (its 1% point), and the tail: only it gives |z| >= r, so the count
+    /// beyond r within 4 binomial standard deviations of n P(|Z| >= r), half of it positive (4
+    /// sd), and its values distributed as |Z| given |Z| >= r (sqrt(m) D under 1.63). Fixed
+    /// seeds, so a sampler passes or fails for good.
+    fn assert_standard_normal(out: &[f32], what: &str) {
         use statrs::distribution::{ContinuousCDF, Normal};
-        let mut out = vec![0.0f32; N];
-        let mut rng = Xoshiro::seed_from_u64(11);
-        if fill(&mut rng, &mut out).is_none() {
-            eprintln!("skipped: no AVX-512 here");
-            return;
-        }
-        // Mean within 4 standard errors (1/sqrt(n)), variance within 4 (sqrt(2/n)), and
-        // Kolmogorov's sqrt(n) D under 1.63, its 1% point: fixed seed, so this either passes or
-        // fails for good.
-        let (mean, var, ks) = fit(&out);
-        let n = N as f64;
-        assert!(mean.abs() < 4.0 / n.sqrt(), "mean {mean}");
-        assert!((var - 1.0).abs() < 4.0 * (2.0 / n).sqrt(), "variance {var}");
-        assert!(ks < 1.63, "sqrt(n) D = {ks}");
-        // The tail: only it gives |z| >= r. Its count within 4 binomial standard deviations of
-        // n P(|Z| >= r), half of it positive (4 sd), and its values distributed as |Z| given
-        // |Z| >= r (sqrt(m) D under 1.63).
+        let (mean, var, ks) = fit(out);
+        let n = out.len() as f64;
+        assert!(mean.abs() < 4.0 / n.sqrt(), "{what}: mean {mean}");
+        assert!(
+            (var - 1.0).abs() < 4.0 * (2.0 / n).sqrt(),
+            "{what}: variance {var}"
+        );
+        assert!(ks < 1.63, "{what}: sqrt(n) D = {ks}");
         let normal = Normal::standard();
         let r = tables().r;
         let p = 2.0 * normal.sf(r);
@@ -373,26 +587,71 @@ mod tests {
         let m = tail.len() as f64;
         assert!(
             (m - n * p).abs() < 4.0 * (n * p * (1.0 - p)).sqrt(),
-            "{m} beyond r"
+            "{what}: {m} beyond r"
         );
         let positive = tail.iter().filter(|&&x| x > 0.0).count() as f64;
         assert!(
             (positive - m / 2.0).abs() < 4.0 * (m / 4.0).sqrt(),
-            "{positive} of {m}"
+            "{what}: {positive} of {m}"
         );
         tail.iter_mut().for_each(|x| *x = x.abs());
         let ks = kolmogorov(&mut tail, |x| 1.0 - normal.sf(x) / normal.sf(r));
-        assert!(ks < 1.63, "tail: sqrt(m) D = {ks}");
+        assert!(ks < 1.63, "{what}: tail's sqrt(m) D = {ks}");
+    }
+
+    #[test]
+    fn the_lanes_draw_standard_normals() {
+        let mut out = vec![0.0f32; N];
+        if fill(&mut Xoshiro::seed_from_u64(11), &mut out).is_none() {
+            eprintln!("skipped: no AVX-512 here");
+            return;
+        }
+        assert_standard_normal(&out, "fill");
         // The same checks see the floor's kept rejections (variance 1.011, sqrt(n) D about
         // 3.5 at this n): the tests can fail.
         let mut kept = vec![0.0f32; N];
         floor(&mut kept).expect("AVX-512");
         let (_, var, ks) = fit(&kept);
+        let n = N as f64;
         assert!(
             (var - 1.0).abs() > 4.0 * (2.0 / n).sqrt(),
             "floor's variance {var}"
         );
         assert!(ks > 1.63, "floor's sqrt(n) D = {ks}");
+    }
+
+    #[test]
+    fn the_vector_rare_path_draws_standard_normals() {
+        let mut out = vec![0.0f32; N];
+        if fill_vector_rare(&mut Xoshiro::seed_from_u64(12), &mut out).is_none() {
+            eprintln!("skipped: no AVX-512 here");
+            return;
+        }
+        assert_standard_normal(&out, "fill_vector_rare");
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn the_vector_exponential_is_within_two_ulps() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("skipped: no AVX-512 here");
+            return;
+        }
+        use std::arch::x86_64::*;
+        // The wedge test's arguments: -x^2 / 2 for x in [0, x[0]], about [-6.9, 0].
+        for k in 0..10_000 {
+            let a: [f64; 8] = std::array::from_fn(|l| -7.0 * (8 * k + l) as f64 / 80_000.0);
+            let mut e = [0.0; 8];
+            // SAFETY: AVX-512F is present (checked above); 8-lane loads and stores.
+            unsafe { _mm512_storeu_pd(e.as_mut_ptr(), exp_pd(_mm512_loadu_pd(a.as_ptr()))) };
+            for (x, y) in a.iter().zip(e) {
+                let want = x.exp();
+                assert!(
+                    (y - want).abs() <= 2.0 * f64::EPSILON * want,
+                    "exp({x}): {y} vs {want}"
+                );
+            }
+        }
     }
 
     #[test]
