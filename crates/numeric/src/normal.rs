@@ -283,31 +283,44 @@ pub fn fill<R: Rng + Clone>(rng: &mut R, buf: &mut [f64]) {
     *rng = r;
 }
 
-/// Fills `buf` in order with `s * z` rounded to `T` ([`Real::of`], exact for f64), `z` from
-/// [`standard_normal`] (bit-identical to `s * StandardNormal.sample(rng)`, then rounded): an
-/// f32 buffer gets the f64 values rounded without an f64 copy beside it.
-pub fn fill_scaled<R: Rng + Clone, T: Real>(rng: &mut R, buf: &mut [T], s: f64) {
+/// `n` values `s * z` rounded to `T` ([`Real::of`], exact for f64), `z` from
+/// [`standard_normal`] in order (bit-identical to `s * StandardNormal.sample(rng)`, then
+/// rounded): an f32 matrix gets the f64 values rounded without an f64 copy beside it, and the
+/// new vector is written once, never zeroed first.
+pub fn scaled_vec<R: Rng + Clone, T: Real>(rng: &mut R, n: usize, s: f64) -> Vec<T> {
     let mut r = rng.clone();
-    for v in buf.iter_mut() {
-        *v = T::of(s * standard_normal_local(&mut r));
-    }
+    let v = written(n, |slot| {
+        slot.write(T::of(s * standard_normal_local(&mut r)));
+    });
     *rng = r;
+    v
 }
 
-/// Fills `buf` in order with `s * z` rounded to `T` ([`Real::of`]), `z` a standard normal
-/// conditioned on `|z| <= limit` by rejection (redraw [`standard_normal`] until it holds),
-/// bit-identical to the same loop over `StandardNormal.sample(rng)`, then rounded.
-pub fn fill_truncated<R: Rng + Clone, T: Real>(rng: &mut R, buf: &mut [T], limit: f64, s: f64) {
+/// `n` values `s * z` rounded to `T` ([`Real::of`]), `z` a standard normal conditioned on
+/// `|z| <= limit` by rejection (redraw [`standard_normal`] until it holds), bit-identical to
+/// the same loop over `StandardNormal.sample(rng)`, then rounded; written once, never zeroed.
+pub fn truncated_vec<R: Rng + Clone, T: Real>(rng: &mut R, n: usize, limit: f64, s: f64) -> Vec<T> {
     let mut r = rng.clone();
-    for v in buf.iter_mut() {
-        *v = loop {
+    let v = written(n, |slot| {
+        slot.write(loop {
             let z = standard_normal_local(&mut r);
             if z.abs() <= limit {
                 break T::of(s * z);
             }
-        };
-    }
+        });
+    });
     *rng = r;
+    v
+}
+
+/// A vector of `n` values, each slot written by `put` in order, the memory never zeroed.
+#[inline(always)]
+fn written<T>(n: usize, mut put: impl FnMut(&mut std::mem::MaybeUninit<T>)) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    v.spare_capacity_mut()[..n].iter_mut().for_each(&mut put);
+    // SAFETY: the capacity is at least `n`, and `put` wrote each of the first `n` slots.
+    unsafe { v.set_len(n) };
+    v
 }
 
 /// Fills `buf` with standard normals by the same ziggurat as [`fill`], in chunks: each
@@ -404,8 +417,8 @@ fn box_muller_pair<R: Rng + ?Sized>(rng: &mut R) -> (f64, f64) {
 ///   `rand_distr::StandardNormal` (rand_distr 0.6), allocation included;
 /// - `loop+StandardNormal`: `StandardNormal` into a pre-allocated buffer;
 /// - `ziggurat`: [`fill`] into a pre-allocated buffer, the same values (the default);
-/// - `ziggurat+alloc`: [`fill`] into a new zeroed `Vec`, allocation included (what
-///   `sample::matrix` does before wrapping the `Vec` in a `DMatrix`);
+/// - `ziggurat+alloc`: [`scaled_vec`] with `s = 1`, a new `Vec` written once, allocation
+///   included (what `sample::matrix` does before wrapping the `Vec` in a `DMatrix`);
 /// - `ziggurat-batched`: [`fill_batched`];
 /// - `ziggurat-block`: [`vectorized::fill_block`], the same values a block of draws at a time;
 /// - `eight-streams-floor`: [`vectorized::eight_streams_floor`], a lower bound for eight
@@ -443,9 +456,7 @@ pub fn bench_samplers(count: usize) -> Vec<(&'static str, f64)> {
         }
     }
     fn fill_alloc(rng: &mut Xoshiro, buf: &mut [f64]) {
-        let mut v = vec![0.0; buf.len()];
-        fill(rng, &mut v);
-        black_box(v);
+        black_box(scaled_vec::<_, f64>(rng, buf.len(), 1.0));
     }
     fn eight_streams(_: &mut Xoshiro, buf: &mut [f64]) {
         black_box(vectorized::eight_streams_floor(buf));

@@ -19,6 +19,7 @@ pub fn matrix(rng: &mut Rng, init: Init, rows: usize, cols: usize, scale: f64) -
 /// [`matrix`] rounded to `T` ([`Real::of`]): each entry is drawn in f64 and rounded as it is
 /// written, so an f32 matrix never has an f64 copy beside it. The same draws in the same
 /// order, so the same values as rounding [`matrix`]'s result (for f64, [`matrix`] itself).
+/// The matrix's memory is written once, not zeroed first.
 pub fn matrix_in<T: Real>(
     rng: &mut Rng,
     init: Init,
@@ -26,29 +27,20 @@ pub fn matrix_in<T: Real>(
     cols: usize,
     scale: f64,
 ) -> DMatrix<T> {
-    let mut data = vec![T::zero(); rows * cols];
-    fill(rng, init, rows, cols, scale, &mut data);
-    DMatrix::from_vec(rows, cols, data)
-}
-
-/// The next `data.len()` entries, in column-major order, of a `rows x cols` matrix drawn from
-/// `init` times `scale` ([`matrix`]), each rounded to `T`; each entry's draws depend only on
-/// the stream, so filling a matrix in several calls gives the same entries as one call.
-fn fill<T: Real>(rng: &mut Rng, init: Init, rows: usize, cols: usize, scale: f64, data: &mut [T]) {
-    let (fan_in, fan_out) = (cols as f64, rows as f64);
-    match init {
+    let (n, fan_in, fan_out) = (rows * cols, cols as f64, rows as f64);
+    let data = match init {
         Init::Xavier | Init::He => {
-            let s = init.variance(fan_in, fan_out).sqrt() * scale;
-            normal::fill_scaled(rng, data, s);
+            normal::scaled_vec(rng, n, init.variance(fan_in, fan_out).sqrt() * scale)
         }
         Init::TorchDefault => {
             let b = 1.0 / fan_in.sqrt();
-            for v in data.iter_mut() {
-                *v = T::of(scale * rng.random_range(-b..b));
-            }
+            (0..n)
+                .map(|_| T::of(scale * rng.random_range(-b..b)))
+                .collect()
         }
-        Init::Bert => normal::fill_truncated(rng, data, 2.0, scale * BERT_STD),
-    }
+        Init::Bert => normal::truncated_vec(rng, n, 2.0, scale * BERT_STD),
+    };
+    DMatrix::from_vec(rows, cols, data)
 }
 
 /// A standard normal matrix (column-major draws, as [`matrix`]).
