@@ -246,13 +246,13 @@ fn bench_reports_every_sampler() {
         "ziggurat-batched",
         "ziggurat-block",
     ];
-    // The eight- and sixteen-lane code is AVX-512 code, timed only where it runs.
-    let avx512 = normal::vectorized::eight_streams_floor(&mut [0.0; 8]).is_some();
-    if avx512 {
+    // The eight- and sixteen-lane code is AVX-512 code (the lanes also need VL), timed only
+    // where it runs.
+    if normal::vectorized::eight_streams_floor(&mut [0.0; 8]).is_some() {
         expected.push("eight-streams-floor");
     }
     expected.push("xoshiro-draws");
-    if avx512 {
+    if normal::lanes::floor(&mut [0.0f32; 16]).is_some() {
         expected.extend([
             "sixteen-lanes-f32",
             "sixteen-lanes-f32-vector-rare",

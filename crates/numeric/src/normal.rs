@@ -289,9 +289,7 @@ pub fn fill<R: Rng + Clone>(rng: &mut R, buf: &mut [f64]) {
 /// new vector is written once, never zeroed first.
 pub fn scaled_vec<R: Rng + Clone, T: Real>(rng: &mut R, n: usize, s: f64) -> Vec<T> {
     let mut r = rng.clone();
-    let v = written(n, |slot| {
-        slot.write(T::of(s * standard_normal_local(&mut r)));
-    });
+    let v = written(n, || T::of(s * standard_normal_local(&mut r)));
     *rng = r;
     v
 }
@@ -301,24 +299,29 @@ pub fn scaled_vec<R: Rng + Clone, T: Real>(rng: &mut R, n: usize, s: f64) -> Vec
 /// the same loop over `StandardNormal.sample(rng)`, then rounded; written once, never zeroed.
 pub fn truncated_vec<R: Rng + Clone, T: Real>(rng: &mut R, n: usize, limit: f64, s: f64) -> Vec<T> {
     let mut r = rng.clone();
-    let v = written(n, |slot| {
-        slot.write(loop {
+    let v = written(n, || {
+        loop {
             let z = standard_normal_local(&mut r);
             if z.abs() <= limit {
                 break T::of(s * z);
             }
-        });
+        }
     });
     *rng = r;
     v
 }
 
-/// A vector of `n` values, each slot written by `put` in order, the memory never zeroed.
+/// A vector of `n` values from `next`, in order, its memory written once and never zeroed.
+/// Collecting `(0..n).map(..)` does the same but drew 0.1-0.2 s slower on the bench's f32
+/// workload (two runs, `docs/performance.md`), so the slots are written here directly.
 #[inline(always)]
-fn written<T>(n: usize, mut put: impl FnMut(&mut std::mem::MaybeUninit<T>)) -> Vec<T> {
+fn written<T>(n: usize, mut next: impl FnMut() -> T) -> Vec<T> {
     let mut v = Vec::with_capacity(n);
-    v.spare_capacity_mut()[..n].iter_mut().for_each(&mut put);
-    // SAFETY: the capacity is at least `n`, and `put` wrote each of the first `n` slots.
+    for slot in &mut v.spare_capacity_mut()[..n] {
+        slot.write(next());
+    }
+    // SAFETY: the capacity is at least `n`, and the loop wrote each of the first `n` slots (a
+    // panic in `next` leaves the length 0).
     unsafe { v.set_len(n) };
     v
 }
@@ -484,34 +487,31 @@ pub fn bench_samplers(count: usize) -> Vec<(&'static str, f64)> {
         black_box(lanes::floor(as_f32(buf)));
     }
     type Fill = fn(&mut Xoshiro, &mut [f64]);
-    let samplers: [(&'static str, Fill); 13] = [
-        ("from_fn+StandardNormal", from_fn),
-        ("loop+StandardNormal", loop_sn),
-        ("ziggurat", fill),
-        ("ziggurat+alloc", fill_alloc),
-        ("ziggurat-batched", fill_batched),
-        ("ziggurat-block", vectorized::fill_block),
-        ("eight-streams-floor", eight_streams),
-        ("xoshiro-draws", draws),
-        ("sixteen-lanes-f32", sixteen),
-        ("sixteen-lanes-f32-vector-rare", sixteen_vector),
-        ("sixteen-lanes-f32-floor", sixteen_floor),
-        ("polar", fill_polar),
-        ("box-muller", fill_box_muller),
+    // Each row with whether it runs here: the eight-stream floor needs AVX-512F, the lanes
+    // AVX-512F and VL (each probe returns `None` without them).
+    let avx512 = vectorized::eight_streams_floor(&mut [0.0; 8]).is_some();
+    let lanes = lanes::floor(&mut [0.0f32; 16]).is_some();
+    let samplers: [(&'static str, Fill, bool); 13] = [
+        ("from_fn+StandardNormal", from_fn, true),
+        ("loop+StandardNormal", loop_sn, true),
+        ("ziggurat", fill, true),
+        ("ziggurat+alloc", fill_alloc, true),
+        ("ziggurat-batched", fill_batched, true),
+        ("ziggurat-block", vectorized::fill_block, true),
+        ("eight-streams-floor", eight_streams, avx512),
+        ("xoshiro-draws", draws, true),
+        ("sixteen-lanes-f32", sixteen, lanes),
+        ("sixteen-lanes-f32-vector-rare", sixteen_vector, lanes),
+        ("sixteen-lanes-f32-floor", sixteen_floor, lanes),
+        ("polar", fill_polar, true),
+        ("box-muller", fill_box_muller, true),
     ];
     let count = count.max(1);
     let mut buf = vec![0.0; count];
-    let mut probe = [0.0; 8];
-    let avx512 = vectorized::eight_streams_floor(&mut probe).is_some();
-    let needs_avx512 = [
-        "eight-streams-floor",
-        "sixteen-lanes-f32",
-        "sixteen-lanes-f32-floor",
-    ];
     samplers
         .iter()
-        .filter(|&&(name, _)| avx512 || !needs_avx512.contains(&name))
-        .map(|&(name, f)| {
+        .filter(|&&(_, _, runs)| runs)
+        .map(|&(name, f, _)| {
             let mut rng = Xoshiro::seed_from_u64(0x5EED);
             f(&mut rng, &mut buf);
             let best = (0..5)

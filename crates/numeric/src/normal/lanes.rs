@@ -31,6 +31,8 @@ use std::sync::OnceLock;
 /// Groups of sixteen lanes per block: a block's rejected lanes are finished after its vector
 /// loop, so the rare path's calls do not interrupt it (4 KiB of words kept per block).
 const BLOCK_GROUPS: usize = 64;
+// A block's groups with a rejection are marked in one u64.
+const _: () = assert!(BLOCK_GROUPS <= 64);
 
 /// Layers of the ziggurat: 128, so a table of 128 f32 entries fits in 8 AVX-512 registers
 /// (16 for the two lookups, `X[i]` and `X[i+1]`).
@@ -157,8 +159,9 @@ pub fn fill<R: Rng>(rng: &mut R, out: &mut [f32]) -> Option<()> {
 /// generators, a vector exponential accurate to 2 ulps) and, for those that fail, new
 /// candidates are computed together; accepted values are written, new rejected candidates go
 /// back at the queue's end, and layer 0's lanes take the tail from `rng` after the queue is
-/// empty. Another stream than [`fill`]'s. Returns `None`, writing nothing, without AVX-512 (F
-/// and VL).
+/// empty. Another stream than [`fill`]'s, and in the last block a value can depend on the
+/// length of `out` (a shorter block queues fewer lanes, so later rounds and tails read other
+/// draws). Returns `None`, writing nothing, without AVX-512 (F and VL).
 pub fn fill_vector_rare<R: Rng>(rng: &mut R, out: &mut [f32]) -> Option<()> {
     draw::<R, true>(rng, out)
 }
@@ -368,9 +371,10 @@ pub fn floor(out: &mut [f32]) -> Option<usize> {
 /// The lanes' loop: xoshiro256++ on eight 64-bit lanes ([`super::vectorized::xoshiro8`]), the
 /// table entries `X[i]` and `X[i+1]` each by four two-register permutes (32 entries apiece,
 /// the word's low 5 bits) and three blends (bits 5 and 6; 16 registers hold both tables), the
-/// candidates and their rectangle test on sixteen 32-bit lanes. With `RARE`, each rejected
-/// lane is finished by [`rare`] on `rng` after its block's loop, in group and lane order;
-/// without, the rejections are only counted (the count is returned).
+/// candidates and their rectangle test on sixteen 32-bit lanes. With `RARE`, a block's
+/// rejected lanes are finished after its loop, in group and lane order: by [`rare`] on `rng`,
+/// or with `VECTOR` by [`finish_vector`]; without `RARE`, they are only counted (the count is
+/// returned).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl")]
 unsafe fn run<R: Rng, const RARE: bool, const VECTOR: bool>(
@@ -442,7 +446,9 @@ unsafe fn run<R: Rng, const RARE: bool, const VECTOR: bool>(
             continue;
         }
         // The block's rejected lanes, in group and lane order (a short last group's lanes
-        // past the end too, their values dropped, so the draws do not depend on the length).
+        // past the end too, their values dropped). For `fill`, so a value does not depend on
+        // how many follow it in the block; `finish_vector`'s batches and rounds do depend on
+        // the queue's length, so `fill_vector_rare`'s last block does.
         let rng = rng.as_deref_mut().expect("the rare path's generator");
         if VECTOR {
             let mut queued = 0;
@@ -628,6 +634,28 @@ mod tests {
             return;
         }
         assert_standard_normal(&out, "fill_vector_rare");
+    }
+
+    #[test]
+    fn the_vector_rare_path_is_a_function_of_the_seed_at_any_length() {
+        // Short groups and blocks (1, 17, 1024 + 5 values) and a long run: the same seed
+        // gives the same values and leaves the caller's generator in the same state, and
+        // every value is finite and a normal of the right size.
+        for len in [1, 17, 1029, 1 << 16] {
+            let (mut a, mut b) = (Xoshiro::seed_from_u64(5), Xoshiro::seed_from_u64(5));
+            let (mut x, mut y) = (vec![0.0f32; len], vec![f32::NAN; len]);
+            if fill_vector_rare(&mut a, &mut x).is_none() {
+                eprintln!("skipped: no AVX-512 here");
+                return;
+            }
+            fill_vector_rare(&mut b, &mut y).expect("AVX-512");
+            assert_eq!(x, y, "{len} values");
+            assert_eq!(a, b, "{len} values: the generator's state");
+            assert!(
+                x.iter().all(|v| v.is_finite() && v.abs() < 10.0),
+                "{len} values"
+            );
+        }
     }
 
     #[test]
