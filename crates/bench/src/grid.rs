@@ -167,8 +167,9 @@ fn torch_seconds(
     ))
 }
 
-/// Runs `normscope-bench --train-grid`; returns the target's [`Outcome`] per precision.
-pub fn bench(a: &crate::args::BenchArgs) -> Result<Vec<Outcome>> {
+/// Runs `normscope-bench --train-grid`; pushes the target's [`Outcome`] to `outcomes` as each
+/// precision finishes, so a failure in f32 leaves f64's result there.
+pub fn bench(a: &crate::args::BenchArgs, outcomes: &mut Vec<Outcome>) -> Result<()> {
     crate::train::check(a)?;
     normscope::numeric::sys::keep_freed_memory();
     let w = if a.quick {
@@ -186,7 +187,6 @@ pub fn bench(a: &crate::args::BenchArgs) -> Result<Vec<Outcome>> {
         crate::common::names(&precisions)
     );
     let d = if a.no_torch { None } else { Some(dumps(&w)?) };
-    let mut outcomes = Vec::new();
     for p in precisions {
         let (mut ours, mut looped, mut vmapped) = (Vec::new(), Vec::new(), Vec::new());
         let mut version = String::new();
@@ -241,5 +241,5 @@ pub fn bench(a: &crate::args::BenchArgs) -> Result<Vec<Outcome>> {
             Precision::F64 => Outcome::printed(what, format!("{ratio:.2}x")),
         });
     }
-    Ok(outcomes)
+    Ok(())
 }

@@ -42,10 +42,10 @@ use std::process::ExitCode;
 
 fn bench(a: &BenchArgs) -> normscope::Result<()> {
     if a.train {
-        return train::bench(a).map(drop);
+        return train::bench(a, &mut Vec::new());
     }
     if a.train_grid {
-        return grid::bench(a).map(drop);
+        return grid::bench(a, &mut Vec::new());
     }
     if let Some(n) = a.shards {
         return shards::bench(n, a.nodes, a.quick, a.config.as_deref(), &a.analyses);
@@ -60,10 +60,11 @@ fn bench(a: &BenchArgs) -> normscope::Result<()> {
     // Refuses a bad --repeats (train::check) before anything is timed.
     let mut outcomes = mc::monte_carlo(a)?;
     if a.all {
-        // A part that fails (a PyTorch script's error) is reported, its targets count as not
-        // measured, and the other parts and the summary still run; the run then fails. A
-        // console that cannot be written to ends the run at once.
-        type Part = fn(&BenchArgs) -> normscope::Result<Vec<summary::Outcome>>;
+        // A part that fails (a PyTorch script's error) is reported, its targets not yet
+        // measured (a precision that finished keeps its result) count as not measured, and
+        // the other parts and the summary still run; the run then fails. A console that
+        // cannot be written to ends the run at once.
+        type Part = fn(&BenchArgs, &mut Vec<summary::Outcome>) -> normscope::Result<()>;
         type Target = fn(Precision) -> (String, String);
         let parts: [(&str, Part, Target); 2] = [
             ("training", train::bench, train::target),
@@ -71,15 +72,18 @@ fn bench(a: &BenchArgs) -> normscope::Result<()> {
         ];
         let mut failed = None;
         for (name, part, target) in parts {
-            match part(a) {
-                Ok(o) => outcomes.extend(o),
+            let before = outcomes.len();
+            match part(a, &mut outcomes) {
+                Ok(()) => {}
                 Err(e @ normscope::Error::Console { .. }) => return Err(e),
                 Err(e) => {
                     errln!("{name}: {e}");
                     let why = format!("the part failed: {e}");
                     for p in common::precisions(a.precision) {
                         let (what, threshold) = target(p);
-                        outcomes.push(summary::Outcome::not_measured(what, threshold, &why));
+                        if !outcomes[before..].iter().any(|o| o.what == what) {
+                            outcomes.push(summary::Outcome::not_measured(what, threshold, &why));
+                        }
                     }
                     failed.get_or_insert(e);
                 }

@@ -258,9 +258,10 @@ pub fn check(a: &crate::args::BenchArgs) -> Result<()> {
 }
 
 /// Runs `normscope-bench --train`: refuses bad input first, then sets glibc's `malloc` as
-/// `normscope train` has it (`normscope::numeric::sys::keep_freed_memory`) and says so, then times; returns the
-/// target's [`Outcome`] per precision (for `bench --all`'s summary).
-pub fn bench(a: &crate::args::BenchArgs) -> Result<Vec<Outcome>> {
+/// `normscope train` has it (`normscope::numeric::sys::keep_freed_memory`) and says so, then times; pushes the
+/// target's [`Outcome`] to `outcomes` as each precision finishes (for `bench --all`'s summary),
+/// so a failure in f32 leaves f64's result there.
+pub fn bench(a: &crate::args::BenchArgs, outcomes: &mut Vec<Outcome>) -> Result<()> {
     check(a)?;
     let kept = normscope::numeric::sys::keep_freed_memory();
     errln!(
@@ -310,7 +311,6 @@ pub fn bench(a: &crate::args::BenchArgs) -> Result<Vec<Outcome>> {
     } else {
         Some(TorchDumps::write(&w.config(Precision::F64)?)?)
     };
-    let mut outcomes = Vec::new();
     for p in precisions {
         let (what, target) = target(p);
         let cfg = w.config(p)?;
@@ -370,7 +370,7 @@ pub fn bench(a: &crate::args::BenchArgs) -> Result<Vec<Outcome>> {
             ratio >= TARGET_TRAIN_VS_TORCH,
         ));
     }
-    Ok(outcomes)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -93,14 +93,83 @@ fn a_failing_part_of_all_leaves_the_rest_and_the_summary_and_fails_the_run() {
         grid.contains(", met [") || grid.contains(", not met ["),
         "{grid}"
     );
-    // Two not measured from the failed part, one from the grid's f64 line (no target).
+    // Two not measured from the failed part; the grid's f64 line has no target.
     let tally = out
         .lines()
         .find(|l| l.contains(" targets met, "))
         .unwrap_or_else(|| panic!("no tally: {out}"));
-    assert!(tally.ends_with(", 3 not measured"), "{tally}");
+    assert!(
+        tally.ends_with(", 2 not measured; 1 printed without a target"),
+        "{tally}"
+    );
     assert!(
         err.contains("training reference failed (ValueError: boom)"),
         "{err}"
     );
+}
+
+/// `--all` with a training script that fails only in f32: f64's ratio, measured before the
+/// failure, stays in the summary with its verdict; only f32's target is "not measured".
+/// Needs PyTorch.
+#[test]
+fn a_part_failing_in_f32_keeps_its_f64_result() {
+    let Some(python) = common::torch_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("f32_raises.py");
+    let real = std::path::Path::new(common::ROOT)
+        .join("benches/torch_train_reference.py")
+        .canonicalize()
+        .unwrap();
+    std::fs::write(
+        &script,
+        format!(
+            "import runpy, sys\n\
+             if 'float32' in sys.argv:\n    raise ValueError('boom32')\n\
+             sys.argv[0] = {real:?}\n\
+             runpy.run_path({real:?}, run_name='__main__')\n"
+        ),
+    )
+    .unwrap();
+    let o = common::bench(&[
+        "--all",
+        "--quick",
+        "--repeats",
+        "1",
+        "--python",
+        &python,
+        "--train-script",
+        script.to_str().unwrap(),
+    ]);
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(!o.status.success(), "{out}");
+    let line = |p: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("training normscope {p} ")))
+            .unwrap_or_else(|| panic!("no summary line for {p}: {out}"))
+            .to_string()
+    };
+    let f64_line = line("f64 / pytorch float64");
+    assert!(
+        f64_line.contains("x, met [") || f64_line.contains("x, not met ["),
+        "{f64_line}"
+    );
+    let f32_line = line("f32 / pytorch float32");
+    assert!(
+        f32_line.contains("the part failed") && f32_line.contains("ValueError: boom32"),
+        "{f32_line}"
+    );
+    assert!(f32_line.contains(", not measured ["), "{f32_line}");
+    // One line each, in order.
+    let training: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("training normscope "))
+        .collect();
+    assert_eq!(training.len(), 2, "{out}");
+    assert!(training[0].starts_with("training normscope f64 "), "{out}");
+    assert!(err.contains("ValueError: boom32"), "{err}");
 }

@@ -397,10 +397,7 @@ unsafe fn run<R: Rng, const RARE: bool, const VECTOR: bool>(
     let mut words = [[0u32; 16]; BLOCK_GROUPS];
     let mut misses = [0u16; BLOCK_GROUPS];
     let mut last = [0.0f32; 16];
-    let (mut qpos, mut qword) = (
-        [0u32; 16 * BLOCK_GROUPS + 16],
-        [0u32; 16 * BLOCK_GROUPS + 16],
-    );
+    let (mut qpos, mut qword) = ([0u32; 16 * BLOCK_GROUPS], [0u32; 16 * BLOCK_GROUPS]);
     for block in out.chunks_mut(16 * BLOCK_GROUPS) {
         let mut has = 0u64;
         for (g, chunk) in block.chunks_mut(16).enumerate() {
