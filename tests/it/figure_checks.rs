@@ -33,6 +33,13 @@ fn found(fig: &impl normscope::output::figure::Figure, what: &str) -> bool {
 fn figure_checks_catch_each_kind_of_defect() {
     assert_eq!(defects(&clean()).unwrap(), Vec::<String>::new());
 
+    // Axes and a legend with no point in any series (a quick run's curves once were).
+    let mut p = clean();
+    for s in &mut p.series {
+        s.points.clear();
+    }
+    assert!(found(&p, "no data drawn"), "empty");
+
     let mut p = clean();
     p.y_label = "eff_depth".into();
     assert!(found(&p, "code identifier"), "identifier");

@@ -570,3 +570,28 @@ pub fn short(v: f64) -> String {
 pub(crate) fn deepest(depths: &[usize]) -> usize {
     depths.iter().copied().max().unwrap_or(0)
 }
+
+/// How a figure's title names the intervals of medians over `seeds` values: `exact 95% CI`,
+/// or `too few for an exact 95% CI` when `seeds` cannot bound a median at that level (fewer
+/// than 6: [`normscope_core::stats::median_ci::rank`] 0), where [`drawn`] draws the medians
+/// alone.
+pub(crate) fn ci_note(seeds: u64) -> &'static str {
+    use normscope_core::stats::{LEVEL, median_ci::rank};
+    if rank(seeds, LEVEL).0 == 0 {
+        "too few for an exact 95% CI"
+    } else {
+        "exact 95% CI"
+    }
+}
+
+/// A point `(x, median, lo, hi)` as a figure draws it: with no interval at all (both ends
+/// unbounded: too few values, [`normscope_core::stats::median_ci::median_ci`]'s rank 0) the
+/// ends collapse to the median, so the median is drawn alone instead of the point being
+/// dropped. One unbounded end (a censored value) is left as it is.
+pub(crate) fn drawn(p: (f64, f64, f64, f64)) -> (f64, f64, f64, f64) {
+    if p.2 == f64::NEG_INFINITY && p.3 == f64::INFINITY {
+        (p.0, p.1, p.1, p.1)
+    } else {
+        p
+    }
+}

@@ -528,12 +528,13 @@ fn effects_table(out: &mut Out, families: &[(Family, Vec<Place>)]) -> Result<()>
 }
 
 fn curves(c: &Config, out: &mut Out, cells: &[TunedCell], tuned: &[Tuned]) -> Result<()> {
+    let interval = common::ci_note(c.tune.seeds);
     for (t, s) in c.tiers.iter().enumerate() {
         for &depth in &s.depths {
             let layers = s.tier.layers(depth);
             let mut plot = LinePlot::new(
                 &format!(
-                    "Evaluation excess over the floor (fraction of the gap), {} tier, {layers} layers, each preset at its tuned lr (median of {} seeds, exact 95% CI)",
+                    "Evaluation excess over the floor (fraction of the gap), {} tier, {layers} layers, each preset at its tuned lr (median of {} seeds, {interval})",
                     s.tier.name, c.tune.seeds
                 ),
                 "update",
@@ -564,7 +565,7 @@ fn curves(c: &Config, out: &mut Out, cells: &[TunedCell], tuned: &[Tuned]) -> Re
                             })
                             .collect();
                         let m = median_ci(&v)?;
-                        Some((step as f64, m.estimate, m.lo, m.hi))
+                        Some(common::drawn((step as f64, m.estimate, m.lo, m.hi)))
                     })
                     .filter(|p| p.1 > 0.0 && p.2 > 0.0)
                     .collect();

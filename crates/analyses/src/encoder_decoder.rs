@@ -422,10 +422,11 @@ fn profile(c: &Config, out: &mut Out, runs: &[Outcome]) -> Result<()> {
     let last = rows.iter().map(|r| r.1).max().unwrap_or(0);
     let mut plot = LinePlot::new(
         &format!(
-            "Stream gradient per layer over the decoder top's, after {last} updates ({} + {} layers; median of {} seeds, exact 95% CI)",
+            "Stream gradient per layer over the decoder top's, after {last} updates ({} + {} layers; median of {} seeds, {})",
             c.layers(),
             c.layers(),
-            c.seeds
+            c.seeds,
+            common::ci_note(c.seeds)
         ),
         "layer (encoder, then decoder)",
         "||dL/dx_l|| / decoder top's",
@@ -434,8 +435,9 @@ fn profile(c: &Config, out: &mut Out, runs: &[Outcome]) -> Result<()> {
     for (i, p) in c.presets.iter().enumerate() {
         let pts: Vec<(f64, f64, f64, f64)> = rows
             .iter()
-            .filter(|r| r.0 == *p && r.1 == last && r.3 > 0.0 && r.4 > 0.0)
-            .map(|r| (r.2 as f64, r.3, r.4, r.5))
+            .filter(|r| r.0 == *p && r.1 == last)
+            .map(|r| common::drawn((r.2 as f64, r.3, r.4, r.5)))
+            .filter(|p| p.1 > 0.0 && p.2 > 0.0)
             .collect();
         plot.series.push(Series::points(common::label(p), i, &pts));
     }
@@ -448,12 +450,13 @@ fn ratio_figure(c: &Config, out: &mut Out, g: &DataFrame) -> Result<()> {
     steps.dedup();
     let mut plot = LinePlot::new(
         &format!(
-            "Decoder gradient at its input over at its top, during training ({} + {} layers, lr {}, warmup {}; median of {} seeds, exact 95% CI)",
+            "Decoder gradient at its input over at its top, during training ({} + {} layers, lr {}, warmup {}; median of {} seeds, {})",
             c.layers(),
             c.layers(),
             normscope_core::output::figure::tick(c.lr),
             c.warmup,
-            c.seeds
+            c.seeds,
+            common::ci_note(c.seeds)
         ),
         "update",
         "decoder input / top",
@@ -466,11 +469,12 @@ fn ratio_figure(c: &Config, out: &mut Out, g: &DataFrame) -> Result<()> {
                 let v: Vec<Obs> = ratios(g, p, s).ok()?.iter().map(|x| x.1).collect();
                 let m = median_ci(&v)?;
                 let e = |x: f64| 10f64.powf(x);
-                (m.estimate.is_finite() && m.lo.is_finite() && m.hi.is_finite()).then_some((
-                    s as f64,
-                    e(m.estimate),
-                    e(m.lo),
-                    e(m.hi),
+                let (x, est, lo, hi) = common::drawn((s as f64, m.estimate, m.lo, m.hi));
+                (est.is_finite() && lo.is_finite() && hi.is_finite()).then_some((
+                    x,
+                    e(est),
+                    e(lo),
+                    e(hi),
                 ))
             })
             .collect();

@@ -582,7 +582,7 @@ fn depth_use(c: &Config, out: &mut Out, jobs: &[Job]) -> Result<()> {
     for (metric, col) in [("ablation_cost", 4), ("angular_distance", 5)] {
         let mut plot = LinePlot::new(
             &format!(
-                "{} per block after pre-training ({} tier, {} blocks; median of {} seeds, exact 95% CI)",
+                "{} per block after pre-training ({} tier, {} blocks; median of {} seeds, {})",
                 if col == 4 {
                     "Ablation cost"
                 } else {
@@ -590,7 +590,8 @@ fn depth_use(c: &Config, out: &mut Out, jobs: &[Job]) -> Result<()> {
                 },
                 c.tier.tier.name,
                 c.depth(),
-                c.tune.seeds
+                c.tune.seeds,
+                common::ci_note(c.tune.seeds)
             ),
             "block l",
             if col == 4 {
@@ -608,7 +609,7 @@ fn depth_use(c: &Config, out: &mut Out, jobs: &[Job]) -> Result<()> {
                         .filter_map(|r| Obs::exact(if col == 4 { r.4 } else { r.5 }))
                         .collect();
                     let m = median_ci(&v)?;
-                    Some((l as f64, m.estimate, m.lo, m.hi))
+                    Some(common::drawn((l as f64, m.estimate, m.lo, m.hi)))
                 })
                 .filter(|p| p.2.is_finite() && p.3.is_finite())
                 .collect();

@@ -501,8 +501,11 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         for (q, title, y_label) in titles {
             let mut fig = LinePlot::new(
                 &format!(
-                    "{title} ({}, L = {}, median of {} seeds, exact 95% CI)",
-                    a.name, c.depth, c.seeds
+                    "{title} ({}, L = {}, median of {} seeds, {})",
+                    a.name,
+                    c.depth,
+                    c.seeds,
+                    super::common::ci_note(c.seeds)
                 ),
                 "update t",
                 y_label,
@@ -513,7 +516,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 let pts: Vec<(f64, f64, f64, f64)> = rows
                     .iter()
                     .filter(|r| r.0 == a.name && &r.1 == p && r.3 == q)
-                    .map(|r| (r.2 as f64, r.4.0, r.4.1, r.4.2))
+                    .map(|r| super::common::drawn((r.2 as f64, r.4.0, r.4.1, r.4.2)))
                     .filter(|p| !fig.y_log || (p.2 > 0.0 && p.1 > 0.0))
                     .collect();
                 fig.series

@@ -1433,6 +1433,10 @@ impl Figure for LinePlot {
     fn defects(&self) -> Vec<String> {
         let p = self.merged();
         let mut out = Vec::new();
+        // Axes and a legend with nothing in them: every point was filtered out upstream.
+        if p.series.iter().all(|s| s.points.is_empty()) {
+            out.push(format!("{:?}: no data drawn", p.title));
+        }
         let xs: Vec<f64> = p
             .series
             .iter()
