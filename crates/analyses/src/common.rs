@@ -584,12 +584,14 @@ pub(crate) fn ci_note(seeds: u64) -> &'static str {
     }
 }
 
-/// A point `(x, median, lo, hi)` as a figure draws it: with no interval at all (both ends
-/// unbounded: too few values, [`normscope_core::stats::median_ci::median_ci`]'s rank 0) the
-/// ends collapse to the median, so the median is drawn alone instead of the point being
-/// dropped. One unbounded end (a censored value) is left as it is.
-pub(crate) fn drawn(p: (f64, f64, f64, f64)) -> (f64, f64, f64, f64) {
-    if p.2 == f64::NEG_INFINITY && p.3 == f64::INFINITY {
+/// A point `(x, median, lo, hi)` of a median over `n` values as a figure draws it: when `n`
+/// values cannot bound a median at 95% ([`normscope_core::stats::median_ci::rank`] 0: fewer
+/// than 6, and the interval is the whole line) the ends collapse to the median, so the median
+/// is drawn alone instead of the point being dropped. Otherwise the point is unchanged (an
+/// end left unbounded by censored or unknown values is the callers' to drop, as before).
+pub(crate) fn drawn(p: (f64, f64, f64, f64), n: usize) -> (f64, f64, f64, f64) {
+    use normscope_core::stats::{LEVEL, median_ci::rank};
+    if rank(n as u64, LEVEL).0 == 0 {
         (p.0, p.1, p.1, p.1)
     } else {
         p

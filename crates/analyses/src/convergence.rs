@@ -565,7 +565,7 @@ fn curves(c: &Config, out: &mut Out, cells: &[TunedCell], tuned: &[Tuned]) -> Re
                             })
                             .collect();
                         let m = median_ci(&v)?;
-                        Some(common::drawn((step as f64, m.estimate, m.lo, m.hi)))
+                        Some(common::drawn((step as f64, m.estimate, m.lo, m.hi), m.n))
                     })
                     .filter(|p| p.1 > 0.0 && p.2 > 0.0)
                     .collect();

@@ -371,7 +371,8 @@ fn family(df: &DataFrame) -> Result<(Family, String)> {
 /// the decoder top's (`profile.csv`), and its figure at the last update.
 fn profile(c: &Config, out: &mut Out, runs: &[Outcome]) -> Result<()> {
     let top = 5 * c.layers() + 2;
-    let mut rows: Vec<(String, u64, usize, f64, f64, f64)> = Vec::new();
+    // (preset, step, layer, median, lo, hi, values)
+    let mut rows: Vec<(String, u64, usize, f64, f64, f64, usize)> = Vec::new();
     for p in &c.presets {
         let mine: Vec<&Outcome> = runs.iter().filter(|o| o.cell.preset == *p).collect();
         let mut steps: Vec<u64> = mine
@@ -391,7 +392,7 @@ fn profile(c: &Config, out: &mut Out, runs: &[Outcome]) -> Result<()> {
                     .filter_map(|o| Obs::exact(stream(o, step, l)? / stream(o, step, top)?))
                     .collect();
                 if let Some(m) = median_ci(&v) {
-                    rows.push((p.clone(), step, l, m.estimate, m.lo, m.hi));
+                    rows.push((p.clone(), step, l, m.estimate, m.lo, m.hi, m.n));
                 }
             }
         }
@@ -436,7 +437,7 @@ fn profile(c: &Config, out: &mut Out, runs: &[Outcome]) -> Result<()> {
         let pts: Vec<(f64, f64, f64, f64)> = rows
             .iter()
             .filter(|r| r.0 == *p && r.1 == last)
-            .map(|r| common::drawn((r.2 as f64, r.3, r.4, r.5)))
+            .map(|r| common::drawn((r.2 as f64, r.3, r.4, r.5), r.6))
             .filter(|p| p.1 > 0.0 && p.2 > 0.0)
             .collect();
         plot.series.push(Series::points(common::label(p), i, &pts));
@@ -469,7 +470,7 @@ fn ratio_figure(c: &Config, out: &mut Out, g: &DataFrame) -> Result<()> {
                 let v: Vec<Obs> = ratios(g, p, s).ok()?.iter().map(|x| x.1).collect();
                 let m = median_ci(&v)?;
                 let e = |x: f64| 10f64.powf(x);
-                let (x, est, lo, hi) = common::drawn((s as f64, m.estimate, m.lo, m.hi));
+                let (x, est, lo, hi) = common::drawn((s as f64, m.estimate, m.lo, m.hi), m.n);
                 (est.is_finite() && lo.is_finite() && hi.is_finite()).then_some((
                     x,
                     e(est),

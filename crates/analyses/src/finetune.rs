@@ -609,7 +609,7 @@ fn depth_use(c: &Config, out: &mut Out, jobs: &[Job]) -> Result<()> {
                         .filter_map(|r| Obs::exact(if col == 4 { r.4 } else { r.5 }))
                         .collect();
                     let m = median_ci(&v)?;
-                    Some(common::drawn((l as f64, m.estimate, m.lo, m.hi)))
+                    Some(common::drawn((l as f64, m.estimate, m.lo, m.hi), m.n))
                 })
                 .filter(|p| p.2.is_finite() && p.3.is_finite())
                 .collect();

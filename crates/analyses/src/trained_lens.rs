@@ -516,7 +516,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 let pts: Vec<(f64, f64, f64, f64)> = rows
                     .iter()
                     .filter(|r| r.0 == a.name && &r.1 == p && r.3 == q)
-                    .map(|r| super::common::drawn((r.2 as f64, r.4.0, r.4.1, r.4.2)))
+                    .map(|r| super::common::drawn((r.2 as f64, r.4.0, r.4.1, r.4.2), r.4.3))
                     .filter(|p| !fig.y_log || (p.2 > 0.0 && p.1 > 0.0))
                     .collect();
                 fig.series
