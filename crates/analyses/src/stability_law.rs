@@ -634,8 +634,9 @@ fn figures(
         let predictor = PREDICTORS[0];
         let mut plot = LinePlot::new(
             &format!(
-                "Stability law, {} tier: max stable lr against the first Adam update's output change per unit lr (median of seeds, exact 95% CI; lines: censored fits)",
-                tiers[t].name
+                "Stability law, {} tier: max stable lr against the first Adam update's output change per unit lr (median of seeds, {}; lines: censored fits)",
+                tiers[t].name,
+                common::ci_note(w.seeds)
             ),
             "output change per unit lr, c",
             "max stable lr",
@@ -651,7 +652,10 @@ fn figures(
                     .collect();
                 if let Some(m) = median_ci(&obs) {
                     let cap = |v: f64| v.exp2().clamp(w.search.min, w.search.max);
-                    pts.push((c.value(predictor), m.estimate.exp2(), cap(m.lo), cap(m.hi)));
+                    pts.push(common::drawn(
+                        (c.value(predictor), m.estimate.exp2(), cap(m.lo), cap(m.hi)),
+                        m.n,
+                    ));
                 }
             }
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));

@@ -801,8 +801,10 @@ fn figures(
     for (ti, tc) in c.tiers.iter().enumerate() {
         let mut plot = LinePlot::new(
             &format!(
-                "Maximum stable peak lr, {} tier, Adam (median of {} seeds, exact 95% CI)",
-                tc.tier.name, c.seeds
+                "Maximum stable peak lr, {} tier, Adam (median of {} seeds, {})",
+                tc.tier.name,
+                c.seeds,
+                super::common::ci_note(c.seeds)
             ),
             "layers",
             "max stable lr",

@@ -19,7 +19,7 @@
 //!
 //! Each side is timed `--repeats` times, alternating, and the verdict compares normscope's
 //! median time with the median time of PyTorch's faster mode (target
-//! [`TARGET_GRID_VS_TORCH`] in f32; f64 is printed without a target).
+//! [`TARGET_GRID_VS_TORCH`] in f32; f64 is printed without one).
 
 use crate::common::{VERDICT_STATISTIC, statistic};
 use crate::summary::Outcome;

@@ -6,7 +6,7 @@
 
 /// The target of a line the summary prints without one (f64's training-grid ratio): the
 /// line is listed and not counted among the targets.
-pub const NO_TARGET: &str = "none (printed)";
+pub const NO_TARGET: &str = "none";
 
 /// One target's result, or a printed value without a target ([`NO_TARGET`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -86,7 +86,7 @@ pub fn tally(outcomes: &[Outcome]) -> String {
         count(None),
         match untargeted {
             0 => String::new(),
-            n => format!("; {n} printed without a target"),
+            n => format!("; {n} without a target"),
         }
     )
 }
@@ -153,14 +153,11 @@ mod tests {
         assert_eq!(o[0].line(), "a (target >= 2.0x): 2.50x, met");
         assert_eq!(o[1].line(), "b (target >= 80%): 70%, not met");
         assert_eq!(o[2].line(), "c (target >= 3.0x): --no-torch, not measured");
-        assert_eq!(o[3].line(), "d (target none (printed)): 1.82x, no target");
-        assert_eq!(
-            o[4].line(),
-            "e (target none (printed)): --no-torch, no target"
-        );
+        assert_eq!(o[3].line(), "d (target none): 1.82x, no target");
+        assert_eq!(o[4].line(), "e (target none): --no-torch, no target");
         assert_eq!(
             tally(&o),
-            "1 of 3 targets met, 1 not met, 1 not measured; 2 printed without a target"
+            "1 of 3 targets met, 1 not met, 1 not measured; 2 without a target"
         );
         assert_eq!(
             tally(&o[..3]),

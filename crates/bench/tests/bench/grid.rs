@@ -99,7 +99,7 @@ fn a_failing_part_of_all_leaves_the_rest_and_the_summary_and_fails_the_run() {
         .find(|l| l.contains(" targets met, "))
         .unwrap_or_else(|| panic!("no tally: {out}"));
     assert!(
-        tally.ends_with(", 2 not measured; 1 printed without a target"),
+        tally.ends_with(", 2 not measured; 1 without a target"),
         "{tally}"
     );
     assert!(

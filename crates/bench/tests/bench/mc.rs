@@ -206,14 +206,14 @@ fn all_measures_every_target_and_lists_them() {
     // f64's train-grid line has no target: listed, not counted.
     assert!(lines[10].contains(" of 9 targets met, "), "{summary}");
     assert!(
-        lines[10].ends_with(" not measured; 1 printed without a target"),
+        lines[10].ends_with(" not measured; 1 without a target"),
         "{summary}"
     );
     // Both PyTorch ratios, both training ratios and f32's train-grid ratio at least
     // (--no-torch); a memory probe may also be skipped where the OS or the free memory does
     // not allow it.
     let not_measured: usize = lines[10]
-        .trim_end_matches("; 1 printed without a target")
+        .trim_end_matches("; 1 without a target")
         .rsplit(", ")
         .next()
         .and_then(|t| t.strip_suffix(" not measured"))

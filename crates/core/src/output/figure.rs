@@ -1428,8 +1428,9 @@ impl Figure for LinePlot {
         root.present().map_err(|x| x.to_string())
     }
 
-    /// A linear axis whose values (all of one sign) span more than two decades, and legend
-    /// entries that differ only in colour (same mark, same dash or marker).
+    /// No point in any series (axes and a legend only), a linear axis whose values (all of one
+    /// sign) span more than two decades, and legend entries that differ only in colour (same
+    /// mark, same dash or marker).
     fn defects(&self) -> Vec<String> {
         let p = self.merged();
         let mut out = Vec::new();
