@@ -44,6 +44,27 @@ fn ratio_to_the_better_torch_mode() {
     assert!(verdict.contains("target >= 3.0x: "), "{verdict}");
 }
 
+/// `bench --all --quick --repeats 1` with `script` as the training reference: its standard
+/// output and error, after checking that the run failed.
+fn failing_all(python: &str, script: &std::path::Path) -> (String, String) {
+    let o = common::bench(&[
+        "--all",
+        "--quick",
+        "--repeats",
+        "1",
+        "--python",
+        python,
+        "--train-script",
+        script.to_str().unwrap(),
+    ]);
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    );
+    assert!(!o.status.success(), "{out}");
+    (out, err)
+}
+
 /// `--all` with a part that fails (here the training part, whose PyTorch script raises): the
 /// error is printed, that part's targets are "not measured" with the reason in the summary,
 /// the part after it (the training-analysis cell) still runs and is judged, and the run exits
@@ -56,21 +77,7 @@ fn a_failing_part_of_all_leaves_the_rest_and_the_summary_and_fails_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("raises.py");
     std::fs::write(&script, "raise ValueError('boom')\n").unwrap();
-    let o = common::bench(&[
-        "--all",
-        "--quick",
-        "--repeats",
-        "1",
-        "--python",
-        &python,
-        "--train-script",
-        script.to_str().unwrap(),
-    ]);
-    let (out, err) = (
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr),
-    );
-    assert!(!o.status.success(), "{out}");
+    let (out, err) = failing_all(&python, &script);
     for p in ["f64 / pytorch float64", "f32 / pytorch float32"] {
         let line = out
             .lines()
@@ -132,21 +139,7 @@ fn a_part_failing_in_f32_keeps_its_f64_result() {
         ),
     )
     .unwrap();
-    let o = common::bench(&[
-        "--all",
-        "--quick",
-        "--repeats",
-        "1",
-        "--python",
-        &python,
-        "--train-script",
-        script.to_str().unwrap(),
-    ]);
-    let (out, err) = (
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr),
-    );
-    assert!(!o.status.success(), "{out}");
+    let (out, err) = failing_all(&python, &script);
     let line = |p: &str| {
         out.lines()
             .find(|l| l.starts_with(&format!("training normscope {p} ")))
