@@ -13,9 +13,12 @@ GIL, stop on Ctrl-C with KeyboardInterrupt (writing nothing), and draw a progres
 """
 
 import inspect
+import io
 import numbers
 import os
 import sys
+
+import polars
 
 from . import _normscope
 
@@ -135,6 +138,14 @@ def _say(notes):
         print(f"note: {n}", file=sys.stderr)
 
 
+def _frame(value):
+    """A table from the extension (Parquet bytes) as a polars DataFrame; text and None as
+    they are."""
+    if isinstance(value, bytes):
+        return polars.read_parquet(io.BytesIO(value))
+    return value
+
+
 def _call(command, params, settings, progress):
     bar = _Bar() if progress else None
     try:
@@ -143,7 +154,7 @@ def _call(command, params, settings, progress):
         if bar is not None:
             bar.close()
     _say(notes)
-    return value
+    return _frame(value)
 
 
 def _signature(params, positional, takes_progress):
@@ -172,7 +183,7 @@ def _command_function(name, command, takes_progress):
 def _expand(**settings):
     frame, latex, notes = _normscope.expand(_argv(_EXPAND_PARAMS, settings))
     _say(notes)
-    return frame, latex
+    return _frame(frame), latex
 
 
 def load_placements(source):
@@ -182,7 +193,11 @@ def load_placements(source):
 
 
 def csv(frame):
-    return _normscope.csv(frame)
+    if not isinstance(frame, polars.DataFrame):
+        raise ValueError(f"invalid frame = {type(frame).__name__}: a polars DataFrame")
+    buf = io.BytesIO()
+    frame.write_parquet(buf)
+    return _normscope.csv(buf.getvalue())
 
 
 _EXPAND_PARAMS = _normscope.params("expand")

@@ -71,3 +71,10 @@ def test_a_redefined_placement_is_refused():
 def test_a_missing_placement_file_raises():
     with pytest.raises((ValueError, OSError), match="no-such.toml"):
         normscope.load_placements("no-such.toml")
+
+
+def test_csv_of_something_else_than_a_frame_is_refused():
+    with pytest.raises(ValueError, match=r"invalid frame = dict: a polars DataFrame"):
+        normscope.csv({"x": [1.0]})
+    with pytest.raises(ValueError, match="not a table polars can read"):
+        normscope._normscope.csv(b"not parquet")

@@ -597,3 +597,27 @@ pub(crate) fn drawn(p: (f64, f64, f64, f64), n: usize) -> (f64, f64, f64, f64) {
         p
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{ci_note, drawn};
+
+    /// Five values cannot bound a median at 95% (2 x 0.5^5 = 0.0625 > 0.05), six can
+    /// (0.03125): the point collapses to its median at five and is kept whole at six, and the
+    /// title's note follows the same boundary.
+    #[test]
+    fn a_median_collapses_below_six_values_only() {
+        let p = (3.0, 1.0, f64::NEG_INFINITY, f64::INFINITY);
+        assert_eq!(drawn(p, 5), (3.0, 1.0, 1.0, 1.0));
+        assert_eq!(drawn(p, 0), (3.0, 1.0, 1.0, 1.0));
+        let q = (3.0, 1.0, 0.5, 2.0);
+        assert_eq!(drawn(q, 6), q);
+        assert_eq!(
+            drawn(p, 6),
+            p,
+            "an unbounded end at n >= 6 is the caller's to drop"
+        );
+        assert_eq!(ci_note(5), "too few for an exact 95% CI");
+        assert_eq!(ci_note(6), "exact 95% CI");
+    }
+}
