@@ -139,9 +139,9 @@ fn drive<T: Send + 'static>(
     }
 }
 
-/// A command's result in Python: a DataFrame, text, or None.
+/// A command's result in Python: a table (Parquet bytes, [`parquet`]), text, or None.
 enum Value {
-    Frame(DataFrame),
+    Frame(Vec<u8>),
     Text(String),
     Nothing,
 }
@@ -158,7 +158,7 @@ fn write_out(outcome: Outcome) -> normscope::Result<Value> {
                 Format::chosen(format, None)?;
             }
             (
-                Value::Frame(frame.clone()),
+                Value::Frame(parquet(frame.clone())?),
                 Produced::Table {
                     frame,
                     format,
@@ -186,10 +186,10 @@ fn write_out(outcome: Outcome) -> normscope::Result<Value> {
 }
 
 /// `frame` as the Parquet bytes Python reads into a polars DataFrame (`__init__.py`'s
-/// `_frame`): typed columns, the command line's Parquet writer (finite values only).
-fn parquet<'py>(py: Python<'py>, mut frame: DataFrame) -> PyResult<Bound<'py, PyBytes>> {
-    let bytes = Format::Parquet.encode(&mut frame).map_err(py_err)?;
-    Ok(PyBytes::new(py, &bytes))
+/// `_frame`): typed columns, the command line's Parquet writer (finite values only). Called
+/// on the run's thread, so the encoding does not hold the GIL.
+fn parquet(mut frame: DataFrame) -> normscope::Result<Vec<u8>> {
+    Format::Parquet.encode(&mut frame)
 }
 
 /// `normscope <command>` with `argv` (flags as the command line takes them): returns
@@ -209,14 +209,14 @@ fn run(
         let value = match cmd {
             Command::Presets(a) => {
                 normscope::placement::load_all(&a.placements)?;
-                Value::Frame(normscope::placement::frame()?)
+                Value::Frame(parquet(normscope::placement::frame()?)?)
             }
             cmd => write_out(app::run(cmd, &mut notes)?)?,
         };
         Ok((value, notes))
     })?;
     let value = match value {
-        Value::Frame(f) => parquet(py, f)?.into_any().unbind(),
+        Value::Frame(b) => PyBytes::new(py, &b).into_any().unbind(),
         Value::Text(t) => t.into_pyobject(py)?.into_any().unbind(),
         Value::Nothing => py.None(),
     };
@@ -239,9 +239,9 @@ fn expand<'py>(
         if let Some(outcome) = outcome {
             write_out(outcome)?;
         }
-        Ok((frame, latex, notes))
+        Ok((parquet(frame)?, latex, notes))
     })?;
-    Ok((parquet(py, frame)?, latex, notes))
+    Ok((PyBytes::new(py, &frame), latex, notes))
 }
 
 /// Loads a placement file (`is_path`) or its TOML text; returns the names of its presets.
@@ -259,8 +259,8 @@ fn load_placements(source: &str, is_path: bool) -> PyResult<Vec<String>> {
 /// A table given as Parquet bytes (Python's `DataFrame.write_parquet`) in CSV, through the
 /// command line's writer.
 #[pyfunction]
-fn csv(parquet: &[u8]) -> PyResult<String> {
-    let mut df = ParquetReader::new(std::io::Cursor::new(parquet))
+fn csv(table: &[u8]) -> PyResult<String> {
+    let mut df = ParquetReader::new(std::io::Cursor::new(table))
         .finish()
         .map_err(|e| PyValueError::new_err(format!("not a table polars can read: {e}")))?;
     let bytes =
