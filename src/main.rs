@@ -2,24 +2,12 @@
 //! The application lives in the library ([`normscope::app`]: the clap types, the checks, the
 //! commands), shared with the Python package; this file parses the command line, installs the
 //! interrupt handler and turns the result into an exit status. The benches are a separate
-//! binary, `normscope-bench` (`crates/bench`).
+//! binary, `normscope-bench` (`crates/bench`); each analysis has a binary of its own
+//! (`analyses/bin/`, `cargo run --release --bin warmup`).
 
 #![deny(unsafe_code)]
 
-use std::io::Write;
 use std::process::ExitCode;
-
-/// SIGINT, SIGTERM, SIGHUP: discards the staging folders of a `reproduce` in flight (a write
-/// or move already under way finishes first, so each analysis is in place whole or not at all)
-/// and exits with status 130.
-fn on_interrupt() {
-    normscope::output::staging::abandon();
-    let _ = writeln!(
-        std::io::stderr(),
-        "\ninterrupted: outputs not yet in place were discarded"
-    );
-    std::process::exit(130);
-}
 
 fn main() -> ExitCode {
     // A parse error is one line (`error: ... [possible values: ...]`), without the usage and
@@ -30,6 +18,6 @@ fn main() -> ExitCode {
     };
     // Without the handler (it cannot be installed) a signal still ends the run, and the next
     // run removes its staging folders.
-    let _ = ctrlc::set_handler(on_interrupt);
+    let _ = ctrlc::set_handler(normscope::output::staging::exit_on_interrupt);
     normscope::output::exit::status(normscope::app::dispatch(cli))
 }

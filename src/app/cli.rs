@@ -6,6 +6,7 @@
 // them is a placeholder, not an HTML tag.
 #![allow(rustdoc::invalid_html_tags)]
 
+use crate::analyses::commands::args::RunArgs;
 use crate::branch::{BranchKind, Init};
 use crate::input::literal_f64;
 use crate::metrics::Metric;
@@ -490,37 +491,19 @@ pub struct ExpandArgs {
     pub out: Option<PathBuf>,
 }
 
-/// `normscope reproduce`.
+/// `normscope reproduce`: the analyses to run (`--only`, `--list`) and the flags every
+/// analysis binary takes too ([`RunArgs`]).
 #[derive(Debug, Args, Default)]
 pub struct ReproduceArgs {
-    /// Write DIR/data/... and DIR/figures/... instead of the current directory's.
-    #[arg(long, default_value = ".")]
-    pub out_dir: PathBuf,
     /// Run only these analyses (comma-separated ids; `normscope reproduce --list` shows them).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
-    /// Reduced Monte Carlo (smaller width, fewer networks and depths) for CI: under a minute.
-    #[arg(long)]
-    pub quick: bool,
-    /// TOML file with one table per analysis id overriding its defaults, e.g.
-    /// `[effective-depth]` then `mc_depths = [4, 16]`; unknown tables and keys are rejected.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
     /// List the analyses: id, what it shows, and its work unit for --shard; then exit.
     #[arg(long)]
     pub list: bool,
-    /// Base seed of every analysis's Monte Carlo runs (replaces the defaults and the
-    /// --config file's values; recorded in each manifest).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Print the resolved configuration of the selected analyses as TOML (the defaults with
-    /// --quick, --config and --seed applied), ready to edit and pass to --config; runs nothing.
-    #[arg(long)]
-    pub print_config: bool,
-    /// Run only shard I of N (0-based, e.g. 0/4) of the one analysis given with --only: its
-    /// share of the work units, written to --out-dir with a shard.json for `normscope merge`.
-    #[arg(long, value_name = "I/N", allow_hyphen_values = true)]
-    pub shard: Option<String>,
+    /// Output folder, configuration, seed and shard.
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 /// `normscope merge`.

@@ -344,15 +344,7 @@ pub fn run(command: Command, notes: &mut Vec<String>) -> crate::Result<Outcome> 
             Outcome::stdout(text.into_bytes())
         }
         Command::Reproduce(a) => {
-            analyses::reproduce(&analyses::Request {
-                root: a.out_dir,
-                only: a.only,
-                quick: a.quick,
-                config: a.config,
-                seed: a.seed,
-                print_config: a.print_config,
-                shard: a.shard.as_deref().map(str::parse).transpose()?,
-            })?;
+            analyses::reproduce(&a.run.request(a.only, None)?)?;
             Outcome::done()
         }
         Command::Merge(a) => {

@@ -68,8 +68,8 @@ fn scan(rel: &str, text: &str) -> Vec<(String, bool)> {
 fn public_types() -> Vec<(String, bool)> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut out = Vec::new();
-    for krate in ["numeric", "core", "analyses"] {
-        for f in sources(&root.join("crates").join(krate).join("src")) {
+    for dir in ["crates/numeric/src", "crates/core/src", "analyses"] {
+        for f in sources(&root.join(dir)) {
             let text = std::fs::read_to_string(&f).unwrap();
             let rel = f.strip_prefix(&root).unwrap().display().to_string();
             out.extend(scan(&rel, &text));

@@ -27,6 +27,12 @@ fn sources() -> Vec<String> {
     let mut all = rust_files("crates");
     all.retain(|f| f.contains("/src/"));
     all.extend(rust_files("src"));
+    // The analyses crate's files sit in `analyses/` itself; its tests do not count.
+    all.extend(
+        rust_files("analyses")
+            .into_iter()
+            .filter(|f| !f.starts_with("analyses/tests/")),
+    );
     all
 }
 
@@ -346,12 +352,14 @@ fn an_optimizer_is_one_new_file_and_its_registry_line() {
 }
 
 #[test]
-fn an_analysis_is_one_new_file_and_its_registry_line() {
-    assert_eq!(stated("An analysis"), (1, 1));
-    let lib = read("crates/analyses/src/lib.rs");
-    for id in normscope::analyses::ids() {
+fn an_analysis_is_two_new_files_and_two_edits() {
+    assert_eq!(stated("An analysis"), (2, 2));
+    let lib = read("analyses/lib.rs");
+    let manifest = read("analyses/Cargo.toml");
+    let ids = normscope::analyses::ids();
+    for id in &ids {
         let needle = format!("id: \"{id}\",");
-        let found: Vec<String> = rust_files("crates/analyses/src")
+        let found: Vec<String> = rust_files("analyses")
             .into_iter()
             .filter(|f| code(f).iter().any(|l| l.trim() == needle))
             .collect();
@@ -366,5 +374,28 @@ fn an_analysis_is_one_new_file_and_its_registry_line() {
                 .any(|l| l.trim() == format!("{module}::ANALYSIS,")),
             "{id}: not in REGISTRY"
         );
+        // Its binary: three lines over the shared entry point, declared without a harness.
+        let bin = format!("analyses/bin/{id}.rs");
+        assert!(
+            code(&bin)
+                .iter()
+                .any(|l| l.trim() == format!("normscope_analyses::binary::main(\"{id}\")")),
+            "{bin} does not run {id}"
+        );
+        let entry = format!(
+            "[[bin]]\nname = \"{id}\"\npath = \"bin/{id}.rs\"\ntest = false\nbench = false\n"
+        );
+        assert!(
+            manifest.contains(&entry),
+            "analyses/Cargo.toml: no entry {entry:?}"
+        );
     }
+    // No binary without its analysis.
+    let bins: BTreeSet<String> = rust_files("analyses/bin")
+        .iter()
+        .map(|f| stem(f).to_string())
+        .collect();
+    let ids: BTreeSet<String> = ids.iter().map(|s| s.to_string()).collect();
+    assert_eq!(bins, ids);
+    assert_eq!(manifest.matches("[[bin]]").count(), ids.len());
 }

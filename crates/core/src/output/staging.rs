@@ -217,6 +217,19 @@ pub fn abandon() {
     std::mem::forget(reg);
 }
 
+/// The binaries' SIGINT, SIGTERM and SIGHUP handler: [`abandon`] (a write or move already
+/// under way finishes first, so each analysis is in place whole or not at all), one line on
+/// standard error, and exit status 130.
+pub fn exit_on_interrupt() {
+    use std::io::Write;
+    abandon();
+    let _ = writeln!(
+        std::io::stderr(),
+        "\ninterrupted: outputs not yet in place were discarded"
+    );
+    std::process::exit(130);
+}
+
 /// Removes what killed runs left in `root`: stage folders, and temporary files (`.normscope-*`,
 /// and the `*.png.tmp.png` / `*.svg.tmp.svg` of earlier versions) directly in `data/<id>/` and
 /// `figures/<id>/` for each of `ids`. Call it only while holding the root's
