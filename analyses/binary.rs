@@ -38,7 +38,11 @@ pub fn run(id: &str, args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let standing_for = ["reproduce", "--only", analysis.id]
         .into_iter()
         .map(String::from)
-        .chain(args.iter().skip(1).map(|a| a.to_string_lossy().into_owned()));
+        .chain(
+            args.iter()
+                .skip(1)
+                .map(|a| a.to_string_lossy().into_owned()),
+        );
     let invocation = manifest::invocation_of(standing_for);
     exit::status(
         run_args
@@ -60,13 +64,12 @@ pub fn run(id: &str, args: impl IntoIterator<Item = OsString>) -> ExitCode {
 /// # Ok::<(), normscope_core::Error>(())
 /// ```
 pub fn command(a: &'static Analysis) -> clap::Command {
-    RunArgs::augment_args(
-        clap::Command::new(a.id)
-            .version(manifest::VERSION)
-            .about(format!("{}: {}", a.id, a.about))
-            .long_about(long_about(a))
-            .after_help(examples(a.id)),
-    )
+    // The flags first: their struct's doc would otherwise replace the about lines.
+    RunArgs::augment_args(clap::Command::new(a.id))
+        .version(manifest::VERSION)
+        .about(format!("{}: {}", a.id, a.about))
+        .long_about(long_about(a))
+        .after_help(examples(a.id))
 }
 
 /// What the analysis computes, what it stands for and which claims it serves.

@@ -21,11 +21,7 @@ fn main() {
     println!("cargo:rustc-env=NORMSCOPE_TARGET={target}");
     // Rebuild when the checked-out commit moves (not on every file change). Only paths that
     // exist: cargo reruns a script whose listed path is missing on every build.
-    for p in [
-        "../.git/HEAD",
-        "../.git/refs/heads",
-        "../.git/packed-refs",
-    ] {
+    for p in ["../.git/HEAD", "../.git/refs/heads", "../.git/packed-refs"] {
         if std::path::Path::new(p).exists() {
             println!("cargo:rerun-if-changed={p}");
         }

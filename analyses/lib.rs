@@ -5,7 +5,8 @@
 //!
 //! Every configuration is resolved and validated before anything runs, so bad input writes no
 //! file. Adding an analysis is one new file here, its `pub mod` line and its line in
-//! [`REGISTRY`].
+//! [`REGISTRY`], and its binary: `bin/<id>.rs` (three lines over [`binary::main`]) with its
+//! `[[bin]]` entry in `Cargo.toml` (CONTRIBUTING.md's recipe).
 //!
 //! [`reproduce`] holds the output folder's lock ([`normscope_core::output::lock`]) for the whole run, so
 //! a second writer is refused. Each analysis writes into a staging folder
@@ -19,7 +20,8 @@
 //! The crate's modules import downward only: [`runner`] (the machinery: [`Out`], manifests,
 //! shards, configuration files) <- [`ledger`] (the claims' named thresholds) <- the analyses
 //! (one file each, `common` and the training helpers) <- the ledger analysis [`claims`] and
-//! the [`REGISTRY`] <- [`commands`] (`reproduce`, `merge`, `slurm`).
+//! the [`REGISTRY`] <- [`commands`] (`reproduce`, `merge`, `slurm`) <- [`binary`], the
+//! entry point of the analysis binaries (`bin/<id>.rs`, one per analysis).
 
 #![deny(unsafe_code)]
 

@@ -7,7 +7,8 @@
 //! - everything of `normscope-core` (`crates/core`) at the top level: [`spec`],
 //!   [`placement`], [`branch`], [`metrics`], [`engine`], [`theory`], [`monte_carlo`],
 //!   [`train`], [`stats`], [`symbolic`], [`output`], ...
-//! - [`analyses`] (`crates/analyses`): the runs that regenerate `data/` and `figures/`.
+//! - [`analyses`] (`analyses/`): the runs that regenerate `data/` and `figures/`, one binary
+//!   per analysis.
 //! - [`app`]: the command line's arguments, checks and commands, shared by the binary and the
 //!   Python package (`python/`).
 //!

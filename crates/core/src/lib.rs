@@ -52,7 +52,7 @@
 //!
 //! Below this crate, `normscope-numeric` (`crates/numeric`) holds the floats, products, RNG,
 //! normal sampler, sampling estimates and tolerances; above it, `normscope-analyses`
-//! (`crates/analyses`) holds the analyses that regenerate `data/` and `figures/`, and the
+//! (`analyses/`) holds the analyses that regenerate `data/` and `figures/`, and the
 //! `normscope` binary (`src/`: clap types, command glue) is the application; the benches are
 //! their own binary, `normscope-bench` (`crates/bench`).
 //!
