@@ -7,8 +7,8 @@
 //! Tables cross the boundary as Parquet bytes in memory ([`parquet`], [`csv`]): Python reads
 //! them with `polars.read_parquet`, which keeps every column's type. No polars-Python bridge
 //! crate is linked: pyo3-polars turned on polars' `python` feature, so `pip install ./python`
-//! compiled polars a second time beside the workspace's build (10 min 46 s on 2 cores,
-//! machine D, 2026-12-07); without it the wheel reuses the workspace's compiled polars.
+//! compiled polars a second time beside the workspace's build (docs/architecture.md); without it the
+//! wheel reuses the workspace's compiled polars.
 
 #![deny(unsafe_code)]
 

@@ -20,6 +20,7 @@ mod batch_norm;
 mod citation;
 mod cite;
 mod cli;
+mod dependencies;
 mod doctests;
 mod engines;
 mod expansion;

@@ -152,7 +152,7 @@ fn cases() -> Vec<Case> {
             name: "deepnorm regression gelu-mlp",
             args: regression("deepnorm", "gelu-mlp"),
         },
-        // The other norms (issue 35): BatchNorm (batch statistics in training, running ones in
+        // The other norms: BatchNorm (batch statistics in training, running ones in
         // the evaluations), InstanceNorm, GroupNorm and DyT, on Pre-LN and Post-LN placements.
         Case {
             name: "pre batchnorm",

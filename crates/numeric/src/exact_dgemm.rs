@@ -29,25 +29,14 @@
 //! leaves the chains as they are. Every other product goes to `dgemm` (fewer than 32 rows,
 //! e.g. per-head `v a^T` while a head has fewer than 32 rows; other layouts).
 //!
-//! Measured on this project's machine (AMD EPYC, AVX-512; one core; a scratch benchmark
-//! against `dgemm` at the same shapes, interleaved): 2048 x 512 x 128 (`W1 x` of the Monte
-//! Carlo workload) 105-113 against 87-88 GFLOP/s; 512 x 2048 x 128 114-119 against 93-97;
-//! 512 x 128 x 2048 112-119 against 102-106; the training bench's shapes 113-126 against
-//! 92-108. Packed: the Monte Carlo workload's `W^T g` (2048 x 512 x 128 and 512 x 2048 x 128)
-//! 105-106 against 96-99, the training bench's (64 x 64 x 512, 64 x 256 x 512) 124-129
-//! against 96-99, a head's `q^T k` (32 x 16 x 32) 96 against 59, and thin products (n from 1
-//! to 24) faster than `dgemm` at every n measured. (A whole transposed copy of `A` instead of
-//! packing block by block ran the workload's `W^T g` at 54-63.)
+//! Its rates against `dgemm`, shape by shape, are in `docs/performance.md` ("f64 products with
+//! matrixmultiply's bits").
 //!
 //! Blocks of `A` are visited row block by row block (each one's k-blocks in increasing order,
 //! so a row block's part of `C` stays in the level-2 cache between k-blocks while it fits),
 //! and while one block's tiles run, the lines of `A` the next block reads are prefetched into
 //! the level-2 cache (`Ahead`): a held network's weights come from memory, and the first
-//! column of tiles of each block used to wait for them. On the Monte Carlo workload (f64, 2
-//! threads, `normscope-bench --no-torch --precision f64 --repeats 1`, four interleaved pairs
-//! of runs) the engine's products went from 196-199 to 203-206 GFLOP/s and its passes from
-//! 181-184 to 188-191; on hot operands (one core, the scratch benchmark) the rate did not
-//! move (116-120 both ways).
+//! column of tiles of each block used to wait for them.
 //!
 //! `gemm` checks once per process that it gives `dgemm`'s bits on probe products (k-blocks,
 //! ragged tiles, every path and layout, zeros of both signs, underflowing products and

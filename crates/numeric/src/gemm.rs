@@ -1,17 +1,13 @@
 //! The float type [`Real`] and matrix products through strided, single-threaded blocked
 //! kernels, so that transposed operands cost no copy: a transpose is the same buffer with
-//! swapped strides. nalgebra's own `tr_mul` computes column dot products and measured
-//! 8 GFLOP/s against 35 for the blocked kernel at the workload's shape (2048 x 512 x 128, one
-//! core).
+//! swapped strides (nalgebra's own `tr_mul` computes column dot products: 8 against 35 GFLOP/s
+//! at 2048 x 512 x 128 on one core).
 //!
 //! - f64: matrixmultiply's `dgemm` arithmetic, whose order of additions every table in
 //!   `data/` was made with (a different kernel would move their last bits), computed without
 //!   packing on AVX-512 machines ([`super::exact_dgemm`]: the same bits, faster).
-//! - f32: faer's `matmul` (`Par::Seq`). On one core it was 0.97-1.31x matrixmultiply's `sgemm` at
-//!   the Monte Carlo workload's four shapes (the transposed ones gain most: matrixmultiply
-//!   repacks the large weight for every product) and 1.1-2.0x at the training bench's shapes
-//!   (d = 64, 512 tokens, per-head 32 x 16 x 32 products); the f32 Monte Carlo workload ran in
-//!   7.0-7.6 s against 8.5 s (docs/performance.md).
+//! - f32: faer's `matmul` (`Par::Seq`), faster than matrixmultiply's `sgemm` at the workloads'
+//!   shapes (the measurements: docs/performance.md, "f32 products through faer").
 
 use nalgebra::{DMatrix, DMatrixViewMut, Dim, Dyn, Matrix, RealField, Storage};
 #[cfg(feature = "timing")]
