@@ -19,10 +19,15 @@ fn main() {
     println!("cargo:rustc-env=NORMSCOPE_BUILD_COMMIT={commit}");
     println!("cargo:rustc-env=NORMSCOPE_RUSTC={version}");
     println!("cargo:rustc-env=NORMSCOPE_TARGET={target}");
-    // Rebuild when the checked-out commit moves (not on every file change). Only paths that
+    // Rebuild when the checked-out commit moves (not on every file change): git names the
+    // files, so a linked worktree (whose `.git` is a file) is followed too. Only paths that
     // exist: cargo reruns a script whose listed path is missing on every build.
-    for p in ["../.git/HEAD", "../.git/refs/heads", "../.git/packed-refs"] {
-        if std::path::Path::new(p).exists() {
+    for name in ["HEAD", "refs/heads", "packed-refs"] {
+        if let Some(p) = run(
+            "git",
+            &["rev-parse", "--path-format=absolute", "--git-path", name],
+        ) && std::path::Path::new(&p).exists()
+        {
             println!("cargo:rerun-if-changed={p}");
         }
     }
