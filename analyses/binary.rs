@@ -8,7 +8,7 @@
 use crate::commands::args::RunArgs;
 use crate::{Analysis, manifest};
 use clap::{Args, FromArgMatches};
-use normscope_core::output::{exit, staging};
+use normscope_core::output::{console, exit, staging};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -28,27 +28,37 @@ pub fn run(id: &str, args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let parsed = command(analysis)
         .try_get_matches_from(&args)
         .and_then(|m| RunArgs::from_arg_matches(&m));
-    let run_args = match parsed {
-        Ok(a) => a,
+    exit_status(parsed, |run_args| {
+        let standing_for = ["reproduce", "--only", analysis.id]
+            .into_iter()
+            .map(String::from)
+            .chain(
+                args.iter()
+                    .skip(1)
+                    .map(|a| a.to_string_lossy().into_owned()),
+            );
+        let invocation = manifest::invocation_of(standing_for);
+        crate::reproduce(&run_args.request(vec![analysis.id.to_string()], Some(invocation))?)
+    })
+}
+
+/// How every binary of the workspace ends (`normscope` and the analysis binaries): a parse
+/// error as one line (exit 2; help and version printed as clap renders them), else the
+/// interrupt handler installed ([`staging::exit_on_interrupt`]), `run`, and its result as an
+/// exit status ([`exit::status`]), a note that could not be written failing the run
+/// ([`console::failed`]).
+pub fn exit_status<T>(
+    parsed: Result<T, clap::Error>,
+    run: impl FnOnce(T) -> normscope_core::Result<()>,
+) -> ExitCode {
+    let t = match parsed {
+        Ok(t) => t,
         Err(e) => return exit::parse_error(e),
     };
     // Without the handler (it cannot be installed) a signal still ends the run, and the next
     // run removes its staging folders.
     let _ = ctrlc::set_handler(staging::exit_on_interrupt);
-    let standing_for = ["reproduce", "--only", analysis.id]
-        .into_iter()
-        .map(String::from)
-        .chain(
-            args.iter()
-                .skip(1)
-                .map(|a| a.to_string_lossy().into_owned()),
-        );
-    let invocation = manifest::invocation_of(standing_for);
-    exit::status(
-        run_args
-            .request(vec![analysis.id.to_string()], Some(invocation))
-            .and_then(|req| crate::reproduce(&req)),
-    )
+    exit::status(run(t).and_then(|()| console::failed()))
 }
 
 /// The analysis's command line: [`RunArgs`] under its id, with its own help.

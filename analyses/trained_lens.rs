@@ -57,7 +57,7 @@ use serde::{Deserialize, Serialize};
 pub const ANALYSIS: Analysis = Analysis {
     id: "trained-lens",
     about: "init-time metrics (effective depth, x_0's factor, gradient ratio, cos_prev) on trained weights, against the training step",
-    claims: &[1, 3, 5],
+    claims: &[1, 3, 4, 5],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
     units: Some("one (preset, seed): its training run and the measurements at its snapshots"),
 };

@@ -11,13 +11,10 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     // A parse error is one line (`error: ... [possible values: ...]`), without the usage and
-    // `--help` hint lines; help and version requests print as clap renders them.
-    let cli = match normscope::app::parse(std::env::args_os()) {
-        Ok(c) => c,
-        Err(e) => return normscope::output::exit::parse_error(e),
-    };
-    // Without the handler (it cannot be installed) a signal still ends the run, and the next
-    // run removes its staging folders.
-    let _ = ctrlc::set_handler(normscope::output::staging::exit_on_interrupt);
-    normscope::output::exit::status(normscope::app::dispatch(cli))
+    // `--help` hint lines; help and version requests print as clap renders them. The ending is
+    // the analysis binaries' too.
+    normscope::analyses::binary::exit_status(
+        normscope::app::parse(std::env::args_os()),
+        normscope::app::dispatch,
+    )
 }

@@ -72,7 +72,7 @@ pub struct Request {
 }
 
 impl Request {
-    /// The command line to record: [`Request::invocation`], else this process's.
+    /// The command line to record: [`field@Request::invocation`], else this process's.
     fn invocation(&self) -> String {
         self.invocation.clone().unwrap_or_else(manifest::invocation)
     }
@@ -216,7 +216,7 @@ fn run_shard(
         crate_version: env!("CARGO_PKG_VERSION").into(),
         source,
         build: serde_json::to_value(manifest::Build::current()).expect("builds serialize"),
-        binary: shard::binary_sha256()?,
+        build_sha256: manifest::BUILD_SHA256.into(),
         invocation: shard::without_shard(&req.invocation()),
         quick: req.quick,
         config,

@@ -27,6 +27,13 @@ use std::path::Path;
 /// The code paths (from the repository's root) whose last commit identifies the source.
 pub const CODE_PATHS: [&str; 5] = ["src", "crates", "analyses", "Cargo.toml", "Cargo.lock"];
 
+/// The build's fingerprint: sha256 of the sources it was built from (`src`, `crates`,
+/// `analyses`, `examples`, `Cargo.toml`, `Cargo.lock`: paths and bytes), the toolchain, the
+/// target and the profile (this crate's `build.rs`). Every binary of one build has it, so
+/// `normscope merge` takes the shards of `normscope reproduce --shard` and of an analysis
+/// binary's `--shard` alike, and refuses those of other sources.
+pub const BUILD_SHA256: &str = env!("NORMSCOPE_BUILD_SHA256");
+
 /// `--version`: the workspace version, the git commit it was built from and the toolchain
 /// (all recorded at build time by this crate's `build.rs`).
 pub const VERSION: &str = concat!(
@@ -157,7 +164,8 @@ pub struct Manifest<'a> {
     pub source: Source,
     /// Toolchain.
     pub build: Build,
-    /// The command line that made the outputs (`normscope` and its arguments).
+    /// The command line that made the outputs (`normscope` and its arguments); an analysis
+    /// binary records the `normscope reproduce --only <id> ...` line it stands for.
     pub invocation: String,
     /// Whether the `--quick` defaults were used.
     pub quick: bool,

@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The format tag of a shard's manifest.
-pub const FORMAT: &str = "normscope-shard/1";
+pub const FORMAT: &str = "normscope-shard/2";
 
 /// The shard manifest's file name in a shard folder.
 pub const MANIFEST: &str = "shard.json";
@@ -162,7 +162,7 @@ pub struct Call {
 ///     crate_version: "0.1.0".into(),
 ///     source: Source { git_commit: None, dirty: None },
 ///     build: serde_json::json!({}),
-///     binary: "0".repeat(64),
+///     build_sha256: "0".repeat(64),
 ///     invocation: "normscope reproduce --only mc-grid".into(),
 ///     quick: true,
 ///     config: serde_json::json!({}),
@@ -190,10 +190,11 @@ pub struct ShardManifest {
     pub source: Source,
     /// Toolchain, as the analysis manifest records it.
     pub build: serde_json::Value,
-    /// sha256 of the normscope binary that ran the shard ([`binary_sha256`]): the merge
-    /// accepts only shards of the binary it runs, so a rebuild between a failed task and its
-    /// resubmission, or two builds of one dirty tree, cannot mix.
-    pub binary: String,
+    /// The fingerprint of the build that ran the shard ([`manifest::BUILD_SHA256`]): the merge
+    /// accepts only shards of its own build (the sources, toolchain, target and profile), so a
+    /// rebuild of changed sources between a failed task and its resubmission cannot mix, while
+    /// `normscope` and the analysis binaries of one build can.
+    pub build_sha256: String,
     /// The command line without `--shard`: the merged manifest records it, so it equals an
     /// unsharded run's.
     pub invocation: String,
@@ -209,15 +210,6 @@ pub struct ShardManifest {
     pub call: Option<Call>,
     /// File in the shard folder -> sha256.
     pub files: BTreeMap<String, String>,
-}
-
-/// sha256 of the running executable.
-pub fn binary_sha256() -> Result<String> {
-    let exe = std::env::current_exe().map_err(|e| Error::Io {
-        path: "normscope".into(),
-        source: e,
-    })?;
-    manifest::sha256_file(&exe)
 }
 
 /// The file holding a call's results in a shard folder.
@@ -274,7 +266,7 @@ fn foreign(what: &str, why: impl std::fmt::Display) -> Error {
 ///
 /// What [`load`] returns for a run of one shard that ran both units of its call `cells`: the
 /// folder holds the units' results (`units-cells.bin`, [`encode`]) and `shard.json`, which
-/// names this binary.
+/// names this build.
 ///
 /// ```rust
 /// use normscope_analyses::manifest::{sha256, Source};
@@ -290,7 +282,7 @@ fn foreign(what: &str, why: impl std::fmt::Display) -> Error {
 ///     crate_version: "0.1.0".into(),
 ///     source: Source { git_commit: None, dirty: None },
 ///     build: serde_json::json!({}),
-///     binary: shard::binary_sha256()?, // shards of the binary that merges them only
+///     build_sha256: normscope_analyses::manifest::BUILD_SHA256.into(), // this build's shards only
 ///     invocation: "normscope reproduce --only mc-grid".into(),
 ///     quick: true,
 ///     config: serde_json::json!({}),
@@ -324,7 +316,7 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 
 /// Reads and checks shard folders: each has a `shard.json` of [`FORMAT`] whose files match their
 /// sha256 (else corrupt); all come from the same analysis, configuration, seeds, invocation,
-/// source commit, toolchain and binary, the binary being this one (else foreign); every shard `0..N`
+/// source commit, toolchain and build, the build being this one (else foreign); every shard `0..N`
 /// is there exactly once (else missing or duplicated); their units cover the call exactly
 /// once. Each refusal is bad input naming the folder. Writes nothing.
 pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
@@ -384,18 +376,18 @@ pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
         shards.push((d.clone(), m));
     }
     let (d0, m0) = &shards[0];
-    let here = binary_sha256()?;
-    if m0.binary != here {
+    let here = manifest::BUILD_SHA256;
+    if m0.build_sha256 != here {
         let short = |h: &str| h.chars().take(12).collect::<String>();
         return Err(foreign(
             &d0.display().to_string(),
             format!(
-                "it was made by normscope {} at commit {} (dirty: {}), binary sha256 {}..., and this binary is {}... (rebuilt since the shards ran? rerun them with this one)",
+                "it was made by normscope {} at commit {} (dirty: {}), build sha256 {}..., and this build is {}... (rebuilt since the shards ran? rerun them with this one)",
                 m0.crate_version,
                 m0.source.git_commit.as_deref().unwrap_or("unknown"),
                 m0.source.dirty.map_or("unknown".into(), |x| x.to_string()),
-                short(&m0.binary),
-                short(&here),
+                short(&m0.build_sha256),
+                short(here),
             ),
         ));
     }
@@ -415,7 +407,7 @@ pub fn load(dirs: &[PathBuf]) -> Result<Loaded> {
                 "invocation (the command line without --shard; give every shard the same flags in the same order)",
                 m.invocation == m0.invocation,
             ),
-            ("binary", m.binary == m0.binary),
+            ("build", m.build_sha256 == m0.build_sha256),
             (
                 "source commit or toolchain",
                 (&m.crate_version, &m.source, &m.build)

@@ -191,3 +191,129 @@ fn the_readme_lists_every_binary_once() {
     let ids: Vec<&str> = REGISTRY.iter().map(|a| a.id).collect();
     assert_eq!(listed, ids, "README.md's list of analysis binaries");
 }
+
+#[test]
+fn every_flag_form_gives_the_bytes_reproduce_gives() {
+    // `--out-dir=DIR`, a seed and a configuration file whose name holds a space: the manifest
+    // records the same `normscope reproduce --only <id> ...` line either way.
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("my config.toml");
+    std::fs::write(&config, "[expansion]\n").unwrap();
+    let (by_bin, by_reproduce) = (tmp.path().join("bin"), tmp.path().join("reproduce"));
+    let out_dir = format!("--out-dir={}", by_bin.display());
+    let args = [
+        "--quick",
+        &out_dir,
+        "--seed",
+        "7",
+        "--config",
+        config.to_str().unwrap(),
+    ];
+    let out = run("expansion", &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = ["reproduce", "--only", "expansion"]
+        .iter()
+        .chain(args.iter())
+        .map(|a| a.to_string());
+    reproduce(&Request {
+        root: by_reproduce.clone(),
+        only: vec!["expansion".into()],
+        quick: true,
+        seed: Some(7),
+        config: Some(config.clone()),
+        invocation: Some(manifest::invocation_of(line)),
+        ..Request::default()
+    })
+    .unwrap();
+    let manifest = String::from_utf8(files(&by_bin)["data/expansion/manifest.json"].clone());
+    assert!(
+        manifest.unwrap().contains(&format!(
+            "\"invocation\": \"normscope reproduce --only expansion --quick --out-dir=DIR --seed 7 --config \\\"{}\\\"\"",
+            config.display()
+        )),
+        "the manifest records the reproduce line"
+    );
+    assert!(files(&by_bin) == files(&by_reproduce));
+}
+
+#[test]
+fn shards_of_a_binary_merge_into_the_unsharded_bytes() {
+    // Two shards run by the `mc-grid` binary, merged by the library's `merge` (what
+    // `normscope merge` calls): the build fingerprint they record is this build's, so the
+    // merge takes them, and the result is the unsharded run's.
+    let tmp = tempfile::tempdir().unwrap();
+    let shards: Vec<PathBuf> = (0..2).map(|i| tmp.path().join(format!("s{i}"))).collect();
+    for (i, dir) in shards.iter().enumerate() {
+        let spec = format!("{i}/2");
+        let out = run(
+            "mc-grid",
+            &[
+                "--quick",
+                "--shard",
+                &spec,
+                "--out-dir",
+                dir.to_str().unwrap(),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let merged = tmp.path().join("merged");
+    normscope_analyses::merge(&shards, &merged).unwrap();
+    let whole = tmp.path().join("whole");
+    let out = run(
+        "mc-grid",
+        &["--quick", "--out-dir", whole.to_str().unwrap()],
+    );
+    assert!(out.status.success());
+    assert!(files(&merged) == files(&whole), "merged shards differ");
+}
+
+#[test]
+fn each_analysis_lists_the_claims_the_ledger_reads_it_for() {
+    // Every analysis the committed ledger names for a claim (its data, measurements and
+    // notes) lists that claim, so its `--help` and the README say so.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/claims/claims.csv");
+    let ledger = std::fs::read_to_string(path).unwrap();
+    let mut rows = ledger.lines().skip(1).peekable();
+    let mut checked = 0;
+    while let Some(first) = rows.next() {
+        // A row may span lines inside quotes; it starts with the claim's number.
+        let mut row = first.to_string();
+        while rows.peek().is_some_and(|l| {
+            l.split(',')
+                .next()
+                .and_then(|c| c.parse::<u8>().ok())
+                .is_none()
+        }) {
+            row.push('\n');
+            row.push_str(rows.next().unwrap());
+        }
+        let claim: u8 = row.split(',').next().unwrap().parse().unwrap();
+        for a in REGISTRY.iter().filter(|a| a.id != "claims") {
+            // A table path (`warmup/searches.csv`), or a hyphenated id as a word (`finite-width
+            // map`): a plain word such as "warmup" is also English.
+            let named = row.contains(&format!("{}/", a.id))
+                || (a.id.contains('-') && row.contains(&format!("{} ", a.id)));
+            if named {
+                assert!(
+                    a.claims.contains(&claim),
+                    "the ledger reads {} for claim {claim}, which it does not list",
+                    a.id
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(
+        checked >= 15,
+        "only {checked} pairs found: the ledger's form changed?"
+    );
+}

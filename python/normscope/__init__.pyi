@@ -772,11 +772,11 @@ def presets(
 
 def reproduce(
     *,
-    out_dir: str | os.PathLike[str] = ".",
     only: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    list: bool = False,
+    out_dir: str | os.PathLike[str] = ".",
     quick: bool = False,
     config: str | os.PathLike[str] | None = None,
-    list: bool = False,
     seed: int | None = None,
     shard: str | Sequence[str] | None = None,
     progress: bool = False,
@@ -791,12 +791,15 @@ def reproduce(
 
     Parameters
     ----------
-    out_dir : str | os.PathLike[str], default "."
-        Write DIR/data/... and DIR/figures/... instead of the current directory's
-        (--out-dir)
     only : str | os.PathLike[str] | Sequence[str | os.PathLike[str]], default None
         Run only these analyses (comma-separated ids; `normscope reproduce --list` shows
         them) (--only)
+    list : bool, default False
+        List the analyses: id, what it shows, and its work unit for --shard; then exit
+        (--list)
+    out_dir : str | os.PathLike[str], default "."
+        Write DIR/data/... and DIR/figures/... instead of the current directory's
+        (--out-dir)
     quick : bool, default False
         Reduced Monte Carlo (smaller width, fewer networks and depths) for CI: under a
         minute (--quick)
@@ -804,9 +807,6 @@ def reproduce(
         TOML file with one table per analysis id overriding its defaults, e.g.
         `[effective-depth]` then `mc_depths = [4, 16]`; unknown tables and keys are rejected
         (--config)
-    list : bool, default False
-        List the analyses: id, what it shows, and its work unit for --shard; then exit
-        (--list)
     seed : int, default None
         Base seed of every analysis's Monte Carlo runs (replaces the defaults and the
         --config file's values; recorded in each manifest) (--seed)

@@ -67,7 +67,6 @@ fn text(pkg: &str, dirs: &[&str], with_tests: bool) -> String {
             if pkg == "analyses" && in_tests && !with_tests {
                 continue;
             }
-            // The root package's code is src/; its tests/ also hold other packages' support.
             out.push_str(&std::fs::read_to_string(&f).unwrap());
             out.push('\n');
         }

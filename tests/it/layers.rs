@@ -127,7 +127,7 @@ fn unsafe_code_lives_only_in_the_numeric_layer() {
     assert!(!numeric.contains("deny(unsafe_code)"));
 }
 
-/// The module of the analyses crate that a file belongs to: the folder under `src/` or the
+/// The module of the analyses crate that a file belongs to: the folder under `analyses/` or the
 /// file's stem (`lib.rs` is the registry).
 fn module_of(src: &Path, f: &Path) -> String {
     let rel = f.strip_prefix(src).unwrap();
@@ -299,6 +299,10 @@ fn the_layer_graph_finds_the_edges_it_must() {
     assert!(
         g["commands"].contains("lib"),
         "the commands run the registry"
+    );
+    assert!(
+        g["binary"].contains("commands"),
+        "the binaries' entry point takes the run flags of the commands"
     );
     assert!(g["lib"].contains("claims"), "the registry lists the ledger");
 }

@@ -352,8 +352,8 @@ fn an_optimizer_is_one_new_file_and_its_registry_line() {
 }
 
 #[test]
-fn an_analysis_is_two_new_files_and_two_edits() {
-    assert_eq!(stated("An analysis"), (2, 2));
+fn an_analysis_is_two_new_files_and_three_edits() {
+    assert_eq!(stated("An analysis"), (2, 3));
     let lib = read("analyses/lib.rs");
     let manifest = read("analyses/Cargo.toml");
     let ids = normscope::analyses::ids();

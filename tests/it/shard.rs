@@ -199,11 +199,11 @@ fn merge_refuses_missing_duplicated_corrupt_and_foreign_shards() {
         .enumerate()
         .map(|(i, d)| {
             let to = tmp.path().join(format!("rebuilt-{i}"));
-            copy(d, &to, &|v| v["binary"] = "0".repeat(64).into());
+            copy(d, &to, &|v| v["build_sha256"] = "0".repeat(64).into());
             to
         })
         .collect();
-    refused(&rebuilt, "binary sha256");
+    refused(&rebuilt, "build sha256");
 
     // The good set merges, in any order, and a rerun shard rewrites the same bytes.
     let (a, b) = (tmp.path().join("in-order"), tmp.path().join("any-order"));
