@@ -6,7 +6,8 @@
 //! that size ([`TICK_PX`] is 7 pt after plotters' 1/1.24 font scaling, [`PLOTTERS_FONT_SCALE`]). The PNG records its 300 dpi (pHYs chunk); the PDF
 //! is converted from the SVG by `svg2pdf` (vector, the font subset embedded).
 
-use crate::{Error, Result};
+use normscope_core::output::{atomic, console};
+use normscope_core::{Error, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
@@ -250,7 +251,7 @@ const OPEN_ARROW_PX: i32 = 24;
 /// [`Series::line`] draws a solid line, [`Series::points`] markers with their intervals:
 ///
 /// ```rust
-/// use normscope_core::output::figure::{Mark, Series};
+/// use normscope_figure::{Mark, Series};
 ///
 /// let line = Series::line("closed form", 0, vec![(1.0, 2.0)]);
 /// assert!(matches!(line.mark, Mark::Line));
@@ -294,7 +295,7 @@ pub enum Mark {
 /// the intervals go to the mark; colour 1 draws the long dash of [`DASHES`]`[1]`.
 ///
 /// ```rust
-/// use normscope_core::output::figure::{DASHES, Series};
+/// use normscope_figure::{DASHES, Series};
 ///
 /// let line = Series::line("Pre-LN", 1, vec![(1.0, 1.0), (2.0, 0.5)]);
 /// assert_eq!(line.label, "Pre-LN");
@@ -333,7 +334,7 @@ impl Series {
     /// # Examples
     ///
     /// ```rust
-    /// use normscope_core::output::figure::{Mark, Series};
+    /// use normscope_figure::{Mark, Series};
     /// let band = Series::band(2, &[(0.0, 1.0, 3.0), (1.0, 0.5, 2.0)]);
     /// assert_eq!(band.points, vec![(0.0, 1.0), (1.0, 0.5)]);
     /// assert!(matches!(&band.mark, Mark::Band { high } if high == &vec![3.0, 2.0]));
@@ -370,7 +371,7 @@ impl Series {
     /// # Examples
     ///
     /// ```rust
-    /// use normscope_core::output::figure::{Mark, Series};
+    /// use normscope_figure::{Mark, Series};
     /// let s = Series::points("Post-LN", 1, &[(24.0, 1e-5, 1e-5, 1e-5)]).open(vec![(true, false)]);
     /// assert!(matches!(&s.mark, Mark::Points { open, .. } if open == &vec![(true, false)]));
     /// ```
@@ -431,7 +432,7 @@ impl Series {
 /// A new plot places its legend automatically; any corner can be asked for instead.
 ///
 /// ```rust
-/// use normscope_core::output::figure::{Legend, LinePlot};
+/// use normscope_figure::{Legend, LinePlot};
 ///
 /// let mut plot = LinePlot::new("q_l", "layer l", "q_l");
 /// assert_eq!(plot.legend, Legend::Auto);
@@ -464,7 +465,7 @@ pub enum Legend {
 ///
 /// ```rust
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use normscope_core::output::figure::{LinePlot, SIZE, Series, render};
+/// use normscope_figure::{LinePlot, SIZE, Series, render};
 /// use std::path::Path;
 ///
 /// let mut plot = LinePlot::new("Skip gain", "layer l", "alpha");
@@ -565,7 +566,7 @@ pub fn tick(v: f64) -> String {
 ///
 /// ```rust
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use normscope_core::output::figure::{Figure, render};
+/// use normscope_figure::{Figure, render};
 /// use plotters::coord::Shift;
 /// use plotters::prelude::*;
 /// use std::path::Path;
@@ -623,7 +624,7 @@ pub trait Figure {
 ///
 /// ```rust
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use normscope_core::output::figure::{LinePlot, Rendered, SIZE, Series, render};
+/// use normscope_figure::{LinePlot, Rendered, SIZE, Series, render};
 /// use std::path::Path;
 ///
 /// let mut plot = LinePlot::new("q_l", "layer l", "q_l");
@@ -734,7 +735,7 @@ pub fn render(fig: &impl Figure, stem: &Path) -> Result<Rendered> {
     // and the tests fail on any in the quick run (tests/it/reproduce.rs).
     let defects = defects(fig).unwrap_or_else(|e| vec![e]);
     for d in defects {
-        super::console::note(format!("figure defect: {}: {d}", stem.display()));
+        console::note(format!("figure defect: {}: {d}", stem.display()));
     }
     let (w, h) = fig.size();
     let fail = |ext: &str, message: String| Error::Figure {
@@ -756,23 +757,23 @@ pub fn render(fig: &impl Figure, stem: &Path) -> Result<Rendered> {
     })
 }
 
-/// Writes `stem.png`, `stem.svg` and `stem.pdf`, each atomically ([`super::atomic`]); an error
+/// Writes `stem.png`, `stem.svg` and `stem.pdf`, each atomically ([`atomic`]); an error
 /// names the file.
 pub fn save(fig: &impl Figure, stem: &Path) -> Result<()> {
     let r = render(fig, stem)?;
-    super::atomic::write_bytes(&stem.with_extension("png"), &r.png)?;
-    super::atomic::write_bytes(&stem.with_extension("svg"), &r.svg)?;
-    super::atomic::write_bytes(&stem.with_extension("pdf"), &r.pdf)
+    atomic::write_bytes(&stem.with_extension("png"), &r.png)?;
+    atomic::write_bytes(&stem.with_extension("svg"), &r.svg)?;
+    atomic::write_bytes(&stem.with_extension("pdf"), &r.pdf)
 }
 
-/// Every defect of `fig`: overlapping texts ([`super::inspect::overlapping`]), code in its
-/// texts ([`super::inspect::code_in_text`]) and what the figure finds in its own content
+/// Every defect of `fig`: overlapping texts ([`crate::inspect::overlapping`]), code in its
+/// texts ([`crate::inspect::code_in_text`]) and what the figure finds in its own content
 /// ([`Figure::defects`]).
 pub fn defects(fig: &impl Figure) -> std::result::Result<Vec<String>, String> {
     register_font();
-    let boxes = super::inspect::text_boxes(fig.size(), |area| fig.draw(area))?;
-    let mut out = super::inspect::overlapping(&boxes);
-    out.extend(super::inspect::code_in_text(&boxes));
+    let boxes = crate::inspect::text_boxes(fig.size(), |area| fig.draw(area))?;
+    let mut out = crate::inspect::overlapping(&boxes);
+    out.extend(crate::inspect::code_in_text(&boxes));
     out.extend(fig.defects());
     Ok(out)
 }
@@ -1460,7 +1461,7 @@ impl Figure for LinePlot {
             }
         }
         for (axis, log, values) in [("x", p.x_log, xs), ("y", p.y_log, ys)] {
-            if !log && super::inspect::over_two_decades(&values) {
+            if !log && crate::inspect::over_two_decades(&values) {
                 out.push(format!(
                     "{:?}: linear {axis} axis over more than two decades",
                     p.title
@@ -1484,7 +1485,7 @@ impl Figure for LinePlot {
 
 impl LinePlot {
     /// Draws the plot onto `root` without presenting it (a panel of a larger figure,
-    /// [`super::facets::Facets`]). Log axes are drawn as linear axes in log10 units, with
+    /// [`crate::facets::Facets`]). Log axes are drawn as linear axes in log10 units, with
     /// ticks chosen there and labelled with the value (`1e-14`): plotters' own log axis labels
     /// only a few decades of a range that spans dozens.
     pub fn paint<DB: DrawingBackend>(
