@@ -105,7 +105,7 @@ pub enum Error {
     Figure {
         /// The output file.
         path: String,
-        /// What the drawing reported (`normscope-figure`, through plotters).
+        /// What the drawing or encoding reported (in `normscope-figure`).
         message: String,
     },
 }

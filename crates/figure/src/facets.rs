@@ -1,7 +1,8 @@
 //! Several line plots in one figure, a grid of panels (`normscope plot --facet`): each panel a
 //! [`LinePlot`] in the house style, drawn in its own cell.
 
-use crate::figure::{Figure, LinePlot};
+use crate::figure::Figure;
+use crate::line_plot::LinePlot;
 use plotters::prelude::*;
 
 /// Line plots side by side, `columns` to a row.

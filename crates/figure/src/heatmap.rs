@@ -1,7 +1,10 @@
 //! Heatmaps (one panel per preset, shared log colour scale and colour bar), drawn with plotters'
 //! Viridis colour map, saved through [`crate::save`].
 
-use crate::figure::{FONT, Figure, LABEL_PX, TICK_PX, TITLE_PX, TWO_COLUMN_IN, inches, math, tick};
+use crate::figure::Figure;
+use crate::font::{FONT, text_width};
+use crate::sizes::{LABEL_PX, TICK_PX, TITLE_PX, TWO_COLUMN_IN, inches};
+use crate::text::{math, tick};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -118,7 +121,7 @@ fn label_count(ticks: &[String]) -> usize {
 pub fn thinning(ticks: &[String], cell: f64) -> usize {
     let widest = ticks
         .iter()
-        .map(|t| crate::figure::text_width(t, TICK_PX))
+        .map(|t| text_width(t, TICK_PX))
         .max()
         .unwrap_or(0);
     let need = f64::from(widest + TICK_PX / 2);
