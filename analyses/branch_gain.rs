@@ -9,12 +9,12 @@ use super::common::{self, Mc, Model};
 use super::{Analysis, Out};
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
-use normscope_core::output::figure::LinePlot;
 use normscope_core::output::latex::{self, Cell, Table};
 use normscope_core::output::table::{col, column, setup_columns, tagged_frame};
 use normscope_core::profile::EngineKind;
 use normscope_core::profile::Row;
 use normscope_core::{Error, Result};
+use normscope_figure::LinePlot;
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 

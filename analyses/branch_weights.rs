@@ -10,9 +10,9 @@ use super::{Analysis, Out};
 use normscope_core::Result;
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
-use normscope_core::output::figure::LinePlot;
-use normscope_core::output::heatmap::{Heatmap, Panel};
 use normscope_core::profile::Row;
+use normscope_figure::LinePlot;
+use normscope_figure::heatmap::{Heatmap, Panel};
 use serde::{Deserialize, Serialize};
 
 /// Registry entry.

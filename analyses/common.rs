@@ -7,12 +7,12 @@ use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
 use normscope_core::model::RawModel;
 use normscope_core::monte_carlo::{McConfig, RawMc};
-use normscope_core::output::figure::{LinePlot, MC_COLOR, Series};
 use normscope_core::profile::EngineKind;
 use normscope_core::profile::Row;
 use normscope_core::spec::NormKind;
 use normscope_core::tables::{self, mc_rows};
 use normscope_core::{Error, Result};
+use normscope_figure::{LinePlot, MC_COLOR, Series};
 use serde::{Deserialize, Serialize};
 
 /// The network of an analysis (both engines).

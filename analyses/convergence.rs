@@ -37,7 +37,6 @@ use super::tuned::{self, TunePlan, Tuned, TunedCell};
 use super::warmup::judge;
 use super::{Analysis, Out, common};
 use crate::runner::data::Data;
-use normscope_core::output::figure::{LinePlot, Series};
 use normscope_core::output::progress::DelayedBar;
 use normscope_core::output::table::column;
 use normscope_core::stats::bootstrap::median;
@@ -47,6 +46,7 @@ use normscope_core::stats::verdict::{Claimed, Comparison, Family};
 use normscope_core::train::classify::RunClass;
 use normscope_core::train::sweep::{Cell, Outcome};
 use normscope_core::{Error, Result};
+use normscope_figure::{LinePlot, Series};
 use polars::prelude::DataFrame;
 use serde::{Deserialize, Serialize};
 
@@ -577,7 +577,7 @@ fn curves(c: &Config, out: &mut Out, cells: &[TunedCell], tuned: &[Tuned]) -> Re
                 let label = format!(
                     "{}, lr {}{}",
                     common::label(p),
-                    normscope_core::output::figure::tick(tu.lr),
+                    normscope_figure::tick(tu.lr),
                     if converged { "" } else { " (not converged)" }
                 );
                 plot.series.push(Series::points(label, i, &pts));

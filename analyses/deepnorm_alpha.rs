@@ -8,13 +8,13 @@ use super::common::{self, Mc, Model};
 use super::{Analysis, Out};
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
-use normscope_core::output::figure::{LinePlot, Mark, Series};
 use normscope_core::output::table::tagged_frame;
 use normscope_core::placement::{self, Overrides};
 use normscope_core::profile::EngineKind;
 use normscope_core::profile::Row;
 use normscope_core::spec::SkipScale;
 use normscope_core::{Error, Result};
+use normscope_figure::{LinePlot, Mark, Series};
 use serde::{Deserialize, Serialize};
 
 /// Registry entry.

@@ -11,8 +11,8 @@ use super::{Analysis, Out};
 use normscope_core::Result;
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
-use normscope_core::output::figure::LinePlot;
 use normscope_core::output::latex::{self, Cell};
+use normscope_figure::LinePlot;
 use serde::{Deserialize, Serialize};
 
 /// The path-length figures show lengths whose share reaches this fraction of the peak.

@@ -31,7 +31,6 @@ use super::training::{
 use super::warmup::judge;
 use super::{Analysis, Out, common};
 use crate::runner::data::Data;
-use normscope_core::output::figure::{LinePlot, Series};
 use normscope_core::output::progress::DelayedBar;
 use normscope_core::output::table::column;
 use normscope_core::stats::median_ci::median_ci;
@@ -39,6 +38,7 @@ use normscope_core::stats::obs::Obs;
 use normscope_core::stats::verdict::{Claimed, Comparison, Family};
 use normscope_core::train::sweep::{Cell, Outcome, Prepared};
 use normscope_core::{Error, Result};
+use normscope_figure::{LinePlot, Series};
 use polars::prelude::DataFrame;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -455,7 +455,7 @@ fn ratio_figure(c: &Config, out: &mut Out, g: &DataFrame) -> Result<()> {
             "Decoder gradient at its input over at its top, during training ({} + {} layers, lr {}, warmup {}; median of {} seeds, {})",
             c.layers(),
             c.layers(),
-            normscope_core::output::figure::tick(c.lr),
+            normscope_figure::tick(c.lr),
             c.warmup,
             c.seeds,
             common::ci_note(c.seeds)

@@ -46,14 +46,14 @@ use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
 use normscope_core::model::RawModel;
 use normscope_core::monte_carlo::{McConfig, RawMc};
-use normscope_core::output::figure::{LinePlot, Series, tick};
-use normscope_core::output::heatmap::{Heatmap, Panel};
 use normscope_core::output::latex::plain as sig;
 use normscope_core::output::latex::{Cell, Table};
 use normscope_core::output::table::column;
 use normscope_core::profile::Row;
 use normscope_core::theory::finite_width;
 use normscope_core::{Error, Result};
+use normscope_figure::heatmap::{Heatmap, Panel};
+use normscope_figure::{LinePlot, Series, tick};
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 

@@ -9,8 +9,8 @@ use super::common::{self, Mc, Model};
 use super::{Analysis, Out};
 use normscope_core::Result;
 use normscope_core::metrics::Metric;
-use normscope_core::output::figure::{LinePlot, MC_COLOR, Series};
 use normscope_core::profile::EngineKind;
+use normscope_figure::{LinePlot, MC_COLOR, Series};
 use serde::{Deserialize, Serialize};
 
 /// The placement file, relative to the crate root.

@@ -7,7 +7,7 @@ use super::{Analysis, Out};
 use normscope_core::Result;
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
-use normscope_core::output::figure::LinePlot;
+use normscope_figure::LinePlot;
 use serde::{Deserialize, Serialize};
 
 /// Registry entry.

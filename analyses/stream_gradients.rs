@@ -23,10 +23,10 @@ use super::{Analysis, Out};
 use normscope_core::branch::BranchKind;
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
-use normscope_core::output::figure::LinePlot;
 use normscope_core::output::latex::{self, Cell};
 use normscope_core::profile::Row;
 use normscope_core::{Error, Result};
+use normscope_figure::LinePlot;
 use serde::{Deserialize, Serialize};
 
 /// Registry entry.

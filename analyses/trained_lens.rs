@@ -34,7 +34,6 @@ use crate::runner::data::Data;
 use normscope_core::metrics::Metric;
 use normscope_core::model::RawModel;
 use normscope_core::monte_carlo::measure::NetworkPlan;
-use normscope_core::output::figure::{LinePlot, Series};
 use normscope_core::output::latex::plain as sig;
 use normscope_core::output::table::column;
 use normscope_core::stats::median_ci::median_ci;
@@ -47,6 +46,7 @@ use normscope_core::train::run::Options;
 use normscope_core::train::sweep::{self, Cell};
 use normscope_core::train::task::{TaskConfig, TaskKind};
 use normscope_core::{Error, Result};
+use normscope_figure::{LinePlot, Series};
 use normscope_numeric::rng::{Rng, config_hash, splitmix64};
 
 use rand::SeedableRng;

@@ -10,11 +10,11 @@ use super::{Analysis, Out};
 use normscope_core::Result;
 use normscope_core::model::RawModel;
 use normscope_core::monte_carlo::RawMc;
-use normscope_core::output::figure::{LinePlot, Series};
 use normscope_core::spec::NormKind;
 use normscope_core::train::config::{RawTrain, TrainConfig};
 use normscope_core::train::run::Record;
 use normscope_core::train::task::{TaskConfig, TaskKind};
+use normscope_figure::{LinePlot, Series};
 use serde::{Deserialize, Serialize};
 
 /// Registry entry.

@@ -35,7 +35,6 @@ use super::training::{
 };
 use super::{Analysis, Out, common};
 use crate::runner::data::Data;
-use normscope_core::output::figure::{LinePlot, Series};
 use normscope_core::output::latex::{Cell as Tex, Table};
 use normscope_core::output::progress::DelayedBar;
 use normscope_core::output::table::column;
@@ -45,6 +44,7 @@ use normscope_core::stats::verdict::{self, Assessed, Claimed, Comparison, Family
 use normscope_core::train::search::Plan;
 use normscope_core::train::sweep::Cell;
 use normscope_core::{Error, Result};
+use normscope_figure::{LinePlot, Series};
 use polars::prelude::DataFrame;
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,5 @@
 //! `normscope plot`: a figure of the user's own table (CSV or Parquet from any command) in the
-//! house style of `data/`'s figures ([`normscope_core::output::figure::LinePlot`]): one series
+//! house style of `data/`'s figures ([`normscope_figure::LinePlot`]): one series
 //! per value of `--by`, one panel per value of `--facet`, rows chosen by `--where`, log axes
 //! on request. A series whose rows carry an interval (`ci_low`/`ci_high` for `value` or
 //! `median`, `<y>_ci_low`/`<y>_ci_high`) is drawn as points with their intervals (Monte
@@ -10,9 +10,9 @@ use super::text_table::{
     cell, interval_at, interval_of, matching, parse_filters, read_input, require, text_frame,
 };
 use normscope_core::metrics::Metric;
-use normscope_core::output::facets::Facets;
-use normscope_core::output::figure::{LinePlot, PALETTE, Series, render};
 use normscope_core::{Error, Result};
+use normscope_figure::facets::Facets;
+use normscope_figure::{LinePlot, PALETTE, Series, render};
 use std::path::PathBuf;
 
 /// Panels per row of a faceted figure.

@@ -17,9 +17,10 @@ pub mod stale;
 
 use config_file::ConfigFile;
 use normscope_core::output::staging::Stage;
-use normscope_core::output::{figure, table};
+use normscope_core::output::table;
 use normscope_core::profile::Row;
 use normscope_core::{Error, Result};
+use normscope_figure as figure;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;

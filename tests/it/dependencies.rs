@@ -12,10 +12,10 @@ fn root() -> PathBuf {
 
 /// Each package's folder, the folders of its library and binary code, and the folders its
 /// dev-dependencies may be used from besides those.
-const PACKAGES: [(&str, &[&str], &[&str]); 6] = [
+const PACKAGES: [(&str, &[&str], &[&str]); 7] = [
     ("crates/numeric", &["src"], &[]),
     ("crates/core", &["src"], &[]),
-    // ("crates/figure", &["src"], &[]),
+    ("crates/figure", &["src"], &[]),
     ("analyses", &["."], &[]),
     (".", &["src"], &["tests", "examples", "benches"]),
     ("crates/bench", &["src"], &["tests"]),

@@ -64,11 +64,16 @@ fn scan(rel: &str, text: &str) -> Vec<(String, bool)> {
     out
 }
 
-/// [`scan`] of every source file of the numeric, core and analyses crates.
+/// [`scan`] of every source file of the numeric, core, figure and analyses crates.
 fn public_types() -> Vec<(String, bool)> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut out = Vec::new();
-    for dir in ["crates/numeric/src", "crates/core/src", "analyses"] {
+    for dir in [
+        "crates/numeric/src",
+        "crates/core/src",
+        "crates/figure/src",
+        "analyses",
+    ] {
         for f in sources(&root.join(dir)) {
             let text = std::fs::read_to_string(&f).unwrap();
             let rel = f.strip_prefix(&root).unwrap().display().to_string();

@@ -1,10 +1,10 @@
-//! The figure defect checks (`normscope_core::output::inspect`) catch each kind of defect on a
+//! The figure defect checks (`normscope_figure::inspect`) catch each kind of defect on a
 //! figure made to have it, and pass a clean one; `reproduce::every_figure_passes_the_defect_checks`
 //! runs them on every figure the analyses draw.
 
-use normscope::output::figure::defects;
-use normscope::output::figure::{LinePlot, Series};
-use normscope::output::heatmap::{Heatmap, Panel};
+use normscope::figure::defects;
+use normscope::figure::heatmap::{Heatmap, Panel};
+use normscope::figure::{LinePlot, Series};
 
 fn clean() -> LinePlot {
     let mut p = LinePlot::new(
@@ -25,7 +25,7 @@ fn clean() -> LinePlot {
     p
 }
 
-fn found(fig: &impl normscope::output::figure::Figure, what: &str) -> bool {
+fn found(fig: &impl normscope::figure::Figure, what: &str) -> bool {
     defects(fig).unwrap().iter().any(|d| d.contains(what))
 }
 
@@ -118,7 +118,7 @@ fn interval_bars_draw_no_ring_and_legends_show_markers() {
         &[(10.0, 2.1, 1.9, 2.3), (100.0, 3.1, 2.8, 3.4)],
     ));
     let svg = String::from_utf8(
-        normscope::output::figure::render(&p, std::path::Path::new("ring"))
+        normscope::figure::render(&p, std::path::Path::new("ring"))
             .unwrap()
             .svg,
     )

@@ -1,9 +1,9 @@
 //! The workspace's layers, read from the source: imports point downward only.
 //!
-//! - Crates: `normscope-numeric` <- `normscope-core` <- `normscope-analyses` <- the
-//!   `normscope` binary (and its facade) <- `normscope-bench` <- the Python extension
-//!   (`python/`). No crate names a crate above
-//!   it, in its manifest or its source.
+//! - Crates: `normscope-numeric` <- `normscope-core` <- `normscope-figure` <-
+//!   `normscope-analyses` <- the `normscope` binary (and its facade) <- `normscope-bench` <-
+//!   the Python extension (`python/`). No crate names a crate above it, in its manifest or
+//!   its source.
 //! - Inside every crate: no two files import each other, directly or through others
 //!   ([`file_graph`]); inside `normscope-core`, modules import only lower rows of
 //!   [`CORE_LAYERS`].
@@ -40,9 +40,10 @@ fn code(p: &Path) -> String {
 }
 
 /// The crates, bottom to top, with the names their code is imported by.
-const CRATES: [(&str, &str, &str); 6] = [
+const CRATES: [(&str, &str, &str); 7] = [
     ("crates/numeric", "normscope-numeric", "normscope_numeric"),
     ("crates/core", "normscope-core", "normscope_core"),
+    ("crates/figure", "normscope-figure", "normscope_figure"),
     ("analyses", "normscope-analyses", "normscope_analyses"),
     (".", "normscope", "normscope"),
     ("crates/bench", "normscope-bench", "normscope_bench"),
@@ -107,6 +108,7 @@ fn unsafe_code_lives_only_in_the_numeric_layer() {
     }
     for dir in [
         "crates/core/src",
+        "crates/figure/src",
         "analyses",
         "src",
         "crates/bench/src",
@@ -552,11 +554,12 @@ fn in_loops<K: Ord + Clone>(graph: &BTreeMap<K, BTreeSet<K>>) -> Vec<K> {
     }
 }
 
-/// Every crate's source folders: the three libraries, the `normscope` binary and its facade,
+/// Every crate's source folders: the four libraries, the `normscope` binary and its facade,
 /// and the bench binary.
-const SOURCE_DIRS: [&str; 5] = [
+const SOURCE_DIRS: [&str; 6] = [
     "crates/numeric/src",
     "crates/core/src",
+    "crates/figure/src",
     "analyses",
     "src",
     "crates/bench/src",

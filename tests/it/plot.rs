@@ -4,7 +4,7 @@
 //! writing nothing.
 
 use normscope::analyses::commands::plot::{Request, figure};
-use normscope::output::figure::Mark;
+use normscope::figure::Mark;
 use std::path::Path;
 use std::process::{Command, Output};
 

@@ -31,7 +31,7 @@ fn quick(threads: Option<&str>) -> tempfile::TempDir {
     let o = cmd.output().unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "reproduce --quick failed: {stderr}");
-    // Every figure is checked as it is drawn (normscope_core::output::inspect): overlapping
+    // Every figure is checked as it is drawn (normscope_figure::inspect): overlapping
     // text, code identifiers and unrounded numbers in its text, a linear axis over more than
     // two decades, series told apart by colour alone.
     let defects: Vec<&str> = stderr

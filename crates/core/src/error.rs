@@ -100,12 +100,12 @@ pub enum Error {
     /// package); nothing it would have written was written.
     #[error("interrupted")]
     Interrupted,
-    /// Drawing a figure failed.
+    /// Drawing or encoding a figure failed (`normscope-figure`).
     #[error("figure {path}: {message}")]
     Figure {
         /// The output file.
         path: String,
-        /// What plotters reported.
+        /// What the drawing or encoding reported (in `normscope-figure`).
         message: String,
     },
 }

@@ -16,7 +16,7 @@
 //!                                                       |     closed_form::ClosedForm   (exact)
 //!                                                       |     monte_carlo::MonteCarlo (95% CIs)
 //!                                                       |   -> profile::Profile (keyed by metrics::Metric)
-//!                                                       |   -> profile::Row -> output (CSV, figures, LaTeX)
+//!                                                       |   -> profile::Row -> output (CSV, LaTeX), normscope-figure (figures)
 //!                                                       +-> symbolic::expand (exact algebra) -> symbolic::render
 //! ```
 //!
@@ -41,7 +41,8 @@
 //!   presets; [`compare`]: the two engines joined key by key.
 //! - [`symbolic`]: exact coefficients `C_{L,j}` as products of rational powers, rendered as
 //!   text, LaTeX or CSV.
-//! - [`output`]: polars CSV, plotters figures, LaTeX tables, atomic writes, progress bar.
+//! - [`output`]: polars CSV, LaTeX tables, atomic writes, progress bar (figures are drawn
+//!   in `normscope-figure`, `crates/figure`, above this crate).
 //! - [`model`], [`layers`], [`error`]: checked model parameters and layer selections (every
 //!   error names its field).
 //! - [`budget`]: the memory a process may use and the work cap, checked before a run
@@ -51,7 +52,8 @@
 //!   seeded tasks and the training log (`docs/training.md`).
 //!
 //! Below this crate, `normscope-numeric` (`crates/numeric`) holds the floats, products, RNG,
-//! normal sampler, sampling estimates and tolerances; above it, `normscope-analyses`
+//! normal sampler, sampling estimates and tolerances; above it, `normscope-figure`
+//! (`crates/figure`) draws the figures (PNG, SVG, PDF) and checks them, `normscope-analyses`
 //! (`analyses/`) holds the analyses that regenerate `data/` and `figures/`, and the
 //! `normscope` binary (`src/`: clap types, command glue) is the application; the benches are
 //! their own binary, `normscope-bench` (`crates/bench`).

@@ -1,13 +1,11 @@
-//! Everything that leaves the process: tidy CSV tables (polars), figures (plotters), LaTeX
-//! tables, atomic writes, standard output and error without panics, staging and the output folder's lock, the progress bar.
+//! Everything that leaves the process: tidy CSV tables (polars), LaTeX tables, atomic writes,
+//! standard output and error without panics, staging and the output folder's lock, the
+//! progress bar. Figures are drawn above this crate, in `normscope-figure` (`crates/figure`),
+//! which writes them through [`atomic`] and reports their defects through [`console`].
 
 pub mod atomic;
 pub mod console;
 pub mod exit;
-pub mod facets;
-pub mod figure;
-pub mod heatmap;
-pub mod inspect;
 pub mod latex;
 pub mod lock;
 pub mod progress;

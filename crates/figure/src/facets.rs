@@ -1,7 +1,8 @@
 //! Several line plots in one figure, a grid of panels (`normscope plot --facet`): each panel a
 //! [`LinePlot`] in the house style, drawn in its own cell.
 
-use super::figure::{Figure, LinePlot};
+use crate::figure::Figure;
+use crate::line_plot::LinePlot;
 use plotters::prelude::*;
 
 /// Line plots side by side, `columns` to a row.
@@ -11,8 +12,8 @@ use plotters::prelude::*;
 /// Three panels two to a row take two rows of cells, each as large as the largest panel.
 ///
 /// ```rust
-/// use normscope_core::output::facets::Facets;
-/// use normscope_core::output::figure::{Figure, LinePlot, SIZE};
+/// use normscope_figure::facets::Facets;
+/// use normscope_figure::{Figure, LinePlot, SIZE};
 /// let f = Facets {
 ///     plots: vec![LinePlot::new("a", "x", "y"); 3],
 ///     columns: 2,

@@ -1,7 +1,7 @@
-//! Defect checks run on every figure as it is drawn ([`super::figure::defects`]): text that
+//! Defect checks run on every figure as it is drawn ([`crate::defects`]): text that
 //! overlaps other text, measured from the boxes the figure's own drawing lays its text in
 //! ([`text_boxes`]), and, for line plots, the checks on what is drawn
-//! ([`super::figure::Figure::defects`]: series told apart by colour alone, a linear axis over
+//! ([`crate::Figure::defects`]: series told apart by colour alone, a linear axis over
 //! more than two decades).
 //!
 //! The text boxes come from drawing the figure onto [`TextRecorder`], a plotters backend that
@@ -21,7 +21,7 @@ use plotters_backend::{
 /// # Examples
 ///
 /// ```rust
-/// use normscope_core::output::inspect::TextBox;
+/// use normscope_figure::inspect::TextBox;
 /// let a = TextBox { text: "64".into(), rect: (0, 0, 30, 10) };
 /// let b = TextBox { text: "128".into(), rect: (29, 0, 60, 10) };
 /// assert!(!a.overlaps(&b, 2)); // 1 px shared: within the slack
@@ -51,9 +51,9 @@ impl TextBox {
 /// # Examples
 ///
 /// ```rust
-/// use normscope_core::output::inspect::TextRecorder;
+/// use normscope_figure::inspect::TextRecorder;
 /// use plotters::prelude::*;
-/// normscope_core::output::figure::register_font();
+/// normscope_figure::register_font();
 /// let mut rec = TextRecorder::new((200, 100));
 /// {
 ///     let root = (&mut rec).into_drawing_area();
@@ -83,7 +83,7 @@ impl TextRecorder {
 /// # Examples
 ///
 /// ```rust
-/// use normscope_core::output::inspect::NoError;
+/// use normscope_figure::inspect::NoError;
 /// assert_eq!(NoError.to_string(), "no error");
 /// ```
 #[derive(Debug)]
@@ -219,7 +219,7 @@ impl DrawingBackend for &mut TextRecorder {
 }
 
 /// Every text `draw` draws on an area of `size` pixels, with its box (a figure's drawing,
-/// [`super::figure::defects`]).
+/// [`crate::defects`]).
 pub fn text_boxes(
     size: (u32, u32),
     draw: impl FnOnce(DrawingArea<&mut TextRecorder, Shift>) -> Result<(), String>,
@@ -239,7 +239,7 @@ pub const OVERLAP_SLACK: i32 = 2;
 /// # Examples
 ///
 /// ```rust
-/// use normscope_core::output::inspect::{TextBox, overlapping};
+/// use normscope_figure::inspect::{TextBox, overlapping};
 /// let b = |t: &str, x: i32| TextBox { text: t.into(), rect: (x, 0, x + 30, 10) };
 /// assert!(overlapping(&[b("64", 0), b("128", 40)]).is_empty());
 /// assert_eq!(overlapping(&[b("64", 0), b("128", 20)]), ["\"64\" over \"128\""]);
@@ -263,7 +263,7 @@ pub fn overlapping(boxes: &[TextBox]) -> Vec<String> {
 /// # Examples
 ///
 /// ```rust
-/// use normscope_core::output::inspect::{TextBox, code_in_text};
+/// use normscope_figure::inspect::{TextBox, code_in_text};
 /// let b = |t: &str| TextBox { text: t.into(), rect: (0, 0, 1, 1) };
 /// assert!(code_in_text(&[b("x₀ share"), b("lr 0.003"), b("1e-3")]).is_empty());
 /// assert_eq!(code_in_text(&[b("eff_depth")]).len(), 1);
@@ -301,7 +301,7 @@ pub fn code_in_text(boxes: &[TextBox]) -> Vec<String> {
 /// # Examples
 ///
 /// ```rust
-/// use normscope_core::output::inspect::over_two_decades;
+/// use normscope_figure::inspect::over_two_decades;
 /// assert!(over_two_decades(&[0.5, 20.0, 80.0]));
 /// assert!(!over_two_decades(&[0.5, 20.0]));
 /// assert!(!over_two_decades(&[-1.0, 0.0, 500.0])); // crosses zero: a linear axis

@@ -1,7 +1,10 @@
 //! Heatmaps (one panel per preset, shared log colour scale and colour bar), drawn with plotters'
-//! Viridis colour map, saved through [`super::figure::save`].
+//! Viridis colour map, saved through [`crate::save`].
 
-use super::figure::{FONT, Figure, LABEL_PX, TICK_PX, TITLE_PX, TWO_COLUMN_IN, inches, math, tick};
+use crate::figure::Figure;
+use crate::font::{FONT, text_width};
+use crate::sizes::{LABEL_PX, TICK_PX, TITLE_PX, TWO_COLUMN_IN, inches};
+use crate::text::{math, tick};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -10,7 +13,7 @@ use plotters::prelude::*;
 /// # Examples
 ///
 /// ```rust
-/// use normscope_core::output::heatmap::Panel;
+/// use normscope_figure::heatmap::Panel;
 ///
 /// let panel = Panel {
 ///     title: "Pre-LN".into(),
@@ -35,8 +38,8 @@ pub struct Panel {
 /// (6.9 in at 300 dpi = 2070 px).
 ///
 /// ```rust
-/// use normscope_core::output::figure::Figure;
-/// use normscope_core::output::heatmap::{Heatmap, Panel};
+/// use normscope_figure::Figure;
+/// use normscope_figure::heatmap::{Heatmap, Panel};
 ///
 /// let map = Heatmap {
 ///     x_label: "layer l".into(),
@@ -110,7 +113,7 @@ fn label_count(ticks: &[String]) -> usize {
 /// # Examples
 ///
 /// ```rust
-/// # use normscope_core::output::heatmap::thinning;
+/// # use normscope_figure::heatmap::thinning;
 /// let ticks: Vec<String> = ["64", "128", "256", "512", "1024"].map(String::from).to_vec();
 /// assert_eq!(thinning(&ticks, 400.0), 1);
 /// assert!(thinning(&ticks, 60.0) > 1);
@@ -118,7 +121,7 @@ fn label_count(ticks: &[String]) -> usize {
 pub fn thinning(ticks: &[String], cell: f64) -> usize {
     let widest = ticks
         .iter()
-        .map(|t| super::figure::text_width(t, TICK_PX))
+        .map(|t| text_width(t, TICK_PX))
         .max()
         .unwrap_or(0);
     let need = f64::from(widest + TICK_PX / 2);
