@@ -153,7 +153,7 @@ fn load_placements(m: &cli::ModelArgs) -> crate::Result<()> {
 /// An explicit `--norm layer|rms` that differs from the norm kind a placement file names for
 /// one of `presets` is refused (the file's kind would win; `--norm identity` is honoured).
 fn check_norm_flag(m: &cli::ModelArgs, presets: &[String]) -> crate::Result<()> {
-    let Some(k) = m.norm.filter(|&k| k != crate::spec::NormKind::Identity) else {
+    let Some(k) = m.norm.filter(|k| !k.is_identity()) else {
         return Ok(());
     };
     for p in presets {

@@ -399,3 +399,102 @@ fn an_analysis_is_two_new_files_and_two_edits() {
     assert_eq!(bins, ids);
     assert_eq!(manifest.matches("[[bin]]").count(), ids.len());
 }
+
+/// The arm patterns of `lines` (a file's code) that name a value of `ty` (`NormKind::X =>`,
+/// `(NormKind::X, ..) =>`, `Some(NormKind::X) =>`, `| NormKind::X =>`), by line number.
+fn arms_over(lines: &[String], ty: &str) -> Vec<usize> {
+    let prefix = format!("{ty}::");
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| {
+            let t = l
+                .trim_start()
+                .trim_start_matches("| ")
+                .trim_start_matches("Some(")
+                .trim_start_matches('(');
+            t.starts_with(&prefix) && l.contains("=>")
+        })
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
+#[test]
+fn a_norm_is_one_row_in_the_table_of_norm_kinds() {
+    use normscope::spec::NormKind;
+    assert_eq!(stated("A norm"), (0, 1));
+    let table = "crates/core/src/spec.rs";
+    let lines = code(table);
+    // Each kind has its row in the one table, `NormKind::info`, and its line in `ALL`.
+    for k in NormKind::ALL {
+        let row = format!("NormKind::{k:?} => NormInfo {{");
+        let n = lines.iter().filter(|l| l.trim() == row).count();
+        assert_eq!(n, 1, "{table}: {row:?} {n} times");
+        let name = format!("name: \"{}\",", k.name());
+        assert_eq!(lines.iter().filter(|l| l.trim() == name).count(), 1);
+    }
+    // The one edited file: nothing else matches on the kinds (every other question reads the
+    // kind's row), so a new kind whose statistic and closed-form map exist is one row.
+    let mut touched = BTreeSet::from([table.to_string()]);
+    for f in sources() {
+        let arms = arms_over(&code(&f), "NormKind");
+        if !arms.is_empty() {
+            assert_eq!(
+                f, table,
+                "{f}:{arms:?}: a match over NormKind outside the table"
+            );
+            touched.insert(f);
+        }
+    }
+    assert_eq!(touched.len(), stated("A norm").1, "{touched:?}");
+    // No file outside the table lists every kind.
+    let variants: Vec<String> = NormKind::ALL
+        .iter()
+        .map(|k| format!("NormKind::{k:?}"))
+        .collect();
+    for f in sources().iter().filter(|f| *f != table) {
+        assert!(
+            !variants.iter().all(|v| mentions(f, v)),
+            "{f} names every norm kind"
+        );
+    }
+    // The engines ask a kind's row a named question, never compare kinds.
+    for f in sources()
+        .into_iter()
+        .filter(|f| f.starts_with("crates/core/src/") && f != table)
+    {
+        for (i, l) in code(&f).iter().enumerate() {
+            let compared = ["== ", "!= ", "matches!("].iter().any(|op| {
+                l.match_indices(op).any(|(j, _)| {
+                    let rest = l[j + op.len()..].trim_start_matches("crate::spec::");
+                    rest.contains("NormKind::") && !rest.starts_with("NormKind::ALL")
+                })
+            });
+            assert!(!compared, "{f}:{}: compares NormKind values: {l:?}", i + 1);
+        }
+    }
+    // No match over norm kinds, or over the table's columns (what a norm divides by, its
+    // closed-form map), has a catch-all arm a new kind or column value would fall into
+    // silently.
+    for f in sources() {
+        let lines = code(&f);
+        for (i, l) in lines.iter().enumerate() {
+            let t = l.trim_start();
+            let catch_all = t.starts_with("_ =>")
+                || t.split_once(" =>").is_some_and(|(p, _)| {
+                    !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                });
+            if !catch_all {
+                continue;
+            }
+            let start = (0..i)
+                .rev()
+                .find(|&j| lines[j].contains("match "))
+                .unwrap_or(i);
+            for ty in ["NormKind", "NormStatistic", "NormMap"] {
+                let over = !arms_over(&lines[start..i], ty).is_empty();
+                assert!(!over, "{f}:{}: a catch-all arm in a match over {ty}", i + 1);
+            }
+        }
+    }
+}

@@ -215,9 +215,7 @@ impl RawModel {
         if self.width == 0 {
             return Err(Error::invalid("--width", 0, "an integer >= 1"));
         }
-        if self.groups == 0
-            || (self.norm == NormKind::Group && !self.width.is_multiple_of(self.groups))
-        {
+        if self.groups == 0 || (self.norm.has_groups() && !self.width.is_multiple_of(self.groups)) {
             return Err(Error::invalid(
                 "--groups",
                 self.groups,
@@ -259,7 +257,7 @@ impl ModelConfig {
     pub fn stack(&self, name: &str) -> Result<StackSpec> {
         let spec = placement::build(name, self.depth, &self.overrides)?;
         let norm = match placement::find(name)?.file() {
-            Some(_) if self.norm != NormKind::Identity => spec.norm,
+            Some(_) if !self.norm.is_identity() => spec.norm,
             _ => self.norm,
         };
         Ok(spec.with_norm(norm).with_layout(self.layout()))
@@ -282,9 +280,10 @@ impl ModelConfig {
             "ModelConfig {{ depth: {:?}, branch: {:?}, overrides: {:?}, inputs: {:?}, norm: {:?} }}",
             self.depth, self.branch, self.overrides, self.inputs, self.norm
         );
-        match self.norm {
-            NormKind::Group => format!("{legacy}|groups={}", self.groups),
-            _ => legacy,
+        if self.norm.has_groups() {
+            format!("{legacy}|groups={}", self.groups)
+        } else {
+            legacy
         }
     }
 }

@@ -348,7 +348,7 @@ fn slot(
         return Ok(Slot::Identity);
     };
     let k = match NormKind::parse(v) {
-        Some(NormKind::Identity) => return Ok(Slot::Identity),
+        Some(k) if k.is_identity() => return Ok(Slot::Identity),
         Some(k) => k,
         None => {
             return Err(format!(
