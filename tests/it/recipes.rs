@@ -498,3 +498,57 @@ fn a_norm_is_one_row_in_the_table_of_norm_kinds() {
         }
     }
 }
+
+#[test]
+fn presets_are_looked_up_by_name_only_where_names_are_parsed() {
+    // A stack carries its preset's name, label and placement file (`StackSpec::preset`,
+    // `label`, `file`), so nothing that holds one looks its preset up again. The registry's
+    // lookups by name, outside `placement/` itself:
+    let lookups = [
+        "placement::find(",
+        "placement::build(",
+        "find_builtin(",
+        "placement::all(",
+        "placement::loaded(",
+    ];
+    let allowed: BTreeSet<&str> = [
+        // `parse_presets` (names checked once), `ModelConfig::stack` and `halves`: the one
+        // place a checked name becomes its stacks.
+        "crates/core/src/model.rs",
+        // The size of the stacks a request's names will build, checked before building them.
+        "crates/core/src/budget.rs",
+        // Still by name: a training log's `label` column, from its records' preset names.
+        "crates/core/src/train/log.rs",
+        "crates/core/src/train/summary.rs",
+        // Parsing the command line (`--preset`, the `--norm` check) and the analyses'
+        // configurations.
+        "src/app/mod.rs",
+    ]
+    .into();
+    let mut found = BTreeSet::new();
+    for f in sources() {
+        let own = f.starts_with("crates/core/src/placement/") || f.starts_with("analyses/");
+        let hits: Vec<usize> = code(&f)
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| lookups.iter().any(|n| l.contains(n)))
+            .map(|(i, _)| i + 1)
+            .collect();
+        if own || hits.is_empty() {
+            continue;
+        }
+        assert!(
+            allowed.contains(f.as_str()),
+            "{f}:{hits:?}: a preset looked up by name after parsing (use the stack's own \
+             name, label or file)"
+        );
+        found.insert(f);
+    }
+    // The list holds no stale entry.
+    let allowed: BTreeSet<String> = allowed.into_iter().map(String::from).collect();
+    assert_eq!(found, allowed);
+    // The core's engines and the analyses take labels from the stack or the rows, never
+    // from the registry: `Setup::label_of` is gone.
+    let by_name = naming(&sources(), &["label_of(".to_string()]);
+    assert!(by_name.is_empty(), "{by_name:?}");
+}

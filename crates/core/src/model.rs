@@ -256,11 +256,16 @@ impl ModelConfig {
     /// group the tokens of one sequence ([`NormLayout`]) with [`Self::groups`] groups.
     pub fn stack(&self, name: &str) -> Result<StackSpec> {
         let spec = placement::build(name, self.depth, &self.overrides)?;
-        let norm = match placement::find(name)?.file() {
-            Some(_) if !self.norm.is_identity() => spec.norm,
-            _ => self.norm,
-        };
+        let norm = placement::norm_under(&spec, self.norm);
         Ok(spec.with_norm(norm).with_layout(self.layout()))
+    }
+
+    /// The presets of the encoder's and the decoder's stacks of preset `name`: its own, or its
+    /// [`placement::Preset::halves`] (DeepNet's encoder-decoder constants). With
+    /// [`Self::stack`], the only place a preset's name is resolved after parsing.
+    pub fn halves(&self, name: &str) -> Result<(&'static str, &'static str)> {
+        let p = placement::find(name)?;
+        Ok(p.halves.unwrap_or((p.name, p.name)))
     }
 
     /// The grouping of GroupNorm and InstanceNorm: [`Self::groups`] groups, and the tokens

@@ -638,6 +638,7 @@ pub struct Segment {
 /// assert_eq!((spec.depth, spec.segments.len()), (4, 1));
 /// assert_eq!(spec.norm, NormKind::Layer);
 /// assert_eq!(spec.seed_name(), "pre");
+/// assert_eq!((spec.label.as_str(), spec.file.as_deref()), ("pre", None));
 /// // Without norms every slot, the final one included, becomes the identity.
 /// let bare = spec.with_norm(NormKind::Identity);
 /// assert_eq!(bare.block(1).n_in, Slot::Identity);
@@ -647,6 +648,13 @@ pub struct Segment {
 pub struct StackSpec {
     /// Preset name that built this stack.
     pub preset: String,
+    /// How tables and legends name it (the preset's label, `Post-LN`; the name for a stack
+    /// built in code).
+    pub label: String,
+    /// The placement file whose preset built this stack (its path as given), `None` for a
+    /// built-in preset or a stack built in code: such a stack keeps the norm kind its file
+    /// names.
+    pub file: Option<String>,
     /// Number of blocks L.
     pub depth: usize,
     /// Segments in order; the last one ends at `depth`.
@@ -695,6 +703,8 @@ impl StackSpec {
     pub fn uniform(preset: &str, depth: usize, block: BlockSpec, final_norm: Slot) -> Self {
         StackSpec {
             preset: preset.to_string(),
+            label: preset.to_string(),
+            file: None,
             depth,
             segments: vec![Segment { last: depth, block }],
             final_norm,

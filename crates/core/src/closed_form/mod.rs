@@ -101,7 +101,7 @@ impl Engine for ClosedForm<'_> {
             BranchKind::UniformAttention | BranchKind::CrossAttention
         );
         Setup {
-            label: Setup::label_of(&spec.preset),
+            label: spec.label.clone(),
             branch: Some(b.kind.name().to_string()),
             init: Some(b.init.name().to_string()),
             g: Some(model.nominal_gain),

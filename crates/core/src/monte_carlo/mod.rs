@@ -259,7 +259,7 @@ impl Engine for MonteCarlo<'_> {
             b.gain
         };
         Setup {
-            label: Setup::label_of(&spec.preset),
+            label: spec.label.clone(),
             branch: Some(cfg.branch_name()),
             init: Some(b.init.name().to_string()),
             g,

@@ -689,6 +689,8 @@ impl Placement {
         };
         Ok(StackSpec {
             preset: self.name.clone(),
+            label: self.label.clone(),
+            file: Some(self.path.clone()),
             depth,
             segments,
             final_norm: self.final_norm,

@@ -694,9 +694,10 @@ pub fn check_trainable(
 ) -> Result<()> {
     use crate::spec::NormLayout;
     // A placement file's own norm kind is its file's choice, not --norm's.
-    let field = match crate::placement::find(&spec.preset).map(|p| p.file().is_some()) {
-        Ok(true) => "--placements",
-        _ => "--norm",
+    let field = if spec.file.is_some() {
+        "--placements"
+    } else {
+        "--norm"
     };
     refused(NormUse::TrainedOn {
         norm: spec.norm,
