@@ -401,7 +401,8 @@ fn an_analysis_is_two_new_files_and_two_edits() {
 }
 
 /// The arm patterns of `lines` (a file's code) that name a value of `ty` (`NormKind::X =>`,
-/// `(NormKind::X, ..) =>`, `Some(NormKind::X) =>`, `| NormKind::X =>`), by line number.
+/// `(NormKind::X, ..) =>`, `Some(NormKind::X) =>`, `| NormKind::X =>`, the type's path
+/// written out or not), by line number.
 fn arms_over(lines: &[String], ty: &str) -> Vec<usize> {
     let prefix = format!("{ty}::");
     lines
@@ -412,7 +413,9 @@ fn arms_over(lines: &[String], ty: &str) -> Vec<usize> {
                 .trim_start()
                 .trim_start_matches("| ")
                 .trim_start_matches("Some(")
-                .trim_start_matches('(');
+                .trim_start_matches('(')
+                .trim_start_matches("crate::spec::")
+                .trim_start_matches("normscope_core::spec::");
             t.starts_with(&prefix) && l.contains("=>")
         })
         .map(|(i, _)| i + 1)
