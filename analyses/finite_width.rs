@@ -42,6 +42,7 @@
 
 use super::common::{self, Model};
 use super::{Analysis, Out};
+use normscope_core::engine::refusal::{NormUse, reason};
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
 use normscope_core::model::RawModel;
@@ -323,17 +324,20 @@ fn cell(c: &Config, p: &str, metrics: &[Metric], l: usize, d: usize) -> Result<V
     let mcr = normscope_core::tables::mc_rows(&presets, &cfg, metrics, &layers, &mut notes)?;
     let model = raw.check()?;
     let spec = model.stack(p)?;
-    let correction = finite_width::unsupported(&spec, model.branch.kind)
-        .is_none()
-        .then(|| {
-            let b = normscope_core::branch::BranchModel::new(
-                &model.branch,
-                spec.beta,
-                model.inputs.q0,
-                model.inputs.c0,
-            );
-            finite_width::correction(&spec, &b, d)
-        });
+    let correction = reason(NormUse::FiniteWidth {
+        spec: &spec,
+        branch: model.branch.kind,
+    })
+    .is_none()
+    .then(|| {
+        let b = normscope_core::branch::BranchModel::new(
+            &model.branch,
+            spec.beta,
+            model.inputs.q0,
+            model.inputs.c0,
+        );
+        finite_width::correction(&spec, &b, d)
+    });
     let find = |rows: &[Row], m: Metric, layer: u64| {
         rows.iter()
             .find(|r| r.metric == m && r.layer == layer && r.source.is_none())

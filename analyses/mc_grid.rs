@@ -388,26 +388,10 @@ impl super::AnalysisConfig for Config {
     }
 }
 
-/// A placement file's preset keeps its own norm kind (`normscope mc --norm`'s rule): `norm`
-/// must be that kind or `identity`.
+/// A placement file's preset keeps its own norm kind (`normscope mc --norm`'s rule,
+/// [`normscope_core::placement::Preset::check_norm`]): `norm` must be that kind or `identity`.
 fn check_norm(preset: &str, norm: NormKind) -> Result<()> {
-    if norm == NormKind::Identity {
-        return Ok(());
-    }
-    if let Some(f) = normscope_core::placement::find(preset)?.file()
-        && f.has_norm
-        && f.norm != norm
-    {
-        return Err(Error::invalid(
-            "mc-grid.norm",
-            norm,
-            format!(
-                "{} or identity for preset {} (its placement file {} names its norms {})",
-                f.norm, f.name, f.path, f.norm
-            ),
-        ));
-    }
-    Ok(())
+    normscope_core::placement::find(preset)?.check_norm(norm, "mc-grid.norm")
 }
 
 /// A [`Row`] without its [`Setup`](normscope_core::profile::Setup) (which the merge rebuilds from the

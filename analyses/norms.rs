@@ -33,7 +33,7 @@ use normscope_core::monte_carlo::{McConfig, RawMc};
 use normscope_core::output::latex::{Cell, Table};
 use normscope_core::output::table::column;
 use normscope_core::profile::Row;
-use normscope_core::spec::NormKind;
+use normscope_core::spec::{NormKind, NormStatistic};
 use normscope_core::stats::verdict::{Assessed, Claimed, Comparison, Family, Outcome};
 use normscope_core::{Error, Result};
 use normscope_figure::{LinePlot, Series};
@@ -164,7 +164,7 @@ impl super::AnalysisConfig for Config {
             // Every norm but the identity, LayerNorm (the reference) first.
             norms: NormKind::ALL
                 .into_iter()
-                .filter(|&k| k != NormKind::Identity)
+                .filter(|k| !k.is_identity())
                 .collect(),
             groups: 8,
             batch: 2,
@@ -715,7 +715,7 @@ pub fn claim_verdict(v: &[NormVerdict]) -> String {
     let judged: Vec<&NormVerdict> = v
         .iter()
         .skip(1)
-        .filter(|x| x.norm != NormKind::Dyt)
+        .filter(|x| !x.norm.is_normalization_free())
         .collect();
     let holds = |x: &NormVerdict| x.status().iter().all(|s| s.1 == Some(true));
     let differs = |x: &NormVerdict| x.status().iter().any(|s| s.1 == Some(false));
@@ -850,7 +850,7 @@ pub fn warmup_effects(
     norms: &[NormKind],
     warmup: u64,
 ) -> Result<Vec<WarmupEffect>> {
-    let alone = |n: NormKind| matches!(n, NormKind::Layer | NormKind::Dyt);
+    let alone = |n: NormKind| n == NormKind::Layer || n.is_normalization_free();
     let judged: Vec<NormKind> = norms.iter().copied().filter(|&n| !alone(n)).collect();
     let mut families: Vec<Vec<NormKind>> = norms
         .iter()
@@ -926,15 +926,15 @@ pub fn with_claim6(v: Vec<NormVerdict>, effects: &[WarmupEffect]) -> Result<Vec<
 /// assert_eq!(loss_of(NormKind::Dyt, 128, 16, 8, 2), 0.0);
 /// ```
 pub fn loss_of(norm: NormKind, d: usize, tokens: usize, groups: usize, batch: usize) -> f64 {
-    let (r, m) = match norm {
-        NormKind::Layer => (2.0, d),
-        NormKind::Rms => (1.0, d),
-        NormKind::Group => (2.0, d / groups.max(1) * tokens),
-        NormKind::Instance => (2.0, tokens),
-        NormKind::Batch => (2.0, batch * tokens),
-        NormKind::Dyt | NormKind::Identity => (0.0, 1),
+    // The directions removed per block of the norm's statistic, over the block's entries.
+    let m = match norm.statistic() {
+        NormStatistic::Token => d,
+        NormStatistic::Groups => d / groups.max(1) * tokens,
+        NormStatistic::Sequence => tokens,
+        NormStatistic::Batch => batch * tokens,
+        NormStatistic::Tanh | NormStatistic::Identity => 1,
     };
-    r / m.max(1) as f64
+    norm.info().removes / m.max(1) as f64
 }
 
 /// [`loss_of`] for the settings a row was measured with (its `norm` column holds GroupNorm's

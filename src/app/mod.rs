@@ -150,26 +150,15 @@ fn load_placements(m: &cli::ModelArgs) -> crate::Result<()> {
     crate::placement::load_all(&m.placements)
 }
 
-/// An explicit `--norm layer|rms` that differs from the norm kind a placement file names for
-/// one of `presets` is refused (the file's kind would win; `--norm identity` is honoured).
+/// An explicit `--norm` that differs from the norm kind a placement file names for one of
+/// `presets` is refused ([`crate::placement::Preset::check_norm`]: the file's kind would win;
+/// `--norm identity` is honoured).
 fn check_norm_flag(m: &cli::ModelArgs, presets: &[String]) -> crate::Result<()> {
-    let Some(k) = m.norm.filter(|&k| k != crate::spec::NormKind::Identity) else {
+    let Some(k) = m.norm else {
         return Ok(());
     };
     for p in presets {
-        if let Some(f) = crate::placement::find(p)?.file()
-            && f.has_norm
-            && f.norm != k
-        {
-            return Err(Error::invalid(
-                "--norm",
-                k,
-                format!(
-                    "{} or identity for preset {} (its placement file {} names its norms {}; a file's norm kind is its own)",
-                    f.norm, f.name, f.path, f.norm
-                ),
-            ));
-        }
+        crate::placement::find(p)?.check_norm(k, "--norm")?;
     }
     Ok(())
 }

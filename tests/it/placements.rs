@@ -36,6 +36,8 @@ fn load_examples() {
 fn without_name(s: StackSpec) -> StackSpec {
     StackSpec {
         preset: String::new(),
+        label: String::new(),
+        file: None,
         seed_as: None,
         ..s
     }

@@ -399,3 +399,159 @@ fn an_analysis_is_two_new_files_and_three_edits() {
     assert_eq!(bins, ids);
     assert_eq!(manifest.matches("[[bin]]").count(), ids.len());
 }
+
+/// The arm patterns of `lines` (a file's code) that name a value of `ty` (`NormKind::X =>`,
+/// `(NormKind::X, ..) =>`, `Some(NormKind::X) =>`, `| NormKind::X =>`, the type's path
+/// written out or not), by line number.
+fn arms_over(lines: &[String], ty: &str) -> Vec<usize> {
+    let prefix = format!("{ty}::");
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| {
+            let t = l
+                .trim_start()
+                .trim_start_matches("| ")
+                .trim_start_matches("Some(")
+                .trim_start_matches('(')
+                .trim_start_matches("crate::spec::")
+                .trim_start_matches("normscope_core::spec::");
+            t.starts_with(&prefix) && l.contains("=>")
+        })
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
+#[test]
+fn a_norm_is_one_row_in_the_table_of_norm_kinds() {
+    use normscope::spec::NormKind;
+    assert_eq!(stated("A norm"), (0, 1));
+    let table = "crates/core/src/spec.rs";
+    let lines = code(table);
+    // Each kind has its row in the one table, `NormKind::info`, and its line in `ALL`.
+    for k in NormKind::ALL {
+        let row = format!("NormKind::{k:?} => NormInfo {{");
+        let n = lines.iter().filter(|l| l.trim() == row).count();
+        assert_eq!(n, 1, "{table}: {row:?} {n} times");
+        let name = format!("name: \"{}\",", k.name());
+        assert_eq!(lines.iter().filter(|l| l.trim() == name).count(), 1);
+    }
+    // The one edited file: nothing else matches on the kinds (every other question reads the
+    // kind's row), so a new kind whose statistic and closed-form map exist is one row.
+    let mut touched = BTreeSet::from([table.to_string()]);
+    for f in sources() {
+        let arms = arms_over(&code(&f), "NormKind");
+        if !arms.is_empty() {
+            assert_eq!(
+                f, table,
+                "{f}:{arms:?}: a match over NormKind outside the table"
+            );
+            touched.insert(f);
+        }
+    }
+    assert_eq!(touched.len(), stated("A norm").1, "{touched:?}");
+    // No file outside the table lists every kind.
+    let variants: Vec<String> = NormKind::ALL
+        .iter()
+        .map(|k| format!("NormKind::{k:?}"))
+        .collect();
+    for f in sources().iter().filter(|f| *f != table) {
+        assert!(
+            !variants.iter().all(|v| mentions(f, v)),
+            "{f} names every norm kind"
+        );
+    }
+    // The engines ask a kind's row a named question, never compare kinds.
+    for f in sources()
+        .into_iter()
+        .filter(|f| f.starts_with("crates/core/src/") && f != table)
+    {
+        for (i, l) in code(&f).iter().enumerate() {
+            let compared = ["== ", "!= ", "matches!("].iter().any(|op| {
+                l.match_indices(op).any(|(j, _)| {
+                    let rest = l[j + op.len()..].trim_start_matches("crate::spec::");
+                    rest.contains("NormKind::") && !rest.starts_with("NormKind::ALL")
+                })
+            });
+            assert!(!compared, "{f}:{}: compares NormKind values: {l:?}", i + 1);
+        }
+    }
+    // No match over norm kinds, or over the table's columns (what a norm divides by, its
+    // closed-form map), has a catch-all arm a new kind or column value would fall into
+    // silently.
+    for f in sources() {
+        let lines = code(&f);
+        for (i, l) in lines.iter().enumerate() {
+            let t = l.trim_start();
+            let catch_all = t.starts_with("_ =>")
+                || t.split_once(" =>").is_some_and(|(p, _)| {
+                    !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                });
+            if !catch_all {
+                continue;
+            }
+            let start = (0..i)
+                .rev()
+                .find(|&j| lines[j].contains("match "))
+                .unwrap_or(i);
+            for ty in ["NormKind", "NormStatistic", "NormMap"] {
+                let over = !arms_over(&lines[start..i], ty).is_empty();
+                assert!(!over, "{f}:{}: a catch-all arm in a match over {ty}", i + 1);
+            }
+        }
+    }
+}
+
+#[test]
+fn presets_are_looked_up_by_name_only_where_names_are_parsed() {
+    // A stack carries its preset's name, label and placement file (`StackSpec::preset`,
+    // `label`, `file`), so nothing that holds one looks its preset up again. The registry's
+    // lookups by name, outside `placement/` itself:
+    let lookups = [
+        "placement::find(",
+        "placement::build(",
+        "find_builtin(",
+        "placement::all(",
+        "placement::loaded(",
+    ];
+    let allowed: BTreeSet<&str> = [
+        // `parse_presets` (names checked once), `ModelConfig::stack` and `halves`: the one
+        // place a checked name becomes its stacks.
+        "crates/core/src/model.rs",
+        // The size of the stacks a request's names will build, checked before building them.
+        "crates/core/src/budget.rs",
+        // Still by name: a training log's `label` column, from its records' preset names.
+        "crates/core/src/train/log.rs",
+        "crates/core/src/train/summary.rs",
+        // Parsing the command line (`--preset`, the `--norm` check) and the analyses'
+        // configurations.
+        "src/app/mod.rs",
+    ]
+    .into();
+    let mut found = BTreeSet::new();
+    for f in sources() {
+        let own = f.starts_with("crates/core/src/placement/") || f.starts_with("analyses/");
+        let hits: Vec<usize> = code(&f)
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| lookups.iter().any(|n| l.contains(n)))
+            .map(|(i, _)| i + 1)
+            .collect();
+        if own || hits.is_empty() {
+            continue;
+        }
+        assert!(
+            allowed.contains(f.as_str()),
+            "{f}:{hits:?}: a preset looked up by name after parsing (use the stack's own \
+             name, label or file)"
+        );
+        found.insert(f);
+    }
+    // The list holds no stale entry.
+    let allowed: BTreeSet<String> = allowed.into_iter().map(String::from).collect();
+    assert_eq!(found, allowed);
+    // The core's engines and the analyses take labels from the stack or the rows, never
+    // from the registry: `Setup::label_of` is gone.
+    let by_name = naming(&sources(), &["label_of(".to_string()]);
+    assert!(by_name.is_empty(), "{by_name:?}");
+}

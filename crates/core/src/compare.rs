@@ -16,6 +16,7 @@
 use crate::branch::Block;
 use crate::branch::BranchModel;
 use crate::closed_form::ClosedForm;
+use crate::engine::refusal::{NormUse, reason};
 use crate::engine::{Engine, Plan};
 use crate::layers::LayerSpec;
 use crate::metrics::{Metric, allowance};
@@ -189,7 +190,10 @@ pub fn compare(
         notes.extend(mc.notes.iter().chain(&theory.notes).cloned());
         let width = cfg.model.branch.width;
         let correction = if finite_width {
-            match fw::unsupported(&spec, cfg.model.branch.kind) {
+            match reason(NormUse::FiniteWidth {
+                spec: &spec,
+                branch: cfg.model.branch.kind,
+            }) {
                 None => {
                     notes.extend(fw::unchecked(spec.depth, width));
                     let m = &cfg.model;

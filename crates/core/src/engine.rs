@@ -6,7 +6,11 @@
 //!   confidence intervals).
 //!
 //! Callers build each stack once per run ([`crate::model::ModelConfig::stack`]) and hand the
-//! same spec to either engine; [`crate::compare`] joins the two profiles key by key.
+//! same spec to either engine; [`crate::compare`] joins the two profiles key by key. What
+//! either engine (and training, and the symbolic expansion) refuses to do with a stack's norm
+//! is stated once, in [`refusal`].
+
+pub mod refusal;
 
 use crate::Result;
 use crate::layers::LayerSpec;

@@ -215,9 +215,7 @@ impl RawModel {
         if self.width == 0 {
             return Err(Error::invalid("--width", 0, "an integer >= 1"));
         }
-        if self.groups == 0
-            || (self.norm == NormKind::Group && !self.width.is_multiple_of(self.groups))
-        {
+        if self.groups == 0 || (self.norm.has_groups() && !self.width.is_multiple_of(self.groups)) {
             return Err(Error::invalid(
                 "--groups",
                 self.groups,
@@ -258,11 +256,16 @@ impl ModelConfig {
     /// group the tokens of one sequence ([`NormLayout`]) with [`Self::groups`] groups.
     pub fn stack(&self, name: &str) -> Result<StackSpec> {
         let spec = placement::build(name, self.depth, &self.overrides)?;
-        let norm = match placement::find(name)?.file() {
-            Some(_) if self.norm != NormKind::Identity => spec.norm,
-            _ => self.norm,
-        };
+        let norm = placement::norm_under(&spec, self.norm);
         Ok(spec.with_norm(norm).with_layout(self.layout()))
+    }
+
+    /// The presets of the encoder's and the decoder's stacks of preset `name`: its own, or its
+    /// [`placement::Preset::halves`] (DeepNet's encoder-decoder constants). With
+    /// [`Self::stack`], the only place a preset's name is resolved after parsing.
+    pub fn halves(&self, name: &str) -> Result<(&'static str, &'static str)> {
+        let p = placement::find(name)?;
+        Ok(p.halves.unwrap_or((p.name, p.name)))
     }
 
     /// The grouping of GroupNorm and InstanceNorm: [`Self::groups`] groups, and the tokens
@@ -282,9 +285,10 @@ impl ModelConfig {
             "ModelConfig {{ depth: {:?}, branch: {:?}, overrides: {:?}, inputs: {:?}, norm: {:?} }}",
             self.depth, self.branch, self.overrides, self.inputs, self.norm
         );
-        match self.norm {
-            NormKind::Group => format!("{legacy}|groups={}", self.groups),
-            _ => legacy,
+        if self.norm.has_groups() {
+            format!("{legacy}|groups={}", self.groups)
+        } else {
+            legacy
         }
     }
 }

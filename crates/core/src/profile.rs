@@ -140,14 +140,12 @@ impl Value {
 ///
 /// ```rust
 /// use normscope_core::profile::Setup;
-/// assert_eq!(Setup::label_of("post"), "Post-LN");
-/// assert_eq!(Setup::label_of("not-a-preset"), "not-a-preset");
 /// let s = Setup { label: "Pre-LN".into(), width: Some(8), ..Setup::default() };
 /// assert_eq!((s.width, s.samples), (Some(8), None));
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Setup {
-    /// The preset's name in papers (`Post-LN`).
+    /// The preset's name in papers (`Post-LN`): the stack's [`crate::spec::StackSpec::label`].
     pub label: String,
     /// Branch F (`linear`, `relu-mlp`, ...).
     pub branch: Option<String>,
@@ -213,13 +211,6 @@ pub struct ModelSettings {
     pub eps: Option<f64>,
     /// Depth up to which Monte Carlo evaluates the path polynomial exactly (`--path-max`).
     pub path_max: Option<u64>,
-}
-
-impl Setup {
-    /// The paper name of preset `name` (`Post-LN`), or the name itself if it has none.
-    pub fn label_of(name: &str) -> String {
-        crate::placement::find(name).map_or_else(|_| name.to_string(), |p| p.label.to_string())
-    }
 }
 
 /// `(metric, layer, source)`: the key of a profile entry.

@@ -75,7 +75,7 @@ impl Slot {
 /// number of groups) have the same infinite-width limit in the closed form; DyT has its own
 /// (Gaussian integrals of tanh), and BatchNorm and InstanceNorm theirs over n exchangeable
 /// columns (Yang et al. 2019), each where its inputs are Gaussian
-/// ([`crate::closed_form::check`]).
+/// ([`crate::engine::refusal`]).
 ///
 /// # Examples
 ///
@@ -142,30 +142,102 @@ impl NormKind {
         NormKind::Identity,
     ];
 
+    /// The table of norm kinds: one row per kind with everything the engines read about it.
+    /// This is the only match over the kinds; every other question about a norm is answered
+    /// from its row (the methods below), and the combinations an engine refuses are stated
+    /// once, from these rows, in [`crate::engine::refusal`].
+    pub fn info(self) -> NormInfo {
+        use NormMap as M;
+        use NormStatistic as S;
+        match self {
+            NormKind::Layer => NormInfo {
+                name: "layer",
+                aliases: &["ln", "layernorm"],
+                label: "LayerNorm",
+                statistic: S::Token,
+                centers: true,
+                removes: 2.0,
+                map: M::Sphere,
+                finite_width: true,
+                bias: true,
+            },
+            NormKind::Rms => NormInfo {
+                name: "rms",
+                aliases: &["rmsnorm"],
+                label: "RMSNorm",
+                statistic: S::Token,
+                centers: false,
+                removes: 1.0,
+                map: M::Sphere,
+                finite_width: true,
+                bias: false,
+            },
+            NormKind::Batch => NormInfo {
+                name: "batch",
+                aliases: &["bn", "batchnorm"],
+                label: "BatchNorm",
+                statistic: S::Batch,
+                centers: true,
+                removes: 2.0,
+                map: M::Columns,
+                finite_width: false,
+                bias: true,
+            },
+            NormKind::Instance => NormInfo {
+                name: "instance",
+                aliases: &["instancenorm"],
+                label: "InstanceNorm",
+                statistic: S::Sequence,
+                centers: true,
+                removes: 2.0,
+                map: M::Columns,
+                finite_width: false,
+                bias: true,
+            },
+            NormKind::Group => NormInfo {
+                name: "group",
+                aliases: &["gn", "groupnorm"],
+                label: "GroupNorm",
+                statistic: S::Groups,
+                centers: true,
+                removes: 2.0,
+                map: M::Sphere,
+                finite_width: false,
+                bias: true,
+            },
+            NormKind::Dyt => NormInfo {
+                name: "dyt",
+                aliases: &["tanh"],
+                label: "DyT",
+                statistic: S::Tanh,
+                centers: false,
+                removes: 0.0,
+                map: M::Tanh,
+                finite_width: false,
+                bias: true,
+            },
+            NormKind::Identity => NormInfo {
+                name: "identity",
+                aliases: &["none"],
+                label: "no norm",
+                statistic: S::Identity,
+                centers: false,
+                removes: 0.0,
+                map: M::Absent,
+                finite_width: false,
+                bias: true,
+            },
+        }
+    }
+
     /// Canonical name.
     pub fn name(self) -> &'static str {
-        match self {
-            NormKind::Layer => "layer",
-            NormKind::Rms => "rms",
-            NormKind::Batch => "batch",
-            NormKind::Instance => "instance",
-            NormKind::Group => "group",
-            NormKind::Dyt => "dyt",
-            NormKind::Identity => "identity",
-        }
+        self.info().name
     }
 
     /// Other accepted spellings (case-insensitive).
     pub fn aliases(self) -> &'static [&'static str] {
-        match self {
-            NormKind::Layer => &["ln", "layernorm"],
-            NormKind::Rms => &["rmsnorm"],
-            NormKind::Batch => &["bn", "batchnorm"],
-            NormKind::Instance => &["instancenorm"],
-            NormKind::Group => &["gn", "groupnorm"],
-            NormKind::Dyt => &["tanh"],
-            NormKind::Identity => &["none"],
-        }
+        self.info().aliases
     }
 
     /// The kind named `s` (a name or an alias, any case), if any.
@@ -183,29 +255,176 @@ impl NormKind {
 
     /// Typeset name for tables and captions, e.g. `RMSNorm`.
     pub fn label(self) -> &'static str {
-        match self {
-            NormKind::Layer => "LayerNorm",
-            NormKind::Rms => "RMSNorm",
-            NormKind::Batch => "BatchNorm",
-            NormKind::Instance => "InstanceNorm",
-            NormKind::Group => "GroupNorm",
-            NormKind::Dyt => "DyT",
-            NormKind::Identity => "no norm",
-        }
+        self.info().label
+    }
+
+    /// What the norm divides by ([`NormInfo::statistic`]).
+    pub fn statistic(self) -> NormStatistic {
+        self.info().statistic
+    }
+
+    /// The norm's map in the closed form ([`NormInfo::map`]).
+    pub fn closed_form_map(self) -> NormMap {
+        self.info().map
     }
 
     /// Whether the norm divides each token by a statistic of that token alone (LayerNorm,
     /// RMSNorm; the identity trivially): the condition for the exact per-token decomposition
     /// `x_l = sum_j C_{l,j} B~_j` that `coef` and `branch_weight` read.
     pub fn per_token(self) -> bool {
-        matches!(self, NormKind::Layer | NormKind::Rms | NormKind::Identity)
+        match self.statistic() {
+            NormStatistic::Token | NormStatistic::Identity => true,
+            NormStatistic::Sequence
+            | NormStatistic::Batch
+            | NormStatistic::Groups
+            | NormStatistic::Tanh => false,
+        }
     }
 
     /// Whether the norm averages each channel over a set of columns (InstanceNorm: the tokens
     /// of a sequence; BatchNorm: the batch), so its Jacobian removes the columns' mean.
     pub fn is_column_norm(self) -> bool {
-        matches!(self, NormKind::Batch | NormKind::Instance)
+        match self.statistic() {
+            NormStatistic::Sequence | NormStatistic::Batch => true,
+            NormStatistic::Token
+            | NormStatistic::Groups
+            | NormStatistic::Tanh
+            | NormStatistic::Identity => false,
+        }
     }
+
+    /// Whether this is no norm at all: every norm slot becomes the identity.
+    pub fn is_identity(self) -> bool {
+        self.statistic() == NormStatistic::Identity
+    }
+
+    /// Whether the norm divides by nothing (DyT, the identity): a normalization-free stack.
+    pub fn is_normalization_free(self) -> bool {
+        matches!(
+            self.statistic(),
+            NormStatistic::Tanh | NormStatistic::Identity
+        )
+    }
+
+    /// Whether the norm is an elementwise tanh with a scale `alpha` (DyT).
+    pub fn is_tanh(self) -> bool {
+        self.statistic() == NormStatistic::Tanh
+    }
+
+    /// Whether the norm reads GroupNorm's number of groups (`--groups`).
+    pub fn has_groups(self) -> bool {
+        self.statistic() == NormStatistic::Groups
+    }
+
+    /// Whether the norm's statistic spans the batch (BatchNorm): it reads `--batch`, and a
+    /// trained one keeps running statistics for evaluation.
+    pub fn spans_batch(self) -> bool {
+        self.statistic() == NormStatistic::Batch
+    }
+
+    /// Whether the norm's statistic spans the tokens of a sequence channel by channel
+    /// (InstanceNorm): it needs sequences of tokens.
+    pub fn spans_sequence(self) -> bool {
+        self.statistic() == NormStatistic::Sequence
+    }
+
+    /// Whether the norm subtracts the mean of what it divides ([`NormInfo::centers`]).
+    pub fn centers(self) -> bool {
+        self.info().centers
+    }
+
+    /// Whether the norm's affine form has a bias ([`NormInfo::bias`]).
+    pub fn has_bias(self) -> bool {
+        self.info().bias
+    }
+}
+
+/// One row of the table of norm kinds ([`NormKind::info`]): what each norm is, what it
+/// divides by, and what the closed form, the finite-width correction and training read of it.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::spec::{NormKind, NormMap, NormStatistic};
+/// let rms = NormKind::Rms.info();
+/// assert_eq!((rms.name, rms.label, rms.statistic), ("rms", "RMSNorm", NormStatistic::Token));
+/// assert_eq!((rms.removes, rms.centers, rms.bias), (1.0, false, false));
+/// assert_eq!(NormKind::Group.info().map, NormMap::Sphere);
+/// assert_eq!(NormKind::Batch.info().map, NormMap::Columns);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NormInfo {
+    /// Canonical name (`--norm`, tables' `norm` column).
+    pub name: &'static str,
+    /// Other accepted spellings (case-insensitive).
+    pub aliases: &'static [&'static str],
+    /// Typeset name for tables and captions, e.g. `RMSNorm`.
+    pub label: &'static str,
+    /// What it divides by: the blocks Monte Carlo and training compute its statistic over.
+    pub statistic: NormStatistic,
+    /// Whether it subtracts the mean of each block it divides (LayerNorm over a token; the
+    /// column and group norms over their blocks), so its Jacobian removes that mean too.
+    pub centers: bool,
+    /// How many directions its Jacobian removes per block of its statistic (LayerNorm: the
+    /// mean and the output, 2; RMSNorm: the output, 1; DyT and the identity: none): the rank
+    /// loss of the finite-width allowance.
+    pub removes: f64,
+    /// Its map in the closed form ([`crate::theory`]'s norm map).
+    pub map: NormMap,
+    /// Whether the derived finite-width correction (`--finite-width`) covers it.
+    pub finite_width: bool,
+    /// Whether its affine form (training's `--affine`) has a bias (PyTorch's `RMSNorm` has
+    /// none).
+    pub bias: bool,
+}
+
+/// What a norm divides by ([`NormInfo::statistic`]).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::spec::{NormKind, NormStatistic};
+/// assert_eq!(NormKind::Instance.statistic(), NormStatistic::Sequence);
+/// assert_eq!(NormKind::Dyt.statistic(), NormStatistic::Tanh);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NormStatistic {
+    /// Each token's own entries (LayerNorm, RMSNorm).
+    Token,
+    /// Each channel over the tokens of its own sequence (InstanceNorm).
+    Sequence,
+    /// Each channel over every column of the batch (BatchNorm).
+    Batch,
+    /// Groups of channels, each over the tokens of its own sequence (GroupNorm, `--groups`).
+    Groups,
+    /// Nothing: an elementwise `tanh(alpha z)` (DyT).
+    Tanh,
+    /// Nothing: the identity.
+    Identity,
+}
+
+/// A norm's map in the closed form ([`NormInfo::map`]; docs/theory.md, "Other norms").
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::spec::{NormKind, NormMap};
+/// assert_eq!(NormKind::Layer.closed_form_map(), NormMap::Sphere);
+/// assert_eq!(NormKind::Dyt.closed_form_map(), NormMap::Tanh);
+/// assert_eq!(NormKind::Identity.closed_form_map(), NormMap::Absent);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NormMap {
+    /// Every token onto the sphere of radius `sqrt(d)`: second moment 1, correlation kept,
+    /// mean-square gain `1/q` (LayerNorm, RMSNorm, GroupNorm with a fixed number of groups).
+    Sphere,
+    /// Gaussian integrals of `tanh` (DyT), where its inputs are Gaussian.
+    Tanh,
+    /// Over `n` exchangeable columns (Yang et al. 2019; BatchNorm, InstanceNorm), where its
+    /// inputs are Gaussian.
+    Columns,
+    /// None: a stack without norms has no norm slot to map.
+    Absent,
 }
 
 impl std::fmt::Display for NormKind {
@@ -419,6 +638,7 @@ pub struct Segment {
 /// assert_eq!((spec.depth, spec.segments.len()), (4, 1));
 /// assert_eq!(spec.norm, NormKind::Layer);
 /// assert_eq!(spec.seed_name(), "pre");
+/// assert_eq!((spec.label.as_str(), spec.file.as_deref()), ("pre", None));
 /// // Without norms every slot, the final one included, becomes the identity.
 /// let bare = spec.with_norm(NormKind::Identity);
 /// assert_eq!(bare.block(1).n_in, Slot::Identity);
@@ -428,6 +648,13 @@ pub struct Segment {
 pub struct StackSpec {
     /// Preset name that built this stack.
     pub preset: String,
+    /// How tables and legends name it (the preset's label, `Post-LN`; the name for a stack
+    /// built in code).
+    pub label: String,
+    /// The placement file whose preset built this stack (its path as given), `None` for a
+    /// built-in preset or a stack built in code: such a stack keeps the norm kind its file
+    /// names.
+    pub file: Option<String>,
     /// Number of blocks L.
     pub depth: usize,
     /// Segments in order; the last one ends at `depth`.
@@ -476,6 +703,8 @@ impl StackSpec {
     pub fn uniform(preset: &str, depth: usize, block: BlockSpec, final_norm: Slot) -> Self {
         StackSpec {
             preset: preset.to_string(),
+            label: preset.to_string(),
+            file: None,
             depth,
             segments: vec![Segment { last: depth, block }],
             final_norm,
@@ -501,10 +730,10 @@ impl StackSpec {
     /// ```
     pub fn norm_setting(&self, batch: usize) -> String {
         let mut s = self.norm.name().to_string();
-        if self.norm == NormKind::Group {
+        if self.norm.has_groups() {
             s += &format!(":G={}", self.layout.groups);
         }
-        if batch > 1 || self.norm == NormKind::Batch {
+        if batch > 1 || self.norm.spans_batch() {
             s += &format!(":B={batch}");
         }
         s
@@ -519,7 +748,7 @@ impl StackSpec {
     /// Sets the norm kind; [`NormKind::Identity`] turns every norm slot into the identity.
     pub fn with_norm(mut self, norm: NormKind) -> Self {
         self.norm = norm;
-        if norm == NormKind::Identity {
+        if norm.is_identity() {
             let id = |s: Slot| if s.is_norm() { Slot::Identity } else { s };
             self.map_blocks(|mut b| {
                 b.n_in = id(b.n_in);

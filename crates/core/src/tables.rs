@@ -82,17 +82,11 @@ pub fn theory_rows(cfg: &TheoryConfig, notes: &mut Vec<String>) -> Result<Vec<Ro
     // silently ignored.
     if cfg.batch > 1 {
         for p in &cfg.presets {
-            let norm = cfg.model.stack(p)?.norm;
-            if norm != crate::spec::NormKind::Batch {
-                return Err(Error::invalid(
-                    "--batch",
-                    cfg.batch,
-                    format!(
-                        "1 with --norm {norm} (preset {p}): the closed form reads the batch \
-                         only for BatchNorm"
-                    ),
-                ));
-            }
+            let spec = cfg.model.stack(p)?;
+            crate::engine::refusal::refused(crate::engine::refusal::NormUse::ClosedFormBatch {
+                spec: &spec,
+                batch: cfg.batch,
+            })?;
         }
     }
     let layers = cfg.layers.resolve(depth)?;

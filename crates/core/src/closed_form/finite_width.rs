@@ -5,10 +5,11 @@
 
 use crate::Result;
 use crate::branch::BranchModel;
+use crate::engine::refusal::{NormUse, reason};
 use crate::metrics::Metric;
 use crate::model::ModelConfig;
 use crate::profile::{EngineKind, Row, Setup};
-use crate::theory::finite_width::{correction, unchecked, unsupported};
+use crate::theory::finite_width::{correction, unchecked};
 use std::sync::Arc;
 
 /// Whether `metric` has a derived correction ([`crate::metrics::Info::correction`]).
@@ -43,7 +44,10 @@ pub(crate) fn apply(
     }
     for p in presets {
         let spec = model.stack(&p)?;
-        if let Some(why) = unsupported(&spec, model.branch.kind) {
+        if let Some(why) = reason(NormUse::FiniteWidth {
+            spec: &spec,
+            branch: model.branch.kind,
+        }) {
             notes.push(format!(
                 "--finite-width {d}: {p} is written uncorrected: no correction is derived for {why}"
             ));

@@ -18,7 +18,7 @@
 //! scale, `2 r k / d` with k the norms of block l, and mapped back through the root.
 
 use super::{Metric, Reach, Scale};
-use crate::spec::{NormKind, StackSpec};
+use crate::spec::{NormStatistic, StackSpec};
 
 /// Norm slots of block l.
 fn norms_in_block(spec: &StackSpec, l: usize) -> usize {
@@ -47,16 +47,18 @@ pub fn norms_on_path(spec: &StackSpec, metric: Metric, layer: usize) -> usize {
 
 /// The allowance for `metric` at `layer` given the closed-form value `theory` at width d.
 pub fn allowance(spec: &StackSpec, metric: Metric, layer: usize, theory: f64, d: usize) -> f64 {
-    let r = match spec.norm {
-        NormKind::Layer => 2.0,
-        NormKind::Rms => 1.0,
-        // DyT is elementwise: its Jacobian removes no direction.
-        NormKind::Identity | NormKind::Dyt => 0.0,
-        // 2 of the m = (d/G) seq entries of each block, 2 G / seq per token of width d.
-        NormKind::Group => 2.0 * spec.layout.groups as f64 / spec.layout.seq.unwrap_or(1) as f64,
+    // The directions the norm's Jacobian removes per block of its statistic (LayerNorm 2,
+    // RMSNorm 1; DyT is elementwise and removes none).
+    let removes = spec.norm.info().removes;
+    let r = match spec.norm.statistic() {
+        NormStatistic::Token | NormStatistic::Tanh | NormStatistic::Identity => removes,
+        // `removes` of the m = (d/G) seq entries of each block, 2 G / seq per token of width d.
+        NormStatistic::Groups => {
+            removes * spec.layout.groups as f64 / spec.layout.seq.unwrap_or(1) as f64
+        }
         // Exact over the columns; over the width, each norm's `1/|P z|^2` reads a Gram
         // matrix that fluctuates by O(1/sqrt d), the same O(1/d) Jensen bias as LayerNorm's.
-        NormKind::Batch | NormKind::Instance => 2.0,
+        NormStatistic::Batch | NormStatistic::Sequence => removes,
     };
     let d = d as f64;
     let t = theory.abs();

@@ -25,6 +25,7 @@ pub use sampling::{McConfig, RawMc};
 
 use crate::Result;
 use crate::branch::BranchKind;
+use crate::engine::refusal::{NormUse, refused};
 use crate::engine::{Engine, Plan};
 use crate::metrics::Metric;
 use crate::profile::{EngineKind, Key, ModelSettings, Profile, Setup, Value};
@@ -258,7 +259,7 @@ impl Engine for MonteCarlo<'_> {
             b.gain
         };
         Setup {
-            label: Setup::label_of(&spec.preset),
+            label: spec.label.clone(),
             branch: Some(cfg.branch_name()),
             init: Some(b.init.name().to_string()),
             g,
@@ -285,7 +286,13 @@ impl Engine for MonteCarlo<'_> {
         let d = self.cfg.model.branch.width;
         norm::grouping(spec.norm, spec.layout, d, self.cfg.columns())?;
         let c0 = self.cfg.model.inputs.c0;
-        norm::degenerate(spec.norm, spec.layout, d, self.cfg.batch, c0)?;
+        refused(NormUse::SampledInputs {
+            norm: spec.norm,
+            layout: spec.layout,
+            d,
+            batch: self.cfg.batch,
+            c0,
+        })?;
         let layers = plan.resolve(spec.depth)?;
         let mut selected = vec![false; spec.depth + 1];
         for &l in &layers {

@@ -231,7 +231,7 @@ impl Decomposition {
             return;
         }
         let n = pass.out.ncols();
-        let ln = spec.norm == crate::spec::NormKind::Layer;
+        let ln = spec.norm.centers();
         let (alpha, lambda) = (pass.alpha, pass.lambda);
         let br_coef: Vec<f64> = (0..n)
             .map(|t| lambda * pass.n_br.as_ref().map_or(1.0, |c| c.inv_sigma[t].as_f64()))

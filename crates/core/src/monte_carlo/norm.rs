@@ -11,8 +11,9 @@
 //! ([`Real::sum`], [`Real::sum_sq`], [`Real::dot_view`]) and rounded once in both precisions
 //! (for f64, nalgebra's own sums and dot: the published bits).
 
+use crate::engine::refusal::{NormUse, refused};
 use crate::norms::{dyt, grouped};
-use crate::spec::{NormKind, NormLayout};
+use crate::spec::{NormKind, NormLayout, NormStatistic};
 use crate::{Error, Result};
 use nalgebra::{DMatrix, DVectorView};
 use normscope_numeric::gemm::Real;
@@ -92,7 +93,7 @@ pub enum Statistic {
 
 /// The grouping norm `kind` of `layout` applies to a `d x n` stream, `None` for a norm with
 /// a per-token statistic or none, or why the stream does not divide into its blocks (an
-/// [`Error::InvalidParam`] naming the setting to change).
+/// [`Error::InvalidParam`] naming the setting to change; [`NormUse::Sampled`] first).
 ///
 /// # Examples
 ///
@@ -116,95 +117,23 @@ pub fn grouping(
     d: usize,
     n: usize,
 ) -> Result<Option<grouped::Grouping>> {
+    refused(NormUse::Sampled {
+        norm: kind,
+        layout,
+        d,
+        columns: n,
+    })?;
     let seq = layout.seq.unwrap_or(n);
-    let g = match kind {
-        NormKind::Layer | NormKind::Rms | NormKind::Dyt | NormKind::Identity => return Ok(None),
-        NormKind::Batch if n < 2 => {
-            return Err(Error::invalid(
-                "--batch",
-                (n / seq.max(1)).max(1),
-                format!(
-                    "batch x tokens >= 2 for BatchNorm (got {n} value per channel; PyTorch \
-                     refuses one too)"
-                ),
-            ));
-        }
-        NormKind::Batch => grouped::Grouping::batch(n),
-        NormKind::Instance if seq < 2 => {
-            return Err(Error::invalid(
-                "--tokens",
-                seq,
-                "an integer >= 2 for InstanceNorm (it normalizes each channel over the tokens \
-                 of a sequence; PyTorch refuses one)",
-            ));
-        }
-        NormKind::Instance => grouped::Grouping::instance(seq),
-        NormKind::Group => {
-            let g = grouped::Grouping::group(layout.groups, d, seq).map_err(|_| {
-                Error::invalid(
-                    "--groups",
-                    layout.groups,
-                    format!("a divisor of --width = {d}"),
-                )
-            })?;
-            if g.size() < 2 {
-                return Err(Error::invalid(
-                    "--groups",
-                    layout.groups,
-                    format!(
-                        "a divisor of --width = {d} leaving >= 2 entries per group \
-                         ((width / groups) x tokens = {})",
-                        g.size()
-                    ),
-                ));
-            }
-            g
-        }
+    let g = match kind.statistic() {
+        NormStatistic::Token | NormStatistic::Tanh | NormStatistic::Identity => return Ok(None),
+        NormStatistic::Batch => grouped::Grouping::batch(n),
+        NormStatistic::Sequence => grouped::Grouping::instance(seq),
+        NormStatistic::Groups => grouped::Grouping::group(layout.groups, d, seq)
+            .expect("refused() checked that the groups divide the width"),
     };
     g.blocks(d, n)
         .map_err(|e| Error::invalid("--tokens", seq, format!("whole sequences: {e}")))?;
     Ok(Some(g))
-}
-
-/// Refuses inputs a norm maps to zero (or to 0/0 with `eps = 0`): identical tokens
-/// (`c0 = 1`) when every block of the norm lies within one channel of one sequence
-/// (InstanceNorm, BatchNorm over one sequence, GroupNorm with one channel per group). Names
-/// `--c0`.
-///
-/// # Examples
-///
-/// ```rust
-/// use normscope_core::monte_carlo::norm::degenerate;
-/// use normscope_core::spec::{NormKind, NormLayout};
-/// let layout = NormLayout { groups: 4, seq: Some(8) };
-/// assert!(degenerate(NormKind::Instance, layout, 16, 1, 1.0).is_err());
-/// assert!(degenerate(NormKind::Batch, layout, 16, 2, 1.0).is_ok()); // two sequences differ
-/// assert!(degenerate(NormKind::Instance, layout, 16, 1, 0.5).is_ok());
-/// ```
-pub fn degenerate(
-    kind: NormKind,
-    layout: NormLayout,
-    d: usize,
-    batch: usize,
-    c0: f64,
-) -> Result<()> {
-    let one_channel = match kind {
-        NormKind::Instance => true,
-        NormKind::Batch => batch == 1,
-        NormKind::Group => layout.groups == d,
-        _ => false,
-    };
-    if one_channel && c0 >= 1.0 {
-        return Err(Error::invalid(
-            "--c0",
-            c0,
-            format!(
-                "a correlation < 1 with --norm {kind}: identical tokens have zero variance in \
-                 each of its blocks"
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// Norm `kind` of the columns of `z`, its statistics grouped as `layout` says ([`grouping`]).
@@ -216,7 +145,7 @@ pub fn forward_with<T: Real>(
     eps: f64,
     z: &DMatrix<T>,
 ) -> NormCache<T> {
-    if kind == NormKind::Dyt {
+    if kind.is_tanh() {
         let c = dyt::forward(dyt::ALPHA0, z);
         return NormCache {
             y: c.y,
@@ -261,12 +190,12 @@ pub(crate) fn center<T: Real>(z: &mut DMatrix<T>) {
 /// [`forward_with`]).
 pub fn forward<T: Real>(kind: NormKind, eps: f64, z: &DMatrix<T>) -> NormCache<T> {
     assert!(
-        matches!(kind, NormKind::Layer | NormKind::Rms),
+        kind.statistic() == NormStatistic::Token,
         "{kind}: not a per-token norm"
     );
     let dn = z.nrows() as f64;
     let mut y = z.clone();
-    if kind == NormKind::Layer {
+    if kind.centers() {
         center(&mut y);
     }
     let (rows, cols) = y.shape();
@@ -307,7 +236,7 @@ pub fn jacobian<T: Real>(cache: &NormCache<T>, dz: &DMatrix<T>) -> DMatrix<T> {
     assert_eq!(cache.inv_sigma.len(), dz.ncols(), "one 1/sigma per column");
     let dn = dz.nrows() as f64;
     let mut out = dz.clone();
-    if cache.kind == NormKind::Layer {
+    if cache.kind.centers() {
         center(&mut out);
     }
     let rows = out.nrows();

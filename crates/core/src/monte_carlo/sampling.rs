@@ -5,6 +5,7 @@
 use super::measure::Memory;
 use super::precision::Precision;
 use crate::branch::{Block, BranchConfig, BranchKind, BranchModel, Init};
+use crate::engine::refusal::{NormUse, refused};
 use crate::model::{ModelConfig, RawModel};
 use crate::{Error, Result};
 
@@ -127,7 +128,13 @@ impl McConfig {
         let cfg = Self::without_norm_shapes(raw, mc)?;
         let (norm, layout) = (cfg.model.norm, cfg.model.layout());
         crate::monte_carlo::norm::grouping(norm, layout, raw.width, cfg.columns())?;
-        crate::monte_carlo::norm::degenerate(norm, layout, raw.width, mc.batch, raw.c0)?;
+        refused(NormUse::SampledInputs {
+            norm,
+            layout,
+            d: raw.width,
+            batch: mc.batch,
+            c0: raw.c0,
+        })?;
         Ok(cfg)
     }
 

@@ -348,7 +348,7 @@ fn slot(
         return Ok(Slot::Identity);
     };
     let k = match NormKind::parse(v) {
-        Some(NormKind::Identity) => return Ok(Slot::Identity),
+        Some(k) if k.is_identity() => return Ok(Slot::Identity),
         Some(k) => k,
         None => {
             return Err(format!(
@@ -689,6 +689,8 @@ impl Placement {
         };
         Ok(StackSpec {
             preset: self.name.clone(),
+            label: self.label.clone(),
+            file: Some(self.path.clone()),
             depth,
             segments,
             final_norm: self.final_norm,

@@ -16,7 +16,7 @@ mod pre;
 mod rezero;
 mod sandwich;
 
-use crate::spec::{BranchScale, SkipScale, Slot, StackSpec};
+use crate::spec::{BranchScale, NormKind, SkipScale, Slot, StackSpec};
 use crate::{Error, Result};
 use std::path::Path;
 use std::sync::RwLock;
@@ -76,14 +76,36 @@ pub struct Preset {
 }
 
 impl Preset {
-    /// The stack at depth L >= 1, named after the preset, before overrides.
+    /// The stack at depth L >= 1, named and labelled after the preset (with its placement
+    /// file, if any), before overrides.
     pub fn stack(&self, depth: usize) -> Result<StackSpec> {
         let mut spec = match self.build {
             Builder::BuiltIn(f) => f(depth),
             Builder::File(p) => p.build(depth)?,
         };
         spec.preset = self.name.to_string();
+        spec.label = self.label.to_string();
+        spec.file = self.file().map(|f| f.path.clone());
         Ok(spec)
+    }
+
+    /// Refuses `--norm norm` (`field`, given explicitly) for this preset: a placement file
+    /// that names its norms keeps its own kind, so `norm` must be that kind or `identity` (which
+    /// removes them). The one check of the flag against a preset; [`norm_under`] applies the
+    /// same rule when the stack is built.
+    pub fn check_norm(&self, norm: NormKind, field: &'static str) -> Result<()> {
+        match self.file() {
+            Some(f) if f.has_norm && !norm.is_identity() && f.norm != norm => Err(Error::invalid(
+                field,
+                norm,
+                format!(
+                    "{} or identity for preset {} (its placement file {} names its norms {}; a \
+                     file's norm kind is its own)",
+                    f.norm, f.name, f.path, f.norm
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The placement-file definition, if the preset comes from one.
@@ -298,6 +320,8 @@ pub fn build(name: &str, depth: usize, ov: &Overrides) -> Result<StackSpec> {
     let same = |b: &StackSpec| {
         StackSpec {
             preset: spec.preset.clone(),
+            label: spec.label.clone(),
+            file: spec.file.clone(),
             ..b.clone()
         } == spec
     };
@@ -315,6 +339,17 @@ pub fn build(name: &str, depth: usize, ov: &Overrides) -> Result<StackSpec> {
         }
     }
     Ok(spec)
+}
+
+/// The norm kind of `spec` (from [`build`]) under `--norm asked`: a built-in preset's norms
+/// are `asked`; a placement file's keep the kind its file names, unless `asked` is `identity`
+/// (no norms at all). [`Preset::check_norm`] refuses an explicit flag this would override.
+pub fn norm_under(spec: &StackSpec, asked: NormKind) -> NormKind {
+    if spec.file.is_some() && !asked.is_identity() {
+        spec.norm
+    } else {
+        asked
+    }
 }
 
 fn apply(mut spec: StackSpec, ov: &Overrides) -> StackSpec {

@@ -13,6 +13,7 @@
 use super::expr::{Exp, Expr};
 use super::poly::{NSYM, Poly, Sym};
 use crate::branch::BranchModel;
+use crate::engine::refusal::{NormUse, refused};
 use crate::spec::{BranchScale, InputScale, SkipScale, StackSpec};
 use crate::{Error, Result};
 use num_bigint::BigInt;
@@ -223,15 +224,10 @@ fn one_value(
 /// Expands `spec` with branch `model` and input second moment `q0`. A stack whose skip scales
 /// ([`SkipScale::Alpha`]) or branch multipliers ([`BranchScale::Lambda`]) take more than one
 /// value is [`Error::Unsupported`]: the expansion has one symbol for each; so is a norm without
-/// a per-token scalar at infinite width (BatchNorm, InstanceNorm, DyT; GroupNorm has one).
+/// a per-token scalar at infinite width (BatchNorm, InstanceNorm, DyT; GroupNorm has one;
+/// [`NormUse::Expansion`]).
 pub fn expand(spec: &StackSpec, model: &BranchModel, q0: f64, subs: &Subs) -> Result<Expansion> {
-    if !spec.norm.per_token() && spec.norm != crate::spec::NormKind::Group {
-        return Err(Error::Unsupported(format!(
-            "the expansion divides by one scalar per norm and token; --norm {} has no such \
-             scalar (its statistic spans several tokens, or it divides by nothing)",
-            spec.norm
-        )));
-    }
+    refused(NormUse::Expansion { spec })?;
     if !model.kind.has_constant_gain() {
         return Err(Error::Unsupported(format!(
             "exact expansion needs a branch whose gain E||F(u)||^2/||u||^2 is one constant g (linear, relu-mlp); {} depends on its input's scale or token correlation — use `normscope theory --metrics coef` for its numeric coefficients",

@@ -267,9 +267,7 @@ fn formatted(
             out.push_str(&format!("% normscope expand: {header}\n"));
             out.push_str(&format!(
                 "\\noindent {}, {} branch, {} init:\n",
-                crate::output::latex::escape(
-                    crate::placement::find(&spec.preset).map_or(spec.preset.as_str(), |p| p.label)
-                ),
+                crate::output::latex::escape(&spec.label),
                 model.branch.kind.label(),
                 model.branch.init.label()
             ));

@@ -54,8 +54,8 @@
 //! Carlo engine is `tests/it/finite_width.rs`; Hanin and Nica 2019 (arXiv:1812.05994) find the same
 //! `exp(c L/d)` growth of gradient moments for plain ReLU networks.
 
-use crate::branch::{BranchKind, BranchModel};
-use crate::spec::{InputScale, NormKind, SkipScale, StackSpec};
+use crate::branch::BranchModel;
+use crate::spec::{SkipScale, StackSpec};
 
 /// The smallest width accepted: the correction is first order in 1/d.
 pub const MIN_WIDTH: usize = 8;
@@ -101,12 +101,11 @@ pub fn unchecked(depth: usize, d: usize) -> Option<String> {
 /// gradient's second moment by `1 + kappa/d`, `kappa = g (g + 2)/(1 + g)^2` (3/4 at g = 1).
 ///
 /// ```rust
-/// use normscope_core::branch::{BranchConfig, BranchKind, BranchModel};
+/// use normscope_core::branch::{BranchConfig, BranchModel};
 /// use normscope_core::placement::find;
 /// use normscope_core::spec::NormKind;
-/// use normscope_core::theory::finite_width::{correction, unsupported};
+/// use normscope_core::theory::finite_width::correction;
 /// let spec = find("post")?.stack(10)?.with_norm(NormKind::Rms);
-/// assert_eq!(unsupported(&spec, BranchKind::Linear), None);
 /// let cfg = BranchConfig { gain: Some(1.0), ..BranchConfig::default() };
 /// let c = correction(&spec, &BranchModel::new(&cfg, None, 1.0, 0.0), 100);
 /// assert_eq!((c.ln_grad.len(), c.ln_weight[0]), (11, 0.0));
@@ -121,43 +120,11 @@ pub struct Correction {
     pub ln_weight: Vec<f64>,
 }
 
-/// Why `spec` with `branch` has no derived correction, or `None` if it has one.
-pub fn unsupported(spec: &StackSpec, branch: BranchKind) -> Option<String> {
-    if branch != BranchKind::Linear {
-        return Some(format!(
-            "the {} branch (derived for the linear branch only)",
-            branch.name()
-        ));
-    }
-    match spec.norm {
-        NormKind::Identity => return Some("stacks without norms".into()),
-        NormKind::Layer | NormKind::Rms => {}
-        other => {
-            return Some(format!(
-                "--norm {other} (derived for LayerNorm and RMSNorm only)"
-            ));
-        }
-    }
-    (1..=spec.depth).find_map(|l| {
-        let b = spec.block(l);
-        let post_like = !b.n_in.is_norm()
-            && !b.n_br.is_norm()
-            && b.n_out.is_norm()
-            && b.in_scale == InputScale::One;
-        (!post_like).then(|| {
-            format!(
-                "preset {} (block {l} is not a norm-after-sum block N(alpha x + lambda F(x)), the only kind derived)",
-                spec.preset
-            )
-        })
-    })
-}
-
-/// The correction of `spec` (which [`unsupported`] accepts) with branch `model` at width `d`.
+/// The correction of `spec` (which `crate::engine::refusal`'s `NormUse::FiniteWidth` accepts) with branch `model` at width `d`.
 pub fn correction(spec: &StackSpec, model: &BranchModel, d: usize) -> Correction {
     let depth = spec.depth;
     let gain = model.forward(1.0, 0.0).0;
-    let layer_norm = spec.norm == NormKind::Layer;
+    let layer_norm = spec.norm.centers();
     let d = d as f64;
     // Effective gains g_l = lambda^2 g / alpha_l^2; Admin's omega from the profiling rule
     // omega_{l+1}^2 = omega_l^2 q_{l-1} + lambda^2 g q_{l-1}, relative to q_{l-1} (q_l = 1 after
@@ -218,6 +185,7 @@ pub fn correction(spec: &StackSpec, model: &BranchModel, d: usize) -> Correction
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::NormKind;
 
     #[test]
     fn interior_factor_is_kappa_over_d_for_both_norms() {

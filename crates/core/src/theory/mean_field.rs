@@ -34,7 +34,7 @@ use super::logsum::{Mag, PrefixSum, ln0};
 use super::norm_map::slot_map;
 use super::split::Energy;
 use crate::branch::{BranchKind, BranchModel};
-use crate::spec::{InputScale, NormKind, SkipScale, StackSpec};
+use crate::spec::{InputScale, NormMap, SkipScale, StackSpec};
 use crate::{Error, Result};
 use std::ops::{Add, Div, Mul};
 
@@ -274,9 +274,10 @@ impl Ctx<'_> {
         let (qu, cu, in_jac, in_kills) = if b.n_in.is_norm() {
             let m = slot_map(norm, qp, cp, n, l)?;
             // LayerNorm's gain as it was always rounded, in_scale / q (one rounding).
-            let in_jac = match norm {
-                NormKind::Dyt | NormKind::Batch | NormKind::Instance => m.gain.mul(in_scale),
-                _ => in_scale.div(qp),
+            let in_jac = match norm.closed_form_map() {
+                NormMap::Tanh | NormMap::Columns => m.gain.mul(in_scale),
+                // `slot_map` refuses a stack without norms before this.
+                NormMap::Sphere | NormMap::Absent => in_scale.div(qp),
             };
             (m.q.mul(in_scale), m.corr, in_jac, m.kills_mean)
         } else {

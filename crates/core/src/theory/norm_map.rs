@@ -33,7 +33,7 @@
 
 use super::logsum::Mag;
 use crate::norms::{dyt, dyt_moments};
-use crate::spec::NormKind;
+use crate::spec::{NormKind, NormMap};
 use crate::{Error, Result};
 use std::ops::{Div, Mul};
 
@@ -59,16 +59,16 @@ const LN_Q_LIMIT: f64 = 600.0;
 /// The map of a slot of norm `kind` (module docs) over `n` exchangeable columns (read by
 /// InstanceNorm and BatchNorm only); `layer` names the block in an error.
 pub(crate) fn slot_map(kind: NormKind, q: Mag, c: f64, n: f64, layer: usize) -> Result<SlotMap> {
-    match kind {
-        NormKind::Layer | NormKind::Rms | NormKind::Group => Ok(SlotMap {
+    match kind.closed_form_map() {
+        NormMap::Sphere => Ok(SlotMap {
             q: Mag::one(),
             corr: c,
             gain: Mag::one().div(q),
             kills_mean: false,
         }),
-        NormKind::Dyt => Ok(dyt_map(dyt::ALPHA0, q, c)),
-        NormKind::Batch | NormKind::Instance => column_map(kind, q, c, n, layer),
-        NormKind::Identity => Err(Error::Unsupported(
+        NormMap::Tanh => Ok(dyt_map(dyt::ALPHA0, q, c)),
+        NormMap::Columns => column_map(kind, q, c, n, layer),
+        NormMap::Absent => Err(Error::Unsupported(
             "the identity has no norm slot to map".to_string(),
         )),
     }

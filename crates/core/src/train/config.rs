@@ -5,6 +5,7 @@ use super::optim::{OptimizerFlags, OptimizerKind};
 use super::schedule::{Decay, Schedule};
 use super::task::{Io, TaskConfig, TaskKind};
 use crate::branch::{Block, BranchKind};
+use crate::engine::refusal::{NormUse, refused};
 use crate::model::{RawModel, parse_presets};
 use crate::monte_carlo::sampling::{McConfig, RawMc};
 use crate::{Error, Result};
@@ -377,13 +378,10 @@ impl RawTrain {
                 seq: self.task.seq,
             },
         };
-        if self.model.norm == crate::spec::NormKind::Layer && self.model.width < 2 {
-            return Err(Error::invalid(
-                "--width",
-                self.model.width,
-                "an integer >= 2 with LayerNorm (it maps a single coordinate to 0)",
-            ));
-        }
+        refused(NormUse::TrainedWidth {
+            norm: self.model.norm,
+            width: self.model.width,
+        })?;
         let tokens = match io {
             Io::Tokens { seq, .. } => seq,
             Io::Pairs { src, .. } => src,
@@ -694,21 +692,18 @@ pub fn check_trainable(
     seq: usize,
     columns: usize,
 ) -> Result<()> {
-    use crate::spec::{NormKind, NormLayout};
+    use crate::spec::NormLayout;
     // A placement file's own norm kind is its file's choice, not --norm's.
-    let field = match crate::placement::find(&spec.preset).map(|p| p.file().is_some()) {
-        Ok(true) => "--placements",
-        _ => "--norm",
+    let field = if spec.file.is_some() {
+        "--placements"
+    } else {
+        "--norm"
     };
-    if spec.norm == NormKind::Instance && seq < 2 {
-        return Err(Error::invalid(
-            field,
-            spec.norm,
-            "a norm other than instance on a task whose examples are single vectors \
-             (InstanceNorm normalizes each channel over the tokens of a sequence; a token task \
-             such as --task teacher-lm has them)",
-        ));
-    }
+    refused(NormUse::TrainedOn {
+        norm: spec.norm,
+        seq,
+        field,
+    })?;
     let layout = NormLayout {
         groups: spec.layout.groups,
         seq: Some(seq),

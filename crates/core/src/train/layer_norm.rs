@@ -127,10 +127,12 @@ impl<T: Real> NormLayer<T> {
         NormLayer {
             kind,
             groups: DEFAULT_GROUPS,
-            alpha: (kind == NormKind::Dyt).then(|| DMatrix::from_element(1, 1, T::of(dyt::ALPHA0))),
+            alpha: kind
+                .is_tanh()
+                .then(|| DMatrix::from_element(1, 1, T::of(dyt::ALPHA0))),
             gain: affine.then(|| DMatrix::from_element(d, 1, T::one())),
-            bias: (affine && kind != NormKind::Rms).then(|| DMatrix::zeros(d, 1)),
-            running: (kind == NormKind::Batch).then(|| Running::new(d)),
+            bias: (affine && kind.has_bias()).then(|| DMatrix::zeros(d, 1)),
+            running: kind.spans_batch().then(|| Running::new(d)),
         }
     }
 
@@ -170,32 +172,32 @@ impl<T: Real> NormLayer<T> {
     /// not divide into the norm's blocks: training checks its shapes first
     /// ([`super::config`]).
     fn normalize(&self, mode: Mode, z: &DMatrix<T>) -> NormCache<T> {
-        match (self.kind, &self.running) {
-            (NormKind::Dyt, _) => {
-                let alpha = self.alpha_value();
-                NormCache {
-                    y: dyt::forward(alpha, z).y,
-                    inv_sigma: Vec::new(),
-                    kind: self.kind,
-                    statistic: Statistic::Tanh { alpha },
-                    input: Some(z.clone()),
-                }
-            }
-            (NormKind::Batch, Some(r)) if !mode.training => NormCache {
+        let kind = self.kind;
+        if kind.is_tanh() {
+            let alpha = self.alpha_value();
+            return NormCache {
+                y: dyt::forward(alpha, z).y,
+                inv_sigma: Vec::new(),
+                kind,
+                statistic: Statistic::Tanh { alpha },
+                input: Some(z.clone()),
+            };
+        }
+        // In evaluation, a norm over the batch divides by its running statistics.
+        if let Some(r) = self.running.as_ref().filter(|_| !mode.training) {
+            return NormCache {
                 y: r.eval(z, mode.eps),
                 inv_sigma: r.inv_sigma(mode.eps).into_iter().map(T::of).collect(),
-                kind: self.kind,
+                kind,
                 statistic: Statistic::Channel,
                 input: None,
-            },
-            (kind, _) => {
-                let mut c = norm::forward_with(kind, mode.layout(self.groups), mode.eps, z);
-                if kind == NormKind::Batch {
-                    c.input = Some(z.clone());
-                }
-                c
-            }
+            };
         }
+        let mut c = norm::forward_with(kind, mode.layout(self.groups), mode.eps, z);
+        if kind.spans_batch() {
+            c.input = Some(z.clone());
+        }
+        c
     }
 
     /// `(cache of N, gamma ⊙ N(z) + b)`.

@@ -243,9 +243,10 @@ pub fn frame(cfg: &TrainConfig, records: &[Record]) -> crate::Result<DataFrame> 
 /// The `norm` column of a training log: the norm's name, with GroupNorm's groups
 /// (`group:G=8`) as the Monte Carlo tables write it (the batch has a column of its own).
 fn norm_setting(m: &crate::model::ModelConfig) -> String {
-    match m.norm {
-        crate::spec::NormKind::Group => format!("group:G={}", m.groups),
-        other => other.name().to_string(),
+    if m.norm.has_groups() {
+        format!("{}:G={}", m.norm, m.groups)
+    } else {
+        m.norm.name().to_string()
     }
 }
 

@@ -27,7 +27,6 @@ use super::{EncDec, Part, Stack};
 use crate::branch::{Activation, Block, Branch};
 use crate::monte_carlo::network::next_admin_omega_of;
 use crate::monte_carlo::sampler;
-use crate::placement;
 use crate::spec::{SkipScale, StackSpec};
 use crate::train::config::{Arch, TrainConfig};
 use crate::train::init::{embedding, head, weight_rng};
@@ -41,11 +40,10 @@ use normscope_numeric::gemm::Real;
 use normscope_numeric::rng::Rng;
 
 /// The encoder's and the decoder's stacks of `preset` for N = `layers` (2N and 3N blocks):
-/// the preset's own, or its [`placement::Preset::halves`] (DeepNet's encoder-decoder
+/// the preset's own, or its [`crate::placement::Preset::halves`] (DeepNet's encoder-decoder
 /// constants).
 pub fn stacks(cfg: &TrainConfig, preset: &str, layers: usize) -> Result<(StackSpec, StackSpec)> {
-    let p = placement::find(preset)?;
-    let (enc, dec) = p.halves.unwrap_or((p.name, p.name));
+    let (enc, dec) = cfg.mc.model.halves(preset)?;
     let (src, tgt) = match cfg.io {
         crate::train::task::Io::Pairs { src, tgt, .. } => (src, tgt),
         _ => (1, 1),
