@@ -7,6 +7,7 @@ use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
 use normscope_core::model::RawModel;
 use normscope_core::monte_carlo::{McConfig, RawMc};
+use normscope_core::placement::Preset;
 use normscope_core::profile::EngineKind;
 use normscope_core::profile::Row;
 use normscope_core::spec::NormKind;
@@ -172,7 +173,7 @@ pub fn check(presets: &[String], model: &Model, mc: &Mc, depth: usize) -> Result
         ));
     }
     let cfg = mc_config(&model.raw(depth.max(1), mc), mc)?;
-    for p in presets {
+    for p in resolve(presets)? {
         cfg.model.stack(p)?;
     }
     // A network of this depth must fit (its tables are checked when the run knows them).
@@ -183,6 +184,17 @@ pub fn check(presets: &[String], model: &Model, mc: &Mc, depth: usize) -> Result
 /// The Monte Carlo configuration of `raw` with the settings of `mc`.
 pub(crate) fn mc_config(raw: &RawModel, mc: &Mc) -> Result<McConfig> {
     McConfig::new(raw, &mc.raw())
+}
+
+/// The presets an analysis's configuration names, resolved ([`normscope_core::placement::find`]:
+/// built-in or loaded from its placement files), in order: the engines take these values. With
+/// [`label`], the analyses' one lookup of a preset by name; an unknown name is the error
+/// `--preset` gives.
+pub fn resolve(presets: &[String]) -> Result<Vec<&'static Preset>> {
+    presets
+        .iter()
+        .map(|p| normscope_core::placement::find(p))
+        .collect()
 }
 
 /// The paper name of a preset (`Post-LN`), or the name itself if unknown.
@@ -221,7 +233,14 @@ pub fn theory(
     let model = raw.check()?;
     let plan = Plan::new(metrics, layers.clone());
     let mut notes = Vec::new();
-    let rows = tables::rows(&ClosedForm::new(&model), &model, presets, &plan, &mut notes);
+    let presets = resolve(presets)?;
+    let rows = tables::rows(
+        &ClosedForm::new(&model),
+        &model,
+        &presets,
+        &plan,
+        &mut notes,
+    );
     print_notes(notes);
     rows
 }
@@ -242,7 +261,8 @@ pub fn monte_carlo(
     layers: &LayerSpec,
 ) -> Result<Vec<Row>> {
     let mut notes = Vec::new();
-    let rows = mc_rows(presets, &mc_config(raw, mc)?, metrics, layers, &mut notes);
+    let presets = resolve(presets)?;
+    let rows = mc_rows(&presets, &mc_config(raw, mc)?, metrics, layers, &mut notes);
     print_notes(notes);
     rows
 }

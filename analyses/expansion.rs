@@ -140,7 +140,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         &["coefficient", "exact", "seeds", "equal"],
     );
     let mut notes = Vec::new();
-    for p in &c.presets {
+    for p in common::resolve(&c.presets)? {
         let spec = model.stack(p)?;
         let branch = BranchModel::new(&model.branch, spec.beta, model.inputs.q0, model.inputs.c0);
         let ex = symbolic::expand(&spec, &branch, model.inputs.q0, &Subs::default())?;

@@ -323,7 +323,7 @@ fn fine_tune<T: Real>(
     let t = run::train(
         &cfg,
         s.b.task(),
-        preset,
+        cfg.presets[0],
         seed,
         (model, rng, first),
         s.b.eval(),
@@ -352,12 +352,12 @@ fn pretrain<T: Real>(
 ) -> Result<(Outcome, TrainModel<T>, TrainModel<T>)> {
     let cell = c.cell(preset, lr);
     let cfg = cell.config(s.a.base(), seed)?;
-    let begin = run::start_as::<T>(&cfg, s.a.task(), preset, seed)?;
+    let begin = run::start_as::<T>(&cfg, s.a.task(), cfg.presets[0], seed)?;
     let init = begin.0.clone();
     let t = run::train(
         &cfg,
         s.a.task(),
-        preset,
+        cfg.presets[0],
         seed,
         begin,
         s.a.eval(),

@@ -321,9 +321,10 @@ fn cell(c: &Config, p: &str, metrics: &[Metric], l: usize, d: usize) -> Result<V
         },
     )?;
     let mut notes = Vec::new();
-    let mcr = normscope_core::tables::mc_rows(&presets, &cfg, metrics, &layers, &mut notes)?;
+    let resolved = common::resolve(&presets)?;
+    let mcr = normscope_core::tables::mc_rows(&resolved, &cfg, metrics, &layers, &mut notes)?;
     let model = raw.check()?;
-    let spec = model.stack(p)?;
+    let spec = model.stack(resolved[0])?;
     let correction = reason(NormUse::FiniteWidth {
         spec: &spec,
         branch: model.branch.kind,

@@ -49,7 +49,7 @@
 //! normscope slurm --only mc-grid --config grid.toml --shards 8                 # batch scripts
 //! ```
 
-use super::{Analysis, Out};
+use super::{Analysis, Out, common};
 use normscope_core::engine::Engine;
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
@@ -317,7 +317,8 @@ impl Config {
         let layers = self.layer_spec(cell.depth)?;
         let r = || -> Result<McConfig> {
             let cfg = self.mc_config(cell)?;
-            cfg.model.stack(&cell.preset)?;
+            cfg.model
+                .stack(common::resolve(std::slice::from_ref(&cell.preset))?[0])?;
             normscope_core::tables::check_mc_fits(&cfg, metrics, &layers)?;
             Ok(cfg)
         };
@@ -475,7 +476,7 @@ fn compute(c: &Config, metrics: &[Metric], cells: &[Cell]) -> Result<Vec<Vec<Row
             let (cfg, layers) = c.check_cell(cell, metrics)?;
             let mut notes = Vec::new();
             let mut rows = normscope_core::tables::mc_rows(
-                std::slice::from_ref(&cell.preset),
+                &common::resolve(std::slice::from_ref(&cell.preset))?,
                 &cfg,
                 metrics,
                 &layers,
@@ -508,7 +509,8 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             cfg: &cfg,
             progress: &(),
         };
-        let setup = Arc::new(engine.setup(&cfg.model.stack(&cell.preset)?));
+        let preset = common::resolve(std::slice::from_ref(&cell.preset))?[0];
+        let setup = Arc::new(engine.setup(&cfg.model.stack(preset)?));
         for d in data {
             rows.push(d.row(&setup)?);
         }

@@ -246,7 +246,7 @@ impl super::AnalysisConfig for Config {
         for &n in &self.norms {
             // The model, groups and batch as run, every preset, and a network's size.
             let cfg = self.mc_config(n)?;
-            for p in &self.presets {
+            for p in common::resolve(&self.presets)? {
                 cfg.model.stack(p)?;
             }
             normscope_core::monte_carlo::size::check_mc(&cfg, self.depth, &METRICS, 0)?;
@@ -999,7 +999,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         let cfg = c.mc_config(n)?;
         let mut notes = Vec::new();
         let rows = normscope_core::tables::mc_rows(
-            &c.presets,
+            &common::resolve(&c.presets)?,
             &cfg,
             &METRICS,
             &LayerSpec::All,

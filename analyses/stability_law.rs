@@ -205,7 +205,10 @@ fn closed_random_sign(tier: &Tier, preset: &str, depth: usize) -> Result<Option<
     if (v1 - v2).abs() > 1e-12 * v1 {
         return Ok(None);
     }
-    let beta = model.stack(preset)?.beta.unwrap_or(1.0);
+    let beta = model
+        .stack(common::resolve(&[preset.to_string()])?[0])?
+        .beta
+        .unwrap_or(1.0);
     let rows = common::theory(
         &[preset.to_string()],
         &raw,
@@ -263,7 +266,7 @@ fn predict(w: &warmup::Config) -> Result<Vec<Predicted>> {
                     let cfg = cell.config(p.base(), seed)?;
                     // Adam's and AdamW's eps; 0 for an update without a denominator (SGD).
                     let eps = cfg.optimizer.denominator_eps().unwrap_or(0.0);
-                    let (m, _, first) = run::start(&cfg, p.task(), preset, seed)?;
+                    let (m, _, first) = run::start(&cfg, p.task(), cfg.presets[0], seed)?;
                     let probe = &p.eval()[0];
                     Ok((
                         seed,

@@ -278,7 +278,8 @@ impl Tier {
                 Io::Tokens { seq, .. } | Io::Pairs { src: seq, .. } => (seq, seq * cfg.batch),
                 Io::Vectors { .. } => (1, cfg.batch),
             };
-            let spec = cfg.mc.model.stack("post").map_err(bad)?;
+            let post = normscope_core::placement::find("post").map_err(bad)?;
+            let spec = cfg.mc.model.stack(post).map_err(bad)?;
             normscope_core::train::config::check_trainable(&spec, self.width, seq, columns)
                 .map_err(bad)?;
         }

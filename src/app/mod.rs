@@ -139,7 +139,7 @@ fn say_notes(notes: &mut Vec<String>) -> crate::Result<()> {
 }
 
 type McRequest = (
-    Vec<String>,
+    Vec<&'static crate::placement::Preset>,
     crate::monte_carlo::McConfig,
     Vec<crate::metrics::Metric>,
     crate::layers::LayerSpec,
@@ -153,12 +153,12 @@ fn load_placements(m: &cli::ModelArgs) -> crate::Result<()> {
 /// An explicit `--norm` that differs from the norm kind a placement file names for one of
 /// `presets` is refused ([`crate::placement::Preset::check_norm`]: the file's kind would win;
 /// `--norm identity` is honoured).
-fn check_norm_flag(m: &cli::ModelArgs, presets: &[String]) -> crate::Result<()> {
+fn check_norm_flag(m: &cli::ModelArgs, presets: &[&crate::placement::Preset]) -> crate::Result<()> {
     let Some(k) = m.norm else {
         return Ok(());
     };
     for p in presets {
-        crate::placement::find(p)?.check_norm(k, "--norm")?;
+        p.check_norm(k, "--norm")?;
     }
     Ok(())
 }
@@ -205,7 +205,7 @@ pub fn expand_both(
     let out = out_path(&a.out)?.map(Path::to_path_buf);
     let (preset, model, subs) = expand_request(a)?;
     let (frame, mut texts) = render::coefficients(
-        &preset,
+        preset,
         &model,
         &subs,
         &[render::Format::Latex, a.format],
@@ -221,7 +221,13 @@ pub fn expand_both(
     Ok((frame, latex, outcome))
 }
 
-fn expand_request(a: &cli::ExpandArgs) -> crate::Result<(String, crate::model::ModelConfig, Subs)> {
+fn expand_request(
+    a: &cli::ExpandArgs,
+) -> crate::Result<(
+    &'static crate::placement::Preset,
+    crate::model::ModelConfig,
+    Subs,
+)> {
     load_placements(&a.model)?;
     let model = a.model.raw().check()?;
     let subs = Subs::parse(&a.subs)?;
@@ -234,7 +240,7 @@ fn expand_request(a: &cli::ExpandArgs) -> crate::Result<(String, crate::model::M
             "exactly one preset for expand",
         ));
     }
-    Ok((preset[0].clone(), model, subs))
+    Ok((preset[0], model, subs))
 }
 
 /// Runs `command` after checking its settings and its `--out`; notes for standard error
@@ -257,7 +263,7 @@ pub fn run(command: Command, notes: &mut Vec<String>) -> crate::Result<Outcome> 
         Command::Expand(a) => {
             let out = out_path(&a.out)?;
             let (preset, model, subs) = expand_request(&a)?;
-            let bytes = render::render(&preset, &model, &subs, a.format, notes)?;
+            let bytes = render::render(preset, &model, &subs, a.format, notes)?;
             Outcome {
                 produced: Produced::Bytes(bytes),
                 out: out.map(Path::to_path_buf),

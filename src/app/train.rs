@@ -255,7 +255,7 @@ pub fn train(a: &TrainArgs) -> crate::Result<Option<(polars::prelude::DataFrame,
             ));
         }
         let task = crate::train::task::build(&cfg.task)?;
-        let text = crate::train::dump::dump(&cfg, task.as_ref(), &cfg.presets[0], cfg.seeds[0])?;
+        let text = crate::train::dump::dump(&cfg, task.as_ref(), cfg.presets[0], cfg.seeds[0])?;
         atomic::write_bytes(p, text.as_bytes())?;
         return Ok(None);
     }
@@ -267,7 +267,7 @@ pub fn train(a: &TrainArgs) -> crate::Result<Option<(polars::prelude::DataFrame,
     let records = crate::train::run::run(&cfg, &bar)?;
     bar.finish();
     let frame = crate::train::log::frame(&cfg, &records)?;
-    let mut summary = crate::train::summary::summary(&records)?;
+    let mut summary = crate::train::summary::summary(&cfg.presets, &records)?;
     let text = table::Format::Table.encode(&mut summary)?;
     Ok(Some((
         frame,

@@ -67,7 +67,9 @@ fn symbolic_expansion_follows_the_profiling_rule_at_q0_2() {
     let raw = model(4, "linear", 256, 32);
     let cfg = normscope::model::TheoryConfig::new("admin", &raw, "all", "all").unwrap();
     let m = &cfg.model;
-    let spec = m.stack("admin").unwrap();
+    let spec = m
+        .stack(normscope::placement::find("admin").unwrap())
+        .unwrap();
     let branch = BranchModel::new(&m.branch, spec.beta, m.inputs.q0, m.inputs.c0);
     let subs = normscope::symbolic::Subs::parse("g=1,q0=2").unwrap();
     let e = normscope::symbolic::expand(&spec, &branch, Q0, &subs).unwrap();
@@ -82,7 +84,10 @@ fn monte_carlo_profiles_its_own_network() {
     // pass: omega_1 = 1, omega_{l+1}^2 = np.var(omega_l x_{l-1}) + np.var(F_l(x_{l-1})).
     let raw = model(6, "relu-mlp", 64, 16);
     let cfg = McConfig::new(&raw, &RawMc::default()).unwrap();
-    let spec = cfg.model.stack("admin").unwrap();
+    let spec = cfg
+        .model
+        .stack(normscope::placement::find("admin").unwrap())
+        .unwrap();
     for seed in 0..4 {
         let net = sampler::network::<f64>(&spec, &cfg, &mut rng::Rng::seed_from_u64(seed));
         let fw = net.forward(|_, _, _| {});

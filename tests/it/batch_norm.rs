@@ -185,7 +185,10 @@ fn the_monte_carlo_engine_reproduces_the_linear_rate() {
             ..RawMc::default()
         };
         let cfg = McConfig::new(&raw, &mc).unwrap();
-        let spec = cfg.model.stack("post").unwrap();
+        let spec = cfg
+            .model
+            .stack(normscope::placement::find("post").unwrap())
+            .unwrap();
         let layers = LayerSpec::parse(&format!("{MC_FROM},{MC_TO}")).unwrap();
         let engine = MonteCarlo {
             cfg: &cfg,
@@ -246,7 +249,9 @@ fn the_closed_form_gives_theorem_3_9_exactly() {
         let cf = ClosedForm::new(&model).with_batch(batch);
         let p = cf
             .profile(
-                &model.stack("post").unwrap(),
+                &model
+                    .stack(normscope::placement::find("post").unwrap())
+                    .unwrap(),
                 &Plan::new(&[Metric::GradSq], LayerSpec::All),
             )
             .unwrap();

@@ -30,7 +30,10 @@ fn small() -> (RawModel, RawMc) {
 fn each_engine_writes_exactly_the_metric_asked_for() {
     let (raw, mc) = small();
     let cfg = McConfig::new(&raw, &mc).unwrap();
-    let spec = cfg.model.stack("post").unwrap();
+    let spec = cfg
+        .model
+        .stack(normscope::placement::find("post").unwrap())
+        .unwrap();
     let engines: [&dyn Engine; 2] = [
         &ClosedForm::new(&cfg.model),
         &MonteCarlo {
@@ -57,7 +60,10 @@ fn each_engine_writes_exactly_the_metric_asked_for() {
 fn forward_metrics_do_not_depend_on_the_others_asked_for() {
     let (raw, mc) = small();
     let cfg = McConfig::new(&raw, &mc).unwrap();
-    let spec = cfg.model.stack("pre").unwrap();
+    let spec = cfg
+        .model
+        .stack(normscope::placement::find("pre").unwrap())
+        .unwrap();
     let engine = MonteCarlo {
         cfg: &cfg,
         progress: &(),

@@ -8,7 +8,9 @@ use num_rational::{BigRational, Ratio};
 
 fn expand(preset: &str, raw: &RawModel, subs: &str) -> Expansion {
     let model = raw.check().unwrap();
-    let spec = model.stack(preset).unwrap();
+    let spec = model
+        .stack(normscope::placement::find(preset).unwrap())
+        .unwrap();
     let b = BranchModel::new(&model.branch, spec.beta, model.inputs.q0, model.inputs.c0);
     symbolic::expand(&spec, &b, model.inputs.q0, &Subs::parse(subs).unwrap()).unwrap()
 }
@@ -100,7 +102,9 @@ fn rezero_branches_carry_lambda() {
 fn non_homogeneous_branches_are_refused() {
     let raw = model(3, "gelu-mlp");
     let m = raw.check().unwrap();
-    let spec = m.stack("post").unwrap();
+    let spec = m
+        .stack(normscope::placement::find("post").unwrap())
+        .unwrap();
     let b = BranchModel::new(&m.branch, None, 1.0, 0.0);
     let err = symbolic::expand(&spec, &b, 1.0, &Subs::default()).unwrap_err();
     assert!(err.to_string().contains("gelu-mlp"), "{err}");

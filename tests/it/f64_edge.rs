@@ -185,7 +185,12 @@ fn identity_holds(e: &Written, o: &Written, l: u64, ln_s: Option<f64>) -> Result
 
 /// Whether preset p has a final norm (then `output_change = eff_depth`).
 fn has_final_norm(p: &str, raw: &RawModel) -> bool {
-    raw.check().unwrap().stack(p).unwrap().final_norm.is_norm()
+    raw.check()
+        .unwrap()
+        .stack(normscope::placement::find(p).unwrap())
+        .unwrap()
+        .final_norm
+        .is_norm()
 }
 
 /// Every (preset, layer) pair has both metrics, and the identity holds; returns the number of

@@ -49,7 +49,7 @@ fn run(c: &Case) -> Vec<(Metric, u64, f64, f64, f64, f64)> {
     )
     .unwrap();
     let mc = tables::mc_rows(
-        &[c.preset.into()],
+        &normscope::model::parse_presets(c.preset).unwrap(),
         &mc_cfg,
         &metrics,
         &layers,

@@ -29,7 +29,10 @@ fn net(preset: &str, branch: &str, depth: usize, eps: f64, raw: RawModel) -> Net
         },
     )
     .unwrap();
-    let spec = cfg.model.stack(preset).unwrap();
+    let spec = cfg
+        .model
+        .stack(normscope::placement::find(preset).unwrap())
+        .unwrap();
     sampler::network(&spec, &cfg, &mut rng::Rng::seed_from_u64(11))
 }
 
@@ -262,7 +265,10 @@ fn depth_one_thousand_stays_finite() {
     };
     for p in ["pre", "post", "deepnorm"] {
         let cfg = McConfig::new(&raw, &RawMc::default()).unwrap();
-        let spec = cfg.model.stack(p).unwrap();
+        let spec = cfg
+            .model
+            .stack(normscope::placement::find(p).unwrap())
+            .unwrap();
         let n = sampler::network::<f64>(&spec, &cfg, &mut rng::Rng::seed_from_u64(1));
         let fw = n.forward(|_, _, _| {});
         assert!(
@@ -299,7 +305,10 @@ fn f32_networks_follow_f64_networks() {
             },
         )
         .unwrap();
-        let spec = cfg.model.stack("post").unwrap();
+        let spec = cfg
+            .model
+            .stack(normscope::placement::find("post").unwrap())
+            .unwrap();
         let n64 = sampler::network::<f64>(&spec, &cfg, &mut rng::Rng::seed_from_u64(3));
         let n32 = sampler::network::<f32>(&spec, &cfg, &mut rng::Rng::seed_from_u64(3));
         let (f64_, f32_) = (n64.forward(|_, _, _| {}), n32.forward(|_, _, _| {}));

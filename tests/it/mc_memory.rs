@@ -55,7 +55,7 @@ fn streamed_networks_match_held_ones_bit_for_bit() {
                 // Depth 6 runs the exact path polynomial, depth 10 the factorized law.
                 for depth in [6, 10] {
                     let cfg = config(b.name(), NormKind::Layer, precision, depth);
-                    let spec = cfg.model.stack(p.name).unwrap();
+                    let spec = cfg.model.stack(p).unwrap();
                     let plan = plan(depth);
                     for index in 0..2 {
                         let held = measure_network_with(&spec, &cfg, &plan, index, Memory::Held);
@@ -122,7 +122,10 @@ fn f32_moves_every_metric_far_less_than_the_finite_width_allowance() {
             McConfig::new(&raw, &mc).unwrap()
         };
         let (c64, c32) = (mk(Precision::F64), mk(Precision::F32));
-        let spec = c64.model.stack(p).unwrap();
+        let spec = c64
+            .model
+            .stack(normscope::placement::find(p).unwrap())
+            .unwrap();
         let plan = plan(depth);
         for index in 0..2 {
             let a = measure_network_with(&spec, &c64, &plan, index, Memory::Auto);

@@ -34,7 +34,7 @@ fn depth_one_thousand_every_metric_is_finite() {
         },
     )
     .unwrap();
-    let presets: Vec<String> = ["pre", "post", "deepnorm"].map(String::from).to_vec();
+    let presets = normscope::model::parse_presets("pre,post,deepnorm").unwrap();
     let rows = normscope::tables::mc_rows(
         &presets,
         &cfg,

@@ -48,7 +48,7 @@ fn every_norm_runs_in_monte_carlo_on_every_built_in_preset() {
             progress: &(),
         };
         for preset in placement::all().iter().filter(|p| p.file().is_none()) {
-            let spec = cfg.model.stack(preset.name).unwrap();
+            let spec = cfg.model.stack(preset).unwrap();
             let p = engine
                 .profile(&spec, &Plan::new(Metric::ALL, LayerSpec::All))
                 .unwrap();
@@ -558,7 +558,10 @@ fn undefined_metrics_are_missing_rows_with_their_sources_and_reason() {
         cfg: &cfg,
         progress: &(),
     };
-    let spec = cfg.model.stack("post").unwrap();
+    let spec = cfg
+        .model
+        .stack(normscope::placement::find("post").unwrap())
+        .unwrap();
     let metrics = [Metric::Coef, Metric::Corr, Metric::StreamSq];
     let p = engine
         .profile(&spec, &Plan::new(&metrics, LayerSpec::List(vec![3])))

@@ -98,7 +98,7 @@ proptest! {
     ) {
         let r = RawModel { q0, ..raw(depth, g, alpha, b) };
         let model = r.check().unwrap();
-        let spec = model.stack(p).unwrap();
+        let spec = model.stack(normscope::placement::find(p).unwrap()).unwrap();
         let bm = BranchModel::new(&model.branch, spec.beta, q0, 0.0);
         let ex = symbolic::expand(&spec, &bm, q0, &Subs::default()).unwrap();
         let mf = MeanField::new(&spec, &bm, model.inputs).unwrap();

@@ -504,9 +504,11 @@ fn a_norm_is_one_row_in_the_table_of_norm_kinds() {
 
 #[test]
 fn presets_are_looked_up_by_name_only_where_names_are_parsed() {
-    // A stack carries its preset's name, label and placement file (`StackSpec::preset`,
-    // `label`, `file`), so nothing that holds one looks its preset up again. The registry's
-    // lookups by name, outside `placement/` itself:
+    // A name becomes its preset once, where it is parsed (`parse_presets`, an analysis's
+    // configuration); the engines take the resolved `&'static Preset` (`ModelConfig::stack`,
+    // `tables::rows`, `compare`, `train::run`), and a stack carries its preset's name, label
+    // and placement file (`StackSpec::preset`, `label`, `file`), so nothing downstream looks
+    // its preset up again. The registry's lookups by name, outside `placement/` itself:
     let lookups = [
         "placement::find(",
         "placement::build(",
@@ -515,35 +517,34 @@ fn presets_are_looked_up_by_name_only_where_names_are_parsed() {
         "placement::loaded(",
     ];
     let allowed: BTreeSet<&str> = [
-        // `parse_presets` (names checked once), `ModelConfig::stack` and `halves`: the one
-        // place a checked name becomes its stacks.
+        // `parse_presets`: the command line's `--preset` (`src/app` parses through it) and a
+        // training request's presets, checked and resolved once.
         "crates/core/src/model.rs",
-        // The size of the stacks a request's names will build, checked before building them.
-        "crates/core/src/budget.rs",
-        // Still by name: a training log's `label` column, from its records' preset names.
-        "crates/core/src/train/log.rs",
-        "crates/core/src/train/summary.rs",
-        // Parsing the command line (`--preset`, the `--norm` check) and the analyses'
-        // configurations.
-        "src/app/mod.rs",
+        // The analyses' configurations: `common::resolve` (with `label`), the grids' checks of
+        // their cells' presets, a tier's check of its stack, and DeepNorm's constants, which
+        // `deepnorm-alpha` names itself.
+        "analyses/common.rs",
+        "analyses/mc_grid.rs",
+        "analyses/train_grid.rs",
+        "analyses/tier.rs",
+        "analyses/deepnorm_alpha.rs",
     ]
     .into();
     let mut found = BTreeSet::new();
     for f in sources() {
-        let own = f.starts_with("crates/core/src/placement/") || f.starts_with("analyses/");
         let hits: Vec<usize> = code(&f)
             .iter()
             .enumerate()
             .filter(|(_, l)| lookups.iter().any(|n| l.contains(n)))
             .map(|(i, _)| i + 1)
             .collect();
-        if own || hits.is_empty() {
+        if f.starts_with("crates/core/src/placement/") || hits.is_empty() {
             continue;
         }
         assert!(
             allowed.contains(f.as_str()),
-            "{f}:{hits:?}: a preset looked up by name after parsing (use the stack's own \
-             name, label or file)"
+            "{f}:{hits:?}: a preset looked up by name after parsing (take the resolved preset, \
+             or the stack's own name, label or file)"
         );
         found.insert(f);
     }

@@ -90,7 +90,7 @@ fn models() -> Vec<(String, TrainModel)> {
             let mut cfg = config(branch);
             cfg.model.norm = norm;
             cfg.model.groups = GROUPS;
-            let spec = cfg.model.stack(p.name).expect("stack");
+            let spec = cfg.model.stack(p).expect("stack");
             let io = Io::Tokens {
                 vocab: VOCAB,
                 seq: SEQ,
@@ -252,7 +252,7 @@ fn at_init_the_trainable_model_is_the_monte_carlo_network() {
     for p in placement::REGISTRY {
         for branch in BRANCHES {
             let cfg = config(branch);
-            let spec = cfg.model.stack(p.name).expect("stack");
+            let spec = cfg.model.stack(p).expect("stack");
             let hash = rng::config_hash(&cfg.canonical(spec.seed_name()));
             let mut r = rng::network_rng(cfg.seed, hash, 0);
             let net = normscope::monte_carlo::sampler::network::<f64>(&spec, &cfg, &mut r);
@@ -306,7 +306,10 @@ fn at_init_every_norm_gives_the_monte_carlo_streams() {
             let mut cfg = config("relu-mlp");
             cfg.model.norm = norm;
             cfg.model.groups = GROUPS;
-            let spec = cfg.model.stack(p).expect("stack");
+            let spec = cfg
+                .model
+                .stack(normscope::placement::find(p).unwrap())
+                .expect("stack");
             let hash = rng::config_hash(&cfg.canonical(spec.seed_name()));
             let mut r = rng::network_rng(cfg.seed, hash, 0);
             let net = normscope::monte_carlo::sampler::network::<f64>(&spec, &cfg, &mut r);
@@ -330,7 +333,7 @@ fn regression_models_have_exact_gradients() {
     let io = Io::Vectors { d_in: 5, d_out: 3 };
     for p in placement::REGISTRY {
         let cfg = config("relu-mlp");
-        let spec = cfg.model.stack(p.name).expect("stack");
+        let spec = cfg.model.stack(p).expect("stack");
         let m = init::model(&spec, &cfg, io, true, 2, |m| m.embed(Input::Vectors(&x)));
         let loss = |m: &TrainModel| {
             let f = m.forward(Input::Vectors(&x)).output;
@@ -372,7 +375,10 @@ fn a_training_run_profiles_admin_on_its_first_batch() {
         m.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n
     };
     let cfg = config("transformer");
-    let spec = cfg.model.stack("admin").expect("stack");
+    let spec = cfg
+        .model
+        .stack(normscope::placement::find("admin").unwrap())
+        .expect("stack");
     let (ids, _, _) = batch();
     let input = Input::Tokens {
         ids: &ids,

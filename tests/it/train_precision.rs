@@ -181,7 +181,7 @@ fn reference(raw: RawTrain) -> Reference {
     use normscope::train::pass::Typed;
     use normscope::train::run::{self, Options};
     let cfg = raw.check().expect("a valid request");
-    let (preset, seed) = (cfg.presets[0].as_str(), cfg.seeds[0]);
+    let (preset, seed) = (cfg.presets[0], cfg.seeds[0]);
     let plain = task::build(&cfg.task).expect("the task");
     let rounded = RoundedToF32(task::build(&cfg.task).expect("the task"));
     let (m32, _, _) = run::start_as::<f32>(&cfg, plain.as_ref(), preset, seed).unwrap();
@@ -611,8 +611,24 @@ fn f64_only_paths_refuse_f32_and_sweeps_train_in_it() {
         let m = e.to_string();
         assert!(m.contains("precision") && m.contains("f64"), "{m}");
     };
-    refused(run::start(&cfg, t.as_ref(), "pre", 0).unwrap_err());
-    refused(dump::dump(&cfg, t.as_ref(), "pre", 0).unwrap_err());
+    refused(
+        run::start(
+            &cfg,
+            t.as_ref(),
+            normscope::placement::find("pre").unwrap(),
+            0,
+        )
+        .unwrap_err(),
+    );
+    refused(
+        dump::dump(
+            &cfg,
+            t.as_ref(),
+            normscope::placement::find("pre").unwrap(),
+            0,
+        )
+        .unwrap_err(),
+    );
     let cell = sweep::Cell {
         preset: "pre".into(),
         depth: 2,
@@ -627,13 +643,37 @@ fn f64_only_paths_refuse_f32_and_sweeps_train_in_it() {
         .map(|_| t.batch(&mut er, cfg.batch))
         .collect();
     let cell_cfg = cell.config(&raw, 0).unwrap();
-    let log = run::run_one(&cell_cfg, t.as_ref(), ("pre", 0), &eval, None, &()).unwrap();
+    let log = run::run_one(
+        &cell_cfg,
+        t.as_ref(),
+        (normscope::placement::find("pre").unwrap(), 0),
+        &eval,
+        None,
+        &(),
+    )
+    .unwrap();
     let last = log.iter().rev().find(|r| r.metric == "eval_loss").unwrap();
     assert_eq!(swept[0].final_loss.to_bits(), last.value.to_bits());
     // The f32 entry point and f64 requests are unaffected.
-    assert!(run::start_as::<f32>(&cfg, t.as_ref(), "pre", 0).is_ok());
+    assert!(
+        run::start_as::<f32>(
+            &cfg,
+            t.as_ref(),
+            normscope::placement::find("pre").unwrap(),
+            0
+        )
+        .is_ok()
+    );
     let f64_raw = request(TaskKind::Regression, Precision::F64);
     let f64_cfg = f64_raw.clone().check().unwrap();
-    assert!(run::start(&f64_cfg, t.as_ref(), "pre", 0).is_ok());
+    assert!(
+        run::start(
+            &f64_cfg,
+            t.as_ref(),
+            normscope::placement::find("pre").unwrap(),
+            0
+        )
+        .is_ok()
+    );
     assert!(cell.config(&f64_raw, 0).is_ok());
 }

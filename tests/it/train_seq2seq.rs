@@ -62,7 +62,9 @@ fn batch(cfg: &TrainConfig) -> PairBatch {
 fn model(preset: &str) -> (EncDec, PairBatch) {
     let cfg = config(preset);
     let b = batch(&cfg);
-    let mut m = seq2seq::init::model::<f64>(&cfg, preset, 1, &b).unwrap();
+    let mut m =
+        seq2seq::init::model::<f64>(&cfg, normscope::placement::find(preset).unwrap(), 1, &b)
+            .unwrap();
     let mut r = Rng::seed_from_u64(7);
     for w in m.params_mut() {
         *w += sample::gaussian(&mut r, w.nrows(), w.ncols()) * 0.1;
@@ -199,8 +201,16 @@ fn deepnorm_uses_deepnets_encoder_decoder_constants_on_paired_draws() {
     // Q and K are Post-LN's.
     let cfg = config("deepnorm");
     let b = batch(&cfg);
-    let deep = seq2seq::init::model::<f64>(&cfg, "deepnorm", 1, &b).unwrap();
-    let post = seq2seq::init::model::<f64>(&config("post"), "post", 1, &b).unwrap();
+    let deep =
+        seq2seq::init::model::<f64>(&cfg, normscope::placement::find("deepnorm").unwrap(), 1, &b)
+            .unwrap();
+    let post = seq2seq::init::model::<f64>(
+        &config("post"),
+        normscope::placement::find("post").unwrap(),
+        1,
+        &b,
+    )
+    .unwrap();
     let (n, m) = (2f64, 2f64);
     let enc = (
         0.81 * (n.powi(4) * m).powf(1.0 / 16.0),
@@ -244,7 +254,8 @@ fn admins_omega_is_profiled_per_stack_on_the_first_batch() {
     // other; checked on a forward pass of the profiled model over the first batch.
     let cfg = config("admin");
     let b = batch(&cfg);
-    let m = seq2seq::init::model::<f64>(&cfg, "admin", 1, &b).unwrap();
+    let m = seq2seq::init::model::<f64>(&cfg, normscope::placement::find("admin").unwrap(), 1, &b)
+        .unwrap();
     let p = m.forward(&b);
     for (stack, pass) in [(&m.encoder, &p.encoder), (&m.decoder, &p.decoder)] {
         let omega = |l: usize| match &stack.blocks[l].skip {

@@ -145,7 +145,17 @@ fn shared_batches_change_no_bit() {
         let mut alone = Vec::new();
         for p in ["pre", "post"] {
             for s in [0, 1] {
-                alone.extend(run::run_one(&cfg, t.as_ref(), (p, s), &eval, None, &()).unwrap());
+                alone.extend(
+                    run::run_one(
+                        &cfg,
+                        t.as_ref(),
+                        (normscope::placement::find(p).unwrap(), s),
+                        &eval,
+                        None,
+                        &(),
+                    )
+                    .unwrap(),
+                );
             }
         }
         assert_eq!(shared.len(), alone.len(), "{kind:?}");

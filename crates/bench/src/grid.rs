@@ -126,7 +126,7 @@ fn dumps(w: &GridWorkload) -> Result<Dumps> {
     for s in 0..w.seeds {
         let cfg = w.cell().config(&base, s)?;
         let path = dir.path().join(format!("dump_{s}.json"));
-        let text = normscope::train::dump::dump(&cfg, task.as_ref(), "post", s)?;
+        let text = normscope::train::dump::dump(&cfg, task.as_ref(), cfg.presets[0], s)?;
         normscope::output::atomic::write_bytes(&path, text.as_bytes())?;
         paths.push(path);
     }

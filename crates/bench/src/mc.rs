@@ -284,7 +284,7 @@ fn workload_config(
 pub fn normscope_seconds(w: Workload, precision: Precision) -> Result<EngineRun> {
     let cfg = workload_config(w, w.depth, w.samples, precision, monte_carlo::Memory::Auto)?;
     let metrics = Metric::parse_list(METRICS)?;
-    let presets: Vec<String> = ["pre", "post", "deepnorm"].map(String::from).to_vec();
+    let presets = normscope::model::parse_presets("pre,post,deepnorm")?;
     let engine = monte_carlo::MonteCarlo {
         cfg: &cfg,
         progress: &(),
@@ -367,7 +367,9 @@ pub fn memory_formula_bytes(d: usize, n: usize, depth: usize, r: usize, b: usize
 /// about; `--memory auto` holds networks that fit in memory, for speed).
 fn probe_config(w: Workload, depth: usize, precision: Precision) -> Result<(McConfig, StackSpec)> {
     let cfg = workload_config(w, depth, 2, precision, monte_carlo::Memory::Streamed)?;
-    let spec = cfg.model.stack("post")?;
+    let spec = cfg
+        .model
+        .stack(normscope::model::parse_presets("post")?[0])?;
     Ok((cfg, spec))
 }
 

@@ -170,7 +170,7 @@ impl TorchDumps {
         let mut f64_cfg = cfg.clone();
         f64_cfg.mc.precision = Precision::F64;
         let mut paths = Vec::new();
-        for preset in &cfg.presets {
+        for &preset in &cfg.presets {
             let path = dir.path().join(format!("{preset}.json"));
             let text = normscope::train::dump::dump(&f64_cfg, task.as_ref(), preset, cfg.seeds[0])?;
             normscope::output::atomic::write_bytes(&path, text.as_bytes())?;

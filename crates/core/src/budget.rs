@@ -293,9 +293,8 @@ pub fn check_work(work: f64, what: &str, lower: &str) -> Result<()> {
 /// the block index builds one segment per block (a built-in preset, at most a few). Estimated
 /// without building it: the stack at two small depths gives the segments' growth, extended to
 /// `depth` (at most one per block); three times the vector, for its growth.
-pub(crate) fn stack_bytes(preset: &str, depth: usize) -> Result<u128> {
+pub(crate) fn stack_bytes(p: &crate::placement::Preset, depth: usize) -> Result<u128> {
     const PROBE: usize = 1024;
-    let p = crate::placement::find(preset)?;
     let segments = |l: usize| p.stack(l).map(|s| s.segments.len() as u128);
     let count = if p.file().is_none() || depth <= 2 * PROBE {
         if p.file().is_none() {
@@ -317,7 +316,7 @@ pub(crate) fn stack_bytes(preset: &str, depth: usize) -> Result<u128> {
 }
 
 /// The largest [`stack_bytes`] of `presets` at `depth`.
-pub(crate) fn stacks_bytes(presets: &[String], depth: usize) -> Result<u128> {
+pub(crate) fn stacks_bytes(presets: &[&crate::placement::Preset], depth: usize) -> Result<u128> {
     presets
         .iter()
         .map(|p| stack_bytes(p, depth))
@@ -472,17 +471,17 @@ mod tests {
 
     #[test]
     fn a_stack_with_a_segment_per_block_is_sized_by_its_depth() {
-        let builtin = stack_bytes("pre", 1_000_000_000).unwrap();
+        let builtin = stack_bytes(crate::placement::find("pre").unwrap(), 1_000_000_000).unwrap();
         assert!(builtin < 1000, "{builtin}");
-        crate::placement::load_text(
+        let decay = crate::placement::load_text(
             "[[placement]]\nname = \"budget-test-decay\"\nlabel = \"x\"\nequation = \"x\"\nsource = \"x\"\nfinal_norm = \"layer\"\n[[placement.segment]]\ninput = \"layer\"\nbranch = \"1/sqrt(l)\"\n",
             "budget-test.toml",
         )
-        .unwrap();
-        let per_block = stack_bytes("budget-test-decay", 1_000_000_000).unwrap();
+        .unwrap()[0];
+        let per_block = stack_bytes(decay, 1_000_000_000).unwrap();
         let segment = std::mem::size_of::<crate::spec::Segment>() as u128;
         assert_eq!(per_block, 3 * segment * 1_000_000_000);
-        let small = stack_bytes("budget-test-decay", 100).unwrap();
+        let small = stack_bytes(decay, 100).unwrap();
         assert_eq!(small, 3 * segment * 100);
     }
 }

@@ -43,7 +43,7 @@ use crate::{Error, Result};
 /// let raw = RawModel { depth: 2, width: 8, tokens: 4, ..RawModel::default() };
 /// let cfg = McConfig::new(&raw, &RawMc { samples: 2, ..RawMc::default() })?;
 /// let mut notes = Vec::new();
-/// let rows = compare(&["post".into()], &cfg, &[Metric::StreamSq], &LayerSpec::Last, false, &mut notes)?;
+/// let rows = compare(&[normscope_core::placement::find("post")?], &cfg, &[Metric::StreamSq], &LayerSpec::Last, false, &mut notes)?;
 /// assert_eq!(rows.len(), 1);
 /// let c = &rows[0];
 /// assert_eq!((c.theory, c.mc.layer, c.mc.n), (1.0, 2, Some(2)));
@@ -155,7 +155,7 @@ pub fn summary(rows: &[Comparison]) -> String {
 /// the closed form carries its leading finite-width correction at the Monte Carlo width where
 /// one is derived (a note names what is left uncorrected).
 pub fn compare(
-    presets: &[String],
+    presets: &[&'static crate::placement::Preset],
     cfg: &McConfig,
     metrics: &[Metric],
     layers: &LayerSpec,

@@ -91,7 +91,7 @@ impl Plan {
 /// use normscope_core::profile::EngineKind;
 /// let model = RawModel { depth: 3, ..RawModel::default() }.check()?;
 /// let engine = ClosedForm::new(&model);
-/// let spec = model.stack("post")?;
+/// let spec = model.stack(normscope_core::placement::find("post")?)?;
 /// assert_eq!(engine.kind(), EngineKind::Theory);
 /// assert_eq!(engine.setup(&spec).label, "Post-LN");
 /// let profile = engine.profile(&spec, &Plan::new(&[Metric::StreamSq], LayerSpec::All))?;

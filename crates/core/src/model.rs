@@ -6,7 +6,7 @@
 use crate::branch::{BranchConfig, BranchKind, Init};
 use crate::layers::LayerSpec;
 use crate::metrics::Metric;
-use crate::placement::{self, Overrides};
+use crate::placement::{self, Overrides, Preset};
 use crate::spec::{NormKind, NormLayout, StackSpec};
 use crate::theory::Inputs;
 use crate::{Error, Result};
@@ -120,13 +120,14 @@ impl Default for RawModel {
 ///
 /// ```rust
 /// use normscope_core::model::RawModel;
+/// use normscope_core::placement;
 /// use normscope_core::spec::Slot;
 /// let raw = RawModel { depth: 4, alpha: Some(0.5), ..RawModel::default() };
 /// let model = raw.check()?;
 /// assert_eq!(model.depth, 4);
 /// assert_eq!(model.overrides.alpha, Some(0.5));
 /// assert_eq!(model.inputs.q0, 1.0);
-/// let spec = model.stack("post-ln")?; // an alias
+/// let spec = model.stack(placement::find("post-ln")?)?; // an alias, resolved once
 /// assert_eq!((spec.preset.as_str(), spec.depth), ("post", 4));
 /// assert_eq!(spec.block(1).n_out, Slot::Norm);
 /// # Ok::<(), normscope_core::Error>(())
@@ -250,22 +251,15 @@ impl RawModel {
 }
 
 impl ModelConfig {
-    /// Builds the stack of preset `name` with these parameters. A built-in preset's norms are
+    /// Builds the stack of `preset` (resolved where its name was parsed: [`parse_presets`])
+    /// with these parameters. A built-in preset's norms are
     /// of kind [`Self::norm`]; a placement file's keep the kind its file names, unless
     /// [`Self::norm`] is [`NormKind::Identity`] (no norms at all). GroupNorm and InstanceNorm
     /// group the tokens of one sequence ([`NormLayout`]) with [`Self::groups`] groups.
-    pub fn stack(&self, name: &str) -> Result<StackSpec> {
-        let spec = placement::build(name, self.depth, &self.overrides)?;
+    pub fn stack(&self, preset: &Preset) -> Result<StackSpec> {
+        let spec = preset.stack_with(self.depth, &self.overrides)?;
         let norm = placement::norm_under(&spec, self.norm);
         Ok(spec.with_norm(norm).with_layout(self.layout()))
-    }
-
-    /// The presets of the encoder's and the decoder's stacks of preset `name`: its own, or its
-    /// [`placement::Preset::halves`] (DeepNet's encoder-decoder constants). With
-    /// [`Self::stack`], the only place a preset's name is resolved after parsing.
-    pub fn halves(&self, name: &str) -> Result<(&'static str, &'static str)> {
-        let p = placement::find(name)?;
-        Ok(p.halves.unwrap_or((p.name, p.name)))
     }
 
     /// The grouping of GroupNorm and InstanceNorm: [`Self::groups`] groups, and the tokens
@@ -293,13 +287,24 @@ impl ModelConfig {
     }
 }
 
-/// Parses a comma-separated preset list, checking every name.
-pub fn parse_presets(s: &str) -> Result<Vec<String>> {
-    let mut out = Vec::new();
+/// Parses a comma-separated preset list, resolving every name (or alias) to its preset once,
+/// in the order given, without repeats: the engines take these values, never a name.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::model::parse_presets;
+/// let presets = parse_presets("Pre, post-ln,pre")?;
+/// assert_eq!(presets.iter().map(|p| p.name).collect::<Vec<_>>(), ["pre", "post"]);
+/// assert!(parse_presets("nope").is_err());
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
+pub fn parse_presets(s: &str) -> Result<Vec<&'static Preset>> {
+    let mut out: Vec<&'static Preset> = Vec::new();
     for p in s.split(',').map(str::trim) {
-        let name = placement::find(p)?.name.to_string();
-        if !out.contains(&name) {
-            out.push(name);
+        let preset = placement::find(p)?;
+        if !out.contains(&preset) {
+            out.push(preset);
         }
     }
     Ok(out)
@@ -315,7 +320,7 @@ pub fn parse_presets(s: &str) -> Result<Vec<String>> {
 /// use normscope_core::model::{RawModel, TheoryConfig};
 /// let raw = RawModel { depth: 8, ..RawModel::default() };
 /// let cfg = TheoryConfig::new("Pre,post,pre", &raw, "stream_sq,path_len", "last")?;
-/// assert_eq!(cfg.presets, vec!["pre".to_string(), "post".to_string()]);
+/// assert_eq!(cfg.presets.iter().map(|p| p.name).collect::<Vec<_>>(), ["pre", "post"]);
 /// assert_eq!(cfg.metrics, vec![Metric::StreamSq, Metric::PathLen]);
 /// assert!(cfg.path_len_explicit);
 /// assert_eq!(cfg.layers, LayerSpec::Last);
@@ -326,8 +331,8 @@ pub fn parse_presets(s: &str) -> Result<Vec<String>> {
 /// ```
 #[derive(Clone, Debug)]
 pub struct TheoryConfig {
-    /// Presets, in the order given.
-    pub presets: Vec<String>,
+    /// Presets, resolved, in the order given.
+    pub presets: Vec<&'static Preset>,
     /// Model parameters.
     pub model: ModelConfig,
     /// Metrics.

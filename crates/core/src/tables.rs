@@ -10,6 +10,7 @@ use crate::metrics::Metric;
 use crate::model::{ModelConfig, TheoryConfig};
 use crate::monte_carlo::{McConfig, MonteCarlo};
 use crate::output::progress::DelayedBar;
+use crate::placement::Preset;
 use crate::profile::Row;
 use crate::{Error, Result};
 
@@ -26,7 +27,7 @@ pub const MAX_ROWS: u128 = 20_000_000;
 pub fn rows(
     engine: &dyn Engine,
     model: &ModelConfig,
-    presets: &[String],
+    presets: &[&'static Preset],
     plan: &Plan,
     notes: &mut Vec<String>,
 ) -> Result<Vec<Row>> {
@@ -45,7 +46,14 @@ pub fn rows(
                 let setup = std::sync::Arc::new(engine.setup(&spec));
                 notes.push(format!("{p}: every value written as missing ({reason})"));
                 out.extend(plan.cells(&layers, spec.depth).into_iter().map(|cell| {
-                    Row::missing(p, &setup, engine.kind(), spec.depth, cell, reason.clone())
+                    Row::missing(
+                        p.name,
+                        &setup,
+                        engine.kind(),
+                        spec.depth,
+                        cell,
+                        reason.clone(),
+                    )
                 }));
                 failed.push(e);
             }
@@ -113,7 +121,7 @@ pub fn theory_rows(cfg: &TheoryConfig, notes: &mut Vec<String>) -> Result<Vec<Ro
         notes,
     )?;
     if let Some(d) = cfg.finite_width {
-        crate::closed_form::finite_width::apply(&mut out, &cfg.model, d, notes)?;
+        crate::closed_form::finite_width::apply(&mut out, &cfg.model, &cfg.presets, d, notes)?;
     }
     Ok(out)
 }
@@ -121,7 +129,7 @@ pub fn theory_rows(cfg: &TheoryConfig, notes: &mut Vec<String>) -> Result<Vec<Ro
 /// Monte Carlo rows of every preset, with a progress bar on long runs; notes (missing values)
 /// go to `notes`.
 pub fn mc_rows(
-    presets: &[String],
+    presets: &[&'static Preset],
     cfg: &McConfig,
     metrics: &[Metric],
     layers: &LayerSpec,
@@ -159,17 +167,22 @@ pub fn check_mc_fits(cfg: &McConfig, metrics: &[Metric], layers: &LayerSpec) -> 
     crate::monte_carlo::size::check_mc_work(cfg, depth, metrics, &selected, 1)
 }
 
+/// The canonical names of `presets`, comma-separated (as `--preset` takes them).
+pub fn names(presets: &[&Preset]) -> String {
+    presets.iter().map(|p| p.name).collect::<Vec<_>>().join(",")
+}
+
 /// Refuses presets whose stacks at `depth` (a placement file's can hold one segment per
 /// block, [`crate::budget::stack_bytes`]) do not fit beside the engine's `engine_bytes`.
 fn check_stacks(
-    presets: &[String],
+    presets: &[&'static Preset],
     depth: usize,
     engine_bytes: impl Fn(usize) -> u128,
 ) -> Result<()> {
     let stacks = crate::budget::stacks_bytes(presets, depth)?;
     crate::budget::check(
         stacks.saturating_add(engine_bytes(depth)),
-        &format!("building --preset {} at depth {depth}", presets.join(",")),
+        &format!("building --preset {} at depth {depth}", names(presets)),
         "--depth, or use presets whose placement-file scales do not depend on the block index l",
     )
 }

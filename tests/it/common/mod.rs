@@ -56,7 +56,7 @@ pub fn disagreements(
 ) -> Vec<String> {
     let cfg = normscope::monte_carlo::McConfig::new(raw, &mc).expect("valid config");
     let rows = compare::compare(
-        &[preset.to_string()],
+        &normscope::model::parse_presets(preset).expect("a preset"),
         &cfg,
         metrics,
         layers,

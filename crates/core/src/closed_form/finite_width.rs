@@ -8,6 +8,7 @@ use crate::branch::BranchModel;
 use crate::engine::refusal::{NormUse, reason};
 use crate::metrics::Metric;
 use crate::model::ModelConfig;
+use crate::placement::Preset;
 use crate::profile::{EngineKind, Row, Setup};
 use crate::theory::finite_width::{correction, unchecked};
 use std::sync::Arc;
@@ -20,15 +21,19 @@ pub(crate) fn corrected(metric: Metric) -> bool {
 /// Applies the correction at width `d` to the closed-form rows of `grad_sq` and
 /// `weight_grad_sq` (their engine becomes [`EngineKind::TheoryFiniteWidth`], their width `d`);
 /// other rows stay the d -> infinity closed form. Every preset or metric left uncorrected is
-/// named in `notes`.
+/// named in `notes`. `presets` are the rows' presets, in their order.
 pub(crate) fn apply(
     rows: &mut [Row],
     model: &ModelConfig,
+    presets: &[&'static Preset],
     d: usize,
     notes: &mut Vec<String>,
 ) -> Result<()> {
-    let mut presets: Vec<String> = rows.iter().map(|r| r.preset.clone()).collect();
-    presets.dedup();
+    let presets: Vec<&Preset> = presets
+        .iter()
+        .copied()
+        .filter(|p| rows.iter().any(|r| r.preset == p.name))
+        .collect();
     let mut others: Vec<&'static str> = rows
         .iter()
         .filter(|r| !corrected(r.metric))
@@ -43,7 +48,7 @@ pub(crate) fn apply(
         ));
     }
     for p in presets {
-        let spec = model.stack(&p)?;
+        let spec = model.stack(p)?;
         if let Some(why) = reason(NormUse::FiniteWidth {
             spec: &spec,
             branch: model.branch.kind,
@@ -61,7 +66,7 @@ pub(crate) fn apply(
         let mut setup: Option<Arc<Setup>> = None;
         for r in rows
             .iter_mut()
-            .filter(|r| r.preset == p && r.engine == EngineKind::Theory)
+            .filter(|r| r.preset == p.name && r.engine == EngineKind::Theory)
         {
             let Some(f) = r.metric.correction_factor(&c, r.layer as usize) else {
                 continue;

@@ -32,7 +32,7 @@ use crate::theory::{Inputs, Keep, MeanField};
 /// let cf = ClosedForm::new(&model);
 /// assert_eq!(cf.inputs.q0, 1.0);
 /// let plan = Plan::new(&[Metric::StreamSq], LayerSpec::List(vec![0, 4]));
-/// let rows = cf.profile(&model.stack("pre")?, &plan)?.rows();
+/// let rows = cf.profile(&model.stack(normscope_core::placement::find("pre")?)?, &plan)?.rows();
 /// assert_eq!((rows[0].value, rows[1].value), (1.0, 5.0));
 /// assert_eq!(rows[1].stderr, None); // exact
 /// # Ok::<(), normscope_core::Error>(())

@@ -231,7 +231,7 @@ pub fn refused(u: NormUse<'_>) -> Result<()> {
 /// use normscope_core::engine::refusal::{reason, NormUse};
 /// use normscope_core::model::RawModel;
 /// use normscope_core::spec::NormKind;
-/// let spec = RawModel { depth: 10, ..RawModel::default() }.check()?.stack("post")?;
+/// let spec = RawModel { depth: 10, ..RawModel::default() }.check()?.stack(normscope_core::placement::find("post")?)?;
 /// assert_eq!(reason(NormUse::FiniteWidth { spec: &spec, branch: BranchKind::Linear }), None);
 /// let dyt = spec.with_norm(NormKind::Dyt);
 /// let why = reason(NormUse::FiniteWidth { spec: &dyt, branch: BranchKind::Linear });

@@ -47,7 +47,7 @@ use normscope_numeric::rng::Rng;
 ///     ..RawModel::default()
 /// };
 /// let cfg = McConfig::new(&raw, &RawMc::default())?;
-/// let spec = cfg.model.stack("pre")?;
+/// let spec = cfg.model.stack(normscope_core::placement::find("pre")?)?;
 /// let lean = LeanMlp::of(&spec, &cfg, 1).expect("an MLP block");
 /// assert_eq!(lean.stds(), vec![0.5, 0.25]);
 ///

@@ -74,7 +74,7 @@ use std::collections::BTreeMap;
 ///     ..RawModel::default()
 /// };
 /// let cfg = McConfig::new(&raw, &RawMc { eps: 0.0, ..RawMc::default() })?;
-/// let spec = cfg.model.stack("post")?;
+/// let spec = cfg.model.stack(normscope_core::placement::find("post")?)?;
 /// let plan = NetworkPlan {
 ///     metrics: vec![Metric::StreamSq],
 ///     selected: vec![true; 3],
@@ -114,7 +114,7 @@ pub type Values = BTreeMap<crate::profile::Key, f64>;
 ///     ..RawModel::default()
 /// };
 /// let cfg = McConfig::new(&raw, &RawMc::default())?;
-/// let spec = cfg.model.stack("pre")?;
+/// let spec = cfg.model.stack(normscope_core::placement::find("pre")?)?;
 /// let plan = NetworkPlan {
 ///     metrics: vec![Metric::StreamSq],
 ///     selected: vec![true, false, true],

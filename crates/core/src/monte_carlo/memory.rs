@@ -37,7 +37,7 @@
 ///     ..RawModel::default()
 /// };
 /// let cfg = McConfig::new(&raw, &RawMc::default())?;
-/// let spec = cfg.model.stack("pre")?;
+/// let spec = cfg.model.stack(normscope_core::placement::find("pre")?)?;
 /// let plan = NetworkPlan { metrics: vec![Metric::GradSq], selected: vec![true; 3], path_max: 8 };
 /// let held = measure_network_with(&spec, &cfg, &plan, 1, Memory::Held);
 /// let streamed = measure_network_with(&spec, &cfg, &plan, 1, Memory::Streamed);

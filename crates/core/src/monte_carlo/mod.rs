@@ -173,7 +173,7 @@ impl Columns {
 /// let cfg = McConfig::new(&raw, &RawMc { samples: 3, ..RawMc::default() })?;
 /// let count = Count(AtomicUsize::new(0));
 /// let mc = MonteCarlo { cfg: &cfg, progress: &count };
-/// mc.profile(&cfg.model.stack("pre")?, &Plan::new(&[Metric::StreamSq], LayerSpec::Last))?;
+/// mc.profile(&cfg.model.stack(normscope_core::placement::find("pre")?)?, &Plan::new(&[Metric::StreamSq], LayerSpec::Last))?;
 /// assert_eq!(count.0.load(Ordering::Relaxed), 3);
 /// # Ok(())
 /// # }
@@ -213,7 +213,7 @@ impl Progress for () {
 /// let cfg = McConfig::new(&raw, &RawMc { samples: 4, eps: 0.0, ..RawMc::default() })?;
 /// let mc = MonteCarlo { cfg: &cfg, progress: &() };
 /// assert_eq!(mc.kind(), EngineKind::Mc);
-/// let spec = cfg.model.stack("post")?;
+/// let spec = cfg.model.stack(normscope_core::placement::find("post")?)?;
 /// let profile = mc.profile(&spec, &Plan::new(&[Metric::StreamSq], LayerSpec::Last))?;
 /// match &profile.values[&(Metric::StreamSq, 3, None)] {
 ///     Value::Estimate(e) => {

@@ -38,7 +38,7 @@ use normscope_numeric::gemm::Real;
 ///     ..RawModel::default()
 /// };
 /// let cfg = McConfig::new(&raw, &RawMc::default())?;
-/// let spec = cfg.model.stack("pre")?;
+/// let spec = cfg.model.stack(normscope_core::placement::find("pre")?)?;
 /// let net: Network = sampler::network(&spec, &cfg, &mut rng::network_rng(0, 0, 0));
 /// assert_eq!(net.depth(), 2);
 /// assert_eq!(net.branches.len(), 2);
@@ -77,7 +77,7 @@ pub struct Network<T: Real = f64> {
 ///
 /// let raw = RawModel { depth: 1, width: 4, tokens: 2, ..RawModel::default() };
 /// let cfg = McConfig::new(&raw, &RawMc::default())?;
-/// let net = sampler::network::<f64>(&cfg.model.stack("post")?, &cfg, &mut rng::network_rng(0, 0, 0));
+/// let net = sampler::network::<f64>(&cfg.model.stack(normscope_core::placement::find("post")?)?, &cfg, &mut rng::network_rng(0, 0, 0));
 /// let fw = net.forward(|_, _, _| {});
 /// let b: &BlockPass = &fw.blocks[0];
 /// assert!(b.n_in.is_none() && b.n_br.is_none());
@@ -128,7 +128,7 @@ pub struct BlockPass<T: Real = f64> {
 ///     ..RawModel::default()
 /// };
 /// let cfg = McConfig::new(&raw, &RawMc { eps: 0.0, ..RawMc::default() })?;
-/// let spec = cfg.model.stack("post")?;
+/// let spec = cfg.model.stack(normscope_core::placement::find("post")?)?;
 /// let net: Network = sampler::network(&spec, &cfg, &mut rng::network_rng(0, 0, 0));
 /// let fw: Forward = net.forward(|_, _, _| {});
 /// assert_eq!((fw.xs.len(), fw.blocks.len()), (3, 2));
@@ -185,7 +185,7 @@ pub struct Forward<T: Real = f64> {
 ///     ..RawModel::default()
 /// };
 /// let cfg = McConfig::new(&raw, &RawMc::default())?;
-/// let spec = cfg.model.stack("post")?;
+/// let spec = cfg.model.stack(normscope_core::placement::find("post")?)?;
 /// let net: Network = sampler::network(&spec, &cfg, &mut rng::network_rng(0, 0, 0));
 /// let mut sources = Vec::new();
 /// net.forward(|_, _, dec| sources.push(dec.coef.len()));
@@ -570,7 +570,7 @@ fn out_of_branch<T: Real>(b: &BlockPass<T>, gz: &DMatrix<T>, gu: DMatrix<T>) -> 
 ///     ..RawModel::default()
 /// };
 /// let cfg = McConfig::new(&raw, &RawMc::default())?;
-/// let spec = cfg.model.stack("pre")?;
+/// let spec = cfg.model.stack(normscope_core::placement::find("pre")?)?;
 /// let net: Network = sampler::network(&spec, &cfg, &mut rng::network_rng(0, 0, 0));
 /// let fw = net.forward(|_, _, _| {});
 /// let back: Backward = net.backward(&fw, &DMatrix::from_element(8, 4, 1.0));

@@ -85,7 +85,7 @@ pub const PROGRESS_AFTER: f64 = 2.0;
 /// let cfg = McConfig::new(&raw, &RawMc { samples: 2, ..RawMc::default() })?;
 /// let bar = DelayedBar::networks(2);
 /// let mc = MonteCarlo { cfg: &cfg, progress: &bar };
-/// let p = mc.profile(&cfg.model.stack("pre")?, &Plan::new(&[Metric::StreamSq], LayerSpec::Last))?;
+/// let p = mc.profile(&cfg.model.stack(normscope_core::placement::find("pre")?)?, &Plan::new(&[Metric::StreamSq], LayerSpec::Last))?;
 /// assert_eq!(bar.position(), 2); // one tick per network
 /// bar.finish();
 /// assert!(matches!(&p.values[&(Metric::StreamSq, 2, None)], Value::Estimate(e) if e.n == 2));

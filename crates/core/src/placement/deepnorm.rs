@@ -26,7 +26,7 @@ pub(super) const PRESET: Preset = Preset {
     equation: "x_l = Norm(alpha x_{l-1} + F_l(x_{l-1})), alpha = (2N)^(1/4), branch weights * beta = (8N)^(-1/4), N = L/2",
     source: "Wang et al. 2022, DeepNet (arXiv:2203.00555), encoder-only/decoder-only constants",
     build: super::Builder::BuiltIn(build),
-    halves: Some(("deepnorm-ed-enc", "deepnorm-ed-dec")),
+    halves: Some((&ENCDEC_ENCODER, &ENCDEC_DECODER)),
 };
 
 pub(super) const ENCDEC_ENCODER: Preset = Preset {

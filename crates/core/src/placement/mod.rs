@@ -72,7 +72,37 @@ pub struct Preset {
     pub build: Builder,
     /// The presets of an encoder-decoder's encoder and decoder stacks, where they are not this
     /// one (`None`: both are this preset).
-    pub halves: Option<(&'static str, &'static str)>,
+    pub halves: Option<(&'static Preset, &'static Preset)>,
+}
+
+/// A preset prints as its canonical name (`Debug` quotes it, as a name's `Debug` would).
+impl std::fmt::Display for Preset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl std::fmt::Debug for Preset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.name, f)
+    }
+}
+
+/// Presets are equal when their canonical names are (names are unique in the registry).
+impl PartialEq for Preset {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Preset {}
+
+/// A preset serializes as its canonical name, so a configuration holding resolved presets
+/// records the names it was given.
+impl serde::Serialize for Preset {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.name)
+    }
 }
 
 impl Preset {
@@ -87,6 +117,69 @@ impl Preset {
         spec.label = self.label.to_string();
         spec.file = self.file().map(|f| f.path.clone());
         Ok(spec)
+    }
+
+    /// The stack at depth L >= 1 with overrides `ov` applied: [`build`] for a preset already
+    /// resolved, without a lookup by name.
+    ///
+    /// A placement file's stack that equals a built-in preset's stack at this depth (with the
+    /// same overrides) records that preset in [`StackSpec::seed_as`], so Monte Carlo draws the
+    /// same networks for it: a file that reproduces a preset reproduces its numbers.
+    ///
+    /// # Examples
+    ///
+    /// ```rust
+    /// use normscope_core::placement::{find, Overrides};
+    /// let ov = Overrides { beta: Some(0.5), ..Overrides::default() };
+    /// let spec = find("pre")?.stack_with(4, &ov)?;
+    /// assert_eq!((spec.preset.as_str(), spec.depth, spec.beta), ("pre", 4, Some(0.5)));
+    /// assert!(find("pre")?.stack_with(0, &ov).is_err());
+    /// # Ok::<(), normscope_core::Error>(())
+    /// ```
+    pub fn stack_with(&self, depth: usize, ov: &Overrides) -> Result<StackSpec> {
+        if depth == 0 {
+            return Err(Error::invalid("--depth", 0, "an integer >= 1"));
+        }
+        let spec = apply(self.stack(depth)?, ov);
+        let Some(f) = self.file() else {
+            return Ok(spec);
+        };
+        let same = |b: &StackSpec| {
+            StackSpec {
+                preset: spec.preset.clone(),
+                label: spec.label.clone(),
+                file: spec.file.clone(),
+                ..b.clone()
+            } == spec
+        };
+        // The preset the file says it reproduces first, then every built-in in order.
+        let named = f.reproduces.as_deref().and_then(|r| find_builtin(r).ok());
+        for b in named.into_iter().chain(REGISTRY) {
+            if same(&apply(b.stack(depth)?, ov)) {
+                return Ok(StackSpec {
+                    seed_as: Some(b.name.to_string()),
+                    ..spec
+                });
+            }
+        }
+        Ok(spec)
+    }
+
+    /// The presets of an encoder-decoder's encoder and decoder stacks: [`Self::halves`]
+    /// (DeepNet's encoder-decoder constants), or this preset for both.
+    ///
+    /// # Examples
+    ///
+    /// ```rust
+    /// use normscope_core::placement::find;
+    /// let (enc, dec) = find("deepnorm")?.encoder_decoder();
+    /// assert_eq!((enc.name, dec.name), ("deepnorm-ed-enc", "deepnorm-ed-dec"));
+    /// let (enc, dec) = find("pre")?.encoder_decoder();
+    /// assert_eq!((enc.name, dec.name), ("pre", "pre"));
+    /// # Ok::<(), normscope_core::Error>(())
+    /// ```
+    pub fn encoder_decoder(&'static self) -> (&'static Preset, &'static Preset) {
+        self.halves.unwrap_or((self, self))
     }
 
     /// Refuses `--norm norm` (`field`, given explicitly) for this preset: a placement file
@@ -303,42 +396,13 @@ pub struct Overrides {
     pub final_norm: Option<bool>,
 }
 
-/// Builds preset `name` at depth `depth` and applies `ov`.
-///
-/// A placement file's stack that equals a built-in preset's stack at this depth (with the same
-/// overrides) records that preset in [`StackSpec::seed_as`], so Monte Carlo draws the same
-/// networks for it: a file that reproduces a preset reproduces its numbers.
+/// Builds preset `name` at depth `depth` and applies `ov`: [`find`] then
+/// [`Preset::stack_with`], for a name being parsed (the engines take resolved presets).
 pub fn build(name: &str, depth: usize, ov: &Overrides) -> Result<StackSpec> {
     if depth == 0 {
         return Err(Error::invalid("--depth", 0, "an integer >= 1"));
     }
-    let p = find(name)?;
-    let spec = apply(p.stack(depth)?, ov);
-    if p.file().is_none() {
-        return Ok(spec);
-    }
-    let same = |b: &StackSpec| {
-        StackSpec {
-            preset: spec.preset.clone(),
-            label: spec.label.clone(),
-            file: spec.file.clone(),
-            ..b.clone()
-        } == spec
-    };
-    // The preset the file says it reproduces first, then every built-in in order.
-    let named = p
-        .file()
-        .and_then(|f| f.reproduces.as_deref())
-        .and_then(|r| find_builtin(r).ok());
-    for b in named.into_iter().chain(REGISTRY) {
-        if same(&apply(b.stack(depth)?, ov)) {
-            return Ok(StackSpec {
-                seed_as: Some(b.name.to_string()),
-                ..spec
-            });
-        }
-    }
-    Ok(spec)
+    find(name)?.stack_with(depth, ov)
 }
 
 /// The norm kind of `spec` (from [`build`]) under `--norm asked`: a built-in preset's norms

@@ -3,6 +3,7 @@
 
 use crate::branch::BranchModel;
 use crate::model::ModelConfig;
+use crate::placement::Preset;
 use crate::symbolic::{self, Subs};
 use crate::{Error, Result};
 
@@ -20,7 +21,7 @@ use crate::{Error, Result};
 ///
 /// let model = RawModel { depth: 1, ..RawModel::default() }.check()?;
 /// let mut notes = Vec::new();
-/// let mut run = |format| render("post", &model, &Subs::default(), format, &mut notes);
+/// let mut run = |format| render(normscope_core::placement::find("post")?, &model, &Subs::default(), format, &mut notes);
 /// let text = String::from_utf8(run(Format::Text)?)?;
 /// let lines: Vec<&str> = text.lines().collect();
 /// assert!(lines[0].starts_with("# preset post, depth 1, branch linear"));
@@ -92,10 +93,10 @@ pub fn latex_align(lhs: &str, relation: &str, terms: &[String]) -> String {
 /// polynomial algebra of some presets (Pre-Norm with an alpha override) is O(L^2).
 pub(crate) const MAX_EXPAND_DEPTH: usize = 10_000;
 
-/// The exact expansion of preset `name`, with a note for each substituted symbol whose value
+/// The exact expansion of `preset`, with a note for each substituted symbol whose value
 /// differs from the configured one.
 fn expansion(
-    name: &str,
+    preset: &Preset,
     model: &ModelConfig,
     subs: &Subs,
     notes: &mut Vec<String>,
@@ -109,7 +110,7 @@ fn expansion(
             ),
         ));
     }
-    let spec = model.stack(name)?;
+    let spec = model.stack(preset)?;
     let branch = BranchModel::new(&model.branch, spec.beta, model.inputs.q0, model.inputs.c0);
     let ex = symbolic::expand(&spec, &branch, model.inputs.q0, subs)?;
     for s in symbolic::Sym::ALL {
@@ -134,7 +135,7 @@ fn expansion(
     Ok((spec, ex))
 }
 
-/// The coefficients of preset `name`'s exact expansion as the tidy table `--format csv`
+/// The coefficients of `preset`'s exact expansion as the tidy table `--format csv`
 /// writes: `preset,depth,layer,source,expression,latex,value,missing` (value missing, with
 /// the reason, where it is beyond f64), and the expansion rendered in each of `formats`, all
 /// from one expansion (its exact algebra is O(L^2) for some presets). Notes as [`render`].
@@ -150,21 +151,21 @@ fn expansion(
 ///
 /// let model = RawModel { depth: 2, ..RawModel::default() }.check()?;
 /// let latex = render::Format::Latex;
-/// let (df, texts) = render::coefficients("post", &model, &Subs::default(), &[latex], &mut Vec::new())?;
+/// let (df, texts) = render::coefficients(normscope_core::placement::find("post")?, &model, &Subs::default(), &[latex], &mut Vec::new())?;
 /// assert_eq!(df.height(), 3);
 /// assert_eq!(df.column("source")?.u64()?.get(2), Some(2));
-/// assert_eq!(texts[0], render::render("post", &model, &Subs::default(), latex, &mut Vec::new())?);
+/// assert_eq!(texts[0], render::render(normscope_core::placement::find("post")?, &model, &Subs::default(), latex, &mut Vec::new())?);
 /// # Ok(())
 /// # }
 /// ```
 pub fn coefficients(
-    name: &str,
+    preset: &Preset,
     model: &ModelConfig,
     subs: &Subs,
     formats: &[Format],
     notes: &mut Vec<String>,
 ) -> Result<(polars::prelude::DataFrame, Vec<Vec<u8>>)> {
-    let (spec, ex) = expansion(name, model, subs, notes)?;
+    let (spec, ex) = expansion(preset, model, subs, notes)?;
     let texts = formats
         .iter()
         .map(|&f| formatted(&spec, &ex, model, f))
@@ -205,16 +206,16 @@ fn coefficient_frame(
     ])?)
 }
 
-/// Renders the exact expansion of preset `name` in `format`. Notes (e.g. a substituted symbol
+/// Renders the exact expansion of `preset` in `format`. Notes (e.g. a substituted symbol
 /// whose value differs from the configured one) go to `notes`.
 pub fn render(
-    name: &str,
+    preset: &Preset,
     model: &ModelConfig,
     subs: &Subs,
     format: Format,
     notes: &mut Vec<String>,
 ) -> Result<Vec<u8>> {
-    let (spec, ex) = expansion(name, model, subs, notes)?;
+    let (spec, ex) = expansion(preset, model, subs, notes)?;
     formatted(&spec, &ex, model, format)
 }
 

@@ -553,7 +553,7 @@ fn skip_gap(a2: Mag) -> Mag {
 /// use normscope_core::model::RawModel;
 /// use normscope_core::theory::Keep;
 /// let model = RawModel { depth: 4, ..RawModel::default() }.check()?;
-/// let mf = ClosedForm::new(&model).mean_field(&model.stack("pre")?, &Keep::all())?;
+/// let mf = ClosedForm::new(&model).mean_field(&model.stack(normscope_core::placement::find("pre")?)?, &Keep::all())?;
 /// assert_eq!(mf.depth, 4);
 /// let q: Vec<f64> = (0..=4).map(|l| mf.q[l].value()).collect();
 /// assert_eq!(q, vec![1.0, 2.0, 3.0, 4.0, 5.0]);

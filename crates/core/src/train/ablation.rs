@@ -91,7 +91,8 @@ pub(crate) mod tests {
         raw.affine = affine;
         let cfg = raw.check().unwrap();
         let task = crate::train::task::build(&cfg.task).unwrap();
-        let (m, mut rng, first) = crate::train::run::start(&cfg, task.as_ref(), preset, 3).unwrap();
+        let (m, mut rng, first) =
+            crate::train::run::start(&cfg, task.as_ref(), cfg.presets[0], 3).unwrap();
         let second = task.batch(&mut rng, cfg.batch);
         (m, vec![first, second])
     }

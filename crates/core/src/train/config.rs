@@ -213,7 +213,7 @@ impl Default for RawTrain {
 /// use normscope_core::train::task::Io;
 ///
 /// let cfg: TrainConfig = RawTrain { seeds: "0..3".into(), ..RawTrain::default() }.check()?;
-/// assert_eq!(cfg.presets, ["pre", "post"]);
+/// assert_eq!(cfg.presets.iter().map(|p| p.name).collect::<Vec<_>>(), ["pre", "post"]);
 /// assert_eq!(cfg.seeds, [0, 1, 2]);
 /// assert_eq!((cfg.arch, cfg.optimizer), (Arch::Decoder, OptimizerKind::Adam(Adam::default())));
 /// assert_eq!(cfg.io, Io::Tokens { vocab: 16, seq: 16 });
@@ -222,8 +222,8 @@ impl Default for RawTrain {
 /// ```
 #[derive(Clone, Debug)]
 pub struct TrainConfig {
-    /// Presets, in the order given.
-    pub presets: Vec<String>,
+    /// Presets, resolved, in the order given.
+    pub presets: Vec<&'static crate::placement::Preset>,
     /// The architecture.
     pub arch: Arch,
     /// The body's sampling settings (tokens = tokens per sequence; depth = every block of the
@@ -438,7 +438,7 @@ fn check_arch(
     arch: Arch,
     kind: BranchKind,
     task: TaskKind,
-    presets: &[String],
+    presets: &[&crate::placement::Preset],
     branch: &str,
 ) -> Result<()> {
     match arch {
@@ -457,10 +457,10 @@ fn check_arch(
                     "reverse-pairs with --arch encoder-decoder (a task of source and target sequences)",
                 ));
             }
-            if let Some(p) = presets.iter().find(|p| p.starts_with("deepnorm-ed-")) {
+            if let Some(p) = presets.iter().find(|p| p.name.starts_with("deepnorm-ed-")) {
                 return Err(Error::invalid(
                     "--preset",
-                    p,
+                    p.name,
                     "a preset other than deepnorm-ed-enc and deepnorm-ed-dec with --arch encoder-decoder (deepnorm uses DeepNet's encoder constants in the encoder and its decoder constants in the decoder)",
                 ));
             }
@@ -674,11 +674,12 @@ impl TrainConfig {
 ///
 /// ```rust
 /// use normscope_core::model::RawModel;
+/// use normscope_core::placement;
 /// use normscope_core::spec::NormKind;
 /// use normscope_core::train::config::check_trainable;
 /// let spec = |norm: NormKind| {
 ///     let raw = RawModel { norm, width: 8, ..RawModel::default() };
-///     raw.check().unwrap().stack("pre").unwrap()
+///     raw.check().unwrap().stack(placement::find("pre").unwrap()).unwrap()
 /// };
 /// assert!(check_trainable(&spec(NormKind::Batch), 8, 16, 4 * 16).is_ok());
 /// let err = check_trainable(&spec(NormKind::Instance), 8, 1, 4).unwrap_err().to_string();

@@ -75,7 +75,7 @@ pub(crate) fn blocks_norm_inputs<T: Real>(
 /// let cfg = raw.check()?;
 /// let task = task::build(&cfg.task)?;
 ///
-/// let (m, _, first) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let (m, _, first) = run::start(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// let stats: Vec<(usize, AttentionStats)> = attention(&m, &m.forward(pass::views(&first).0));
 /// assert_eq!(stats.len(), 1);
 /// assert_eq!(stats[0].0, 1);

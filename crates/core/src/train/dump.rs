@@ -178,18 +178,23 @@ fn encdec_json(cfg: &TrainConfig, m: &EncDec) -> Value {
 
 /// The dump of `preset`'s run from `seed` as JSON text (format v1 for a decoder-only
 /// request, `normscope-train-encdec-v1` for an encoder-decoder one).
-pub fn dump(cfg: &TrainConfig, task: &dyn Task, preset: &str, seed: u64) -> crate::Result<String> {
+pub fn dump(
+    cfg: &TrainConfig,
+    task: &dyn Task,
+    preset: &'static crate::placement::Preset,
+    seed: u64,
+) -> crate::Result<String> {
     Ok(match cfg.arch {
         Arch::Decoder => {
             let begin = super::run::start(cfg, task, preset, seed)?;
             let model = model_json(cfg, &begin.0);
-            document(cfg, task, (preset, seed), begin, model)
+            document(cfg, task, (preset.name, seed), begin, model)
         }
         Arch::EncoderDecoder { .. } => {
             super::run::check_f64(cfg)?;
             let begin = super::run::start_encdec::<f64>(cfg, task, preset, seed)?;
             let model = encdec_json(cfg, &begin.0);
-            document(cfg, task, (preset, seed), begin, model)
+            document(cfg, task, (preset.name, seed), begin, model)
         }
     })
 }

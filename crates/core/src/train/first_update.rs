@@ -112,7 +112,7 @@ mod tests {
         };
         let cfg = raw.check().unwrap();
         let (task, eval) = sweep::task_and_eval(&raw).unwrap();
-        let (m0, _, first) = run::start(&cfg, task.as_ref(), "post", 0).unwrap();
+        let (m0, _, first) = run::start(&cfg, task.as_ref(), cfg.presets[0], 0).unwrap();
         let eps = 1e-8;
         let c = first_update(&m0, &first, &eval[0], eps);
         assert!(c.is_finite() && c > 0.0);
@@ -152,7 +152,7 @@ mod tests {
         };
         let cfg = raw.check().unwrap();
         let (task, eval) = sweep::task_and_eval(&raw).unwrap();
-        let (m, _, _) = run::start(&cfg, task.as_ref(), "pre", 0).unwrap();
+        let (m, _, _) = run::start(&cfg, task.as_ref(), cfg.presets[0], 0).unwrap();
         let names: Vec<String> = m
             .params()
             .iter()

@@ -17,7 +17,6 @@ use super::run::Record;
 use super::seq2seq;
 use super::task::{TaskConfig, TaskKind};
 use crate::output::table::column;
-use crate::placement;
 use polars::prelude::*;
 
 /// The columns, in order. The optimizers' hyperparameters (`beta1` to `momentum`) are the
@@ -203,8 +202,11 @@ fn settings(cfg: &TrainConfig) -> Vec<(&'static str, Setting)> {
 /// [`COLUMNS`].
 pub fn frame(cfg: &TrainConfig, records: &[Record]) -> crate::Result<DataFrame> {
     let n = records.len();
+    // The label of a record's preset: the request's resolved preset of that name.
     let label = |p: &str| {
-        placement::find(p)
+        cfg.presets
+            .iter()
+            .find(|x| x.name == p)
             .map(|x| x.label.to_string())
             .unwrap_or_default()
     };

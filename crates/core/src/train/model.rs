@@ -61,7 +61,7 @@ use normscope_numeric::gemm::Real;
 /// let cfg = raw.check()?;
 /// let task = task::build(&cfg.task)?;
 ///
-/// let (model, _, _) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let (model, _, _) = run::start(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// match &model.input {
 ///     InputMap::Linear(w) => assert_eq!(w.shape(), (8, 4)),
 ///     other => panic!("{other:?}"),
@@ -111,10 +111,10 @@ pub enum InputMap<T: Real = f64> {
 /// let cfg = raw.check()?;
 /// let task = task::build(&cfg.task)?;
 ///
-/// let (pre, _, _) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let (pre, _, _) = run::start(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// assert!(matches!(pre.blocks[0].skip, Skip::Fixed(a) if a == 1.0));
 /// let admin_cfg = RawTrain { presets: "admin".into(), ..raw }.check()?;
-/// let (admin, _, _) = run::start(&admin_cfg, task.as_ref(), "admin", 0)?;
+/// let (admin, _, _) = run::start(&admin_cfg, task.as_ref(), normscope_core::placement::find("admin")?, 0)?;
 /// match &admin.blocks[1].skip {
 ///     Skip::Learnable(omega) => assert_eq!(omega.shape(), (8, 1)),
 ///     other => panic!("{other:?}"),
@@ -190,7 +190,7 @@ impl<T: Real> Multiplier<T> {
 /// let cfg = raw.check()?;
 /// let task = task::build(&cfg.task)?;
 ///
-/// let (model, _, _) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let (model, _, _) = run::start(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// let block = &model.blocks[0];
 /// assert!(block.n_in.is_some() && block.n_br.is_none() && block.n_out.is_none());
 /// assert_eq!(block.in_scale, None);
@@ -297,7 +297,7 @@ impl<T: Real> TrainBlock<T> {
 /// let cfg = raw.check()?;
 /// let task = task::build(&cfg.task)?;
 ///
-/// let (model, _, _) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let (model, _, _) = run::start(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// let infos: Vec<ParamInfo> = model.params().into_iter().map(|(i, _)| i).collect();
 /// assert_eq!(infos[0], ParamInfo { layer: 0, name: "w_in".into(), decay: true });
 /// assert_eq!(infos[3], ParamInfo { layer: 1, name: "n_in.gain".into(), decay: false });
@@ -399,7 +399,7 @@ pub(crate) fn train_blocks<T: Real>(
 /// let cfg = raw.check()?;
 /// let task = task::build(&cfg.task)?;
 ///
-/// let (model, _, first) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let (model, _, first) = run::start(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// assert_eq!((model.depth(), model.width()), (2, 8));
 /// assert_eq!(model.size(), 1120);
 /// let p = model.forward(pass::views(&first).0);

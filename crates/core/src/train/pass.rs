@@ -58,7 +58,7 @@ use std::borrow::Cow;
 /// let cfg = raw.check()?;
 /// let task = task::build(&cfg.task)?;
 ///
-/// let (model, _, _) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let (model, _, _) = run::start(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// let x = DMatrix::from_element(4, 3, 1.0);
 /// assert_eq!(model.embed(Input::Vectors(&x)).shape(), (8, 3));
 /// # Ok(())
@@ -224,7 +224,7 @@ pub(crate) fn real_ref<T: Real>(m: &DMatrix<f64>) -> Cow<'_, DMatrix<T>> {
 /// };
 /// let cfg = raw.check()?;
 /// let task = task::build(&cfg.task)?;
-/// let (model, _, first) = run::start(&cfg, task.as_ref(), "post", 0)?;
+/// let (model, _, first) = run::start(&cfg, task.as_ref(), normscope_core::placement::find("post")?, 0)?;
 /// let p = model.forward(pass::views(&first).0);
 /// let b = &p.blocks[0];
 /// assert!(b.n_in.is_none() && b.n_br.is_none() && b.br.is_none());
@@ -284,7 +284,7 @@ pub struct BlockCache<T: Real = f64> {
 /// let cfg = raw.check()?;
 /// let task = task::build(&cfg.task)?;
 ///
-/// let (model, _, first) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let (model, _, first) = run::start(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// let p: Pass = model.forward(pass::views(&first).0);
 /// assert_eq!((p.xs.len(), p.blocks.len()), (3, 2));
 /// assert!(p.final_norm.is_some());

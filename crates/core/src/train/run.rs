@@ -52,6 +52,7 @@ use super::task::{Batch, Task};
 use super::trainable::{Gradients, Trainable};
 use crate::monte_carlo::Progress;
 use crate::monte_carlo::precision::Precision;
+use crate::placement::Preset;
 use nalgebra::DMatrix;
 use normscope_numeric::gemm::Real;
 use normscope_numeric::rng::{Rng, config_hash, splitmix64};
@@ -234,7 +235,7 @@ fn layer_sq<T: Real>(layers: &[usize], tensors: &[&DMatrix<T>], n: usize) -> Vec
 pub fn start(
     cfg: &TrainConfig,
     task: &dyn Task,
-    preset: &str,
+    preset: &'static Preset,
     seed: u64,
 ) -> crate::Result<(TrainModel, Rng, Batch)> {
     check_f64(cfg)?;
@@ -258,7 +259,7 @@ pub fn check_f64(cfg: &TrainConfig) -> crate::Result<()> {
 pub fn start_as<T: Real>(
     cfg: &TrainConfig,
     task: &dyn Task,
-    preset: &str,
+    preset: &'static Preset,
     seed: u64,
 ) -> crate::Result<(TrainModel<T>, Rng, Batch)> {
     if cfg.arch != Arch::Decoder {
@@ -289,7 +290,7 @@ pub fn start_as<T: Real>(
 pub fn start_encdec<T: Real>(
     cfg: &TrainConfig,
     task: &dyn Task,
-    preset: &str,
+    preset: &'static Preset,
     seed: u64,
 ) -> crate::Result<(EncDec<T>, Rng, Batch)> {
     let mut data = data_rng(seed);
@@ -311,7 +312,7 @@ pub fn start_encdec<T: Real>(
 pub fn run_one(
     cfg: &TrainConfig,
     task: &dyn Task,
-    job: (&str, u64),
+    job: (&'static Preset, u64),
     eval_set: &[Batch],
     batches: Option<&BatchCache>,
     progress: &dyn Progress,
@@ -329,7 +330,7 @@ pub fn run_one(
 fn run_one_as<T: Real>(
     cfg: &TrainConfig,
     task: &dyn Task,
-    (preset, seed): (&str, u64),
+    (preset, seed): (&'static Preset, u64),
     eval_set: &[Batch],
     options: &Options,
     progress: &dyn Progress,
@@ -386,11 +387,11 @@ fn run_one_as<T: Real>(
 ///
 /// let frozen = |p: &ParamInfo| p.name == "head";
 /// let options = Options { frozen: Some(&frozen), snapshots: &[0, 2], ..Options::default() };
-/// let begin = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let begin = run::start(&cfg, task.as_ref(), cfg.presets[0], 0)?;
 /// let head0 = begin.0.head.clone();
 /// let mut er = run::eval_rng(cfg.task.teacher_seed);
 /// let eval = vec![task.batch(&mut er, cfg.batch)];
-/// let t = run::train(&cfg, task.as_ref(), "pre", 0, begin, &eval, &options, &());
+/// let t = run::train(&cfg, task.as_ref(), cfg.presets[0], 0, begin, &eval, &options, &());
 /// assert_eq!(t.snapshots.iter().map(|s| s.0).collect::<Vec<_>>(), [0, 2]);
 /// assert_eq!(t.model.head, head0);
 /// # Ok(())
@@ -446,11 +447,11 @@ pub struct Options<'a> {
 /// let cfg = raw.check()?;
 /// let task = task::build(&cfg.task)?;
 ///
-/// let begin = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let begin = run::start(&cfg, task.as_ref(), cfg.presets[0], 0)?;
 /// let mut er = run::eval_rng(cfg.task.teacher_seed);
 /// let eval = vec![task.batch(&mut er, cfg.batch)];
 /// let options = Options::default();
-/// let t: Trained = run::train(&cfg, task.as_ref(), "pre", 0, begin, &eval, &options, &());
+/// let t: Trained = run::train(&cfg, task.as_ref(), cfg.presets[0], 0, begin, &eval, &options, &());
 /// assert_eq!((t.diverged_at, t.stopped_at), (None, None));
 /// assert!(t.snapshots.is_empty());
 /// let last = t.records.iter().rev().find(|r| r.metric == "diverged").unwrap();
@@ -481,7 +482,7 @@ pub struct Trained<M = TrainModel> {
 pub fn train<M: Trainable>(
     cfg: &TrainConfig,
     task: &dyn Task,
-    preset: &str,
+    preset: &'static Preset,
     seed: u64,
     begin: (M, Rng, Batch),
     eval_set: &[Batch],
@@ -526,7 +527,7 @@ pub fn train<M: Trainable>(
         has_params[*l] = true;
     }
     let mut log = Logger {
-        preset,
+        preset: preset.name,
         seed,
         out: Vec::new(),
     };
@@ -779,10 +780,10 @@ pub fn run(cfg: &TrainConfig, progress: &(dyn Progress + Sync)) -> crate::Result
     let eval_set: Vec<Batch> = (0..cfg.eval_batches)
         .map(|_| task.batch(&mut er, cfg.batch))
         .collect();
-    let jobs: Vec<(&str, u64)> = cfg
+    let jobs: Vec<(&'static Preset, u64)> = cfg
         .presets
         .iter()
-        .flat_map(|p| cfg.seeds.iter().map(move |s| (p.as_str(), *s)))
+        .flat_map(|&p| cfg.seeds.iter().map(move |s| (p, *s)))
         .collect();
     // Runs of one seed draw the same batches: drawn once, by whichever run gets there first.
     let batches = BatchCache::for_runs(task.as_ref(), jobs.len());

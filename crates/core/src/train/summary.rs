@@ -11,7 +11,7 @@
 
 use super::run::Record;
 use crate::output::table::column;
-use crate::placement;
+use crate::placement::Preset;
 use polars::prelude::*;
 
 /// The summary's columns, in order.
@@ -56,7 +56,8 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 }
 
 /// The summary of a request's log: presets in the order they first appear, each over its
-/// seeds.
+/// seeds, labelled by the request's `resolved` presets (a name not among them is its own
+/// label).
 ///
 /// # Examples
 ///
@@ -64,6 +65,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 ///
 /// ```rust
 /// use normscope_core::train::run::Record;
+/// use normscope_core::placement;
 /// use normscope_core::train::summary::summary;
 /// let rec = |seed, step, metric, value| Record {
 ///     preset: "pre".into(), seed, step, layer: None, param: None, metric, value,
@@ -76,14 +78,14 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 ///     rec(1, 4, "eval_loss", 0.75),
 ///     rec(1, 4, "diverged", 1.0),
 /// ];
-/// let df = summary(&log)?;
+/// let df = summary(&[placement::find("pre")?], &log)?;
 /// let f = |c: &str| df.column(c).unwrap().f64().unwrap().get(0).unwrap();
 /// assert_eq!(df.column("diverged")?.u64()?.get(0), Some(1));
 /// assert_eq!(f("final_loss"), 0.625); // the median of 0.5 and 0.75
 /// assert_eq!((f("excess"), f("excess_min"), f("excess_max")), (0.375, 0.25, 0.5));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn summary(records: &[Record]) -> crate::Result<DataFrame> {
+pub fn summary(resolved: &[&Preset], records: &[Record]) -> crate::Result<DataFrame> {
     let mut presets: Vec<&str> = Vec::new();
     for r in records {
         if !presets.contains(&r.preset.as_str()) {
@@ -119,8 +121,12 @@ pub fn summary(records: &[Record]) -> crate::Result<DataFrame> {
         hi.push(excesses.iter().copied().max_by(f64::total_cmp));
         excess.push(median(excesses));
     }
-    let label =
-        |p: &str| placement::find(p).map_or_else(|_| p.to_string(), |x| x.label.to_string());
+    let label = |p: &str| {
+        resolved
+            .iter()
+            .find(|x| x.name == p)
+            .map_or_else(|| p.to_string(), |x| x.label.to_string())
+    };
     Ok(DataFrame::new_infer_height(vec![
         column(COLUMNS[0], presets.iter().map(|p| p.to_string())),
         column(COLUMNS[1], presets.iter().map(|p| label(p))),

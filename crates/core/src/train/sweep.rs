@@ -69,7 +69,7 @@ use rayon::prelude::*;
 /// };
 /// assert_eq!(cell.at_lr(0.01).lr, 0.01);
 /// let c = cell.config(&raw, 7)?;
-/// assert_eq!(c.presets, ["post"]);
+/// assert_eq!(c.presets.iter().map(|p| p.name).collect::<Vec<_>>(), ["post"]);
 /// assert_eq!((c.mc.model.depth, c.seeds.clone()), (3, vec![7]));
 /// assert_eq!((c.schedule.peak, c.schedule.warmup), (0.1, 1));
 /// # Ok(())
@@ -326,8 +326,8 @@ pub fn train_one(
     options: &run::Options,
 ) -> Result<Trained> {
     let cfg = cell.config(base, seed)?;
-    let begin = run::start(&cfg, task, &cell.preset, seed)?;
-    let t = run::train(&cfg, task, &cell.preset, seed, begin, eval, options, &());
+    let begin = run::start(&cfg, task, cfg.presets[0], seed)?;
+    let t = run::train(&cfg, task, cfg.presets[0], seed, begin, eval, options, &());
     // A run stopped early (`crate::interrupt`) is not a trained model.
     crate::interrupt::check()?;
     Ok(t)
@@ -388,8 +388,8 @@ pub fn outcome(
     let cfg = cell.config(base, seed)?;
     let steps = cfg.schedule.steps;
     let (records, diverged) = match cfg.mc.precision {
-        Precision::F64 => trained_log::<f64>(&cfg, task, eval, cell, seed, options)?,
-        Precision::F32 => trained_log::<f32>(&cfg, task, eval, cell, seed, options)?,
+        Precision::F64 => trained_log::<f64>(&cfg, task, eval, seed, options)?,
+        Precision::F32 => trained_log::<f32>(&cfg, task, eval, seed, options)?,
     };
     Ok(Outcome::new(cell.clone(), seed, steps, &records, diverged))
 }
@@ -398,19 +398,18 @@ fn trained_log<T: Real>(
     cfg: &TrainConfig,
     task: &dyn Task,
     eval: &[Batch],
-    cell: &Cell,
     seed: u64,
     options: &run::Options,
 ) -> Result<(Vec<Record>, bool)> {
     let t = match cfg.arch {
         super::config::Arch::Decoder => {
-            let begin = run::start_as::<T>(cfg, task, &cell.preset, seed)?;
-            let t = run::train(cfg, task, &cell.preset, seed, begin, eval, options, &());
+            let begin = run::start_as::<T>(cfg, task, cfg.presets[0], seed)?;
+            let t = run::train(cfg, task, cfg.presets[0], seed, begin, eval, options, &());
             (t.records, t.diverged_at)
         }
         super::config::Arch::EncoderDecoder { .. } => {
-            let begin = run::start_encdec::<T>(cfg, task, &cell.preset, seed)?;
-            let t = run::train(cfg, task, &cell.preset, seed, begin, eval, options, &());
+            let begin = run::start_encdec::<T>(cfg, task, cfg.presets[0], seed)?;
+            let t = run::train(cfg, task, cfg.presets[0], seed, begin, eval, options, &());
             (t.records, t.diverged_at)
         }
     };

@@ -49,7 +49,7 @@ use normscope_numeric::gemm::Real;
 /// let cfg = raw.check()?;
 /// let task = task::build(&cfg.task)?;
 ///
-/// let (model, _, first) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let (model, _, first) = run::start(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// let streams: Vec<LayerValue> = model.gradients(&first).streams;
 /// assert_eq!(streams.iter().map(|v| v.layer).collect::<Vec<_>>(), [0, 1, 2]);
 /// assert!(streams.iter().all(|v| v.metric == "stream_grad" && v.value > 0.0));
@@ -95,7 +95,7 @@ pub struct LayerValue {
 /// let cfg = raw.check()?;
 /// let task = task::build(&cfg.task)?;
 ///
-/// let (model, _, first) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let (model, _, first) = run::start(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// let g = model.gradients(&first);
 /// assert_eq!(g.loss, model.batch_loss(&first));
 /// let params = model.params();
@@ -142,7 +142,7 @@ pub struct Gradients<T: Real> {
 /// };
 /// let cfg = raw.check()?;
 /// let task = task::build(&cfg.task)?;
-/// let (model, _, first) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let (model, _, first) = run::start(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// let p = model.probe(&first);
 /// let slots: Vec<(usize, &str)> = p.norm_inputs.iter().map(|x| (x.0, x.1)).collect();
 /// assert_eq!(slots, [(1, "n_in"), (2, "n_in")]);
@@ -200,7 +200,7 @@ pub struct Probe<T: Real> {
 ///     }
 /// }
 ///
-/// let (mut model, _, first) = run::start(&cfg, task.as_ref(), "pre", 0)?;
+/// let (mut model, _, first) = run::start(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// assert_eq!(model.layers(), 4);
 /// assert_eq!(model.output(&first).shape(), (2, 4));
 /// let before = model.batch_loss(&first);

@@ -27,6 +27,7 @@ use super::{EncDec, Part, Stack};
 use crate::branch::{Activation, Block, Branch};
 use crate::monte_carlo::network::next_admin_omega_of;
 use crate::monte_carlo::sampler;
+use crate::placement::Preset;
 use crate::spec::{SkipScale, StackSpec};
 use crate::train::config::{Arch, TrainConfig};
 use crate::train::init::{embedding, head, weight_rng};
@@ -40,20 +41,23 @@ use normscope_numeric::gemm::Real;
 use normscope_numeric::rng::Rng;
 
 /// The encoder's and the decoder's stacks of `preset` for N = `layers` (2N and 3N blocks):
-/// the preset's own, or its [`crate::placement::Preset::halves`] (DeepNet's encoder-decoder
-/// constants).
-pub fn stacks(cfg: &TrainConfig, preset: &str, layers: usize) -> Result<(StackSpec, StackSpec)> {
-    let (enc, dec) = cfg.mc.model.halves(preset)?;
+/// the preset's own, or its [`Preset::halves`] (DeepNet's encoder-decoder constants).
+pub fn stacks(
+    cfg: &TrainConfig,
+    preset: &'static Preset,
+    layers: usize,
+) -> Result<(StackSpec, StackSpec)> {
+    let (enc, dec) = preset.encoder_decoder();
     let (src, tgt) = match cfg.io {
         crate::train::task::Io::Pairs { src, tgt, .. } => (src, tgt),
         _ => (1, 1),
     };
-    let at = |depth: usize, name: &str, seq: usize| -> Result<StackSpec> {
+    let at = |depth: usize, half: &Preset, seq: usize| -> Result<StackSpec> {
         let model = crate::model::ModelConfig {
             depth,
             ..cfg.mc.model.clone()
         };
-        let spec = model.stack(name)?;
+        let spec = model.stack(half)?;
         let d = cfg.mc.model.branch.width;
         crate::train::config::check_trainable(&spec, d, seq, seq * cfg.batch)?;
         Ok(spec)
@@ -95,7 +99,7 @@ fn branches<T: Real>(
 /// Admin's omega profiled on `first` (the first training batch).
 pub fn model<T: Real>(
     cfg: &TrainConfig,
-    preset: &str,
+    preset: &'static Preset,
     seed: u64,
     first: &PairBatch,
 ) -> Result<EncDec<T>> {

@@ -149,7 +149,7 @@ impl DecoderBlock {
 /// # };
 /// # let cfg = raw.check()?;
 /// # let task = task::build(&cfg.task)?;
-/// let (m, _, first) = run::start_encdec::<f64>(&cfg, task.as_ref(), "pre", 0)?;
+/// let (m, _, first) = run::start_encdec::<f64>(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// let Batch::Pairs(b) = &first else { panic!("pairs") };
 /// use normscope_core::train::seq2seq::Part;
 /// let (enc, dec) = (&m.encoder, &m.decoder);
@@ -210,7 +210,7 @@ pub struct Stack<T: Real = f64> {
 /// let cfg = raw.check()?;
 /// let task = task::build(&cfg.task)?;
 ///
-/// let (m, _, first) = run::start_encdec::<f64>(&cfg, task.as_ref(), "pre", 0)?;
+/// let (m, _, first) = run::start_encdec::<f64>(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// let Batch::Pairs(b) = &first else { panic!("pairs") };
 ///
 /// assert_eq!((m.layers, m.width()), (1, 8));

@@ -54,7 +54,7 @@ use std::borrow::Cow;
 /// # };
 /// # let cfg = raw.check()?;
 /// # let task = task::build(&cfg.task)?;
-/// let (m, _, first) = run::start_encdec::<f64>(&cfg, task.as_ref(), "pre", 0)?;
+/// let (m, _, first) = run::start_encdec::<f64>(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// let Batch::Pairs(b) = &first else { panic!("pairs") };
 /// let p = m.forward(b);
 /// let enc = &p.encoder;
@@ -101,7 +101,7 @@ pub struct StackPass<T: Real = f64> {
 /// # };
 /// # let cfg = raw.check()?;
 /// # let task = task::build(&cfg.task)?;
-/// let (m, _, first) = run::start_encdec::<f64>(&cfg, task.as_ref(), "pre", 0)?;
+/// let (m, _, first) = run::start_encdec::<f64>(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// let Batch::Pairs(b) = &first else { panic!("pairs") };
 /// let p = m.forward(b);
 /// assert_eq!((p.encoder.blocks.len(), p.decoder.blocks.len()), (2, 3));
@@ -218,7 +218,7 @@ impl<T: Real> Stack<T> {
 /// let cfg = raw.check()?;
 /// let task = task::build(&cfg.task)?;
 ///
-/// let (m, _, first) = run::start_encdec::<f64>(&cfg, task.as_ref(), "pre", 0)?;
+/// let (m, _, first) = run::start_encdec::<f64>(&cfg, task.as_ref(), normscope_core::placement::find("pre")?, 0)?;
 /// let Batch::Pairs(b) = &first else { panic!("pairs") };
 ///
 /// let p = m.forward(b);
