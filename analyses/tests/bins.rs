@@ -192,7 +192,10 @@ fn the_readme_lists_every_binary_once() {
     assert_eq!(listed, ids, "README.md's list of analysis binaries");
     // The README stays a page of commands; the book (docs/) holds the rest.
     let lines = readme.lines().count();
-    assert!(lines < 250, "README.md has {lines} lines (the goal: under 250)");
+    assert!(
+        lines < 250,
+        "README.md has {lines} lines (the goal: under 250)"
+    );
 }
 
 #[test]
