@@ -1,4 +1,4 @@
-//! Every public type of the three library crates shows its use in a doc-test (an example that
+//! Every public type of the four library crates shows its use in a doc-test (an example that
 //! `cargo test` compiles and runs).
 
 use std::path::{Path, PathBuf};
