@@ -10,6 +10,7 @@ use super::{Analysis, Out};
 use normscope_core::Result;
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
+use normscope_core::placement::Preset;
 use normscope_figure::LinePlot;
 use serde::{Deserialize, Serialize};
 
@@ -44,7 +45,7 @@ pub const ANALYSIS: Analysis = Analysis {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Presets.
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Depth of the closed form.
     pub depth: usize,
     /// Depth of the Monte Carlo networks.
@@ -66,9 +67,7 @@ pub const METRICS: [(Metric, &str, bool); 4] = [
 impl super::AnalysisConfig for Config {
     fn full() -> Self {
         Config {
-            presets: ["pre", "post", "deepnorm", "sandwich"]
-                .map(String::from)
-                .to_vec(),
+            presets: common::presets(&["pre", "post", "deepnorm", "sandwich"]),
             depth: 1000,
             mc_depth: 256,
             model: Model::relu_mlp(),

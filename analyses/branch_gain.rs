@@ -11,6 +11,7 @@ use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
 use normscope_core::output::latex::{self, Cell, Table};
 use normscope_core::output::table::{col, column, setup_columns, tagged_frame};
+use normscope_core::placement::Preset;
 use normscope_core::profile::EngineKind;
 use normscope_core::profile::Row;
 use normscope_core::{Error, Result};
@@ -48,7 +49,7 @@ pub const ANALYSIS: Analysis = Analysis {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Presets.
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Depth L.
     pub depth: usize,
     /// Closed form: g log-spaced from `gain_min` to `gain_max`, and the Monte Carlo gains.
@@ -112,7 +113,7 @@ impl super::AnalysisConfig for Config {
     fn full() -> Self {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         Config {
-            presets: s(&["pre", "post", "deepnorm"]),
+            presets: common::presets(&["pre", "post", "deepnorm"]),
             depth: 64,
             gain_min: 0.1,
             gain_max: 10.0,
@@ -269,11 +270,18 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             ));
             let rows = rows_at(c, &m, None, EngineKind::Theory)?;
             for p in &c.presets {
-                let ed = common::value(&rows, p, Metric::EffDepth, c.depth, c.depth, None);
-                let x0 = common::value(&rows, p, Metric::BranchWeight, c.depth, c.depth, Some(0));
-                let ratio = grad_ratio(&rows, p, c.depth);
+                let ed = common::value(&rows, p.name, Metric::EffDepth, c.depth, c.depth, None);
+                let x0 = common::value(
+                    &rows,
+                    p.name,
+                    Metric::BranchWeight,
+                    c.depth,
+                    c.depth,
+                    Some(0),
+                );
+                let ratio = grad_ratio(&rows, p.name, c.depth);
                 // The settings of this cell: any of the preset's rows carries them.
-                let rep = rows.iter().find(|r| &r.preset == p).ok_or_else(|| {
+                let rep = rows.iter().find(|r| r.preset == p.name).ok_or_else(|| {
                     normscope_core::Error::Undefined(format!(
                         "branch-gain: no closed-form row for {p}"
                     ))
@@ -336,15 +344,15 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         for p in &c.presets {
             let ed = rows
                 .iter()
-                .find(|r| &r.preset == p && r.metric == Metric::EffDepth);
-            let th = common::value(&th_norm, p, Metric::EffDepth, c.depth, c.depth, None);
+                .find(|r| r.preset == p.name && r.metric == Metric::EffDepth);
+            let th = common::value(&th_norm, p.name, Metric::EffDepth, c.depth, c.depth, None);
             t.row(vec![
                 Cell::Text(common::tex_label(p)),
                 Cell::opt(th),
                 ed.filter(|r| r.missing.is_none())
                     .map_or(Cell::Missing, Cell::pm_row),
-                Cell::opt(grad_ratio(&th_norm, p, c.depth)),
-                Cell::opt(grad_ratio(&rows, p, c.depth)),
+                Cell::opt(grad_ratio(&th_norm, p.name, c.depth)),
+                Cell::opt(grad_ratio(&rows, p.name, c.depth)),
             ]);
         }
         out.rows(&format!("norm_{n}_mc.csv"), rows)?;

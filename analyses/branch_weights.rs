@@ -10,6 +10,7 @@ use super::{Analysis, Out};
 use normscope_core::Result;
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
+use normscope_core::placement::Preset;
 use normscope_core::profile::Row;
 use normscope_figure::LinePlot;
 use normscope_figure::heatmap::{Heatmap, Panel};
@@ -45,9 +46,9 @@ pub const ANALYSIS: Analysis = Analysis {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Presets of the line plots (closed form).
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Presets drawn as heatmap panels.
-    pub heatmap_presets: Vec<String>,
+    pub heatmap_presets: Vec<&'static Preset>,
     /// Depth of the heatmaps.
     pub heatmap_depth: usize,
     /// Closed form: log-spaced depths from 1 to this, and the Monte Carlo depths.
@@ -55,7 +56,7 @@ pub struct Config {
     /// Closed form: how many depths.
     pub depth_count: usize,
     /// Presets measured by Monte Carlo.
-    pub mc_presets: Vec<String>,
+    pub mc_presets: Vec<&'static Preset>,
     /// Monte Carlo depths.
     pub mc_depths: Vec<usize>,
     /// The network.
@@ -71,14 +72,13 @@ fn first_two(r: &Row) -> bool {
 
 impl super::AnalysisConfig for Config {
     fn full() -> Self {
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         Config {
-            presets: s(&["pre", "post", "deepnorm", "sandwich", "admin", "mixln"]),
-            heatmap_presets: s(&["pre", "post", "deepnorm"]),
+            presets: common::presets(&["pre", "post", "deepnorm", "sandwich", "admin", "mixln"]),
+            heatmap_presets: common::presets(&["pre", "post", "deepnorm"]),
             heatmap_depth: 32,
             max_depth: 1000,
             depth_count: 25,
-            mc_presets: s(&["pre", "post", "deepnorm"]),
+            mc_presets: common::presets(&["pre", "post", "deepnorm"]),
             mc_depths: vec![2, 4, 8, 16, 32, 64],
             model: Model::seeds(),
             mc: Mc::full(),
@@ -145,10 +145,10 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         .heatmap_presets
         .iter()
         .map(|p| Panel {
-            title: common::label(p).to_string(),
+            title: p.label.to_string(),
             cells: heat
                 .iter()
-                .filter(|r| &r.preset == p && r.layer >= 1 && r.missing.is_none())
+                .filter(|r| r.preset == p.name && r.layer >= 1 && r.missing.is_none())
                 .map(|r| (r.source.unwrap_or(0), r.layer, r.value))
                 .collect(),
         })

@@ -927,15 +927,17 @@ fn finite_width_notes(d: &Data) -> Result<Vec<(u32, String)>> {
     let eff = d.rows("effective-depth/mc.csv")?;
     let grads = d.rows("stream-and-gradients/vs_depth_mc.csv")?;
     let w = Metric::WeightGradSq;
+    let named = super::common::presets(&["pre", "post", "deepnorm"]);
+    let (pre, post, deepnorm) = (named[0], named[1], named[2]);
     let mut out = Vec::new();
     for (id, items) in [
-        (1, vec![("pre", ed, &eff), ("post", ed, &eff)]),
-        (4, vec![("post", w, &grads)]),
-        (5, vec![("deepnorm", ed, &eff), ("post", ed, &eff)]),
+        (1, vec![(pre, ed, &eff), (post, ed, &eff)]),
+        (4, vec![(post, w, &grads)]),
+        (5, vec![(deepnorm, ed, &eff), (post, ed, &eff)]),
     ] {
         let mut list = Vec::new();
         for (p, m, rows) in items {
-            let (l, width) = at(rows, p, m)?;
+            let (l, width) = at(rows, p.name, m)?;
             list.push((p, m, l, width));
         }
         out.push((id, super::finite_width::region_note(d, &list)?));

@@ -164,7 +164,7 @@ pub(crate) fn check_depths(field: &'static str, depths: &[usize]) -> Result<()> 
 /// Checks presets, model and Monte Carlo settings by building the Monte Carlo configuration of
 /// every preset at `depth` (this also validates the closed-form model), and that a network and
 /// a closed form of that depth fit in memory ([`normscope_core::budget`]).
-pub fn check(presets: &[String], model: &Model, mc: &Mc, depth: usize) -> Result<()> {
+pub fn check(presets: &[&'static Preset], model: &Model, mc: &Mc, depth: usize) -> Result<()> {
     if presets.is_empty() {
         return Err(Error::invalid(
             "presets",
@@ -173,7 +173,7 @@ pub fn check(presets: &[String], model: &Model, mc: &Mc, depth: usize) -> Result
         ));
     }
     let cfg = mc_config(&model.raw(depth.max(1), mc), mc)?;
-    for p in resolve(presets)? {
+    for p in presets {
         cfg.model.stack(p)?;
     }
     // A network of this depth must fit (its tables are checked when the run knows them).
@@ -186,20 +186,36 @@ pub(crate) fn mc_config(raw: &RawModel, mc: &Mc) -> Result<McConfig> {
     McConfig::new(raw, &mc.raw())
 }
 
-/// The presets an analysis's configuration names, resolved ([`normscope_core::placement::find`]:
-/// built-in or loaded from its placement files), in order: the engines take these values. With
-/// [`label`], the analyses' one lookup of a preset by name; an unknown name is the error
-/// `--preset` gives.
-pub fn resolve(presets: &[String]) -> Result<Vec<&'static Preset>> {
-    presets
+/// Presets by canonical name (built in, or loaded by the analysis's
+/// [`crate::AnalysisConfig::setup`]): an analysis's defaults, resolved once when its
+/// configuration is made (a configuration file's names resolve when it is read, through
+/// `&'static Preset`'s `Deserialize`).
+///
+/// # Panics
+///
+/// If a name does not resolve: the defaults are the code's own.
+///
+/// # Examples
+///
+/// ```rust
+/// let p = normscope_analyses::common::presets(&["pre", "post"]);
+/// assert_eq!((p[0].name, p[1].label), ("pre", "Post-LN"));
+/// ```
+pub fn presets(names: &[&str]) -> Vec<&'static Preset> {
+    names
         .iter()
-        .map(|p| normscope_core::placement::find(p))
+        .map(|n| normscope_core::placement::find(n).expect("an analysis's default presets resolve"))
         .collect()
 }
 
-/// The paper name of a preset (`Post-LN`), or the name itself if unknown.
-pub fn label(preset: &str) -> &str {
-    normscope_core::placement::find(preset).map_or(preset, |p| p.label)
+/// The presets' canonical names, comma separated (as a configuration's error shows them).
+///
+/// ```rust
+/// use normscope_analyses::common::{names, presets};
+/// assert_eq!(names(&presets(&["pre", "post-ln"])), "pre,post");
+/// ```
+pub fn names(presets: &[&Preset]) -> String {
+    presets.iter().map(|p| p.name).collect::<Vec<_>>().join(",")
 }
 
 /// The typeset name of a branch (`ReLU MLP`), or the name escaped for LaTeX if unknown.
@@ -218,14 +234,15 @@ pub(crate) fn init_label(name: &str) -> String {
     )
 }
 
-/// [`label`] as LaTeX text (`%`, `&`, `_`, `#` escaped: a placement file's label may hold them).
-pub(crate) fn tex_label(preset: &str) -> String {
-    normscope_core::output::latex::escape(label(preset))
+/// A preset's paper name (`Post-LN`) as LaTeX text (`%`, `&`, `_`, `#` escaped: a placement
+/// file's label may hold them).
+pub(crate) fn tex_label(preset: &Preset) -> String {
+    normscope_core::output::latex::escape(preset.label)
 }
 
 /// Closed-form rows of `presets` at depth `raw.depth`, for `metrics` at `layers`.
 pub fn theory(
-    presets: &[String],
+    presets: &[&'static Preset],
     raw: &RawModel,
     metrics: &[Metric],
     layers: &LayerSpec,
@@ -233,14 +250,7 @@ pub fn theory(
     let model = raw.check()?;
     let plan = Plan::new(metrics, layers.clone());
     let mut notes = Vec::new();
-    let presets = resolve(presets)?;
-    let rows = tables::rows(
-        &ClosedForm::new(&model),
-        &model,
-        &presets,
-        &plan,
-        &mut notes,
-    );
+    let rows = tables::rows(&ClosedForm::new(&model), &model, presets, &plan, &mut notes);
     print_notes(notes);
     rows
 }
@@ -254,15 +264,14 @@ fn print_notes(notes: Vec<String>) {
 
 /// Monte Carlo rows of `presets` (95% CIs over `mc.samples` networks).
 pub fn monte_carlo(
-    presets: &[String],
+    presets: &[&'static Preset],
     raw: &RawModel,
     mc: &Mc,
     metrics: &[Metric],
     layers: &LayerSpec,
 ) -> Result<Vec<Row>> {
     let mut notes = Vec::new();
-    let presets = resolve(presets)?;
-    let rows = mc_rows(&presets, &mc_config(raw, mc)?, metrics, layers, &mut notes);
+    let rows = mc_rows(presets, &mc_config(raw, mc)?, metrics, layers, &mut notes);
     print_notes(notes);
     rows
 }
@@ -270,7 +279,7 @@ pub fn monte_carlo(
 /// Rows of `presets` from `engine`.
 pub fn rows(
     engine: EngineKind,
-    presets: &[String],
+    presets: &[&'static Preset],
     raw: &RawModel,
     mc: &Mc,
     metrics: &[Metric],
@@ -314,7 +323,7 @@ pub fn sweep<P: Copy>(
 /// Rows at the last layer of each depth in `depths`.
 pub(crate) fn vs_depth(
     engine: EngineKind,
-    presets: &[String],
+    presets: &[&'static Preset],
     model: &Model,
     mc: &Mc,
     depths: &[usize],
@@ -332,9 +341,9 @@ pub(crate) fn vs_depth(
 /// over `mc_depths` for `mc_presets`, and the log-log figure of both.
 pub(crate) struct DepthSweep<'a> {
     /// Presets of the closed form (and the legend, in colour order).
-    pub presets: &'a [String],
+    pub presets: &'a [&'static Preset],
     /// Presets measured by Monte Carlo (a subset of `presets`).
-    pub mc_presets: &'a [String],
+    pub mc_presets: &'a [&'static Preset],
     /// The network.
     pub model: &'a Model,
     /// Monte Carlo settings.
@@ -530,7 +539,7 @@ pub(crate) fn by_tag(t: &(Vec<f64>, Row)) -> f64 {
 /// with 95% CI bars in the same colour, plus one legend entry for the points.
 pub(crate) fn add_both<T: AsRow>(
     plot: &mut LinePlot,
-    presets: &[String],
+    presets: &[&'static Preset],
     theory: &[T],
     mc: &[T],
     metric: Metric,
@@ -539,13 +548,13 @@ pub(crate) fn add_both<T: AsRow>(
 ) {
     let mut any_mc = false;
     for (i, p) in presets.iter().enumerate() {
-        let th = points(theory, p, metric, x, keep);
+        let th = points(theory, p.name, metric, x, keep);
         plot.series.push(Series::line(
-            label(p),
+            p.label,
             i,
             th.iter().map(|q| (q.0, q.1)).collect(),
         ));
-        let m = points(mc, p, metric, x, keep);
+        let m = points(mc, p.name, metric, x, keep);
         any_mc |= !m.is_empty();
         plot.series.push(Series::points("", i, &m));
     }

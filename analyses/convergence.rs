@@ -104,12 +104,12 @@ impl Config {
     fn cells(&self) -> Vec<TunedCell> {
         let mut v = Vec::new();
         for (t, s) in self.tiers.iter().enumerate() {
-            for p in &s.presets {
+            for &p in &s.presets {
                 for &depth in &s.depths {
                     v.push(TunedCell {
                         tier: t,
                         cell: Cell {
-                            preset: p.clone(),
+                            preset: p,
                             depth,
                             optimizer: self.optimizer.clone(),
                             lr: s.lrs[0],
@@ -125,7 +125,7 @@ impl Config {
 
 impl super::AnalysisConfig for Config {
     fn full() -> Self {
-        let two = ["pre", "post"].map(String::from).to_vec();
+        let two = common::presets(&["pre", "post"]);
         Config {
             optimizer: "adam".into(),
             early_step: 60,
@@ -189,7 +189,7 @@ impl super::AnalysisConfig for Config {
         for s in &self.tiers {
             s.check("convergence.tiers")?;
             for need in ["pre", "post"] {
-                if !s.presets.iter().any(|p| p == need) {
+                if !s.presets.iter().any(|p| p.name == need) {
                     return Err(Error::invalid(
                         "convergence.tiers.presets",
                         format!("{:?}", s.presets),
@@ -576,7 +576,7 @@ fn curves(c: &Config, out: &mut Out, cells: &[TunedCell], tuned: &[Tuned]) -> Re
                     .any(|o| matches!(o.class, RunClass::Descending | RunClass::Slow));
                 let label = format!(
                     "{}, lr {}{}",
-                    common::label(p),
+                    p.label,
                     normscope_figure::tick(tu.lr),
                     if converged { "" } else { " (not converged)" }
                 );
@@ -621,9 +621,10 @@ pub(crate) fn edge_note(
     preset: Option<&str>,
 ) -> Result<String> {
     let df = d.frame(status)?;
-    let (t, p, b, o, lr, edge) = (
+    let (t, p, label, b, o, lr, edge) = (
         strs(&df, "tier")?,
         strs(&df, "preset")?,
+        strs(&df, "label")?,
         f64s(&df, "blocks")?,
         strs(&df, "optimizer")?,
         f64s(&df, "lr")?,
@@ -634,7 +635,7 @@ pub(crate) fn edge_note(
         .map(|i| {
             format!(
                 "{} {} {} blocks (lr {})",
-                common::label(&p[i]),
+                label[i],
                 o[i],
                 b[i],
                 normscope_core::output::latex::plain(lr[i])

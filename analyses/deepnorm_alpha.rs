@@ -95,8 +95,14 @@ fn at(
     raw.alpha = Some(alpha);
     raw.beta = Some(beta);
     let layers = LayerSpec::List(vec![0, c.depth]);
-    let presets = ["deepnorm".to_string()];
-    let rows = common::rows(engine, &presets, &raw, &c.mc, &METRICS, &layers)?;
+    let rows = common::rows(
+        engine,
+        &[placement::DEEPNORM],
+        &raw,
+        &c.mc,
+        &METRICS,
+        &layers,
+    )?;
     let setup = rows.first().map(|r| {
         std::sync::Arc::new(normscope_core::profile::Setup {
             label: label(s, alpha_only),
@@ -172,7 +178,7 @@ impl super::AnalysisConfig for Config {
                 "numbers in [0, 1]",
             ));
         }
-        common::check(&["deepnorm".to_string()], &self.model, &self.mc, self.depth)?;
+        common::check(&[placement::DEEPNORM], &self.model, &self.mc, self.depth)?;
         Ok(())
     }
 

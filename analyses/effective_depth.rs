@@ -12,6 +12,7 @@ use normscope_core::Result;
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
 use normscope_core::output::latex::{self, Cell};
+use normscope_core::placement::Preset;
 use normscope_figure::LinePlot;
 use serde::{Deserialize, Serialize};
 
@@ -48,13 +49,13 @@ pub const ANALYSIS: Analysis = Analysis {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Presets (closed form).
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Closed form: log-spaced depths from 1 to this, and the Monte Carlo depths.
     pub max_depth: usize,
     /// Closed form: how many depths.
     pub depth_count: usize,
     /// Presets measured by Monte Carlo.
-    pub mc_presets: Vec<String>,
+    pub mc_presets: Vec<&'static Preset>,
     /// Monte Carlo depths.
     pub mc_depths: Vec<usize>,
     /// Depths of the path-length distributions (closed form).
@@ -69,14 +70,13 @@ pub struct Config {
 
 impl super::AnalysisConfig for Config {
     fn full() -> Self {
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         Config {
-            presets: s(&[
+            presets: common::presets(&[
                 "pre", "post", "deepnorm", "sandwich", "admin", "mixln", "lns",
             ]),
             max_depth: 1_000_000,
             depth_count: 25,
-            mc_presets: s(&["pre", "post", "deepnorm"]),
+            mc_presets: common::presets(&["pre", "post", "deepnorm"]),
             mc_depths: vec![4, 16, 64, 256, 1000],
             path_depths: vec![16, 64, 256],
             mc_path_depth: 64,
@@ -155,8 +155,11 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     for p in &c.mc_presets {
         table.group(common::tex_label(p));
         for &d in &c.mc_depths {
-            let th = common::value(&mc_th, p, Metric::EffDepth, d, d, None).unwrap_or(f64::NAN);
-            let m = mc.iter().find(|r| &r.preset == p && r.depth == d as u64);
+            let th =
+                common::value(&mc_th, p.name, Metric::EffDepth, d, d, None).unwrap_or(f64::NAN);
+            let m = mc
+                .iter()
+                .find(|r| r.preset == p.name && r.depth == d as u64);
             table.row(vec![
                 Cell::Int(d as i64),
                 Cell::Num(th),

@@ -33,6 +33,7 @@ use super::{Analysis, Out, common};
 use crate::runner::data::Data;
 use normscope_core::output::progress::DelayedBar;
 use normscope_core::output::table::column;
+use normscope_core::placement::Preset;
 use normscope_core::stats::median_ci::median_ci;
 use normscope_core::stats::obs::Obs;
 use normscope_core::stats::verdict::{Claimed, Comparison, Family};
@@ -56,9 +57,9 @@ pub const ANALYSIS: Analysis = Analysis {
 /// is below 1 by more than this factor.
 pub const VANISH_SESOI_FACTOR: f64 = 2.0;
 /// The preset claim 4 is about.
-pub const CLAIM_PRESET: &str = "post";
+pub const CLAIM_PRESET: &Preset = normscope_core::placement::POST;
 /// The preset reported beside it.
-pub const CONTRAST_PRESET: &str = "pre";
+pub const CONTRAST_PRESET: &Preset = normscope_core::placement::PRE;
 
 /// Configuration.
 ///
@@ -84,7 +85,7 @@ pub struct Config {
     /// The tier (an encoder-decoder one).
     pub tier: Tier,
     /// Presets (including pre and post).
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Blocks, 5 per layer (N encoder layers of 2, N decoder layers of 3).
     pub depth: usize,
     /// Peak learning rate (Adam).
@@ -106,9 +107,9 @@ impl Config {
         Ok(b)
     }
 
-    fn cell(&self, preset: &str) -> Cell {
+    fn cell(&self, preset: &'static Preset) -> Cell {
         Cell {
-            preset: preset.into(),
+            preset,
             depth: self.depth,
             optimizer: "adam".into(),
             lr: self.lr,
@@ -121,9 +122,7 @@ impl super::AnalysisConfig for Config {
     fn full() -> Self {
         Config {
             tier: Tier::seq2seq(),
-            presets: ["pre", "post", "deepnorm", "admin"]
-                .map(String::from)
-                .to_vec(),
+            presets: common::presets(&["pre", "post", "deepnorm", "admin"]),
             depth: 30,
             lr: 1e-3,
             warmup: 100,
@@ -138,7 +137,7 @@ impl super::AnalysisConfig for Config {
                 eval_every: 10,
                 ..Tier::seq2seq()
             },
-            presets: ["pre", "post"].map(String::from).to_vec(),
+            presets: common::presets(&["pre", "post"]),
             depth: 10,
             warmup: 10,
             seeds: 3,
@@ -157,10 +156,10 @@ impl super::AnalysisConfig for Config {
             ));
         }
         for p in [CLAIM_PRESET, CONTRAST_PRESET] {
-            if !self.presets.iter().any(|x| x == p) {
+            if !self.presets.contains(&p) {
                 return Err(Error::invalid(
                     "encoder-decoder.presets",
-                    self.presets.join(","),
+                    common::names(&self.presets),
                     "a list including pre and post (the claim compares them)",
                 ));
             }
@@ -179,10 +178,10 @@ impl super::AnalysisConfig for Config {
 }
 
 fn run(c: &Config, out: &mut Out) -> Result<()> {
-    let jobs: Vec<(String, u64)> = c
+    let jobs: Vec<(&'static Preset, u64)> = c
         .presets
         .iter()
-        .flat_map(|p| (0..c.seeds).map(move |s| (p.clone(), s)))
+        .flat_map(|&p| (0..c.seeds).map(move |s| (p, s)))
         .collect();
     let bar = DelayedBar::training(jobs.len() as u64, "runs");
     let prepared = Prepared::new(&c.base()?, jobs.len())?;
@@ -324,7 +323,7 @@ fn family(df: &DataFrame) -> Result<(Family, String)> {
     let comparisons: Vec<Comparison> = steps
         .iter()
         .map(|&step| {
-            let diffs = values(&ratios(df, CLAIM_PRESET, step)?);
+            let diffs = values(&ratios(df, CLAIM_PRESET.name, step)?);
             Ok(Comparison {
                 name: format!("update {step}{}", unknown_note(&diffs)),
                 diffs,
@@ -336,13 +335,13 @@ fn family(df: &DataFrame) -> Result<(Family, String)> {
     let mut context = Vec::new();
     if let Some(&last) = steps.last() {
         let (post, pre) = (
-            ratios(df, CLAIM_PRESET, last)?,
-            ratios(df, CONTRAST_PRESET, last)?,
+            ratios(df, CLAIM_PRESET.name, last)?,
+            ratios(df, CONTRAST_PRESET.name, last)?,
         );
         if let Some(m) = median_ci(&values(&pre)) {
             context.push(format!(
                 "{} log10 ratio at update {last}: {} [{}, {}]",
-                common::label(CONTRAST_PRESET),
+                CONTRAST_PRESET.label,
                 normscope_core::output::latex::plain(m.estimate),
                 normscope_core::output::latex::plain(m.lo),
                 normscope_core::output::latex::plain(m.hi)
@@ -373,9 +372,9 @@ fn family(df: &DataFrame) -> Result<(Family, String)> {
 fn profile(c: &Config, out: &mut Out, runs: &[Outcome]) -> Result<()> {
     let top = 5 * c.layers() + 2;
     // (preset, step, layer, median, lo, hi, values)
-    let mut rows: Vec<(String, u64, usize, f64, f64, f64, usize)> = Vec::new();
-    for p in &c.presets {
-        let mine: Vec<&Outcome> = runs.iter().filter(|o| o.cell.preset == *p).collect();
+    let mut rows: Vec<(&'static Preset, u64, usize, f64, f64, f64, usize)> = Vec::new();
+    for &p in &c.presets {
+        let mine: Vec<&Outcome> = runs.iter().filter(|o| o.cell.preset == p).collect();
         let mut steps: Vec<u64> = mine
             .first()
             .map_or(Vec::new(), |o| o.stream.iter().map(|x| x.0).collect());
@@ -393,7 +392,7 @@ fn profile(c: &Config, out: &mut Out, runs: &[Outcome]) -> Result<()> {
                     .filter_map(|o| Obs::exact(stream(o, step, l)? / stream(o, step, top)?))
                     .collect();
                 if let Some(m) = median_ci(&v) {
-                    rows.push((p.clone(), step, l, m.estimate, m.lo, m.hi, m.n));
+                    rows.push((p, step, l, m.estimate, m.lo, m.hi, m.n));
                 }
             }
         }
@@ -401,7 +400,7 @@ fn profile(c: &Config, out: &mut Out, runs: &[Outcome]) -> Result<()> {
     let seeds = super::tier::seed_range(&(0..c.seeds).collect::<Vec<_>>());
     let keys: Vec<RunKey> = rows
         .iter()
-        .map(|r| RunKey::new(&c.tier, &c.cell(&r.0), &seeds))
+        .map(|r| RunKey::new(&c.tier, &c.cell(r.0), &seeds))
         .collect();
     let mut cols = key_columns(&keys);
     cols.extend([
@@ -441,7 +440,7 @@ fn profile(c: &Config, out: &mut Out, runs: &[Outcome]) -> Result<()> {
             .map(|r| common::drawn((r.2 as f64, r.3, r.4, r.5), r.6))
             .filter(|p| p.1 > 0.0 && p.2 > 0.0)
             .collect();
-        plot.series.push(Series::points(common::label(p), i, &pts));
+        plot.series.push(Series::points(p.label, i, &pts));
     }
     out.figure("stream_gradient_profile", &plot)
 }
@@ -468,7 +467,7 @@ fn ratio_figure(c: &Config, out: &mut Out, g: &DataFrame) -> Result<()> {
         let pts: Vec<(f64, f64, f64, f64)> = steps
             .iter()
             .filter_map(|&s| {
-                let v: Vec<Obs> = ratios(g, p, s).ok()?.iter().map(|x| x.1).collect();
+                let v: Vec<Obs> = ratios(g, p.name, s).ok()?.iter().map(|x| x.1).collect();
                 let m = median_ci(&v)?;
                 let e = |x: f64| 10f64.powf(x);
                 let (x, est, lo, hi) = common::drawn((s as f64, m.estimate, m.lo, m.hi), m.n);
@@ -480,7 +479,7 @@ fn ratio_figure(c: &Config, out: &mut Out, g: &DataFrame) -> Result<()> {
                 ))
             })
             .collect();
-        plot.series.push(Series::points(common::label(p), i, &pts));
+        plot.series.push(Series::points(p.label, i, &pts));
     }
     out.figure("decoder_gradient_ratio", &plot)
 }

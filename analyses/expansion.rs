@@ -13,6 +13,7 @@ use super::{Analysis, Out};
 use normscope_core::branch::BranchModel;
 use normscope_core::output::latex::{Cell, Table};
 use normscope_core::output::table::column;
+use normscope_core::placement::Preset;
 use normscope_core::symbolic::expr::Exp;
 use normscope_core::symbolic::render::{Format, latex_align, latex_term, render};
 use normscope_core::symbolic::{self, Expr, Poly, Subs, Sym};
@@ -42,7 +43,7 @@ pub const ANALYSIS: Analysis = Analysis {
 /// assert_eq!(c, Config::default());
 /// assert_eq!(c.depth, 4);
 /// assert_eq!(c.presets.len(), 8);
-/// assert_eq!(c.presets[7], "rezero");
+/// assert_eq!(c.presets[7].name, "rezero");
 /// assert_eq!(Config::quick(), c); // no reduced defaults
 /// c.check()?;
 /// # Ok::<(), normscope_core::Error>(())
@@ -51,7 +52,7 @@ pub const ANALYSIS: Analysis = Analysis {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Presets to expand (branches need a constant gain: linear or relu-mlp).
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Depth L (small: one coefficient per source is printed).
     pub depth: usize,
     /// The network.
@@ -61,11 +62,9 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            presets: [
+            presets: common::presets(&[
                 "pre", "post", "deepnorm", "sandwich", "admin", "mixln", "lns", "rezero",
-            ]
-            .map(String::from)
-            .to_vec(),
+            ]),
             depth: 4,
             model: Model::seeds(),
         }
@@ -140,16 +139,13 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         &["coefficient", "exact", "seeds", "equal"],
     );
     let mut notes = Vec::new();
-    for p in common::resolve(&c.presets)? {
+    for &p in &c.presets {
         let spec = model.stack(p)?;
         let branch = BranchModel::new(&model.branch, spec.beta, model.inputs.q0, model.inputs.c0);
         let ex = symbolic::expand(&spec, &branch, model.inputs.q0, &Subs::default())?;
         let alpha = ex.values[Sym::Alpha.index()];
-        let name = &spec.preset;
-        doc.push_str(&format!(
-            "\n% {} ({name}), exact at init:\n",
-            common::label(name)
-        ));
+        let name = p.name;
+        doc.push_str(&format!("\n% {} ({name}), exact at init:\n", p.label));
         doc.push_str(&String::from_utf8_lossy(&render(
             p,
             &model,
@@ -167,7 +163,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 )));
             }
             let v = ex.value(j);
-            preset.push(name.clone());
+            preset.push(p);
             source.push(j as u64);
             text.push(ex.coefs[j].text());
             tex.push(ex.coefs[j].latex());
@@ -186,7 +182,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 };
                 seed_terms.push(latex_term(st, &b));
                 if j == 0 {
-                    table.group(common::tex_label(name));
+                    table.group(common::tex_label(p));
                 }
                 table.row(vec![
                     Cell::Text(format!("$C_{{{},{j}}}$", ex.depth)),
@@ -209,8 +205,8 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     // substitutes this branch's g).
     let n = source.len();
     let mut df = DataFrame::new_infer_height(vec![
-        column("preset", preset.iter().map(|s| s.as_str())),
-        column("label", preset.iter().map(|s| common::label(s))),
+        column("preset", preset.iter().map(|p| p.name)),
+        column("label", preset.iter().map(|p| p.label)),
         column("branch", std::iter::repeat_n(model.branch.kind.name(), n)),
         column("init", std::iter::repeat_n(model.branch.init.name(), n)),
         column("g", std::iter::repeat_n(gain, n)),

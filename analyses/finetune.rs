@@ -42,6 +42,7 @@ use crate::runner::data::Data;
 use normscope_core::monte_carlo::precision::Precision;
 use normscope_core::output::progress::DelayedBar;
 use normscope_core::output::table::column;
+use normscope_core::placement::Preset;
 use normscope_core::stats::median_ci::median_ci;
 use normscope_core::stats::obs::Obs;
 use normscope_core::stats::verdict::{Claimed, Comparison, Family};
@@ -125,9 +126,9 @@ impl Config {
         Ok(b)
     }
 
-    fn cell(&self, preset: &str, lr: f64) -> Cell {
+    fn cell(&self, preset: &'static Preset, lr: f64) -> Cell {
         Cell {
-            preset: preset.into(),
+            preset,
             depth: self.depth(),
             optimizer: "adam".into(),
             lr,
@@ -141,7 +142,7 @@ impl super::AnalysisConfig for Config {
         Config {
             tier: TierSet {
                 tier: super::tier::Tier::lm(),
-                presets: ["pre", "post"].map(String::from).to_vec(),
+                presets: common::presets(&["pre", "post"]),
                 depths: vec![24],
                 lrs: vec![3e-4, 1e-3, 3e-3, 1e-2],
             },
@@ -190,10 +191,10 @@ impl super::AnalysisConfig for Config {
             ));
         }
         for p in ["pre", "post"] {
-            if !self.tier.presets.iter().any(|x| x == p) {
+            if !self.tier.presets.iter().any(|x| x.name == p) {
                 return Err(Error::invalid(
                     "finetune.tier.presets",
-                    self.tier.presets.join(","),
+                    common::names(&self.tier.presets),
                     "a list including pre and post (the claim compares them)",
                 ));
             }
@@ -223,7 +224,7 @@ impl super::AnalysisConfig for Config {
 /// One preset's results: a work unit ([`super::shard`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Job {
-    preset: String,
+    preset: &'static Preset,
     /// `(purpose, outcome)`: pretrain (task A), tuning and finetune and scratch (task A').
     runs: Vec<(String, Outcome)>,
     /// `(stage, seed, ablation costs, angular distances)` at init and after pre-training.
@@ -256,14 +257,14 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     }
     out.read_input(CONV_TUNING)?;
     let tuning = normscope_core::output::table::read_csv(&path)?;
-    let pre_lr: Vec<(String, f64)> = c
+    let pre_lr: Vec<(&'static Preset, f64)> = c
         .tier
         .presets
         .iter()
         .map(|p| {
             Ok((
-                p.clone(),
-                tuned_rate(&tuning, &c.tier.tier.name, p, c.depth())?,
+                *p,
+                tuned_rate(&tuning, &c.tier.tier.name, p.name, c.depth())?,
             ))
         })
         .collect::<Result<_>>()?;
@@ -311,7 +312,7 @@ fn tuned_rate(df: &DataFrame, tier: &str, preset: &str, blocks: usize) -> Result
 fn fine_tune<T: Real>(
     c: &Config,
     s: &Setup,
-    preset: &str,
+    preset: &'static Preset,
     seed: u64,
     lr: f64,
     model: TrainModel<T>,
@@ -346,7 +347,7 @@ fn fine_tune<T: Real>(
 fn pretrain<T: Real>(
     c: &Config,
     s: &Setup,
-    preset: &str,
+    preset: &'static Preset,
     seed: u64,
     lr: f64,
 ) -> Result<(Outcome, TrainModel<T>, TrainModel<T>)> {
@@ -376,7 +377,13 @@ fn pretrain<T: Real>(
     Ok((o, t.model, init))
 }
 
-fn job<T: Real>(c: &Config, s: &Setup, preset: &str, pre_lr: f64, bar: &DelayedBar) -> Result<Job> {
+fn job<T: Real>(
+    c: &Config,
+    s: &Setup,
+    preset: &'static Preset,
+    pre_lr: f64,
+    bar: &DelayedBar,
+) -> Result<Job> {
     use normscope_core::monte_carlo::Progress;
     let tick = |o: Result<Outcome>| {
         bar.tick();
@@ -450,7 +457,7 @@ fn job<T: Real>(c: &Config, s: &Setup, preset: &str, pre_lr: f64, bar: &DelayedB
         depth_use.push(b);
     }
     Ok(Job {
-        preset: preset.into(),
+        preset,
         runs,
         depth_use,
         lr,
@@ -541,12 +548,15 @@ fn family(df: &DataFrame) -> Result<(Family, String)> {
         }],
     );
     let mut transfer = Vec::new();
-    for preset in ["pre", "post"] {
-        let d = pair(&arm(preset, "scratch"), &arm(preset, "finetune"))?;
+    for preset in [
+        normscope_core::placement::PRE,
+        normscope_core::placement::POST,
+    ] {
+        let d = pair(&arm(preset.name, "scratch"), &arm(preset.name, "finetune"))?;
         if let Some(m) = median_ci(&d) {
             transfer.push(format!(
                 "{} scratch - fine-tuned {} [{}, {}]",
-                common::label(preset),
+                preset.label,
                 normscope_core::output::latex::plain(m.estimate),
                 normscope_core::output::latex::plain(m.lo),
                 normscope_core::output::latex::plain(m.hi)
@@ -557,17 +567,13 @@ fn family(df: &DataFrame) -> Result<(Family, String)> {
 }
 
 fn depth_use(c: &Config, out: &mut Out, jobs: &[Job]) -> Result<()> {
-    let mut rows: Vec<(String, String, u64, usize, f64, f64)> = Vec::new();
+    let mut rows: Vec<(&'static Preset, String, u64, usize, f64, f64)> = Vec::new();
     let mut keys = Vec::new();
     for j in jobs {
         for (stage, seed, cost, ang) in &j.depth_use {
             for (l, (a, b)) in cost.iter().zip(ang).enumerate() {
-                rows.push((j.preset.clone(), stage.clone(), *seed, l + 1, *a, *b));
-                keys.push(RunKey::new(
-                    &c.tier.tier,
-                    &c.cell(&j.preset, j.pre_lr),
-                    seed,
-                ));
+                rows.push((j.preset, stage.clone(), *seed, l + 1, *a, *b));
+                keys.push(RunKey::new(&c.tier.tier, &c.cell(j.preset, j.pre_lr), seed));
             }
         }
     }
@@ -614,7 +620,7 @@ fn depth_use(c: &Config, out: &mut Out, jobs: &[Job]) -> Result<()> {
                 })
                 .filter(|p| p.2.is_finite() && p.3.is_finite())
                 .collect();
-            plot.series.push(Series::points(common::label(p), i, &pts));
+            plot.series.push(Series::points(p.label, i, &pts));
         }
         out.figure(metric, &plot)?;
     }

@@ -50,6 +50,7 @@ use normscope_core::monte_carlo::{McConfig, RawMc};
 use normscope_core::output::latex::plain as sig;
 use normscope_core::output::latex::{Cell, Table};
 use normscope_core::output::table::column;
+use normscope_core::placement::Preset;
 use normscope_core::profile::Row;
 use normscope_core::theory::finite_width;
 use normscope_core::{Error, Result};
@@ -108,7 +109,7 @@ pub const ANALYSIS: Analysis = Analysis {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Presets.
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Depths L.
     pub depths: Vec<usize>,
     /// Widths d.
@@ -140,9 +141,7 @@ pub struct Config {
 impl super::AnalysisConfig for Config {
     fn full() -> Self {
         Config {
-            presets: ["pre", "post", "deepnorm", "admin"]
-                .map(String::from)
-                .to_vec(),
+            presets: common::presets(&["pre", "post", "deepnorm", "admin"]),
             depths: vec![8, 16, 32, 64, 128, 256, 512, 1024],
             widths: vec![32, 64, 128, 256, 512, 1024],
             max_entries: 1 << 26,
@@ -230,7 +229,7 @@ impl Config {
 /// One measured quantity of one cell.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Point {
-    preset: String,
+    preset: &'static Preset,
     metric: Metric,
     depth: usize,
     width: usize,
@@ -266,19 +265,19 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let mut cells = Vec::new();
     let mut skipped = Vec::new();
     let metrics: Vec<Metric> = QUANTITIES.iter().map(|q| q.0).collect();
-    for p in &c.presets {
+    for &p in &c.presets {
         for &d in &c.widths {
             for &l in &c.depths {
                 if Config::entries(l, d) > c.max_entries {
-                    skipped.push((p.clone(), l, d));
+                    skipped.push((p, l, d));
                 } else {
-                    cells.push((p.clone(), l, d));
+                    cells.push((p, l, d));
                 }
             }
         }
     }
     // A cell's cost: networks x blocks x d^2 entries per weight matrix.
-    let cost = |&(_, l, d): &(String, usize, usize)| (c.samples(l, d) * l * d * d) as f64;
+    let cost = |&(_, l, d): &(&'static Preset, usize, usize)| (c.samples(l, d) * l * d * d) as f64;
     let Some(cells) = out.units::<_, Vec<Point>>("cells", &cells, cost, |mine| {
         mine.iter()
             .map(|(p, l, d)| {
@@ -301,7 +300,13 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
 }
 
 /// Both engines at one (L, d) for preset `p`.
-fn cell(c: &Config, p: &str, metrics: &[Metric], l: usize, d: usize) -> Result<Vec<Point>> {
+fn cell(
+    c: &Config,
+    p: &'static Preset,
+    metrics: &[Metric],
+    l: usize,
+    d: usize,
+) -> Result<Vec<Point>> {
     let s = c.samples(l, d);
     let mc = c.mc(d, s);
     let raw = RawModel {
@@ -309,7 +314,7 @@ fn cell(c: &Config, p: &str, metrics: &[Metric], l: usize, d: usize) -> Result<V
         ..c.model.raw(l, &mc)
     };
     let layers = LayerSpec::List(vec![0, 1, l]);
-    let presets = [p.to_string()];
+    let presets = [p];
     let theory = common::theory(&presets, &raw, metrics, &layers)?;
     let cfg = McConfig::new(
         &raw,
@@ -321,10 +326,9 @@ fn cell(c: &Config, p: &str, metrics: &[Metric], l: usize, d: usize) -> Result<V
         },
     )?;
     let mut notes = Vec::new();
-    let resolved = common::resolve(&presets)?;
-    let mcr = normscope_core::tables::mc_rows(&resolved, &cfg, metrics, &layers, &mut notes)?;
+    let mcr = normscope_core::tables::mc_rows(&presets, &cfg, metrics, &layers, &mut notes)?;
     let model = raw.check()?;
-    let spec = model.stack(resolved[0])?;
+    let spec = model.stack(p)?;
     let correction = reason(NormUse::FiniteWidth {
         spec: &spec,
         branch: model.branch.kind,
@@ -358,7 +362,7 @@ fn cell(c: &Config, p: &str, metrics: &[Metric], l: usize, d: usize) -> Result<V
             .and_then(|k| m.correction_factor(k, layer as usize))
             .map(|f| t.value * f);
         pts.push(Point {
-            preset: p.to_string(),
+            preset: p,
             metric: m,
             depth: l,
             width: d,
@@ -377,13 +381,13 @@ fn write_cells(
     c: &Config,
     out: &mut Out,
     pts: &[Point],
-    skipped: &[(String, usize, usize)],
+    skipped: &[(&'static Preset, usize, usize)],
 ) -> Result<()> {
     let dev: Vec<(f64, f64, f64)> = pts.iter().map(Point::deviation).collect();
     let cdev: Vec<Option<(f64, f64, f64)>> =
         pts.iter().map(|p| p.corrected.map(|t| p.dev(t))).collect();
     let mut df = super::training::frame(vec![
-        column("preset", pts.iter().map(|p| p.preset.clone())),
+        column("preset", pts.iter().map(|p| p.preset.name)),
         column("metric", pts.iter().map(|p| p.metric.name().to_string())),
         column("depth", pts.iter().map(|p| p.depth as u64)),
         column("width", pts.iter().map(|p| p.width as u64)),
@@ -414,7 +418,7 @@ fn write_cells(
         )
     };
     let mut sk = DataFrame::new_infer_height(vec![
-        column("preset", skipped.iter().map(|s| s.0.clone())),
+        column("preset", skipped.iter().map(|s| s.0.name)),
         column("depth", skipped.iter().map(|s| s.1 as u64)),
         column("width", skipped.iter().map(|s| s.2 as u64)),
         column("reason", skipped.iter().map(|s| why(s.1, s.2))),
@@ -433,7 +437,7 @@ fn write_cells(
 /// use normscope_core::metrics::Metric;
 /// let (a_ci, kappa_ci) = ((0.5, 1.5), (-0.1, 0.2));
 /// let law = Law {
-///     preset: "post".into(),
+///     preset: normscope_core::placement::POST,
 ///     metric: Metric::GradSq,
 ///     estimator: "exact".into(),
 ///     cells: 12,
@@ -462,7 +466,7 @@ fn write_cells(
 #[derive(Clone, Debug)]
 pub struct Law {
     /// Preset.
-    pub preset: String,
+    pub preset: &'static Preset,
     /// Metric.
     pub metric: Metric,
     /// The Monte Carlo estimator of every fitted cell (one per law: the configuration check keeps
@@ -629,7 +633,7 @@ fn laws(c: &Config, all: &[Point]) -> Vec<Law> {
         for &(m, _, _) in &QUANTITIES {
             let pts: Vec<&Point> = all
                 .iter()
-                .filter(|x| &x.preset == p && x.metric == m && x.mc / x.theory > 0.0)
+                .filter(|x| x.preset == *p && x.metric == m && x.mc / x.theory > 0.0)
                 .collect();
             let fit_pts: Vec<&Point> = pts.iter().copied().filter(|x| fitted(x)).collect();
             if fit_pts.len() < 3 {
@@ -669,7 +673,7 @@ fn laws(c: &Config, all: &[Point]) -> Vec<Law> {
                 .filter(|&w| w >= widths(f64::min) && w <= widths(f64::max));
             let x_of = |g: fn(f64, f64) -> f64| pts.iter().map(|x| x.x()).fold(f64::NAN, g);
             out.push(Law {
-                preset: p.clone(),
+                preset: p,
                 metric: m,
                 estimator: fit_pts[0].estimator.clone(),
                 cells: fit_pts.len(),
@@ -699,7 +703,7 @@ fn laws(c: &Config, all: &[Point]) -> Vec<Law> {
 fn write_laws(c: &Config, out: &mut Out, laws: &[Law]) -> Result<()> {
     let inside = |v: Option<f64>, ci: (f64, f64)| v.map(|v| ci.0 <= v && v <= ci.1);
     let mut df = super::training::frame(vec![
-        column("preset", laws.iter().map(|l| l.preset.clone())),
+        column("preset", laws.iter().map(|l| l.preset.name)),
         column("metric", laws.iter().map(|l| l.metric.name().to_string())),
         column("estimator", laws.iter().map(|l| l.estimator.clone())),
         column("law", laws.iter().map(|_| LAW.to_string())),
@@ -763,7 +767,7 @@ fn write_laws(c: &Config, out: &mut Out, laws: &[Law]) -> Result<()> {
     let mut preset = None;
     for l in laws {
         if preset != Some(&l.preset) {
-            t.group(common::tex_label(&l.preset));
+            t.group(common::tex_label(l.preset));
             preset = Some(&l.preset);
         }
         // Each coefficient and its interval to the place of the interval's half-width.
@@ -783,17 +787,17 @@ fn write_coverage(c: &Config, out: &mut Out, pts: &[Point]) -> Result<()> {
         for &(m, _, _) in &QUANTITIES {
             let mut xs: Vec<f64> = pts
                 .iter()
-                .filter(|x| &x.preset == p && x.metric == m)
+                .filter(|x| x.preset == *p && x.metric == m)
                 .map(Point::x)
                 .collect();
             xs.sort_by(f64::total_cmp);
             xs.dedup();
-            rows.extend(xs.into_iter().map(|x| (p.as_str(), m, x)));
+            rows.extend(xs.into_iter().map(|x| (p.name, m, x)));
         }
     }
     let group = |k: &(&str, Metric, f64)| -> Vec<&Point> {
         pts.iter()
-            .filter(|p| p.preset == k.0 && p.metric == k.1 && p.x().total_cmp(&k.2).is_eq())
+            .filter(|p| p.preset.name == k.0 && p.metric == k.1 && p.x().total_cmp(&k.2).is_eq())
             .collect()
     };
     let share =
@@ -828,10 +832,10 @@ fn figures(c: &Config, out: &mut Out, pts: &[Point], laws: &[Law]) -> Result<()>
             .presets
             .iter()
             .map(|p| Panel {
-                title: common::label(p).to_string(),
+                title: p.label.to_string(),
                 cells: pts
                     .iter()
-                    .filter(|x| &x.preset == p && x.metric == m)
+                    .filter(|x| x.preset == *p && x.metric == m)
                     .map(|x| {
                         let xi = c.widths.iter().position(|&d| d == x.width).unwrap_or(0);
                         let yi = c.depths.iter().position(|&l| l == x.depth).unwrap_or(0);
@@ -867,13 +871,13 @@ fn figures(c: &Config, out: &mut Out, pts: &[Point], laws: &[Law]) -> Result<()>
         );
         plot.y_log = true;
         for (i, p) in c.presets.iter().enumerate() {
-            let Some(l) = laws.iter().find(|l| &l.preset == p && l.metric == m) else {
+            let Some(l) = laws.iter().find(|l| l.preset == *p && l.metric == m) else {
                 continue;
             };
             let a = l.fit.0;
             let dots: Vec<(f64, f64, f64, f64)> = pts
                 .iter()
-                .filter(|x| &x.preset == p && x.metric == m && x.mc / x.theory > 0.0)
+                .filter(|x| x.preset == *p && x.metric == m && x.mc / x.theory > 0.0)
                 .filter_map(|x| {
                     let b = a / x.width as f64;
                     let y = log_ratio(x) - b;
@@ -889,7 +893,7 @@ fn figures(c: &Config, out: &mut Out, pts: &[Point], laws: &[Law]) -> Result<()>
                     (y != 0.0 && y.is_finite()).then_some((x.x(), y.abs(), s, t))
                 })
                 .collect();
-            plot.series.push(Series::points(common::label(p), i, &dots));
+            plot.series.push(Series::points(p.label, i, &dots));
             let (lo, hi) = (l.min_x.ln(), l.max_x.min(FIT_MAX_L_OVER_D).ln());
             let curve: Vec<(f64, f64)> = (0..=40)
                 .map(|j| {
@@ -899,7 +903,7 @@ fn figures(c: &Config, out: &mut Out, pts: &[Point], laws: &[Law]) -> Result<()>
                 .filter(|q| q.1 > 0.0)
                 .collect();
             plot.series.push(Series::line(
-                format!("{} fit, kappa = {}", common::label(p), tick(l.fit.1)),
+                format!("{} fit, kappa = {}", p.label, tick(l.fit.1)),
                 i,
                 curve,
             ));
@@ -919,7 +923,7 @@ fn figures(c: &Config, out: &mut Out, pts: &[Point], laws: &[Law]) -> Result<()>
 /// does not cover are left out.
 pub(crate) fn region_note(
     d: &crate::runner::data::Data,
-    items: &[(&str, Metric, u64, u64)],
+    items: &[(&'static Preset, Metric, u64, u64)],
 ) -> Result<String> {
     let df = d.frame(&format!("{}/deviation.csv", ANALYSIS.id))?;
     let sk = d.frame(&format!("{}/skipped.csv", ANALYSIS.id))?;
@@ -955,12 +959,12 @@ pub(crate) fn region_note(
     };
     let mut parts = Vec::new();
     for &(preset, metric, depth, width) in items {
-        if !(0..df.height()).any(|i| p[i] == preset && m[i] == metric.name()) {
+        if !(0..df.height()).any(|i| p[i] == preset.name && m[i] == metric.name()) {
             continue;
         }
         let what = format!(
             "{} {} at L = {depth}, d = {width}",
-            common::label(preset),
+            preset.label,
             metric.name()
         );
         let (Some(ls), Some(ws)) = (bracket(&depths, depth), bracket(&widths, width)) else {
@@ -976,8 +980,9 @@ pub(crate) fn region_note(
         let mut cells = Vec::new();
         for &bl in &ls {
             for &bw in &ws {
-                let i = (0..df.height())
-                    .find(|&i| p[i] == preset && m[i] == metric.name() && l[i] == bl && w[i] == bw);
+                let i = (0..df.height()).find(|&i| {
+                    p[i] == preset.name && m[i] == metric.name() && l[i] == bl && w[i] == bw
+                });
                 match i {
                     Some(i) => {
                         let v = describes(lo[i], hi[i]);
@@ -1034,7 +1039,7 @@ mod tests {
 
     fn point(l: usize, d: usize, mc: f64) -> Point {
         Point {
-            preset: "post".into(),
+            preset: normscope_core::placement::POST,
             metric: Metric::GradSq,
             depth: l,
             width: d,

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 /// use normscope_analyses::tier::Tier;
 /// use normscope_core::train::sweep::Cell;
 /// let cell = Cell {
-///     preset: "post".into(),
+///     preset: normscope_core::placement::POST,
 ///     depth: 8,
 ///     optimizer: "adam".into(),
 ///     lr: 1e-3,
@@ -75,7 +75,7 @@ pub struct SearchCell {
 ///     one(1, Some(4.0), None, Censor::Above, &[(1.0, true), (4.0, true)]),
 /// ]];
 /// let cell = Cell {
-///     preset: "post".into(),
+///     preset: normscope_core::placement::POST,
 ///     depth: 8,
 ///     optimizer: "adam".into(),
 ///     lr: 1e-3,

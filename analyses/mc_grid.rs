@@ -56,6 +56,7 @@ use normscope_core::metrics::Metric;
 use normscope_core::model::RawModel;
 use normscope_core::monte_carlo::{McConfig, MonteCarlo, RawMc};
 use normscope_core::output::table;
+use normscope_core::placement::Preset;
 use normscope_core::profile::{EngineKind, Row};
 use normscope_core::spec::NormKind;
 use normscope_core::{Error, Result};
@@ -118,7 +119,7 @@ const FIELDS: &[(&str, &str)] = &[
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Presets (grid).
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Depths L (grid).
     pub depths: Vec<usize>,
     /// Widths d (grid).
@@ -155,13 +156,14 @@ pub struct Config {
 /// use normscope_analyses::mc_grid::{Cell, Config};
 /// let cells = Config::quick().cells(); // presets, then depths, then widths
 /// assert_eq!(cells.len(), 4);
-/// assert_eq!(cells[0], Cell { preset: "pre".into(), depth: 4, width: 16 });
-/// assert_eq!(cells[3], Cell { preset: "post".into(), depth: 8, width: 16 });
+/// let (pre, post) = (normscope_core::placement::PRE, normscope_core::placement::POST);
+/// assert_eq!(cells[0], Cell { preset: pre, depth: 4, width: 16 });
+/// assert_eq!(cells[3], Cell { preset: post, depth: 8, width: 16 });
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cell {
     /// Preset.
-    pub preset: String,
+    pub preset: &'static Preset,
     /// Depth L.
     pub depth: usize,
     /// Width d.
@@ -237,11 +239,11 @@ impl Config {
     /// Every cell, in grid order (presets, then depths, then widths).
     pub fn cells(&self) -> Vec<Cell> {
         let mut v = Vec::new();
-        for p in &self.presets {
+        for &p in &self.presets {
             for &depth in &self.depths {
                 for &width in &self.widths {
                     v.push(Cell {
-                        preset: p.clone(),
+                        preset: p,
                         depth,
                         width,
                     });
@@ -317,8 +319,7 @@ impl Config {
         let layers = self.layer_spec(cell.depth)?;
         let r = || -> Result<McConfig> {
             let cfg = self.mc_config(cell)?;
-            cfg.model
-                .stack(common::resolve(std::slice::from_ref(&cell.preset))?[0])?;
+            cfg.model.stack(cell.preset)?;
             normscope_core::tables::check_mc_fits(&cfg, metrics, &layers)?;
             Ok(cfg)
         };
@@ -330,7 +331,7 @@ impl Config {
 impl super::AnalysisConfig for Config {
     fn full() -> Self {
         Config {
-            presets: ["pre", "post", "deepnorm"].map(String::from).to_vec(),
+            presets: common::presets(&["pre", "post", "deepnorm"]),
             depths: vec![8, 32],
             widths: vec![32, 64],
             branch: "relu-mlp".into(),
@@ -348,7 +349,7 @@ impl super::AnalysisConfig for Config {
 
     fn quick() -> Self {
         Config {
-            presets: ["pre", "post"].map(String::from).to_vec(),
+            presets: common::presets(&["pre", "post"]),
             depths: vec![4, 8],
             widths: vec![16],
             samples: 4,
@@ -364,9 +365,6 @@ impl super::AnalysisConfig for Config {
                 "a non-empty list of presets",
             ));
         }
-        for p in &self.presets {
-            normscope_core::placement::find(p).map_err(|e| rename(e, FIELDS, ""))?;
-        }
         distinct("mc-grid.presets", &self.presets)?;
         super::common::check_depths("mc-grid.depths", &self.depths)?;
         distinct("mc-grid.depths", &self.depths)?;
@@ -379,7 +377,7 @@ impl super::AnalysisConfig for Config {
         let metrics = self.metric_list()?;
         for cell in self.cells() {
             self.check_cell(&cell, &metrics)?;
-            check_norm(&cell.preset, self.norm)?;
+            cell.preset.check_norm(self.norm, "mc-grid.norm")?;
         }
         Ok(())
     }
@@ -387,12 +385,6 @@ impl super::AnalysisConfig for Config {
     fn seeds(&self) -> Vec<u64> {
         vec![self.seed]
     }
-}
-
-/// A placement file's preset keeps its own norm kind (`normscope mc --norm`'s rule,
-/// [`normscope_core::placement::Preset::check_norm`]): `norm` must be that kind or `identity`.
-fn check_norm(preset: &str, norm: NormKind) -> Result<()> {
-    normscope_core::placement::find(preset)?.check_norm(norm, "mc-grid.norm")
 }
 
 /// A [`Row`] without its [`Setup`](normscope_core::profile::Setup) (which the merge rebuilds from the
@@ -476,7 +468,7 @@ fn compute(c: &Config, metrics: &[Metric], cells: &[Cell]) -> Result<Vec<Vec<Row
             let (cfg, layers) = c.check_cell(cell, metrics)?;
             let mut notes = Vec::new();
             let mut rows = normscope_core::tables::mc_rows(
-                &common::resolve(std::slice::from_ref(&cell.preset))?,
+                &[cell.preset],
                 &cfg,
                 metrics,
                 &layers,
@@ -509,7 +501,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             cfg: &cfg,
             progress: &(),
         };
-        let preset = common::resolve(std::slice::from_ref(&cell.preset))?[0];
+        let preset = cell.preset;
         let setup = Arc::new(engine.setup(&cfg.model.stack(preset)?));
         for d in data {
             rows.push(d.row(&setup)?);

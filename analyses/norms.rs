@@ -32,6 +32,7 @@ use normscope_core::metrics::Metric;
 use normscope_core::monte_carlo::{McConfig, RawMc};
 use normscope_core::output::latex::{Cell, Table};
 use normscope_core::output::table::column;
+use normscope_core::placement::Preset;
 use normscope_core::profile::Row;
 use normscope_core::spec::{NormKind, NormStatistic};
 use normscope_core::stats::verdict::{Assessed, Claimed, Comparison, Family, Outcome};
@@ -89,7 +90,7 @@ pub const SAME_FACTOR_REL: f64 = 0.1;
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Presets: must include `pre`, `post` and `deepnorm` (the claims compare them).
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Depth L.
     pub depth: usize,
     /// Norms; the first is the reference the others are compared with (LayerNorm).
@@ -157,9 +158,8 @@ impl WarmupPart {
 
 impl super::AnalysisConfig for Config {
     fn full() -> Self {
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         Config {
-            presets: s(&["pre", "post", "deepnorm"]),
+            presets: common::presets(&["pre", "post", "deepnorm"]),
             depth: 64,
             // Every norm but the identity, LayerNorm (the reference) first.
             norms: NormKind::ALL
@@ -221,7 +221,7 @@ impl super::AnalysisConfig for Config {
     fn check(&self) -> Result<()> {
         common::check_depths("norms.depth", &[self.depth])?;
         for p in ["pre", "post", "deepnorm"] {
-            if !self.presets.iter().any(|q| q == p) {
+            if !self.presets.iter().any(|q| q.name == p) {
                 return Err(Error::invalid(
                     "norms.presets",
                     format!("{:?}", self.presets),
@@ -246,7 +246,7 @@ impl super::AnalysisConfig for Config {
         for &n in &self.norms {
             // The model, groups and batch as run, every preset, and a network's size.
             let cfg = self.mc_config(n)?;
-            for p in common::resolve(&self.presets)? {
+            for &p in &self.presets {
                 cfg.model.stack(p)?;
             }
             normscope_core::monte_carlo::size::check_mc(&cfg, self.depth, &METRICS, 0)?;
@@ -999,7 +999,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         let cfg = c.mc_config(n)?;
         let mut notes = Vec::new();
         let rows = normscope_core::tables::mc_rows(
-            &common::resolve(&c.presets)?,
+            &c.presets,
             &cfg,
             &METRICS,
             &LayerSpec::All,
@@ -1065,8 +1065,8 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         plot.y_log = true;
         plot.x_log = false;
         for (i, p) in c.presets.iter().enumerate() {
-            let pts = by_layer(&all, p, Metric::WeightGradSq, NormKind::Batch);
-            let label = common::label(p).replace("-LN", "-BN");
+            let pts = by_layer(&all, p.name, Metric::WeightGradSq, NormKind::Batch);
+            let label = p.label.replace("-LN", "-BN");
             plot.series.push(Series::line(label, i, pts));
         }
         out.figure("batch_norm_by_placement", &plot)?;
@@ -1168,7 +1168,7 @@ fn warmup_part(c: &Config, out: &mut Out, v: Vec<NormVerdict>) -> Result<Vec<Nor
             [0, w.warmup].map(|warmup| SearchCell {
                 tier: t,
                 cell: TrainCell {
-                    preset: "post".into(),
+                    preset: normscope_core::placement::POST,
                     depth: w.depth,
                     optimizer: "adam".into(),
                     lr: w.search.start,

@@ -38,6 +38,7 @@ use super::{Analysis, Out};
 use crate::runner::data::Data;
 use normscope_core::output::progress::DelayedBar;
 use normscope_core::output::table::column;
+use normscope_core::placement::Preset;
 use normscope_core::stats::obs::Obs;
 use normscope_core::stats::verdict::{Assessed, Claimed, Comparison, Family};
 use normscope_core::train::sweep::Cell;
@@ -57,7 +58,7 @@ pub const ANALYSIS: Analysis = Analysis {
 /// Claim 7's smallest effect of interest on a scaling slope.
 pub const SLOPE_SESOI: f64 = 0.2;
 /// The preset claim 7 is about.
-pub const CLAIM_PRESET: &str = "post";
+pub const CLAIM_PRESET: &Preset = normscope_core::placement::POST;
 
 const CONV_RUNS: &str = "data/convergence/runs.csv";
 const CONV_SCALING: &str = "data/convergence/scaling.csv";
@@ -101,7 +102,7 @@ impl Config {
                     v.push(TunedCell {
                         tier: t,
                         cell: Cell {
-                            preset: p.clone(),
+                            preset: p,
                             depth,
                             optimizer: "sgd".into(),
                             lr: s.lrs[0],
@@ -130,7 +131,7 @@ impl super::AnalysisConfig for Config {
                 .tiers
                 .iter()
                 .map(|s| TierSet {
-                    presets: vec![CLAIM_PRESET.into()],
+                    presets: vec![CLAIM_PRESET],
                     lrs: vec![3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0],
                     ..s.clone()
                 })
@@ -146,7 +147,7 @@ impl super::AnalysisConfig for Config {
                 .tiers
                 .iter()
                 .map(|s| TierSet {
-                    presets: vec![CLAIM_PRESET.into()],
+                    presets: vec![CLAIM_PRESET],
                     lrs: vec![3e-2, 3e-1],
                     ..s.clone()
                 })
@@ -330,14 +331,14 @@ fn claim7_families(
     let mut out = Vec::new();
     for tier in tiers {
         let mut depths: Vec<(u64, u64)> = (0..sgd_runs.height())
-            .filter(|&i| t[i] == *tier && p[i] == CLAIM_PRESET)
+            .filter(|&i| t[i] == *tier && p[i] == CLAIM_PRESET.name)
             .map(|i| (b[i] as u64, l[i] as u64))
             .collect();
         depths.sort_unstable();
         depths.dedup();
         let mut comps = Vec::new();
         for &(blocks, layers) in &depths {
-            let at = |opt| (tier.as_str(), CLAIM_PRESET, blocks, opt);
+            let at = |opt| (tier.as_str(), CLAIM_PRESET.name, blocks, opt);
             let sgd_score = values(sgd_runs, at("sgd"), "score", true, None)?;
             let adam_score = values(adam_runs, at("adam"), "score", true, None)?;
             for &step in &steps {
@@ -430,7 +431,7 @@ pub(crate) fn claim7(d: &Data) -> Result<Vec<TierVerdict>> {
             verdict: v.to_string(),
             context: [CONV_STATUS, "optimizers/status.csv"]
                 .iter()
-                .map(|f| super::convergence::edge_note(d, f, &tier, Some(CLAIM_PRESET)))
+                .map(|f| super::convergence::edge_note(d, f, &tier, Some(CLAIM_PRESET.name)))
                 .collect::<Result<Vec<_>>>()?
                 .into_iter()
                 .filter(|x| !x.is_empty())

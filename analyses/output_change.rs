@@ -6,6 +6,7 @@ use super::common::{self, Mc, Model};
 use super::{Analysis, Out};
 use normscope_core::Result;
 use normscope_core::metrics::Metric;
+use normscope_core::placement::Preset;
 use serde::{Deserialize, Serialize};
 
 /// Registry entry.
@@ -38,7 +39,7 @@ pub const ANALYSIS: Analysis = Analysis {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Presets.
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Closed form: log-spaced depths from 1 to this, and the Monte Carlo depths.
     pub max_depth: usize,
     /// Closed form: how many depths.
@@ -54,9 +55,7 @@ pub struct Config {
 impl super::AnalysisConfig for Config {
     fn full() -> Self {
         Config {
-            presets: ["pre", "post", "deepnorm", "sandwich", "admin"]
-                .map(String::from)
-                .to_vec(),
+            presets: common::presets(&["pre", "post", "deepnorm", "sandwich", "admin"]),
             max_depth: 10_000,
             depth_count: 17,
             mc_depths: vec![4, 16, 64, 256],

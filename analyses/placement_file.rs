@@ -9,6 +9,7 @@ use super::common::{self, Mc, Model};
 use super::{Analysis, Out};
 use normscope_core::Result;
 use normscope_core::metrics::Metric;
+use normscope_core::placement::Preset;
 use normscope_core::profile::EngineKind;
 use normscope_figure::{LinePlot, MC_COLOR, Series};
 use serde::{Deserialize, Serialize};
@@ -37,16 +38,18 @@ pub const ANALYSIS: Analysis = Analysis {
 /// ```rust
 /// use normscope_analyses::AnalysisConfig;
 /// use normscope_analyses::placement_file::Config;
+/// Config::setup()?; // loads depth-mup from the embedded file
 /// let c = Config::full();
-/// assert_eq!(c.presets, ["pre", "post", "depth-mup"]);
+/// assert_eq!(c.presets.iter().map(|p| p.name).collect::<Vec<_>>(), ["pre", "post", "depth-mup"]);
 /// assert_eq!((c.max_depth, c.depth_count), (1_000_000, 25));
 /// assert_eq!(Config::quick().mc_depths, vec![4, 16]);
+/// # Ok::<(), normscope_core::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Presets (closed form and Monte Carlo); `depth-mup` comes from [`FILE`].
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Closed form: log-spaced depths from 1 to this.
     pub max_depth: usize,
     /// Closed form: how many depths.
@@ -60,9 +63,13 @@ pub struct Config {
 }
 
 impl super::AnalysisConfig for Config {
+    fn setup() -> Result<()> {
+        normscope_core::placement::load_text(TEXT, FILE).map(drop)
+    }
+
     fn full() -> Self {
         Config {
-            presets: ["pre", "post", "depth-mup"].map(String::from).to_vec(),
+            presets: common::presets(&["pre", "post", "depth-mup"]),
             max_depth: 1_000_000,
             depth_count: 25,
             mc_depths: vec![4, 16, 64, 256],
@@ -80,7 +87,6 @@ impl super::AnalysisConfig for Config {
     }
 
     fn check(&self) -> Result<()> {
-        normscope_core::placement::load_text(TEXT, FILE)?;
         common::check_depths("placement-file.mc_depths", &self.mc_depths)?;
         common::check_depths(
             "placement-file.max_depth/depth_count",
@@ -127,13 +133,14 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             .collect::<Vec<_>>()
     };
     for (i, p) in c.presets.iter().enumerate() {
-        let th = per_block(&theory, p);
+        let th = per_block(&theory, p.name);
         plot.series.push(Series::line(
-            common::label(p),
+            p.label,
             i,
             th.iter().map(|q| (q.0, q.1)).collect(),
         ));
-        plot.series.push(Series::points("", i, &per_block(&mc, p)));
+        plot.series
+            .push(Series::points("", i, &per_block(&mc, p.name)));
     }
     if !mc.is_empty() {
         plot.series

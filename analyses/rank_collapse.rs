@@ -7,6 +7,7 @@ use super::{Analysis, Out};
 use normscope_core::Result;
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
+use normscope_core::placement::Preset;
 use normscope_figure::LinePlot;
 use serde::{Deserialize, Serialize};
 
@@ -40,7 +41,7 @@ pub const ANALYSIS: Analysis = Analysis {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Presets.
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Depth (both engines).
     pub depth: usize,
     /// Init scheme.
@@ -60,9 +61,7 @@ impl Config {
 impl super::AnalysisConfig for Config {
     fn full() -> Self {
         Config {
-            presets: ["pre", "post", "deepnorm", "sandwich"]
-                .map(String::from)
-                .to_vec(),
+            presets: common::presets(&["pre", "post", "deepnorm", "sandwich"]),
             depth: 64,
             init: "xavier".into(),
             norm: normscope_core::spec::NormKind::Layer,

@@ -55,6 +55,7 @@ use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
 use normscope_core::output::latex::{Cell as Tex, Table, plain as sig};
 use normscope_core::output::table::column;
+use normscope_core::placement::Preset;
 use normscope_core::stats::censored;
 use normscope_core::stats::median_ci::median_ci;
 use normscope_core::stats::obs::Obs;
@@ -150,7 +151,7 @@ fn warmup_config(out: &mut Out) -> Result<warmup::Config> {
 #[derive(Clone, Debug)]
 struct Predicted {
     tier: usize,
-    preset: String,
+    preset: &'static Preset,
     depth: usize,
     /// `(seed, first_update, random_sign)` (Monte Carlo).
     seeds: Vec<(u64, f64, f64)>,
@@ -185,7 +186,7 @@ pub(crate) const PREDICTORS: [&str; 2] = ["first_update", "random_sign"];
 /// The closed form's random-sign output change per unit lr at the last layer, or `None`
 /// where no closed form covers it (a branch with attention, or matrices of unequal entry
 /// variance).
-fn closed_random_sign(tier: &Tier, preset: &str, depth: usize) -> Result<Option<f64>> {
+fn closed_random_sign(tier: &Tier, preset: &'static Preset, depth: usize) -> Result<Option<f64>> {
     if tier.branch != "relu-mlp" {
         return Ok(None);
     }
@@ -205,16 +206,8 @@ fn closed_random_sign(tier: &Tier, preset: &str, depth: usize) -> Result<Option<
     if (v1 - v2).abs() > 1e-12 * v1 {
         return Ok(None);
     }
-    let beta = model
-        .stack(common::resolve(&[preset.to_string()])?[0])?
-        .beta
-        .unwrap_or(1.0);
-    let rows = common::theory(
-        &[preset.to_string()],
-        &raw,
-        &[Metric::OutputChange],
-        &LayerSpec::Last,
-    )?;
+    let beta = model.stack(preset)?.beta.unwrap_or(1.0);
+    let rows = common::theory(&[preset], &raw, &[Metric::OutputChange], &LayerSpec::Last)?;
     Ok(rows
         .iter()
         .find(|r| r.layer == depth as u64 && r.missing.is_none())
@@ -231,9 +224,9 @@ fn predict(w: &warmup::Config) -> Result<Vec<Predicted>> {
         .enumerate()
         .filter(|(_, tc)| !tc.tier.encdec())
     {
-        for p in &tc.presets {
+        for &p in &tc.presets {
             for &depth in &tc.depths {
-                cells.push((t, p.clone(), depth));
+                cells.push((t, p, depth));
             }
         }
     }
@@ -254,7 +247,7 @@ fn predict(w: &warmup::Config) -> Result<Vec<Predicted>> {
         .map(|(t, preset, depth)| {
             let p = prepared[*t].as_ref().expect("a decoder-only tier");
             let cell = Cell {
-                preset: preset.clone(),
+                preset: *preset,
                 depth: *depth,
                 optimizer: w.optimizer.clone(),
                 lr: w.search.start,
@@ -277,7 +270,7 @@ fn predict(w: &warmup::Config) -> Result<Vec<Predicted>> {
                 .collect::<Result<Vec<_>>>()?;
             Ok(Predicted {
                 tier: *t,
-                preset: preset.clone(),
+                preset: *preset,
                 depth: *depth,
                 seeds: per_seed,
                 closed: closed_random_sign(&w.tiers[*t].tier, preset, *depth)?,
@@ -294,7 +287,7 @@ pub(crate) struct LawFit {
     /// `first_update` or `random_sign`.
     pub predictor: String,
     /// Preset.
-    pub preset: String,
+    pub preset: &'static Preset,
     /// Seeds fitted (every seed of every depth).
     pub n: usize,
     /// Of them, censored above / below.
@@ -374,7 +367,7 @@ pub(crate) type LawCell = (usize, f64, Vec<(u64, Obs)>);
 
 /// Fits the law for one (tier, predictor, preset) over its cells `(blocks, x = log2 c, seeds'
 /// y)`.
-fn fit_law(tier: &str, predictor: &str, preset: &str, cells: &[LawCell]) -> LawFit {
+fn fit_law(tier: &str, predictor: &str, preset: &'static Preset, cells: &[LawCell]) -> LawFit {
     let (mut y, mut x, mut y_tau) = (Vec::new(), Vec::new(), Vec::new());
     for (blocks, xc, ys) in cells {
         for (seed, o) in ys {
@@ -433,7 +426,7 @@ fn fit_law(tier: &str, predictor: &str, preset: &str, cells: &[LawCell]) -> LawF
     LawFit {
         tier: tier.into(),
         predictor: predictor.into(),
-        preset: preset.into(),
+        preset,
         n: y.len(),
         censored: (above, below),
         outcome,
@@ -472,7 +465,7 @@ fn fits(w: &warmup::Config, pred: &[Predicted], df: &DataFrame) -> Result<Vec<La
                         Ok((
                             c.depth,
                             c.value(predictor).log2(),
-                            measured(df, &tc.tier.name, preset, c.depth)?,
+                            measured(df, &tc.tier.name, preset.name, c.depth)?,
                         ))
                     })
                     .collect::<Result<_>>()?;
@@ -505,7 +498,7 @@ fn predictions_table(
     let (mut fu, mut rs, mut cf, mut src) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for c in pred {
         let cell = Cell {
-            preset: c.preset.clone(),
+            preset: c.preset,
             depth: c.depth,
             optimizer: w.optimizer.clone(),
             lr: f64::NAN,
@@ -535,11 +528,8 @@ fn fits_table(out: &mut Out, f: &[LawFit]) -> Result<()> {
     let mut df = frame(vec![
         column("tier", f.iter().map(|x| x.tier.clone())),
         column("predictor", f.iter().map(|x| x.predictor.clone())),
-        column("preset", f.iter().map(|x| x.preset.clone())),
-        column(
-            "label",
-            f.iter().map(|x| common::label(&x.preset).to_string()),
-        ),
+        column("preset", f.iter().map(|x| x.preset.name)),
+        column("label", f.iter().map(|x| x.preset.label)),
         column("n", f.iter().map(|x| x.n as u64)),
         column("censored_above", f.iter().map(|x| x.censored.0 as u64)),
         column("censored_below", f.iter().map(|x| x.censored.1 as u64)),
@@ -573,7 +563,7 @@ fn fits_table(out: &mut Out, f: &[LawFit]) -> Result<()> {
         t.row(vec![
             Tex::Text(x.tier.clone()),
             Tex::Text(x.predictor.replace('_', " ")),
-            Tex::Text(common::tex_label(&x.preset)),
+            Tex::Text(common::tex_label(x.preset)),
             Tex::Num(x.slope.0),
             Tex::Num(x.slope.1),
             Tex::Num(x.slope.2),
@@ -588,10 +578,10 @@ fn fits_table(out: &mut Out, f: &[LawFit]) -> Result<()> {
 /// `log2 (lr_max c)` intervals, and their censored common mean with its Wald 95% interval.
 fn contrasts(f: &[LawFit]) -> Vec<(String, String, f64, f64, f64, usize)> {
     let mut out = Vec::new();
-    for a in f.iter().filter(|x| x.preset == "admin") {
+    for a in f.iter().filter(|x| x.preset.name == "admin") {
         if let Some(p) = f
             .iter()
-            .find(|x| x.preset == "pre" && x.tier == a.tier && x.predictor == a.predictor)
+            .find(|x| x.preset.name == "pre" && x.tier == a.tier && x.predictor == a.predictor)
         {
             let diffs: Vec<Obs> = a
                 .tau_obs
@@ -650,7 +640,7 @@ fn figures(
         for (i, preset) in tc.presets.iter().enumerate() {
             let mut pts = Vec::new();
             for c in pred.iter().filter(|c| c.tier == t && c.preset == *preset) {
-                let obs: Vec<Obs> = measured(df, &tc.tier.name, preset, c.depth)?
+                let obs: Vec<Obs> = measured(df, &tc.tier.name, preset.name, c.depth)?
                     .into_iter()
                     .map(|x| x.1)
                     .collect();
@@ -666,8 +656,7 @@ fn figures(
             if pts.is_empty() {
                 continue;
             }
-            plot.series
-                .push(Series::points(common::label(preset), i, &pts));
+            plot.series.push(Series::points(preset.label, i, &pts));
             if let Some(fit) = f
                 .iter()
                 .find(|x| x.tier == tc.tier.name && x.predictor == predictor && x.preset == *preset)
@@ -697,10 +686,10 @@ fn figures(
 /// each preset's slope with its interval and outcome, and the Admin - Pre-LN contrast.
 pub(crate) fn summary(d: &Data) -> Result<Vec<(String, String)>> {
     let df = d.frame("stability-law/fits.csv")?;
-    let (tier, pred, preset, outc) = (
+    let (tier, pred, label, outc) = (
         strs(&df, "tier")?,
         strs(&df, "predictor")?,
-        strs(&df, "preset")?,
+        strs(&df, "label")?,
         strs(&df, "outcome")?,
     );
     let (s, lo, hi) = (
@@ -725,7 +714,7 @@ pub(crate) fn summary(d: &Data) -> Result<Vec<(String, String)>> {
                 .map(|i| {
                     format!(
                         "{} {} [{}, {}] ({})",
-                        common::label(&preset[i]),
+                        label[i],
                         sig(s[i]),
                         sig(lo[i]),
                         sig(hi[i]),
@@ -799,17 +788,32 @@ mod tests {
 
     #[test]
     fn a_law_that_holds_is_explained_and_one_that_does_not_fails() {
-        let f = fit_law("t", "first_update", "pre", &synthetic(-1.0, 0.0, 7));
+        let f = fit_law(
+            "t",
+            "first_update",
+            crate::common::presets(&["pre"])[0],
+            &synthetic(-1.0, 0.0, 7),
+        );
         assert_eq!(f.outcome, "explains", "{f:?}");
         assert!(f.lack_of_fit_p > LOF_ALPHA, "{f:?}");
         assert!(f.slope.1 <= -1.0 && -1.0 <= f.slope.2, "{f:?}");
         assert!(f.censored.0 > 0, "{f:?}");
         assert!(f.tau.1 <= 2.0 && 2.0 <= f.tau.2, "{f:?}");
         // A preset whose lr_max falls twice as fast: the law fails.
-        let steep = fit_law("t", "first_update", "post", &synthetic(-2.0, 0.0, 8));
+        let steep = fit_law(
+            "t",
+            "first_update",
+            crate::common::presets(&["post"])[0],
+            &synthetic(-2.0, 0.0, 8),
+        );
         assert_eq!(steep.outcome, "fails", "{steep:?}");
         // One that does not move with c: fails too.
-        let flat = fit_law("t", "first_update", "post", &synthetic(0.0, 0.0, 9));
+        let flat = fit_law(
+            "t",
+            "first_update",
+            crate::common::presets(&["post"])[0],
+            &synthetic(0.0, 0.0, 9),
+        );
         assert_eq!(flat.outcome, "fails", "{flat:?}");
     }
 
@@ -818,7 +822,12 @@ mod tests {
     /// law is not a power law.
     #[test]
     fn depth_means_off_the_line_fail_the_lack_of_fit_test() {
-        let f = fit_law("t", "first_update", "post", &synthetic(-1.0, 1.0, 10));
+        let f = fit_law(
+            "t",
+            "first_update",
+            crate::common::presets(&["post"])[0],
+            &synthetic(-1.0, 1.0, 10),
+        );
         assert!(f.lack_of_fit_p < 1e-6, "{f:?}");
         assert!(f.outcome.starts_with("fails (not a power law"), "{f:?}");
     }
@@ -840,9 +849,24 @@ mod tests {
                 })
                 .collect()
         };
-        let pre = fit_law("t", "first_update", "pre", &shifted(0.0, 11));
-        let same = fit_law("t", "first_update", "admin", &shifted(0.0, 12));
-        let lower = fit_law("t", "first_update", "admin", &shifted(-2.0, 12));
+        let pre = fit_law(
+            "t",
+            "first_update",
+            crate::common::presets(&["pre"])[0],
+            &shifted(0.0, 11),
+        );
+        let same = fit_law(
+            "t",
+            "first_update",
+            crate::common::presets(&["admin"])[0],
+            &shifted(0.0, 12),
+        );
+        let lower = fit_law(
+            "t",
+            "first_update",
+            crate::common::presets(&["admin"])[0],
+            &shifted(-2.0, 12),
+        );
         let c = contrasts(&[pre.clone(), same]);
         assert_eq!(c[0].5, 30);
         assert!(c[0].3 <= 0.0 && 0.0 <= c[0].4, "{c:?}");

@@ -24,6 +24,7 @@ use normscope_core::branch::BranchKind;
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
 use normscope_core::output::latex::{self, Cell};
+use normscope_core::placement::Preset;
 use normscope_core::profile::Row;
 use normscope_core::{Error, Result};
 use normscope_figure::LinePlot;
@@ -59,7 +60,7 @@ pub const ANALYSIS: Analysis = Analysis {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Presets.
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Depth of the per-layer profiles (closed form).
     pub depth: usize,
     /// Depth of the Monte Carlo per-layer profiles.
@@ -94,9 +95,7 @@ const METRICS: [Metric; 3] = [Metric::StreamSq, Metric::GradSq, Metric::WeightGr
 impl super::AnalysisConfig for Config {
     fn full() -> Self {
         Config {
-            presets: ["pre", "post", "deepnorm", "sandwich", "admin"]
-                .map(String::from)
-                .to_vec(),
+            presets: common::presets(&["pre", "post", "deepnorm", "sandwich", "admin"]),
             depth: 256,
             mc_depth: 256,
             max_depth: 10_000,
@@ -281,9 +280,9 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             table.row(vec![
                 Cell::Text(common::tex_label(p)),
                 Cell::Int(d as i64),
-                Cell::opt(common::value(&th, p, Metric::WeightGradSq, d, d, None)),
-                Cell::opt(common::weight_grad_ratio(&th, p, d)),
-                Cell::opt(common::weight_grad_ratio(&vs_mc, p, d)),
+                Cell::opt(common::value(&th, p.name, Metric::WeightGradSq, d, d, None)),
+                Cell::opt(common::weight_grad_ratio(&th, p.name, d)),
+                Cell::opt(common::weight_grad_ratio(&vs_mc, p.name, d)),
             ]);
         }
     }
@@ -298,7 +297,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
 /// Closed-form `weight_grad_sq` and `grad_sq` at layers 0, 1 and L of `presets` at each depth
 /// L of `depths` (the first/last ratio is `weight_grad_sq` at 1 over at L).
 fn first_last_theory(
-    presets: &[String],
+    presets: &[&'static Preset],
     model: &Model,
     mc: &Mc,
     depths: &[usize],

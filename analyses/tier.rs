@@ -21,6 +21,7 @@
 
 use normscope_core::model::RawModel;
 use normscope_core::output::table::column;
+use normscope_core::placement::Preset;
 use normscope_core::spec::NormKind;
 use normscope_core::train::config::RawTrain;
 use normscope_core::train::optim::{AdamFlags, OptimizerFlags};
@@ -278,8 +279,11 @@ impl Tier {
                 Io::Tokens { seq, .. } | Io::Pairs { src: seq, .. } => (seq, seq * cfg.batch),
                 Io::Vectors { .. } => (1, cfg.batch),
             };
-            let post = normscope_core::placement::find("post").map_err(bad)?;
-            let spec = cfg.mc.model.stack(post).map_err(bad)?;
+            let spec = cfg
+                .mc
+                .model
+                .stack(normscope_core::placement::POST)
+                .map_err(bad)?;
             normscope_core::train::config::check_trainable(&spec, self.width, seq, columns)
                 .map_err(bad)?;
         }
@@ -295,7 +299,7 @@ impl Tier {
 /// use normscope_analyses::tier::{Tier, TierSet};
 /// let set = TierSet {
 ///     tier: Tier::regression(),
-///     presets: vec!["pre".into(), "post".into()],
+///     presets: normscope_analyses::common::presets(&["pre", "post"]),
 ///     depths: vec![4],
 ///     lrs: vec![1e-3, 1e-2],
 /// };
@@ -310,7 +314,7 @@ pub struct TierSet {
     /// The tier's settings.
     pub tier: Tier,
     /// Presets.
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Depths in blocks (whole layers).
     pub depths: Vec<usize>,
     /// The learning-rate grid of the tuning.
@@ -340,7 +344,7 @@ impl TierSet {
 /// ```rust
 /// use normscope_analyses::tier::{RunKey, Tier};
 /// use normscope_core::train::sweep::Cell;
-/// let cell = Cell { preset: "post".into(), depth: 24, optimizer: "adam".into(), lr: 1e-3, warmup: 0 };
+/// let cell = Cell { preset: normscope_core::placement::POST, depth: 24, optimizer: "adam".into(), lr: 1e-3, warmup: 0 };
 /// let k = RunKey::new(&Tier::lm(), &cell, 3);
 /// assert_eq!((k.tier.as_str(), k.blocks, k.layers, k.heads), ("lm", 24, 12, 4));
 /// assert_eq!((k.seed.as_str(), k.schedule.as_str()), ("3", "constant"));
@@ -348,8 +352,8 @@ impl TierSet {
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunKey {
-    /// Preset name.
-    pub preset: String,
+    /// The preset (its name and paper label are the key's first two columns).
+    pub preset: &'static Preset,
     /// Tier name.
     pub tier: String,
     /// Task.
@@ -387,7 +391,7 @@ impl RunKey {
     pub fn new(tier: &Tier, cell: &Cell, seed: impl ToString) -> RunKey {
         let attention = tier.branch == "transformer" || tier.branch.contains("attention");
         RunKey {
-            preset: cell.preset.clone(),
+            preset: cell.preset,
             tier: tier.name.clone(),
             task: tier.task.clone(),
             branch: tier.branch.clone(),
@@ -431,12 +435,8 @@ pub fn seed_range(seeds: &[u64]) -> String {
 pub fn key_columns(keys: &[RunKey]) -> Vec<Column> {
     let s = |f: fn(&RunKey) -> &str| keys.iter().map(move |k| f(k).to_string());
     vec![
-        column("preset", s(|k| &k.preset)),
-        column(
-            "label",
-            keys.iter()
-                .map(|k| crate::common::label(&k.preset).to_string()),
-        ),
+        column("preset", s(|k| k.preset.name)),
+        column("label", s(|k| k.preset.label)),
         column("tier", s(|k| &k.tier)),
         column("task", s(|k| &k.task)),
         column("branch", s(|k| &k.branch)),

@@ -62,9 +62,10 @@
 use super::mc_grid::{cell_count, distinct, rename};
 use super::tier::{RunKey, Tier, key_columns};
 use super::training as tier;
-use super::{Analysis, Out};
+use super::{Analysis, Out, common};
 use normscope_core::model::RawModel;
 use normscope_core::output::table::column;
+use normscope_core::placement::Preset;
 use normscope_core::spec::NormKind;
 use normscope_core::train::config::{MAX_SEEDS, RawTrain};
 use normscope_core::train::sweep::{self, Cell, Outcome};
@@ -161,7 +162,7 @@ impl Seeds {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Presets (grid).
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Blocks L (grid).
     pub depths: Vec<usize>,
     /// Optimizers (grid).
@@ -203,7 +204,10 @@ impl Config {
     pub fn raw(&self) -> Result<RawTrain> {
         let d = RawTrain::default();
         Ok(RawTrain {
-            presets: self.presets.first().cloned().unwrap_or_default(),
+            presets: self
+                .presets
+                .first()
+                .map_or(String::new(), |p| p.name.to_string()),
             model: RawModel {
                 depth: self.depths.first().copied().unwrap_or(1),
                 branch: self.branch.clone(),
@@ -263,7 +267,7 @@ impl Config {
                     for &lr in &self.lrs {
                         for &warmup in &self.warmups {
                             v.push(Cell {
-                                preset: p.clone(),
+                                preset: p,
                                 depth,
                                 optimizer: o.clone(),
                                 lr,
@@ -298,7 +302,7 @@ fn name(c: &Cell) -> String {
 impl super::AnalysisConfig for Config {
     fn full() -> Self {
         Config {
-            presets: ["pre", "post"].map(String::from).to_vec(),
+            presets: common::presets(&["pre", "post"]),
             depths: vec![4, 8],
             optimizers: vec!["adam".into()],
             lrs: vec![1e-3, 1e-2],
@@ -336,9 +340,6 @@ impl super::AnalysisConfig for Config {
             }
         };
         nonempty("train-grid.presets", self.presets.len())?;
-        for p in &self.presets {
-            normscope_core::placement::find(p).map_err(|e| rename(e, FIELDS, ""))?;
-        }
         distinct("train-grid.presets", &self.presets)?;
         super::common::check_depths("train-grid.depths", &self.depths)?;
         distinct("train-grid.depths", &self.depths)?;

@@ -26,7 +26,7 @@
 //! | `grad_first_over_last` | block 1's over block L's mean-square last-weight gradient (claims 4, 5) |
 //! | `cos_prev_mean` | `cos(x_l, x_{l-1})` averaged over blocks (claim 2's "adjacent layers barely differ") |
 
-use super::{Analysis, Out};
+use super::{Analysis, Out, common};
 use crate::ledger::rules::{
     AfterTraining, KEEPS_DEPTH_MIN, LINEAR_MIN, NO_VANISH_MIN, POST_OVER_PRE_MIN, WIDTH_MAX,
 };
@@ -36,6 +36,7 @@ use normscope_core::model::RawModel;
 use normscope_core::monte_carlo::measure::NetworkPlan;
 use normscope_core::output::latex::plain as sig;
 use normscope_core::output::table::column;
+use normscope_core::placement::Preset;
 use normscope_core::stats::median_ci::median_ci;
 use normscope_core::stats::obs::Obs;
 use normscope_core::stats::verdict::{Claimed, Comparison, Family};
@@ -95,7 +96,7 @@ pub struct Arm {
     /// claim 1's init-time condition g >= 0.398; `xavier` gives a linear branch g = 1).
     pub init: String,
     /// Presets (each must map onto the engine's network: no ReZero or Admin).
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
 }
 
 /// The arm claims 1, 4 and 5 read.
@@ -156,13 +157,13 @@ impl super::AnalysisConfig for Config {
                     name: MLP_ARM.into(),
                     branch: "relu-mlp".into(),
                     init: "he".into(),
-                    presets: ["pre", "post", "deepnorm"].map(String::from).to_vec(),
+                    presets: common::presets(&["pre", "post", "deepnorm"]),
                 },
                 Arm {
                     name: LINEAR_ARM.into(),
                     branch: "linear".into(),
                     init: "xavier".into(),
-                    presets: vec!["post".into()],
+                    presets: vec![normscope_core::placement::POST],
                 },
             ],
             depth: 24,
@@ -209,7 +210,7 @@ impl super::AnalysisConfig for Config {
         }
         for a in &self.arms {
             for p in &a.presets {
-                if matches!(p.as_str(), "rezero" | "admin") {
+                if matches!(p.name, "rezero" | "admin") {
                     return Err(Error::invalid(
                         "trained-lens.arms.presets",
                         p,
@@ -282,9 +283,9 @@ impl Config {
         }
     }
 
-    fn cell(&self, preset: &str) -> Cell {
+    fn cell(&self, preset: &'static Preset) -> Cell {
         Cell {
-            preset: preset.into(),
+            preset,
             depth: self.depth,
             optimizer: "adam".into(),
             lr: self.lr,
@@ -294,10 +295,10 @@ impl Config {
 }
 
 /// One measurement: (arm, preset, seed, step, quantity, value).
-type Point = (String, String, u64, u64, &'static str, f64);
+type Point = (String, &'static Preset, u64, u64, &'static str, f64);
 
 /// A [`Point`] as a work unit stores it: the quantity by its index in [`QUANTITIES`].
-type Stored = (String, String, u64, u64, usize, f64);
+type Stored = (String, &'static Preset, u64, u64, usize, f64);
 
 /// The four quantities of one measured network (NaN where an estimator is undefined).
 fn quantities(v: &normscope_core::monte_carlo::measure::Values, depth: usize) -> [f64; 4] {
@@ -334,14 +335,14 @@ fn measure_all(c: &Config, out: &mut Out) -> Result<Option<Vec<Point>>> {
         selected: vec![true; c.depth + 1],
         path_max: c.depth,
     };
-    let jobs: Vec<(usize, String, u64)> = c
+    let jobs: Vec<(usize, &'static Preset, u64)> = c
         .arms
         .iter()
         .enumerate()
         .flat_map(|(a, arm)| {
             arm.presets
                 .iter()
-                .flat_map(move |p| (0..c.seeds).map(move |s| (a, p.clone(), s)))
+                .flat_map(move |&p| (0..c.seeds).map(move |s| (a, p, s)))
         })
         .collect();
     // The arms' tasks (the same teacher; a base per arm for its branch).
@@ -361,25 +362,25 @@ fn measure_all(c: &Config, out: &mut Out) -> Result<Option<Vec<Point>>> {
     // A unit (see [`super::shard`]) is one (arm, preset, seed): its training run and the
     // measurements at its snapshots, each quantity by its index in [`QUANTITIES`].
     let batches = BatchCache::for_runs(prepared[0].1.as_ref(), jobs.len());
-    let measure = |(a, p, seed): &(usize, String, u64)| -> Result<Vec<Stored>> {
-        let (base, task, eval) = &prepared[*a];
+    let measure = |&(a, p, seed): &(usize, &'static Preset, u64)| -> Result<Vec<Stored>> {
+        let (base, task, eval) = &prepared[a];
         let options = Options {
             snapshots: &c.snapshots,
             batches: batches.as_ref(),
             ..Options::default()
         };
-        let t = sweep::train_one(base, task.as_ref(), eval, &c.cell(p), *seed, &options)?;
+        let t = sweep::train_one(base, task.as_ref(), eval, &c.cell(p), seed, &options)?;
         let mut out = Vec::new();
         for (step, m) in &t.snapshots {
             let x0 = m.embed(views(&eval[0]).0);
             let mut rng = Rng::seed_from_u64(splitmix64(
-                splitmix64(c.seed ^ splitmix64(*seed) ^ splitmix64(*step + 1))
+                splitmix64(c.seed ^ splitmix64(seed) ^ splitmix64(*step + 1))
                     ^ config_hash("normscope-trained-lens-v1"),
             ));
             let v = normscope_core::train::lens::measure(m, x0, &plan, &mut rng)?;
             for (q, value) in quantities(&v, c.depth).into_iter().enumerate() {
                 if value.is_finite() {
-                    out.push((c.arms[*a].name.clone(), p.clone(), *seed, *step, q, value));
+                    out.push((c.arms[a].name.clone(), p, seed, *step, q, value));
                 }
             }
         }
@@ -408,11 +409,11 @@ fn measure_all(c: &Config, out: &mut Out) -> Result<Option<Vec<Point>>> {
 type Median = (f64, f64, f64, usize);
 
 /// One row of `summary.csv`: arm, preset, step, quantity and its [`Median`].
-type SummaryRow<'a> = (String, String, u64, &'a str, Median);
+type SummaryRow<'a> = (String, &'static Preset, u64, &'a str, Median);
 
 /// `(median, lo, hi, n)` over seeds of one (arm, preset, step, quantity): the median with its
 /// exact distribution-free 95% interval ([`normscope_core::stats::median_ci`]).
-fn summary(points: &[Point], arm: &str, preset: &str, step: u64, q: &str) -> Median {
+fn summary(points: &[Point], arm: &str, preset: &Preset, step: u64, q: &str) -> Median {
     let v: Vec<Obs> = points
         .iter()
         .filter(|x| x.0 == arm && x.1 == preset && x.3 == step && x.4 == q)
@@ -431,7 +432,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let arm_of = |name: &str| c.arms.iter().find(|a| a.name == name).expect("an arm");
     let keys: Vec<super::tier::RunKey> = points
         .iter()
-        .map(|p| super::tier::RunKey::new(&c.tier(arm_of(&p.0)), &c.cell(&p.1), p.2))
+        .map(|p| super::tier::RunKey::new(&c.tier(arm_of(&p.0)), &c.cell(p.1), p.2))
         .collect();
     let mut cols = super::tier::key_columns(&keys);
     cols.extend([
@@ -450,7 +451,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 for q in QUANTITIES {
                     let r = summary(&points, &a.name, p, s, q);
                     if r.3 > 0 && r.0.is_finite() {
-                        rows.push((a.name.clone(), p.clone(), s, q, r));
+                        rows.push((a.name.clone(), *p, s, q, r));
                     }
                 }
             }
@@ -459,7 +460,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let seeds = super::tier::seed_range(&(0..c.seeds).collect::<Vec<_>>());
     let keys: Vec<super::tier::RunKey> = rows
         .iter()
-        .map(|r| super::tier::RunKey::new(&c.tier(arm_of(&r.0)), &c.cell(&r.1), &seeds))
+        .map(|r| super::tier::RunKey::new(&c.tier(arm_of(&r.0)), &c.cell(r.1), &seeds))
         .collect();
     let mut cols = super::tier::key_columns(&keys);
     cols.extend([
@@ -516,12 +517,11 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             for (i, p) in a.presets.iter().enumerate() {
                 let pts: Vec<(f64, f64, f64, f64)> = rows
                     .iter()
-                    .filter(|r| r.0 == a.name && &r.1 == p && r.3 == q)
+                    .filter(|r| r.0 == a.name && r.1 == *p && r.3 == q)
                     .map(|r| super::common::drawn((r.2 as f64, r.4.0, r.4.1, r.4.2), r.4.3))
                     .filter(|p| !fig.y_log || (p.2 > 0.0 && p.1 > 0.0))
                     .collect();
-                fig.series
-                    .push(Series::points(super::common::label(p), i, &pts));
+                fig.series.push(Series::points(p.label, i, &pts));
             }
             out.figure(&format!("{q}_{}", a.name), &fig)?;
         }
@@ -792,7 +792,7 @@ mod tests {
         Config::full().check().unwrap();
         Config::quick().check().unwrap();
         let mut bad = Config::quick();
-        bad.arms[0].presets = vec!["rezero".into()];
+        bad.arms[0].presets = crate::common::presets(&["rezero"]);
         assert!(
             bad.check()
                 .unwrap_err()

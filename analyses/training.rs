@@ -18,6 +18,7 @@
 //! test's two-sided p-value ([`normscope_core::stats::sign`]).
 
 use normscope_core::model::RawModel;
+use normscope_core::placement::Preset;
 use normscope_core::spec::NormKind;
 use normscope_core::stats::obs::Obs;
 use normscope_core::stats::{bootstrap, sign, wilson};
@@ -258,23 +259,14 @@ pub fn paired(a: &[f64], b: &[f64], seed: u64) -> Paired {
     }
 }
 
-/// Checks a list of presets: non-empty, each known.
-pub(crate) fn check_presets(presets: &[String]) -> Result<()> {
+/// Checks a list of presets is non-empty (each is known: it was resolved when read).
+pub(crate) fn check_presets(presets: &[&'static Preset]) -> Result<()> {
     if presets.is_empty() {
         return Err(Error::invalid(
             "presets",
             "[]",
             "a non-empty list of presets",
         ));
-    }
-    for p in presets {
-        if normscope_core::model::parse_presets(p).is_err() {
-            return Err(Error::invalid(
-                "presets",
-                p,
-                "preset names (see `normscope presets`)",
-            ));
-        }
     }
     Ok(())
 }
@@ -419,7 +411,7 @@ mod tests {
     fn run(lr: f64, final_loss: f64, diverged: bool) -> Outcome {
         Outcome {
             cell: Cell {
-                preset: "pre".into(),
+                preset: normscope_core::placement::PRE,
                 depth: 4,
                 optimizer: "adam".into(),
                 lr,

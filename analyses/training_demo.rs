@@ -6,10 +6,11 @@
 //! per-block gradient norm at the first update (geometric mean over seeds; Xiong et al. 2020,
 //! Fig. 3 plots the same at init). The full log is `data/training-demo/log.csv`.
 
-use super::{Analysis, Out};
+use super::{Analysis, Out, common};
 use normscope_core::Result;
 use normscope_core::model::RawModel;
 use normscope_core::monte_carlo::RawMc;
+use normscope_core::placement::Preset;
 use normscope_core::spec::NormKind;
 use normscope_core::train::config::{RawTrain, TrainConfig};
 use normscope_core::train::run::Record;
@@ -48,7 +49,7 @@ pub const ANALYSIS: Analysis = Analysis {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Presets.
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Branch.
     pub branch: String,
     /// Blocks L.
@@ -84,7 +85,7 @@ impl Config {
     fn raw(&self) -> Result<RawTrain> {
         let d = RawTrain::default();
         Ok(RawTrain {
-            presets: self.presets.join(","),
+            presets: common::names(&self.presets),
             model: RawModel {
                 depth: self.depth,
                 branch: self.branch.clone(),
@@ -115,14 +116,14 @@ impl Config {
     }
 
     fn checked(&self) -> Result<TrainConfig> {
-        self.raw()?.check()
+        self.raw()?.check_with(self.presets.clone())
     }
 }
 
 impl super::AnalysisConfig for Config {
     fn full() -> Self {
         Config {
-            presets: ["pre", "post", "deepnorm"].map(String::from).to_vec(),
+            presets: common::presets(&["pre", "post", "deepnorm"]),
             branch: "transformer".into(),
             depth: 12,
             width: 32,
@@ -212,7 +213,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
             steps
                 .iter()
                 .filter_map(|&s| {
-                    let v: Vec<f64> = values(&recs, p, "eval_loss")
+                    let v: Vec<f64> = values(&recs, p.name, "eval_loss")
                         .filter(|r| r.step == s)
                         .map(|r| r.value)
                         .collect();
@@ -232,11 +233,10 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     }
     for (i, (p, pts)) in c.presets.iter().zip(&curves).enumerate() {
         let line = pts.iter().map(|q| (q.0, q.1)).collect();
-        loss.series
-            .push(Series::line(super::common::label(p), i, line));
+        loss.series.push(Series::line(p.label, i, line));
     }
     let first = |m: &str| {
-        values(&recs, &c.presets[0], m)
+        values(&recs, c.presets[0].name, m)
             .find(|r| r.step == 0)
             .map(|r| r.value)
     };
@@ -265,7 +265,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     for (i, p) in c.presets.iter().enumerate() {
         let pts: Vec<(f64, f64)> = (1..=c.depth)
             .map(|l| {
-                let v: Vec<f64> = values(&recs, p, "grad_norm")
+                let v: Vec<f64> = values(&recs, p.name, "grad_norm")
                     .filter(|r| {
                         r.step == 1 && r.layer == Some(l) && r.param.as_deref() == Some("all")
                     })
@@ -274,9 +274,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
                 (l as f64, (v.iter().sum::<f64>() / v.len() as f64).exp())
             })
             .collect();
-        grads
-            .series
-            .push(Series::line(super::common::label(p), i, pts));
+        grads.series.push(Series::line(p.label, i, pts));
     }
     out.figure("grad_norm_per_block", &grads)
 }

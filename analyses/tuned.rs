@@ -41,12 +41,12 @@ pub const EVAL_OPTIONS: normscope_core::train::run::Options<'static> =
 ///
 /// let set = TierSet {
 ///     tier: Tier::lm(),
-///     presets: vec!["post".into()],
+///     presets: vec![normscope_core::placement::POST],
 ///     depths: vec![12],
 ///     lrs: vec![1e-3, 3e-3, 1e-2],
 /// };
 /// let cell = Cell {
-///     preset: "post".into(),
+///     preset: normscope_core::placement::POST,
 ///     depth: 12,
 ///     optimizer: "adam".into(),
 ///     lr: 0.0, // set per run
@@ -80,7 +80,7 @@ pub struct TunedCell {
 /// use normscope_core::train::sweep::{Cell, Outcome};
 ///
 /// let cell = Cell {
-///     preset: "pre".into(),
+///     preset: normscope_core::placement::PRE,
 ///     depth: 4,
 ///     optimizer: "adam".into(),
 ///     lr: 0.0, // set per run

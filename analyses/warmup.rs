@@ -38,6 +38,7 @@ use crate::runner::data::Data;
 use normscope_core::output::latex::{Cell as Tex, Table};
 use normscope_core::output::progress::DelayedBar;
 use normscope_core::output::table::column;
+use normscope_core::placement::Preset;
 use normscope_core::stats::median_ci::median_ci;
 use normscope_core::stats::obs::Obs;
 use normscope_core::stats::verdict::{self, Assessed, Claimed, Comparison, Family, Verdict};
@@ -61,9 +62,9 @@ pub const ANALYSIS: Analysis = Analysis {
 /// maximum stable learning rate is negligible (about the search's resolution, `sqrt 2`).
 pub const SESOI_RATIO: f64 = 1.5;
 /// The preset claim 6 is about.
-pub const CLAIM_PRESET: &str = "post";
+pub const CLAIM_PRESET: &Preset = normscope_core::placement::POST;
 /// The preset reported beside it (the claim implies warmup matters less there).
-pub const CONTRAST_PRESET: &str = "pre";
+pub const CONTRAST_PRESET: &Preset = normscope_core::placement::PRE;
 /// The tier whose verdict heads the ledger.
 pub const PRIMARY_TIER: &str = "lm";
 
@@ -88,7 +89,7 @@ pub(crate) const F64_SUFFIX: &str = "-f64";
 /// assert_eq!(lm.presets, ["pre", "post"]);
 /// assert_eq!(lm.depths, [4]);
 /// assert_eq!(lm.warmup_presets, ["post"]); // "pre" is searched without warmup only
-/// c.tiers[0].warmup_presets.push("deepnorm".into());
+/// c.tiers[0].warmup_presets.push(normscope_core::placement::DEEPNORM);
 /// let err = c.check().unwrap_err();
 /// assert!(matches!(err, Error::InvalidParam { field: "warmup.tiers.warmup_presets", .. }));
 /// ```
@@ -98,11 +99,11 @@ pub struct TierCells {
     /// The tier's settings.
     pub tier: Tier,
     /// Presets searched without warmup.
-    pub presets: Vec<String>,
+    pub presets: Vec<&'static Preset>,
     /// Depths in blocks (whole layers).
     pub depths: Vec<usize>,
     /// Presets (of `presets`) also searched with warmup.
-    pub warmup_presets: Vec<String>,
+    pub warmup_presets: Vec<&'static Preset>,
 }
 
 /// Configuration.
@@ -157,9 +158,9 @@ pub struct Config {
 /// use normscope_core::Error;
 ///
 /// let mut c = Config::quick();
-/// let post = PrecisionCheck { tier: "lm".into(), preset: "post".into(), depth: 4 };
+/// let post = PrecisionCheck { tier: "lm".into(), preset: normscope_core::placement::POST, depth: 4 };
 /// assert_eq!(c.precision_check, [post]);
-/// c.precision_check[0].preset = "pre".into();
+/// c.precision_check[0].preset = normscope_core::placement::PRE;
 /// let err = c.check().unwrap_err();
 /// assert!(matches!(err, Error::InvalidParam { field: "warmup.precision_check", .. }));
 /// ```
@@ -169,7 +170,7 @@ pub struct PrecisionCheck {
     /// The tier's name (one of `tiers`).
     pub tier: String,
     /// A preset of that tier's `warmup_presets`.
-    pub preset: String,
+    pub preset: &'static Preset,
     /// A depth of that tier (blocks).
     pub depth: usize,
 }
@@ -218,7 +219,7 @@ impl Config {
                         v.push(SearchCell {
                             tier: t,
                             cell: Cell {
-                                preset: p.clone(),
+                                preset: p,
                                 depth,
                                 optimizer: self.optimizer.clone(),
                                 lr: self.search.start,
@@ -236,7 +237,7 @@ impl Config {
                 v.push(SearchCell {
                     tier: t,
                     cell: Cell {
-                        preset: c.preset.clone(),
+                        preset: c.preset,
                         depth: c.depth,
                         optimizer: self.optimizer.clone(),
                         lr: self.search.start,
@@ -269,30 +270,26 @@ impl super::AnalysisConfig for Config {
             tiers: vec![
                 TierCells {
                     tier: Tier::lm(),
-                    presets: ["pre", "post", "deepnorm", "admin"]
-                        .map(String::from)
-                        .to_vec(),
+                    presets: common::presets(&["pre", "post", "deepnorm", "admin"]),
                     depths: vec![12, 24, 48],
-                    warmup_presets: ["pre", "post"].map(String::from).to_vec(),
+                    warmup_presets: common::presets(&["pre", "post"]),
                 },
                 TierCells {
                     tier: Tier::regression(),
-                    presets: ["pre", "post", "deepnorm", "admin"]
-                        .map(String::from)
-                        .to_vec(),
+                    presets: common::presets(&["pre", "post", "deepnorm", "admin"]),
                     depths: vec![6, 12, 24, 48],
-                    warmup_presets: ["pre", "post"].map(String::from).to_vec(),
+                    warmup_presets: common::presets(&["pre", "post"]),
                 },
                 TierCells {
                     tier: Tier::seq2seq(),
-                    presets: ["pre", "post"].map(String::from).to_vec(),
+                    presets: common::presets(&["pre", "post"]),
                     depths: vec![30],
-                    warmup_presets: ["pre", "post"].map(String::from).to_vec(),
+                    warmup_presets: common::presets(&["pre", "post"]),
                 },
             ],
             precision_check: vec![PrecisionCheck {
                 tier: "lm".into(),
-                preset: "post".into(),
+                preset: normscope_core::placement::POST,
                 depth: 12,
             }],
         }
@@ -306,9 +303,9 @@ impl super::AnalysisConfig for Config {
                 eval_every: 10,
                 ..t
             },
-            presets: ["pre", "post"].map(String::from).to_vec(),
+            presets: common::presets(&["pre", "post"]),
             depths,
-            warmup_presets: vec!["post".into()],
+            warmup_presets: vec![normscope_core::placement::POST],
         };
         Config {
             seeds: 3,
@@ -320,7 +317,7 @@ impl super::AnalysisConfig for Config {
             ],
             precision_check: vec![PrecisionCheck {
                 tier: "lm".into(),
-                preset: "post".into(),
+                preset: normscope_core::placement::POST,
                 depth: 4,
             }],
             ..full
@@ -423,13 +420,13 @@ fn precision_table(c: &Config, out: &mut Out, searches: &DataFrame) -> Result<()
     for pc in &c.precision_check {
         let f64_tier = format!("{}{F64_SUFFIX}", pc.tier);
         for warmup in [0, c.warmup] {
-            let a = cell_obs(searches, &pc.tier, &pc.preset, pc.depth as u64, warmup)?;
-            let b = cell_obs(searches, &f64_tier, &pc.preset, pc.depth as u64, warmup)?;
+            let a = cell_obs(searches, &pc.tier, pc.preset.name, pc.depth as u64, warmup)?;
+            let b = cell_obs(searches, &f64_tier, pc.preset.name, pc.depth as u64, warmup)?;
             paired_by_seed(&a, &b, "precision check")?;
             for ((s, x), (_, y)) in a.iter().zip(&b) {
                 rows.push((
                     pc.tier.clone(),
-                    pc.preset.clone(),
+                    pc.preset.name.to_string(),
                     pc.depth,
                     warmup,
                     s.to_string(),
@@ -439,8 +436,8 @@ fn precision_table(c: &Config, out: &mut Out, searches: &DataFrame) -> Result<()
             }
         }
         let one = |tier: &str| -> Result<String> {
-            let with = cell_obs(searches, tier, &pc.preset, pc.depth as u64, c.warmup)?;
-            let none = cell_obs(searches, tier, &pc.preset, pc.depth as u64, 0)?;
+            let with = cell_obs(searches, tier, pc.preset.name, pc.depth as u64, c.warmup)?;
+            let none = cell_obs(searches, tier, pc.preset.name, pc.depth as u64, 0)?;
             let fam = Family::new(
                 "warmup raises the maximum stable lr (one depth)",
                 SESOI_RATIO.log2(),
@@ -459,7 +456,7 @@ fn precision_table(c: &Config, out: &mut Out, searches: &DataFrame) -> Result<()
         };
         verdicts.push((
             pc.tier.clone(),
-            pc.preset.clone(),
+            pc.preset.name.to_string(),
             pc.depth,
             one(&pc.tier)?,
             one(&f64_tier)?,
@@ -578,7 +575,7 @@ fn summary(
 /// let (assessed, verdict) = judge(&family).unwrap();
 /// let e = Effect {
 ///     tier: "lm".into(),
-///     preset: "post".into(),
+///     preset: normscope_core::placement::POST,
 ///     blocks: 24,
 ///     layers: 12,
 ///     assessed: assessed[0].clone(),
@@ -595,7 +592,7 @@ pub struct Effect {
     /// Tier name.
     pub tier: String,
     /// Preset.
-    pub preset: String,
+    pub preset: &'static Preset,
     /// Blocks.
     pub blocks: usize,
     /// Layers.
@@ -668,7 +665,7 @@ pub type Depth = (u64, u64);
 pub fn family(
     df: &DataFrame,
     tier: &str,
-    preset: &str,
+    preset: &'static Preset,
     warmup: u64,
 ) -> Result<Option<(Family, Vec<Depth>)>> {
     let (t, p, b, l, w) = (
@@ -679,16 +676,20 @@ pub fn family(
         f64s(df, "warmup")?,
     );
     let mut depths: Vec<(u64, u64)> = (0..df.height())
-        .filter(|&i| t[i] == tier && p[i] == preset && w[i] as u64 == warmup)
+        .filter(|&i| t[i] == tier && p[i] == preset.name && w[i] as u64 == warmup)
         .map(|i| (b[i] as u64, l[i] as u64))
         .collect();
     depths.sort_unstable();
     depths.dedup();
     let mut comparisons = Vec::new();
     for &(blocks, layers) in &depths {
-        let with = cell_obs(df, tier, preset, blocks, warmup)?;
-        let none = cell_obs(df, tier, preset, blocks, 0)?;
-        let diffs = paired_by_seed(&with, &none, &format!("{tier} {preset} at {blocks} blocks"))?;
+        let with = cell_obs(df, tier, preset.name, blocks, warmup)?;
+        let none = cell_obs(df, tier, preset.name, blocks, 0)?;
+        let diffs = paired_by_seed(
+            &with,
+            &none,
+            &format!("{tier} {} at {blocks} blocks", preset.name),
+        )?;
         comparisons.push(Comparison {
             name: super::training::layers_text(layers as usize),
             diffs,
@@ -701,7 +702,7 @@ pub fn family(
     }
     let claim = format!(
         "warmup {warmup} raises {}'s maximum stable lr ({tier} tier; effect in doublings, log2 of the ratio)",
-        common::label(preset)
+        preset.label
     );
     Ok(Some((
         Family::new(&claim, SESOI_RATIO.log2(), comparisons),
@@ -712,7 +713,7 @@ pub fn family(
 fn all_effects(c: &Config, searches: &DataFrame) -> Result<Vec<Effect>> {
     let mut out = Vec::new();
     for tc in &c.tiers {
-        for preset in &tc.warmup_presets {
+        for &preset in &tc.warmup_presets {
             let Some((fam, depths)) = family(searches, &tc.tier.name, preset, c.warmup)? else {
                 continue;
             };
@@ -720,7 +721,7 @@ fn all_effects(c: &Config, searches: &DataFrame) -> Result<Vec<Effect>> {
             for (a, (blocks, layers)) in assessed.into_iter().zip(depths) {
                 out.push(Effect {
                     tier: tc.tier.name.clone(),
-                    preset: preset.clone(),
+                    preset,
                     blocks: blocks as usize,
                     layers: layers as usize,
                     assessed: a,
@@ -747,11 +748,8 @@ fn effects_table(out: &mut Out, effects: &[Effect]) -> Result<()> {
     };
     let mut df = frame(vec![
         column("tier", effects.iter().map(|e| e.tier.clone())),
-        column("preset", effects.iter().map(|e| e.preset.clone())),
-        column(
-            "label",
-            effects.iter().map(|e| common::label(&e.preset).to_string()),
-        ),
+        column("preset", effects.iter().map(|e| e.preset.name)),
+        column("label", effects.iter().map(|e| e.preset.label)),
         column("blocks", effects.iter().map(|e| e.blocks as u64)),
         column("layers", effects.iter().map(|e| e.layers as u64)),
         column("n", effects.iter().map(|e| e.assessed.n as u64)),
@@ -834,9 +832,9 @@ fn figures(
                     continue;
                 }
                 let label = if warmup == 0 {
-                    common::label(p).to_string()
+                    p.label.to_string()
                 } else {
-                    format!("{}, warmup {warmup}", common::label(p))
+                    format!("{}, warmup {warmup}", p.label)
                 };
                 // Warmup arms take the palette's second half, so each arm has its colour.
                 let color = if warmup == 0 {
@@ -887,7 +885,7 @@ pub(crate) fn claim6(d: &Data) -> Result<Vec<TierVerdict>> {
             } else {
                 format!(
                     "{} with the same warmup (doublings): {}",
-                    common::label(CONTRAST_PRESET),
+                    CONTRAST_PRESET.label,
                     contrast
                         .iter()
                         .map(|a| format!("{}: {a}", a.name))

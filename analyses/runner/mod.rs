@@ -190,6 +190,12 @@ impl Prepared {
 /// assert_eq!(Mine::full().seeds(), vec![0]);
 /// ```
 pub trait AnalysisConfig: Serialize + DeserializeOwned + 'static {
+    /// Makes the names the defaults use resolvable before they are made: the placement file
+    /// an analysis ships is loaded here (nothing for the others). A failure is the error of
+    /// the run, not a panic of [`AnalysisConfig::full`].
+    fn setup() -> Result<()> {
+        Ok(())
+    }
     /// The full-run defaults (`cargo run --release -- reproduce`).
     fn full() -> Self;
     /// The `--quick` defaults: fewer Monte Carlo networks and depths (the full ones if absent).
@@ -209,6 +215,7 @@ pub fn prepare<C: AnalysisConfig>(
     s: &Settings,
     run: fn(&C, &mut Out) -> Result<()>,
 ) -> Result<Prepared> {
+    C::setup()?;
     let c: C = s.resolve(id, C::full(), C::quick())?;
     c.check()?;
     let seeds = c.seeds();

@@ -630,7 +630,7 @@ fn f64_only_paths_refuse_f32_and_sweeps_train_in_it() {
         .unwrap_err(),
     );
     let cell = sweep::Cell {
-        preset: "pre".into(),
+        preset: normscope::placement::PRE,
         depth: 2,
         optimizer: "adam".into(),
         lr: 1e-3,

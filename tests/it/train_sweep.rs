@@ -32,7 +32,7 @@ fn base() -> RawTrain {
 
 fn cell(preset: &str, lr: f64) -> Cell {
     Cell {
-        preset: preset.into(),
+        preset: normscope::placement::find(preset).expect("a preset"),
         depth: 4,
         optimizer: "adam".into(),
         lr,

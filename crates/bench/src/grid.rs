@@ -88,7 +88,7 @@ impl GridWorkload {
     /// The cell.
     pub fn cell(&self) -> Cell {
         Cell {
-            preset: "post".into(),
+            preset: normscope::placement::POST,
             depth: self.depth,
             optimizer: "adam".into(),
             lr: 1e-3,

@@ -225,8 +225,9 @@ pub struct Placement {
     /// Whether some slot (or the final norm) normalizes.
     pub has_norm: bool,
     /// The built-in preset this placement is written to reproduce (`reproduces = "mixln"`):
-    /// where their stacks are equal, Monte Carlo draws that preset's networks.
-    pub reproduces: Option<String>,
+    /// where their stacks are equal, Monte Carlo draws that preset's networks. Resolved when
+    /// the file is read.
+    pub reproduces: Option<&'static super::Preset>,
     raw: RawPlacement,
     final_norm: Slot,
     beta: Option<Formula>,
@@ -573,22 +574,17 @@ fn check(p: RawPlacement) -> std::result::Result<Placement, String> {
         norm: kind.as_ref().map_or(NormKind::Layer, |k| k.0),
         has_norm: kind.is_some(),
         reproduces: match &p.reproduces {
-            Some(r) => Some(
-                super::find_builtin(r)
-                    .map_err(|_| {
-                        format!(
-                            "{} = \"{r}\": not a built-in preset; accepted: {}",
-                            at(&name, None, "reproduces"),
-                            super::REGISTRY
-                                .iter()
-                                .map(|b| b.name)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    })?
-                    .name
-                    .to_string(),
-            ),
+            Some(r) => Some(super::find_builtin(r).map_err(|_| {
+                format!(
+                    "{} = \"{r}\": not a built-in preset; accepted: {}",
+                    at(&name, None, "reproduces"),
+                    super::REGISTRY
+                        .iter()
+                        .map(|b| b.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?),
             None => None,
         },
         name,

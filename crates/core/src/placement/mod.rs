@@ -95,6 +95,20 @@ impl PartialEq for Preset {
     }
 }
 
+/// A preset equals its canonical name (not an alias: `POST == *"post"`, `POST != *"post-ln"`),
+/// so a configuration's resolved presets compare with the names it lists.
+///
+/// ```rust
+/// use normscope_core::placement::{POST, PRE};
+/// assert!(*POST == *"post" && *POST != *"post-ln");
+/// assert_eq!(vec![PRE, POST], ["pre", "post"]);
+/// ```
+impl PartialEq<str> for Preset {
+    fn eq(&self, other: &str) -> bool {
+        self.name == other
+    }
+}
+
 impl Eq for Preset {}
 
 /// A preset serializes as its canonical name, so a configuration holding resolved presets
@@ -102,6 +116,27 @@ impl Eq for Preset {}
 impl serde::Serialize for Preset {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         s.serialize_str(self.name)
+    }
+}
+
+/// A resolved preset deserializes from a name or alias ([`find`]: built-in, or loaded from a
+/// placement file before the configuration is read), so a configuration holds the preset
+/// itself and no engine looks a name up again; it serializes back as the canonical name.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::placement::Preset;
+/// let p: Vec<&'static Preset> = serde_json::from_str(r#"["Post-LN", "pre"]"#).unwrap();
+/// assert_eq!((p[0].name, p[0].label, p[1].name), ("post", "Post-LN", "pre"));
+/// assert_eq!(serde_json::to_string(&p).unwrap(), r#"["post","pre"]"#);
+/// let e = serde_json::from_str::<&'static Preset>(r#""nope""#).unwrap_err();
+/// assert!(e.to_string().contains("unknown preset"), "{e}");
+/// ```
+impl<'de> serde::Deserialize<'de> for &'static Preset {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        find(&name).map_err(serde::de::Error::custom)
     }
 }
 
@@ -153,7 +188,7 @@ impl Preset {
             } == spec
         };
         // The preset the file says it reproduces first, then every built-in in order.
-        let named = f.reproduces.as_deref().and_then(|r| find_builtin(r).ok());
+        let named = f.reproduces;
         for b in named.into_iter().chain(REGISTRY) {
             if same(&apply(b.stack(depth)?, ov)) {
                 return Ok(StackSpec {
@@ -209,6 +244,29 @@ impl Preset {
         }
     }
 }
+
+/// Pre-LN, `x + F(Norm(x))` (Xiong et al. 2020): the built-in preset as a value, for code
+/// that names it without a lookup.
+///
+/// ```rust
+/// assert_eq!(normscope_core::placement::PRE, normscope_core::placement::find("pre-ln")?);
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
+pub const PRE: &Preset = &pre::PRESET;
+
+/// Post-LN, `Norm(x + F(x))` (Vaswani et al. 2017): the built-in preset as a value.
+///
+/// ```rust
+/// assert_eq!(normscope_core::placement::POST.label, "Post-LN");
+/// ```
+pub const POST: &Preset = &post::PRESET;
+
+/// DeepNorm, `Norm(alpha x + F(x))` (Wang et al. 2022): the built-in preset as a value.
+///
+/// ```rust
+/// assert_eq!(normscope_core::placement::DEEPNORM.name, "deepnorm");
+/// ```
+pub const DEEPNORM: &Preset = &deepnorm::PRESET;
 
 /// Every preset, in the order tables list them.
 pub const REGISTRY: &[Preset] = &[

@@ -328,7 +328,18 @@ fn positive(field: &'static str, v: Option<f64>, max: Option<f64>) -> Result<()>
 impl RawTrain {
     /// Validates every field.
     pub fn check(&self) -> Result<TrainConfig> {
-        let presets = parse_presets(&self.presets)?;
+        self.check_with(parse_presets(&self.presets)?)
+    }
+
+    /// Validates every field but `presets`, whose resolved values are given (a sweep's cell
+    /// holds its preset, not a name to look up again).
+    pub fn check_with(
+        &self,
+        presets: Vec<&'static crate::placement::Preset>,
+    ) -> Result<TrainConfig> {
+        if presets.is_empty() {
+            return Err(Error::invalid("--preset", "(none)", "at least one preset"));
+        }
         let kind = BranchKind::parse(&self.model.branch)?;
         if kind == BranchKind::CrossAttention {
             return Err(Error::invalid(

@@ -61,7 +61,7 @@ use rayon::prelude::*;
 /// let task = task::build(&cfg.task)?;
 ///
 /// let cell = Cell {
-///     preset: "post".into(),
+///     preset: normscope_core::placement::POST,
 ///     depth: 3,
 ///     optimizer: "sgd".into(),
 ///     lr: 0.1,
@@ -77,8 +77,8 @@ use rayon::prelude::*;
 /// ```
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Cell {
-    /// Preset name.
-    pub preset: String,
+    /// The preset (a name or alias in a configuration file; serialized as its canonical name).
+    pub preset: &'static crate::placement::Preset,
     /// Residual blocks L.
     pub depth: usize,
     /// Optimizer name (`sgd`, `adam`, `adamw`).
@@ -99,7 +99,6 @@ impl Cell {
     /// encoder-decoder base, `depth` counts all its blocks, 5 per layer (`--layers depth/5`).
     pub fn config(&self, base: &RawTrain, seed: u64) -> Result<TrainConfig> {
         let mut raw = base.clone();
-        raw.presets = self.preset.clone();
         raw.model.depth = self.depth;
         if base.layers.is_some() {
             if !self.depth.is_multiple_of(5) {
@@ -115,7 +114,7 @@ impl Cell {
         raw.lr = self.lr;
         raw.warmup = self.warmup;
         raw.seeds = seed.to_string();
-        raw.check()
+        raw.check_with(vec![self.preset])
     }
 }
 
@@ -142,7 +141,7 @@ impl Cell {
 ///     rec(4, "eval_loss", 0.5),
 /// ];
 /// let cell = Cell {
-///     preset: "pre".into(),
+///     preset: normscope_core::placement::PRE,
 ///     depth: 2,
 ///     optimizer: "adam".into(),
 ///     lr: 1e-3,
@@ -452,7 +451,7 @@ fn trained_log<T: Real>(
 /// let prepared = Prepared::new(&raw, 1)?;
 /// assert_eq!(prepared.eval().len(), 1);
 /// let cell = Cell {
-///     preset: "pre".into(),
+///     preset: normscope_core::placement::PRE,
 ///     depth: 2,
 ///     optimizer: "adam".into(),
 ///     lr: 1e-3,
