@@ -61,7 +61,10 @@ pub struct Config {
 
 /// DeepNorm's (alpha, beta) at depth L (Wang et al. 2022; see `placement::deepnorm`).
 pub fn constants(depth: usize) -> Result<(f64, f64)> {
-    let spec = placement::build("deepnorm", depth, &Overrides::default())?;
+    if depth == 0 {
+        return Err(Error::invalid("depth", 0, "an integer >= 1"));
+    }
+    let spec = placement::DEEPNORM.stack_with(depth, &Overrides::default())?;
     let alpha = match spec.block(1).skip {
         SkipScale::Alpha(a) => a,
         SkipScale::One | SkipScale::AdminOmega => 1.0,
