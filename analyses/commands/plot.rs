@@ -326,7 +326,7 @@ pub fn plot(req: &Request) -> Result<Vec<String>> {
             "a file ending in .pdf, .png or .svg",
         ));
     };
-    normscope_core::output::atomic::check_target("--out", &req.out)?;
+    crate::runner::sidecar::check_out(&req.out)?;
     let (fig, notes) = figure(req)?;
     let drawn = if fig.plots.len() == 1 {
         render(&fig.plots[0], &req.out)?

@@ -91,19 +91,29 @@ pub fn sidecar_path(path: &Path) -> std::path::PathBuf {
     path.with_file_name(name)
 }
 
-/// Writes `bytes` to `out` (standard output if `None`) and, for a file, its
-/// [`sidecar`]; both atomically, and the file is removed again if its sidecar cannot be
-/// written (no output without its provenance).
+/// Checks `--out` before anything runs: as [`normscope_core::output::atomic::check_target`]
+/// does, and its sidecar's path as well ([`normscope_core::output::pair::check_pair`]): not a
+/// folder, symlink, FIFO or device, and a name within the file system's limit.
+pub fn check_out(path: &Path) -> Result<()> {
+    normscope_core::output::pair::check_pair(
+        "--out",
+        path,
+        &sidecar_path(path),
+        "provenance sidecar",
+    )
+}
+
+/// Writes `bytes` to `out` (standard output if `None`) and, for a file, its [`sidecar`]:
+/// both land or neither, and a failure leaves the old file and its old sidecar as they were
+/// ([`normscope_core::output::pair`]).
 pub fn emit_with_provenance(out: Option<&Path>, bytes: &[u8]) -> Result<()> {
     let Some(path) = out else {
         return normscope_core::output::atomic::emit(None, bytes);
     };
-    normscope_core::output::atomic::write_bytes(path, bytes)?;
-    if let Err(e) =
-        normscope_core::output::atomic::write_bytes(&sidecar_path(path), &sidecar(path, bytes))
-    {
-        let _ = std::fs::remove_file(path);
-        return Err(e);
-    }
-    Ok(())
+    normscope_core::output::pair::write_pair(
+        path,
+        bytes,
+        &sidecar_path(path),
+        &sidecar(path, bytes),
+    )
 }

@@ -9,10 +9,10 @@ pub mod cli;
 pub mod python;
 pub mod train;
 
-use crate::analyses::runner::sidecar::{emit_with_provenance, encode_table};
+use crate::analyses::runner::sidecar::{check_out, emit_with_provenance, encode_table};
 use crate::model::{RawModel, TheoryConfig};
 use crate::output::atomic::emit;
-use crate::output::{atomic, console, table};
+use crate::output::{console, table};
 use crate::symbolic::Subs;
 use crate::symbolic::render;
 use crate::{Error, analyses};
@@ -185,11 +185,12 @@ fn mc_request(a: &cli::McArgs) -> crate::Result<McRequest> {
     Ok((presets, cfg, metrics, layers))
 }
 
-/// The `--out` of a command, checked before anything runs; `-` means standard output.
+/// The `--out` of a command, checked before anything runs, with the path of its sidecar
+/// ([`check_out`]); `-` means standard output.
 fn out_path(out: &Option<PathBuf>) -> crate::Result<Option<&Path>> {
     match out.as_deref() {
         Some(p) if p.as_os_str() == "-" => Ok(None),
-        Some(p) => atomic::check_target("--out", p).map(|()| Some(p)),
+        Some(p) => check_out(p).map(|()| Some(p)),
         None => Ok(None),
     }
 }

@@ -55,6 +55,7 @@ mod regenerate;
 mod reproduce;
 mod settings;
 mod shard;
+mod sidecar;
 mod slurm;
 mod train_cli;
 mod train_gradients;

@@ -1,7 +1,7 @@
-//! The two operating-system calls the engines make, the only `unsafe` outside the GEMM
-//! kernels: the address-space limit the memory preflight respects ([`address_space_limit`])
-//! and glibc's `malloc` set to keep freed memory for the training commands
-//! ([`keep_freed_memory`]).
+//! The operating-system calls of the workspace, the only `unsafe` outside the GEMM kernels: the
+//! address-space limit the memory preflight respects ([`address_space_limit`]), glibc's
+//! `malloc` set to keep freed memory for the training commands ([`keep_freed_memory`]), and
+//! the longest file name a folder takes, which `--out`'s preflight checks ([`name_max`]).
 //!
 //! **Keeping freed memory** (`train`, `normscope-bench --train`).
 //!
@@ -66,6 +66,25 @@ pub fn address_space_limit() -> Option<u128> {
     None
 }
 
+/// The longest file name, in bytes, that the file system of folder `dir` takes
+/// (`pathconf(dir, _PC_NAME_MAX)`), or `None` if it states no limit or cannot be asked (not
+/// Unix, a path with a NUL byte, an error).
+pub fn name_max(dir: &std::path::Path) -> Option<u64> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+        // SAFETY: a valid NUL-terminated path; pathconf only reads it.
+        let n = unsafe { libc::pathconf(c.as_ptr(), libc::_PC_NAME_MAX) };
+        u64::try_from(n).ok().filter(|&n| n > 0)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        None
+    }
+}
+
 /// Makes a FIFO at `path` (`mkfifo(3)`, mode 0600): the tests' stand-in for an input that
 /// would block a reader.
 #[cfg(unix)]
@@ -91,5 +110,13 @@ mod tests {
         // glibc returns 0 for a value it refuses; both constants are within its documented
         // limits.
         assert!(keep_freed_memory());
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_folder_states_its_longest_file_name() {
+        let n = name_max(&std::env::temp_dir()).unwrap();
+        assert!((14..=4096).contains(&n), "{n}");
+        assert_eq!(name_max(std::path::Path::new("/no/such/folder/here")), None);
     }
 }

@@ -28,7 +28,7 @@ pub fn abandon() {
     std::mem::forget(reg);
 }
 
-fn io_err(path: &Path, source: std::io::Error) -> Error {
+pub(crate) fn io_err(path: &Path, source: std::io::Error) -> Error {
     Error::Io {
         path: path.display().to_string(),
         source,
@@ -56,10 +56,7 @@ pub fn check_target(field: &'static str, path: &Path) -> Result<()> {
             "a path to a regular file (an existing folder, symlink, FIFO or device is not replaced)",
         ));
     }
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = dir_of(path);
     if !dir.is_dir() {
         return Err(Error::invalid(
             field,
@@ -81,21 +78,62 @@ pub(crate) fn ensure_parent(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes `path` atomically with the bytes produced by `fill`. A file it replaces keeps its
-/// permission bits; a new file gets 0644.
-pub(crate) fn write_with(
-    path: &Path,
-    fill: impl FnOnce(&mut dyn Write) -> Result<()>,
-) -> Result<()> {
-    ensure_parent(path)?;
-    let dir = path
-        .parent()
+/// The folder `path` is written into (`.` for a bare file name).
+pub(crate) fn dir_of(path: &Path) -> &Path {
+    path.parent()
         .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
+        .unwrap_or(Path::new("."))
+}
+
+/// A temporary file of this process (`.normscope-XXXXXX`), registered for [`abandon`] from its
+/// creation until it is [`released`](Temp::release) to be renamed, or dropped, which removes it.
+pub(crate) struct Temp(Option<tempfile::TempPath>);
+
+impl Temp {
+    /// Registers `path` for [`abandon`].
+    pub(crate) fn register(path: tempfile::TempPath) -> Temp {
+        temp_files().push(path.to_path_buf());
+        Temp(Some(path))
+    }
+
+    /// Takes the file out of the registry, whose lock `reg` ([`registry`]) the caller holds
+    /// until the file is renamed; the returned path still removes the file when dropped.
+    pub(crate) fn release(mut self, reg: &mut Vec<PathBuf>) -> tempfile::TempPath {
+        let path = self.0.take().expect("a Temp holds its path until released");
+        reg.retain(|f| f.as_path() != &*path);
+        path
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            temp_files().retain(|f| f.as_path() != &*path);
+        }
+    }
+}
+
+/// The lock of the registry of temporary files: while it is held no [`abandon`] runs (a
+/// signal's exit waits), so renames made under it all land before the process exits.
+pub(crate) fn registry() -> MutexGuard<'static, Vec<PathBuf>> {
+    temp_files()
+}
+
+/// A temporary file beside `path` holding the bytes produced by `fill`, flushed, and with
+/// `durable` synced to disk (`fsync`), so that an error of a full disk shows here, before any
+/// rename. It has the permission bits of the file at `path` it will replace, or 0644.
+pub(crate) fn temp_with(
+    path: &Path,
+    durable: bool,
+    fill: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<Temp> {
+    ensure_parent(path)?;
+    let tmp = tempfile::Builder::new()
         .prefix(".normscope-")
-        .tempfile_in(dir)
+        .tempfile_in(dir_of(path))
         .map_err(|e| io_err(path, e))?;
+    let (mut file, tmp) = tmp.into_parts();
+    let temp = Temp::register(tmp);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -105,18 +143,27 @@ pub(crate) fn write_with(
             .filter(|m| m.is_file())
             .map_or(0o644, |m| m.permissions().mode() & 0o7777);
         let perms = std::fs::Permissions::from_mode(mode);
-        tmp.as_file()
-            .set_permissions(perms)
-            .map_err(|e| io_err(path, e))?;
+        file.set_permissions(perms).map_err(|e| io_err(path, e))?;
     }
-    let name = tmp.path().to_path_buf();
-    temp_files().push(name.clone());
-    let filled = fill(tmp.as_file_mut())
-        .and_then(|()| tmp.as_file_mut().flush().map_err(|e| io_err(path, e)));
-    let mut reg = temp_files();
-    reg.retain(|f| f != &name);
-    filled?;
-    tmp.persist(path).map_err(|e| io_err(path, e.error))?;
+    fill(&mut file)?;
+    file.flush().map_err(|e| io_err(path, e))?;
+    if durable {
+        file.sync_all().map_err(|e| io_err(path, e))?;
+    }
+    Ok(temp)
+}
+
+/// Writes `path` atomically with the bytes produced by `fill`. A file it replaces keeps its
+/// permission bits; a new file gets 0644.
+pub(crate) fn write_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
+    let temp = temp_with(path, false, fill)?;
+    let mut reg = registry();
+    temp.release(&mut reg)
+        .persist(path)
+        .map_err(|e| io_err(path, e.error))?;
     drop(reg);
     Ok(())
 }
@@ -136,10 +183,13 @@ pub fn emit(out: Option<&Path>, bytes: &[u8]) -> Result<()> {
 
 /// Writes `bytes` to `path` atomically, in pieces of 1 MiB (a signal is handled between them).
 pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_with(path, |w| {
-        bytes
-            .chunks(CHUNK)
-            .try_for_each(|c| w.write_all(c))
-            .map_err(|e| io_err(path, e))
-    })
+    write_with(path, |w| write_chunks(w, path, bytes))
+}
+
+/// Writes `bytes` to `w` in pieces of 1 MiB; an error names `path`.
+pub(crate) fn write_chunks(w: &mut dyn Write, path: &Path, bytes: &[u8]) -> Result<()> {
+    bytes
+        .chunks(CHUNK)
+        .try_for_each(|c| w.write_all(c))
+        .map_err(|e| io_err(path, e))
 }
