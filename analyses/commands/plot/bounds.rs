@@ -101,7 +101,7 @@ pub fn figure_bytes(panels: usize, points: usize) -> u128 {
 /// How many panels, series and points a request draws (series are counted over the whole
 /// figure: every panel keeps one colour per series).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
+pub(super) struct Counts {
     /// Panels: the `--facet` values (1 without it).
     pub panels: usize,
     /// Series: the `--by` values (1 without it).
