@@ -6,14 +6,21 @@
 //! Carlo); one without, as a line (the closed form). Written atomically as PDF, PNG or SVG by
 //! the extension of `--out`.
 
+pub mod bounds;
+pub mod labels;
+
 use super::text_table::{
-    cell, interval_at, interval_of, matching, parse_filters, read_input, require, text_frame,
+    cell, describe, interval_at, interval_of, matching, parse_filters, read_input, require,
+    text_frame,
 };
+use bounds::Counts;
 use normscope_core::metrics::Metric;
 use normscope_core::{Error, Result};
 use normscope_figure::facets::Facets;
-use normscope_figure::{LinePlot, PALETTE, Series, render};
-use std::path::PathBuf;
+use normscope_figure::{LinePlot, Series, render};
+use polars::prelude::{DataFrame, PolarsError};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 /// Panels per row of a faceted figure.
 pub const FACET_COLUMNS: usize = 2;
@@ -69,6 +76,18 @@ impl Request {
         }
     }
 
+    /// The columns named by `--x`, `--y`, `--by` and `--facet`, with their flags.
+    fn columns(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        [
+            ("--x", Some(&self.x)),
+            ("--y", Some(&self.y)),
+            ("--by", self.by.as_ref()),
+            ("--facet", self.facet.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, c)| Some((flag, c?.as_str())))
+    }
+
     /// With `--where` filters.
     pub fn with_filters(mut self, filters: &[&str]) -> Result<Self> {
         self.filters = parse_filters(filters)?;
@@ -82,47 +101,127 @@ type Point = (f64, f64, Option<(f64, f64)>);
 /// The series of one panel: each `--by` value with its points.
 type Panel = Vec<(String, Vec<Point>)>;
 
-/// A number of column `name` at `row`, refused (naming `field`) if it is not one.
-fn number(text: &str, field: &'static str, name: &str, row: usize) -> Result<f64> {
+/// A number of column `name` at `row`, refused (naming `field` and the table) if it is not a
+/// finite one.
+fn number(text: &str, field: &'static str, name: &str, row: usize, path: &Path) -> Result<f64> {
     match text.trim().parse::<f64>() {
         Ok(v) if v.is_finite() => Ok(v),
         _ => Err(Error::invalid(
             field,
             name,
             format!(
-                "a column of finite numbers (row {} holds '{text}')",
-                row + 1
+                "a column of finite numbers (row {} of {} holds '{text}')",
+                row + 1,
+                path.display()
             ),
         )),
     }
 }
 
+/// Whether the table at `path` is read as Parquet (by its extension; else as CSV).
+fn is_parquet(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
+}
+
+/// A table that does not parse, refused as bad input naming the file and what polars found.
+fn not_a_table(path: &Path, e: PolarsError) -> Error {
+    let kind = if is_parquet(path) {
+        "a Parquet table"
+    } else {
+        "a CSV table with a header row"
+    };
+    Error::invalid("PATH", path.display(), format!("{kind} (it is not: {e})"))
+}
+
+/// The table of `req` as text, bounded before it is parsed ([`bounds::check_table`]): a file
+/// that does not parse or has no rows is refused naming it.
+fn table(path: &Path) -> Result<DataFrame> {
+    let bytes = read_input(path)?;
+    bounds::check_table(path, &bytes)?;
+    let df = text_frame(path, bytes).map_err(|e| match e {
+        Error::Table(p) => not_a_table(path, p),
+        e => e,
+    })?;
+    if df.height() == 0 {
+        return Err(Error::invalid(
+            "PATH",
+            path.display(),
+            "a table with at least one row (it has a header only)",
+        ));
+    }
+    Ok(df)
+}
+
+/// Refuses a column `name` (of `flag`) the table does not have, naming the table and listing
+/// its columns.
+fn column(df: &DataFrame, flag: &'static str, name: &str, path: &Path) -> Result<()> {
+    require(df, name)
+        .map_err(|e| Error::invalid(flag, name, format!("a column of {}; {e}", path.display())))
+}
+
+/// The panels, series and points `rows` of `df` give under `req`, counted before any is
+/// collected; `--by` and `--facet` values that cannot be drawn as text are refused.
+fn counts(df: &DataFrame, req: &Request, rows: &[usize]) -> Result<Counts> {
+    let mut panels = HashSet::new();
+    let mut series = HashSet::new();
+    let mut points = 0;
+    for &r in rows {
+        if cell(df, &req.y, r)?.trim().is_empty() {
+            continue;
+        }
+        points += 1;
+        for (flag, c, seen) in [
+            ("--facet", &req.facet, &mut panels),
+            ("--by", &req.by, &mut series),
+        ] {
+            let v = match c {
+                Some(c) => cell(df, c, r)?,
+                None => String::new(),
+            };
+            if !seen.contains(&v) {
+                labels::check_value(flag, &v, r, req)?;
+                seen.insert(v);
+            }
+        }
+    }
+    Ok(Counts {
+        panels: panels.len(),
+        series: series.len(),
+        points,
+    })
+}
+
 /// The figure of `req` (not written), with notes on the rows left out.
 pub fn figure(req: &Request) -> Result<(Facets, Vec<String>)> {
-    let df = text_frame(&req.path, read_input(&req.path)?)?;
-    for c in [
-        Some(&req.x),
-        Some(&req.y),
-        req.by.as_ref(),
-        req.facet.as_ref(),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        require(&df, c)?;
+    labels::check_request(req)?;
+    let path = req.path.as_path();
+    let df = table(path)?;
+    for (flag, c) in req.columns() {
+        column(&df, flag, c, path)?;
+    }
+    for (c, _) in &req.filters {
+        column(&df, "--where", c, path)?;
     }
     let rows = matching(&df, &req.filters)?;
     if rows.is_empty() {
         return Err(Error::invalid(
             "--where",
-            super::text_table::describe(&req.filters),
-            "filters that some row meets (none does)",
+            describe(&req.filters),
+            format!(
+                "filters that some row of {} meets (none of its {} does)",
+                path.display(),
+                df.height()
+            ),
         ));
     }
+    bounds::check_figure(req, counts(&df, req, &rows)?)?;
     let interval = interval_of(&df, &req.y);
     // facet value -> series value -> points, in the order values first appear; the metrics of
     // each facet's rows and each series' legend text.
     let mut facets: Vec<(String, Panel)> = Vec::new();
+    let mut facet_at: HashMap<String, usize> = HashMap::new();
     let mut metrics: Vec<Vec<String>> = Vec::new();
     let mut legends: Vec<String> = Vec::new();
     let has = |c: &str| df.column(c).is_ok();
@@ -134,12 +233,13 @@ pub fn figure(req: &Request) -> Result<(Facets, Vec<String>)> {
             missing += 1;
             continue;
         }
-        let x = number(&cell(&df, &req.x, r)?, "--x", &req.x, r)?;
-        let y = number(&y_text, "--y", &req.y, r)?;
+        let x = number(&cell(&df, &req.x, r)?, "--x", &req.x, r, path)?;
+        let y = number(&y_text, "--y", &req.y, r, path)?;
         let ci = match (interval_at(&df, interval.as_ref(), r)?, &interval) {
-            (Some((l, h)), Some((lo, hi))) => {
-                Some((number(&l, "--y", lo, r)?, number(&h, "--y", hi, r)?))
-            }
+            (Some((l, h)), Some((lo, hi))) => Some((
+                number(&l, "--y", lo, r, path)?,
+                number(&h, "--y", hi, r, path)?,
+            )),
             _ => None,
         };
         for (v, flag, on) in [(x, "--log-x", req.log_x), (y, "--log-y", req.log_y)] {
@@ -169,14 +269,11 @@ pub fn figure(req: &Request) -> Result<(Facets, Vec<String>)> {
                 _ => s.clone(),
             });
         }
-        let fi = match facets.iter().position(|(v, _)| *v == f) {
-            Some(i) => i,
-            None => {
-                facets.push((f, Vec::new()));
-                metrics.push(Vec::new());
-                facets.len() - 1
-            }
-        };
+        let fi = *facet_at.entry(f.clone()).or_insert_with(|| {
+            facets.push((f, Vec::new()));
+            metrics.push(Vec::new());
+            facets.len() - 1
+        });
         if has("metric") {
             let m = cell(&df, "metric", r)?;
             if !metrics[fi].contains(&m) {
@@ -193,18 +290,9 @@ pub fn figure(req: &Request) -> Result<(Facets, Vec<String>)> {
         return Err(Error::invalid(
             "--y",
             &req.y,
-            "a column with values in the rows chosen (every one is missing)",
-        ));
-    }
-    // The palette's last colour is the grey of Monte Carlo's reference marks.
-    let most = PALETTE.len() - 1;
-    if colors.len() > most {
-        return Err(Error::invalid(
-            "--by",
-            req.by.as_deref().unwrap_or_default(),
             format!(
-                "a column with at most {most} values in the rows chosen (it has {}; add --where or --facet)",
-                colors.len()
+                "a column with values in the rows of {} chosen (every one is missing)",
+                path.display()
             ),
         ));
     }
@@ -280,6 +368,7 @@ pub fn figure(req: &Request) -> Result<(Facets, Vec<String>)> {
                 plot.series.push(Series::line(label, color, line));
             }
         }
+        labels::check_axes(&plot)?;
         plots.push(plot);
     }
     // The house style draws a log axis over less than two decades linear (round ticks).

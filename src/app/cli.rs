@@ -162,7 +162,11 @@ by --where filters on the values as the file stores them, and must be the only o
 
 The output format is the extension of --out (.pdf, .png, .svg); the file is written whole or
 not at all. Intervals are read from ci_low/ci_high (for --y value), <y>_lo/<y>_hi or
-<y>_ci_low/<y>_ci_high.")]
+<y>_ci_low/<y>_ci_high.
+
+Bounds, checked before drawing: a table of at most 16777216 cells; at most 24 panels
+(--facet values), 7 series (--by values) and 200000 points; a --title of at most 100
+characters and column names and values of at most 40, without control characters.")]
     Plot(PlotArgs),
     /// Monte Carlo metrics on sampled finite-width networks, with 95% confidence intervals.
     #[command(after_help = "Examples:

@@ -250,3 +250,258 @@ fn panels_keep_one_colour_per_series_and_out_is_checked_first() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("invalid --out"), "{err}");
 }
+
+/// Address-space limit of the hostile runs, in KiB (`ulimit -v`): 16 GiB, enough for the binary
+/// and its threads, far below the 44.5 GB a figure of 20,000 panels once asked for.
+const ULIMIT_KB: u64 = 16 << 20;
+
+/// Seconds after which a hostile run is killed (`timeout`, exit status 124): a refusal or a
+/// small figure takes well under one; a run that hangs never ends.
+const WATCHDOG_S: &str = "60";
+
+/// Runs `normscope plot TABLE args` in `dir` (TABLE written there first, from `table`), under
+/// [`ULIMIT_KB`] and killed after [`WATCHDOG_S`]; fails if it had to be killed.
+fn plot_in(dir: &Path, name: &str, table: &[u8], args: &[&str]) -> Output {
+    std::fs::write(dir.join(name), table).unwrap();
+    let script = format!("ulimit -v {ULIMIT_KB} && exec timeout -k 5 {WATCHDOG_S} \"$@\"");
+    let o = Command::new("sh")
+        .args([
+            "-c",
+            &script,
+            "sh",
+            env!("CARGO_BIN_EXE_normscope"),
+            "plot",
+            name,
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("sh runs");
+    assert_ne!(
+        o.status.code(),
+        Some(124),
+        "{args:?} still ran after {WATCHDOG_S} s"
+    );
+    o
+}
+
+/// Asserts a refusal of `normscope plot` in `dir`: exit status 2, one line on stderr holding
+/// every one of `names`, nothing on stdout and no `f.svg` (the `--out` of every case).
+#[track_caller]
+fn assert_refused(o: &Output, dir: &Path, names: &[&str]) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: "), "{err}");
+    for n in names {
+        assert!(err.contains(n), "no {n:?} in {err}");
+    }
+    assert!(o.stdout.is_empty());
+    assert!(!dir.join("f.svg").exists(), "{err}: wrote the figure");
+    err
+}
+
+const OUT: [&str; 2] = ["--out", "f.svg"];
+
+#[test]
+fn twenty_thousand_facets_are_refused_before_drawing() {
+    use normscope::analyses::commands::plot::bounds::MAX_PANELS;
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("layer,value,depth\n");
+    for d in 0..20_000 {
+        csv += &format!("1,{d},{d}\n");
+    }
+    let args = [
+        "--x", "layer", "--y", "value", "--facet", "depth", OUT[0], OUT[1],
+    ];
+    let o = plot_in(dir.path(), "t.csv", csv.as_bytes(), &args);
+    let most = format!("at most {MAX_PANELS} values");
+    assert_refused(
+        &o,
+        dir.path(),
+        &["--facet", "t.csv", "20000", most.as_str()],
+    );
+    // The same table with the points over the limit of one panel (no --facet).
+    let args = [
+        "--x", "depth", "--y", "value", "--where", "layer=1", OUT[0], OUT[1],
+    ];
+    let big: String = std::iter::once("layer,value,depth\n".to_string())
+        .chain((0..200_001).map(|d| format!("1,{d},{d}\n")))
+        .collect();
+    let o = plot_in(dir.path(), "t.csv", big.as_bytes(), &args);
+    assert_refused(
+        &o,
+        dir.path(),
+        &["--where", "t.csv", "200001", "200000 points"],
+    );
+}
+
+#[test]
+fn a_table_of_too_many_cells_is_refused_before_it_is_parsed() {
+    use normscope::analyses::commands::plot::bounds::MAX_TABLE_CELLS;
+    let dir = tempfile::tempdir().unwrap();
+    // Two cells a line: one line more than the cap allows.
+    let lines = MAX_TABLE_CELLS as usize / 2 + 1;
+    let csv = "1,2\n".repeat(lines);
+    let o = plot_in(
+        dir.path(),
+        "t.csv",
+        csv.as_bytes(),
+        &["--x", "1", "--y", "2", OUT[0], OUT[1]],
+    );
+    assert_refused(&o, dir.path(), &["PATH", "t.csv", "cells"]);
+}
+
+#[test]
+fn axes_near_the_largest_f64_are_drawn_in_bounded_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let tables = [
+        "layer,value\n-9e307,1\n0,2\n9e307,3\n",
+        "layer,value\n1,-1.7e308\n2,0\n3,1.7e308\n",
+        "layer,value,value_ci_low,value_ci_high\n1,-1e308,-1.7e308,1e308\n2,1e308,-1e308,1.7e308\n",
+    ];
+    for t in tables {
+        let o = plot_in(
+            dir.path(),
+            "t.csv",
+            t.as_bytes(),
+            &["--x", "layer", "--y", "value", OUT[0], OUT[1]],
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{t}: {err}");
+        let svg = std::fs::read_to_string(dir.path().join("f.svg")).unwrap();
+        // Ticks labelled in the values' own magnitude, not collapsed or infinite.
+        assert!(
+            (svg.contains("e307") || svg.contains("e308")) && !svg.contains("NaN"),
+            "{t}"
+        );
+        std::fs::remove_file(dir.path().join("f.svg")).unwrap();
+    }
+    // A value f64 cannot hold is refused, naming the row.
+    let o = plot_in(
+        dir.path(),
+        "t.csv",
+        b"layer,value\n1,2\n2,inf\n",
+        &["--x", "layer", "--y", "value", OUT[0], OUT[1]],
+    );
+    assert_refused(&o, dir.path(), &["--y", "finite numbers", "row 2 of t.csv"]);
+}
+
+#[test]
+fn tables_that_do_not_parse_or_have_no_rows_are_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let xy = ["--x", "layer", "--y", "value", OUT[0], OUT[1]];
+    let cases: [(&str, &[u8], &[&str]); 4] = [
+        (
+            "t.csv",
+            b"layer,value\n1,2,3,4\n",
+            &["PATH", "t.csv", "a CSV table"],
+        ),
+        (
+            "t.parquet",
+            b"PAR1 not a parquet file at all",
+            &["PATH", "t.parquet", "a Parquet table"],
+        ),
+        (
+            "t.csv",
+            b"layer,value\n",
+            &["PATH", "t.csv", "at least one row", "header only"],
+        ),
+        ("t.csv", b"", &["PATH", "t.csv", "a CSV table"]),
+    ];
+    for (name, bytes, names) in cases {
+        let o = plot_in(dir.path(), name, bytes, &xy);
+        assert_refused(&o, dir.path(), names);
+    }
+}
+
+#[test]
+fn unknown_columns_are_refused_naming_the_flag_file_and_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = b"layer,value,depth\n1,2,3\n";
+    let cases: [(&[&str], &[&str]); 3] = [
+        (
+            &["--x", "foo", "--y", "value"],
+            &["--x", "foo", "t.csv", "layer, value, depth"],
+        ),
+        (
+            &["--x", "layer", "--y", "valeu"],
+            &["--y", "t.csv", "did you mean 'value'"],
+        ),
+        (
+            &["--x", "layer", "--y", "value", "--where", "dpeth=3"],
+            &["--where", "dpeth", "t.csv"],
+        ),
+    ];
+    for (args, names) in cases {
+        let mut a = args.to_vec();
+        a.extend(OUT);
+        assert_refused(&plot_in(dir.path(), "t.csv", csv, &a), dir.path(), names);
+    }
+}
+
+#[test]
+fn titles_labels_and_values_that_cannot_be_drawn_are_refused() {
+    use normscope::analyses::commands::plot::labels::{MAX_NAME_CHARS, MAX_TITLE_CHARS};
+    let dir = tempfile::tempdir().unwrap();
+    let long_title = "t".repeat(MAX_TITLE_CHARS + 1);
+    let title_most = format!("at most {MAX_TITLE_CHARS} characters");
+    let long_value = "v".repeat(MAX_NAME_CHARS + 1);
+    let wide = "W".repeat(MAX_NAME_CHARS);
+    let csv = format!("layer,value,run,{wide}\n1,2,a\tb,1\n2,3,{long_value},2\n");
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (
+            vec!["--title", long_title.as_str()],
+            vec!["--title", title_most.as_str(), "no control characters"],
+        ),
+        (
+            vec!["--title", "two\nlines"],
+            vec!["--title", "two\\nlines", "no control characters"],
+        ),
+        (
+            vec!["--by", "run", "--where", "layer=1"],
+            vec!["--by", "a\\tb", "row 1 of t.csv", "no control characters"],
+        ),
+        (
+            vec!["--by", "run", "--where", "layer=2"],
+            vec!["--by", "row 2 of t.csv", "at most 40 characters"],
+        ),
+        (
+            vec!["--y", wide.as_str()],
+            vec!["--y", "wider than its axis"],
+        ),
+    ];
+    for (extra, names) in cases {
+        let mut a = vec!["--x", "layer", "--y", "value"];
+        if extra[0] == "--y" {
+            a.truncate(2);
+        }
+        a.extend(extra);
+        a.extend(OUT);
+        assert_refused(
+            &plot_in(dir.path(), "t.csv", csv.as_bytes(), &a),
+            dir.path(),
+            &names,
+        );
+    }
+}
+
+#[test]
+fn the_help_states_the_bounds_the_code_enforces() {
+    use normscope::analyses::commands::plot::bounds::{
+        MAX_PANELS, MAX_POINTS, MAX_SERIES, MAX_TABLE_CELLS,
+    };
+    use normscope::analyses::commands::plot::labels::{MAX_NAME_CHARS, MAX_TITLE_CHARS};
+    let help = String::from_utf8(normscope(&["plot", "--help"]).stdout).unwrap();
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    for said in [
+        format!("at most {MAX_TABLE_CELLS} cells"),
+        format!("at most {MAX_PANELS} panels"),
+        format!("{MAX_SERIES} series"),
+        format!("{MAX_POINTS} points"),
+        format!("at most {MAX_TITLE_CHARS} characters"),
+        format!("values of at most {MAX_NAME_CHARS}"),
+    ] {
+        assert!(help.contains(&said), "{said:?} not in: {help}");
+    }
+}

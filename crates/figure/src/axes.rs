@@ -20,7 +20,27 @@ pub(crate) fn ticks(lo: f64, hi: f64, log: bool, most: usize) -> usize {
     }
 }
 
+/// Largest half span of a linear axis drawn in its own units: plotters takes `hi - lo` to
+/// place points and choose ticks, which must stay finite (an infinite span never ends its
+/// tick search). Wider axes are drawn in units of a power of ten ([`unit`]).
+const LARGEST_HALF_SPAN: f64 = 1e300;
+
+/// The unit a linear axis from `lo` to `hi` is drawn in (its coordinates divided by it, its
+/// tick labels multiplied back): 1, or for a span beyond [`LARGEST_HALF_SPAN`] (values near
+/// ±f64's largest) the power of ten of its half span, so that plotters' `hi - lo` stays
+/// finite and its ticks stay round. A log axis (drawn in log10 units) is always 1.
+pub(crate) fn unit(lo: f64, hi: f64, log: bool) -> f64 {
+    let half = hi / 2.0 - lo / 2.0;
+    if log || !half.is_finite() || half <= LARGEST_HALF_SPAN {
+        1.0
+    } else {
+        10f64.powi(half.log10().floor() as i32)
+    }
+}
+
 impl LinePlot {
+    /// The x and y ranges drawn: every finite value (positive on a log axis) with some
+    /// padding, always finite ends (within ±f64's largest) however wide the values spread.
     pub(crate) fn ranges(&self) -> ((f64, f64), (f64, f64)) {
         let span = |vals: Vec<f64>, log: bool| {
             let (lo, hi) = vals
@@ -71,12 +91,16 @@ impl LinePlot {
         let (below, above) = self.open_ends();
         let t = |v: f64| if self.y_log { v.log10() } else { v };
         let u = |v: f64| if self.y_log { 10f64.powf(v) } else { v };
-        let room = 0.08 * (t(y1) - t(y0));
+        // From the span's halves where the span itself overflows (values near ±f64's largest).
+        let room = match t(y1) - t(y0) {
+            span if span.is_finite() => 0.08 * span,
+            _ => 0.16 * (t(y1) / 2.0 - t(y0) / 2.0),
+        };
         if below {
-            y0 = u(t(y0) - room);
+            y0 = u(t(y0) - room).max(-f64::MAX);
         }
         if above {
-            y1 = u(t(y1) + room);
+            y1 = u(t(y1) + room).min(f64::MAX);
         }
         (x, (y0, y1))
     }

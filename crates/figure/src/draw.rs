@@ -2,9 +2,9 @@
 //! the shaded stretch, each series' marks (bands, lines, points with their interval bars,
 //! dodged apart where they share an x), the marks below a log axis's floor, and the legend.
 
-use crate::axes::{X_TICKS, Y_TICKS, ticks};
+use crate::axes::{X_TICKS, Y_TICKS, ticks, unit};
 use crate::figure::Figure;
-use crate::font::{FONT, text_width};
+use crate::font::FONT;
 use crate::layout::{MARGIN, MARGIN_RIGHT, TITLE_TOP, X_LABEL_AREA, Y_LABEL_AREA};
 use crate::legend::{Entry, draw_legend_box, draw_legend_strip};
 use crate::line_plot::LinePlot;
@@ -99,19 +99,12 @@ impl LinePlot {
         root.fill(&WHITE).map_err(e)?;
         let merged = self.merged();
         let this = &merged;
-        // An axis label longer than its axis would be clipped: refuse to draw it (the x label
-        // as drawn, with what the drawing adds to it).
-        let ((x0, x1), (y0, y1)) = this.ranges();
-        let (pw, ph) = this.plot_area();
-        let x_desc = this.x_desc((x0, x1), y0);
-        for (label, room) in [(&x_desc, pw), (&this.y_label, ph)] {
-            if f64::from(text_width(label, LABEL_PX)) > room {
-                return Err(format!(
-                    "axis label '{label}' is wider than its axis ({} > {room:.0} px): shorten it",
-                    text_width(label, LABEL_PX)
-                ));
-            }
+        // An axis label longer than its axis would be clipped: refuse to draw it.
+        if let Some((_, why)) = this.drawn_label_misfit() {
+            return Err(why);
         }
+        let ((x0, x1), (y0, y1)) = this.ranges();
+        let x_desc = this.x_desc((x0, x1), y0);
         let legend = this.chosen_legend();
         let labelled: Vec<&Series> = this.labelled().collect();
         // An outside legend takes a strip below the axes: two entries per row.
@@ -123,8 +116,10 @@ impl LinePlot {
             (root.clone(), None)
         };
         let (x_log, y_log) = (this.x_log, this.y_log);
-        let tx = move |v: f64| if x_log { v.log10() } else { v };
-        let ty = move |v: f64| if y_log { v.log10() } else { v };
+        // Linear axes in their [`unit`] (1 but for spans near f64's largest).
+        let (ux, uy) = (unit(x0, x1, x_log), unit(y0, y1, y_log));
+        let tx = move |v: f64| if x_log { v.log10() } else { v / ux };
+        let ty = move |v: f64| if y_log { v.log10() } else { v / uy };
         let at = move |p: (f64, f64)| (tx(p.0), ty(p.1));
         let keep = move |p: &(f64, f64)| {
             p.0.is_finite()
@@ -132,7 +127,15 @@ impl LinePlot {
                 && (!x_log || p.0 > 0.0)
                 && (!y_log || (p.1 >= y0 && p.1 <= y1))
         };
-        let label = |log: bool| move |v: &f64| if log { tick(10f64.powf(*v)) } else { tick(*v) };
+        let label = |log: bool, unit: f64| {
+            move |v: &f64| {
+                if log {
+                    tick(10f64.powf(*v))
+                } else {
+                    tick(*v * unit)
+                }
+            }
+        };
         // A title too wide for one line: the lines before the last are drawn above the
         // chart, whose caption is the last line.
         let (w, _) = area.dim_in_pixel();
@@ -164,8 +167,8 @@ impl LinePlot {
             // every 1, 2, 5, 10, ... of them, across the whole range.
             .x_labels(ticks(tx(x0), tx(x1), x_log, X_TICKS))
             .y_labels(ticks(ty(y0), ty(y1), y_log, Y_TICKS))
-            .x_label_formatter(&label(x_log))
-            .y_label_formatter(&label(y_log))
+            .x_label_formatter(&label(x_log, ux))
+            .y_label_formatter(&label(y_log, uy))
             .axis_desc_style((FONT, LABEL_PX))
             .light_line_style(WHITE.mix(0.0))
             .draw()

@@ -3,7 +3,7 @@
 
 use crate::font::{FONT, register_font, text_width};
 use crate::line_plot::LinePlot;
-use crate::sizes::{SIZE, TICK_PX, TITLE_PX};
+use crate::sizes::{LABEL_PX, SIZE, TICK_PX, TITLE_PX};
 use plotters::prelude::*;
 
 /// Layout of a [`LinePlot`] in pixels: margins, label areas and the caption's height, from
@@ -43,19 +43,75 @@ pub(crate) fn title_lines(title: &str, width: u32) -> Vec<String> {
         }
     }
     let mut lines: Vec<String> = Vec::new();
-    for word in title.split(' ') {
+    for word in title.split(' ').flat_map(|w| pieces(w, &fits)) {
         match lines.last_mut() {
             Some(line) if fits(&format!("{line} {word}")) => {
                 line.push(' ');
-                line.push_str(word);
+                line.push_str(&word);
             }
-            _ => lines.push(word.to_string()),
+            _ => lines.push(word),
         }
     }
     lines
 }
 
+/// `word` whole if it `fits`, else cut into pieces that do (as many characters each as fit,
+/// at least one), so that no title line is wider than the figure.
+fn pieces(word: &str, fits: &impl Fn(&str) -> bool) -> Vec<String> {
+    if fits(word) {
+        return vec![word.to_string()];
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut piece = String::new();
+    for c in word.chars() {
+        piece.push(c);
+        if piece.chars().count() > 1 && !fits(&piece) {
+            piece.pop();
+            out.push(std::mem::replace(&mut piece, c.to_string()));
+        }
+    }
+    out.push(piece);
+    out
+}
+
 impl LinePlot {
+    /// The first axis label wider than its axis, which [`LinePlot::paint`] refuses to draw
+    /// (it would be clipped): the axis (0 for x, 1 for y) and why, in words. The x label is
+    /// taken as drawn, with what the drawing adds to it.
+    ///
+    /// # Examples
+    ///
+    /// ```rust
+    /// use normscope_figure::LinePlot;
+    /// assert_eq!(LinePlot::new("t", "layer", "value").label_misfit(), None);
+    /// let wide = LinePlot::new("t", "layer", &"W".repeat(60));
+    /// assert_eq!(wide.label_misfit().map(|m| m.0), Some(1));
+    /// ```
+    pub fn label_misfit(&self) -> Option<(usize, String)> {
+        self.merged().drawn_label_misfit()
+    }
+
+    /// [`LinePlot::label_misfit`] of a plot as drawn ([`LinePlot::merged`]).
+    pub(crate) fn drawn_label_misfit(&self) -> Option<(usize, String)> {
+        let ((x0, x1), (y0, _)) = self.ranges();
+        let (pw, ph) = self.plot_area();
+        let x_desc = self.x_desc((x0, x1), y0);
+        [(&x_desc, pw), (&self.y_label, ph)]
+            .into_iter()
+            .enumerate()
+            .find_map(|(axis, (label, room))| {
+                let w = text_width(label, LABEL_PX);
+                (f64::from(w) > room).then(|| {
+                    (
+                        axis,
+                        format!(
+                            "axis label '{label}' is wider than its axis ({w} > {room:.0} px): shorten it"
+                        ),
+                    )
+                })
+            })
+    }
+
     /// The plotting area's size in pixels: the figure (without a legend strip) minus the
     /// caption, margins and label areas of [`LinePlot::draw`].
     pub(crate) fn plot_area(&self) -> (f64, f64) {
