@@ -9,16 +9,32 @@
 //! must be the only one that matches; the number is `--column` (default `value`) and its
 //! interval the columns `<c>_ci_low`/`<c>_ci_high` or, for a table's one estimate (`value`,
 //! `median`, ..., [`super::text_table::BARE_INTERVAL`]), `ci_low`/`ci_high`.
+//!
+//! Nothing of the file or its manifest is trusted: every manifest value is checked before use,
+//! every value printed is escaped for where it goes (a report line, a shell word
+//! ([`shell_quote`]), a BibTeX field), and a file whose bytes differ from its manifest's
+//! sha256, or, in a git checkout, from what git holds, is refused (exit status 1) unless
+//! [`field@Request::allow_changed`], when its entry is marked modified.
+
+mod against_git;
+mod bibtex;
+mod invocation;
+mod recorded;
+pub mod shell_quote;
+mod visible;
 
 use super::text_table::{
     cell, column_names, describe, interval_at, interval_of, matching, parse_filters, read_input,
     require, text_frame,
 };
 use crate::runner::manifest::sha256;
-use normscope_core::input::read_text;
+use against_git::Verdict;
+use normscope_core::input::{TEXT_CAP, read};
 use normscope_core::{Error, Result};
 use polars::prelude::*;
+use recorded::Recorded;
 use std::path::{Component, Path, PathBuf};
+use visible::visible;
 
 /// The year of the software citation (`date-released` of `CITATION.cff`; a test keeps them
 /// equal).
@@ -46,6 +62,9 @@ pub struct Request {
     pub filters: Vec<(String, String)>,
     /// `--column`: the number to cite (default `value`).
     pub column: Option<String>,
+    /// `--allow-changed`: cite a file that differs from its manifest or from git, its entry
+    /// marked modified (otherwise refused, exit status 1).
+    pub allow_changed: bool,
 }
 
 impl Request {
@@ -55,38 +74,29 @@ impl Request {
             path: path.into(),
             filters: parse_filters(filters)?,
             column: column.map(str::to_string),
+            allow_changed: false,
         })
     }
 }
 
-/// `path` made absolute and without `.` or `..` (lexically: `data/x/../x/t.csv` is
-/// `data/x/t.csv`).
-fn normalized(path: &Path) -> Result<PathBuf> {
-    let abs = std::path::absolute(path).map_err(|e| {
+/// `path` as the system resolves it: absolute, with every symbolic link followed (so `..`
+/// after a linked folder goes where the system goes, and the manifest is that of the file
+/// actually read).
+fn resolved(path: &Path) -> Result<PathBuf> {
+    std::fs::canonicalize(path).map_err(|e| {
         Error::invalid(
             "PATH",
             path.display(),
-            format!("a path this system resolves ({e})"),
+            format!("a path this system resolves ({})", visible(e)),
         )
-    })?;
-    let mut out = PathBuf::new();
-    for c in abs.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    Ok(out)
+    })
 }
 
 /// The manifest of the analysis a path belongs to: `(root, analysis, path relative to root)`
-/// from the last `data/<analysis>/` or `figures/<analysis>/` of the normalized path whose
+/// from the last `data/<analysis>/` or `figures/<analysis>/` of the resolved path whose
 /// `data/<analysis>/manifest.json` exists.
 fn locate(path: &Path) -> Result<(PathBuf, String, String)> {
-    let abs = normalized(path)?;
+    let abs = resolved(path)?;
     let parts: Vec<Component> = abs.components().collect();
     let found = (0..parts.len().saturating_sub(2)).rev().find(|&i| {
         matches!(parts[i], Component::Normal(d) if d == "data" || d == "figures") && {
@@ -114,34 +124,14 @@ fn locate(path: &Path) -> Result<(PathBuf, String, String)> {
     Ok((root, analysis, rel.join("/")))
 }
 
-/// `text` with BibTeX's and LaTeX's special characters escaped.
-fn bibtex_escape(text: &str) -> String {
-    let mut out = String::new();
-    for ch in text.chars() {
-        match ch {
-            '_' | '%' | '&' | '#' | '$' | '{' | '}' => {
-                out.push('\\');
-                out.push(ch);
-            }
-            '~' => out.push_str("\\textasciitilde{}"),
-            '^' => out.push_str("\\textasciicircum{}"),
-            '\\' => out.push_str("\\textbackslash{}"),
-            _ => out.push(ch),
-        }
+/// The command that regenerates the analysis: the manifest's recorded arguments, each a
+/// POSIX shell word ([`shell_quote::join`]), at its commit.
+fn regenerate(commit: Option<&str>, args: &[String]) -> String {
+    let run = format!("cargo run --release -- {}", shell_quote::join(args));
+    match commit {
+        Some(c) => format!("git checkout {c} && {run}"),
+        None => format!("{run}  # at the commit that wrote it, which the manifest does not record"),
     }
-    out
-}
-
-/// The command that regenerates the analysis: the manifest's recorded invocation (a run of
-/// the default `reproduce` when it recorded the bare command of earlier versions) at its
-/// commit.
-fn regenerate(commit: &str, invocation: &str) -> String {
-    let args = invocation
-        .strip_prefix("normscope")
-        .unwrap_or(invocation)
-        .trim();
-    let args = if args.is_empty() { "reproduce" } else { args };
-    format!("git checkout {commit} && cargo run --release -- {args}")
 }
 
 /// The one row meeting every filter.
@@ -166,7 +156,7 @@ fn the_row(df: &DataFrame, filters: &[(String, String)]) -> Result<usize> {
                             break;
                         }
                     }
-                    hint = format!("; {c} holds e.g. {}", seen.join(", "));
+                    hint = format!("; {} holds e.g. {}", visible(c), visible(seen.join(", ")));
                     break;
                 }
             }
@@ -195,14 +185,87 @@ fn the_row(df: &DataFrame, filters: &[(String, String)]) -> Result<usize> {
                 format!(
                     "filters that one row meets ({} do; add one on {})",
                     many.len(),
-                    differ.join(", ")
+                    visible(differ.join(", "))
                 ),
             ))
         }
     }
 }
 
-/// The citation of `req`, as lines of text.
+/// The lines of a table's number (`<column>: <value> <interval>` and `row: ...`), and what
+/// the entry cites.
+fn number(req: &Request, bytes: Vec<u8>, rel: &str) -> Result<(String, String)> {
+    let df = text_frame(&req.path, bytes)?;
+    let row = the_row(&df, &req.filters)?;
+    let column = req.column.clone().unwrap_or_else(|| "value".to_string());
+    require(&df, &column)?;
+    let value = cell(&df, &column, row)?;
+    if value.is_empty() {
+        return Err(Error::invalid(
+            "--column",
+            &column,
+            "a column with a value in this row (it is missing here)",
+        ));
+    }
+    let pair = interval_of(&df, &column);
+    let exact = df.column("engine").is_ok() && cell(&df, "engine", row)?.starts_with("theory");
+    let interval = match (interval_at(&df, pair.as_ref(), row)?, &pair) {
+        (Some((l, h)), Some((lo, hi))) => format!(" [{l}, {h}] ({lo}, {hi})"),
+        _ if exact => " (exact: the closed form)".to_string(),
+        _ => format!(
+            " (no interval: the table has no {column}_ci_low/{column}_ci_high{} for this row)",
+            if super::text_table::BARE_INTERVAL.contains(&column.as_str()) {
+                ", ci_low/ci_high"
+            } else {
+                ""
+            }
+        ),
+    };
+    let lines = format!(
+        "{}: {}\nrow: {} (row {} of {})\n",
+        visible(&column),
+        visible(format!("{value}{interval}")),
+        visible(describe(&req.filters)),
+        row + 1,
+        visible(rel)
+    );
+    Ok((
+        lines,
+        format!("{rel}, {column} at {}", describe(&req.filters)),
+    ))
+}
+
+/// The file's state: the report's words for it, and why it is not as its commit wrote it, if
+/// it is not. `verdict` is git's ([`against_git::check`]), asked only of a file whose sha256
+/// matches its manifest's.
+fn state(verdict: Option<Verdict>) -> (String, Option<String>) {
+    match verdict {
+        None => {
+            let why = "its sha256 differs from the manifest's";
+            (
+                format!("CHANGED since the commit ({why})"),
+                Some(why.into()),
+            )
+        }
+        Some(Verdict::Matches(how)) => (
+            format!("as the commit wrote it (sha256 matches the manifest; {how})"),
+            None,
+        ),
+        Some(Verdict::Differs(how)) => {
+            let why = format!(
+                "its sha256 matches the manifest, but {how}: edited and resealed, or not committed"
+            );
+            (format!("CHANGED against the commit ({why})"), Some(why))
+        }
+        Some(Verdict::Unverified(why)) => (
+            format!("sha256 matches the manifest; not verified against the commit ({why})"),
+            None,
+        ),
+    }
+}
+
+/// The citation of `req`, as lines of text. A file not as its commit wrote it is an error
+/// (exit status 1) unless [`field@Request::allow_changed`].
 pub fn cite(req: &Request) -> Result<String> {
     let ext = req
         .path
@@ -227,99 +290,64 @@ pub fn cite(req: &Request) -> Result<String> {
     }
     let bytes = read_input(&req.path)?;
     let (root, analysis, rel) = locate(&req.path)?;
-    let manifest_path = root.join("data").join(&analysis).join("manifest.json");
-    let text = read_text(&manifest_path).map_err(|why| {
+    let manifest_rel = format!("data/{analysis}/manifest.json");
+    let manifest_path = root.join(&manifest_rel);
+    let text = read(&manifest_path, "manifest", TEXT_CAP)?;
+    let manifest: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
         Error::invalid(
             "PATH",
-            req.path.display(),
-            format!(
-                "a file whose manifest {} can be read ({why})",
-                manifest_path.display()
-            ),
-        )
-    })?;
-    let manifest: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        Error::invalid(
-            "PATH",
-            manifest_path.display(),
+            visible(manifest_path.display()),
             format!("a manifest written by normscope reproduce ({e})"),
         )
     })?;
-    let Some(recorded) = manifest["outputs"][&rel].as_str() else {
-        return Err(Error::invalid(
-            "PATH",
-            req.path.display(),
-            format!("a file its analysis's manifest lists among its outputs ({rel} is not)"),
-        ));
-    };
-    let state = if recorded == sha256(&bytes) {
-        "as the commit wrote it (sha256 matches the manifest)"
+    let recorded = Recorded::read(&manifest, &manifest_path, &rel)?;
+    let verdict = (recorded.sha256 == sha256(&bytes)).then(|| {
+        against_git::check(
+            &root,
+            recorded.commit.as_deref(),
+            (&rel, &bytes),
+            (&manifest_rel, &text),
+        )
+    });
+    let (state, modified) = state(verdict);
+    // Bad input (a filter, a column) is refused before a changed file is.
+    let (mut out, what) = if figure {
+        (format!("figure: {}\n", visible(&rel)), rel.clone())
     } else {
-        "CHANGED since the commit (its sha256 differs from the manifest's)"
+        number(req, bytes, &rel)?
     };
-    let commit = manifest["source"]["git_commit"]
-        .as_str()
-        .unwrap_or("unknown")
-        .to_string();
-    let dirty = manifest["source"]["dirty"].as_bool().unwrap_or(true);
-    let invocation = manifest["invocation"].as_str().unwrap_or("normscope");
-    let version = manifest["crate_version"].as_str().unwrap_or("unknown");
-    let mut out = String::new();
-    let mut what = rel.clone();
-    if figure {
-        out += &format!("figure: {rel}\n");
-    } else {
-        let df = text_frame(&req.path, bytes)?;
-        let row = the_row(&df, &req.filters)?;
-        let column = req.column.clone().unwrap_or_else(|| "value".to_string());
-        require(&df, &column)?;
-        let value = cell(&df, &column, row)?;
-        if value.is_empty() {
-            return Err(Error::invalid(
-                "--column",
-                &column,
-                "a column with a value in this row (it is missing here)",
-            ));
-        }
-        let pair = interval_of(&df, &column);
-        let exact = df.column("engine").is_ok() && cell(&df, "engine", row)?.starts_with("theory");
-        let interval = match (interval_at(&df, pair.as_ref(), row)?, &pair) {
-            (Some((l, h)), Some((lo, hi))) => format!(" [{l}, {h}] ({lo}, {hi})"),
-            _ if exact => " (exact: the closed form)".to_string(),
-            _ => format!(
-                " (no interval: the table has no {column}_ci_low/{column}_ci_high{} for \
-                 this row)",
-                if super::text_table::BARE_INTERVAL.contains(&column.as_str()) {
-                    ", ci_low/ci_high"
-                } else {
-                    ""
-                }
+    if modified.is_some() && !req.allow_changed {
+        return Err(Error::Io {
+            path: visible(req.path.display()),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "{state}; --allow-changed cites it anyway, its BibTeX entry marked modified"
+                ),
             ),
-        };
-        out += &format!("{column}: {value}{interval}\n");
-        out += &format!(
-            "row: {} (row {} of {rel})\n",
-            describe(&req.filters),
-            row + 1
-        );
-        what = format!("{rel}, {column} at {}", describe(&req.filters));
+        });
     }
-    out += &format!("file: {rel}, {state}\n");
+    out += &format!("file: {}, {state}\n", visible(&rel));
+    let commit = recorded.commit.as_deref();
     out += &format!(
-        "commit: {commit}{}\n",
-        if dirty {
-            " (the tree was dirty: the commit alone does not reproduce it)"
-        } else {
-            ""
+        "commit: {}{}\n",
+        commit.unwrap_or("unknown (the manifest records none)"),
+        match recorded.dirty {
+            Some(true) => " (the tree was dirty: the commit alone does not reproduce it)",
+            None if commit.is_some() => " (whether the tree was dirty is not recorded)",
+            _ => "",
         }
     );
-    out += &format!("regenerate: {}\n", regenerate(&commit, invocation));
-    // One key per cited number: the commit and a hash of what is cited.
-    let short: String = commit.chars().take(7).collect();
-    let tag: String = sha256(what.as_bytes()).chars().take(6).collect();
-    out += &format!(
-        "bibtex:\n@software{{normscope_{short}_{tag},\n  author  = {{{{The normscope developers}}}},\n  title   = {{{CITATION_TITLE}}},\n  version = {{{version}}},\n  year    = {{{CITATION_YEAR}}},\n  note    = {{Commit {commit}; {}}}\n}}\n",
-        bibtex_escape(&what)
-    );
+    if recorded.quick {
+        out += "quick: a --quick run (reduced defaults, not the full run's numbers)\n";
+    }
+    out += &format!("regenerate: {}\n", regenerate(commit, &recorded.args));
+    let entry = bibtex::Cited {
+        commit,
+        version: &recorded.version,
+        what: &what,
+        modified: modified.as_deref(),
+    };
+    out += &format!("bibtex:\n{}", entry.entry());
     Ok(out)
 }

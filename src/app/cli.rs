@@ -149,8 +149,14 @@ with --dependency=afterok on the array). A failed task is resubmitted alone with
   normscope cite data/effective-depth/theory.csv --where preset=post --where depth=1000000
   normscope cite figures/norms/batch_norm_by_placement.pdf
 
-The file's analysis must have its manifest (data/<analysis>/manifest.json); the row is chosen
-by --where filters on the values as the file stores them, and must be the only one matching.")]
+The file's analysis must have its manifest (data/<analysis>/manifest.json), whose values are
+checked (a bad one is refused naming its field); the row is chosen by --where filters on the
+values as the file stores them, and must be the only one matching. A file whose sha256 differs
+from the manifest's, or (in a git checkout) whose bytes differ from what git holds at the
+recorded commit or HEAD, is CHANGED: refused with exit status 1, or cited with
+--allow-changed, its BibTeX note marked MODIFIED. Where git cannot check it, the report says
+\"not verified against the commit\". The regenerate line quotes every argument for a POSIX
+shell.")]
     Cite(CiteArgs),
     /// A figure of your own table (CSV or Parquet from any command) in the house style: one
     /// series per --by value, one panel per --facet value; rows with an interval drawn as
@@ -431,6 +437,10 @@ pub struct CiteArgs {
     /// `ci_low`/`ci_high` for value and median.
     #[arg(long)]
     pub column: Option<String>,
+    /// Cite a file that is CHANGED (its bytes differ from its manifest or from git) instead of
+    /// refusing it (exit status 1); its BibTeX note is marked MODIFIED.
+    #[arg(long)]
+    pub allow_changed: bool,
 }
 
 /// `normscope plot`.

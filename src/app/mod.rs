@@ -368,8 +368,10 @@ pub fn run(command: Command, notes: &mut Vec<String>) -> crate::Result<Outcome> 
         }
         Command::Cite(a) => {
             let filters: Vec<&str> = a.filters.iter().map(String::as_str).collect();
-            let req =
-                analyses::commands::cite::Request::new(&a.path, &filters, a.column.as_deref())?;
+            let req = analyses::commands::cite::Request {
+                allow_changed: a.allow_changed,
+                ..analyses::commands::cite::Request::new(&a.path, &filters, a.column.as_deref())?
+            };
             Outcome::stdout(analyses::commands::cite::cite(&req)?.into_bytes())
         }
     })

@@ -1,7 +1,14 @@
 //! `normscope cite`: the help's examples run on the committed data and print the number, the
 //! file's state against its manifest, the commit, the regeneration command and a BibTeX entry
-//! whose group author BibTeX keeps whole; a changed file is flagged; an ambiguous or empty
-//! filter and a path outside `data/`/`figures/` are refused naming the field.
+//! whose group author BibTeX keeps whole; a changed file is refused (cited only with
+//! `--allow-changed`, marked modified); an ambiguous or empty filter and a path outside
+//! `data/`/`figures/` are refused naming the field. The submodules turn hostile files on it:
+//! shell injection through the regenerate line, forged manifest values, and files checked
+//! against git.
+
+mod against_git;
+mod forgery;
+mod injection;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -16,6 +23,66 @@ fn normscope(args: &[&str], dir: &Path) -> Output {
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `cite` of the one exact number the effective-depth fixture is cited at.
+const THEORY: [&str; 6] = [
+    "cite",
+    "data/effective-depth/theory.csv",
+    "--where",
+    "preset=post",
+    "--where",
+    "depth=1000000",
+];
+
+/// A temporary output root holding copies of the committed `data/effective-depth/theory.csv`
+/// and its manifest (no git checkout).
+fn effective_depth_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data/effective-depth");
+    std::fs::create_dir_all(&data).unwrap();
+    for f in ["manifest.json", "theory.csv"] {
+        std::fs::copy(root().join("data/effective-depth").join(f), data.join(f)).unwrap();
+    }
+    dir
+}
+
+/// Rewrites the effective-depth manifest under `dir` with `edit`.
+fn edit_manifest(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = dir.join("data/effective-depth/manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    edit(&mut m);
+    std::fs::write(&path, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+}
+
+/// Edits one value of the fixture's table (500000.0 becomes 500001.0) and, if `reseal`, writes
+/// the edited file's sha256 into its manifest, as a forger would.
+fn edit_theory(dir: &Path, reseal: bool) {
+    let table = dir.join("data/effective-depth/theory.csv");
+    let text = std::fs::read_to_string(&table).unwrap();
+    let edited = text.replace(",500000.0,", ",500001.0,");
+    assert_ne!(text, edited);
+    std::fs::write(&table, &edited).unwrap();
+    if reseal {
+        let hash = normscope::analyses::manifest::sha256(edited.as_bytes());
+        edit_manifest(dir, |m| {
+            m["outputs"]["data/effective-depth/theory.csv"] = hash.into();
+        });
+    }
+}
+
+/// The error of a refused run: its status, its one line of standard error, and no output.
+fn refused(o: &Output, status: i32) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(status), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    err
 }
 
 #[test]
@@ -68,29 +135,23 @@ fn every_cite_help_example_runs_on_the_committed_data() {
 }
 
 #[test]
-fn a_changed_table_is_flagged_and_bad_requests_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data/effective-depth");
-    std::fs::create_dir_all(&data).unwrap();
-    for f in ["manifest.json", "theory.csv"] {
-        std::fs::copy(root().join("data/effective-depth").join(f), data.join(f)).unwrap();
-    }
-    let table = data.join("theory.csv");
-    let text = std::fs::read_to_string(&table).unwrap();
-    std::fs::write(&table, text.replace(",500000.0,", ",500001.0,")).unwrap();
-    let args = [
-        "cite",
-        "data/effective-depth/theory.csv",
-        "--where",
-        "preset=post",
-        "--where",
-        "depth=1000000",
-    ];
-    let o = normscope(&args, dir.path());
+fn a_changed_table_is_refused_unless_allowed_and_bad_requests_are_refused() {
+    let dir = effective_depth_copy();
+    edit_theory(dir.path(), false);
+    let err = refused(&normscope(&THEORY, dir.path()), 1);
+    assert!(
+        err.contains("CHANGED since the commit") && err.contains("--allow-changed"),
+        "{err}"
+    );
+    let o = normscope(&[&THEORY[..], &["--allow-changed"]].concat(), dir.path());
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
         out.contains("value: 500001.0 (exact: the closed form)") && out.contains("CHANGED"),
+        "{out}"
+    );
+    assert!(
+        out.contains("MODIFIED after the commit: its sha256 differs from the manifest's}"),
         "{out}"
     );
     for (args, field) in [
@@ -246,4 +307,36 @@ fn paths_are_resolved_and_must_be_in_the_manifest() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("lists among its outputs"), "{err}");
+}
+
+#[test]
+fn a_symlinked_folder_cannot_borrow_another_manifest() {
+    // data/effective-depth/link/.. is data/effective-depth to a lexical reading, but the system
+    // follows the link to elsewhere/deep and its `..` to elsewhere, where a forged copy of the
+    // table lies under no analysis's folder: it is that file that would be read.
+    let dir = effective_depth_copy();
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(elsewhere.join("deep")).unwrap();
+    std::os::unix::fs::symlink(
+        elsewhere.join("deep"),
+        dir.path().join("data/effective-depth/link"),
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(dir.path().join("data/effective-depth/theory.csv")).unwrap();
+    std::fs::write(
+        elsewhere.join("theory.csv"),
+        text.replace(",500000.0,", ",1.0,"),
+    )
+    .unwrap();
+    let mut args = THEORY;
+    args[1] = "data/effective-depth/link/../theory.csv";
+    let err = refused(&normscope(&args, dir.path()), 2);
+    assert!(
+        err.contains("invalid PATH") && err.contains("data/<analysis>/"),
+        "{err}"
+    );
+    // The same path without the link is the table itself.
+    args[1] = "data/effective-depth/../effective-depth/theory.csv";
+    let o = normscope(&args, dir.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }

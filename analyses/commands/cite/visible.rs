@@ -1,0 +1,43 @@
+//! Values from files and manifests printed one to a line and as they are: a control character
+//! (a newline, an escape) or a bidirectional formatting character (which reorders what a
+//! terminal shows) is written as its Rust escape, `\n` or `\u{202e}`, so no value can start a
+//! line of its own or hide its text.
+
+/// Whether `c` would change how the report reads rather than show as a character.
+pub(super) fn hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// `text` with every [`hidden`] character escaped.
+pub(super) fn visible(text: impl std::fmt::Display) -> String {
+    let text = text.to_string();
+    if !text.chars().any(hidden) {
+        return text;
+    }
+    text.chars()
+        .map(|c| {
+            if hidden(c) {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newlines_escapes_and_bidi_controls_are_escaped() {
+        assert_eq!(visible("a\nb"), "a\\nb");
+        assert_eq!(visible("\u{1b}[2J"), "\\u{1b}[2J");
+        assert_eq!(visible("x\u{202e}y"), "x\\u{202e}y");
+        assert_eq!(visible("data/norms/été.csv"), "data/norms/été.csv");
+    }
+}
