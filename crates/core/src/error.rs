@@ -219,10 +219,10 @@ pub fn shown(value: &str) -> String {
 /// longest list of accepted keys is a few hundred characters.
 pub const SHOWN_MESSAGE: usize = 2000;
 
-/// A configuration error's message as shown: every word (between spaces) longer than
-/// [`SHOWN_VALUE`] shortened by [`shown`], and the whole cut after [`SHOWN_MESSAGE`]
-/// characters, so that no value a file gave (a key, a string parsed as the wrong type) is
-/// echoed whole.
+/// A configuration error's message as shown: every word (between spaces) longer than twice
+/// [`SHOWN_VALUE`] shortened by [`shown`] (a value the message already shortened, quoted, is
+/// kept), and the whole cut after [`SHOWN_MESSAGE`] characters, so that no value a file gave
+/// (a key, a string parsed as the wrong type) is echoed whole.
 ///
 /// # Examples
 ///
@@ -234,7 +234,16 @@ pub const SHOWN_MESSAGE: usize = 2000;
 /// assert!(e.ends_with("... (1003 bytes) expected usize"), "{e}");
 /// ```
 fn shown_message(message: &str) -> String {
-    let words: Vec<String> = message.split(' ').map(shown).collect();
+    let words: Vec<String> = message
+        .split(' ')
+        .map(|w| {
+            if w.chars().nth(2 * SHOWN_VALUE).is_some() || w.chars().any(char::is_control) {
+                shown(w)
+            } else {
+                w.to_string()
+            }
+        })
+        .collect();
     let text = words.join(" ");
     match text.char_indices().nth(SHOWN_MESSAGE) {
         Some((cut, _)) => format!("{}... ({} bytes)", &text[..cut], message.len()),
