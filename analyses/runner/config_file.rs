@@ -13,7 +13,8 @@
 //! configuration file's folder ([`normscope_core::placement::file`]); each analysis's manifest records
 //! their sha256 among its inputs.
 //! Unknown tables and unknown keys are rejected with the list of accepted ones; a value of the
-//! wrong type is rejected with the key's name.
+//! wrong type is rejected with the key's name. A key or value echoed in a message is shortened
+//! past [`normscope_core::error::SHOWN_VALUE`] characters (its start and its length).
 
 use normscope_core::{Error, Result};
 use serde::Serialize;
@@ -99,7 +100,8 @@ impl ConfigFile {
                 return Err(Error::Config {
                     path: shown,
                     message: format!(
-                        "unknown analysis [{k}]; accepted: {}, or the key `{PLACEMENTS_KEY}`",
+                        "unknown analysis [{}]; accepted: {}, or the key `{PLACEMENTS_KEY}`",
+                        normscope_core::error::shown(k),
                         ids.join(", ")
                     ),
                 });
@@ -193,7 +195,10 @@ fn overlay(
             } else {
                 keys.join(", ")
             };
-            return Err(format!("unknown key `{k}` in [{at}]; accepted: {accepted}"));
+            return Err(format!(
+                "unknown key `{}` in [{at}]; accepted: {accepted}",
+                normscope_core::error::shown(k)
+            ));
         };
         if slot.is_table() != v.is_table() {
             return Err(format!(

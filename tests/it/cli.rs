@@ -379,7 +379,7 @@ fn sizes_that_cannot_fit_are_refused_before_allocating() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(
             err.contains("too large")
-                && (err.contains("GB") || err.contains("hours"))
+                && (err.contains("GB") || err.contains("hours") || err.contains("days"))
                 && err.contains("lower"),
             "{args:?}: {err}"
         );

@@ -534,8 +534,19 @@ fn help_and_notes_that_cannot_be_written_fail_and_write_nothing() {
             .open("/dev/full")
             .unwrap()
     };
-    let o = bin().arg("--help").stdout(full()).output().unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    // Help and version that cannot be written: one line naming standard output, exit 1
+    // (the environment failed, not the input). The analysis binaries end through the same
+    // `exit::parse_error`.
+    for args in [&["--help"][..], &["--version"], &["theory", "--help"]] {
+        let o = bin().args(args).stdout(full()).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: cannot write to standard output: "),
+            "{args:?}: {err}"
+        );
+    }
     let o = bin()
         .args(["theory", "--help"])
         .stdout(closed_pipe())
@@ -576,4 +587,41 @@ fn help_and_notes_that_cannot_be_written_fail_and_write_nothing() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(!dir.exists());
+}
+
+/// A configuration file's bad values are named, not echoed whole: a 15 MiB unknown key is
+/// shown by its first 80 characters and its length, and a seed that is not one says what a
+/// seed is and what it got (serde's "did not match any variant of untagged enum" before).
+#[test]
+fn config_values_are_named_shortened_and_explained() {
+    let t = tempfile::tempdir().unwrap();
+    let big = t.path().join("big.toml");
+    std::fs::write(&big, format!("[expansion]\n{} = 1\n", "k".repeat(15 << 20))).unwrap();
+    let seed = t.path().join("seed.toml");
+    std::fs::write(&seed, "[finetune]\nrewire_seed = -1\n").unwrap();
+    let run = |config: &Path, only: &str| {
+        bin()
+            .args(["reproduce", "--quick", "--only", only, "--config"])
+            .arg(config)
+            .arg("--out-dir")
+            .arg(t.path().join("out"))
+            .output()
+            .unwrap()
+    };
+    let err = refused(&run(&big, "expansion"), "unknown key");
+    assert!(err.len() < 400, "{} bytes: {}", err.len(), &err[..400]);
+    assert!(
+        err.contains(&format!(
+            "`{}... (15728640 bytes)` in [expansion]",
+            "k".repeat(80)
+        )),
+        "{err}"
+    );
+    let err = refused(
+        &run(&seed, "finetune"),
+        "[finetune] rewire_seed: expected a non-negative integer < 2^64",
+    );
+    assert!(err.trim_end().ends_with("got -1"), "{err}");
+    assert!(!err.contains("untagged"), "{err}");
+    assert!(!t.path().join("out").exists());
 }

@@ -279,3 +279,197 @@ fn placement_files_at_any_depth_are_refused_before_their_stack_is_built() {
     let out = common::success_stdout(&o);
     assert_eq!(out.lines().count(), 2, "{out}");
 }
+
+/// The report's DyT closed form: its slots are integrated by quadrature, a few blocks per
+/// second, so depth 1e6 (days) is refused naming `--depth` and the largest depth that fits
+/// the hour; that depth itself passes the preflight (checked without running it: one more
+/// block is refused), and LayerNorm at the same depth, millions of blocks per second, runs.
+#[test]
+fn dyt_quadrature_is_costed_at_its_own_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    // The report's command at `depth` with `norm`, and `--out out.csv` when `out`.
+    let run = |norm: &str, depth: &str, out: bool| {
+        let mut a = vec![
+            "theory",
+            "--preset",
+            "pre",
+            "--branch",
+            "relu-mlp",
+            "--layers",
+            "last",
+            "--metrics",
+            "stream_sq",
+            "--norm",
+            norm,
+            "--depth",
+            depth,
+        ];
+        if out {
+            a.extend(["--out", "out.csv"]);
+        }
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let refused = |depth: &str| {
+        let a = run("dyt", depth, true);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        assert_refused(
+            &a,
+            dir.path(),
+            ULIMIT_KB,
+            &["too large", "--depth", "at most"],
+        )
+    };
+    let err = refused("1000000");
+    let fits: usize = err
+        .split("--depth to at most ")
+        .nth(1)
+        .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no largest depth in {err}"));
+    assert!((100..100_000).contains(&fits), "{err}");
+    assert!(err.contains("days"), "{err}");
+    // One block more than the largest depth is refused; the largest is not refused by the
+    // preflight (its run would take up to the hour, so it is not run here).
+    refused(&(fits + 1).to_string());
+    for (norm, depth) in [("dyt", "4"), ("layer", "1000000")] {
+        let a = run(norm, depth, false);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let o = run_limited(&a, dir.path(), ULIMIT_KB);
+        assert_eq!(common::success_stdout(&o).lines().count(), 2, "{a:?}");
+    }
+}
+
+/// The report's Monte Carlo run under a small address-space limit (`prlimit --as`): the
+/// threads' stacks and malloc arenas are virtual reservations the limit counts, so the
+/// preflight counts them too. At every limit the run either completes or is refused naming
+/// RLIMIT_AS (exit 2); it is never aborted by the allocator (SIGABRT) or killed.
+#[test]
+fn a_small_address_space_is_refused_or_enough_never_an_abort() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "mc",
+        "--preset",
+        "pre",
+        "--branch",
+        "relu-mlp",
+        "--depth",
+        "16",
+        "--width",
+        "256",
+        "--tokens",
+        "8",
+        "--samples",
+        "4",
+        "--layers",
+        "last",
+        "--metrics",
+        "stream_sq",
+    ];
+    let mut outcomes = Vec::new();
+    for limit_mb in [200u64, 300, 400, 500, 700, 1000, 2000] {
+        let o = run_limited(&args, dir.path(), limit_mb * 1_000_000 / 1024);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        match o.status.code() {
+            Some(0) => {
+                assert_eq!(
+                    common::success_stdout(&o).lines().count(),
+                    2,
+                    "{limit_mb} MB"
+                );
+            }
+            Some(2) => {
+                assert_eq!(err.lines().count(), 1, "{limit_mb} MB: {err}");
+                assert!(
+                    err.contains("RLIMIT_AS") && err.contains("too large"),
+                    "{limit_mb} MB: {err}"
+                );
+                assert!(o.stdout.is_empty(), "{limit_mb} MB");
+            }
+            other => panic!("{limit_mb} MB: exit {other:?} (a signal?): {err}"),
+        }
+        outcomes.push(o.status.code());
+    }
+    // The smallest limit cannot hold the run, the largest can.
+    assert_eq!(outcomes.first(), Some(&Some(2)), "{outcomes:?}");
+    assert_eq!(outcomes.last(), Some(&Some(0)), "{outcomes:?}");
+}
+
+/// The training estimate (`TrainConfig::memory_bytes`) against the peak resident set of the
+/// run it estimates (`wait4`'s `ru_maxrss` of the child, a memory measure), over a grid of
+/// decoder runs of a few seconds each: Transformers of width 32 and 64, sequences of 16 to 64
+/// tokens and batches of 16 to 64, a ReLU MLP and a regression. Every estimate is within a
+/// factor of 2 of its peak (the sequences' attention was once estimated over the whole
+/// batch's columns: 22.6 GB for a 0.4 GB run).
+#[test]
+fn the_training_estimate_is_within_2x_of_the_peak_resident_set() {
+    use normscope::model::RawModel;
+    use normscope::train::config::RawTrain;
+    use normscope::train::task::{TaskConfig, TaskKind};
+    let dir = tempfile::tempdir().unwrap();
+    let base = RawTrain::default();
+    // (width, depth, branch, task, seq, batch, steps)
+    let grid: &[(usize, usize, &str, TaskKind, usize, usize, u64)] = &[
+        (32, 12, "transformer", TaskKind::TeacherLm, 16, 16, 20),
+        (64, 12, "transformer", TaskKind::TeacherLm, 32, 32, 10),
+        (32, 12, "transformer", TaskKind::TeacherLm, 64, 64, 5),
+        (128, 12, "relu-mlp", TaskKind::TeacherLm, 16, 64, 5),
+        (256, 4, "relu-mlp", TaskKind::Regression, 16, 256, 10),
+    ];
+    for &(width, depth, branch, kind, seq, batch, steps) in grid {
+        let raw = RawTrain {
+            model: RawModel {
+                width,
+                depth,
+                branch: branch.into(),
+                ..base.model.clone()
+            },
+            task: TaskConfig {
+                kind,
+                seq,
+                ..base.task.clone()
+            },
+            batch,
+            steps,
+            ..base.clone()
+        };
+        let (model, log) = raw.check().unwrap().memory_bytes();
+        let estimate = (model + log) as f64;
+        let task = match kind {
+            TaskKind::Regression => "regression",
+            _ => "teacher-lm",
+        };
+        let args = [
+            "train".to_string(),
+            "--width".into(),
+            width.to_string(),
+            "--depth".into(),
+            depth.to_string(),
+            "--branch".into(),
+            branch.into(),
+            "--task".into(),
+            task.into(),
+            "--seq".into(),
+            seq.to_string(),
+            "--batch".into(),
+            batch.to_string(),
+            "--steps".into(),
+            steps.to_string(),
+            "--out".into(),
+            "log.csv".into(),
+        ];
+        let mut child = Command::new(env!("CARGO_BIN_EXE_normscope"))
+            .args(&args)
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let (status, peak) = normscope::numeric::sys::wait_peak_rss(&mut child).unwrap();
+        assert!(status.success(), "{args:?}: {status}");
+        let ratio = estimate / peak as f64;
+        assert!(
+            (0.5..=2.0).contains(&ratio),
+            "{args:?}: estimate {estimate:.3e} B, peak {peak} B, ratio {ratio:.2}"
+        );
+    }
+}

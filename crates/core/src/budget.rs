@@ -10,7 +10,7 @@
 //! | bound | source |
 //! |---|---|
 //! | [`SOURCE_MEMINFO`] | the machine's `MemAvailable` (`/proc/meminfo`) |
-//! | [`SOURCE_RLIMIT_AS`] | `RLIMIT_AS` (`ulimit -v`, `prlimit --as`) less `VmSize` (`/proc/self/status`) |
+//! | [`SOURCE_RLIMIT_AS`] | `RLIMIT_AS` (`ulimit -v`, `prlimit --as`) less `VmSize` (`/proc/self/status`) and the threads' reservations ([`thread_reservations`]) |
 //! | [`SOURCE_CGROUP_V2`] | `memory.max` less `memory.current` of the process's cgroup and its ancestors |
 //! | [`SOURCE_CGROUP_V1`] | `memory.limit_in_bytes` less `memory.usage_in_bytes`, likewise |
 //!
@@ -64,11 +64,56 @@ pub struct Limit {
 pub const SOURCE_MEMINFO: &str = "MemAvailable of /proc/meminfo";
 
 /// The process's address-space limit: `RLIMIT_AS` (`ulimit -v`, `prlimit --as`) minus the
-/// virtual memory it already maps (`VmSize` of `/proc/self/status`). The limit counts virtual
-/// memory, reserved or touched, so the space left is the limit less `VmSize`, not less the
-/// resident set.
-pub const SOURCE_RLIMIT_AS: &str =
-    "the address-space limit RLIMIT_AS (ulimit -v) less this process's VmSize";
+/// virtual memory it already maps (`VmSize` of `/proc/self/status`) and what its worker
+/// threads reserve ([`thread_reservations`]). The limit counts virtual memory, reserved or
+/// touched, so the space left is the limit less `VmSize`, not less the resident set.
+pub const SOURCE_RLIMIT_AS: &str = "the address-space limit RLIMIT_AS (ulimit -v) less this process's VmSize and its threads' stacks and malloc arenas";
+
+/// Bytes of a worker thread's stack: std's default, which rayon's threads keep (the project
+/// sets no stack size), unless `RUST_MIN_STACK` names another ([`thread_stack`]).
+pub const THREAD_STACK: u128 = 2 << 20;
+
+/// Address space glibc's `malloc` reserves for each thread's own arena at its first
+/// allocation: `HEAP_MAX_SIZE`, 64 MiB on 64-bit systems, mapped whole though barely touched,
+/// and counted by `RLIMIT_AS` (glibc makes up to eight arenas per core).
+pub const ARENA_RESERVE: u128 = 64 << 20;
+
+/// Threads besides rayon's workers that may allocate, each with an arena and a stack: the
+/// interrupt handler's and the progress bar's.
+pub const EXTRA_THREADS: usize = 2;
+
+/// Address space a run maps beyond its estimated buffers and the threads' reservations
+/// (allocator rounding and fragmentation, the GEMM's packing buffers, the tables' builders).
+/// Measured (docs/performance.md, "Address space"): `VmPeak` less the `VmSize` at the check
+/// and the estimate was 5 to 262 MB over twelve Monte Carlo sizes, within the reservations of
+/// four threads (277 MB) every time; 64 MiB more for what the twelve did not meet.
+pub const ALLOCATOR_MARGIN: u128 = 64 << 20;
+
+/// [`THREAD_STACK`], or the bytes of `RUST_MIN_STACK` where it is set to a number (as std
+/// reads it).
+pub fn thread_stack() -> u128 {
+    std::env::var("RUST_MIN_STACK")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(THREAD_STACK)
+}
+
+/// Address space `workers` worker threads (and [`EXTRA_THREADS`]) reserve beyond the buffers
+/// a run's estimate counts, whether or not they have started: a stack ([`thread_stack`]) and
+/// a malloc arena ([`ARENA_RESERVE`]) each, and [`ALLOCATOR_MARGIN`] once.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::budget::{self, ALLOCATOR_MARGIN, ARENA_RESERVE};
+/// let two = budget::thread_reservations(2);
+/// assert_eq!(two, 4 * (budget::thread_stack() + ARENA_RESERVE) + ALLOCATOR_MARGIN);
+/// ```
+pub fn thread_reservations(workers: usize) -> u128 {
+    (workers.saturating_add(EXTRA_THREADS) as u128)
+        .saturating_mul(thread_stack().saturating_add(ARENA_RESERVE))
+        .saturating_add(ALLOCATOR_MARGIN)
+}
 
 /// The process's cgroup v2 limit: `memory.max` less `memory.current` of its cgroup (the
 /// `0::PATH` line of `/proc/self/cgroup`) and of every ancestor, under `/sys/fs/cgroup` or,
@@ -194,7 +239,8 @@ pub fn limits() -> Vec<Limit> {
     push(
         rlimit_as().map(|limit| {
             let vm = read_sys("/proc/self/status").and_then(|t| parse_kb_field(&t, "VmSize"));
-            address_space_room(limit, vm)
+            let threads = thread_reservations(rayon::current_num_threads());
+            address_space_room(limit, vm).saturating_sub(threads)
         }),
         SOURCE_RLIMIT_AS,
     );
@@ -231,8 +277,14 @@ pub fn available() -> Option<u128> {
     tightest().map(|l| l.bytes)
 }
 
+/// `bytes` in words: MB below 1 GB (a run refused under a small limit is not "0.0 GB"), else
+/// GB.
 fn gb(bytes: u128) -> String {
-    format!("{:.1} GB", bytes as f64 / 1e9)
+    if bytes < 1_000_000_000 {
+        format!("{:.0} MB", bytes as f64 / 1e6)
+    } else {
+        format!("{:.1} GB", bytes as f64 / 1e9)
+    }
 }
 
 /// Refuses a run whose estimated peak `bytes` exceeds the memory this process may use
@@ -264,10 +316,12 @@ pub const MAX_WORK_SECONDS: f64 = 3.0 * 86_400.0;
 /// equivalents below): [`MAX_WORK_SECONDS`] at [`WORK_RATE`], 2.6e16.
 pub const MAX_WORK: f64 = WORK_RATE * MAX_WORK_SECONDS;
 
-/// `seconds` in words: hours below two days, else days.
+/// `seconds` in words: minutes below two hours, hours below two days, else days.
 fn duration(seconds: f64) -> String {
     let hours = seconds / 3600.0;
-    if hours < 48.0 {
+    if hours < 2.0 {
+        format!("{:.0} minutes", seconds / 60.0)
+    } else if hours < 48.0 {
         format!("{hours:.0} hours")
     } else if hours / 24.0 < 1e6 {
         format!("{:.0} days", hours / 24.0)
@@ -323,29 +377,35 @@ pub(crate) fn stacks_bytes(presets: &[&crate::placement::Preset], depth: usize) 
         .try_fold(0, |m, b| Ok(b?.max(m)))
 }
 
-/// Blocks per second one preset's closed form streams through (measured: 3 presets at depth
-/// 3e7 in 14 s on the project's 2-core machine, about 6e6 per second each; GELU and attention
-/// are slower, so this is optimistic by up to ~3x).
-pub(crate) const CLOSED_FORM_BLOCKS_PER_SECOND: f64 = 6e6;
-
 /// The longest closed-form run accepted without asking for fewer blocks: one hour.
 pub(crate) const CLOSED_FORM_MAX_SECONDS: f64 = 3600.0;
 
 /// Refuses a closed form that cannot fit or would run for hours, before anything runs:
-/// memory from what `keep` holds per layer plus the kept layers (`kept` of them), work from
-/// the blocks streamed (twice when the backward pass recomputes the forward recursion).
+/// memory from what `keep` holds per layer plus the kept layers (`kept` of them), time from
+/// the blocks streamed at each preset's cost per block (`block_seconds`, one per preset:
+/// [`crate::closed_form::cost`]), twice when the backward pass recomputes the forward
+/// recursion. A refusal names the largest depth that fits the hour.
 pub(crate) fn check_closed_form_plan(
     depth: usize,
     keep: &crate::theory::Keep,
     kept: u128,
-    presets: usize,
+    block_seconds: &[f64],
 ) -> Result<()> {
     let passes = if keep.backward { 2.0 } else { 1.0 };
-    let seconds = depth as f64 * presets as f64 * passes / CLOSED_FORM_BLOCKS_PER_SECOND;
+    let per_block = passes * block_seconds.iter().sum::<f64>();
+    let seconds = depth as f64 * per_block;
     if seconds > CLOSED_FORM_MAX_SECONDS {
+        let fits = (CLOSED_FORM_MAX_SECONDS / per_block).floor().max(1.0);
         return Err(Error::TooLarge(format!(
-            "the closed form at depth {depth} for {presets} preset(s) streams about {:.0} hours of blocks (at ~{CLOSED_FORM_BLOCKS_PER_SECOND:.0e} blocks/s; the limit is {:.0} hour); lower --depth or the presets",
-            seconds / 3600.0,
+            "the closed form at depth {depth} for {} preset(s) takes about {} ({:.1e} s per block{}; the limit is {:.0} hour): lower --depth to at most {fits:.0}, or the presets",
+            block_seconds.len(),
+            duration(seconds),
+            per_block,
+            if keep.backward {
+                ", the forward recursion twice for the backward pass"
+            } else {
+                ""
+            },
             CLOSED_FORM_MAX_SECONDS / 3600.0
         )));
     }

@@ -170,7 +170,8 @@ pub fn compare(
     crate::tables::check_mc_fits(cfg, metrics, layers)?;
     let probe = crate::closed_form::keep(metrics, &[]);
     let kept = layers.max_count(cfg.model.depth);
-    crate::budget::check_closed_form_plan(cfg.model.depth, &probe, kept, presets.len())?;
+    let costs = crate::closed_form::cost::presets_block_seconds(&cfg.model, presets)?;
+    crate::budget::check_closed_form_plan(cfg.model.depth, &probe, kept, &costs)?;
     let plan = Plan::new(metrics, layers.clone());
     let bar = DelayedBar::networks((cfg.samples * presets.len()) as u64);
     let mc_engine = MonteCarlo {

@@ -89,7 +89,7 @@ pub enum Error {
     #[error("table: {0}")]
     Table(#[from] polars::error::PolarsError),
     /// A configuration file that does not parse or has a bad key or value.
-    #[error("config {path}: {message}")]
+    #[error("config {path}: {}", shown_message(.message))]
     Config {
         /// The file.
         path: String,
@@ -179,8 +179,19 @@ fn suggestion(name: &str, valid: &str) -> String {
 }
 
 /// A value as an error message shows it: whole up to [`SHOWN_VALUE`] characters, else its
-/// start and its length (a 10 MB value is not echoed back).
-fn shown(value: &str) -> String {
+/// start, an ellipsis and its length in bytes (a 10 MB value is not echoed back); control
+/// characters escaped, so the message stays one line.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::error::shown;
+/// assert_eq!(shown("pre"), "pre");
+/// assert_eq!(shown("a\nb"), "a\\nb");
+/// let long = "k".repeat(15 << 20);
+/// assert_eq!(shown(&long), format!("{}... (15728640 bytes)", "k".repeat(80)));
+/// ```
+pub fn shown(value: &str) -> String {
     // Control characters (a newline in a name) are escaped: an error is one line.
     let escaped: String;
     let value = if value.chars().any(char::is_control) {
@@ -201,6 +212,42 @@ fn shown(value: &str) -> String {
     match value.char_indices().nth(SHOWN_VALUE) {
         Some((cut, _)) => format!("{}... ({} bytes)", &value[..cut], value.len()),
         None => value.to_string(),
+    }
+}
+
+/// The longest message of a configuration error ([`Error::Config`]) shown whole: the
+/// longest list of accepted keys is a few hundred characters.
+pub const SHOWN_MESSAGE: usize = 2000;
+
+/// A configuration error's message as shown: every word (between spaces) longer than twice
+/// [`SHOWN_VALUE`] shortened by [`shown`] (a value the message already shortened, quoted, is
+/// kept), and the whole cut after [`SHOWN_MESSAGE`] characters, so that no value a file gave
+/// (a key, a string parsed as the wrong type) is echoed whole.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::Error;
+/// let message = format!("invalid type: string \"{}\", expected usize", "x".repeat(1000));
+/// let e = Error::Config { path: "c.toml".into(), message }.to_string();
+/// assert!(e.starts_with("config c.toml: invalid type: string \"xxx"), "{e}");
+/// assert!(e.ends_with("... (1003 bytes) expected usize"), "{e}");
+/// ```
+fn shown_message(message: &str) -> String {
+    let words: Vec<String> = message
+        .split(' ')
+        .map(|w| {
+            if w.chars().nth(2 * SHOWN_VALUE).is_some() || w.chars().any(char::is_control) {
+                shown(w)
+            } else {
+                w.to_string()
+            }
+        })
+        .collect();
+    let text = words.join(" ");
+    match text.char_indices().nth(SHOWN_MESSAGE) {
+        Some((cut, _)) => format!("{}... ({} bytes)", &text[..cut], message.len()),
+        None => text,
     }
 }
 

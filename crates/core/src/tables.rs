@@ -73,7 +73,8 @@ pub fn theory_rows(cfg: &TheoryConfig, notes: &mut Vec<String>) -> Result<Vec<Ro
     let depth = cfg.model.depth;
     let count = cfg.layers.max_count(depth);
     let probe = crate::closed_form::keep(&cfg.metrics, &[]);
-    crate::budget::check_closed_form_plan(depth, &probe, count, cfg.presets.len())?;
+    let costs = crate::closed_form::cost::presets_block_seconds(&cfg.model, &cfg.presets)?;
+    crate::budget::check_closed_form_plan(depth, &probe, count, &costs)?;
     check_stacks(&cfg.presets, depth, |depth| {
         crate::budget::closed_form_plan_bytes(depth, &probe, count)
     })?;

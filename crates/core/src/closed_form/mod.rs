@@ -1,8 +1,10 @@
 //! The closed-form engine: the mean-field recursion of one stack
 //! ([`crate::theory::MeanField`]) and the raw quantities its metrics read
 //! ([`Quantities`]), turned into an exact [`Profile`]; with `--finite-width d`, the leading
-//! finite-width correction applied to its rows ([`finite_width`]).
+//! finite-width correction applied to its rows ([`finite_width`]); what a block of it costs in
+//! time ([`cost`]).
 
+pub mod cost;
 pub mod finite_width;
 
 use crate::Result;

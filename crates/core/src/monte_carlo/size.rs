@@ -8,10 +8,7 @@ use super::memory::Memory;
 use crate::Result;
 use crate::branch::Block;
 use crate::budget::{check, check_work};
-use crate::metrics::{Metric, Needs};
-
-/// Bytes per f64.
-const F64: u128 = 8;
+use crate::metrics::Metric;
 
 /// Bytes per value kept for the estimator (one f64 per network and row, in
 /// [`crate::monte_carlo::Columns`]).
@@ -67,30 +64,6 @@ fn per_depth(cfg: &McConfig, depth: u128, f: fn(&McConfig, usize) -> u128) -> u1
     let (odd, even) = (depth.div_ceil(2), depth / 2);
     odd.saturating_mul(f(cfg, 1))
         .saturating_add(even.saturating_mul(f(cfg, 2)))
-}
-
-/// Peak bytes of one network of depth `depth` computing `needs`, held whole in f64 with every
-/// gradient (the training engine's model; the Monte Carlo engine's is [`mc_network_bytes`]).
-pub(crate) fn network_bytes_for(cfg: &McConfig, depth: usize, needs: Needs) -> u128 {
-    let (d, n, _) = sizes(cfg);
-    let depth = (depth as u128).min(1 << 40);
-    let stream = (depth + 1) * d * n;
-    let weights = per_depth(cfg, depth, weight_floats);
-    let acts = per_depth(cfg, depth, activation_floats);
-    // The input's n x n token covariance and its Cholesky factor.
-    let tokens = 2 * n * n;
-    // Saturating: a total beyond u128 is refused like any other that does not fit.
-    let mut floats = weights
-        .saturating_add(acts)
-        .saturating_add(stream)
-        .saturating_add(tokens);
-    if needs.backward {
-        floats = floats.saturating_add(stream).saturating_add(weights);
-    }
-    if needs.paths && depth <= cfg.path_max as u128 {
-        floats = floats.saturating_add(stream.saturating_mul(2));
-    }
-    F64.saturating_mul(floats)
 }
 
 /// Floats of one sampled network as the Monte Carlo engine keeps it
@@ -371,6 +344,15 @@ pub(crate) fn body_weights(cfg: &McConfig, depth: usize) -> u128 {
     per_depth(cfg, (depth as u128).min(1 << 40), weight_floats)
 }
 
+/// Floats a trained body of `depth` blocks keeps from its forward pass over one sequence of
+/// `cfg`'s tokens for the backward pass: every block's input, output, norm caches and branch
+/// intermediates, and the stream.
+pub(crate) fn body_activation_floats(cfg: &McConfig, depth: usize) -> u128 {
+    let (d, n, _) = sizes(cfg);
+    let depth = (depth as u128).min(1 << 40);
+    per_depth(cfg, depth, activation_floats).saturating_add((depth + 1).saturating_mul(d * n))
+}
+
 /// [`block_work`] summed over `blocks` blocks of the stack (odd and even blocks alternate).
 fn blocks_work(cfg: &McConfig, blocks: f64) -> f64 {
     (blocks / 2.0).ceil() * block_work(cfg, 1) + (blocks / 2.0).floor() * block_work(cfg, 2)
@@ -587,14 +569,14 @@ mod tests {
         };
         let cfg = |w, l| McConfig::new(&raw(w, l), &RawMc::default()).unwrap();
         let m = [Metric::GradSq];
-        let small = network_bytes_for(&cfg(64, 8), 8, Metric::needs(&m));
-        // Weights and their gradients alone: 2 x 8 blocks x 2 (4d x d) f64 matrices.
-        assert!(small >= 2 * 8 * 2 * 4 * 64 * 64 * 8);
-        assert!(network_bytes_for(&cfg(128, 8), 8, Metric::needs(&m)) > small);
-        assert!(network_bytes_for(&cfg(64, 16), 16, Metric::needs(&m)) > small);
+        let held = |c: &McConfig, l| 8 * mc_network_floats(c, l, &m, true);
+        let small = held(&cfg(64, 8), 8);
+        // The weights alone: 8 blocks x 2 (4d x d) f64 matrices.
+        assert!(small >= 8 * 2 * 4 * 64 * 64 * 8);
+        assert!(held(&cfg(128, 8), 8) > small);
+        assert!(held(&cfg(64, 16), 16) > small);
         // The reported case: d = 100000 is ~1.3 TB per 2-block network, refused on any machine
         // this project runs on.
-        let huge = cfg(100_000, 2);
-        assert!(network_bytes_for(&huge, 2, Metric::needs(&m)) > 1_000_000_000_000);
+        assert!(held(&cfg(100_000, 2), 2) > 1_000_000_000_000);
     }
 }

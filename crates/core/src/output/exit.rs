@@ -1,5 +1,5 @@
 //! How the binaries end: a clap parse error as one line (exit 2), help and version as clap
-//! renders them, and a failed command as one `error:` line with exit status 2 for bad input
+//! renders them (exit 1 with one line when they cannot be written), and a failed command as one `error:` line with exit status 2 for bad input
 //! ([`crate::Error::is_bad_input`]), 141 for a closed pipe (the status a shell reports for a
 //! tool ended by SIGPIPE) and 1 otherwise.
 
@@ -8,8 +8,10 @@ use crate::Result;
 use std::process::ExitCode;
 
 /// The exit status of a clap parse failure: help and version are printed as clap renders them
-/// (exit 0, or 141 on a closed pipe, 2 on a full device); an error is printed as one line
-/// without the usage and `--help` hint lines (exit 2).
+/// (exit 0, or 141 on a closed pipe; on a full device or another failure to write, one
+/// `error: cannot write to standard output: ...` line on standard error and exit 1, a failure
+/// of the environment); an error is printed as one line without the usage and `--help` hint
+/// lines (exit 2).
 #[cfg(feature = "cli")]
 pub fn parse_error(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
@@ -18,7 +20,10 @@ pub fn parse_error(e: clap::Error) -> ExitCode {
         return match console::out(text.as_bytes()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) if e.is_closed_pipe() => ExitCode::from(141),
-            Err(_) => ExitCode::from(2),
+            Err(e) => {
+                console::note(format_args!("error: {}", error_line(&e)));
+                ExitCode::FAILURE
+            }
         };
     }
     console::note(parse_error_line(&e));

@@ -267,6 +267,14 @@ pub const LOG_ROWS_PER_LAYER_LOGGED: u128 = 18;
 /// `attn_max_logit` and `attn_entropy`.
 pub const LOG_ROWS_PER_LAYER_EVAL: u128 = 6;
 
+/// Copies of the parameters a run holds: the parameters, their gradients, the optimizer's two
+/// moments, and the copy a logged update's `update_norm` compares with, rounded up.
+pub const PARAM_COPIES: u128 = 6;
+
+/// Resident bytes of the process before a run allocates (the binary, its libraries and the
+/// threads' stacks as touched): measured 10 MB, rounded up.
+pub const PROCESS_BYTES: u128 = 16_000_000;
+
 /// Work per parameter of one optimizer update (Adam's moments, bias corrections, weight
 /// decay, clipping's norm), in floating-point operations.
 pub const OPTIMIZER_WORK: f64 = 20.0;
@@ -536,31 +544,35 @@ impl TrainConfig {
             .saturating_add(evals.saturating_mul(8 + LOG_ROWS_PER_LAYER_EVAL * layers))
     }
 
-    /// Refuses a run whose estimated peak memory does not fit, before allocating: per run in
-    /// flight (one per thread), the body's weights four times (parameters, gradients, two
-    /// optimizer moments) and its activations over a batch (the Monte Carlo estimate with a
-    /// backward pass), the ends, and the logits; the task's teacher; and the log every run
-    /// keeps until the table is written ([`Self::log_rows`] rows of [`LOG_ROW_BYTES`]).
-    pub fn check_memory(&self) -> Result<()> {
+    /// Estimated peak bytes of the request, `(model, log)`: per run in flight (one per thread)
+    /// the parameters [`PARAM_COPIES`] times, the body's activations over a batch (each
+    /// sequence's own: attention's scores are per sequence), the logits and the evaluation's
+    /// batches; the task's teacher; [`PROCESS_BYTES`]; and apart, the log every run keeps until
+    /// the table is written ([`Self::log_rows`] rows of [`LOG_ROW_BYTES`]). Within a factor of
+    /// 2 of the measured peak resident set over the grid of `tests/it/preflight.rs`
+    /// (docs/performance.md, "Training memory").
+    pub fn memory_bytes(&self) -> (u128, u128) {
         let columns = self.columns_u128();
-        let mut batch_cfg = self.mc.clone();
-        batch_cfg.model.branch.tokens = self.columns();
+        let mut seq_cfg = self.mc.clone();
+        seq_cfg.model.branch.tokens =
+            usize::try_from(self.tokens_per_example()).unwrap_or(usize::MAX);
         let depth = self.mc.model.depth;
-        let backward = crate::metrics::Needs {
-            backward: true,
-            ..crate::metrics::Needs::FORWARD
-        };
-        let body = crate::monte_carlo::size::network_bytes_for(&batch_cfg, depth, backward);
+        let size = self.mc.precision.bytes() as u128;
         let (outputs, inputs) = self.ends();
         let d = self.mc.model.branch.width as u128;
-        let ends = (4 * 8 * d).saturating_mul(inputs + outputs);
-        let logits = (3 * 8 * outputs).saturating_mul(columns);
-        let eval = (8 * 4 * self.eval_batches as u128).saturating_mul(columns);
-        let per_run = body
-            .saturating_mul(3)
-            .saturating_add(ends)
-            .saturating_add(logits)
-            .saturating_add(eval);
+        let params = crate::monte_carlo::size::body_weights(&self.mc, depth)
+            .saturating_add(d.saturating_mul(inputs.saturating_add(outputs)));
+        let acts = crate::monte_carlo::size::body_activation_floats(&seq_cfg, depth)
+            .saturating_mul(self.batch as u128);
+        let logits = (3 * outputs).saturating_mul(columns);
+        let eval = (4 * self.eval_batches as u128).saturating_mul(columns);
+        let per_run = size.saturating_mul(
+            params
+                .saturating_mul(PARAM_COPIES)
+                .saturating_add(acts)
+                .saturating_add(logits)
+                .saturating_add(eval),
+        );
         let runs = (rayon::current_num_threads() as u128).min(self.runs());
         let log = self
             .runs()
@@ -568,7 +580,15 @@ impl TrainConfig {
             .saturating_mul(LOG_ROW_BYTES);
         let model = per_run
             .saturating_mul(runs)
-            .saturating_add(self.teacher_bytes());
+            .saturating_add(self.teacher_bytes())
+            .saturating_add(PROCESS_BYTES);
+        (model, log)
+    }
+
+    /// Refuses a run whose estimated peak memory ([`Self::memory_bytes`]) does not fit, before
+    /// allocating, naming the settings that lower its larger part.
+    pub fn check_memory(&self) -> Result<()> {
+        let (model, log) = self.memory_bytes();
         let lower = if log > model {
             "--steps (or raise --log-every and --eval-every), --seeds or --preset (the log of every run is kept until the table is written)"
         } else {
@@ -633,9 +653,10 @@ impl TrainConfig {
     }
 
     /// Peak bytes of the task's teacher: its weights (at most six `w x w` matrices per layer
-    /// and the two ends) and the seeded context-free estimate: bounded by the caches of
-    /// [`super::task::CONTEXT_FREE_SAMPLE`] sequences (keys, values and stream per layer; it
-    /// holds one part's per thread), plus each chunk's `seq x vocab` sums, which it holds
+    /// and the two ends) and the seeded context-free estimate: the caches (keys, values and
+    /// stream per layer) of one chunk of sequences per thread
+    /// ([`super::task::teacher_lm::ESTIMATE_CHUNK`], at most
+    /// [`super::task::CONTEXT_FREE_SAMPLE`] in all), plus each chunk's `seq x vocab` sums, which it holds
     /// until they are added in order.
     pub(crate) fn teacher_bytes(&self) -> u128 {
         let t = &self.task;
@@ -643,7 +664,10 @@ impl TrainConfig {
         let depth = t.teacher_depth as u128 + 1;
         let ends = w * (t.vocab.max(t.d_in) + t.vocab.max(t.d_out)) as u128;
         let weights = depth.saturating_mul(6 * w * w).saturating_add(ends);
-        let estimate = (super::task::CONTEXT_FREE_SAMPLE as u128)
+        // One chunk of sequences per thread at a time.
+        let held = (rayon::current_num_threads() * super::task::teacher_lm::ESTIMATE_CHUNK)
+            .min(super::task::CONTEXT_FREE_SAMPLE);
+        let estimate = (held as u128)
             .saturating_mul(t.seq as u128 + 1)
             .saturating_mul(w)
             .saturating_mul(3 * depth);
