@@ -1100,16 +1100,27 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     }
     out.latex(&t, "verdicts")?;
     let mut cols = vec![column("norm", v.iter().map(|x| x.norm.name()))];
+    // A ratio's interval is unbounded where its denominator's reaches 0 (another seed's
+    // networks): that end is a missing cell, and the row's verdict says why.
+    let mut missing: Vec<Vec<String>> = vec![Vec::new(); v.len()];
     let mut push = |name: &str, get: &dyn Fn(&Measured) -> Iv| {
-        cols.push(column(name, v.iter().map(|x| get(&x.measured).v)));
-        cols.push(column(
-            &format!("{name}_ci_low"),
-            v.iter().map(|x| get(&x.measured).lo),
-        ));
-        cols.push(column(
-            &format!("{name}_ci_high"),
-            v.iter().map(|x| get(&x.measured).hi),
-        ));
+        let mut end = |col: String, at: &dyn Fn(&Iv) -> f64| {
+            let cells: Vec<Option<f64>> = v
+                .iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    let e = at(&get(&x.measured));
+                    if !e.is_finite() {
+                        missing[i].push(format!("{col} is {e} (an unbounded interval)"));
+                    }
+                    e.is_finite().then_some(e)
+                })
+                .collect();
+            cols.push(column(&col, cells));
+        };
+        end(name.to_string(), &|iv| iv.v);
+        end(format!("{name}_ci_low"), &|iv| iv.lo);
+        end(format!("{name}_ci_high"), &|iv| iv.hi);
     };
     push("eff_depth_pre", &|m| m.eff_depth[0]);
     push("eff_depth_post", &|m| m.eff_depth[1]);
@@ -1148,7 +1159,16 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         "post_grad_explodes",
         v.iter().map(|x| x.measured.explodes()),
     ));
-    cols.push(column("verdict", v.iter().map(|x| x.verdict())));
+    cols.push(column(
+        "verdict",
+        v.iter().zip(&missing).map(|(x, m)| {
+            if m.is_empty() {
+                x.verdict()
+            } else {
+                format!("{}; missing: {}", x.verdict(), m.join("; "))
+            }
+        }),
+    ));
     let mut df = DataFrame::new_infer_height(cols)?;
     out.frame(VERDICTS, &mut df)?;
     out.rows(ROWS, all)

@@ -247,7 +247,7 @@ fn predict(w: &warmup::Config) -> Result<Vec<Predicted>> {
         .map(|(t, preset, depth)| {
             let p = prepared[*t].as_ref().expect("a decoder-only tier");
             let cell = Cell {
-                preset: *preset,
+                preset,
                 depth: *depth,
                 optimizer: w.optimizer.clone(),
                 lr: w.search.start,
@@ -270,7 +270,7 @@ fn predict(w: &warmup::Config) -> Result<Vec<Predicted>> {
                 .collect::<Result<Vec<_>>>()?;
             Ok(Predicted {
                 tier: *t,
-                preset: *preset,
+                preset,
                 depth: *depth,
                 seeds: per_seed,
                 closed: closed_random_sign(&w.tiers[*t].tier, preset, *depth)?,

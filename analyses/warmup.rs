@@ -776,7 +776,7 @@ fn effects_table(out: &mut Out, effects: &[Effect]) -> Result<()> {
     for e in effects {
         t.row(vec![
             Tex::Text(e.tier.clone()),
-            Tex::Text(common::tex_label(&e.preset)),
+            Tex::Text(common::tex_label(e.preset)),
             Tex::Int(e.layers as i64),
             Tex::Num(e.assessed.estimate),
             Tex::Num(e.assessed.ci.0),

@@ -426,7 +426,7 @@ fn the_training_estimate_is_within_2x_of_the_peak_resident_set() {
             task: TaskConfig {
                 kind,
                 seq,
-                ..base.task.clone()
+                ..base.task
             },
             batch,
             steps,

@@ -165,14 +165,15 @@ fn an_out_name_whose_sidecar_name_is_too_long_is_refused_writing_nothing() {
     }
 }
 
+/// How a sidecar was made unreplaceable, and the undoing.
+#[cfg(unix)]
+type Unreplaceable<'a> = (&'static str, Box<dyn FnOnce() + 'a>);
+
 /// Makes `dir`'s old sidecar `side` impossible to replace: immutable (`chattr +i`, where this
 /// user may set it: the rename over it fails), else a read-only folder (the temporary files
 /// cannot be made). Returns how, or `None` if neither bites here, and the undoing.
 #[cfg(unix)]
-fn unreplaceable<'a>(
-    dir: &'a Path,
-    side: &'a Path,
-) -> Option<(&'static str, Box<dyn FnOnce() + 'a>)> {
+fn unreplaceable<'a>(dir: &'a Path, side: &'a Path) -> Option<Unreplaceable<'a>> {
     use std::os::unix::fs::PermissionsExt;
     let chattr = move |flag: &str| {
         Command::new("chattr")
