@@ -197,7 +197,8 @@ characters and column names and values of at most 40, without control characters
   normscope train --preset post --warmup 100 --schedule inv-sqrt --lr 1e-2 --steps 400
   normscope train --preset pre,post --branch relu-mlp --task regression --depth 24 --optimizer sgd --momentum 0.9 --lr 0.05
   normscope train --preset post --task copy --vocab 10 --seq 16 --seeds 0..4 --log-every 1 --out copy.parquet
-  normscope train --preset deepnorm --seeds 0 --steps 60 --dump-init init.json")]
+  normscope train --preset deepnorm --seeds 0 --steps 60 --dump-init init.json
+  normscope train --placements examples/placements/depth-mup.toml --preset pre,depth-mup --branch relu-mlp --task regression --depth 8 --steps 60 --seeds 0..2")]
     Train(Box<super::train::TrainArgs>),
     /// Print a shell completion script, e.g. `normscope completions bash > ~/.local/share/bash-completion/completions/normscope`.
     Completions {

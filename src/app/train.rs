@@ -16,10 +16,14 @@ use std::path::PathBuf;
 /// `normscope train`.
 #[derive(Debug, Args)]
 pub struct TrainArgs {
-    /// Comma-separated presets (see `normscope presets`); all train on the same data from
-    /// the same seeds.
+    /// Comma-separated presets (see `normscope presets`, or a --placements file's); all train
+    /// on the same data from the same seeds.
     #[arg(long, default_value_t = RawTrain::default().presets)]
     pub preset: String,
+    /// A placement file (TOML) whose presets join the built-in ones for --preset; repeatable.
+    /// See docs/placements.md and examples/placements/.
+    #[arg(long, value_name = "FILE")]
+    pub placements: Vec<std::path::PathBuf>,
     /// Architecture: decoder (one stack of --depth blocks: decoder-only Transformers, MLPs)
     /// or encoder-decoder (a Transformer of --layers N encoder layers of 2 blocks and N
     /// decoder layers of 3: causal self-attention, cross-attention, MLP; --task
@@ -230,6 +234,7 @@ pub fn train(a: &TrainArgs) -> crate::Result<Option<(polars::prelude::DataFrame,
     if let Some(p) = &a.dump_init {
         atomic::check_target("--dump-init", p)?;
     }
+    crate::placement::load_all(&a.placements)?;
     let cfg = a.raw()?.check()?;
     if let Some(p) = &a.dump_init {
         if a.out.is_some() {
