@@ -425,16 +425,17 @@ impl Iv {
 }
 
 impl std::fmt::Display for Iv {
-    /// `v [lo, hi]`, four significant digits.
+    /// `v [lo, hi]`, four significant digits; an infinite end (a ratio whose denominator's
+    /// interval reaches 0) is written `unbounded`, never as a number.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use normscope_core::output::latex::plain;
-        write!(
-            f,
-            "{} [{}, {}]",
-            plain(self.v),
-            plain(self.lo),
-            plain(self.hi)
-        )
+        let end = |x: f64| {
+            if x.is_finite() {
+                normscope_core::output::latex::plain(x)
+            } else {
+                "unbounded".to_string()
+            }
+        };
+        write!(f, "{} [{}, {}]", end(self.v), end(self.lo), end(self.hi))
     }
 }
 

@@ -212,6 +212,25 @@ fn number(req: &Request, bytes: Vec<u8>, rel: &str) -> Result<(String, String)> 
     let interval = match (interval_at(&df, pair.as_ref(), row)?, &pair) {
         (Some((l, h)), Some((lo, hi))) => format!(" [{l}, {h}] ({lo}, {hi})"),
         _ if exact => " (exact: the closed form)".to_string(),
+        // The table has the interval's columns but this row leaves an end empty: an
+        // unbounded end (e.g. a ratio whose denominator's interval reaches 0), which the
+        // row's other columns state.
+        (None, Some((lo, hi))) => {
+            let end = |c: &str| -> Result<String> {
+                let v = cell(&df, c, row)?;
+                Ok(if v.trim().is_empty() {
+                    "missing".to_string()
+                } else {
+                    v
+                })
+            };
+            format!(
+                " [{}, {}] ({lo}, {hi}): an end of the interval is missing in this row \
+                 (unbounded or not measured; the row says why)",
+                end(lo)?,
+                end(hi)?
+            )
+        }
         _ => format!(
             " (no interval: the table has no {column}_ci_low/{column}_ci_high{} for this row)",
             if super::text_table::BARE_INTERVAL.contains(&column.as_str()) {

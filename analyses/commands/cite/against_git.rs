@@ -3,11 +3,13 @@
 //! has a `.git`): git runs with fixed arguments, no shell, and none of the caller's `GIT_*`
 //! variables (which could point it at another repository).
 //!
-//! The file is as git holds it if the recorded commit has these bytes at its path, or if HEAD
-//! has both these bytes and this manifest (the outputs of a run are committed after the
-//! commit that wrote them, which therefore holds an older version of them, or none). It
-//! differs if either commit holds it, or HEAD its manifest, with other bytes: it was edited,
-//! or its run is not committed yet.
+//! HEAD is asked first, whatever the manifest's commit field says: the file differs if HEAD
+//! holds it, or its manifest, with other bytes (it was edited, resealed, or its run is not
+//! committed yet), and is as git holds it if HEAD holds both these bytes and this manifest.
+//! Only where HEAD holds neither is the recorded commit asked: it differs if the commit holds
+//! other bytes, and is as git holds it if the commit has these bytes at its path (the outputs
+//! of a run are committed after the commit that wrote them, which then holds an older version
+//! of them, or none); a commit that is absent, unknown or null leaves it unverified.
 
 use super::visible::visible;
 use std::path::Path;
@@ -72,7 +74,7 @@ fn blob(root: &Path, rev: &str, rel: &str, bytes: &[u8]) -> std::io::Result<Blob
 /// The verdict once git runs (see the module docs).
 fn ask(
     root: &Path,
-    commit: &str,
+    commit: Option<&str>,
     file: (&str, &[u8]),
     manifest: (&str, &[u8]),
 ) -> std::io::Result<Verdict> {
@@ -85,6 +87,34 @@ fn ask(
             visible(why.lines().next().unwrap_or_default().trim())
         )));
     }
+    // HEAD first, whatever the manifest names: a commit field pointed elsewhere (absent,
+    // null, another commit's) must not hide what the checkout itself holds.
+    let head = git(root, &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])?;
+    let head = String::from_utf8_lossy(&head.stdout)
+        .trim()
+        .to_ascii_lowercase();
+    let head = (!head.is_empty() && head.bytes().all(|b| b.is_ascii_hexdigit())).then_some(head);
+    let mut differs = Vec::new();
+    if let Some(head) = &head {
+        let f = blob(root, head, file.0, file.1)?;
+        let manifest_at_head = blob(root, head, manifest.0, manifest.1)?;
+        if (f, manifest_at_head) == (Blob::Same, Blob::Same) {
+            return Ok(Verdict::Matches(format!(
+                "git holds these bytes and this manifest at HEAD {head}"
+            )));
+        }
+        for (b, what) in [(f, "other bytes"), (manifest_at_head, "another manifest")] {
+            if b == Blob::Other {
+                differs.push(format!("HEAD {head} holds {what}"));
+            }
+        }
+    }
+    if !differs.is_empty() {
+        return Ok(Verdict::Differs(differs.join(" and ")));
+    }
+    let Some(commit) = commit else {
+        return Ok(Verdict::Unverified("the manifest records no commit".into()));
+    };
     let known = git(root, &["cat-file", "-e", &format!("{commit}^{{commit}}")])?;
     if !known.status.success() {
         return Ok(Verdict::Unverified(format!(
@@ -92,37 +122,16 @@ fn ask(
             visible(root.display())
         )));
     }
-    let at_commit = blob(root, commit, file.0, file.1)?;
-    if at_commit == Blob::Same {
-        return Ok(Verdict::Matches(
-            "git holds these bytes at the recorded commit".into(),
-        ));
-    }
-    let mut differs = Vec::new();
-    if at_commit == Blob::Other {
-        differs.push("the recorded commit holds other bytes".to_string());
-    }
-    let head = git(root, &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])?;
-    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
-    let is_commit = !head.is_empty() && head.bytes().all(|b| b.is_ascii_hexdigit());
-    if is_commit && head != commit {
-        let f = blob(root, &head, file.0, file.1)?;
-        let m = blob(root, &head, manifest.0, manifest.1)?;
-        if (f, m) == (Blob::Same, Blob::Same) {
-            return Ok(Verdict::Matches(format!(
-                "git holds these bytes and this manifest at HEAD {head}"
-            )));
+    Ok(match blob(root, commit, file.0, file.1)? {
+        Blob::Same => Verdict::Matches(
+            "git holds these bytes at the recorded commit (the manifest itself is not in git: its \
+             other fields are as the file states them)"
+                .into(),
+        ),
+        Blob::Other => Verdict::Differs("the recorded commit holds other bytes".into()),
+        Blob::Absent => {
+            Verdict::Unverified("git holds it neither at the recorded commit nor at HEAD".into())
         }
-        for (b, what) in [(f, "other bytes"), (m, "another manifest")] {
-            if b == Blob::Other {
-                differs.push(format!("HEAD {head} holds {what}"));
-            }
-        }
-    }
-    Ok(if differs.is_empty() {
-        Verdict::Unverified("git holds it neither at the recorded commit nor at HEAD".into())
-    } else {
-        Verdict::Differs(differs.join(" and "))
     })
 }
 
@@ -134,9 +143,6 @@ pub(super) fn check(
     file: (&str, &[u8]),
     manifest: (&str, &[u8]),
 ) -> Verdict {
-    let Some(commit) = commit else {
-        return Verdict::Unverified("the manifest records no commit".into());
-    };
     if std::fs::symlink_metadata(root.join(".git")).is_err() {
         return Verdict::Unverified(format!("{} is not a git checkout", visible(root.display())));
     }

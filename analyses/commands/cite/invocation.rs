@@ -60,7 +60,9 @@ fn words(line: &str) -> Option<Vec<String>> {
 }
 
 /// The arguments after `normscope` of a recorded command line (`reproduce` for the bare
-/// `normscope` earlier versions recorded), or `None` if `line` is not one.
+/// `normscope` earlier versions recorded), or `None` if `line` is not one. Only `reproduce`
+/// writes an analysis's outputs, so a line of any other subcommand (which a forged manifest
+/// could name to write elsewhere) is not one.
 pub(super) fn arguments(line: &str) -> Option<Vec<String>> {
     let mut words = words(line)?;
     if words.first().map(String::as_str) != Some("normscope") {
@@ -70,7 +72,7 @@ pub(super) fn arguments(line: &str) -> Option<Vec<String>> {
     if words.is_empty() {
         words.push("reproduce".into());
     }
-    Some(words)
+    (words[0] == "reproduce").then_some(words)
 }
 
 #[cfg(test)]
@@ -96,6 +98,8 @@ mod tests {
             assert_eq!(arguments(&line), Some(args), "{line}");
         }
         assert_eq!(arguments("normscope"), Some(vec!["reproduce".to_string()]));
+        // Another subcommand is not an analysis's line (it could write anywhere).
+        assert_eq!(arguments("normscope train --out /home/u/.bashrc"), None);
     }
 
     #[test]

@@ -58,7 +58,7 @@ impl Recorded {
         let within = |accepted: &str| format!("{accepted}, in {}", visible(path.display()));
         let commit = match &manifest["source"]["git_commit"] {
             Value::Null => None,
-            Value::String(c) if hex(c, 40) => Some(c.clone()),
+            Value::String(c) if hex(c, 40) => Some(c.to_ascii_lowercase()),
             v => {
                 return Err(Error::invalid(
                     "git_commit",

@@ -1,5 +1,6 @@
 //! POSIX shell quoting, for the `regenerate:` line that `cite` prints: a word made only of
-//! characters no shell treats specially (`[A-Za-z0-9_@%+=:,./-]`) is left as it is; every
+//! characters no shell treats specially (`[A-Za-z0-9_@%+=:,./-]`, not starting with `=`,
+//! which zsh expands to a command's path) is left as it is; every
 //! other word, the empty one included, goes in single quotes, inside which a POSIX shell
 //! expands nothing (`$( )`, backticks, `${IFS}`, `;`, `#`, `"` and `\` are plain characters),
 //! with each `'` written `'\''` (close the quotes, an escaped quote, reopen them).
@@ -19,9 +20,10 @@ fn safe(c: char) -> bool {
 /// assert_eq!(quote("c;touch${IFS}PWNED;#.toml"), "'c;touch${IFS}PWNED;#.toml'");
 /// assert_eq!(quote("it's"), r"'it'\''s'");
 /// assert_eq!(quote(""), "''");
+/// assert_eq!(quote("=ls"), "'=ls'");
 /// ```
 pub fn quote(arg: &str) -> String {
-    if !arg.is_empty() && arg.chars().all(safe) {
+    if !arg.is_empty() && !arg.starts_with('=') && arg.chars().all(safe) {
         return arg.to_string();
     }
     format!("'{}'", arg.replace('\'', r"'\''"))

@@ -55,14 +55,15 @@ fn a_resealed_manifest_is_changed_against_the_recorded_commit() {
     });
     let out = cited(dir.path());
     assert!(
-        out.contains("as the commit wrote it (sha256 matches the manifest; git holds these bytes at the recorded commit)"),
+        out.contains("as the commit wrote it (sha256 matches the manifest; git holds these bytes at the recorded commit (the manifest itself is not in git"),
         "{out}"
     );
     edit_theory(dir.path(), true);
     let err = refused(&normscope(&THEORY, dir.path()), 1);
+    // HEAD (here the recorded commit too) is asked first.
     assert!(
         err.contains("CHANGED against the commit")
-            && err.contains("the recorded commit holds other bytes"),
+            && err.contains(&format!("HEAD {commit} holds other bytes")),
         "{err}"
     );
     let o = normscope(&[&THEORY[..], &["--allow-changed"]].concat(), dir.path());
@@ -102,6 +103,18 @@ fn outputs_committed_after_their_commit_are_checked_at_head() {
         err.contains(&format!("HEAD {head} holds another manifest")),
         "{err}"
     );
+    // A manifest that names the commit holding the outputs (so that the recorded commit has
+    // these bytes) cannot flip its other fields: HEAD's manifest is asked first.
+    git(dir.path(), &["checkout", "-q", "--", "data"]);
+    edit_manifest(dir.path(), |m| {
+        m["source"]["git_commit"] = head.clone().into();
+        m["quick"] = (!m["quick"].as_bool().unwrap_or(false)).into();
+    });
+    let err = refused(&normscope(&THEORY, dir.path()), 1);
+    assert!(
+        err.contains(&format!("HEAD {head} holds another manifest")),
+        "{err}"
+    );
     git(dir.path(), &["checkout", "-q", "--", "data"]);
     edit_theory(dir.path(), true);
     let err = refused(&normscope(&THEORY, dir.path()), 1);
@@ -127,6 +140,17 @@ fn what_git_cannot_check_is_said_and_not_claimed() {
         "{out}"
     );
     assert!(!out.contains("as the commit wrote it"), "{out}");
+    // A resealed file cannot hide behind an absent or a null commit: HEAD is asked first.
+    let manifest = dir.path().join("data/effective-depth/manifest.json");
+    let sealed = std::fs::read(&manifest).unwrap();
+    edit_theory(dir.path(), true);
+    for commit in [serde_json::json!(absent), serde_json::Value::Null] {
+        edit_manifest(dir.path(), |m| m["source"]["git_commit"] = commit.clone());
+        let err = refused(&normscope(&THEORY, dir.path()), 1);
+        assert!(err.contains("holds other bytes"), "{commit}: {err}");
+    }
+    git(dir.path(), &["checkout", "-q", "--", "data"]);
+    std::fs::write(&manifest, sealed).unwrap();
     // Without git on the PATH.
     let o = Command::new(env!("CARGO_BIN_EXE_normscope"))
         .args(THEORY)
