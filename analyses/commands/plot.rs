@@ -8,92 +8,25 @@
 
 pub mod bounds;
 pub mod labels;
+pub mod request;
+
+pub use request::Request;
+use request::not_a_table;
 
 use super::text_table::{
-    cell, describe, interval_at, interval_of, matching, parse_filters, read_input, require,
-    text_frame,
+    cell, describe, interval_at, interval_of, matching, read_input, require, text_frame,
 };
 use bounds::Counts;
 use normscope_core::metrics::Metric;
 use normscope_core::{Error, Result};
 use normscope_figure::facets::Facets;
 use normscope_figure::{LinePlot, Series, render};
-use polars::prelude::{DataFrame, PolarsError};
+use polars::prelude::DataFrame;
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Panels per row of a faceted figure.
 pub const FACET_COLUMNS: usize = 2;
-
-/// What to plot.
-///
-/// # Examples
-///
-/// ```rust
-/// use normscope_analyses::commands::plot::Request;
-/// let r = Request::new("t.csv", "layer", "value", "grad.pdf");
-/// assert_eq!((r.x.as_str(), r.y.as_str(), r.by, r.log_y), ("layer", "value", None, false));
-/// ```
-#[derive(Clone, Debug, PartialEq)]
-pub struct Request {
-    /// The table (CSV or Parquet).
-    pub path: PathBuf,
-    /// `--x`: the column on the x axis.
-    pub x: String,
-    /// `--y`: the column on the y axis.
-    pub y: String,
-    /// `--by`: one series per value of this column.
-    pub by: Option<String>,
-    /// `--facet`: one panel per value of this column.
-    pub facet: Option<String>,
-    /// `--where column=value` filters.
-    pub filters: Vec<(String, String)>,
-    /// `--log-x`.
-    pub log_x: bool,
-    /// `--log-y`.
-    pub log_y: bool,
-    /// `--title` (default: "y by x").
-    pub title: Option<String>,
-    /// `--out`: the figure, `.pdf`, `.png` or `.svg`.
-    pub out: PathBuf,
-}
-
-impl Request {
-    /// A request for `y` against `x` of the table at `path`, written to `out`, with no grouping,
-    /// filter or log axis.
-    pub fn new(path: impl Into<PathBuf>, x: &str, y: &str, out: impl Into<PathBuf>) -> Self {
-        Request {
-            path: path.into(),
-            x: x.into(),
-            y: y.into(),
-            by: None,
-            facet: None,
-            filters: Vec::new(),
-            log_x: false,
-            log_y: false,
-            title: None,
-            out: out.into(),
-        }
-    }
-
-    /// The columns named by `--x`, `--y`, `--by` and `--facet`, with their flags.
-    fn columns(&self) -> impl Iterator<Item = (&'static str, &str)> {
-        [
-            ("--x", Some(&self.x)),
-            ("--y", Some(&self.y)),
-            ("--by", self.by.as_ref()),
-            ("--facet", self.facet.as_ref()),
-        ]
-        .into_iter()
-        .filter_map(|(flag, c)| Some((flag, c?.as_str())))
-    }
-
-    /// With `--where` filters.
-    pub fn with_filters(mut self, filters: &[&str]) -> Result<Self> {
-        self.filters = parse_filters(filters)?;
-        Ok(self)
-    }
-}
 
 /// One point: `(x, y)` and its interval, if the row has one.
 type Point = (f64, f64, Option<(f64, f64)>);
@@ -116,23 +49,6 @@ fn number(text: &str, field: &'static str, name: &str, row: usize, path: &Path) 
             ),
         )),
     }
-}
-
-/// Whether the table at `path` is read as Parquet (by its extension; else as CSV).
-fn is_parquet(path: &Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
-}
-
-/// A table that does not parse, refused as bad input naming the file and what polars found.
-fn not_a_table(path: &Path, e: PolarsError) -> Error {
-    let kind = if is_parquet(path) {
-        "a Parquet table"
-    } else {
-        "a CSV table with a header row"
-    };
-    Error::invalid("PATH", path.display(), format!("{kind} (it is not: {e})"))
 }
 
 /// The table of `req` as text, bounded before it is parsed ([`bounds::check_table`]): a file

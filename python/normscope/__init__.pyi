@@ -547,6 +547,7 @@ def expand(
 def train(
     *,
     preset: str | Sequence[str] = "pre,post",
+    placements: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
     arch: str | Sequence[str] = "decoder",
     layers: int | None = None,
     branch: str | Sequence[str] = "transformer",
@@ -603,8 +604,11 @@ def train(
     Parameters
     ----------
     preset : str | Sequence[str], default "pre,post"
-        Comma-separated presets (see `normscope presets`); all train on the same data from
-        the same seeds (--preset)
+        Comma-separated presets (see `normscope presets`, or a --placements file's); all
+        train on the same data from the same seeds (--preset)
+    placements : str | os.PathLike[str] | Sequence[str | os.PathLike[str]], default None
+        A placement file (TOML) whose presets join the built-in ones for --preset;
+        repeatable. See docs/placements.md and examples/placements/ (--placements)
     arch : str | Sequence[str], default "decoder"
         Architecture: decoder (one stack of --depth blocks: decoder-only Transformers, MLPs)
         or encoder-decoder (a Transformer of --layers N encoder layers of 2 blocks and N

@@ -125,7 +125,7 @@ fn bad_grid_values_are_refused_naming_the_key() {
     for (id, line, needle) in [
         ("mc-grid", "depths = [0]", "mc-grid.depths"),
         ("mc-grid", "depths = [4, 4]", "mc-grid.depths"),
-        ("mc-grid", "presets = [\"nope\"]", "mc-grid.presets"),
+        ("mc-grid", "presets = [\"nope\"]", "[mc-grid] presets"),
         ("mc-grid", "widht = [8]", "unknown key `widht` in [mc-grid]"),
         ("mc-grid", "metrics = [\"nope\"]", "mc-grid.metrics"),
         ("mc-grid", "layers = \"0,99\"", "mc-grid.layers"),
@@ -136,7 +136,7 @@ fn bad_grid_values_are_refused_naming_the_key() {
         (
             "train-grid",
             "presets = [\"pre\", \"nope\"]",
-            "train-grid.presets",
+            "[train-grid] presets",
         ),
         (
             "train-grid",

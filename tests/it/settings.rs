@@ -357,6 +357,11 @@ fn every_train_setting_changes_its_rows() {
     let cases: Vec<Case> = vec![
         ("--preset", &[], &["--preset", "post"]),
         (
+            "--placements",
+            &["--placements", "examples/placements/mixln.toml"],
+            &["--preset", "my-mixln"],
+        ),
+        (
             "--arch",
             &[],
             &[

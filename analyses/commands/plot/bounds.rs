@@ -4,7 +4,7 @@
 //! fixed maximum and against the memory this process may use ([`budget::check`]). A refusal
 //! is bad input (exit status 2) naming the file and the flag to change.
 
-use super::Request;
+use super::request::Request;
 use crate::commands::text_table::describe;
 use normscope_core::{Error, Result, budget};
 use normscope_figure::{PALETTE, SIZE};
@@ -47,12 +47,14 @@ fn file(path: &Path) -> String {
 /// read without parsing it: a CSV's separators and line ends (an upper bound: a quoted comma
 /// counts), a Parquet file's rows times its columns from its footer.
 pub(super) fn cells(path: &Path, bytes: &[u8]) -> Result<u64> {
-    if super::is_parquet(path) {
+    if super::request::is_parquet(path) {
         let mut reader = ParquetReader::new(std::io::Cursor::new(bytes));
-        let rows = reader.num_rows().map_err(|e| super::not_a_table(path, e))?;
+        let rows = reader
+            .num_rows()
+            .map_err(|e| super::request::not_a_table(path, e))?;
         let cols = reader
             .schema()
-            .map_err(|e| super::not_a_table(path, e))?
+            .map_err(|e| super::request::not_a_table(path, e))?
             .len();
         Ok((rows as u64).saturating_mul(cols as u64))
     } else {

@@ -3,7 +3,7 @@
 //! checked before anything is drawn: at most so many characters, no control characters, axis
 //! labels no wider than their axis. A refusal names the flag the text comes from.
 
-use super::Request;
+use super::request::Request;
 use normscope_core::{Error, Result};
 use normscope_figure::LinePlot;
 

@@ -1,8 +1,8 @@
 //! The operating-system calls of the workspace, the only `unsafe` outside the GEMM kernels:
 //! the address-space limit the memory preflight respects ([`address_space_limit`]), glibc's
 //! `malloc` set to keep freed memory for the training commands ([`keep_freed_memory`]), the
-//! longest file name a folder takes, which `--out`'s preflight checks ([`name_max`]); and two
-//! the tests make: [`mkfifo`] and [`wait_peak_rss`] (a child's peak memory).
+//! longest file name a folder takes, which `--out`'s preflight checks ([`name_max`]); and one
+//! the tests make: [`mkfifo`].
 //!
 //! **Keeping freed memory** (`train`, `normscope-bench --train`).
 //!
@@ -98,42 +98,6 @@ pub fn mkfifo(path: &std::path::Path) -> std::io::Result<()> {
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
-    }
-}
-
-/// Waits for `child` to end (`wait4(2)`) and returns its exit status and its peak resident set
-/// size in bytes (`ru_maxrss`, the child's alone): the tests' measure of a run's memory.
-/// `Unsupported` on systems other than Linux.
-pub fn wait_peak_rss(
-    child: &mut std::process::Child,
-) -> std::io::Result<(std::process::ExitStatus, u128)> {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        let pid = libc::pid_t::try_from(child.id()).map_err(std::io::Error::other)?;
-        let mut status: libc::c_int = 0;
-        // SAFETY: an all-zero `rusage` is a valid value of the plain C struct.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        loop {
-            // SAFETY: wait4 writes one status and one `rusage` through valid pointers; `pid` is
-            // this process's child, not yet waited for (`child` is borrowed mutably).
-            let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-            if r == pid {
-                break;
-            }
-            let e = std::io::Error::last_os_error();
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        }
-        // ru_maxrss is in KiB on Linux.
-        let peak = u128::try_from(usage.ru_maxrss).unwrap_or(0) * 1024;
-        Ok((std::process::ExitStatus::from_raw(status), peak))
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = child;
-        Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
     }
 }
 
