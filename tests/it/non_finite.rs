@@ -276,3 +276,50 @@ fn expand_takes_logarithms_of_huge_rationals_exactly_and_refuses_undefined_value
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--subs"), "{err}");
 }
+
+/// A coefficient or branch weight below f64's smallest normal number is a missing cell with
+/// its underflow (as `skip_gain`'s is), never a written 0.0: Post-LN's `C_{L,0} = 2^{-L/2}`
+/// (Xiong et al. 2020's Post-LN stream with unit branch variance) is `e^-1039.7` at L = 3000,
+/// while its newest sources stay in range.
+#[test]
+fn coefficients_and_weights_below_f64_are_missing_not_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = normscope(
+        &[
+            "theory",
+            "--preset",
+            "post",
+            "--depth",
+            "3000",
+            "--layers",
+            "last",
+            "--metrics",
+            "coef,branch_weight",
+        ],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = String::from_utf8(o.stdout).unwrap();
+    let reasons = check_tidy(&csv);
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    let (metric, source, value) = (col("metric"), col("source"), col("value"));
+    for m in ["coef", "branch_weight"] {
+        let rows: Vec<Vec<&str>> = csv
+            .lines()
+            .skip(1)
+            .map(|l| l.splitn(header.len(), ',').collect::<Vec<_>>())
+            .filter(|f| f[metric] == m)
+            .collect();
+        let zero = rows.iter().filter(|f| f[value].parse() == Ok(0.0)).count();
+        assert_eq!(zero, 0, "{m}: a written 0.0");
+        let first = rows.iter().find(|f| f[source] == "0").expect("source 0");
+        assert!(first[value].is_empty(), "{m} at source 0: {first:?}");
+        let last = rows.iter().find(|f| f[source] == "3000").expect("source L");
+        assert!(!last[value].is_empty(), "{m} at source L: {last:?}");
+    }
+    assert!(
+        reasons.iter().any(|r| r.starts_with("underflow: e^")),
+        "{reasons:?}"
+    );
+}

@@ -16,10 +16,25 @@ fn depth_one_million_is_finite_for_every_preset() {
         let rows = tables::theory_rows(&cfg, &mut notes).unwrap();
         assert!(!rows.is_empty());
         for r in &rows {
-            // merge_error is NaN only where the next branch output is zero (ReZero).
+            // merge_error is NaN only where the next branch output is zero (ReZero); a
+            // coefficient or branch weight below f64's smallest number is a missing cell
+            // whose reason carries its exact log.
             let ok = r.value.is_finite()
-                || (r.metric == normscope::metrics::Metric::MergeError && p.name == "rezero");
-            assert!(ok, "{} {} layer {}: {}", p.name, r.metric, r.layer, r.value);
+                || (r.metric == normscope::metrics::Metric::MergeError && p.name == "rezero")
+                || underflow_with_exact_log(r);
+            assert!(
+                ok,
+                "{} {} layer {}: {} ({:?})",
+                p.name, r.metric, r.layer, r.value, r.missing
+            );
+        }
+        // The newest source of the last layer is always in range.
+        let last = rows
+            .iter()
+            .filter(|r| r.metric == normscope::metrics::Metric::Coef)
+            .max_by_key(|r| (r.layer, r.source));
+        if let Some(r) = last {
+            assert!(r.value.is_finite(), "{} {r:?}", p.name);
         }
         // path_len beyond its exact-law limit is skipped with a note, never silently.
         assert!(notes.iter().any(|n| n.contains("path_len")), "{notes:?}");
@@ -97,10 +112,23 @@ fn overflow_is_written_as_missing_with_its_reason_not_as_a_number() {
             .any(|n| n.contains("rezero: 1 value(s) written as missing")),
         "{notes:?}"
     );
-    // The ratios stay finite: branch weights are still computed in log space.
+    // The ratios stay finite: branch weights are still computed in log space, so the newest
+    // ones are numbers; the oldest, 2^-2000 relative to the newest, fall below f64 and are
+    // missing with their exact log, never written as 0.
     let cfg = TheoryConfig::new("rezero", &raw, "branch_weight,eff_depth", "last").unwrap();
     let rows = tables::theory_rows(&cfg, &mut Vec::new()).unwrap();
-    assert!(rows.iter().all(|r| r.value.is_finite()));
+    assert!(
+        rows.iter()
+            .all(|r| r.value.is_finite() || underflow_with_exact_log(r))
+    );
+    let eff = rows
+        .iter()
+        .find(|r| r.metric == normscope::metrics::Metric::EffDepth)
+        .unwrap();
+    assert!(eff.value.is_finite(), "{eff:?}");
+    let newest = rows.iter().find(|r| r.source == Some(2000)).unwrap();
+    assert!(newest.value.is_finite() && newest.value > 0.0, "{newest:?}");
+    assert!(rows.iter().any(underflow_with_exact_log));
     // A coefficient beyond f64 is missing with its exact log too: Pre-LN with alpha = 2 has
     // C_{L,0} = 2^L (then C_{L,j} = 2^(L-j)), 10^602.1 at L = 2000; the last sources fit.
     let raw = RawModel {
@@ -169,4 +197,24 @@ fn products_over_depth_stay_within_l_epsilon() {
             );
         }
     }
+}
+
+/// A coefficient or branch weight written as missing because it is below f64's smallest
+/// normal number: its reason `underflow: e^X = ...` states an exponent X that is indeed below
+/// `ln(f64::MIN_POSITIVE)` (about -708.4), and no value is written.
+fn underflow_with_exact_log(r: &normscope::profile::Row) -> bool {
+    use normscope::metrics::Metric;
+    let Some(reason) = r.missing.as_deref() else {
+        return false;
+    };
+    let Some(x) = reason
+        .strip_prefix("underflow: e^")
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse::<f64>().ok())
+    else {
+        return false;
+    };
+    matches!(r.metric, Metric::Coef | Metric::BranchWeight)
+        && x < f64::MIN_POSITIVE.ln()
+        && r.finite().is_none()
 }

@@ -58,5 +58,5 @@ fn beyond_f64(
     l: usize,
     s: Option<usize>,
 ) -> Option<String> {
-    s.and_then(|j| ln_beyond_f64(q.mf.ln_branch_weight(l, j).max(0.0)))
+    s.and_then(|j| ln_beyond_f64(q.mf.ln_branch_weight(l, j)))
 }
