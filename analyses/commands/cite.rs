@@ -195,6 +195,7 @@ fn the_row(df: &DataFrame, filters: &[(String, String)]) -> Result<usize> {
 /// The lines of a table's number (`<column>: <value> <interval>` and `row: ...`), and what
 /// the entry cites.
 fn number(req: &Request, bytes: Vec<u8>, rel: &str) -> Result<(String, String)> {
+    super::table_bounds::check(&req.path, &bytes, "to cite")?;
     let df = text_frame(&req.path, bytes)?;
     let row = the_row(&df, &req.filters)?;
     let column = req.column.clone().unwrap_or_else(|| "value".to_string());

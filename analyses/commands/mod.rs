@@ -5,6 +5,7 @@ pub mod args;
 pub mod cite;
 pub mod plot;
 pub mod slurm;
+pub mod table_bounds;
 pub mod text_table;
 
 use crate::runner::config_file::ConfigFile;

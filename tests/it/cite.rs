@@ -340,3 +340,26 @@ fn a_symlinked_folder_cannot_borrow_another_manifest() {
     let o = normscope(&args, dir.path());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+#[test]
+fn a_table_too_large_to_cite_is_refused_before_it_is_parsed() {
+    use normscope::analyses::commands::table_bounds::MAX_TABLE_CELLS;
+    let dir = effective_depth_copy();
+    // A resealed table (its manifest names its sha256, no git checkout to catch it) of one
+    // cell more than the cap: refused as too large, not parsed.
+    let table = dir.path().join("data/effective-depth/theory.csv");
+    let big = format!(
+        "preset,depth\n{}",
+        "post,1\n".repeat(MAX_TABLE_CELLS as usize / 2)
+    );
+    std::fs::write(&table, &big).unwrap();
+    let hash = normscope::analyses::manifest::sha256(big.as_bytes());
+    edit_manifest(dir.path(), |m| {
+        m["outputs"]["data/effective-depth/theory.csv"] = hash.into();
+    });
+    let err = refused(&normscope(&THEORY, dir.path()), 2);
+    assert!(
+        err.contains("invalid PATH") && err.contains("cells (rows times columns) to cite"),
+        "{err}"
+    );
+}

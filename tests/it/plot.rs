@@ -262,8 +262,13 @@ const WATCHDOG_S: &str = "60";
 /// Runs `normscope plot TABLE args` in `dir` (TABLE written there first, from `table`), under
 /// [`ULIMIT_KB`] and killed after [`WATCHDOG_S`]; fails if it had to be killed.
 fn plot_in(dir: &Path, name: &str, table: &[u8], args: &[&str]) -> Output {
+    plot_under(ULIMIT_KB, dir, name, table, args)
+}
+
+/// [`plot_in`] under an address-space limit of `limit_kb` KiB.
+fn plot_under(limit_kb: u64, dir: &Path, name: &str, table: &[u8], args: &[&str]) -> Output {
     std::fs::write(dir.join(name), table).unwrap();
-    let script = format!("ulimit -v {ULIMIT_KB} && exec timeout -k 5 {WATCHDOG_S} \"$@\"");
+    let script = format!("ulimit -v {limit_kb} && exec timeout -k 5 {WATCHDOG_S} \"$@\"");
     let o = Command::new("sh")
         .args([
             "-c",
@@ -350,6 +355,54 @@ fn a_table_of_too_many_cells_is_refused_before_it_is_parsed() {
         &["--x", "1", "--y", "2", OUT[0], OUT[1]],
     );
     assert_refused(&o, dir.path(), &["PATH", "t.csv", "cells"]);
+}
+
+/// A Parquet table of `rows` rows whose column `s` holds `bytes` bytes each (mostly one letter)
+/// (zstd, as normscope writes them): a file of kilobytes that decompresses to
+/// `rows * bytes`.
+fn parquet_bomb(rows: usize, bytes: usize) -> Vec<u8> {
+    use polars::prelude::*;
+    // Distinct values, so that the writer stores them plain, not as one dictionary entry.
+    let s: Vec<String> = (0..rows)
+        .map(|i| format!("{i:08}{}", "a".repeat(bytes - 8)))
+        .collect();
+    let mut df = DataFrame::new_infer_height(vec![
+        Column::new("layer".into(), (0..rows as i64).collect::<Vec<_>>()),
+        Column::new("s".into(), s),
+    ])
+    .unwrap();
+    let mut out = Vec::new();
+    ParquetWriter::new(&mut out)
+        .with_compression(ParquetCompression::Zstd(None))
+        .finish(&mut df)
+        .unwrap();
+    out
+}
+
+#[test]
+fn a_parquet_table_that_decompresses_beyond_memory_is_refused_before_it_is_read() {
+    use normscope::analyses::commands::table_bounds::extent;
+    let dir = tempfile::tempdir().unwrap();
+    // 640 MB of text in a file of kilobytes; under a 1 GB address space (the preflight tests'
+    // limit) decoding it, then casting it to text, would abort, so it is refused from the
+    // footer's sizes.
+    let bomb = parquet_bomb(320, 2 << 20);
+    assert!(bomb.len() < 1 << 20, "{} bytes", bomb.len());
+    let e = extent(Path::new("t.parquet"), &bomb).unwrap();
+    assert_eq!(e.cells, 640);
+    assert!(e.uncompressed >= 320 * (2 << 20), "{e:?}");
+    let args = ["--x", "layer", "--y", "layer", OUT[0], OUT[1]];
+    let o = plot_under(1_000_000, dir.path(), "t.parquet", &bomb, &args);
+    assert_refused(&o, dir.path(), &["reading t.parquet", "table's size"]);
+    // A small table of the same shape is read and drawn under the same limit.
+    let o = plot_under(
+        1_000_000,
+        dir.path(),
+        "t.parquet",
+        &parquet_bomb(4, 64),
+        &args,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 #[test]

@@ -8,7 +8,6 @@ use super::request::Request;
 use crate::commands::text_table::describe;
 use normscope_core::{Error, Result, budget};
 use normscope_figure::{PALETTE, SIZE};
-use polars::prelude::{ParquetReader, SerReader};
 use std::path::Path;
 
 /// Most panels of a figure (`--facet` values): 12 rows of two, a figure about 30 in tall.
@@ -22,13 +21,7 @@ pub const MAX_SERIES: usize = PALETTE.len() - 1;
 /// `data/training-demo/log.csv`, has about 80,000 rows).
 pub const MAX_POINTS: usize = 200_000;
 
-/// Most cells (rows times columns) of a table `plot` reads: about 4.6 times the 3.6 million of
-/// `data/training-demo/log.csv`.
-pub const MAX_TABLE_CELLS: u64 = 1 << 24;
-
-/// Bytes of one cell of a table read as text, beyond the file's own bytes: a 16-byte string
-/// view, its share of the column's buffers and validity, and the text copied once more.
-const CELL_BYTES: u128 = 32;
+pub use crate::commands::table_bounds::MAX_TABLE_CELLS;
 
 /// Bytes one point costs while a figure is drawn, in its three formats at once: its marks as
 /// SVG text, as the SVG tree the PDF is converted from, and in the PDF.
@@ -43,46 +36,9 @@ fn file(path: &Path) -> String {
     path.display().to_string()
 }
 
-/// The number of cells of the table in `bytes` (at `path`, CSV or Parquet by its extension),
-/// read without parsing it: a CSV's separators and line ends (an upper bound: a quoted comma
-/// counts), a Parquet file's rows times its columns from its footer.
-pub(super) fn cells(path: &Path, bytes: &[u8]) -> Result<u64> {
-    if super::request::is_parquet(path) {
-        let mut reader = ParquetReader::new(std::io::Cursor::new(bytes));
-        let rows = reader
-            .num_rows()
-            .map_err(|e| super::request::not_a_table(path, e))?;
-        let cols = reader
-            .schema()
-            .map_err(|e| super::request::not_a_table(path, e))?
-            .len();
-        Ok((rows as u64).saturating_mul(cols as u64))
-    } else {
-        let ends = bytes.iter().filter(|&&b| b == b',' || b == b'\n').count();
-        Ok(ends as u64 + 1)
-    }
-}
-
-/// Refuses a table of more than [`MAX_TABLE_CELLS`] cells, or one that would not fit in memory
-/// once read as text, before it is parsed.
+/// Refuses a table too large to plot ([`crate::commands::table_bounds::check`]).
 pub(super) fn check_table(path: &Path, bytes: &[u8]) -> Result<()> {
-    let n = cells(path, bytes)?;
-    if n > MAX_TABLE_CELLS {
-        return Err(Error::invalid(
-            "PATH",
-            file(path),
-            format!(
-                "a table of at most {MAX_TABLE_CELLS} cells (rows times columns) to plot; it has \
-                 about {n}: keep the rows and columns to draw in a smaller table"
-            ),
-        ));
-    }
-    let bytes = 2 * bytes.len() as u128 + CELL_BYTES * u128::from(n);
-    budget::check(
-        bytes,
-        &format!("reading {}", file(path)),
-        "the table's size (keep the rows and columns to draw in a smaller table)",
-    )
+    crate::commands::table_bounds::check(path, bytes, "to plot")
 }
 
 /// The memory drawing a figure of `panels` panels and `points` points takes, in bytes (an

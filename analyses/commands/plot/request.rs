@@ -1,11 +1,10 @@
-//! What `normscope plot` draws ([`Request`]: the table, the columns and flags, the figure),
-//! and how its table is read: as Parquet or CSV by its extension, refused naming the file
-//! when it does not parse.
+//! What `normscope plot` draws ([`Request`]: the table, the columns and flags, the figure).
+//! How its table is read (as Parquet or CSV by its extension, refused naming the file when
+//! it does not parse) is [`crate::commands::table_bounds`]'s.
 
 use crate::commands::text_table::parse_filters;
-use normscope_core::{Error, Result};
-use polars::prelude::PolarsError;
-use std::path::{Path, PathBuf};
+use normscope_core::Result;
+use std::path::PathBuf;
 
 /// What to plot.
 ///
@@ -77,19 +76,4 @@ impl Request {
     }
 }
 
-/// Whether the table at `path` is read as Parquet (by its extension; else as CSV).
-pub(crate) fn is_parquet(path: &Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
-}
-
-/// A table that does not parse, refused as bad input naming the file and what polars found.
-pub(crate) fn not_a_table(path: &Path, e: PolarsError) -> Error {
-    let kind = if is_parquet(path) {
-        "a Parquet table"
-    } else {
-        "a CSV table with a header row"
-    };
-    Error::invalid("PATH", path.display(), format!("{kind} (it is not: {e})"))
-}
+pub(crate) use crate::commands::table_bounds::not_a_table;
