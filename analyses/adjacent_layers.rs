@@ -20,6 +20,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "relative update, cosine, angle and merge error between consecutive layers",
     claims: &[2],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: None,
 };
 

@@ -25,6 +25,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "conclusions against the branch gain g, the init scheme and branch, and the norm",
     claims: &[1, 3, 4],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: None,
 };
 

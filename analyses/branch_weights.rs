@@ -22,6 +22,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "residual-branch weights: heatmaps per preset, x_0 and first-branch weight against L",
     claims: &[3],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: None,
 };
 

@@ -47,6 +47,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "the claims ledger: a verdict with numbers for each claim of the seed notes",
     claims: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: None,
 };
 

@@ -56,6 +56,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "Post-LN vs Pre-LN at each one's tuned lr per tier and depth: early and final excess, curves, claim 8",
     claims: &[7, 8],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: Some(
         "one (tier, preset, depth): its lr tuning runs and its evaluation runs at the tuned lr",
     ),

@@ -23,6 +23,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "from Post-LN (alpha = 1) to DeepNorm's alpha and beta: effective depth and weights",
     claims: &[5],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: None,
 };
 

@@ -25,6 +25,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "effective depth (mean path length) against L, and path-length distributions",
     claims: &[1, 5],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: None,
 };
 

@@ -50,6 +50,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "encoder-decoder Transformers trained with warmup: the decoder's gradient toward its input through cross-attention, Post-LN vs Pre-LN, claim 4 after training",
     claims: &[4],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: Some("one (preset, seed) training run"),
 };
 

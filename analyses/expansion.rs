@@ -27,6 +27,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "exact unrolled expansions x_L = sum_j C_{L,j} B_j, against the seeds' versions",
     claims: &[],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: None,
 };
 

@@ -63,6 +63,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "pre-train on a language, fine-tune on a related one at each preset's tuned lr: Post-LN vs Pre-LN, transfer, per-block ablation cost, claim 9",
     claims: &[9],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     // No work units: its runs need `convergence`'s tuned rates, which a shard's folder does not
     // hold, so the merge runs it (after `convergence`, in registry order).
     units: None,

@@ -84,6 +84,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "where the mean field holds: Monte Carlo against the closed form over depth L and width d, the L/d law and the 1/d correction",
     claims: &[1, 4, 5],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: Some("one (preset, L, d) cell: both engines at that depth and width"),
 };
 

@@ -95,6 +95,13 @@ pub const REGISTRY: &[Analysis] = &[
     train_grid::ANALYSIS,
 ];
 
+/// Runs every analysis's [`Analysis::setup`] (the placement files the analyses ship are
+/// loaded), before any configuration is resolved: what a configuration may name does not
+/// depend on which analyses a run selects or their order.
+pub fn setup_all() -> Result<()> {
+    REGISTRY.iter().try_for_each(|a| (a.setup)())
+}
+
 /// The ids of [`REGISTRY`].
 pub fn ids() -> Vec<&'static str> {
     REGISTRY.iter().map(|a| a.id).collect()

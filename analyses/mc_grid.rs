@@ -69,6 +69,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "a Monte Carlo sweep given as a TOML grid: `normscope mc` at every (preset, depth, width)",
     claims: &[],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: Some("one (preset, depth, width) cell: its `normscope mc` run"),
 };
 

@@ -48,6 +48,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "claim 10: the init-time conclusions of claims 1-5 under every norm (Monte Carlo) and claim 6's warmup effect per norm (training)",
     claims: &[10],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: None,
 };
 

@@ -52,6 +52,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "SGD (momentum) vs Adam at each one's tuned lr: update-vs-gradient scaling beyond update 1, Post-LN's rescue by Adam, claim 7",
     claims: &[7],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: Some("one (tier, preset, depth): its SGD lr tuning runs and evaluation runs"),
 };
 

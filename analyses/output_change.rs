@@ -15,6 +15,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "output change under a small weight perturbation against L",
     claims: &[],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: None,
 };
 

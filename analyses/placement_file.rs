@@ -26,6 +26,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "a placement from a file (examples/placements/depth-mup.toml): eff_depth/L against L next to pre and post",
     claims: &[],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: None,
 };
 

@@ -17,6 +17,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "token correlation against depth with attention branches (rank collapse)",
     claims: &[],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: None,
 };
 

@@ -74,6 +74,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "does the output change of one Adam update at init predict the maximum stable lr? slope of log lr_max on log change (prediction -1), per preset, censored fit",
     claims: &[6],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: None,
 };
 

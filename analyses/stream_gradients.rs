@@ -36,6 +36,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "stream second moment, gradients and weight gradients per layer; weight gradient against L",
     claims: &[2, 4, 5, 6],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: None,
 };
 

@@ -79,6 +79,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "a training sweep given as a TOML grid: preset x depth x optimizer x lr x warmup, paired seeds",
     claims: &[],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: Some("one (cell, seed) training run"),
 };
 

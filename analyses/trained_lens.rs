@@ -60,6 +60,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "init-time metrics (effective depth, x_0's factor, gradient ratio, cos_prev) on trained weights, against the training step",
     claims: &[1, 3, 4, 5],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: Some("one (preset, seed): its training run and the measurements at its snapshots"),
 };
 

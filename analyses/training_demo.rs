@@ -24,6 +24,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "Pre-LN, Post-LN and DeepNorm trained without warmup: loss curves and per-block gradient norms",
     claims: &[],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: None,
 };
 

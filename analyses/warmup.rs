@@ -55,6 +55,7 @@ pub const ANALYSIS: Analysis = Analysis {
     about: "maximum stable lr with and without warmup per tier, preset and depth (widening log search, paired seeds): claim 6",
     claims: &[6],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
+    setup: <Config as super::AnalysisConfig>::setup,
     units: Some("one (tier, preset, depth, warmup) cell: the searches of all its seeds"),
 };
 

@@ -248,6 +248,7 @@ pub fn merge(dirs: &[PathBuf], root: &Path) -> Result<()> {
             "a folder (created if missing), not a file",
         ));
     }
+    crate::setup_all()?;
     let loaded = shard::load(dirs)?;
     let m = &loaded.manifest;
     let a = find(&m.analysis)?;
@@ -320,6 +321,7 @@ pub fn check_shardable(
     seed: Option<u64>,
 ) -> Result<()> {
     let a = find(id)?;
+    crate::setup_all()?;
     let file = match config {
         Some(p) => ConfigFile::load(p, &ids())?,
         None => ConfigFile::default(),
@@ -343,6 +345,7 @@ pub fn reproduce(req: &Request) -> Result<()> {
             "a folder (created if missing), not a file",
         ));
     }
+    crate::setup_all()?;
     let file = match &req.config {
         Some(p) => ConfigFile::load(p, &ids())?,
         None => ConfigFile::default(),

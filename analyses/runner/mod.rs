@@ -246,6 +246,11 @@ pub struct Analysis {
     pub claims: &'static [u8],
     /// Resolves and validates the configuration; runs nothing.
     pub prepare: fn(&str, &Settings) -> Result<Prepared>,
+    /// Its [`AnalysisConfig::setup`]: loads the placement file it ships (nothing for most).
+    /// Every analysis's runs before any configuration is resolved ([`crate::setup_all`]), so
+    /// a preset a shipped file defines (`depth-mup`) resolves in every analysis's `--config`
+    /// table whichever analyses are selected and in whatever order.
+    pub setup: fn() -> Result<()>,
     /// What one work unit is, for analyses that route their grid through [`Out::units`]
     /// (`None`: the analysis is one unit, run by `merge`; see [`shard`]).
     pub units: Option<&'static str>,

@@ -447,3 +447,43 @@ fn until_is_the_decimal_written_and_powers_keep_their_sign() {
             .to_vec()
     );
 }
+
+/// `depth-mup`, the preset the `placement-file` analysis ships (its embedded
+/// `examples/placements/depth-mup.toml`), resolves in any analysis's `--config` table whichever
+/// analyses are selected and in whatever order (every analysis's setup runs before any
+/// configuration resolves); naming the same file in `placements` too is accepted.
+#[test]
+fn a_shipped_preset_resolves_whatever_the_selection_and_its_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    let table = "[effective-depth]\npresets = [\"depth-mup\", \"pre\"]\nmc_presets = [\"pre\"]\n";
+    std::fs::write(&cfg, table).unwrap();
+    let with_file = dir.path().join("d.toml");
+    std::fs::write(
+        &with_file,
+        format!(
+            "placements = \"{}\"\n{table}",
+            example("depth-mup").display()
+        ),
+    )
+    .unwrap();
+    for (only, file) in [
+        ("effective-depth", &cfg),
+        ("effective-depth,placement-file", &cfg),
+        ("placement-file,effective-depth", &cfg),
+        ("effective-depth", &with_file),
+    ] {
+        let o = normscope(&[
+            "reproduce",
+            "--only",
+            only,
+            "--print-config",
+            "--config",
+            file.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "--only {only}: {err}");
+        let toml = String::from_utf8_lossy(&o.stdout);
+        assert!(toml.contains("\"depth-mup\""), "--only {only}: {toml}");
+    }
+}
