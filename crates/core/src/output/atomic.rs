@@ -90,10 +90,17 @@ pub(crate) fn dir_of(path: &Path) -> &Path {
 pub(crate) struct Temp(Option<tempfile::TempPath>);
 
 impl Temp {
-    /// Registers `path` for [`abandon`].
-    pub(crate) fn register(path: tempfile::TempPath) -> Temp {
-        temp_files().push(path.to_path_buf());
-        Temp(Some(path))
+    /// Creates a temporary file with `make` (which returns it with what else it made) and
+    /// registers it for [`abandon`], both under the registry's lock: a signal's [`abandon`]
+    /// either runs before the file exists (and this call then waits for good: the process is
+    /// exiting) or after it is registered, so no file is created that `abandon` misses.
+    pub(crate) fn create<T>(
+        make: impl FnOnce() -> std::io::Result<(T, tempfile::TempPath)>,
+    ) -> std::io::Result<(T, Temp)> {
+        let mut reg = temp_files();
+        let (made, path) = make()?;
+        reg.push(path.to_path_buf());
+        Ok((made, Temp(Some(path))))
     }
 
     /// Takes the file out of the registry, whose lock `reg` ([`registry`]) the caller holds
@@ -128,12 +135,13 @@ pub(crate) fn temp_with(
     fill: impl FnOnce(&mut dyn Write) -> Result<()>,
 ) -> Result<Temp> {
     ensure_parent(path)?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".normscope-")
-        .tempfile_in(dir_of(path))
-        .map_err(|e| io_err(path, e))?;
-    let (mut file, tmp) = tmp.into_parts();
-    let temp = Temp::register(tmp);
+    let (mut file, temp) = Temp::create(|| {
+        tempfile::Builder::new()
+            .prefix(".normscope-")
+            .tempfile_in(dir_of(path))
+            .map(tempfile::NamedTempFile::into_parts)
+    })
+    .map_err(|e| io_err(path, e))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -210,13 +210,16 @@ fn second_name(companion: &Path) -> Result<Option<Temp>> {
         }
         Ok(_) => {}
     }
-    let linked = tempfile::Builder::new()
-        .prefix(".normscope-")
-        .make_in(atomic::dir_of(companion), |p| {
-            std::fs::hard_link(companion, p)
-        });
-    if let Ok(link) = linked {
-        return Ok(Some(Temp::register(link.into_temp_path())));
+    let linked = Temp::create(|| {
+        tempfile::Builder::new()
+            .prefix(".normscope-")
+            .make_in(atomic::dir_of(companion), |p| {
+                std::fs::hard_link(companion, p)
+            })
+            .map(|link| ((), link.into_temp_path()))
+    });
+    if let Ok(((), link)) = linked {
+        return Ok(Some(link));
     }
     let old = crate::input::read_capped(companion, crate::input::TEXT_CAP).map_err(|e| {
         io_err(
