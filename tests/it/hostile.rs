@@ -238,7 +238,7 @@ fn a_shard_file_replaced_by_a_fifo_or_device_is_refused() {
 }
 
 #[test]
-fn a_closed_pipe_ends_quietly_and_a_full_device_is_exit_2() {
+fn a_closed_pipe_ends_quietly_and_a_full_device_is_exit_1() {
     // `reproduce --list | head -1`: the reader goes away after one line.
     let o = bin()
         .args(["reproduce", "--list"])
@@ -254,10 +254,15 @@ fn a_closed_pipe_ends_quietly_and_a_full_device_is_exit_2() {
             &["reproduce", "--list"][..],
             &["reproduce", "--quick", "--print-config"],
         ] {
+            // The environment failed, not the input: exit 1 with one line, as `--help`.
             let o = bin().args(args).stdout(full().unwrap()).output().unwrap();
             let err = String::from_utf8_lossy(&o.stderr);
-            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-            assert!(!err.contains("panicked"), "{err}");
+            assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+            assert!(
+                err.lines().count() == 1
+                    && err.starts_with("error: cannot write to standard output"),
+                "{args:?}: {err}"
+            );
         }
         // An error that cannot be written is still exit 2, without a panic.
         let o = bin()
@@ -275,7 +280,7 @@ fn a_closed_pipe_ends_quietly_and_a_full_device_is_exit_2() {
             .stderr(full().unwrap())
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(2));
+        assert_eq!(o.status.code(), Some(1));
         assert!(!out.exists(), "{} was left behind", out.display());
     }
 }
@@ -469,7 +474,12 @@ fn an_interrupted_out_never_lands_and_leaves_no_temporary_file() {
         assert_eq!(temps(), 0);
         return;
     }
-    assert_eq!(o.status.code(), Some(130));
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(!out.exists(), "an interrupted --out landed");
     assert_eq!(temps(), 0, "the temporary file was left behind");
 }
@@ -553,7 +563,8 @@ fn help_and_notes_that_cannot_be_written_fail_and_write_nothing() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(141));
-    // A table with notes (values beyond f64) whose notes cannot be said lands no file.
+    // A table with notes (values beyond f64) whose notes cannot be said lands no file (exit
+    // 1: the environment failed, the input was good).
     let t = tempfile::tempdir().unwrap();
     let out = t.path().join("zz.csv");
     let o = bin()
@@ -564,7 +575,7 @@ fn help_and_notes_that_cannot_be_written_fail_and_write_nothing() {
         .stderr(full())
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
     assert!(
         !out.exists(),
         "the table landed although its notes were lost"
@@ -585,7 +596,7 @@ fn help_and_notes_that_cannot_be_written_fail_and_write_nothing() {
         .stderr(full())
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
     assert!(!dir.exists());
 }
 

@@ -67,7 +67,8 @@ pub enum Error {
         source: std::io::Error,
     },
     /// Standard output or standard error could not be written (a closed pipe, a full device).
-    /// Exit status 2, or 141 for a closed pipe (see [`crate::output::console`]).
+    /// Exit status 1, a failure of the environment as for help that cannot be written, or 141
+    /// for a closed pipe (see [`crate::output::console`]).
     #[error("cannot write to {stream}: {source}")]
     Console {
         /// `standard output` or `standard error`.
@@ -124,7 +125,6 @@ impl Error {
                 | Error::Config { .. }
                 | Error::TooLarge(_)
                 | Error::Overflow(_)
-                | Error::Console { .. }
         )
     }
 

@@ -2,7 +2,8 @@
 //! pipe has gone (`normscope reproduce --list | head -1`) or the device is full
 //! (`> /dev/full`). Here every write returns [`Error::Console`] instead: the binary ends a
 //! closed pipe quietly with status 141 (128 + SIGPIPE, what a shell reports for a tool killed by
-//! the signal) and any other failure with status 2, before an output folder is written (a
+//! the signal) and any other failure with status 1 (the environment failed, as for `--help >
+//! /dev/full`; a bad input whose error cannot be written keeps its status 2), before an output folder is written (a
 //! `reproduce` says its first line before it creates the folder).
 //!
 //! [`note`] is for messages in the middle of work that cannot stop it (a note under a
