@@ -193,6 +193,15 @@ pub fn scripts(r: &SlurmRequest) -> Result<Scripts> {
             "a folder path without blanks, quotes, backslashes, # or % and not naming packjob or hetjob (Slurm reads the log paths in its #SBATCH lines)",
         ));
     }
+    for (field, p) in [("--dir", r.dir.clone()), ("--dir", r.dir.join("logs"))] {
+        if std::fs::metadata(&p).is_ok_and(|m| !m.is_dir()) {
+            return Err(Error::invalid(
+                field,
+                r.dir.display(),
+                format!("a folder (created if missing); {} is a file", p.display()),
+            ));
+        }
+    }
     if r.shards == 0 || r.shards > super::shard::MAX_SHARDS {
         return Err(Error::invalid(
             "--shards",
@@ -294,9 +303,9 @@ echo \"array job $array ({n} tasks), merge job $merge (runs after every task suc
     })
 }
 
-/// Writes the scripts into `r.dir` (and its `logs/`), each atomically; returns their paths.
-pub fn write(r: &SlurmRequest) -> Result<[PathBuf; 3]> {
-    let s = scripts(r)?;
+/// Writes the scripts `s` ([`scripts`] of `r`, checked before anything is said or created) into
+/// `r.dir` (and its `logs/`), each atomically; returns their paths.
+pub fn write(r: &SlurmRequest, s: &Scripts) -> Result<[PathBuf; 3]> {
     let logs = r.dir.join("logs");
     std::fs::create_dir_all(&logs).map_err(|e| Error::Io {
         path: logs.display().to_string(),

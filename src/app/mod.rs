@@ -456,14 +456,16 @@ fn slurm(a: cli::SlurmArgs) -> crate::Result<()> {
         out_dir: a.out_dir,
         binary: a.binary,
     };
-    // Said before the folder is created: a standard error that cannot be written leaves none.
+    // Checked before anything is said (bad input is one line), said before the folder is
+    // created (a standard error that cannot be written leaves none).
+    let scripts = slurm::scripts(&r)?;
     console::say(format_args!(
         "{} shards of {}: scripts into {}",
         r.shards,
         r.only,
         r.dir.display()
     ))?;
-    let paths = slurm::write(&r)?;
+    let paths = slurm::write(&r, &scripts)?;
     for p in &paths {
         console::say(format_args!("wrote {}", p.display()))?;
     }

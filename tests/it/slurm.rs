@@ -153,3 +153,57 @@ fn sharded_on_slurm_equals_the_single_machine_run() {
         );
     }
 }
+
+/// Bad input to `normscope slurm` is one line naming the field, exit 2, and creates nothing:
+/// it is checked before the command says what it will write (it printed "2 shards of nope:
+/// scripts into ..." before the error), and a `--dir` that is a file is named as such (it was
+/// an I/O error, exit 1, on `DIR/logs`).
+#[test]
+fn bad_slurm_requests_are_one_line_and_create_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let file = t.path().join("f");
+    std::fs::write(&file, "x").unwrap();
+    let dir = t.path().join("d");
+    for (args, field) in [
+        (
+            vec!["--only", "nope", "--shards", "2", "--dir", s(&dir)],
+            "analysis 'nope'",
+        ),
+        (
+            vec!["--only", "expansion", "--shards", "0", "--dir", s(&dir)],
+            "--shards",
+        ),
+        (
+            vec!["--only", "mc-grid", "--shards", "2", "--dir", s(&file)],
+            "--dir",
+        ),
+        (
+            vec![
+                "--only",
+                "mc-grid",
+                "--shards",
+                "2",
+                "--dir",
+                s(&dir),
+                "--mem",
+                "8G x",
+            ],
+            "--mem",
+        ),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_normscope"))
+            .arg("slurm")
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(field),
+            "{args:?}: {err}"
+        );
+        assert!(!dir.exists(), "{args:?}: created {}", dir.display());
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
+}

@@ -51,6 +51,32 @@ pub fn python_json(
         .map_err(|e| Error::Unsupported(format!("unreadable output of {what}: {e}")))
 }
 
+/// Checks, before anything is timed, that `python` (`--python`) runs and imports PyTorch and
+/// numpy: a path that cannot be run is bad input naming `--python`, and so is a Python without
+/// the modules, with the install hint (exit status 2 for both, as for a script that fails:
+/// [`failure_text`]).
+pub fn check_python(python: &str) -> Result<()> {
+    let out = std::process::Command::new(python)
+        .args(["-c", "import torch, numpy"])
+        .output()
+        .map_err(|e| {
+            Error::invalid(
+                "--python",
+                python,
+                format!("a Python interpreter this process can run (running it failed: {e})"),
+            )
+        })?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().last().unwrap_or("no output");
+    Err(Error::Unsupported(format!(
+        "--python {python} cannot import torch and numpy ({last}); install them with `pip \
+         install torch numpy` in a venv and pass its python"
+    )))
+}
+
 /// Why a Python script failed, from its standard error's last line: a missing PyTorch or
 /// numpy gets the install hint, anything else (an error in the script) the command to run by
 /// hand for the whole traceback.
@@ -84,8 +110,29 @@ pub fn names(precisions: &[Precision]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::failure_text;
+    use super::{check_python, failure_text};
     use std::path::Path;
+
+    #[test]
+    fn a_python_that_cannot_run_or_import_torch_is_refused_naming_the_flag() {
+        for bad in ["/nonexistent/python", "/etc/passwd"] {
+            let e = check_python(bad).unwrap_err();
+            let text = e.to_string();
+            assert!(e.is_bad_input(), "{text}");
+            assert!(
+                text.contains("--python") && text.contains(bad) && text.contains("interpreter"),
+                "{text}"
+            );
+        }
+        // `true` runs and exits 0 for any arguments: accepted as it stands; `false` fails the
+        // import check.
+        assert!(check_python("true").is_ok());
+        let text = check_python("false").unwrap_err().to_string();
+        assert!(
+            text.contains("--python false cannot import torch and numpy") && text.contains("pip"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn a_missing_torch_and_a_failing_script_are_told_apart() {

@@ -41,6 +41,11 @@ use normscope::monte_carlo::Precision;
 use std::process::ExitCode;
 
 fn bench(a: &BenchArgs) -> normscope::Result<()> {
+    // Every part but --shards and --memory-probe runs PyTorch: its interpreter is checked
+    // before anything is timed.
+    if a.shards.is_none() && a.memory_probe.is_none() {
+        common::check_python(&a.python)?;
+    }
     if a.train {
         return train::bench(a, &mut Vec::new());
     }
