@@ -1,5 +1,6 @@
 //! Values from files and manifests printed one to a line and as they are: a control character
-//! (a newline, an escape) or a bidirectional formatting character (which reorders what a
+//! (a newline, an escape), a line or paragraph separator (U+2028, U+2029: a new line to some
+//! terminals and editors) or a bidirectional formatting character (which reorders what a
 //! terminal shows) is written as its Rust escape, `\n` or `\u{202e}`, so no value can start a
 //! line of its own or hide its text.
 
@@ -8,7 +9,13 @@ pub(super) fn hidden(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
-            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
         )
 }
 
@@ -38,6 +45,7 @@ mod tests {
         assert_eq!(visible("a\nb"), "a\\nb");
         assert_eq!(visible("\u{1b}[2J"), "\\u{1b}[2J");
         assert_eq!(visible("x\u{202e}y"), "x\\u{202e}y");
+        assert_eq!(visible("a\u{2028}b\u{2029}"), "a\\u{2028}b\\u{2029}");
         assert_eq!(visible("data/norms/été.csv"), "data/norms/été.csv");
     }
 }
