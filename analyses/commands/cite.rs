@@ -21,12 +21,12 @@ mod bibtex;
 mod invocation;
 mod recorded;
 pub mod shell_quote;
-mod visible;
 
 use super::text_table::{
     cell, column_names, describe, interval_at, interval_of, matching, parse_filters, read_input,
     require, text_frame,
 };
+use super::visible::visible;
 use crate::runner::manifest::sha256;
 use against_git::Verdict;
 use normscope_core::input::{TEXT_CAP, read};
@@ -34,7 +34,6 @@ use normscope_core::{Error, Result};
 use polars::prelude::*;
 use recorded::Recorded;
 use std::path::{Component, Path, PathBuf};
-use visible::visible;
 
 /// The year of the software citation (`date-released` of `CITATION.cff`; a test keeps them
 /// equal).

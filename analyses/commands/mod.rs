@@ -7,6 +7,7 @@ pub mod plot;
 pub mod slurm;
 pub mod table_bounds;
 pub mod text_table;
+pub mod visible;
 
 use crate::runner::config_file::ConfigFile;
 use crate::runner::{Analysis, Mode, Out, Prepared, Settings, manifest, shard, stale};

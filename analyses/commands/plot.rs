@@ -73,8 +73,13 @@ fn table(path: &Path) -> Result<DataFrame> {
 /// Refuses a column `name` (of `flag`) the table does not have, naming the table and listing
 /// its columns.
 fn column(df: &DataFrame, flag: &'static str, name: &str, path: &Path) -> Result<()> {
-    require(df, name)
-        .map_err(|e| Error::invalid(flag, name, format!("a column of {}; {e}", path.display())))
+    require(df, name).map_err(|e| {
+        Error::invalid(
+            flag,
+            crate::commands::visible::visible(name),
+            format!("a column of {}; {e}", path.display()),
+        )
+    })
 }
 
 /// The panels, series and points `rows` of `df` give under `req`, counted before any is

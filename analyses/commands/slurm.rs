@@ -193,12 +193,18 @@ pub fn scripts(r: &SlurmRequest) -> Result<Scripts> {
             "a folder path without blanks, quotes, backslashes, # or % and not naming packjob or hetjob (Slurm reads the log paths in its #SBATCH lines)",
         ));
     }
-    for (field, p) in [("--dir", r.dir.clone()), ("--dir", r.dir.join("logs"))] {
-        if std::fs::metadata(&p).is_ok_and(|m| !m.is_dir()) {
+    folder_path("--dir", &r.dir, &r.dir.join("logs"))?;
+    folder_path("--out-dir", &r.out_dir, &r.out_dir)?;
+    for name in ["array.sbatch", "merge.sbatch", "submit.sh"] {
+        let p = r.dir.join(name);
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.file_type().is_file()) {
             return Err(Error::invalid(
-                field,
+                "--dir",
                 r.dir.display(),
-                format!("a folder (created if missing); {} is a file", p.display()),
+                format!(
+                    "a folder whose {name} is a regular file or absent ({} is a folder, symlink, FIFO or device, never replaced)",
+                    p.display()
+                ),
             ));
         }
     }
@@ -301,6 +307,28 @@ echo \"array job $array ({n} tasks), merge job $merge (runs after every task suc
         merge,
         submit,
     })
+}
+
+/// Checks that `path` (`field`) is or can be made a folder, down to `inner` (a path inside it,
+/// or itself): every part of `inner` that exists is a folder or a symlink to one (a file, a
+/// dangling symlink or a FIFO on the way is refused naming `field`).
+fn folder_path(field: &'static str, path: &Path, inner: &Path) -> Result<()> {
+    for part in inner.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+        if std::fs::symlink_metadata(part).is_err() {
+            continue;
+        }
+        if !std::fs::metadata(part).is_ok_and(|m| m.is_dir()) {
+            return Err(Error::invalid(
+                field,
+                path.display(),
+                format!(
+                    "a folder (created if missing); {} is not one (a file, a dangling symlink or a device)",
+                    part.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Writes the scripts `s` ([`scripts`] of `r`, checked before anything is said or created) into

@@ -1,16 +1,20 @@
 //! How large a table `plot` and `cite` may read, checked before it is parsed: its cells
 //! (counted in a CSV's bytes, read from a Parquet file's footer) against a fixed maximum, and
-//! the memory reading it takes (the file, its cells as text and, for Parquet, the column data
-//! its footer says the pages decompress to) against what this process may use
+//! the memory reading it takes (the file, its cells as text and, for Parquet, a bound on what
+//! its column data decode to, [`extent`]) against what this process may use
 //! ([`budget::check`]). A refusal is bad input (exit status 2) naming the file.
 //!
-//! The Parquet bound reads the sizes the footer states (`total_uncompressed_size` of every
-//! column chunk, Apache Parquet's `ColumnMetaData`); a negative size is refused as a malformed
-//! file. The page headers are not walked: a forged file whose pages claim more than its footer
-//! passes this check, and polars then bounds each page by its own header.
+//! The Parquet bound trusts what the file states about itself: the footer's counts and sizes
+//! (Apache Parquet's `ColumnMetaData`) and each dictionary page's header. A negative count or
+//! size is refused as a malformed file; a forged file whose data pages claim more than its
+//! footer is not caught here.
 
 use normscope_core::{Error, Result, budget};
 use polars::prelude::{ParquetReader, PolarsError, SerReader};
+use polars_parquet::parquet::compression::{Compression, DecompressionContext, decompress};
+use polars_parquet::parquet::schema::types::PhysicalType;
+use polars_parquet_format::thrift::protocol::TCompactInputProtocol;
+use polars_parquet_format::{PageHeader, PageType};
 use std::path::Path;
 
 /// Most cells (rows times columns) of a table `plot` or `cite` reads: about 4.6 times the
@@ -38,18 +42,39 @@ pub fn not_a_table(path: &Path, e: PolarsError) -> Error {
     Error::invalid("PATH", path.display(), format!("{kind} (it is not: {e})"))
 }
 
-/// What a table holds, read without parsing it.
+/// What a table holds, read without parsing it ([`extent`]).
+///
+/// # Examples
+///
+/// A CSV of a header and one row of two columns: four separators and line ends, so at most
+/// five cells, and no decoding beyond its own text.
+///
+/// ```rust
+/// use normscope_analyses::commands::table_bounds::{Extent, extent};
+/// let e: Extent = extent(std::path::Path::new("t.csv"), b"layer,value\n1,2\n")?;
+/// assert_eq!((e.cells, e.uncompressed), (5, 0));
+/// # Ok::<(), normscope_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Extent {
     /// Rows times columns: for a CSV its separators and line ends plus one (an upper bound: a
     /// quoted comma counts); for Parquet the footer's rows times its schema's columns.
     pub cells: u64,
-    /// The bytes the column data decompress to (Parquet: the sum of the footer's
-    /// `total_uncompressed_size`; CSV: 0, the file is its own text).
+    /// An upper bound on the bytes the column data decode to (Parquet: [`extent`]'s bound;
+    /// CSV: 0, the file is its own text).
     pub uncompressed: u64,
 }
 
 /// The [`Extent`] of the table in `bytes` (at `path`, CSV or Parquet by its extension).
+///
+/// A Parquet table's decoded size is bounded column chunk by column chunk from what the file
+/// states, whatever the compression and encoding: a fixed-width column's values times their
+/// width; a text (byte-array) column's values times the largest a value can be: its
+/// dictionary's longest entry when the chunk is dictionary-encoded (every row may repeat it,
+/// and decoding copies it into every row; its dictionary page is read for it), else the chunk's decoded
+/// pages;
+/// plus a 16-byte view per value. A nested column (list, struct, map) is refused: `plot` and
+/// `cite` read flat tables.
 ///
 /// # Examples
 ///
@@ -70,21 +95,119 @@ pub fn extent(path: &Path, bytes: &[u8]) -> Result<Extent> {
     let mut reader = ParquetReader::new(std::io::Cursor::new(bytes));
     let cols = reader.schema().map_err(|e| not_a_table(path, e))?.len();
     let meta = reader.get_metadata().map_err(|e| not_a_table(path, e))?;
-    let mut uncompressed = 0u64;
+    let malformed = |why: &str| {
+        Error::invalid(
+            "PATH",
+            path.display(),
+            format!("a Parquet table of flat columns ({why})"),
+        )
+    };
+    let mut decoded = 0u64;
     for chunk in meta.row_groups.iter().flat_map(|g| g.parquet_columns()) {
-        let size = u64::try_from(chunk.uncompressed_size()).map_err(|_| {
-            Error::invalid(
-                "PATH",
-                path.display(),
-                "a Parquet table (its footer states a negative column size)",
-            )
-        })?;
-        uncompressed = uncompressed.saturating_add(size);
+        let d = &chunk.descriptor().descriptor;
+        let path_in_schema = &chunk.descriptor().path_in_schema;
+        if d.max_rep_level > 0 || path_in_schema.len() > 1 {
+            let name = path_in_schema.first().map_or("", |n| n.as_str());
+            return Err(malformed(&format!(
+                "column {} is nested: a list, struct or map",
+                visible_name(name)
+            )));
+        }
+        let values = u64::try_from(chunk.num_values())
+            .map_err(|_| malformed("its footer states a negative count of values"))?;
+        let pages = u64::try_from(chunk.uncompressed_size())
+            .map_err(|_| malformed("its footer states a negative column size"))?;
+        let widest = match d.primitive_type.physical_type {
+            PhysicalType::Boolean => 1,
+            PhysicalType::Int32 | PhysicalType::Float => 4,
+            PhysicalType::Int64 | PhysicalType::Double => 8,
+            PhysicalType::Int96 => 12,
+            PhysicalType::FixedLenByteArray(n) => n as u64,
+            PhysicalType::ByteArray => {
+                let first = chunk
+                    .dictionary_page_offset()
+                    .unwrap_or(chunk.data_page_offset());
+                dictionary_widest(path, bytes, first, chunk.compression())?.unwrap_or(pages)
+            }
+        };
+        decoded = decoded.saturating_add(values.saturating_mul(widest.saturating_add(16)));
     }
     Ok(Extent {
         cells: (meta.num_rows as u64).saturating_mul(cols as u64),
-        uncompressed,
+        uncompressed: decoded,
     })
+}
+
+/// The longest value of the dictionary page at byte `offset` of the file, if a dictionary
+/// page of byte arrays starts there: its header (Apache Parquet's `PageHeader`, read with
+/// polars' own Thrift types, at most 64 KiB of it), then the page decompressed with the
+/// chunk's `codec` (after [`budget::check`] of its stated size) and its PLAIN values (a 4-byte
+/// little-endian length, then the bytes) scanned for the longest. Where the values cannot be
+/// read, the page's decoded size bounds the longest. `None` if no dictionary page starts at
+/// `offset`.
+fn dictionary_widest(
+    path: &Path,
+    bytes: &[u8],
+    offset: i64,
+    codec: Compression,
+) -> Result<Option<u64>> {
+    let Some(rest) = usize::try_from(offset).ok().and_then(|o| bytes.get(o..)) else {
+        return Ok(None);
+    };
+    let mut cursor = std::io::Cursor::new(rest);
+    let mut protocol = TCompactInputProtocol::new(&mut cursor, 1 << 16);
+    let Ok(header) = PageHeader::read_from_in_protocol(&mut protocol) else {
+        return Ok(None);
+    };
+    if header.type_ != PageType::DICTIONARY_PAGE {
+        return Ok(None);
+    }
+    let (Ok(size), Ok(stored)) = (
+        usize::try_from(header.uncompressed_page_size),
+        usize::try_from(header.compressed_page_size),
+    ) else {
+        return Ok(None);
+    };
+    let start = cursor.position() as usize;
+    let Some(data) = rest.get(start..start.saturating_add(stored)) else {
+        return Ok(Some(size as u64));
+    };
+    budget::check(
+        size as u128,
+        &format!("reading a dictionary of {}", path.display()),
+        "the table's size (keep the rows and columns you need in a smaller table)",
+    )?;
+    let page = if codec == Compression::Uncompressed {
+        data.to_vec()
+    } else {
+        let mut out = vec![0u8; size];
+        let mut ctx = DecompressionContext::Unset;
+        if decompress(codec, data, &mut out, &mut ctx).is_err() {
+            return Ok(Some(size as u64));
+        }
+        out
+    };
+    let (mut at, mut widest) = (0usize, 0u64);
+    while let Some(len) = page.get(at..at + 4) {
+        let len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
+        widest = widest.max(len as u64);
+        at = at.saturating_add(4).saturating_add(len);
+    }
+    Ok(Some(if at == page.len() {
+        widest
+    } else {
+        size as u64
+    }))
+}
+
+/// A column name from a file as a message prints it: control and formatting characters
+/// escaped, at most 40 characters.
+fn visible_name(name: &str) -> String {
+    let escaped: String = name.chars().flat_map(char::escape_default).collect();
+    match escaped.char_indices().nth(40) {
+        Some((i, _)) => format!("{}...", &escaped[..i]),
+        None => escaped,
+    }
 }
 
 /// Refuses a table of more than [`MAX_TABLE_CELLS`] cells, or one that would not fit in memory

@@ -1,6 +1,7 @@
 //! Tables read as text, for `cite` and `plot`: every value as the file stores it (a CSV's
 //! characters; a Parquet column cast to text), rows chosen by `--where column=value` filters.
 
+use super::visible::visible;
 use normscope_core::input::{DATA_CAP, read};
 use normscope_core::{Error, Result};
 use polars::prelude::*;
@@ -64,15 +65,20 @@ pub fn column_names(df: &DataFrame) -> Vec<String> {
         .collect()
 }
 
-/// Refuses a column the table does not have, listing those it has (with a suggestion).
+/// Refuses a column the table does not have, listing those it has (with a suggestion); the
+/// names, read from the file and the command line, are printed [`visible`].
 pub fn require(df: &DataFrame, name: &str) -> Result<()> {
     if df.column(name).is_ok() {
         return Ok(());
     }
     Err(Error::Unknown {
         kind: "column",
-        name: name.to_string(),
-        valid: column_names(df).join(", "),
+        name: visible(name),
+        valid: column_names(df)
+            .iter()
+            .map(visible)
+            .collect::<Vec<_>>()
+            .join(", "),
     })
 }
 

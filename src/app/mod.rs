@@ -130,7 +130,8 @@ where
 }
 
 /// Says the notes gathered so far on standard error, before an output file is written: if
-/// they cannot be written the command fails (exit 2) and writes no file.
+/// they cannot be written the command fails (exit 1, the environment's failure) and writes no
+/// file.
 fn say_notes(notes: &mut Vec<String>) -> crate::Result<()> {
     for n in notes.drain(..) {
         console::say(format_args!("note: {n}"))?;

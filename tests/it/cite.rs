@@ -63,13 +63,21 @@ fn edit_theory(dir: &Path, reseal: bool) {
     let text = std::fs::read_to_string(&table).unwrap();
     let edited = text.replace(",500000.0,", ",500001.0,");
     assert_ne!(text, edited);
-    std::fs::write(&table, &edited).unwrap();
     if reseal {
-        let hash = normscope::analyses::manifest::sha256(edited.as_bytes());
-        edit_manifest(dir, |m| {
-            m["outputs"]["data/effective-depth/theory.csv"] = hash.into();
-        });
+        write_resealed(dir, &edited);
+    } else {
+        std::fs::write(&table, &edited).unwrap();
     }
+}
+
+/// Writes `text` as the fixture's table under `dir` and its sha256 into the manifest, as a
+/// forger would (no git checkout there to catch it).
+fn write_resealed(dir: &Path, text: &str) {
+    std::fs::write(dir.join("data/effective-depth/theory.csv"), text).unwrap();
+    let hash = normscope::analyses::manifest::sha256(text.as_bytes());
+    edit_manifest(dir, |m| {
+        m["outputs"]["data/effective-depth/theory.csv"] = hash.into();
+    });
 }
 
 /// The error of a refused run: its status, its one line of standard error, and no output.
@@ -347,19 +355,56 @@ fn a_table_too_large_to_cite_is_refused_before_it_is_parsed() {
     let dir = effective_depth_copy();
     // A resealed table (its manifest names its sha256, no git checkout to catch it) of one
     // cell more than the cap: refused as too large, not parsed.
-    let table = dir.path().join("data/effective-depth/theory.csv");
     let big = format!(
         "preset,depth\n{}",
         "post,1\n".repeat(MAX_TABLE_CELLS as usize / 2)
     );
-    std::fs::write(&table, &big).unwrap();
-    let hash = normscope::analyses::manifest::sha256(big.as_bytes());
-    edit_manifest(dir.path(), |m| {
-        m["outputs"]["data/effective-depth/theory.csv"] = hash.into();
-    });
+    write_resealed(dir.path(), &big);
     let err = refused(&normscope(&THEORY, dir.path()), 2);
     assert!(
         err.contains("invalid PATH") && err.contains("cells (rows times columns) to cite"),
         "{err}"
+    );
+}
+
+/// A table's column names are printed escaped in `cite`'s and `plot`'s errors: a header
+/// holding an escape sequence and a right-to-left override cannot recolour or reorder the
+/// terminal's text.
+#[test]
+fn column_names_from_the_file_are_escaped_in_errors() {
+    let dir = effective_depth_copy();
+    let table = dir.path().join("data/effective-depth/theory.csv");
+    let text = std::fs::read_to_string(&table).unwrap();
+    let (header, rest) = text.split_once('\n').unwrap();
+    let evil = format!(
+        "{header},ev\u{202e}il\u{1b}[31mRED\n{}",
+        rest.replace('\n', ",x\n")
+    );
+    write_resealed(dir.path(), &evil);
+    for extra in [&["--column", "nope"][..], &["--where", "nope=1"]] {
+        let err = refused(&normscope(&[&THEORY[..], extra].concat(), dir.path()), 2);
+        assert!(
+            !err.contains('\u{1b}') && !err.contains('\u{202e}'),
+            "{err:?}"
+        );
+        assert!(err.contains("ev\\u{202e}il\\u{1b}[31mRED"), "{err}");
+    }
+    let o = normscope(
+        &[
+            "plot",
+            "data/effective-depth/theory.csv",
+            "--x",
+            "nope",
+            "--y",
+            "value",
+            "--out",
+            "f.svg",
+        ],
+        dir.path(),
+    );
+    let err = refused(&o, 2);
+    assert!(
+        !err.contains('\u{1b}') && !err.contains('\u{202e}'),
+        "{err:?}"
     );
 }

@@ -322,4 +322,17 @@ fn coefficients_and_weights_below_f64_are_missing_not_zero() {
         reasons.iter().any(|r| r.starts_with("underflow: e^")),
         "{reasons:?}"
     );
+    // Each underflow states its own exponent; the note names a few and counts the rest, so
+    // standard error stays short (it was a 205 KB line).
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.len() < 2000,
+        "{} bytes of notes: {}",
+        err.len(),
+        &err[..300]
+    );
+    assert!(
+        err.contains("other reason(s), in each row's missing column"),
+        "{err}"
+    );
 }

@@ -357,20 +357,9 @@ fn a_table_of_too_many_cells_is_refused_before_it_is_parsed() {
     assert_refused(&o, dir.path(), &["PATH", "t.csv", "cells"]);
 }
 
-/// A Parquet table of `rows` rows whose column `s` holds `bytes` bytes each (mostly one letter)
-/// (zstd, as normscope writes them): a file of kilobytes that decompresses to
-/// `rows * bytes`.
-fn parquet_bomb(rows: usize, bytes: usize) -> Vec<u8> {
+/// `df` as Parquet, zstd-compressed, as normscope writes its tables.
+fn parquet(mut df: polars::prelude::DataFrame) -> Vec<u8> {
     use polars::prelude::*;
-    // Distinct values, so that the writer stores them plain, not as one dictionary entry.
-    let s: Vec<String> = (0..rows)
-        .map(|i| format!("{i:08}{}", "a".repeat(bytes - 8)))
-        .collect();
-    let mut df = DataFrame::new_infer_height(vec![
-        Column::new("layer".into(), (0..rows as i64).collect::<Vec<_>>()),
-        Column::new("s".into(), s),
-    ])
-    .unwrap();
     let mut out = Vec::new();
     ParquetWriter::new(&mut out)
         .with_compression(ParquetCompression::Zstd(None))
@@ -379,30 +368,61 @@ fn parquet_bomb(rows: usize, bytes: usize) -> Vec<u8> {
     out
 }
 
+/// A Parquet table of `rows` rows whose column `s` holds `bytes` bytes each (mostly one
+/// letter): all the same value when `same` (the writer stores it once, in a dictionary page,
+/// and decoding copies it into every row), else distinct (stored plain). Either way a file of
+/// kilobytes that decodes to `rows * bytes`.
+fn parquet_bomb(rows: usize, bytes: usize, same: bool) -> Vec<u8> {
+    use polars::prelude::*;
+    let s: Vec<String> = (0..rows)
+        .map(|i| format!("{:08}{}", if same { 0 } else { i }, "a".repeat(bytes - 8)))
+        .collect();
+    parquet(
+        DataFrame::new_infer_height(vec![
+            Column::new("layer".into(), (0..rows as i64).collect::<Vec<_>>()),
+            Column::new("s".into(), s),
+        ])
+        .unwrap(),
+    )
+}
+
 #[test]
-fn a_parquet_table_that_decompresses_beyond_memory_is_refused_before_it_is_read() {
+fn a_parquet_table_that_decodes_beyond_memory_is_refused_before_it_is_read() {
     use normscope::analyses::commands::table_bounds::extent;
     let dir = tempfile::tempdir().unwrap();
-    // 640 MB of text in a file of kilobytes; under a 1 GB address space (the preflight tests'
-    // limit) decoding it, then casting it to text, would abort, so it is refused from the
-    // footer's sizes.
-    let bomb = parquet_bomb(320, 2 << 20);
-    assert!(bomb.len() < 1 << 20, "{} bytes", bomb.len());
-    let e = extent(Path::new("t.parquet"), &bomb).unwrap();
-    assert_eq!(e.cells, 640);
-    assert!(e.uncompressed >= 320 * (2 << 20), "{e:?}");
     let args = ["--x", "layer", "--y", "layer", OUT[0], OUT[1]];
-    let o = plot_under(1_000_000, dir.path(), "t.parquet", &bomb, &args);
-    assert_refused(&o, dir.path(), &["reading t.parquet", "table's size"]);
-    // A small table of the same shape is read and drawn under the same limit.
-    let o = plot_under(
-        1_000_000,
+    // 640 MB of text in a file of kilobytes, stored plain or as one dictionary entry repeated:
+    // under a 1 GB address space (the preflight tests' limit) decoding it, then casting it to
+    // text, would abort, so it is refused from what the file states.
+    for same in [false, true] {
+        let bomb = parquet_bomb(320, 2 << 20, same);
+        assert!(bomb.len() < 1 << 20, "{} bytes", bomb.len());
+        let e = extent(Path::new("t.parquet"), &bomb).unwrap();
+        assert_eq!(e.cells, 640);
+        assert!(e.uncompressed >= 320 * (2 << 20), "same {same}: {e:?}");
+        let o = plot_under(1_000_000, dir.path(), "t.parquet", &bomb, &args);
+        assert_refused(&o, dir.path(), &["reading t.parquet", "table's size"]);
+        // A small table of the same shape is read and drawn under the same limit.
+        let small = parquet_bomb(4, 64, same);
+        let o = plot_under(1_000_000, dir.path(), "t.parquet", &small, &args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::remove_file(dir.path().join("f.svg")).unwrap();
+        std::fs::remove_file(dir.path().join("f.svg.manifest.json")).ok();
+    }
+    // A nested column (its values may be millions per row) is refused, named.
+    use polars::prelude::*;
+    let list = Series::new("x".into(), [1i64, 2, 3]);
+    let df = DataFrame::new_infer_height(vec![
+        Column::new("layer".into(), [1i64]),
+        Column::new("s".into(), [list]),
+    ])
+    .unwrap();
+    let o = plot_under(1_000_000, dir.path(), "t.parquet", &parquet(df), &args);
+    assert_refused(
+        &o,
         dir.path(),
-        "t.parquet",
-        &parquet_bomb(4, 64),
-        &args,
+        &["t.parquet", "flat columns", "column s is nested"],
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 #[test]

@@ -164,32 +164,28 @@ fn bad_slurm_requests_are_one_line_and_create_nothing() {
     let file = t.path().join("f");
     std::fs::write(&file, "x").unwrap();
     let dir = t.path().join("d");
+    let through_file = file.join("sub");
+    let dangling = t.path().join("dangling");
+    std::os::unix::fs::symlink(t.path().join("nowhere"), &dangling).unwrap();
+    let scripts_folder = t.path().join("s");
+    std::fs::create_dir_all(scripts_folder.join("array.sbatch")).unwrap();
+    // `slurm --only ID --shards N --dir DIR` and more flags.
+    let req = |id: &str, shards: &str, at: &Path, more: &[&str]| -> Vec<String> {
+        let head = ["--only", id, "--shards", shards, "--dir", s(at)];
+        head.iter().chain(more).map(|a| a.to_string()).collect()
+    };
     for (args, field) in [
+        (req("mc-grid", "2", &through_file, &[]), "--dir"),
+        (req("mc-grid", "2", &dangling, &[]), "--dir"),
+        (req("mc-grid", "2", &scripts_folder, &[]), "array.sbatch"),
         (
-            vec!["--only", "nope", "--shards", "2", "--dir", s(&dir)],
-            "analysis 'nope'",
+            req("mc-grid", "2", &dir, &["--out-dir", s(&file)]),
+            "--out-dir",
         ),
-        (
-            vec!["--only", "expansion", "--shards", "0", "--dir", s(&dir)],
-            "--shards",
-        ),
-        (
-            vec!["--only", "mc-grid", "--shards", "2", "--dir", s(&file)],
-            "--dir",
-        ),
-        (
-            vec![
-                "--only",
-                "mc-grid",
-                "--shards",
-                "2",
-                "--dir",
-                s(&dir),
-                "--mem",
-                "8G x",
-            ],
-            "--mem",
-        ),
+        (req("nope", "2", &dir, &[]), "analysis 'nope'"),
+        (req("expansion", "0", &dir, &[]), "--shards"),
+        (req("mc-grid", "2", &file, &[]), "--dir"),
+        (req("mc-grid", "2", &dir, &["--mem", "8G x"]), "--mem"),
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_normscope"))
             .arg("slurm")
@@ -206,4 +202,5 @@ fn bad_slurm_requests_are_one_line_and_create_nothing() {
         assert!(!dir.exists(), "{args:?}: created {}", dir.display());
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
+    assert!(!scripts_folder.join("logs").exists());
 }

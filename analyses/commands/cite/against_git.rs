@@ -11,7 +11,7 @@
 //! of a run are committed after the commit that wrote them, which then holds an older version
 //! of them, or none); a commit that is absent, unknown or null leaves it unverified.
 
-use super::visible::visible;
+use crate::commands::visible::visible;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 

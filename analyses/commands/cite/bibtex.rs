@@ -5,8 +5,8 @@
 //! backslash, and a control character as its visible escape first: values are escaped, never
 //! refused.
 
-use super::visible::visible;
 use super::{CITATION_TITLE, CITATION_YEAR};
+use crate::commands::visible::visible;
 use crate::runner::manifest::sha256;
 
 /// `text` with BibTeX's and LaTeX's special characters escaped (see the module docs).

@@ -4,7 +4,7 @@
 //! and the manifest.
 
 use super::invocation::arguments;
-use super::visible::{hidden, visible};
+use crate::commands::visible::{hidden, visible};
 use normscope_core::{Error, Result};
 use serde_json::Value;
 use std::path::Path;

@@ -41,9 +41,11 @@ use normscope::monte_carlo::Precision;
 use std::process::ExitCode;
 
 fn bench(a: &BenchArgs) -> normscope::Result<()> {
-    // Every part but --shards and --memory-probe runs PyTorch: its interpreter is checked
-    // before anything is timed.
-    if a.shards.is_none() && a.memory_probe.is_none() {
+    // Every part but --no-torch, --shards and --memory-probe runs PyTorch: its interpreter is
+    // checked before anything is timed.
+    // The flags are checked first (bad input is named before the environment is asked).
+    if !a.no_torch && a.shards.is_none() && a.memory_probe.is_none() {
+        train::check(a)?;
         common::check_python(&a.python)?;
     }
     if a.train {

@@ -20,6 +20,10 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// Most distinct reasons a note of missing values names ([`Profile::settle`]); the others are
+/// counted.
+pub const NOTE_REASONS: usize = 3;
+
 /// Which engine produced a value.
 ///
 /// # Examples
@@ -321,8 +325,17 @@ impl Profile {
                 .collect();
             reasons.sort_unstable();
             reasons.dedup();
+            // A deep stack's underflows each state their own exponent: the note names the
+            // first few reasons and counts the rest (every row's `missing` column has its own).
+            let more = reasons.len().saturating_sub(NOTE_REASONS);
+            reasons.truncate(NOTE_REASONS);
+            let more = if more > 0 {
+                format!("; and {more} other reason(s), in each row's missing column")
+            } else {
+                String::new()
+            };
             self.notes.push(format!(
-                "{}: {count} value(s) written as missing ({})",
+                "{}: {count} value(s) written as missing ({}{more})",
                 self.preset,
                 reasons.join("; ")
             ));

@@ -51,8 +51,9 @@ pub fn sampled(q: &crate::metrics::sampled::Quantities, l: usize, put: Put) {
     }
 }
 
-/// The recursion carries it per source in log space; a share below f64's range is a
-/// negligible one, written as f64 rounds it, so only its overflow is a reason.
+/// The recursion carries it per source in log space, so a value beyond f64's range either way
+/// is a reason with its exact log: an overflow, or an underflow below f64's smallest normal
+/// number (a missing cell, as `skip_gain`'s; an exact zero, ln = -inf, stays a written 0).
 fn beyond_f64(
     q: &crate::metrics::closed::Quantities,
     l: usize,

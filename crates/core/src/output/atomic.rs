@@ -113,9 +113,14 @@ impl Temp {
 }
 
 impl Drop for Temp {
+    /// Removes the file while the registry's lock is held, so that a signal's [`abandon`]
+    /// never finds it unregistered and still on disk.
     fn drop(&mut self) {
         if let Some(path) = self.0.take() {
-            temp_files().retain(|f| f.as_path() != &*path);
+            let mut reg = temp_files();
+            reg.retain(|f| f.as_path() != &*path);
+            drop(path);
+            drop(reg);
         }
     }
 }
