@@ -25,6 +25,9 @@ pub const MAX_TABLE_CELLS: u64 = 1 << 24;
 /// view, its share of the column's buffers and validity, and the text copied once more.
 const CELL_BYTES: u128 = 32;
 
+/// What a refusal for size tells the user to change.
+const SMALLER: &str = "the table's size (keep the rows and columns you need in a smaller table)";
+
 /// Whether the table at `path` is read as Parquet (by its extension; else as CSV).
 pub fn is_parquet(path: &Path) -> bool {
     path.extension()
@@ -71,9 +74,8 @@ pub struct Extent {
 /// states, whatever the compression and encoding: a fixed-width column's values times their
 /// width; a text (byte-array) column's values times the largest a value can be: its
 /// dictionary's longest entry when the chunk is dictionary-encoded (every row may repeat it,
-/// and decoding copies it into every row; its dictionary page is read for it), else the chunk's decoded
-/// pages;
-/// plus a 16-byte view per value. A nested column (list, struct, map) is refused: `plot` and
+/// and decoding copies it into every row; its dictionary page is read for it), else the
+/// chunk's decoded pages; plus a 16-byte view per value. A nested column (list, struct, map) is refused: `plot` and
 /// `cite` read flat tables.
 ///
 /// # Examples
@@ -110,7 +112,7 @@ pub fn extent(path: &Path, bytes: &[u8]) -> Result<Extent> {
             let name = path_in_schema.first().map_or("", |n| n.as_str());
             return Err(malformed(&format!(
                 "column {} is nested: a list, struct or map",
-                visible_name(name)
+                crate::commands::visible::visible(name)
             )));
         }
         let values = u64::try_from(chunk.num_values())
@@ -175,7 +177,7 @@ fn dictionary_widest(
     budget::check(
         size as u128,
         &format!("reading a dictionary of {}", path.display()),
-        "the table's size (keep the rows and columns you need in a smaller table)",
+        SMALLER,
     )?;
     let page = if codec == Compression::Uncompressed {
         data.to_vec()
@@ -188,7 +190,7 @@ fn dictionary_widest(
         out
     };
     let (mut at, mut widest) = (0usize, 0u64);
-    while let Some(len) = page.get(at..at + 4) {
+    while let Some(len) = at.checked_add(4).and_then(|end| page.get(at..end)) {
         let len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
         widest = widest.max(len as u64);
         at = at.saturating_add(4).saturating_add(len);
@@ -198,16 +200,6 @@ fn dictionary_widest(
     } else {
         size as u64
     }))
-}
-
-/// A column name from a file as a message prints it: control and formatting characters
-/// escaped, at most 40 characters.
-fn visible_name(name: &str) -> String {
-    let escaped: String = name.chars().flat_map(char::escape_default).collect();
-    match escaped.char_indices().nth(40) {
-        Some((i, _)) => format!("{}...", &escaped[..i]),
-        None => escaped,
-    }
 }
 
 /// Refuses a table of more than [`MAX_TABLE_CELLS`] cells, or one that would not fit in memory
@@ -230,9 +222,5 @@ pub fn check(path: &Path, bytes: &[u8], purpose: &str) -> Result<()> {
     // cells as text.
     let need =
         2 * bytes.len() as u128 + 2 * u128::from(e.uncompressed) + CELL_BYTES * u128::from(e.cells);
-    budget::check(
-        need,
-        &format!("reading {}", path.display()),
-        "the table's size (keep the rows and columns you need in a smaller table)",
-    )
+    budget::check(need, &format!("reading {}", path.display()), SMALLER)
 }

@@ -41,9 +41,8 @@ use normscope::monte_carlo::Precision;
 use std::process::ExitCode;
 
 fn bench(a: &BenchArgs) -> normscope::Result<()> {
-    // Every part but --no-torch, --shards and --memory-probe runs PyTorch: its interpreter is
-    // checked before anything is timed.
-    // The flags are checked first (bad input is named before the environment is asked).
+    // Every part but --no-torch, --shards and --memory-probe runs PyTorch: the flags, then its
+    // interpreter, are checked before anything is timed.
     if !a.no_torch && a.shards.is_none() && a.memory_probe.is_none() {
         train::check(a)?;
         common::check_python(&a.python)?;
