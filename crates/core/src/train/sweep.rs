@@ -498,6 +498,30 @@ impl Prepared {
         &self.eval
     }
 
+    /// Draws into the batch cache the batches that the runs of `seeds` take from it in their
+    /// first `updates` updates (a run draws its first batch itself, [`run::start`], then one
+    /// per update from the cache), so that runs started afterwards find them drawn: what
+    /// `normscope-bench --train-grid` does before it times training, as the PyTorch script
+    /// times its loops on batches drawn beforehand. A draw is a function of the stream's state
+    /// ([`super::batch_cache`]), so this changes no bit of any run. Nothing when the request
+    /// keeps no cache ([`BatchCache::for_runs`]).
+    pub fn predraw(&self, seeds: &[u64], updates: u64) -> Result<()> {
+        let Some(cache) = &self.batches else {
+            return Ok(());
+        };
+        let size = self.base.check()?.batch;
+        let task = self.task.as_ref();
+        seeds.par_iter().for_each(|s| {
+            let mut data = run::data_rng(*s);
+            // `run::start`'s own draw: never taken from the cache.
+            task.batch(&mut data, size);
+            for _ in 1..updates {
+                cache.batch(task, &mut data, size);
+            }
+        });
+        Ok(())
+    }
+
     /// Trains one (cell, seed) ([`outcome`]) with the sweeps' options ([`SWEEP_OPTIONS`]).
     pub fn outcome(&self, cell: &Cell, seed: u64) -> Result<Outcome> {
         self.outcome_with(cell, seed, &SWEEP_OPTIONS)
@@ -559,4 +583,73 @@ pub fn search(
             Ok(r)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RawModel;
+    use crate::monte_carlo::RawMc;
+    use crate::train::task::{TaskConfig, TaskKind};
+
+    #[test]
+    fn predrawn_batches_are_found_and_change_no_bit() {
+        // Post-LN, L = 2 Transformer blocks of width 8 with 2 heads, teacher-lm.
+        let base = RawTrain {
+            presets: "post".into(),
+            model: RawModel {
+                depth: 2,
+                branch: "transformer".into(),
+                width: 8,
+                ..RawModel::default()
+            },
+            mc: RawMc {
+                heads: 2,
+                ..RawMc::default()
+            },
+            task: TaskConfig {
+                kind: TaskKind::TeacherLm,
+                vocab: 8,
+                seq: 6,
+                ..TaskConfig::default()
+            },
+            steps: 7,
+            batch: 3,
+            eval_every: 2,
+            eval_batches: 1,
+            log_every: 1,
+            ..RawTrain::default()
+        };
+        let cell = Cell {
+            preset: crate::placement::POST,
+            depth: 2,
+            optimizer: "adam".into(),
+            lr: 1e-3,
+            warmup: 0,
+        };
+        let seeds = [0, 1, 2];
+        let jobs: Vec<(&Cell, u64)> = seeds.iter().map(|s| (&cell, *s)).collect();
+        let want = run_jobs(&base, &jobs, &()).expect("runs");
+
+        let prepared = Prepared::new(&base, seeds.len()).expect("prepared");
+        prepared.predraw(&seeds, base.steps).expect("predraw");
+        let cache = prepared
+            .batches
+            .as_ref()
+            .expect("a teacher's runs share a cache");
+        let kept = cache.len();
+        assert_eq!(kept, seeds.len() * (base.steps as usize - 1));
+        let options = run::Options::default();
+        let got: Vec<Outcome> = seeds
+            .par_iter()
+            .map(|s| prepared.outcome_with(&cell, *s, &options).expect("run"))
+            .collect();
+        assert_eq!(
+            cache.len(),
+            kept,
+            "every batch the runs took was drawn before"
+        );
+        let text = |o: &[Outcome]| serde_json::to_string(o).expect("json");
+        assert_eq!(text(&got), text(&want));
+    }
 }
