@@ -74,6 +74,10 @@ pub trait Real: RealField + Copy + Send + Sync + 'static {
         b: &Matrix<Self, R, C, S2>,
     ) -> f64;
 
+    /// Every value replaced by `e^x`: f64 with `f64::exp` (glibc's `exp`), f32 with
+    /// [`crate::expf::exp_in_place`] (glibc's `expf` bits, eight values at a time).
+    fn exp_in_place(xs: &mut [Self]);
+
     /// `C = A B` for column-major buffers with the given strides (matrixmultiply's contract),
     /// one thread: f64 with matrixmultiply's `dgemm` arithmetic ([`super::exact_dgemm`]), f32
     /// through faer's `matmul`.
@@ -160,6 +164,12 @@ impl Real for f64 {
         a.dot(b)
     }
 
+    fn exp_in_place(xs: &mut [f64]) {
+        for x in xs {
+            *x = x.exp();
+        }
+    }
+
     unsafe fn gemm(
         m: usize,
         k: usize,
@@ -227,6 +237,10 @@ impl Real for f32 {
                 sum4(a, |i, x| f64::from(x) * f64::from(b[i]))
             }
         }
+    }
+
+    fn exp_in_place(xs: &mut [f32]) {
+        crate::expf::exp_in_place(xs);
     }
 
     unsafe fn gemm(

@@ -5,7 +5,7 @@
 //! matrixmultiply 0.3.11's `dgemm` for f64, with its AVX-512 kernel), the seeded generator
 //! ([`rng`]: xoshiro256++ with splitmix64 seeding), standard normals ([`normal`]: the ziggurat
 //! of `rand_distr`, bit for bit), sampling estimates with Student-t intervals ([`estimate`]),
-//! the processor at hand and its caches ([`cpu`]), and the test suites' named tolerances
+//! f32 `e^x` with glibc's bits, eight at a time ([`expf`]), the processor at hand and its caches ([`cpu`]), and the test suites' named tolerances
 //! ([`tolerance`]).
 //!
 //! This is the only crate of the workspace allowed `unsafe` (SIMD intrinsics and the raw
@@ -15,6 +15,7 @@
 pub mod cpu;
 pub mod estimate;
 pub mod exact_dgemm;
+pub mod expf;
 pub mod gemm;
 pub mod normal;
 pub mod rng;

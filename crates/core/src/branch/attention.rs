@@ -180,7 +180,8 @@ pub struct AttentionCache<T: Real> {
 /// Softmax of every row in place; `causal` zeroes the entries right of the diagonal (a score
 /// of minus infinity) before normalizing. Row i's maximum is nalgebra's `max` of its first
 /// `last` entries (`last = i + 1` when causal, else every entry), a fold from the first entry
-/// with `if a >= b { a } else { b }`; its sum is [`Real::row_sums`] (the additions of
+/// with `if a >= b { a } else { b }`; the exponentials are [`Real::exp_in_place`]'s (the bits
+/// of glibc's `exp` and `expf`, f32 eight at a time); its sum is [`Real::row_sums`] (the additions of
 /// [`Real::sum`] of the row). The matrix is read column by column, every row's chain advancing
 /// side by side.
 fn row_softmax<T: Real>(s: &mut DMatrix<T>, causal: bool) {
@@ -196,13 +197,20 @@ fn row_softmax<T: Real>(s: &mut DMatrix<T>, causal: bool) {
             *m = if *m >= x { *m } else { x };
         }
     }
+    // `x - max` where the row sees the column, else 0 (whose exponential is set to 0 after):
+    // one call over the whole matrix keeps the groups of eight whole.
     for (j, col) in s.as_mut_slice().chunks_exact_mut(n).enumerate() {
-        for (i, (x, &m)) in col.iter_mut().zip(&max).enumerate() {
-            *x = if i >= first(j) {
-                (*x - m).exp()
-            } else {
-                T::zero()
-            };
+        let f = first(j).min(n);
+        let (masked, seen) = col.split_at_mut(f);
+        masked.fill(T::zero());
+        for (x, &m) in seen.iter_mut().zip(&max[f..]) {
+            *x -= m;
+        }
+    }
+    T::exp_in_place(s.as_mut_slice());
+    if causal {
+        for (j, col) in s.as_mut_slice().chunks_exact_mut(n).enumerate() {
+            col[..first(j).min(n)].fill(T::zero());
         }
     }
     let z: Vec<T> = T::row_sums(s).into_iter().map(T::of).collect();
