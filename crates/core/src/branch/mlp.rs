@@ -195,7 +195,7 @@ impl<T: Real> Mlp<T> {
     /// (`monte_carlo::lean_mlp`'s streamed MLP blocks).
     pub fn hidden(w1: &DMatrix<T>, act: Activation, u: &DMatrix<T>) -> (DMatrix<T>, DMatrix<T>) {
         let h = nn(w1, u);
-        let z = h.map(|x| T::of(act.value(x.as_f64())));
+        let z = activate(act, &h);
         (h, z)
     }
 
@@ -220,14 +220,50 @@ impl<T: Real> Mlp<T> {
     ) -> (DMatrix<T>, f64) {
         let gw2_sq = outer_energy::nt_sum_sq(g, &c.z);
         let mut gh = tn(w2, g);
-        gh.zip_apply(&c.h, |x, hv| *x *= derivative(act, hv));
+        times_derivative(act, &mut gh, &c.h);
         (gh, gw2_sq)
     }
 }
 
 /// `phi'(x)` in `T` (evaluated in f64).
+#[inline(always)]
 fn derivative<T: Real>(act: Activation, x: T) -> T {
     T::of(act.derivative(x.as_f64()))
+}
+
+/// `phi(h)` entry by entry in `T` (each evaluated in f64): the activation chosen once per
+/// matrix rather than per entry, over the column-major slice, so that ReLU's loop vectorizes.
+fn activate<T: Real>(act: Activation, h: &DMatrix<T>) -> DMatrix<T> {
+    fn apply<T: Real>(h: &DMatrix<T>, phi: impl Fn(f64) -> f64) -> DMatrix<T> {
+        let z: Vec<T> = h
+            .as_slice()
+            .iter()
+            .map(|x| T::of(phi(x.as_f64())))
+            .collect();
+        DMatrix::from_vec(h.nrows(), h.ncols(), z)
+    }
+    match act {
+        Activation::Relu => apply(h, |x| Activation::Relu.value(x)),
+        Activation::Gelu => apply(h, |x| Activation::Gelu.value(x)),
+    }
+}
+
+/// `g *= phi'(h)` entry by entry ([`derivative`]), the activation chosen once per matrix.
+fn times_derivative<T: Real>(act: Activation, g: &mut DMatrix<T>, h: &DMatrix<T>) {
+    fn apply<T: Real>(g: &mut DMatrix<T>, h: &DMatrix<T>, d: impl Fn(T) -> T) {
+        assert_eq!(
+            g.shape(),
+            h.shape(),
+            "the gradient has the hidden layer's shape"
+        );
+        for (x, &hv) in g.as_mut_slice().iter_mut().zip(h.as_slice()) {
+            *x *= d(hv);
+        }
+    }
+    match act {
+        Activation::Relu => apply(g, h, |x| derivative(Activation::Relu, x)),
+        Activation::Gelu => apply(g, h, |x| derivative(Activation::Gelu, x)),
+    }
 }
 
 impl<T: Real> Module<T> for Mlp<T> {
@@ -262,7 +298,7 @@ impl<T: Real> Module<T> for Mlp<T> {
         }
         let mut out = match dh {
             Some(mut dh) => {
-                dh.zip_apply(&c.h, |g, x| *g *= derivative(self.act, x));
+                times_derivative(self.act, &mut dh, &c.h);
                 nn(&self.w2, &dh)
             }
             None => DMatrix::zeros(c.u.nrows(), c.u.ncols()),
@@ -276,7 +312,7 @@ impl<T: Real> Module<T> for Mlp<T> {
     fn backward(&self, c: &MlpCache<T>, g: &DMatrix<T>) -> (DMatrix<T>, Vec<DMatrix<T>>) {
         let gw2 = nt(g, &c.z);
         let mut gh = tn(&self.w2, g);
-        gh.zip_apply(&c.h, |x, hv| *x *= derivative(self.act, hv));
+        times_derivative(self.act, &mut gh, &c.h);
         let gw1 = nt(&gh, &c.u);
         (tn(&self.w1, &gh), vec![gw1, gw2])
     }

@@ -326,8 +326,16 @@ fn jac_owned<T: Real>(c: &Option<NormCache<T>>, v: DMatrix<T>) -> DMatrix<T> {
 /// nalgebra's `x * a + y * b` (two scaled copies, then their sum), in one pass and one
 /// matrix (no fused multiply-add: Rust does not contract `p * q + r`). A block's sum
 /// `alpha x + lambda N_br(F)` in both engines (the training engine's fixed skips too).
+/// Computed over the two column-major slices, so that the loop vectorizes.
 pub(crate) fn scaled_sum<T: Real>(x: &DMatrix<T>, a: T, y: &DMatrix<T>, b: T) -> DMatrix<T> {
-    x.zip_map(y, |xv, yv| xv * a + yv * b)
+    assert_eq!(x.shape(), y.shape(), "a sum of equal shapes");
+    let sum: Vec<T> = x
+        .as_slice()
+        .iter()
+        .zip(y.as_slice())
+        .map(|(&xv, &yv)| xv * a + yv * b)
+        .collect();
+    DMatrix::from_vec(x.nrows(), x.ncols(), sum)
 }
 
 impl<T: Real> Network<T> {

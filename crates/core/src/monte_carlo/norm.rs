@@ -17,6 +17,7 @@ use crate::spec::{NormKind, NormLayout, NormStatistic};
 use crate::{Error, Result};
 use nalgebra::{DMatrix, DVectorView};
 use normscope_numeric::gemm::Real;
+use std::borrow::Cow;
 
 /// A column's entries as a vector view, for nalgebra's sums and dot products.
 fn vector<T: Real>(c: &[T]) -> DVectorView<'_, T> {
@@ -145,8 +146,19 @@ pub fn forward_with<T: Real>(
     eps: f64,
     z: &DMatrix<T>,
 ) -> NormCache<T> {
+    forward_with_cow(kind, layout, eps, Cow::Borrowed(z))
+}
+
+/// [`forward_with`] of a `z` that may be owned: a per-token norm (LayerNorm, RMSNorm) then
+/// normalizes an owned `z` in its own buffer instead of a copy (the same values).
+pub fn forward_with_cow<T: Real>(
+    kind: NormKind,
+    layout: NormLayout,
+    eps: f64,
+    z: Cow<'_, DMatrix<T>>,
+) -> NormCache<T> {
     if kind.is_tanh() {
-        let c = dyt::forward(dyt::ALPHA0, z);
+        let c = dyt::forward(dyt::ALPHA0, &z);
         return NormCache {
             y: c.y,
             inv_sigma: Vec::new(),
@@ -156,9 +168,9 @@ pub fn forward_with<T: Real>(
         };
     }
     match grouping(kind, layout, z.nrows(), z.ncols()).unwrap_or_else(|e| panic!("{e}")) {
-        None => forward(kind, eps, z),
+        None => forward_owned(kind, eps, z.into_owned()),
         Some(g) => {
-            let c = grouped::forward(g, eps, z);
+            let c = grouped::forward(g, eps, &z);
             NormCache {
                 y: c.y,
                 inv_sigma: c.inv_sigma,
@@ -189,12 +201,17 @@ pub(crate) fn center<T: Real>(z: &mut DMatrix<T>) {
 /// The LayerNorm or RMSNorm of every column (`kind` of another norm panics: use
 /// [`forward_with`]).
 pub fn forward<T: Real>(kind: NormKind, eps: f64, z: &DMatrix<T>) -> NormCache<T> {
+    forward_owned(kind, eps, z.clone())
+}
+
+/// [`forward`] of an owned `z`, normalized in its own buffer (the cache's `y`).
+pub fn forward_owned<T: Real>(kind: NormKind, eps: f64, z: DMatrix<T>) -> NormCache<T> {
     assert!(
         kind.statistic() == NormStatistic::Token,
         "{kind}: not a per-token norm"
     );
     let dn = z.nrows() as f64;
-    let mut y = z.clone();
+    let mut y = z;
     if kind.centers() {
         center(&mut y);
     }
@@ -217,6 +234,12 @@ pub fn forward<T: Real>(kind: NormKind, eps: f64, z: &DMatrix<T>) -> NormCache<T
 
 /// `J dz` (equal to `J^T dz`): `(1/sigma) [P dz - y <y, P dz>/d]` per column.
 pub fn jacobian<T: Real>(cache: &NormCache<T>, dz: &DMatrix<T>) -> DMatrix<T> {
+    jacobian_cow(cache, Cow::Borrowed(dz))
+}
+
+/// [`jacobian`] of a `dz` that may be owned: a per-token norm's (LayerNorm, RMSNorm) is then
+/// computed in `dz`'s own buffer instead of a copy (the same values); the other norms read it.
+pub fn jacobian_cow<T: Real>(cache: &NormCache<T>, dz: Cow<'_, DMatrix<T>>) -> DMatrix<T> {
     assert_eq!(
         cache.y.shape(),
         dz.shape(),
@@ -224,8 +247,8 @@ pub fn jacobian<T: Real>(cache: &NormCache<T>, dz: &DMatrix<T>) -> DMatrix<T> {
     );
     match cache.statistic {
         Statistic::Token => {}
-        Statistic::Grouped(g) => return grouped::jacobian_of(&cache.y, &cache.inv_sigma, g, dz),
-        Statistic::Tanh { alpha } => return dyt::jacobian_of(&cache.y, alpha, dz),
+        Statistic::Grouped(g) => return grouped::jacobian_of(&cache.y, &cache.inv_sigma, g, &dz),
+        Statistic::Tanh { alpha } => return dyt::jacobian_of(&cache.y, alpha, &dz),
         Statistic::Channel => {
             assert_eq!(cache.inv_sigma.len(), dz.nrows(), "one 1/sigma per channel");
             return DMatrix::from_fn(dz.nrows(), dz.ncols(), |c, j| {
@@ -235,7 +258,7 @@ pub fn jacobian<T: Real>(cache: &NormCache<T>, dz: &DMatrix<T>) -> DMatrix<T> {
     }
     assert_eq!(cache.inv_sigma.len(), dz.ncols(), "one 1/sigma per column");
     let dn = dz.nrows() as f64;
-    let mut out = dz.clone();
+    let mut out = dz.into_owned();
     if cache.kind.centers() {
         center(&mut out);
     }

@@ -37,7 +37,8 @@ use crate::norms::dyt;
 use crate::norms::running::{MOMENTUM, Running};
 use crate::spec::{DEFAULT_GROUPS, NormKind, NormLayout};
 use nalgebra::DMatrix;
-use normscope_numeric::gemm::Real;
+use normscope_numeric::gemm::{Real, is_f64};
+use std::borrow::Cow;
 
 /// How a forward pass runs its norm slots.
 ///
@@ -171,77 +172,99 @@ impl<T: Real> NormLayer<T> {
     /// `N(z)` with what the Jacobian and the parameters' gradients need. Panics if `z` does
     /// not divide into the norm's blocks: training checks its shapes first
     /// ([`super::config`]).
-    fn normalize(&self, mode: Mode, z: &DMatrix<T>) -> NormCache<T> {
+    fn normalize(&self, mode: Mode, z: Cow<'_, DMatrix<T>>) -> NormCache<T> {
         let kind = self.kind;
         if kind.is_tanh() {
             let alpha = self.alpha_value();
             return NormCache {
-                y: dyt::forward(alpha, z).y,
+                y: dyt::forward(alpha, &z).y,
                 inv_sigma: Vec::new(),
                 kind,
                 statistic: Statistic::Tanh { alpha },
-                input: Some(z.clone()),
+                input: Some(z.into_owned()),
             };
         }
         // In evaluation, a norm over the batch divides by its running statistics.
         if let Some(r) = self.running.as_ref().filter(|_| !mode.training) {
             return NormCache {
-                y: r.eval(z, mode.eps),
+                y: r.eval(&z, mode.eps),
                 inv_sigma: r.inv_sigma(mode.eps).into_iter().map(T::of).collect(),
                 kind,
                 statistic: Statistic::Channel,
                 input: None,
             };
         }
-        let mut c = norm::forward_with(kind, mode.layout(self.groups), mode.eps, z);
         if kind.spans_batch() {
-            c.input = Some(z.clone());
+            let mut c = norm::forward_with(kind, mode.layout(self.groups), mode.eps, &z);
+            c.input = Some(z.into_owned());
+            return c;
         }
-        c
+        norm::forward_with_cow(kind, mode.layout(self.groups), mode.eps, z)
     }
 
     /// `(cache of N, gamma ⊙ N(z) + b)`.
     pub fn forward(&self, mode: Mode, z: &DMatrix<T>) -> (NormCache<T>, DMatrix<T>) {
+        self.forward_cow(mode, Cow::Borrowed(z))
+    }
+
+    /// [`Self::forward`] of a `z` that may be owned: the norm then keeps an owned `z` (as its
+    /// input, or normalized in place) instead of a copy. The same values.
+    pub fn forward_cow(&self, mode: Mode, z: Cow<'_, DMatrix<T>>) -> (NormCache<T>, DMatrix<T>) {
         let c = self.normalize(mode, z);
-        let mut y = c.y.clone();
-        if let Some(g) = &self.gain {
-            for mut col in y.column_iter_mut() {
-                col.component_mul_assign(&g.column(0));
-            }
-        }
-        if let Some(b) = &self.bias {
-            for mut col in y.column_iter_mut() {
-                col += b.column(0);
-            }
-        }
+        // `y * gamma`, then `+ b`, entry by entry: one pass over the cache's `y`.
+        let y = match (&self.gain, &self.bias) {
+            (Some(g), Some(b)) => c.y.map_with_location(|r, _, v| v * g[r] + b[r]),
+            (Some(g), None) => c.y.map_with_location(|r, _, v| v * g[r]),
+            (None, Some(b)) => c.y.map_with_location(|r, _, v| v + b[r]),
+            (None, None) => c.y.clone(),
+        };
         (c, y)
     }
 
     /// `(dL/dz, [dL/dalpha, dL/dgamma, dL/db] as present)` for the output gradient `g`.
     pub fn backward(&self, c: &NormCache<T>, g: &DMatrix<T>) -> (DMatrix<T>, Vec<DMatrix<T>>) {
-        let mut grads = Vec::new();
-        let gy = match &self.gain {
-            Some(gain) => {
-                let mut gy = g.clone();
-                for mut col in gy.column_iter_mut() {
-                    col.component_mul_assign(&gain.column(0));
-                }
-                gy
+        self.backward_cow(c, Cow::Borrowed(g))
+    }
+
+    /// [`Self::backward`] of a `g` that may be owned: without a gain, `dL/dN = g` is then
+    /// `g`'s own buffer, and the norm's Jacobian is applied in place. The same values.
+    pub fn backward_cow(
+        &self,
+        c: &NormCache<T>,
+        g: Cow<'_, DMatrix<T>>,
+    ) -> (DMatrix<T>, Vec<DMatrix<T>>) {
+        // The gain's and bias's gradients read `g`; then `dL/dN = gamma ⊙ g` (or `g` itself).
+        let (gain_grad, bias_grad) = match (self.gain.is_some(), self.bias.is_some()) {
+            (true, true) => {
+                let (gain, bias) = gain_bias_sums(&g, &c.y);
+                (Some(gain), Some(bias))
             }
-            None => g.clone(),
+            (gain, bias) => (
+                gain.then(|| row_sums(&g.component_mul(&c.y))),
+                bias.then(|| row_sums(&g)),
+            ),
         };
+        let gy = match &self.gain {
+            Some(gain) => Cow::Owned(match g {
+                Cow::Owned(mut gy) => {
+                    for mut col in gy.column_iter_mut() {
+                        col.component_mul_assign(&gain.column(0));
+                    }
+                    gy
+                }
+                Cow::Borrowed(g) => g.map_with_location(|r, _, v| v * gain[r]),
+            }),
+            None => g,
+        };
+        let mut grads = Vec::new();
         if self.alpha.is_some() {
             let z = c.input.as_ref().expect("DyT keeps its input");
             let ga = dyt::alpha_grad_of(&c.y, z, &gy);
             grads.push(DMatrix::from_element(1, 1, T::of(ga)));
         }
-        if self.gain.is_some() {
-            grads.push(row_sums(&g.component_mul(&c.y)));
-        }
-        if self.bias.is_some() {
-            grads.push(row_sums(g));
-        }
-        (norm::jacobian(c, &gy), grads)
+        grads.extend(gain_grad);
+        grads.extend(bias_grad);
+        (norm::jacobian_cow(c, gy), grads)
     }
 
     /// `d/dt [gamma ⊙ N(z) + b]` for the input tangent `dz` and the parameters' tangents
@@ -294,4 +317,88 @@ impl<T: Real> NormLayer<T> {
 /// once.
 pub fn row_sums<T: Real>(m: &DMatrix<T>) -> DMatrix<T> {
     DMatrix::from_iterator(m.nrows(), 1, T::row_sums(m).into_iter().map(T::of))
+}
+
+/// `(row_sums(g ⊙ y), row_sums(g))` ([`row_sums`]) in one pass over `g` and without the
+/// product matrix: each product `g_i y_i` rounded to `T` and widened as
+/// [`nalgebra::Matrix::component_mul`] then [`Real::row_sums`] would, and the same additions in
+/// the same chains ([`Real::row_sums`]: one chain per row in f64, nalgebra's `sum`; four in f32,
+/// entry j to chain `j mod 4`, combined as `(a0 + a1) + (a2 + a3)`).
+fn gain_bias_sums<T: Real>(g: &DMatrix<T>, y: &DMatrix<T>) -> (DMatrix<T>, DMatrix<T>) {
+    assert_eq!(g.shape(), y.shape(), "the gradient has the norm's shape");
+    if is_f64::<T>() {
+        chained_gain_bias_sums::<T, 1>(g, y)
+    } else {
+        chained_gain_bias_sums::<T, 4>(g, y)
+    }
+}
+
+/// [`gain_bias_sums`] with `C` chains per row.
+fn chained_gain_bias_sums<T: Real, const C: usize>(
+    g: &DMatrix<T>,
+    y: &DMatrix<T>,
+) -> (DMatrix<T>, DMatrix<T>) {
+    let rows = g.nrows();
+    let mut prod = vec![0.0f64; rows * C];
+    let mut plain = vec![0.0f64; rows * C];
+    if rows > 0 {
+        let columns = g
+            .as_slice()
+            .chunks_exact(rows)
+            .zip(y.as_slice().chunks_exact(rows));
+        for (j, (gc, yc)) in columns.enumerate() {
+            let p = &mut prod[(j % C) * rows..][..rows];
+            let q = &mut plain[(j % C) * rows..][..rows];
+            for (((p, q), &gv), &yv) in p.iter_mut().zip(q.iter_mut()).zip(gc).zip(yc) {
+                *p += (gv * yv).as_f64();
+                *q += gv.as_f64();
+            }
+        }
+    }
+    let combine = |acc: &[f64]| {
+        DMatrix::from_fn(rows, 1, |r, _| {
+            T::of(match C {
+                1 => acc[r],
+                4 => (acc[r] + acc[rows + r]) + (acc[2 * rows + r] + acc[3 * rows + r]),
+                _ => unreachable!("one or four chains"),
+            })
+        })
+    };
+    (combine(&prod), combine(&plain))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Entries over 16 decades with both signs, so that sums depend on their order.
+    fn values(rows: usize, cols: usize, seed: f64) -> DMatrix<f64> {
+        DMatrix::from_fn(rows, cols, |i, j| {
+            ((i * cols + j) as f64 * 0.61 + seed).sin()
+                * 10f64.powi(((3 * i + 7 * j) % 17) as i32 - 8)
+        })
+    }
+
+    fn bits<T: Real>(m: &DMatrix<T>) -> Vec<u64> {
+        m.iter().map(|v| v.as_f64().to_bits()).collect()
+    }
+
+    fn fused_sums_are_the_row_sums<T: Real>(round: impl Fn(f64) -> T) {
+        // Every remainder of the four f32 chains (0..=9 columns), no rows, one row.
+        for rows in [0, 1, 3, 7] {
+            for cols in 0..=9 {
+                let g = values(rows, cols, 0.3).map(&round);
+                let y = values(rows, cols, 1.7).map(&round);
+                let (gain, bias) = gain_bias_sums(&g, &y);
+                assert_eq!(bits(&gain), bits(&row_sums(&g.component_mul(&y))));
+                assert_eq!(bits(&bias), bits(&row_sums(&g)));
+            }
+        }
+    }
+
+    #[test]
+    fn gain_and_bias_sums_keep_the_bits_of_row_sums() {
+        fused_sums_are_the_row_sums::<f64>(|x| x);
+        fused_sums_are_the_row_sums::<f32>(|x| x as f32);
+    }
 }

@@ -323,7 +323,7 @@ pub(crate) fn slot<'a, T: Real>(
 ) -> (Option<NormCache<T>>, Cow<'a, DMatrix<T>>) {
     match n {
         Some(n) => {
-            let (c, y) = n.forward(mode, &z);
+            let (c, y) = n.forward_cow(mode, z);
             (Some(c), Cow::Owned(y))
         }
         None => (None, z),
@@ -340,7 +340,7 @@ pub(crate) fn slot_back<T: Real>(
 ) -> DMatrix<T> {
     match (n, c) {
         (Some(n), Some(c)) => {
-            let (gz, gp) = n.backward(c, &g);
+            let (gz, gp) = n.backward_cow(c, Cow::Owned(g));
             grads.extend(gp);
             gz
         }
@@ -392,14 +392,22 @@ pub(crate) fn embedding_grads<T: Real>(
     // Each column a sum over the tokens (positions) that use it: accumulated in f64 and
     // rounded to `T` once, as `row_sums` does for gains and biases (for f64: the same
     // additions in the same order as accumulating in place).
-    let mut ge = DMatrix::<f64>::zeros(g0.nrows(), vocab);
-    let mut gp = DMatrix::<f64>::zeros(g0.nrows(), seq);
-    for (t, col) in g0.column_iter().enumerate() {
-        for (e, v) in ge.column_mut(ids[t] as usize).iter_mut().zip(col.iter()) {
-            *e += v.as_f64();
-        }
-        for (q, v) in gp.column_mut(t % seq).iter_mut().zip(col.iter()) {
-            *q += v.as_f64();
+    // On slices (column-major storage), column by column: the same additions.
+    let rows = g0.nrows();
+    let mut ge = DMatrix::<f64>::zeros(rows, vocab);
+    let mut gp = DMatrix::<f64>::zeros(rows, seq);
+    if rows > 0 {
+        for (t, col) in g0.as_slice().chunks_exact(rows).enumerate() {
+            let id = ids[t] as usize;
+            let e = &mut ge.as_mut_slice()[id * rows..(id + 1) * rows];
+            for (e, v) in e.iter_mut().zip(col) {
+                *e += v.as_f64();
+            }
+            let q = t % seq;
+            let q = &mut gp.as_mut_slice()[q * rows..(q + 1) * rows];
+            for (q, v) in q.iter_mut().zip(col) {
+                *q += v.as_f64();
+            }
         }
     }
     vec![ge.map(T::of), gp.map(T::of)]
@@ -465,11 +473,29 @@ pub(crate) fn block_backward<T: Real>(
     }
     let mut in_grads = Vec::new();
     let g_in = slot_back(&b.n_in, &c.n_in, gu, &mut in_grads);
-    let (skip_part, skip_grad) = match &b.skip {
-        Skip::Fixed(a) => (&gz * T::of(*a), None),
-        Skip::Learnable(a) => (scale_rows(&gz, a), Some(row_sums(&gz.component_mul(x)))),
+    // `dL/dx = (alpha ⊙ dL/dz) + g_in`, summed into `g_in`'s buffer: the same two operations
+    // per entry as adding the scaled copy.
+    let mut gx = g_in;
+    let skip_grad = match &b.skip {
+        Skip::Fixed(a) => {
+            let a = T::of(*a);
+            gx.zip_apply(&gz, |g, z| *g = z * a + *g);
+            None
+        }
+        Skip::Learnable(a) => {
+            let rows = gz.nrows();
+            if rows > 0 {
+                let a = &a.as_slice()[..rows];
+                let chunks = gx.as_mut_slice().chunks_exact_mut(rows);
+                for (gc, zc) in chunks.zip(gz.as_slice().chunks_exact(rows)) {
+                    for ((g, &z), &s) in gc.iter_mut().zip(zc).zip(a) {
+                        *g = z * s + *g;
+                    }
+                }
+            }
+            Some(row_sums(&gz.component_mul(x)))
+        }
     };
-    let gx = skip_part + g_in;
     let mut grads = gw;
     grads.extend(in_grads);
     grads.extend(br_grads);
@@ -740,13 +766,16 @@ pub fn loss<T: Real>(f: &DMatrix<T>, target: Target<T>) -> (f64, DMatrix<T>) {
             let total: f64 = weights.iter().sum();
             let mut g = DMatrix::zeros(f.nrows(), f.ncols());
             let mut sum = 0.0;
-            for (t, col) in f.column_iter().enumerate() {
+            // One column widened to f64 at a time, in a buffer kept across columns.
+            let mut col = Vec::with_capacity(f.nrows());
+            for (t, fcol) in f.column_iter().enumerate() {
                 let w = weights[t];
                 if w == 0.0 {
                     continue;
                 }
-                let m = col.max().as_f64();
-                let col: Vec<f64> = col.iter().map(|v| v.as_f64()).collect();
+                let m = fcol.max().as_f64();
+                col.clear();
+                col.extend(fcol.iter().map(|v| v.as_f64()));
                 let z: f64 = col.iter().map(|v| (v - m).exp()).sum();
                 let lse = m + z.ln();
                 let y = ids[t] as usize;
