@@ -13,7 +13,8 @@
 //!   per thread), timed as the PyTorch script times its own: the training alone (the initial
 //!   weights, the training loops, and an evaluation at step 0 and at the end, one batch,
 //!   `eval_every = steps`), with the teacher's context-free estimate, the evaluation set and
-//!   every batch drawn before the clock starts.
+//!   every batch but each seed's first (drawn with its initial weights) drawn before the clock
+//!   starts.
 //! - PyTorch: `benches/torch_ensemble.py --mode both` on each seed's `--dump-init` (same
 //!   weights, same batches, the f64 dumps rounded to float32 as they load), with
 //!   `torch.set_num_threads(threads)`; it times its training loops alone.
@@ -101,9 +102,10 @@ impl GridWorkload {
 
 /// Trains the cell's seeds with normscope; returns the wall time in seconds of the training
 /// alone, as the PyTorch script times its loops alone: the teacher's context-free estimate,
-/// the evaluation set and every seed's batches are drawn before the clock starts
-/// ([`sweep::Prepared::predraw`]); the initial weights, the training loops and the
-/// evaluations at step 0 and at the end are timed. The runs are [`sweep::run_jobs`]'s (what
+/// the evaluation set and every seed's batches but its first are drawn before the clock
+/// starts ([`sweep::Prepared::predraw`]); the initial weights with the first batch, the
+/// training loops and the evaluations at step 0 and at the end are timed (work the PyTorch
+/// script does not time: under 1% of the cell). The runs are [`sweep::run_jobs`]'s (what
 /// the training analyses run: in parallel on rayon, one single-threaded run per thread), with
 /// the same options, and give the same bits.
 fn normscope_seconds(w: &GridWorkload, precision: Precision) -> Result<f64> {

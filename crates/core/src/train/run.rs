@@ -217,8 +217,6 @@ impl Logger<'_> {
     }
 }
 
-/// Per-layer square sums of a list of tensors in [`Trainable::params`] order (in f64), over
-/// `n` layers.
 /// Whether every entry is finite: [`f64::is_finite`] of each, without stopping at the first
 /// that is not within a block of 256, so that the test vectorizes (the answer is the same).
 fn all_finite<T: Real>(values: &[T]) -> bool {
@@ -227,6 +225,8 @@ fn all_finite<T: Real>(values: &[T]) -> bool {
         .all(|c| c.iter().fold(true, |ok, v| ok & v.as_f64().is_finite()))
 }
 
+/// Per-layer square sums of a list of tensors in [`Trainable::params`] order (in f64), over
+/// `n` layers.
 fn layer_sq<T: Real>(layers: &[usize], tensors: &[&DMatrix<T>], n: usize) -> Vec<f64> {
     let mut out = vec![0.0; n];
     for (l, t) in layers.iter().zip(tensors) {
