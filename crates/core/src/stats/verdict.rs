@@ -13,7 +13,11 @@
 //!
 //! - **Directional claims** (Increase, Decrease): the two-sided test of median 0 (`p_two_sided`);
 //!   `q < alpha` with the median on the claimed side (the side whose one-sided p is smaller) is
-//!   [`Outcome::AsClaimed`], on the other side [`Outcome::Opposite`]. Otherwise the
+//!   [`Outcome::AsClaimed`], on the other side [`Outcome::Opposite`], either only when the
+//!   median lies beyond `+-SESOI`: a significant median within it is
+//!   [`Outcome::BelowSesoi`] (negligible: an effect smaller than the smallest of interest,
+//!   never "as claimed"; rule set on 2026-12-07 after a referee's report, i.e. after the
+//!   data). Otherwise the
 //!   equivalence test, TOST (Schuirmann 1987, J. Pharmacokin. Biopharm. 15:657; Lakens 2017,
 //!   Soc. Psychol. Personal. Sci. 8:355) by two one-sided sign tests, median `> -SESOI` and
 //!   median `< +SESOI`, `p_equivalence` the larger of the two: `q < alpha` is
@@ -25,18 +29,23 @@
 //!   p doubled (capped at 1) because the side is chosen after seeing the data: `p_beyond`.
 //!   `q < alpha` is [`Outcome::Opposite`] (the effect differs by more than the SESOI).
 //!   Otherwise [`Outcome::Inconclusive`].
+//! - **Not estimable**: a comparison with at least half of its differences unknown (neither
+//!   end finite: both arms censored on the same side, e.g. no seed trained at any rate in
+//!   either arm) has no bounded median; it is [`Outcome::NotEstimable`], printed with why,
+//!   and left out of every Holm adjustment (the others are adjusted over the estimable
+//!   ones). Never printed as `NaN [-inf, inf]`.
 //! - **The family's verdict**: every comparison as claimed is [`Verdict::Supported`]; some as
 //!   claimed is [`Verdict::Conditional`], naming where it holds and what the others are; none
 //!   as claimed and every one opposite or negligible is [`Verdict::Refuted`], naming which;
-//!   anything else is [`Verdict::Inconclusive`], naming any comparison that refutes. A result
+//!   none estimable is [`Verdict::NotEstimable`]; anything else is [`Verdict::Inconclusive`],
+//!   naming any comparison that refutes. Each verdict says how many comparisons hold ("holds
+//!   in 2 of 3"). A result
 //!   that is not significant never refutes: refuting takes a significant effect against the
 //!   claim or a significant equivalence within the SESOI.
 //!
 //! The sign test's smallest two-sided p at `n` seeds is `2/2^n` (2/1024 at `n = 10`), so Holm
 //! over a family of three at `n = 10` needs all ten seeds on one side for the smallest p: that
-//! is the price of a distribution-free test on few seeds, stated rather than worked around. A
-//! significant effect smaller than the SESOI is "as claimed" for a directional claim (the
-//! two-sided test is read first).
+//! is the price of a distribution-free test on few seeds, stated rather than worked around.
 
 use super::holm;
 use super::median_ci::median_ci;
@@ -209,8 +218,16 @@ pub enum Outcome {
     Opposite,
     /// A directional claim's effect shown to lie within `+-SESOI` (TOST).
     Negligible,
+    /// A directional claim's effect significant (two-sided test) on either side, but with its
+    /// median within `+-SESOI`: an effect smaller than the smallest of interest, read as
+    /// negligible, never as claimed or opposite.
+    BelowSesoi,
     /// Nothing significant.
     Inconclusive,
+    /// The effect cannot be estimated: at least half of the paired differences are unknown
+    /// (neither end finite: both arms censored on the same side, or a value undefined), so
+    /// the median is unbounded both ways. Left out of the family's Holm adjustment.
+    NotEstimable,
 }
 
 impl fmt::Display for Outcome {
@@ -219,7 +236,9 @@ impl fmt::Display for Outcome {
             Outcome::AsClaimed => "as claimed",
             Outcome::Opposite => "opposite",
             Outcome::Negligible => "negligible",
+            Outcome::BelowSesoi => "negligible (significant, below the SESOI)",
             Outcome::Inconclusive => "inconclusive",
+            Outcome::NotEstimable => "not estimable",
         })
     }
 }
@@ -280,14 +299,21 @@ pub struct Assessed {
     pub q_beyond: f64,
     /// The result.
     pub outcome: Outcome,
+    /// Paired differences with neither end finite (nothing known about them).
+    pub unknown: usize,
+    /// The smallest effect of interest this comparison was judged with.
+    pub sesoi: f64,
 }
 
 impl Assessed {
     /// The adjusted p-value of the test that decided the outcome: the two-sided test for a
     /// directional claim (as claimed, opposite, inconclusive) or TOST (negligible); TOST for an
     /// equivalence claim (as claimed, inconclusive) or the minimum-effect test (opposite).
+    /// NaN for a comparison that is not estimable (it is not tested).
     pub fn deciding_q(&self) -> f64 {
         match (self.claimed, self.outcome) {
+            (_, Outcome::NotEstimable) => f64::NAN,
+            (_, Outcome::BelowSesoi) => self.q_two_sided,
             (Claimed::Equivalent, Outcome::Opposite) => self.q_beyond,
             (Claimed::Equivalent, _) | (_, Outcome::Negligible) => self.q_equivalence,
             _ => self.q_two_sided,
@@ -295,26 +321,50 @@ impl Assessed {
     }
 
     /// The outcome in words: "differs by more than the SESOI" for an equivalence claim's
-    /// opposite, else the [`Outcome`]'s own.
+    /// opposite, the SESOI named for an effect below it, why for one not estimable, else the
+    /// [`Outcome`]'s own.
     pub fn outcome_text(&self) -> String {
         match (self.claimed, self.outcome) {
             (Claimed::Equivalent, Outcome::Opposite) => "differs by more than the SESOI".into(),
+            (_, Outcome::BelowSesoi) => format!(
+                "negligible (significant, below the SESOI of {})",
+                sig4(self.sesoi)
+            ),
+            (_, Outcome::NotEstimable) => format!(
+                "not estimable ({} of {} paired differences unknown: both arms censored on the same side)",
+                self.unknown, self.n
+            ),
             (_, o) => o.to_string(),
         }
     }
 }
 
+/// An interval's end in words for the ledger: [`sig4`] when finite, `unbounded` when
+/// infinite (a censored end), so that no ledger cell prints `inf` or `NaN`.
+pub fn end_text(x: f64) -> String {
+    if x.is_finite() {
+        sig4(x)
+    } else {
+        "unbounded".into()
+    }
+}
+
 /// The ledger line: `+0.93 [0.62, 1.21] (n = 10, q = 0.004): as claimed`, numbers to 4
-/// significant digits ([`sig4`]), `q` from [`Assessed::deciding_q`].
+/// significant digits ([`sig4`]; an infinite interval end is `unbounded`, [`end_text`]), `q`
+/// from [`Assessed::deciding_q`]; a comparison that is not estimable prints only why and its
+/// `n`.
 impl fmt::Display for Assessed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.outcome == Outcome::NotEstimable {
+            return f.write_str(&self.outcome_text());
+        }
         let sign = if self.estimate > 0.0 { "+" } else { "" };
         write!(
             f,
             "{sign}{} [{}, {}] (n = {}, q = {}): {}",
             sig4(self.estimate),
-            sig4(self.ci.0),
-            sig4(self.ci.1),
+            end_text(self.ci.0),
+            end_text(self.ci.1),
             self.n,
             sig4(self.deciding_q()),
             self.outcome_text()
@@ -322,7 +372,8 @@ impl fmt::Display for Assessed {
     }
 }
 
-/// The family's verdict (module docs); its [`Display`](fmt::Display) is the ledger's wording.
+/// The family's verdict (module docs); its [`Display`](fmt::Display) is the ledger's wording,
+/// which says how many comparisons hold.
 ///
 /// # Examples
 ///
@@ -350,21 +401,27 @@ impl fmt::Display for Assessed {
 ///         others: vec![("d=128".into(), Outcome::Inconclusive)],
 ///     }
 /// );
-/// assert_eq!(v.to_string(), "conditional: holds at d=64; inconclusive at d=128");
+/// assert_eq!(v.to_string(), "conditional: holds in 1 of 2 (at d=64); inconclusive at d=128");
 ///
 /// let by = vec![("d=64".into(), Outcome::Opposite), ("d=128".into(), Outcome::Negligible)];
 /// assert_eq!(
 ///     Verdict::Refuted { by }.to_string(),
 ///     "refuted: opposite at d=64; negligible at d=128"
 /// );
-/// assert_eq!(Verdict::Supported.to_string(), "supported");
-/// assert_eq!(Verdict::Inconclusive { refuting: vec![] }.to_string(), "inconclusive");
+/// assert_eq!(Verdict::Supported { n: 3 }.to_string(), "supported (holds in 3 of 3)");
+/// let none = vec![("d=64".into(), Outcome::Inconclusive)];
+/// assert_eq!(Verdict::Inconclusive { others: none }.to_string(), "inconclusive (holds in 0 of 1)");
+/// let gone = Verdict::NotEstimable { names: vec!["d=64".into()] };
+/// assert_eq!(gone.to_string(), "not estimable at d=64");
 /// # Ok::<(), normscope_core::stats::verdict::FamilyError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Verdict {
     /// Every comparison as claimed.
-    Supported,
+    Supported {
+        /// How many comparisons (all of them hold).
+        n: usize,
+    },
     /// Some comparisons as claimed.
     Conditional {
         /// Where the claim holds.
@@ -374,27 +431,36 @@ pub enum Verdict {
     },
     /// No comparison as claimed, and not every one refutes.
     Inconclusive {
-        /// The comparisons that refute (opposite or negligible), if any.
-        refuting: Vec<(String, Outcome)>,
+        /// Every comparison and its outcome.
+        others: Vec<(String, Outcome)>,
     },
-    /// No comparison as claimed, every one opposite or negligible.
+    /// No comparison as claimed, every one opposite or negligible (below the SESOI included).
     Refuted {
         /// Every comparison and how it refutes.
         by: Vec<(String, Outcome)>,
     },
+    /// No comparison could be estimated ([`Outcome::NotEstimable`]).
+    NotEstimable {
+        /// The comparisons.
+        names: Vec<String>,
+    },
 }
 
-/// `"opposite at a, b; negligible at c"`: names grouped by outcome, in the order
-/// opposite, negligible, inconclusive, as claimed.
-fn grouped(list: &[(String, Outcome)]) -> String {
+/// `"opposite at a, b; negligible at c"`: names grouped by outcome, in the order opposite,
+/// negligible, below the SESOI, inconclusive, not estimable, as claimed; outcomes in `skip`
+/// left out.
+fn grouped(list: &[(String, Outcome)], skip: &[Outcome]) -> String {
     let order = [
         Outcome::Opposite,
         Outcome::Negligible,
+        Outcome::BelowSesoi,
         Outcome::Inconclusive,
+        Outcome::NotEstimable,
         Outcome::AsClaimed,
     ];
     order
         .iter()
+        .filter(|o| !skip.contains(o))
         .filter_map(|o| {
             let names: Vec<&str> = list
                 .iter()
@@ -410,21 +476,30 @@ fn grouped(list: &[(String, Outcome)]) -> String {
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Verdict::Supported => f.write_str("supported"),
+            Verdict::Supported { n } => write!(f, "supported (holds in {n} of {n})"),
             Verdict::Conditional { holds, others } => {
-                write!(f, "conditional: holds at {}", holds.join(", "))?;
+                write!(
+                    f,
+                    "conditional: holds in {} of {} (at {})",
+                    holds.len(),
+                    holds.len() + others.len(),
+                    holds.join(", ")
+                )?;
                 if !others.is_empty() {
-                    write!(f, "; {}", grouped(others))?;
+                    write!(f, "; {}", grouped(others, &[]))?;
                 }
                 Ok(())
             }
-            Verdict::Inconclusive { refuting } if refuting.is_empty() => {
-                f.write_str("inconclusive")
+            Verdict::Inconclusive { others } => {
+                write!(f, "inconclusive (holds in 0 of {}", others.len())?;
+                let notes = grouped(others, &[Outcome::Inconclusive]);
+                if !notes.is_empty() {
+                    write!(f, "; {notes}")?;
+                }
+                f.write_str(")")
             }
-            Verdict::Inconclusive { refuting } => {
-                write!(f, "inconclusive ({})", grouped(refuting))
-            }
-            Verdict::Refuted { by } => write!(f, "refuted: {}", grouped(by)),
+            Verdict::Refuted { by } => write!(f, "refuted: {}", grouped(by, &[])),
+            Verdict::NotEstimable { names } => write!(f, "not estimable at {}", names.join(", ")),
         }
     }
 }
@@ -502,7 +577,8 @@ impl Family {
         if directional {
             parts.push(format!(
                 "directional: two-sided test of median 0 significant on the claimed side = as \
-                 claimed, on the other = opposite, else TOST (one-sided tests of median > -{s} \
+                 claimed, on the other = opposite, either with the median within +-{s} = \
+                 negligible (below the SESOI), else TOST (one-sided tests of median > -{s} \
                  and < +{s}, the larger p) significant = negligible"
             ));
         }
@@ -513,8 +589,10 @@ impl Family {
             ));
         }
         parts.push(
-            "all as claimed = supported; some = conditional; none, all opposite or negligible = \
-             refuted; else inconclusive"
+            "a comparison with at least half its differences unknown (both arms censored on \
+             the same side) is not estimable and left out of Holm; all as claimed = supported; \
+             some = conditional; none, all opposite or negligible = refuted; none estimable = \
+             not estimable; else inconclusive"
                 .into(),
         );
         parts.join("; ")
@@ -540,54 +618,95 @@ pub fn judge(f: &Family) -> Result<(Vec<Assessed>, Verdict), FamilyError> {
         let s = c.sesoi.unwrap_or(f.sesoi);
         let ci = median_ci(&c.diffs).ok_or_else(|| FamilyError::EmptyComparison(c.name.clone()))?;
         let d = &c.diffs;
+        let unknown = d
+            .iter()
+            .filter(|o| !o.lo().is_finite() && !o.hi().is_finite())
+            .count();
+        let estimable = 2 * unknown < d.len() && ci.estimate.is_finite();
         let up = p_greater(d, 0.0) < p_less(d, 0.0);
         let p_two = p_two_sided(d, 0.0);
         let p_eq = p_greater(d, -s).max(p_less(d, s));
         let p_beyond = (2.0 * p_greater(d, s).min(p_less(d, -s))).min(1.0);
-        raw.push((ci, up, p_two, p_eq, p_beyond));
+        raw.push((ci, up, p_two, p_eq, p_beyond, unknown, estimable, s));
     }
-    let q_two = holm::adjust(&raw.iter().map(|r| r.2).collect::<Vec<_>>());
-    let q_eq = holm::adjust(&raw.iter().map(|r| r.3).collect::<Vec<_>>());
-    let q_beyond = holm::adjust(&raw.iter().map(|r| r.4).collect::<Vec<_>>());
+    // Holm over the estimable comparisons only; the others are not tested (q NaN).
+    let holm_of = |p: fn(&Raw) -> f64| -> Vec<f64> {
+        let kept: Vec<f64> = raw.iter().filter(|r| r.6).map(p).collect();
+        let mut q = holm::adjust(&kept).into_iter();
+        raw.iter()
+            .map(|r| {
+                if r.6 {
+                    q.next().expect("one q per kept p")
+                } else {
+                    f64::NAN
+                }
+            })
+            .collect()
+    };
+    let q_two = holm_of(|r| r.2);
+    let q_eq = holm_of(|r| r.3);
+    let q_beyond = holm_of(|r| r.4);
     let assessed: Vec<Assessed> = f
         .comparisons
         .iter()
         .zip(raw)
         .enumerate()
-        .map(|(i, (c, (ci, up, p_two, p_eq, p_beyond)))| {
-            let outcome = match c.claimed {
-                Claimed::Increase | Claimed::Decrease if q_two[i] < f.alpha => {
-                    if up == (c.claimed == Claimed::Increase) {
-                        Outcome::AsClaimed
-                    } else {
-                        Outcome::Opposite
+        .map(
+            |(i, (c, (ci, up, p_two, p_eq, p_beyond, unknown, estimable, s)))| {
+                let directional = c.claimed != Claimed::Equivalent;
+                let outcome = match c.claimed {
+                    _ if !estimable => Outcome::NotEstimable,
+                    _ if directional && q_two[i] < f.alpha && ci.estimate.abs() < s => {
+                        Outcome::BelowSesoi
                     }
+                    _ if directional && q_two[i] < f.alpha => {
+                        if up == (c.claimed == Claimed::Increase) {
+                            Outcome::AsClaimed
+                        } else {
+                            Outcome::Opposite
+                        }
+                    }
+                    _ if directional && q_eq[i] < f.alpha => Outcome::Negligible,
+                    Claimed::Equivalent if q_eq[i] < f.alpha => Outcome::AsClaimed,
+                    Claimed::Equivalent if q_beyond[i] < f.alpha => Outcome::Opposite,
+                    _ => Outcome::Inconclusive,
+                };
+                Assessed {
+                    name: c.name.clone(),
+                    claimed: c.claimed,
+                    n: ci.n,
+                    estimate: ci.estimate,
+                    ci: (ci.lo, ci.hi),
+                    coverage: ci.coverage,
+                    p_two_sided: p_two,
+                    q_two_sided: q_two[i],
+                    p_equivalence: p_eq,
+                    q_equivalence: q_eq[i],
+                    p_beyond,
+                    q_beyond: q_beyond[i],
+                    outcome,
+                    unknown,
+                    sesoi: s,
                 }
-                Claimed::Increase | Claimed::Decrease if q_eq[i] < f.alpha => Outcome::Negligible,
-                Claimed::Equivalent if q_eq[i] < f.alpha => Outcome::AsClaimed,
-                Claimed::Equivalent if q_beyond[i] < f.alpha => Outcome::Opposite,
-                _ => Outcome::Inconclusive,
-            };
-            Assessed {
-                name: c.name.clone(),
-                claimed: c.claimed,
-                n: ci.n,
-                estimate: ci.estimate,
-                ci: (ci.lo, ci.hi),
-                coverage: ci.coverage,
-                p_two_sided: p_two,
-                q_two_sided: q_two[i],
-                p_equivalence: p_eq,
-                q_equivalence: q_eq[i],
-                p_beyond,
-                q_beyond: q_beyond[i],
-                outcome,
-            }
-        })
+            },
+        )
         .collect();
     let verdict = verdict_of(&assessed);
     Ok((assessed, verdict))
 }
+
+/// One comparison's numbers before Holm: interval, side, the three p-values, unknown
+/// differences, whether it is estimable, its SESOI.
+type Raw = (
+    super::median_ci::MedianCi,
+    bool,
+    f64,
+    f64,
+    f64,
+    usize,
+    bool,
+    f64,
+);
 
 /// The family's verdict from its comparisons' outcomes (module docs).
 fn verdict_of(assessed: &[Assessed]) -> Verdict {
@@ -595,28 +714,37 @@ fn verdict_of(assessed: &[Assessed]) -> Verdict {
         .iter()
         .map(|a| (a.name.clone(), a.outcome))
         .collect();
+    if all.iter().all(|(_, o)| *o == Outcome::NotEstimable) {
+        return Verdict::NotEstimable {
+            names: all.into_iter().map(|(n, _)| n).collect(),
+        };
+    }
     let holds: Vec<String> = all
         .iter()
         .filter(|(_, o)| *o == Outcome::AsClaimed)
         .map(|(n, _)| n.clone())
         .collect();
-    let refuting: Vec<(String, Outcome)> = all
+    let refuting = all
         .iter()
-        .filter(|(_, o)| matches!(o, Outcome::Opposite | Outcome::Negligible))
-        .cloned()
-        .collect();
+        .filter(|(_, o)| {
+            matches!(
+                o,
+                Outcome::Opposite | Outcome::Negligible | Outcome::BelowSesoi
+            )
+        })
+        .count();
     if holds.len() == all.len() {
-        Verdict::Supported
+        Verdict::Supported { n: all.len() }
     } else if !holds.is_empty() {
         let others = all
             .into_iter()
             .filter(|(_, o)| *o != Outcome::AsClaimed)
             .collect();
         Verdict::Conditional { holds, others }
-    } else if refuting.len() == all.len() {
-        Verdict::Refuted { by: refuting }
+    } else if refuting == all.len() {
+        Verdict::Refuted { by: all }
     } else {
-        Verdict::Inconclusive { refuting }
+        Verdict::Inconclusive { others: all }
     }
 }
 
@@ -703,10 +831,10 @@ mod tests {
             ],
         );
         let (a, v) = judge(&f).unwrap();
-        assert_eq!(v, Verdict::Supported);
+        assert_eq!(v, Verdict::Supported { n: 2 });
         assert!((a[0].p_two_sided - 2.0 / 1024.0).abs() < 1e-15);
         assert!((a[0].q_two_sided - 4.0 / 1024.0).abs() < 1e-15);
-        assert_eq!(v.to_string(), "supported");
+        assert_eq!(v.to_string(), "supported (holds in 2 of 2)");
         // Conditional: one of two holds, the other is an even split of large differences.
         let f = Family::new(
             "A beats B",
@@ -720,7 +848,7 @@ mod tests {
         assert_eq!(a[1].outcome, Outcome::Inconclusive);
         assert_eq!(
             v.to_string(),
-            "conditional: holds at d=64; inconclusive at d=128"
+            "conditional: holds in 1 of 2 (at d=64); inconclusive at d=128"
         );
         // Refuted, opposite: every difference negative for an Increase claim.
         let f = Family::new("A beats B", 0.5, vec![comp("d=64", &k_of_ten(0), Increase)]);
@@ -729,7 +857,7 @@ mod tests {
         assert_eq!(v.to_string(), "refuted: opposite at d=64");
         // ... and the same data are as claimed for a Decrease claim.
         let f = Family::new("A loses", 0.5, vec![comp("d=64", &k_of_ten(0), Decrease)]);
-        assert_eq!(judge(&f).unwrap().1, Verdict::Supported);
+        assert!(matches!(judge(&f).unwrap().1, Verdict::Supported { .. }));
         // Refuted, negligible: tiny differences of both signs, SESOI 1: the two-sided p is 1,
         // TOST p = max(P(K >= 10), P(K >= 10)) = 1/1024.
         let tiny: Vec<f64> = (0..10)
@@ -745,8 +873,13 @@ mod tests {
         let f = Family::new("A beats B", 0.5, vec![comp("d=64", &k_of_ten(7), Increase)]);
         let (a, v) = judge(&f).unwrap();
         assert!((a[0].p_two_sided - 0.34375).abs() < 1e-12);
-        assert_eq!(v, Verdict::Inconclusive { refuting: vec![] });
-        assert_eq!(v.to_string(), "inconclusive");
+        assert_eq!(
+            v,
+            Verdict::Inconclusive {
+                others: vec![("d=64".into(), Outcome::Inconclusive)]
+            }
+        );
+        assert_eq!(v.to_string(), "inconclusive (holds in 0 of 1)");
         // Inconclusive, naming what refutes: one opposite, one not significant.
         let f = Family::new(
             "A beats B",
@@ -757,7 +890,10 @@ mod tests {
             ],
         );
         let (_, v) = judge(&f).unwrap();
-        assert_eq!(v.to_string(), "inconclusive (opposite at d=64)");
+        assert_eq!(
+            v.to_string(),
+            "inconclusive (holds in 0 of 2; opposite at d=64)"
+        );
         // Refuted by a mix: opposite at one, negligible at the other.
         let f = Family::new(
             "A beats B",
@@ -800,7 +936,7 @@ mod tests {
         assert_eq!(a[1].outcome_text(), "differs by more than the SESOI");
         assert_eq!(
             v.to_string(),
-            "conditional: holds at tiny; opposite at big; inconclusive at spread"
+            "conditional: holds in 1 of 3 (at tiny); opposite at big; inconclusive at spread"
         );
     }
 
@@ -819,16 +955,16 @@ mod tests {
             )
         };
         let (a, v) = judge(&fam([10, 9, 9])).unwrap();
-        assert_eq!(v, Verdict::Supported);
+        assert!(matches!(v, Verdict::Supported { .. }));
         assert!((a[1].q_two_sided - 44.0 / 1024.0).abs() < 1e-15);
         // Three at 9 of 10: the smallest needs 3 x 22/1024 = 0.064 > 0.05: nothing holds.
         let (_, v) = judge(&fam([9, 9, 9])).unwrap();
-        assert_eq!(v, Verdict::Inconclusive { refuting: vec![] });
+        assert_eq!(v.to_string(), "inconclusive (holds in 0 of 3)");
         // 10, 9 and 8 of 10: the third's p = 112/1024 = 0.109: conditional.
         let (_, v) = judge(&fam([10, 9, 8])).unwrap();
         assert_eq!(
             v.to_string(),
-            "conditional: holds at c0, c1; inconclusive at c2"
+            "conditional: holds in 2 of 3 (at c0, c1); inconclusive at c2"
         );
     }
 
@@ -867,6 +1003,98 @@ mod tests {
         assert_eq!(sig4(1.23456e-5), "1.235e-5");
         assert_eq!(sig4(f64::NEG_INFINITY), "-inf");
         assert_eq!(sig4(0.0), "0");
+    }
+
+    #[test]
+    fn a_significant_effect_below_the_sesoi_is_negligible() {
+        // Ten of ten positive (q = 2/1024) with median 0.0345, below the SESOI 0.05: neither
+        // as claimed nor opposite, whichever side was claimed; with SESOI 0.03 it is claimed.
+        let v: Vec<f64> = (1..=10).map(|i| 0.03 + 0.001 * i as f64).collect();
+        for claimed in [Claimed::Increase, Claimed::Decrease] {
+            let (a, verdict) = judge(&Family::new(
+                "A beats B",
+                0.05,
+                vec![comp("lm", &v, claimed)],
+            ))
+            .unwrap();
+            assert_eq!(a[0].outcome, Outcome::BelowSesoi);
+            assert!((a[0].deciding_q() - 2.0 / 1024.0).abs() < 1e-15);
+            assert_eq!(
+                a[0].to_string(),
+                "+0.0355 [0.032, 0.039] (n = 10, q = 0.001953): negligible (significant, below the SESOI of 0.05)"
+            );
+            assert_eq!(
+                verdict.to_string(),
+                "refuted: negligible (significant, below the SESOI) at lm"
+            );
+        }
+        let (a, _) = judge(&Family::new(
+            "A beats B",
+            0.03,
+            vec![comp("lm", &v, Claimed::Increase)],
+        ))
+        .unwrap();
+        assert_eq!(a[0].outcome, Outcome::AsClaimed);
+    }
+
+    #[test]
+    fn comparisons_without_a_bounded_median_are_not_estimable_and_leave_holm() {
+        let unknown = Obs::between(f64::NEG_INFINITY, f64::INFINITY).unwrap();
+        // Both arms censored below in every seed: [-inf, inf] ten times.
+        let gone = Comparison {
+            name: "24 layers".into(),
+            diffs: vec![unknown; 10],
+            claimed: Claimed::Increase,
+            sesoi: None,
+        };
+        // Five of ten unknown: still not estimable (half); four of ten: estimable.
+        let mut half = ex(&k_of_ten(10));
+        half[..5].fill(unknown);
+        let mut four = ex(&k_of_ten(10));
+        four[..4].fill(unknown);
+        let fam = Family::new(
+            "A beats B",
+            0.5,
+            vec![
+                comp("6 layers", &k_of_ten(10), Claimed::Increase),
+                gone.clone(),
+                Comparison {
+                    name: "half".into(),
+                    diffs: half,
+                    claimed: Claimed::Increase,
+                    sesoi: None,
+                },
+            ],
+        );
+        let (a, v) = judge(&fam).unwrap();
+        assert_eq!(a[1].outcome, Outcome::NotEstimable);
+        assert_eq!(a[2].outcome, Outcome::NotEstimable);
+        assert_eq!(a[1].unknown, 10);
+        // Holm over the one estimable comparison: q = p = 2/1024, not 3 x.
+        assert!((a[0].q_two_sided - 2.0 / 1024.0).abs() < 1e-15);
+        assert!(a[1].deciding_q().is_nan());
+        let text = a[1].to_string();
+        assert_eq!(
+            text,
+            "not estimable (10 of 10 paired differences unknown: both arms censored on the same side)"
+        );
+        assert!(!text.contains("NaN") && !text.contains("inf"));
+        assert_eq!(
+            v.to_string(),
+            "conditional: holds in 1 of 3 (at 6 layers); not estimable at 24 layers, half"
+        );
+        let alone = judge(&Family::new("A beats B", 0.5, vec![gone])).unwrap().1;
+        assert_eq!(alone.to_string(), "not estimable at 24 layers");
+        let c = Comparison {
+            name: "four".into(),
+            diffs: four,
+            claimed: Claimed::Increase,
+            sesoi: None,
+        };
+        let (a, _) = judge(&Family::new("A beats B", 0.5, vec![c])).unwrap();
+        assert_ne!(a[0].outcome, Outcome::NotEstimable);
+        // An unbounded interval end is printed in words.
+        assert!(a[0].to_string().contains("unbounded"), "{}", a[0]);
     }
 
     #[test]
@@ -929,7 +1157,7 @@ mod tests {
             let f = Family::new("sim", sesoi, vec![comp("c", &v, Claimed::Increase)]);
             let (a, verdict) = judge(&f).unwrap();
             match (a[0].outcome, &verdict) {
-                (Outcome::AsClaimed, Verdict::Supported) => supported += 1,
+                (Outcome::AsClaimed, Verdict::Supported { .. }) => supported += 1,
                 (Outcome::Negligible, Verdict::Refuted { .. }) => negligible += 1,
                 (Outcome::AsClaimed | Outcome::Negligible, _) => panic!("{verdict}"),
                 _ => {}
@@ -960,7 +1188,9 @@ mod tests {
         // rates 11/1024 = 0.0107 and P(K >= 15) = 0.0207, both at most alpha/2.
         let reps = 2000;
         for (n, k, seed) in [(10usize, 9u64, 41u64), (20, 15, 42)] {
-            let (supported, _) = simulate(seed, reps, n, 0.0, 0.5);
+            // A SESOI far below the noise, so that "as claimed" is the sign test's decision
+            // alone (a median within +-SESOI would be negligible, which only lowers the rate).
+            let (supported, _) = simulate(seed, reps, n, 0.0, 1e-9);
             let exact = binom_upper(k, n as u64, 0.5);
             let (lo, hi) = agrees(&format!("null, n = {n}: supported"), supported, reps, exact);
             // No sign of exceeding alpha/2, and clearly below alpha (2000 families cannot
@@ -1115,8 +1345,8 @@ mod tests {
             if matches!(ve, Verdict::Inconclusive { .. }) {
                 assert!(matches!(vc, Verdict::Inconclusive { .. }), "{ve} -> {vc}");
             }
-            if vc == Verdict::Supported {
-                assert_eq!(ve, Verdict::Supported);
+            if matches!(vc, Verdict::Supported { .. }) {
+                assert!(matches!(ve, Verdict::Supported { .. }));
             }
             if matches!(vc, Verdict::Refuted { .. }) && !matches!(ve, Verdict::Refuted { .. }) {
                 assert!(
@@ -1153,7 +1383,9 @@ mod tests {
                         comp(&format!("c{c}"), &v, Claimed::Increase)
                     })
                     .collect();
-                if judge(&Family::new("sim", 0.5, comps)).unwrap().1 == Verdict::Supported {
+                if judge(&Family::new("sim", 0.5, comps)).unwrap().1
+                    == (Verdict::Supported { n: 3 })
+                {
                     supported += 1;
                 }
             }
