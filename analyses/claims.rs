@@ -95,6 +95,7 @@ pub struct Config {}
 ///     finite_width: String::new(),
 ///     tier: "init".into(),
 ///     other_tiers: String::new(),
+///     effects: Vec::new(),
 /// };
 /// assert_eq!((c.id, c.verdict.as_str()), (1, "supported"));
 /// assert_eq!(c.trained.as_ref().map(|t| t.measurement.as_str()), Some("0.05"));
@@ -128,6 +129,83 @@ pub struct Claim {
     /// The verdicts on the other tiers, and whether they disagree with the headline's (empty
     /// for init-time claims).
     pub other_tiers: String,
+    /// Every comparison behind a training verdict, one row each of `effects.csv` (empty for
+    /// init-time claims).
+    pub effects: Vec<Effect>,
+}
+
+/// One comparison of a claim's family on one tier: a row of `effects.csv`, cited in the
+/// ledger's prose by its `id`.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::claims::Effect;
+/// use normscope_core::stats::obs::Obs;
+/// use normscope_core::stats::verdict::{Claimed, Comparison, Family, judge};
+///
+/// let c = Comparison {
+///     name: "12 layers".into(),
+///     diffs: (1..=10).map(|i| Obs::exact(i as f64).unwrap()).collect(),
+///     claimed: Claimed::Increase,
+///     sesoi: None,
+/// };
+/// let (assessed, _) = judge(&Family::new("warmup helps", 0.5, vec![c]))?;
+/// let e = Effect::new(6, "lm", "warmup helps", 0, assessed[0].clone());
+/// assert_eq!(e.id, "6.lm.1");
+/// assert_eq!(e.depth(), Some((12, "layers")));
+/// # Ok::<(), normscope_core::stats::verdict::FamilyError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Effect {
+    /// `<claim>.<tier>.<k>`, `k` counting the tier's comparisons from 1 in family order.
+    pub id: String,
+    /// The claim's number.
+    pub claim: u32,
+    /// The tier it was measured on.
+    pub tier: String,
+    /// The family's claim in words.
+    pub family: String,
+    /// The comparison, assessed.
+    pub assessed: normscope_core::stats::verdict::Assessed,
+}
+
+impl Effect {
+    /// The `k`-th (from 0) comparison of `family` on `tier` for claim `claim`.
+    pub fn new(
+        claim: u32,
+        tier: &str,
+        family: &str,
+        k: usize,
+        assessed: normscope_core::stats::verdict::Assessed,
+    ) -> Effect {
+        Effect {
+            id: format!("{claim}.{tier}.{}", k + 1),
+            claim,
+            tier: tier.into(),
+            family: family.into(),
+            assessed,
+        }
+    }
+
+    /// The depth the comparison's name states, `N layers` or `N blocks` (`1 layer`): the
+    /// number and its unit; `None` when the name states none.
+    pub fn depth(&self) -> Option<(u64, &'static str)> {
+        let words: Vec<&str> = self
+            .assessed
+            .name
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|w| !w.is_empty())
+            .collect();
+        words.windows(2).find_map(|w| {
+            let unit = match w[1] {
+                "layer" | "layers" => "layers",
+                "block" | "blocks" => "blocks",
+                _ => return None,
+            };
+            Some((w[0].parse().ok()?, unit))
+        })
+    }
 }
 
 /// The tier whose verdict heads a training claim when it has one.
@@ -178,6 +256,33 @@ pub(crate) fn training_claim(
         )));
     };
     let h = &verdicts[head];
+    // Every comparison of every tier, the primary tier's first, with its id.
+    let order: Vec<usize> = std::iter::once(head)
+        .chain((0..verdicts.len()).filter(|i| *i != head))
+        .collect();
+    let effects: Vec<Effect> = order
+        .iter()
+        .flat_map(|&i| {
+            let v = &verdicts[i];
+            v.assessed
+                .iter()
+                .enumerate()
+                .map(|(k, a)| Effect::new(id, &v.tier, &v.family, k, a.clone()))
+        })
+        .collect();
+    // `[id] name: effect` for a tier's comparisons (the effects text when none are listed).
+    let cited = |v: &super::training::TierVerdict| {
+        let mine: Vec<String> = effects
+            .iter()
+            .filter(|e| e.tier == v.tier)
+            .map(|e| format!("[{}] {}: {}", e.id, e.assessed.name, e.assessed))
+            .collect();
+        if mine.is_empty() {
+            v.effects.clone()
+        } else {
+            mine.join("; ")
+        }
+    };
     let ctx = |v: &super::training::TierVerdict| {
         if v.context.is_empty() {
             String::new()
@@ -199,7 +304,7 @@ pub(crate) fn training_claim(
                 "{} tier: {}{note}; effects: {}{}",
                 v.tier,
                 v.verdict,
-                v.effects,
+                cited(v),
                 ctx(v)
             )
         })
@@ -210,10 +315,10 @@ pub(crate) fn training_claim(
         seeds,
         data,
         measurement: format!(
-            "{init}{}{} tier, effects (effect [95% CI] (n, Holm q): outcome): {}{}",
+            "{init}{}{} tier, effects ([id in effects.csv] effect [95% CI] (n, Holm q): outcome): {}{}",
             if init.is_empty() { "" } else { ". " },
             h.tier,
-            h.effects,
+            cited(h),
             ctx(h)
         ),
         rule: format!(
@@ -225,6 +330,7 @@ pub(crate) fn training_claim(
         finite_width: String::new(),
         tier: h.tier.clone(),
         other_tiers: others.join(" | "),
+        effects,
     })
 }
 
@@ -334,6 +440,7 @@ fn claim1(d: &Data) -> Result<Claim> {
         finite_width: String::new(),
         tier: "init".into(),
         other_tiers: String::new(),
+        effects: Vec::new(),
     })
 }
 
@@ -407,6 +514,7 @@ fn claim2(d: &Data) -> Result<Claim> {
         finite_width: String::new(),
         tier: "init".into(),
         other_tiers: String::new(),
+        effects: Vec::new(),
     })
 }
 
@@ -483,6 +591,7 @@ fn claim3(d: &Data) -> Result<Claim> {
         finite_width: String::new(),
         tier: "init".into(),
         other_tiers: String::new(),
+        effects: Vec::new(),
     })
 }
 
@@ -627,6 +736,7 @@ fn claim4(d: &Data) -> Result<Claim> {
         finite_width: String::new(),
         tier: "init".into(),
         other_tiers: String::new(),
+        effects: Vec::new(),
     })
 }
 
@@ -684,6 +794,7 @@ fn claim5(d: &Data) -> Result<Claim> {
         finite_width: String::new(),
         tier: "init".into(),
         other_tiers: String::new(),
+        effects: Vec::new(),
     })
 }
 
@@ -784,19 +895,22 @@ fn claim10(d: &Data) -> Result<Claim> {
         .fold(0.0, f64::max) as u64;
     let effects = norms::warmup_effects(&searches, &tier, &kinds, warmup)?;
     let v = norms::with_claim6(norms::verdicts(&rows, &kinds)?, &effects)?;
-    let effects: Vec<String> = effects
+    let cited: Vec<Effect> = effects
         .iter()
-        .map(|e| {
-            let a = &e.assessed;
-            format!(
-                "{} {:.2} [{:.2}, {:.2}] {}",
-                a.name,
-                a.estimate,
-                a.ci.0,
-                a.ci.1,
-                a.outcome_text()
+        .enumerate()
+        .map(|(k, e)| {
+            Effect::new(
+                10,
+                &tier,
+                "claim 6 under each norm: warmup raises Post-Norm's maximum stable lr",
+                k,
+                e.assessed.clone(),
             )
         })
+        .collect();
+    let effects: Vec<String> = cited
+        .iter()
+        .map(|e| format!("[{}] {}: {}", e.id, e.assessed.name, e.assessed))
         .collect();
     let depth = rows.iter().map(|r| r.depth).max().unwrap_or(0);
     let parts: Vec<String> = v
@@ -848,6 +962,7 @@ fn claim10(d: &Data) -> Result<Claim> {
         finite_width: String::new(),
         tier: "init".into(),
         other_tiers: String::new(),
+        effects: cited,
     })
 }
 
@@ -946,6 +1061,166 @@ fn finite_width_notes(d: &Data) -> Result<Vec<(u32, String)>> {
     Ok(out)
 }
 
+/// The longest summary cell of the ledger's table, in characters.
+pub const SUMMARY_MAX: usize = 300;
+
+/// A claim's one-line summary for the ledger's table (at most [`SUMMARY_MAX`] characters;
+/// the full verdict stays in the claim's section and in `claims.csv`'s `verdict`). A training
+/// claim: the verdict's kind, how many comparisons hold on each tier, and the headline effect
+/// (the primary tier's estimable comparison with the smallest deciding q) with its 95%
+/// interval and id in `effects.csv`. An init-time claim: its verdict, cut at a clause boundary
+/// when longer, pointing to the section.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::claims::{Claim, Effect, summary};
+/// use normscope_core::stats::obs::Obs;
+/// use normscope_core::stats::verdict::{Claimed, Comparison, Family, judge};
+///
+/// let comp = |name: &str, k: i32| Comparison {
+///     name: name.into(),
+///     diffs: (0..10).map(|i| Obs::exact(if i < k { 1.0 + i as f64 } else { -1.0 }).unwrap()).collect(),
+///     claimed: Claimed::Increase,
+///     sesoi: None,
+/// };
+/// let fam = Family::new("warmup helps", 0.5, vec![comp("6 layers", 10), comp("12 layers", 6)]);
+/// let (assessed, v) = judge(&fam)?;
+/// let effects = assessed.into_iter().enumerate().map(|(k, a)| Effect::new(6, "lm", "warmup helps", k, a)).collect();
+/// let c = Claim {
+///     id: 6,
+///     statement: "warmup helps",
+///     seeds: "001",
+///     data: "warmup/searches.csv",
+///     measurement: String::new(),
+///     rule: String::new(),
+///     verdict: v.to_string(),
+///     trained: None,
+///     finite_width: String::new(),
+///     tier: "lm".into(),
+///     other_tiers: String::new(),
+///     effects,
+/// };
+/// assert_eq!(
+///     summary(&c),
+///     "conditional: lm holds in 1 of 2; headline [6.lm.1] 6 layers: +5.5 [2, 9] as claimed, lm tier"
+/// );
+/// # Ok::<(), normscope_core::stats::verdict::FamilyError>(())
+/// ```
+pub fn summary(c: &Claim) -> String {
+    use normscope_core::stats::verdict::{Outcome, end_text, sig4};
+    if c.effects.is_empty() {
+        return clause_cut(&c.verdict, SUMMARY_MAX - 30, " (full verdict below)");
+    }
+    let kind = c.verdict.split(':').next().unwrap_or(&c.verdict);
+    let kind = kind.split(" (holds in").next().unwrap_or(kind);
+    let mut tiers: Vec<&str> = Vec::new();
+    for e in &c.effects {
+        if !tiers.contains(&e.tier.as_str()) {
+            tiers.push(&e.tier);
+        }
+    }
+    let counts: Vec<String> = tiers
+        .iter()
+        .map(|t| {
+            let of: Vec<&Effect> = c.effects.iter().filter(|e| e.tier == *t).collect();
+            let holds = of
+                .iter()
+                .filter(|e| e.assessed.outcome == Outcome::AsClaimed)
+                .count();
+            format!("{t} holds in {holds} of {}", of.len())
+        })
+        .collect();
+    // The headline's tier: the claim's own, else (an init-time claim with a training part)
+    // the first tier with comparisons.
+    let tier = if tiers.contains(&c.tier.as_str()) {
+        c.tier.as_str()
+    } else {
+        tiers[0]
+    };
+    let head = c
+        .effects
+        .iter()
+        .filter(|e| e.tier == tier && e.assessed.outcome != Outcome::NotEstimable)
+        .min_by(|a, b| a.assessed.deciding_q().total_cmp(&b.assessed.deciding_q()));
+    let headline = match head {
+        Some(e) => {
+            let a = &e.assessed;
+            let sign = if a.estimate > 0.0 { "+" } else { "" };
+            format!(
+                "; headline [{}] {}: {sign}{} [{}, {}] {}, {tier} tier",
+                e.id,
+                clause_cut(&a.name, 60, ""),
+                sig4(a.estimate),
+                end_text(a.ci.0),
+                end_text(a.ci.1),
+                a.outcome
+            )
+        }
+        None => format!("; nothing estimable on the {tier} tier"),
+    };
+    let text = if c.tier == "init" {
+        // The init-time verdict heads; the training part (claim 10's claim 6 under each norm)
+        // follows as counts and its headline.
+        format!(
+            "{}; training: {}{headline}",
+            clause_cut(&c.verdict, 150, ""),
+            counts.join(", ")
+        )
+    } else {
+        format!("{kind}: {}{headline}", counts.join(", "))
+    };
+    clause_cut(&text, SUMMARY_MAX, "")
+}
+
+/// `text` when it has at most `max` characters; else its longest prefix ending at a clause
+/// boundary (`; `, `, ` or ` (`) that leaves room for `tail`, with `tail` appended.
+fn clause_cut(text: &str, max: usize, tail: &str) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let room = max.saturating_sub(tail.chars().count());
+    let prefix: String = text.chars().take(room).collect();
+    let cut = ["; ", ", ", " ("]
+        .iter()
+        .filter_map(|b| prefix.rfind(b))
+        .max()
+        .unwrap_or(prefix.len());
+    format!("{}{tail}", &prefix[..cut])
+}
+
+/// `effects.csv`: every comparison behind a training verdict ([`Effect`]): `id`, `claim`,
+/// `family`, `comparison`, `tier`, `depth` and `depth_unit` (as the comparison's name states
+/// them; empty otherwise), `effect` (median paired difference), `ci_low`, `ci_high` (its 95%
+/// interval; empty where unbounded), `coverage`, `n`, `q` (the deciding Holm-adjusted p;
+/// empty where not estimable), `outcome`, `sesoi`.
+fn effects_table(out: &mut Out, claims: &[Claim]) -> Result<()> {
+    let rows: Vec<&Effect> = claims.iter().flat_map(|c| &c.effects).collect();
+    let a = |g: fn(&Effect) -> f64| rows.iter().map(move |e| g(e)).collect::<Vec<f64>>();
+    let mut df = super::training::frame(vec![
+        column("id", rows.iter().map(|e| e.id.clone())),
+        column("claim", rows.iter().map(|e| e.claim)),
+        column("family", rows.iter().map(|e| e.family.clone())),
+        column("comparison", rows.iter().map(|e| e.assessed.name.clone())),
+        column("tier", rows.iter().map(|e| e.tier.clone())),
+        column("depth", rows.iter().map(|e| e.depth().map(|d| d.0))),
+        column(
+            "depth_unit",
+            rows.iter()
+                .map(|e| e.depth().map_or("", |d| d.1).to_string()),
+        ),
+        column("effect", a(|e| e.assessed.estimate)),
+        column("ci_low", a(|e| e.assessed.ci.0)),
+        column("ci_high", a(|e| e.assessed.ci.1)),
+        column("coverage", a(|e| e.assessed.coverage)),
+        column("n", rows.iter().map(|e| e.assessed.n as u64)),
+        column("q", a(|e| e.assessed.deciding_q())),
+        column("outcome", rows.iter().map(|e| e.assessed.outcome_text())),
+        column("sesoi", a(|e| e.assessed.sesoi)),
+    ])?;
+    out.frame("effects.csv", &mut df)
+}
+
 /// A field of a claim's after-training part, or "" without one.
 fn trained(c: &Claim, f: impl Fn(&AfterTraining) -> &String) -> &str {
     c.trained.as_ref().map_or("", |a| f(a).as_str())
@@ -963,6 +1238,7 @@ fn run(_: &Config, out: &mut Out) -> Result<()> {
         column("data", claims.iter().map(|c| c.data)),
         column("measurement", claims.iter().map(|c| c.measurement.as_str())),
         column("rule", claims.iter().map(|c| c.rule.as_str())),
+        column("summary", claims.iter().map(summary)),
         column("verdict", claims.iter().map(|c| c.verdict.as_str())),
         column(
             "trained_measurement",
@@ -984,6 +1260,7 @@ fn run(_: &Config, out: &mut Out) -> Result<()> {
         column("other_tiers", claims.iter().map(|c| c.other_tiers.as_str())),
     ])?;
     out.frame("claims.csv", &mut df)?;
+    effects_table(out, &claims)?;
     let mut md = String::from(
         "# Claims ledger\n\nGenerated by `normscope reproduce` (analysis `claims`) from the tables under `data/`; do not edit. Each verdict is computed from the measurements with the rule stated. The tier says where it was measured (init: closed form and Monte Carlo at init; lm: decoder-only Transformer on a teacher language; regression: residual MLP regression; seq2seq: encoder-decoder Transformer). Training verdicts lead with the effect and its 95% interval; \"inconclusive\" means no significant effect either way, never \"refuted\". Claims about networks in use also have a verdict on trained weights.\n\n| # | claim | seeds | tier | verdict | after training |\n|---|---|---|---|---|---|\n",
     );
@@ -994,7 +1271,7 @@ fn run(_: &Config, out: &mut Out) -> Result<()> {
             c.statement,
             c.seeds,
             c.tier,
-            c.verdict,
+            summary(c),
             c.trained.as_ref().map_or("", |a| a.verdict.as_str())
         ));
     }
@@ -1050,6 +1327,8 @@ mod tests {
             rule: "r".into(),
             verdict: verdict.into(),
             context: String::new(),
+            family: "f".into(),
+            assessed: Vec::new(),
         }
     }
 

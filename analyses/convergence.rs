@@ -30,8 +30,8 @@
 use super::lr_search::outcome_frame;
 use super::tier::{RunKey, TierSet, key_columns, seed_range};
 use super::training::{
-    TierVerdict, at_least_name, check_count, distinct_strings, f64s, frame, lines, obs_column,
-    paired_obs, score, score_at_least, score_obs, strs,
+    TierVerdict, at_least_name, check_count, distinct_strings, f64s, frame, obs_column, paired_obs,
+    score, score_at_least, score_obs, strs,
 };
 use super::tuned::{self, TunePlan, Tuned, TunedCell};
 use super::warmup::judge;
@@ -597,13 +597,8 @@ pub(crate) fn claim8(d: &Data) -> Result<Vec<TierVerdict>> {
     let mut out = Vec::new();
     for (f, places) in claim8_families(&tiers, &df)? {
         let (assessed, v) = judge(&f)?;
-        out.push(TierVerdict {
-            tier: places.first().map(|p| p.tier.clone()).unwrap_or_default(),
-            effects: lines(&assessed),
-            rule: f.rule(),
-            verdict: v.to_string(),
-            context: String::new(),
-        });
+        let tier = places.first().map(|p| p.tier.clone()).unwrap_or_default();
+        out.push(TierVerdict::judged(&tier, &f, assessed, &v, String::new()));
     }
     for v in &mut out {
         v.context = edge_note(d, "convergence/status.csv", &v.tier, None)?;

@@ -26,7 +26,7 @@
 use super::lr_search::outcome_frame;
 use super::tier::{RunKey, Tier, key_columns};
 use super::training::{
-    TierVerdict, check_count, check_presets, f64s, frame, lines, paired_obs, strs, unknown,
+    TierVerdict, check_count, check_presets, f64s, frame, paired_obs, strs, unknown,
 };
 use super::warmup::judge;
 use super::{Analysis, Out, common};
@@ -491,13 +491,7 @@ pub(crate) fn claim4(d: &Data) -> Result<TierVerdict> {
     let tier = strs(&df, "tier")?.first().cloned().unwrap_or_default();
     let (fam, context) = family(&df)?;
     let (assessed, v) = judge(&fam)?;
-    Ok(TierVerdict {
-        tier,
-        effects: lines(&assessed),
-        rule: fam.rule(),
-        verdict: v.to_string(),
-        context,
-    })
+    Ok(TierVerdict::judged(&tier, &fam, assessed, &v, context))
 }
 
 #[cfg(test)]

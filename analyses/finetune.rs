@@ -33,7 +33,7 @@
 use super::convergence::{LOSS_SESOI, runs_with_early};
 use super::tier::{RunKey, TierSet};
 use super::training::{
-    TierVerdict, best_lr, check_count, f64s, frame, lines, obs_column, paired_obs, strs,
+    TierVerdict, best_lr, check_count, f64s, frame, obs_column, paired_obs, strs,
 };
 use super::tuned::TunePlan;
 use super::warmup::judge;
@@ -634,11 +634,8 @@ pub(crate) fn claim9(d: &Data) -> Result<Vec<TierVerdict>> {
     let tier = strs(&df, "tier")?.first().cloned().unwrap_or_default();
     let (fam, transfer) = family(&df)?;
     let (assessed, v) = judge(&fam)?;
-    Ok(vec![TierVerdict {
-        tier,
-        effects: lines(&assessed),
-        rule: fam.rule(),
-        verdict: v.to_string(),
-        context: format!("transfer (units of the gap; > 0: pre-training helps): {transfer}"),
-    }])
+    let context = format!("transfer (units of the gap; > 0: pre-training helps): {transfer}");
+    Ok(vec![TierVerdict::judged(
+        &tier, &fam, assessed, &v, context,
+    )])
 }

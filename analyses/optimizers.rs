@@ -30,7 +30,7 @@ use super::convergence::{LOSS_SESOI, runs_with_early, status_table};
 use super::lr_search::scaling_frame;
 use super::tier::{Tier, TierSet};
 use super::training::{
-    TierVerdict, distinct_strings, f64s, frame, lines, obs_column, paired_obs, strs, unknown,
+    TierVerdict, distinct_strings, f64s, frame, obs_column, paired_obs, strs, unknown,
 };
 use super::tuned::{self, TunePlan, TunedCell};
 use super::warmup::judge;
@@ -425,20 +425,15 @@ pub(crate) fn claim7(d: &Data) -> Result<Vec<TierVerdict>> {
     let mut out = Vec::new();
     for (tier, f) in claim7_families(&tiers, &sgd_runs, &sgd_scaling, &adam_runs, &adam_scaling)? {
         let (assessed, v) = judge(&f)?;
-        out.push(TierVerdict {
-            tier: tier.clone(),
-            effects: lines(&assessed),
-            rule: f.rule(),
-            verdict: v.to_string(),
-            context: [CONV_STATUS, "optimizers/status.csv"]
-                .iter()
-                .map(|f| super::convergence::edge_note(d, f, &tier, Some(CLAIM_PRESET.name)))
-                .collect::<Result<Vec<_>>>()?
-                .into_iter()
-                .filter(|x| !x.is_empty())
-                .collect::<Vec<_>>()
-                .join("; "),
-        });
+        let context = [CONV_STATUS, "optimizers/status.csv"]
+            .iter()
+            .map(|f| super::convergence::edge_note(d, f, &tier, Some(CLAIM_PRESET.name)))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .filter(|x| !x.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
+        out.push(TierVerdict::judged(&tier, &f, assessed, &v, context));
     }
     Ok(out)
 }

@@ -351,14 +351,22 @@ pub fn frame(columns: Vec<Column>) -> Result<DataFrame> {
 ///
 /// ```rust
 /// use normscope_analyses::training::TierVerdict;
-/// let v = TierVerdict {
-///     tier: "lm".into(),
-///     effects: "12 layers: -0.5 [-0.8, -0.2]".into(),
-///     rule: "Holm over 3 depths, alpha 0.05".into(),
-///     verdict: "supported".into(),
-///     context: String::new(),
+/// use normscope_core::stats::obs::Obs;
+/// use normscope_core::stats::verdict::{Claimed, Comparison, Family, judge};
+///
+/// let c = Comparison {
+///     name: "12 layers".into(),
+///     diffs: (1..=10).map(|i| Obs::exact(i as f64).unwrap()).collect(),
+///     claimed: Claimed::Increase,
+///     sesoi: None,
 /// };
-/// assert_eq!((v.tier.as_str(), v.verdict.as_str()), ("lm", "supported"));
+/// let fam = Family::new("warmup raises the maximum stable lr", 0.5, vec![c]);
+/// let (assessed, v) = judge(&fam)?;
+/// let tv = TierVerdict::judged("lm", &fam, assessed, &v, String::new());
+/// assert_eq!((tv.tier.as_str(), tv.verdict.as_str()), ("lm", "supported (holds in 1 of 1)"));
+/// assert_eq!(tv.effects, "12 layers: +5.5 [2, 9] (n = 10, q = 0.001953): as claimed");
+/// assert_eq!(tv.family, "warmup raises the maximum stable lr");
+/// # Ok::<(), normscope_core::stats::verdict::FamilyError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct TierVerdict {
@@ -372,6 +380,32 @@ pub struct TierVerdict {
     pub verdict: String,
     /// Context reported beside the verdict (not part of the family).
     pub context: String,
+    /// The family's claim, in words ([`normscope_core::stats::verdict::Family::claim`]).
+    pub family: String,
+    /// Every comparison of the family, assessed (for the ledger's `effects.csv`).
+    pub assessed: Vec<normscope_core::stats::verdict::Assessed>,
+}
+
+impl TierVerdict {
+    /// The verdict on `tier` of the judged family `fam` (its comparisons `assessed` and
+    /// verdict `v`, as [`normscope_core::stats::verdict::judge`] returns them), with `context`.
+    pub fn judged(
+        tier: &str,
+        fam: &normscope_core::stats::verdict::Family,
+        assessed: Vec<normscope_core::stats::verdict::Assessed>,
+        v: &normscope_core::stats::verdict::Verdict,
+        context: String,
+    ) -> TierVerdict {
+        TierVerdict {
+            tier: tier.into(),
+            effects: lines(&assessed),
+            rule: fam.rule(),
+            verdict: v.to_string(),
+            context,
+            family: fam.claim.clone(),
+            assessed,
+        }
+    }
 }
 
 /// `name: effect [lo, hi] (n, q): outcome` for each assessed comparison, `; `-separated.

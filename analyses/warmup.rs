@@ -31,7 +31,7 @@
 use super::lr_search::{self, SearchCell, SeedSearch};
 use super::tier::{RunKey, Tier, key_columns, seed_range};
 use super::training::{
-    TierVerdict, check_count, check_presets, distinct_strings, f64s, frame, lines, strs,
+    TierVerdict, check_count, check_presets, distinct_strings, f64s, frame, strs,
 };
 use super::{Analysis, Out, common};
 use crate::runner::data::Data;
@@ -876,25 +876,20 @@ pub(crate) fn claim6(d: &Data) -> Result<Vec<TierVerdict>> {
             Some((f, _)) => judge(&f)?.0,
             None => Vec::new(),
         };
-        out.push(TierVerdict {
-            tier,
-            effects: lines(&assessed),
-            rule: fam.rule(),
-            verdict: v.to_string(),
-            context: if contrast.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "{} with the same warmup (doublings): {}",
-                    CONTRAST_PRESET.label,
-                    contrast
-                        .iter()
-                        .map(|a| format!("{}: {a}", a.name))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                )
-            },
-        });
+        let context = if contrast.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "{} with the same warmup (doublings): {}",
+                CONTRAST_PRESET.label,
+                contrast
+                    .iter()
+                    .map(|a| format!("{}: {a}", a.name))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        };
+        out.push(TierVerdict::judged(&tier, &fam, assessed, &v, context));
     }
     Ok(out)
 }
