@@ -922,53 +922,31 @@ mod tests {
     use super::*;
     use normscope_core::stats::sign::{Counts, counts};
     use normscope_core::stats::verdict::Outcome;
-    use polars::prelude::{NamedFrom, Series};
+    use polars::prelude::df;
 
     /// A `searches.csv` of Post-LN on tier `t` at the given depths, ten seeds each, warmup
     /// 100 with bracket `with` and none with bracket `none` (`(low, high)`, as written: high
     /// NaN when censored above, low 0 when censored below).
     fn searches(depths: &[u64], with: (f64, f64), none: (f64, f64)) -> DataFrame {
-        let mut r: (Vec<u64>, Vec<u64>, Vec<u64>, Vec<f64>, Vec<f64>) = Default::default();
+        let mut r = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for &blocks in depths {
             for (warmup, (lo, hi)) in [(100, with), (0, none)] {
                 for seed in 0..10 {
                     r.0.push(blocks);
-                    r.1.push(warmup);
-                    r.2.push(seed);
+                    r.1.push(warmup as f64);
+                    r.2.push(seed as f64);
                     r.3.push(lo);
                     r.4.push(hi);
                 }
             }
         }
         let n = r.0.len();
-        DataFrame::new(
-            n,
-            vec![
-                Series::new("tier".into(), vec!["t"; n]).into(),
-                Series::new("preset".into(), vec!["post"; n]).into(),
-                Series::new(
-                    "blocks".into(),
-                    r.0.iter().map(|&b| b as f64).collect::<Vec<_>>(),
-                )
-                .into(),
-                Series::new(
-                    "layers".into(),
-                    r.0.iter().map(|&b| (b / 2) as f64).collect::<Vec<_>>(),
-                )
-                .into(),
-                Series::new(
-                    "warmup".into(),
-                    r.1.iter().map(|&w| w as f64).collect::<Vec<_>>(),
-                )
-                .into(),
-                Series::new(
-                    "seed".into(),
-                    r.2.iter().map(|&s| s as f64).collect::<Vec<_>>(),
-                )
-                .into(),
-                Series::new("max_lr_bracket_low".into(), r.3).into(),
-                Series::new("max_lr_bracket_high".into(), r.4).into(),
-            ],
+        let layers: Vec<f64> = r.0.iter().map(|&b| (b / 2) as f64).collect();
+        let blocks: Vec<f64> = r.0.iter().map(|&b| b as f64).collect();
+        df!(
+            "tier" => vec!["t"; n], "preset" => vec!["post"; n], "blocks" => blocks,
+            "layers" => layers, "warmup" => r.1, "seed" => r.2,
+            "max_lr_bracket_low" => r.3, "max_lr_bracket_high" => r.4,
         )
         .unwrap()
     }

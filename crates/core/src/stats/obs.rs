@@ -106,7 +106,8 @@ impl Obs {
             return None;
         }
         let (lo_open, hi_open) = (lo_open && lo.is_finite(), hi_open && hi.is_finite());
-        if lo == hi && (lo_open || hi_open) {
+        // lo <= hi here, so lo >= hi is lo == hi: a point, empty if an end is open.
+        if lo >= hi && (lo_open || hi_open) {
             return None;
         }
         Some(Obs {
@@ -251,18 +252,16 @@ impl Obs {
     pub fn intersects(&self, other: &Obs) -> bool {
         // The intersection's lower end is the larger lo, open if either lo at that value is;
         // likewise its upper end.
-        let end = |x: f64, xo: bool, y: f64, yo: bool, larger: bool| {
-            if x == y {
-                (x, xo || yo)
-            } else if (x > y) == larger {
-                (x, xo)
-            } else {
-                (y, yo)
-            }
+        let end = |x: f64, xo: bool, y: f64, yo: bool, larger: bool| match x.partial_cmp(&y) {
+            Some(std::cmp::Ordering::Greater) if larger => (x, xo),
+            Some(std::cmp::Ordering::Less) if !larger => (x, xo),
+            Some(std::cmp::Ordering::Equal) => (x, xo || yo),
+            _ => (y, yo),
         };
         let (l, lo) = end(self.lo, self.lo_open, other.lo, other.lo_open, true);
         let (h, ho) = end(self.hi, self.hi_open, other.hi, other.hi_open, false);
-        l < h || (l == h && !lo && !ho)
+        // l <= h after l < h fails is l == h.
+        l < h || (l <= h && !lo && !ho)
     }
 
     /// The interval moved by `d`, each end's closure kept: `<lo + d, hi + d>`; `None` unless

@@ -125,13 +125,26 @@ impl Counts {
 /// Counts of `d` above, below and around `delta` (module docs). A NaN `delta` makes every
 /// observation ambiguous.
 pub fn counts(d: &[Obs], delta: f64) -> Counts {
+    // lo > delta, or lo == delta with the end open: lo >= delta when open.
     let above = d
         .iter()
-        .filter(|o| o.lo() > delta || (o.lo() == delta && o.lo_open()))
+        .filter(|o| {
+            if o.lo_open() {
+                o.lo() >= delta
+            } else {
+                o.lo() > delta
+            }
+        })
         .count() as u64;
     let below = d
         .iter()
-        .filter(|o| o.hi() < delta || (o.hi() == delta && o.hi_open()))
+        .filter(|o| {
+            if o.hi_open() {
+                o.hi() <= delta
+            } else {
+                o.hi() < delta
+            }
+        })
         .count() as u64;
     Counts {
         above,
