@@ -1291,6 +1291,40 @@ fn warmup_part(c: &Config, out: &mut Out, v: Vec<NormVerdict>) -> Result<Vec<Nor
 mod tests {
     use super::*;
 
+    #[test]
+    fn touching_warmup_brackets_count_for_claim_6_under_every_norm() {
+        // Per seed and norm, warmup's bracket [2, 4) x 1e-3 and none's [1, 2) x 1e-3 touch at
+        // 2e-3 (warmup stable, none failing there): each difference is (0, 2) doublings, a
+        // strict win, so ten of ten: p = 2/1024, as claimed alone and under Holm over two.
+        let norms = [NormKind::Layer, NormKind::Group, NormKind::Batch];
+        let mut r = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for norm in norms {
+            for warmup in [0.0, 100.0] {
+                for seed in 0..10 {
+                    let lo = if warmup > 0.0 { 2e-3 } else { 1e-3 };
+                    r.0.push(format!("lm-{}", norm.name()));
+                    r.1.push(warmup);
+                    r.2.push(seed as f64);
+                    r.3.push(lo);
+                    r.4.push(2.0 * lo);
+                }
+            }
+        }
+        let n = r.0.len();
+        let df = df!(
+            "tier" => r.0, "preset" => vec!["post"; n], "blocks" => vec![12.0; n],
+            "warmup" => r.1, "seed" => r.2, "max_lr_bracket_low" => r.3,
+            "max_lr_bracket_high" => r.4,
+        )
+        .unwrap();
+        let e = warmup_effects(&df, "lm", &norms, 100).unwrap();
+        assert_eq!(e.len(), 3);
+        for x in &e {
+            assert_eq!(x.assessed.outcome, Outcome::AsClaimed, "{:?}", x.norm);
+            assert!((x.assessed.p_two_sided - 2.0 / 1024.0).abs() < 1e-15);
+        }
+    }
+
     /// A point with a relative half-width `rel`.
     fn iv(v: f64, rel: f64) -> Iv {
         Iv {

@@ -11,9 +11,12 @@
 //! still descending ([`normscope_core::train::classify`]).
 //!
 //! **The effect** of warmup for a (tier, preset, depth): the per-seed paired difference
-//! `log2 lr_max(warmup) - log2 lr_max(none)` in doublings, an interval where the search
-//! bracketed the rates (`[log2 lo_w - log2 hi_0, log2 hi_w - log2 lo_0]`) and half-open where
-//! one is censored; its median with the exact distribution-free 95% interval, and the exact
+//! `log2 lr_max(warmup) - log2 lr_max(none)` in doublings. Each search's bracket is half-open,
+//! `[stable, unstable)` (stable at its low end, failed at its high end), so where both arms are
+//! bracketed the difference is the open interval `(log2 lo_w - log2 hi_0, log2 hi_w - log2
+//! lo_0)` ([`normscope_core::stats::obs`]), unbounded on a side where one is censored; two
+//! touching brackets (no-warmup failed at the rate where warmup was stable) give a difference
+//! certainly above 0. Its median with the exact distribution-free 95% interval, and the exact
 //! sign tests of [`normscope_core::stats::verdict`].
 //!
 //! **Claim 6's family** (fixed before the data): Post-LN ([`CLAIM_PRESET`]) at every depth of
@@ -413,7 +416,8 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
 }
 
 /// `precision.csv`: for each precision check, per seed and warmup, both precisions' intervals
-/// and whether they overlap; and per check, the warmup effect's outcome and the family's
+/// and whether they overlap (share a value: half-open brackets that only touch do not,
+/// [`Obs::intersects`]); and per check, the warmup effect's outcome and the family's
 /// verdict in each precision (the family of that one depth).
 fn precision_table(c: &Config, out: &mut Out, searches: &DataFrame) -> Result<()> {
     let mut rows: Vec<(String, String, usize, u64, String, Obs, Obs)> = Vec::new();
@@ -463,7 +467,7 @@ fn precision_table(c: &Config, out: &mut Out, searches: &DataFrame) -> Result<()
             one(&f64_tier)?,
         ));
     }
-    let overlap = |x: &Obs, y: &Obs| x.lo() <= y.hi() && y.lo() <= x.hi();
+    let overlap = |x: &Obs, y: &Obs| x.intersects(y);
     let mut df = frame(vec![
         column("tier", rows.iter().map(|r| r.0.clone())),
         column("preset", rows.iter().map(|r| r.1.clone())),
@@ -493,10 +497,21 @@ fn precision_table(c: &Config, out: &mut Out, searches: &DataFrame) -> Result<()
     out.frame("precision_verdicts.csv", &mut dv)
 }
 
-/// The interval holding a search's maximum stable rate, in log2.
+/// The interval holding a search's maximum stable rate `m`, in log2, from the ends of its
+/// bracket ([`normscope_core::train::search::Search::interval`], the `max_lr_bracket_*`
+/// columns): `[log2 lo, log2 hi)` when bracketed (stable at `lo`, so `m >= lo`; failed at
+/// `hi`, so `m < hi`), `(-inf, log2 hi)` when censored below (`lo = 0`: failed at the plan's
+/// `min`), `[log2 lo, +inf]` when censored above (`hi = +inf`: stable at its `max`). Ends that
+/// coincide (stable and failing at one rate, which a monotone boundary never gives) are read
+/// as that closed point.
 fn log2_obs(lo: f64, hi: f64) -> Obs {
     let (a, b) = (lo.log2(), hi.log2());
-    Obs::between(a, b).expect("a search's interval is ordered and not empty")
+    if lo == 0.0 {
+        Obs::less_than(b)
+    } else {
+        Obs::half_open(a, b).or_else(|| Obs::between(a, b))
+    }
+    .expect("a search's interval is ordered and not empty")
 }
 
 /// The median maximum stable rate of a cell's seeds (exact 95% interval, interval data), in
@@ -606,8 +621,9 @@ pub struct Effect {
     pub rule: String,
 }
 
-/// The per-seed log2 intervals of `searches.csv` rows of one cell, `(seed, interval)` sorted
-/// by the `seed` column (never by row order: merged shards may be in any order).
+/// The per-seed log2 intervals of `searches.csv` rows of one cell ([`log2_obs`]: half-open
+/// brackets), `(seed, interval)` sorted by the `seed` column (never by row order: merged shards
+/// may be in any order).
 pub(crate) fn cell_obs(
     df: &DataFrame,
     tier: &str,
@@ -892,4 +908,115 @@ pub(crate) fn claim6(d: &Data) -> Result<Vec<TierVerdict>> {
         out.push(TierVerdict::judged(&tier, &fam, assessed, &v, context));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+// Exact values: the brackets are powers of 2, their log2 small integers.
+#[allow(clippy::float_cmp)]
+mod tests {
+    use super::*;
+    use normscope_core::stats::sign::{Counts, counts};
+    use normscope_core::stats::verdict::Outcome;
+    use polars::prelude::df;
+
+    /// A `searches.csv` of Post-LN on tier `t` at the given depths, ten seeds each, warmup
+    /// 100 with bracket `with` and none with bracket `none` (`(low, high)`, as written: high
+    /// NaN when censored above, low 0 when censored below).
+    fn searches(depths: &[u64], with: (f64, f64), none: (f64, f64)) -> DataFrame {
+        let mut r = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for &blocks in depths {
+            for (warmup, (lo, hi)) in [(100, with), (0, none)] {
+                for seed in 0..10 {
+                    r.0.push(blocks);
+                    r.1.push(warmup as f64);
+                    r.2.push(seed as f64);
+                    r.3.push(lo);
+                    r.4.push(hi);
+                }
+            }
+        }
+        let n = r.0.len();
+        let layers: Vec<f64> = r.0.iter().map(|&b| (b / 2) as f64).collect();
+        let blocks: Vec<f64> = r.0.iter().map(|&b| b as f64).collect();
+        df!(
+            "tier" => vec!["t"; n], "preset" => vec!["post"; n], "blocks" => blocks,
+            "layers" => layers, "warmup" => r.1, "seed" => r.2,
+            "max_lr_bracket_low" => r.3, "max_lr_bracket_high" => r.4,
+        )
+        .unwrap()
+    }
+
+    fn outcomes(df: &DataFrame) -> (Vec<Assessed>, Verdict) {
+        let (fam, _) = family(df, "t", CLAIM_PRESET, 100).unwrap().unwrap();
+        judge(&fam).unwrap()
+    }
+
+    #[test]
+    fn brackets_are_read_half_open() {
+        assert_eq!(log2_obs(0.25, 0.5), Obs::half_open(-2.0, -1.0).unwrap());
+        assert_eq!(log2_obs(0.0, 0.5), Obs::less_than(-1.0).unwrap());
+        assert_eq!(log2_obs(4.0, f64::INFINITY), Obs::at_least(2.0).unwrap());
+        let v = cell_obs(
+            &searches(&[24], (2.0, 4.0), (1.0, 2.0)),
+            "t",
+            "post",
+            24,
+            100,
+        )
+        .unwrap();
+        assert_eq!(v.len(), 10);
+        assert!(v.iter().all(|x| x.1 == Obs::half_open(1.0, 2.0).unwrap()));
+    }
+
+    #[test]
+    fn touching_warmup_brackets_are_judged_as_claimed() {
+        // Per seed, warmup's bracket [2, 4) x 1e-3 and none's [1, 2) x 1e-3 touch at 2e-3,
+        // where warmup was stable and no-warmup failed: each difference is (0, 2) doublings,
+        // above 0, ten of ten, p = 2/1024, and Holm over two depths q = 4/1024 < 0.05.
+        let df = searches(&[24, 48], (2e-3, 4e-3), (1e-3, 2e-3));
+        let with = cell_obs(&df, "t", "post", 24, 100).unwrap();
+        let none = cell_obs(&df, "t", "post", 24, 0).unwrap();
+        let d = paired_by_seed(&with, &none, "test").unwrap();
+        assert_eq!(
+            counts(&d, 0.0),
+            Counts {
+                above: 10,
+                below: 0,
+                ambiguous: 0
+            }
+        );
+        let (a, v) = outcomes(&df);
+        assert_eq!(a.len(), 2);
+        for x in &a {
+            assert_eq!(x.outcome, Outcome::AsClaimed, "{x}");
+            assert!((x.p_two_sided - 2.0 / 1024.0).abs() < 1e-15, "{x}");
+            assert!((x.q_two_sided - 4.0 / 1024.0).abs() < 1e-15, "{x}");
+        }
+        assert_eq!(v.to_string(), "supported");
+    }
+
+    #[test]
+    fn overlapping_warmup_brackets_stay_inconclusive() {
+        // Warmup [1.5, 3) x 1e-3 against none [1, 2) x 1e-3: both arms may have been stable
+        // at 1.75e-3, so no seed is certainly above 0, and nothing is significant.
+        let (a, _) = outcomes(&searches(&[24], (1.5e-3, 3e-3), (1e-3, 2e-3)));
+        assert_eq!(a[0].outcome, Outcome::Inconclusive, "{}", a[0]);
+        assert_eq!(a[0].p_two_sided, 1.0);
+    }
+
+    #[test]
+    fn a_censored_below_arm_touching_a_bracket_is_a_strict_win() {
+        // No-warmup failing at the plan's min 1e-5 ((-inf, log2 1e-5)), warmup stable there
+        // ([1e-5, 2e-5)): each difference is (0, inf), certainly above 0.
+        let df = searches(&[24], (1e-5, 2e-5), (0.0, 1e-5));
+        let with = cell_obs(&df, "t", "post", 24, 100).unwrap();
+        let none = cell_obs(&df, "t", "post", 24, 0).unwrap();
+        let d = paired_by_seed(&with, &none, "test").unwrap();
+        assert!(
+            d.iter()
+                .all(|o| o.lo() == 0.0 && o.lo_open() && o.hi() == f64::INFINITY)
+        );
+        let (a, _) = outcomes(&df);
+        assert_eq!(a[0].outcome, Outcome::AsClaimed, "{}", a[0]);
+    }
 }

@@ -20,6 +20,8 @@
 //! ```
 //!
 //! each evaluated by [`super::normal_tail`], accurate 30 and more standard deviations out.
+//! Whether an end is open ([`Obs::lo_open`], a search's half-open bracket) changes nothing:
+//! under a continuous model an interval and its closure have the same probability.
 //!
 //! The maximum is found by Newton-Raphson in Olsen's parameters `gamma = beta/sigma`, `theta =
 //! 1/sigma` (Olsen 1978, Econometrica 46:1211), in which every term above is concave (a normal

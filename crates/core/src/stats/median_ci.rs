@@ -18,10 +18,21 @@
 //! statistic the exact values would have had, so the interval contains the exact-data interval
 //! (conservative). An end is infinite when that order statistic is censored on its side.
 //!
+//! Whether an observation's ends are open ([`Obs::lo_open`]; a search's bracket `[stable,
+//! unstable)` is half-open) changes neither the estimate (midpoints and finite ends,
+//! [`Obs::representative`]) nor the numbers `lo` and `hi`: an open end bounds the order
+//! statistic as a closed one does, only without reaching it. The interval is open at its lower
+//! end exactly when the `k`-th smallest `lo`, counting closed ends before open ones at a tie, is
+//! open, and likewise at its upper end counting down from the largest `hi`; [`MedianCi`]
+//! reports the numbers, not the closure.
+//!
 //! The interval excludes `delta` exactly when the two-sided sign test of [`super::sign`] gives
-//! `p < 1 - LEVEL`, also for interval data with its counting of ambiguous observations: the
-//! lower end exceeds `delta` iff at least `n - k + 1` observations are certainly above it, iff
-//! `p_greater <= P(K <= k - 1) <= (1 - LEVEL)/2`, and one rank fewer would give
+//! `p < 1 - LEVEL`, also for interval data with its counting of ambiguous observations, an end
+//! equal to `delta` excluding it when the interval is open there (ten touching bracket pairs,
+//! each difference `(0, 2)`, give the interval `(0, 2)`, reported as `lo = 0`, and `p =
+//! 2/1024`): the lower end exceeds `delta` (or equals it, open) iff at least `n - k + 1`
+//! observations are certainly above it, iff `p_greater <= P(K <= k - 1) <= (1 - LEVEL)/2`,
+//! and one rank fewer would give
 //! `p_greater >= P(K <= k) > (1 - LEVEL)/2` by the choice of `k` (equality is impossible at 95%:
 //! `2^n` is no multiple of 40).
 
@@ -252,6 +263,22 @@ mod tests {
     }
 
     #[test]
+    fn open_ends_change_no_number() {
+        // Ten touching bracket pairs, [0, 1) - [-1, 0) = (0, 2) in log2: the same numbers as
+        // the closed [0, 2], and the interval's lower end 0 is open (every lo is), matching the
+        // sign test's p = 2/1024 < 0.05.
+        let t = Obs::half_open(0.0, 1.0).unwrap() - Obs::half_open(-1.0, 0.0).unwrap();
+        let open = median_ci(&[t; 10]).unwrap();
+        let closed = median_ci(&[Obs::between(0.0, 2.0).unwrap(); 10]).unwrap();
+        assert_eq!(open, closed);
+        assert_eq!(
+            (open.lo, open.hi, open.estimate, open.rank),
+            (0.0, 2.0, 1.0, 2)
+        );
+        assert!(t.lo_open() && p_two_sided(&[t; 10], 0.0) < 1.0 - super::super::LEVEL);
+    }
+
+    #[test]
     fn interval_and_sign_test_agree() {
         // The interval excludes delta iff the two-sided sign test rejects at 5%, on random exact
         // samples (n = 1..60, shifted so that both outcomes occur often) and on random interval
@@ -267,10 +294,11 @@ mod tests {
                     if trial % 2 == 0 {
                         return Obs::exact(x).unwrap();
                     }
-                    match rng.random_range(0..4) {
+                    match rng.random_range(0..5) {
                         0 => Obs::exact(x).unwrap(),
                         1 => Obs::between(x - rng.random_range(0.0..0.5), x + 0.25).unwrap(),
                         2 => Obs::at_least(x).unwrap(),
+                        3 => Obs::half_open(x - rng.random_range(0.0..0.5), x + 0.25).unwrap(),
                         _ => Obs::at_most(x).unwrap(),
                     }
                 })

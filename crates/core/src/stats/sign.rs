@@ -12,9 +12,19 @@
 //! # Interval data
 //!
 //! For interval observations `d_i` ([`Obs`]) and a shift `delta`, each observation is `above`
-//! (certainly `> delta`: `lo > delta`), `below` (certainly `< delta`: `hi < delta`) or
-//! `ambiguous` (its interval contains `delta`, an exact value equal to `delta` included). With
-//! `n` observations in all and `K ~ Binomial(n, 1/2)`, the one-sided p-values are
+//! (certainly `> delta`), `below` (certainly `< delta`) or `ambiguous` (its interval contains
+//! `delta`, an exact value equal to `delta` included), respecting which ends are open:
+//!
+//! ```text
+//! above      iff  lo > delta  or  (lo == delta and the lower end is open)
+//! below      iff  hi < delta  or  (hi == delta and the upper end is open)
+//! ambiguous  otherwise
+//! ```
+//!
+//! So the paired difference of two touching half-open brackets, `[0, 1) - [-1, 0) = (0, 2)`
+//! (one arm stable at the rate where the other failed), is above 0, a strict win; a closed
+//! `[0, 2]` would be ambiguous. With `n` observations in all and `K ~ Binomial(n, 1/2)`, the
+//! one-sided p-values are
 //!
 //! ```text
 //! p_greater = P(K >= above)   (alternative: median > delta)
@@ -51,7 +61,8 @@ pub fn two_sided(d: &[f64]) -> f64 {
 }
 
 /// How interval observations fall relative to a shift `delta` (module docs): `above` have
-/// `lo > delta`, `below` have `hi < delta`, `ambiguous` contain `delta`.
+/// `lo > delta` (or `lo == delta`, open), `below` have `hi < delta` (or `hi == delta`, open),
+/// `ambiguous` contain `delta`.
 ///
 /// # Examples
 ///
@@ -83,6 +94,16 @@ pub fn two_sided(d: &[f64]) -> f64 {
 /// assert_eq!(counts(&e, 0.0), Counts { above: 9, below: 3, ambiguous: 2 });
 /// // P(K >= 9) for K ~ Binomial(14, 1/2) = 3473/16384: larger, never smaller.
 /// assert!((p_greater(&e, 0.0) - 3473.0 / 16384.0).abs() < 1e-12);
+///
+/// // Ten touching bracket pairs in log2, [0, 1) - [-1, 0) = (0, 2): all above 0, so
+/// // p_two_sided = 2/1024 (R: binom.test(10, 10)$p.value = 0.001953125). Closed, [0, 2],
+/// // they would all be ambiguous, and p = 1.
+/// let t = Obs::half_open(0.0, 1.0).unwrap() - Obs::half_open(-1.0, 0.0).unwrap();
+/// assert_eq!(counts(&[t; 10], 0.0), Counts { above: 10, below: 0, ambiguous: 0 });
+/// assert!((p_two_sided(&[t; 10], 0.0) - 2.0 / 1024.0).abs() < 1e-15);
+/// let closed = Obs::between(0.0, 2.0).unwrap();
+/// assert_eq!(counts(&[closed; 10], 0.0).ambiguous, 10);
+/// assert_eq!(p_two_sided(&[closed; 10], 0.0), 1.0);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Counts {
@@ -104,8 +125,27 @@ impl Counts {
 /// Counts of `d` above, below and around `delta` (module docs). A NaN `delta` makes every
 /// observation ambiguous.
 pub fn counts(d: &[Obs], delta: f64) -> Counts {
-    let above = d.iter().filter(|o| o.lo() > delta).count() as u64;
-    let below = d.iter().filter(|o| o.hi() < delta).count() as u64;
+    // lo > delta, or lo == delta with the end open: lo >= delta when open.
+    let above = d
+        .iter()
+        .filter(|o| {
+            if o.lo_open() {
+                o.lo() >= delta
+            } else {
+                o.lo() > delta
+            }
+        })
+        .count() as u64;
+    let below = d
+        .iter()
+        .filter(|o| {
+            if o.hi_open() {
+                o.hi() <= delta
+            } else {
+                o.hi() < delta
+            }
+        })
+        .count() as u64;
     Counts {
         above,
         below,
@@ -249,6 +289,73 @@ mod tests {
             }
         );
         assert_eq!(counts(&d, f64::NAN).ambiguous, 7);
+    }
+
+    #[test]
+    fn touching_brackets_are_strict_wins() {
+        // Per seed, warmup's bracket [1, 2) and no-warmup's [0.5, 1), in log2 [0, 1) and
+        // [-1, 0): no-warmup failed at the rate where warmup was stable, so the difference
+        // (0, 2) is certainly above 0.
+        let h = |lo: f64, hi: f64| Obs::half_open(lo.log2(), hi.log2()).unwrap();
+        let d: Vec<Obs> = (0..10).map(|_| h(1.0, 2.0) - h(0.5, 1.0)).collect();
+        assert_eq!((d[0].lo(), d[0].hi()), (0.0, 2.0));
+        assert_eq!(
+            counts(&d, 0.0),
+            Counts {
+                above: 10,
+                below: 0,
+                ambiguous: 0
+            }
+        );
+        // R: binom.test(10, 10)$p.value = 0.001953125 = 2/1024.
+        let p = p_two_sided(&d, 0.0);
+        assert!((p - 2.0 / 1024.0).abs() <= TWO_BETA_ROUTES * p, "{p}");
+        assert!((p_greater(&d, 0.0) - 1.0 / 1024.0).abs() <= TWO_BETA_ROUTES);
+        // The mirror image, no-warmup above warmup, is below 0: (-2, 0).
+        let m: Vec<Obs> = (0..10).map(|_| h(0.5, 1.0) - h(1.0, 2.0)).collect();
+        assert_eq!(counts(&m, 0.0).below, 10);
+        // Against delta = 2 (the upper end, open) the same differences are below.
+        assert_eq!(counts(&d, 2.0).below, 10);
+    }
+
+    #[test]
+    fn overlapping_brackets_stay_ambiguous() {
+        // [1, 2) against [0.75, 1.5): the runs overlap on [1, 1.5), so the difference, in
+        // log2 (log2 1 - log2 1.5, log2 2 - log2 0.75), holds 0.
+        let h = |lo: f64, hi: f64| Obs::half_open(lo.log2(), hi.log2()).unwrap();
+        let d: Vec<Obs> = (0..10).map(|_| h(1.0, 2.0) - h(0.75, 1.5)).collect();
+        assert!(d[0].lo() < 0.0 && d[0].hi() > 0.0 && d[0].contains(0.0));
+        assert_eq!(counts(&d, 0.0).ambiguous, 10);
+        assert!((p_two_sided(&d, 0.0) - 1.0).abs() < 1e-15);
+        // Closed at the touching end, [0, 1] - [-1, 0): (0, 2], still above 0; closed at both
+        // touching ends, [0, 1] - [-1, 0], it is [0, 2], ambiguous as before.
+        let half = Obs::between(0.0, 1.0).unwrap() - Obs::half_open(-1.0, 0.0).unwrap();
+        assert_eq!(counts(&[half], 0.0).above, 1);
+        let closed = Obs::between(0.0, 1.0).unwrap() - Obs::between(-1.0, 0.0).unwrap();
+        assert_eq!(counts(&[closed], 0.0).ambiguous, 1);
+    }
+
+    #[test]
+    fn ambiguous_means_the_interval_holds_delta() {
+        // Random ends on a coarse grid (so ends often equal delta) with random closure: an
+        // observation is ambiguous exactly when it contains delta, above exactly when every
+        // member exceeds it.
+        let mut rng = Rng::seed_from_u64(14);
+        for _ in 0..2000 {
+            let a = rng.random_range(-4..=4) as f64 * 0.5;
+            let w = rng.random_range(0..=4) as f64 * 0.5;
+            let (lo_open, hi_open) = (rng.random_bool(0.5), rng.random_bool(0.5));
+            let Some(o) = Obs::with_ends(a, lo_open, a + w, hi_open) else {
+                assert!(w == 0.0 && (lo_open || hi_open));
+                continue;
+            };
+            for delta in [-1.0, -0.5, 0.0, 0.5, 1.0] {
+                let c = counts(&[o], delta);
+                assert_eq!(c.ambiguous == 1, o.contains(delta), "{o:?} {delta}");
+                assert_eq!(c.above == 1, !o.contains(delta) && o.lo() >= delta);
+                assert_eq!(c.below == 1, !o.contains(delta) && o.hi() <= delta);
+            }
+        }
     }
 
     #[test]

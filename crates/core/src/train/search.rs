@@ -18,9 +18,11 @@
 //!
 //! **Censoring** is reported, never hidden: stable at `max` is censored above (the maximum
 //! stable rate is at least `max`), failing at `min` is censored below (it is below `min`).
-//! The result is an interval observation of the maximum stable rate ([`Search::interval`]):
-//! `[stable, unstable]`, `[max, inf)` or `(0, min]`, which the statistics model as such
-//! (interval-censored likelihood, conservative sign tests).
+//! The result is an interval observation of the maximum stable rate `m` ([`Search::interval`]):
+//! the half-open `[stable, unstable)` (stable at `stable`, so `m >= stable`; failed at
+//! `unstable`, so `m < unstable`), `[max, inf)` or `(0, min)`, which the statistics model as
+//! such ([`crate::stats::obs::Obs::half_open`]; interval-censored likelihood, conservative
+//! sign tests in which touching brackets, one arm stable where the other failed, are strict).
 //!
 //! `max` and `min` are hard caps stated in every analysis's configuration; `start` only
 //! changes how many runs a search takes (given monotonicity, not its answer).
@@ -143,7 +145,7 @@ impl Censor {
 /// # Examples
 ///
 /// Against a boundary at 5 (stable iff lr <= 5): 1 and 4 are stable, 16 fails, and one
-/// bisection at `sqrt(4 x 16) = 8` fails, so the maximum stable rate lies in [4, 8].
+/// bisection at `sqrt(4 x 16) = 8` fails, so the maximum stable rate lies in [4, 8).
 ///
 /// ```rust
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -171,8 +173,9 @@ pub struct Search {
 }
 
 impl Search {
-    /// The maximum stable rate as an interval `[lo, hi]`: `[stable, unstable]` when bracketed,
-    /// `[max, inf)` when censored above, `(0, min]` (as `[0, min]`) when censored below.
+    /// The ends `(lo, hi)` of the interval holding the maximum stable rate: `[stable,
+    /// unstable)` when bracketed (half-open: stable at `stable`, failed at `unstable`), `[max,
+    /// inf)` when censored above, `(0, min)` (with `lo = 0`) when censored below (module docs).
     pub fn interval(&self) -> (f64, f64) {
         match self.censored {
             Censor::None => (
