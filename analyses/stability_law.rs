@@ -25,26 +25,64 @@
 //!   variance `Var W`: `c^2 = output_change Var(W)^-1`, [`normscope_core::metrics::output_change`] at
 //!   the last layer), by Monte Carlo otherwise (softmax attention has no closed form here).
 //!
-//! **The fit** (every cell, censored seeds as censored, none dropped): per (tier, predictor,
-//! preset), the interval-censored Gaussian regression ([`normscope_core::stats::censored`], Tobit's
-//! model with interval responses) of every seed's `log2 lr_max` interval from `warmup`'s
-//! searches (warmup 0) on `log2 c` of its cell, with the slope's Wald 95% interval. The law
-//! *explains* a preset when the interval contains -1 and lies within `-1 +-`
-//! [`SLOPE_TOLERANCE`]; it *fails* when the interval excludes -1; otherwise the fit cannot
-//! tell. The seed-level Wald interval is valid only if the depths' means lie on a line, so
-//! the line is first tested against one mean per depth (**lack of fit**: the likelihood-ratio
-//! statistic of the two censored fits, chi-square on `depths - 2` degrees of freedom); below
-//! [`LOF_ALPHA`] the law *fails* (not a power law) whatever the slope, and where the test
-//! cannot run (two depths, or a depth whose seeds are all censored on one side) the outcome
-//! says so. Per preset also `log2 tau` (the intercept with the slope fixed at -1, the same
-//! censored fit of `log2 lr_max + log2 c`), and the Admin - Pre-LN difference of `log2 tau`
-//! (a common `tau` means 0), from the paired seeds: per (depth, seed) the difference of the
-//! two intervals, and the censored fit of their common mean.
+//! **The primary fit: one `tau` across presets** (the law as stated). Per (tier, predictor),
+//! every seed of every preset and depth, censored seeds as censored and none dropped:
 //!
-//! Outputs: `predictions.csv` (per tier, preset, depth, seed: both predictors), `fits.csv`
-//! (per tier, predictor, preset: slope and interval, predicted slope, outcome, `log2 tau`),
-//! `contrast.csv` (Admin - Pre-LN in `log2 tau`, per tier and predictor), `fits.tex`; figures
-//! `law_<tier>` (median maximum stable lr against `c`, per preset, with the fitted lines).
+//! ```text
+//! log2 lr_max = log2 tau - log2 c + e,   e ~ N(0, s^2)   (s in doublings, log2 units)
+//! ```
+//!
+//! fitted by maximum likelihood with each seed's `log2 lr_max` known only to lie in its
+//! search's bracket `[lo, hi]` (`-inf` when unstable at the smallest lr tried, `+inf` when
+//! stable at the largest): a seed contributes `ln(Phi((hi - m)/s) - Phi((lo - m)/s))`, `m` its
+//! mean, the interval-censored Gaussian (Tobit) likelihood of
+//! [`normscope_core::stats::censored`] (Tobin 1958, Econometrica 26:24). With the slope fixed
+//! at -1 this is the censored common mean of `log2 lr_max + log2 c`, whose estimate is `log2
+//! tau`; with the slope free, one intercept for every preset. Both have Wald 95% intervals and
+//! the residual SD `s`. The fit is reported over every preset (`all_*` columns: if one `tau`
+//! held for all, this would be it), and over the *reference set*, the presets whose own `log2
+//! tau` (below) lies within `log2` [`WITHIN_FACTOR`] of the presets' median: a mean over
+//! every preset is pulled by a preset off the law (by 5/4 doublings when one of four is 5
+//! doublings off), the median by none while most presets agree. Each preset's **residual from
+//! the common law** is its own `log2 tau` less the reference set's, in doublings, with a 95%
+//! interval from the two Wald standard errors as if independent (exact for a preset outside
+//! the reference set, whose seeds the pooled fit does not use; conservative for one inside,
+//! whose estimate covaries positively with the pooled one). A preset lies *within* a factor
+//! [`WITHIN_FACTOR`] (2) of the common law when the interval lies inside `+-1` doubling,
+//! *outside* when it lies wholly beyond, and otherwise the data cannot tell ([`judge`]); a
+//! preset whose own `tau` has no estimate is not judged. The rule was set on 2026-12-07, after
+//! the data and a referee's report (docs/training.md, "The stability law"). The verdict leads
+//! with it: which presets one `tau` holds for within x2, which it fails for and by what
+//! factor ([`CommonLaw`], [`common_law`], what the claims ledger reads).
+//!
+//! **Secondary: the slope per preset.** Per (tier, predictor, preset), the interval-censored
+//! Gaussian regression of every seed's `log2 lr_max` interval from `warmup`'s searches (warmup
+//! 0) on `log2 c` of its cell, with the slope's Wald 95% interval. The law *explains* a preset
+//! when the interval contains -1 and lies within `-1 +-` [`SLOPE_TOLERANCE`]; it *fails* when
+//! the interval excludes -1; otherwise the fit cannot tell. The seed-level Wald interval is
+//! valid only if the depths' means lie on a line, so the line is first tested against one
+//! mean per depth (**lack of fit**: the likelihood-ratio statistic of the two censored fits,
+//! chi-square on `depths - 2` degrees of freedom); below [`LOF_ALPHA`] the law *fails* (not a
+//! power law) whatever the slope. The test is not run with two depths, nor where a depth has
+//! no estimable mean (every seed censored on one side: the likelihood of one mean per depth
+//! has no maximum there), and the outcome says so in words ("not estimable at 48 blocks (all
+//! seeds censored below)"), with no p-value. Per preset also `log2 tau` (the intercept with
+//! the slope fixed at -1, the same censored fit of `log2 lr_max + log2 c`), and the Admin -
+//! Pre-LN difference of `log2 tau` (a common `tau` means 0), from the paired seeds: per
+//! (depth, seed) the difference of the two intervals, and the censored fit of their common
+//! mean.
+//!
+//! A statistic without an estimate is written as an empty cell in the CSV tables and `--` in
+//! the LaTeX ones, never as NaN or inf.
+//!
+//! Outputs: `predictions.csv` (per tier, preset, depth, seed: both predictors), `common.csv`
+//! (per tier, predictor: the common law, its reference presets, `log2 tau`, residual SD, free
+//! slope, the same over every preset, the verdict), `residuals.csv` (per tier, predictor,
+//! preset: the residual from the common law, its interval and outcome), `common.tex`,
+//! `fits.csv` (per tier, predictor, preset: slope and interval, predicted slope, outcome,
+//! `log2 tau`), `contrast.csv` (Admin - Pre-LN in `log2 tau`, per tier and predictor),
+//! `fits.tex`; figures `law_<tier>` (median maximum stable lr against `c`, per preset, with
+//! the fitted lines).
 
 use super::tier::{RunKey, Tier, key_columns};
 use super::training::{distinct_strings, f64s, frame, strs};
@@ -71,7 +109,7 @@ use serde::{Deserialize, Serialize};
 /// Registry entry.
 pub const ANALYSIS: Analysis = Analysis {
     id: "stability-law",
-    about: "does the output change of one Adam update at init predict the maximum stable lr? slope of log lr_max on log change (prediction -1), per preset, censored fit",
+    about: "does the output change of one Adam update at init predict the maximum stable lr? one tau across presets (lr_max = tau / c), each preset within x2 or not; per-preset slopes (prediction -1); censored fits",
     claims: &[6],
     prepare: |id, s| super::prepare::<Config>(id, s, run),
     setup: <Config as super::AnalysisConfig>::setup,
