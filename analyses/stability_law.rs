@@ -370,7 +370,9 @@ fn measured(df: &DataFrame, tier: &str, preset: &str, blocks: usize) -> Result<V
         .filter(|&i| t[i] == tier && p[i] == preset && b[i] as usize == blocks && w[i] == 0.0)
         .filter_map(|i| {
             let h = if hi[i].is_nan() { f64::INFINITY } else { hi[i] };
-            Some((seed[i] as u64, Obs::between(lo[i].log2(), h.log2())?))
+            // Half-open, as `warmup` reads its brackets (the likelihood is unchanged by it).
+            (lo[i] <= h && !lo[i].is_nan())
+                .then(|| (seed[i] as u64, super::warmup::log2_obs(lo[i], h)))
         })
         .collect();
     v.sort_by_key(|x| x.0);
@@ -417,7 +419,7 @@ fn fit_law(tier: &str, predictor: &str, preset: &'static Preset, cells: &[LawCel
             points.push((*xc, *o));
             y_tau.push((
                 (*blocks, *seed),
-                Obs::between(o.lo() + xc, o.hi() + xc).expect("a shifted interval"),
+                o.shift(*xc).expect("a finite shift of an interval"),
             ));
         }
     }

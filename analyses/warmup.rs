@@ -504,7 +504,7 @@ fn precision_table(c: &Config, out: &mut Out, searches: &DataFrame) -> Result<()
 /// `min`), `[log2 lo, +inf]` when censored above (`hi = +inf`: stable at its `max`). Ends that
 /// coincide (stable and failing at one rate, which a monotone boundary never gives) are read
 /// as that closed point.
-fn log2_obs(lo: f64, hi: f64) -> Obs {
+pub(crate) fn log2_obs(lo: f64, hi: f64) -> Obs {
     let (a, b) = (lo.log2(), hi.log2());
     if lo == 0.0 {
         Obs::less_than(b)
@@ -601,7 +601,7 @@ fn summary(
 /// // The median of the eight differences is (1 + 1.5) / 2.
 /// assert_eq!((e.assessed.n, e.assessed.estimate), (8, 1.25));
 /// assert_eq!(e.assessed.outcome, Outcome::AsClaimed);
-/// assert_eq!(e.verdict, "supported");
+/// assert_eq!(e.verdict, "supported (holds in 1 of 1)");
 /// ```
 #[derive(Clone, Debug)]
 pub struct Effect {
@@ -992,7 +992,7 @@ mod tests {
             assert!((x.p_two_sided - 2.0 / 1024.0).abs() < 1e-15, "{x}");
             assert!((x.q_two_sided - 4.0 / 1024.0).abs() < 1e-15, "{x}");
         }
-        assert_eq!(v.to_string(), "supported");
+        assert_eq!(v.to_string(), "supported (holds in 2 of 2)");
     }
 
     #[test]

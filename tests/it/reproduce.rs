@@ -352,6 +352,7 @@ fn is_verdict(v: &str) -> bool {
         "conditional (",
         "inconclusive",
         "refuted",
+        "not estimable",
     ]
     .iter()
     .any(|k| v.starts_with(k))
@@ -398,7 +399,30 @@ fn claims_ledger_of_the_committed_tables_is_the_committed_ledger() {
             .collect()
     };
     let (m, t) = (col("measurement"), col("trained_verdict"));
+    let summaries = col("summary");
+    // Issue 58: a citable ledger: one-line summaries of at most 300 characters, no NaN or inf
+    // anywhere, and every comparison a row of effects.csv.
+    let max = normscope::analyses::claims::SUMMARY_MAX;
+    for file in ["claims.md", "claims.csv"] {
+        let text = std::fs::read_to_string(root.join("data/claims").join(file)).unwrap();
+        for bad in ["NaN", "inf]", "[-inf", " inf", "-inf"] {
+            assert!(!text.contains(bad), "{file} contains {bad:?}");
+        }
+    }
+    let effects =
+        normscope::output::table::read_csv(&root.join("data/claims/effects.csv")).unwrap();
+    assert_eq!(
+        effects.height(),
+        claims.iter().map(|c| c.effects.len()).sum::<usize>()
+    );
     for (k, c) in claims.iter().enumerate() {
+        let s = normscope::analyses::claims::summary(c);
+        assert!(
+            s.chars().count() <= max && !s.contains('\n'),
+            "claim {}: {s}",
+            c.id
+        );
+        assert_eq!(summaries[k], s, "claim {}", c.id);
         assert_eq!(m[k], c.measurement, "claim {}", c.id);
         assert_eq!(
             t[k],

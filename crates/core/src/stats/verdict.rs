@@ -14,7 +14,9 @@
 //! - **Directional claims** (Increase, Decrease): the two-sided test of median 0 (`p_two_sided`);
 //!   `q < alpha` with the median on the claimed side (the side whose one-sided p is smaller) is
 //!   [`Outcome::AsClaimed`], on the other side [`Outcome::Opposite`], either only when the
-//!   median lies beyond `+-SESOI`: a significant median within it is
+//!   median may lie beyond `+-SESOI`: a significant effect whose median lies within it
+//!   even at its most favourable (the medians of the differences' upper and of their lower
+//!   ends both within `+-SESOI`; for exact values, the median itself) is
 //!   [`Outcome::BelowSesoi`] (negligible: an effect smaller than the smallest of interest,
 //!   never "as claimed"; rule set on 2026-12-07 after a referee's report, i.e. after the
 //!   data). Otherwise the
@@ -623,11 +625,15 @@ pub fn judge(f: &Family) -> Result<(Vec<Assessed>, Verdict), FamilyError> {
             .filter(|o| !o.lo().is_finite() && !o.hi().is_finite())
             .count();
         let estimable = 2 * unknown < d.len() && ci.estimate.is_finite();
+        // The median's most favourable value on each side given the intervals: the median of
+        // the upper (lower) ends. Below the SESOI needs even that within +-SESOI, so that a
+        // censored end (whose representative is its finite bound) never makes an effect small.
+        let small = median_of_ends(d, Obs::hi) < s && median_of_ends(d, Obs::lo) > -s;
         let up = p_greater(d, 0.0) < p_less(d, 0.0);
         let p_two = p_two_sided(d, 0.0);
         let p_eq = p_greater(d, -s).max(p_less(d, s));
         let p_beyond = (2.0 * p_greater(d, s).min(p_less(d, -s))).min(1.0);
-        raw.push((ci, up, p_two, p_eq, p_beyond, unknown, estimable, s));
+        raw.push((ci, up, p_two, p_eq, p_beyond, unknown, estimable, s, small));
     }
     // Holm over the estimable comparisons only; the others are not tested (q NaN).
     let holm_of = |p: fn(&Raw) -> f64| -> Vec<f64> {
@@ -652,13 +658,11 @@ pub fn judge(f: &Family) -> Result<(Vec<Assessed>, Verdict), FamilyError> {
         .zip(raw)
         .enumerate()
         .map(
-            |(i, (c, (ci, up, p_two, p_eq, p_beyond, unknown, estimable, s)))| {
+            |(i, (c, (ci, up, p_two, p_eq, p_beyond, unknown, estimable, s, small)))| {
                 let directional = c.claimed != Claimed::Equivalent;
                 let outcome = match c.claimed {
                     _ if !estimable => Outcome::NotEstimable,
-                    _ if directional && q_two[i] < f.alpha && ci.estimate.abs() < s => {
-                        Outcome::BelowSesoi
-                    }
+                    _ if directional && q_two[i] < f.alpha && small => Outcome::BelowSesoi,
                     _ if directional && q_two[i] < f.alpha => {
                         if up == (c.claimed == Claimed::Increase) {
                             Outcome::AsClaimed
@@ -696,7 +700,7 @@ pub fn judge(f: &Family) -> Result<(Vec<Assessed>, Verdict), FamilyError> {
 }
 
 /// One comparison's numbers before Holm: interval, side, the three p-values, unknown
-/// differences, whether it is estimable, its SESOI.
+/// differences, whether it is estimable, its SESOI, whether it is below the SESOI.
 type Raw = (
     super::median_ci::MedianCi,
     bool,
@@ -706,7 +710,21 @@ type Raw = (
     usize,
     bool,
     f64,
+    bool,
 );
+
+/// The sample median of one end of every observation (`end` is [`Obs::lo`] or [`Obs::hi`];
+/// the mean of the middle two for an even count, infinite if either is).
+fn median_of_ends(d: &[Obs], end: fn(&Obs) -> f64) -> f64 {
+    let mut v: Vec<f64> = d.iter().map(end).collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
 
 /// The family's verdict from its comparisons' outcomes (module docs).
 fn verdict_of(assessed: &[Assessed]) -> Verdict {
