@@ -26,6 +26,7 @@
 //! | `norm_input_rms` | same | per layer, param = slot |
 //! | `attn_max_logit`, `attn_entropy` | same | attention layers |
 //! | `eval_floor`, `context_free_loss` | step 0 | - |
+//! | `param_count` (entries of every parameter tensor of the layer, the `n_l` of a per-entry RMS norm `‖·‖_F / sqrt(n_l)`) | step 0 | per layer (`all`) |
 //! | `diverged` (1 or 0) | once: at the step flagged, else the last | - |
 //!
 //! Divergence ([`DIVERGE_FACTOR`], [`DIVERGE_EVALS`]): a non-finite training loss or gradient,
@@ -560,6 +561,15 @@ pub fn train<M: Trainable>(
     };
     log.put(0, None, None, "eval_floor", floor);
     log.put(0, None, None, "context_free_loss", task.context_free_loss());
+    // Entries per layer (every parameter tensor of it): the `n_l` of the per-entry RMS norms
+    // `||.||_F / sqrt(n_l)` of `super::sweep::Outcome::scaling_rms`.
+    let mut counts = vec![0usize; n_layers];
+    for (info, w) in m.params() {
+        counts[info.layer] += w.len();
+    }
+    for (l, &n) in counts.iter().enumerate().filter(|(l, _)| has_params[*l]) {
+        log.put(0, Some(l), Some("all"), "param_count", n as f64);
+    }
     let context_free = task.context_free_loss();
     let lean = options.lean;
     let first = evaluate(&m, eval_set, probe, &f0, floor, 0, lean, &mut log);

@@ -179,9 +179,21 @@ pub struct Outcome {
     /// (`stream_grad`, [`super::trainable`]).
     pub stream: Vec<(u64, usize, f64)>,
     /// `(update, slope)` at every logged update: the least-squares slope of
-    /// `ln ||update_l||` on `ln ||grad_l||` across the blocks `l = 1..=L` (Adam's update does
-    /// not follow the gradient's scale: slope 0; SGD's is proportional to it: slope 1).
+    /// `ln ||update_l||_F` on `ln ||grad_l||_F` across the blocks `l = 1..=L`, with Frobenius
+    /// norms. **Not claim 7's measure**: a Frobenius norm grows with `sqrt(n_l)`, the root of
+    /// the block's parameter count, so where blocks alternate in size (a Transformer's
+    /// attention and MLP blocks) both norms alternate with it and the slope leans towards 1
+    /// whatever the optimizer does; kept for comparison with earlier tables. See
+    /// [`Outcome::scaling_rms`].
     pub scaling: Vec<(u64, f64)>,
+    /// `(update, slope)` at every logged update: the least-squares slope of
+    /// `ln ||update_l||_RMS` on `ln ||grad_l||_RMS` across the blocks `l = 1..=L`, with
+    /// per-entry RMS norms `||x_l||_RMS = ||x_l||_F / sqrt(n_l)` (`n_l` the block's
+    /// parameter entries, the log's `param_count`; a log without it gives no slope). Adam's
+    /// per-entry update does not follow the per-entry gradient's scale (slope 0); plain SGD's
+    /// is proportional to it (slope 1). Claim 7's measure (`analyses/optimizers.rs`).
+    #[serde(default)]
+    pub scaling_rms: Vec<(u64, f64)>,
 }
 
 impl Outcome {
@@ -221,7 +233,8 @@ impl Outcome {
             context_free,
         }
         .class();
-        let scaling = scaling(records);
+        let scaling_rms = scaling(records, true);
+        let scaling = scaling(records, false);
         let stream = records
             .iter()
             .filter(|r| r.metric == "stream_grad")
@@ -231,6 +244,7 @@ impl Outcome {
             cell,
             seed,
             scaling,
+            scaling_rms,
             stream,
             initial_loss: curve.first().map_or(f64::NAN, |c| c.1),
             final_loss,
@@ -250,10 +264,25 @@ impl Outcome {
 }
 
 /// The slope of `ln ||update_l||` on `ln ||grad_l||` across blocks at every update whose log
-/// has both for every block (see [`Outcome::scaling`]); blocks are the layers between the
-/// input map (0) and the output (the largest layer logged).
-fn scaling(records: &[Record]) -> Vec<(u64, f64)> {
+/// has both for every block, with Frobenius norms ([`Outcome::scaling`]) or, when `rms`, with
+/// both divided by `sqrt(param_count_l)` ([`Outcome::scaling_rms`]: no slope where a block's
+/// count is missing); blocks are the layers between the input map (0) and the output (the
+/// largest layer logged).
+fn scaling(records: &[Record], rms: bool) -> Vec<(u64, f64)> {
     let top = records.iter().filter_map(|r| r.layer).max().unwrap_or(0);
+    // `0.5 ln n_l`, subtracted from both logarithms (0 for Frobenius norms).
+    let half_ln_count = |l: usize| -> Option<f64> {
+        if !rms {
+            return Some(0.0);
+        }
+        records
+            .iter()
+            .find(|r| {
+                r.metric == "param_count" && r.layer == Some(l) && r.param.as_deref() == Some("all")
+            })
+            .filter(|r| r.value >= 1.0)
+            .map(|r| 0.5 * r.value.ln())
+    };
     let mut steps: Vec<u64> = records
         .iter()
         .filter(|r| r.metric == "update_norm")
@@ -273,9 +302,10 @@ fn scaling(records: &[Record]) -> Vec<(u64, f64)> {
             };
             let pts: Option<Vec<(f64, f64)>> = (1..top)
                 .map(|l| {
+                    let c = half_ln_count(l)?;
                     Some((
-                        at("grad_norm", l)?.value.ln(),
-                        at("update_norm", l)?.value.ln(),
+                        at("grad_norm", l)?.value.ln() - c,
+                        at("update_norm", l)?.value.ln() - c,
                     ))
                 })
                 .collect();
@@ -592,6 +622,59 @@ mod tests {
     use crate::monte_carlo::RawMc;
     use crate::train::task::{TaskConfig, TaskKind};
 
+    /// A made log of one update over 6 blocks alternating attention (4,160 entries) and MLP
+    /// (8,256 entries) with per-entry gradient RMS `g_l` and per-entry update RMS `u_l`, both
+    /// logged as Frobenius norms (`rms * sqrt(n_l)`), the counts at step 0.
+    fn made_log(g: &[f64], u: impl Fn(f64) -> f64, counts: bool) -> Vec<Record> {
+        let rec = |step, layer, metric, value| Record {
+            preset: "post".into(),
+            seed: 0,
+            step,
+            layer: Some(layer),
+            param: Some("all".into()),
+            metric,
+            value,
+        };
+        let n = |l: usize| if l % 2 == 1 { 4160.0 } else { 8256.0_f64 };
+        let mut log = Vec::new();
+        // Layers 0 (input map) and 7 (output) bound the blocks 1..=6.
+        for l in 0..=7 {
+            if counts {
+                log.push(rec(0, l, "param_count", n(l)));
+            }
+        }
+        for (i, &gl) in g.iter().enumerate() {
+            let l = i + 1;
+            log.push(rec(5, l, "grad_norm", gl * n(l).sqrt()));
+            log.push(rec(5, l, "update_norm", u(gl) * n(l).sqrt()));
+        }
+        log.push(rec(5, 7, "grad_norm", 1.0));
+        log.push(rec(5, 7, "update_norm", 1.0));
+        log
+    }
+
+    #[test]
+    fn rms_slope_removes_the_parameter_count_artefact() {
+        // Adam-like: every block's per-entry update is 1e-3 whatever its gradient. Per entry
+        // the slope is 0; with Frobenius norms both sides carry sqrt(n_l), which alternates
+        // with the blocks, and the slope comes out far from 0 (here above 1).
+        let g = [1.0, 0.9, 1.1, 0.95, 1.05, 1.0];
+        let adam = made_log(&g, |_| 1e-3, true);
+        let frob = scaling(&adam, false);
+        let rms = scaling(&adam, true);
+        assert_eq!((frob.len(), rms.len()), (1, 1));
+        assert!(frob[0].1 > 1.0, "Frobenius slope {}", frob[0].1);
+        assert!(rms[0].1.abs() < 1e-9, "RMS slope {}", rms[0].1);
+        // SGD-like (update = lr g per entry): slope 1 either way.
+        let sgd = made_log(&g, |x| 0.03 * x, true);
+        assert!((scaling(&sgd, true)[0].1 - 1.0).abs() < 1e-9);
+        assert!((scaling(&sgd, false)[0].1 - 1.0).abs() < 1e-9);
+        // A log without counts has no RMS slope (never a Frobenius one passed off as one).
+        let old = made_log(&g, |_| 1e-3, false);
+        assert!(scaling(&old, true).is_empty());
+        assert_eq!(scaling(&old, false), frob);
+    }
+
     #[test]
     fn predrawn_batches_are_found_and_change_no_bit() {
         // Post-LN, L = 2 Transformer blocks of width 8 with 2 heads, teacher-lm.
@@ -649,6 +732,12 @@ mod tests {
             kept,
             "every batch the runs took was drawn before"
         );
+        // The log carries each block's parameter count, so every logged slope has its RMS
+        // counterpart.
+        for o in &want {
+            assert!(!o.scaling_rms.is_empty());
+            assert_eq!(o.scaling_rms.len(), o.scaling.len());
+        }
         let text = |o: &[Outcome]| serde_json::to_string(o).expect("json");
         assert_eq!(text(&got), text(&want));
     }

@@ -158,6 +158,8 @@ macro_rules! hyperparameters {
 pub mod adam;
 pub mod adamw;
 pub mod clip;
+#[cfg(test)]
+mod gradient_scale;
 pub mod sgd;
 
 pub use adam::{Adam, AdamFlags, AdamState};
