@@ -186,8 +186,10 @@ pub fn outcome_frame(runs: &[(RunKey, &Outcome, &str)]) -> Result<DataFrame> {
 }
 
 /// Every logged update of every run (evaluation runs only): the run's settings, the update
-/// (`step`) and the slope of `ln ||update_l||` on `ln ||grad_l||` across its blocks
-/// ([`Outcome::scaling`]).
+/// (`step`) and `slope_rms`, the slope of `ln ||update_l||_RMS` on `ln ||grad_l||_RMS` across
+/// its blocks with per-entry RMS norms `||.||_F / sqrt(n_l)` ([`Outcome::scaling`]). Named
+/// `slope_rms` since 2026-12-07: earlier tables' `slope` used Frobenius norms, a
+/// parameter-count artefact where block sizes alternate, and must not be read as this.
 pub(crate) fn scaling_frame(runs: &[(RunKey, &Outcome, &str)]) -> Result<DataFrame> {
     let rows: Vec<(&RunKey, u64, f64)> = runs
         .iter()
@@ -198,7 +200,7 @@ pub(crate) fn scaling_frame(runs: &[(RunKey, &Outcome, &str)]) -> Result<DataFra
     let mut cols = key_columns(&keys);
     cols.extend([
         column("step", rows.iter().map(|r| r.1)),
-        column("slope", rows.iter().map(|r| r.2)),
+        column("slope_rms", rows.iter().map(|r| r.2)),
     ]);
     frame(cols)
 }

@@ -30,7 +30,7 @@ use super::convergence::{LOSS_SESOI, runs_with_early, status_table};
 use super::lr_search::scaling_frame;
 use super::tier::{Tier, TierSet};
 use super::training::{
-    TierVerdict, distinct_strings, f64s, frame, obs_column, paired_obs, strs, unknown,
+    TierVerdict, distinct_strings, f64s, frame, lines, obs_column, paired_obs, strs, unknown,
 };
 use super::tuned::{self, TunePlan, TunedCell};
 use super::warmup::judge;
@@ -40,7 +40,7 @@ use normscope_core::output::progress::DelayedBar;
 use normscope_core::output::table::column;
 use normscope_core::placement::Preset;
 use normscope_core::stats::obs::Obs;
-use normscope_core::stats::verdict::{Assessed, Claimed, Comparison, Family};
+use normscope_core::stats::verdict::{Assessed, Claimed, Comparison, Family, Verdict};
 use normscope_core::train::sweep::Cell;
 use normscope_core::{Error, Result};
 use polars::prelude::DataFrame;
@@ -238,7 +238,14 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     let adam_runs = normscope_core::output::table::read_csv(&out.root().join(CONV_RUNS))?;
     let adam_scaling = normscope_core::output::table::read_csv(&out.root().join(CONV_SCALING))?;
     let names: Vec<String> = tiers.iter().map(|t| t.name.clone()).collect();
-    let families = claim7_families(&names, &df, &sc, &adam_runs, &adam_scaling)?;
+    let families = claim7_families(
+        &names,
+        Some(c.momentum),
+        &df,
+        &sc,
+        &adam_runs,
+        &adam_scaling,
+    )?;
     effects_table(out, &families)
 }
 
@@ -304,14 +311,61 @@ fn slopes_of_every_run(
     (obs, missing)
 }
 
-/// Claim 7's family per tier (module docs).
+/// The column of a scaling table claim 7 reads: the slope with per-entry RMS norms
+/// ([`normscope_core::train::sweep::Outcome::scaling`]), never the Frobenius `slope` of tables
+/// written before 2026-12-07.
+pub const SLOPE_COLUMN: &str = "slope_rms";
+
+/// Claim 7's three families on one tier (module docs), each `None` where the tables give it
+/// no comparison.
+#[derive(Clone, Debug)]
+pub(crate) struct Claim7Families {
+    /// (a) Adam's invariance: Adam's RMS slope equivalent to 0.
+    pub(crate) invariance: Option<Family>,
+    /// (b) SGD's proportionality: SGD's RMS slope equivalent to 1.
+    pub(crate) proportionality: Option<Family>,
+    /// (c) The rescue: Post-LN's final score under SGD minus under Adam, positive.
+    pub(crate) rescue: Option<Family>,
+    /// How the SGD arm was run, for family (b)'s label: `plain SGD` when its momentum is 0,
+    /// else `SGD with momentum m (secondary: ...); plain SGD not run`.
+    pub(crate) sgd_label: String,
+}
+
+impl Claim7Families {
+    /// `(short name, family)` of the families present, in the order (a), (b), (c).
+    pub(crate) fn named(&self) -> Vec<(&'static str, &Family)> {
+        [
+            ("invariance", &self.invariance),
+            ("proportionality", &self.proportionality),
+            ("rescue", &self.rescue),
+        ]
+        .into_iter()
+        .filter_map(|(n, f)| Some((n, f.as_ref()?)))
+        .collect()
+    }
+}
+
+/// Family (b)'s label for an SGD arm with `momentum` (None: not recorded).
+pub(crate) fn sgd_label(momentum: Option<f64>) -> String {
+    match momentum {
+        Some(m) if m == 0.0 => "plain SGD".into(),
+        Some(m) => format!(
+            "SGD with momentum {m} (secondary: momentum averages gradients over steps); plain SGD not run"
+        ),
+        None => "SGD, momentum not recorded (secondary); plain SGD not known to be run".into(),
+    }
+}
+
+/// Claim 7's families per tier (module docs): the SGD arm's tables (`sgd_runs`, `sgd_scaling`,
+/// run with `momentum`) and the Adam arm's (`convergence`'s).
 fn claim7_families(
     tiers: &[String],
+    momentum: Option<f64>,
     sgd_runs: &DataFrame,
     sgd_scaling: &DataFrame,
     adam_runs: &DataFrame,
     adam_scaling: &DataFrame,
-) -> Result<Vec<(String, Family)>> {
+) -> Result<Vec<(String, Claim7Families)>> {
     let (t, p, b, l) = (
         strs(sgd_runs, "tier")?,
         strs(sgd_runs, "preset")?,
@@ -329,6 +383,15 @@ fn claim7_families(
         Ok(s)
     };
     let steps = steps_of(sgd_scaling)?;
+    let label = sgd_label(momentum);
+    let sgd_what = if momentum == Some(0.0) {
+        "plain SGD RMS slope - 1".to_string()
+    } else {
+        match momentum {
+            Some(m) => format!("SGD (momentum {m}) RMS slope - 1"),
+            None => "SGD RMS slope - 1".to_string(),
+        }
+    };
     let mut out = Vec::new();
     for tier in tiers {
         let mut depths: Vec<(u64, u64)> = (0..sgd_runs.height())
@@ -337,28 +400,59 @@ fn claim7_families(
             .collect();
         depths.sort_unstable();
         depths.dedup();
-        let mut comps = Vec::new();
+        let (mut inv, mut prop, mut rescue) = (Vec::new(), Vec::new(), Vec::new());
         for &(blocks, layers) in &depths {
             let at = |opt| (tier.as_str(), CLAIM_PRESET.name, blocks, opt);
             let sgd_score = values(sgd_runs, at("sgd"), "score", true, None)?;
             let adam_score = values(adam_runs, at("adam"), "score", true, None)?;
             for &step in &steps {
-                for (opt, runs, scaling, shift, what) in [
-                    ("adam", &adam_score, adam_scaling, 0.0, "Adam slope"),
-                    ("sgd", &sgd_score, sgd_scaling, 1.0, "SGD slope - 1"),
+                for (opt, runs, scaling, shift, what, comps) in [
+                    (
+                        "adam",
+                        &adam_score,
+                        adam_scaling,
+                        0.0,
+                        "Adam RMS slope",
+                        &mut inv,
+                    ),
+                    (
+                        "sgd",
+                        &sgd_score,
+                        sgd_scaling,
+                        1.0,
+                        sgd_what.as_str(),
+                        &mut prop,
+                    ),
                 ] {
-                    let slopes = values(scaling, at(opt), "slope", false, Some(step))?;
-                    if runs.is_empty() || slopes.is_empty() {
+                    if runs.is_empty() {
+                        continue;
+                    }
+                    // A table written before the RMS measure: every run's slope unknown, said
+                    // so, never the Frobenius slope in its place.
+                    let (slopes, note) = if scaling.column(SLOPE_COLUMN).is_ok() {
+                        (
+                            values(scaling, at(opt), SLOPE_COLUMN, false, Some(step))?,
+                            String::new(),
+                        )
+                    } else {
+                        (
+                            Vec::new(),
+                            format!(
+                                " (no {SLOPE_COLUMN} column: a table from before the RMS measure, regenerate it)"
+                            ),
+                        )
+                    };
+                    if slopes.is_empty() && note.is_empty() {
                         continue;
                     }
                     let (diffs, missing) = slopes_of_every_run(runs, &slopes, shift);
-                    let unknown_text = if missing > 0 {
+                    let unknown_text = if missing > 0 && note.is_empty() {
                         format!(
                             " ({missing} of {} runs without a slope: unknown)",
                             diffs.len()
                         )
                     } else {
-                        String::new()
+                        note
                     };
                     comps.push(Comparison {
                         name: format!("{what}, {layers} layers, update {step}{unknown_text}"),
@@ -368,63 +462,175 @@ fn claim7_families(
                     });
                 }
             }
-            comps.push(Comparison {
+            if sgd_score.is_empty() || adam_score.is_empty() {
+                continue;
+            }
+            rescue.push(Comparison {
                 name: format!("rescue (SGD - Adam, units of the gap), {layers} layers"),
                 diffs: paired_obs(&sgd_score, &adam_score, "optimizers: rescue")?,
                 claimed: Claimed::Increase,
                 sesoi: Some(LOSS_SESOI),
             });
         }
-        if comps.is_empty() {
+        let fam = |claim: String, sesoi: f64, comps: Vec<Comparison>| {
+            (!comps.is_empty()).then(|| Family::new(&claim, sesoi, comps))
+        };
+        let f = Claim7Families {
+            invariance: fam(
+                format!(
+                    "Adam's update does not follow the gradient's scale: RMS slope within +-{SLOPE_SESOI} of 0 ({tier} tier)"
+                ),
+                SLOPE_SESOI,
+                inv,
+            ),
+            proportionality: fam(
+                format!(
+                    "SGD's update is proportional to the gradient: RMS slope within +-{SLOPE_SESOI} of 1, {label} ({tier} tier)"
+                ),
+                SLOPE_SESOI,
+                prop,
+            ),
+            rescue: fam(
+                format!("Adam rescues Post-LN: final score under SGD above Adam's ({tier} tier)"),
+                LOSS_SESOI,
+                rescue,
+            ),
+            sgd_label: label.clone(),
+        };
+        if f.named().is_empty() {
             continue;
         }
-        out.push((
-            tier.clone(),
-            Family::new(
-                &format!("Adam's update does not follow the gradient's scale, SGD's does, and Adam rescues Post-LN ({tier} tier)"),
-                SLOPE_SESOI,
-                comps,
-            ),
-        ));
+        out.push((tier.clone(), f));
     }
     Ok(out)
 }
 
-fn effects_table(out: &mut Out, families: &[(String, Family)]) -> Result<()> {
-    let mut rows: Vec<(String, Assessed, String)> = Vec::new();
-    for (tier, f) in families {
-        let (assessed, v) = judge(f)?;
-        for a in assessed {
-            rows.push((tier.clone(), a, v.to_string()));
+/// The first word of a verdict's kind (`supported`, `conditional`, `inconclusive`, `refuted`,
+/// `not estimable`).
+fn kind_of(v: &Verdict) -> &'static str {
+    match v {
+        Verdict::Supported { .. } => "supported",
+        Verdict::Conditional { .. } => "conditional",
+        Verdict::Inconclusive { .. } => "inconclusive",
+        Verdict::Refuted { .. } => "refuted",
+        Verdict::NotEstimable { .. } => "not estimable",
+    }
+}
+
+/// The tier's verdict over claim 7's three families: `supported` when every family is,
+/// `refuted` when every family is, `inconclusive` when none is supported or conditional and not
+/// all are refuted, else `conditional`; then each family's own verdict, named.
+pub(crate) fn combined_verdict(fams: &Claim7Families, verdicts: &[Verdict]) -> String {
+    let kinds: Vec<&str> = verdicts.iter().map(kind_of).collect();
+    let overall = if kinds.iter().all(|k| *k == "supported") {
+        "supported"
+    } else if kinds.iter().all(|k| *k == "refuted") {
+        "refuted"
+    } else if kinds
+        .iter()
+        .any(|k| *k == "supported" || *k == "conditional")
+    {
+        "conditional"
+    } else {
+        "inconclusive"
+    };
+    let each: Vec<String> = fams
+        .named()
+        .iter()
+        .zip(verdicts)
+        .map(|((name, _), v)| match *name {
+            "proportionality" => format!("proportionality ({}): {v}", fams.sgd_label),
+            n => format!("{n}: {v}"),
+        })
+        .collect();
+    format!("{overall} by family: {}", each.join(" | "))
+}
+
+fn effects_table(out: &mut Out, families: &[(String, Claim7Families)]) -> Result<()> {
+    let mut rows: Vec<(String, &str, Assessed, String)> = Vec::new();
+    for (tier, fams) in families {
+        for (name, f) in fams.named() {
+            let (assessed, v) = judge(f)?;
+            for a in assessed {
+                rows.push((tier.clone(), name, a, v.to_string()));
+            }
         }
     }
-    let a = |g: fn(&Assessed) -> f64| rows.iter().map(move |r| g(&r.1)).collect::<Vec<f64>>();
+    let a = |g: fn(&Assessed) -> f64| rows.iter().map(move |r| g(&r.2)).collect::<Vec<f64>>();
     let mut df = frame(vec![
         column("tier", rows.iter().map(|r| r.0.clone())),
-        column("comparison", rows.iter().map(|r| r.1.name.clone())),
-        column("n", rows.iter().map(|r| r.1.n as u64)),
+        column("family", rows.iter().map(|r| r.1)),
+        column("comparison", rows.iter().map(|r| r.2.name.clone())),
+        column("n", rows.iter().map(|r| r.2.n as u64)),
         column("effect", a(|x| x.estimate)),
         column("effect_ci_low", a(|x| x.ci.0)),
         column("effect_ci_high", a(|x| x.ci.1)),
         column("q_two_sided", a(|x| x.q_two_sided)),
         column("q_equivalence", a(|x| x.q_equivalence)),
         column("q_beyond", a(|x| x.q_beyond)),
-        column("outcome", rows.iter().map(|r| r.1.outcome_text())),
-        column("family_verdict", rows.iter().map(|r| r.2.clone())),
+        column("outcome", rows.iter().map(|r| r.2.outcome_text())),
+        column("family_verdict", rows.iter().map(|r| r.3.clone())),
     ])?;
     out.frame("effects.csv", &mut df)
 }
 
-/// Claim 7's verdict per tier, from this analysis's and `convergence`'s tables.
+/// One tier's verdict over claim 7's three families: the families' comparisons in order
+/// (a), (b), (c) (`assessed`, `effects`), each family's rule and verdict named, and the
+/// combined verdict of [`combined_verdict`].
+pub(crate) fn tier_verdict(
+    tier: &str,
+    fams: &Claim7Families,
+    context: String,
+) -> Result<TierVerdict> {
+    let (mut assessed, mut verdicts, mut rules, mut claims) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (name, f) in fams.named() {
+        let (a, v) = judge(f)?;
+        assessed.extend(a);
+        verdicts.push(v);
+        rules.push(format!("({name}) {}", f.rule()));
+        claims.push(format!("({name}) {}", f.claim));
+    }
+    Ok(TierVerdict {
+        tier: tier.into(),
+        effects: lines(&assessed),
+        rule: format!(
+            "three families, each Holm-adjusted on its own and judged on its own: {}",
+            rules.join(" | ")
+        ),
+        verdict: combined_verdict(fams, &verdicts),
+        context,
+        family: claims.join("; "),
+        assessed,
+    })
+}
+
+/// The SGD arm's momentum as `optimizers/manifest.json` records it (its `config`), if it does.
+fn recorded_momentum(d: &Data) -> Option<f64> {
+    let path = d.path("optimizers/manifest.json").ok()?;
+    let text = std::fs::read_to_string(path).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("config")?.get("momentum")?.as_f64()
+}
+
+/// Claim 7's verdict per tier, from this analysis's and `convergence`'s tables: one
+/// [`TierVerdict`] per tier combining the three families ([`tier_verdict`]).
 pub(crate) fn claim7(d: &Data) -> Result<Vec<TierVerdict>> {
     let sgd_runs = d.frame("optimizers/runs.csv")?;
     let sgd_scaling = d.frame("optimizers/scaling.csv")?;
     let adam_runs = d.frame("convergence/runs.csv")?;
     let adam_scaling = d.frame("convergence/scaling.csv")?;
     let tiers = distinct_strings(&strs(&sgd_runs, "tier")?);
+    let momentum = recorded_momentum(d);
     let mut out = Vec::new();
-    for (tier, f) in claim7_families(&tiers, &sgd_runs, &sgd_scaling, &adam_runs, &adam_scaling)? {
-        let (assessed, v) = judge(&f)?;
+    for (tier, fams) in claim7_families(
+        &tiers,
+        momentum,
+        &sgd_runs,
+        &sgd_scaling,
+        &adam_runs,
+        &adam_scaling,
+    )? {
         let context = [CONV_STATUS, "optimizers/status.csv"]
             .iter()
             .map(|f| super::convergence::edge_note(d, f, &tier, Some(CLAIM_PRESET.name)))
@@ -433,7 +639,182 @@ pub(crate) fn claim7(d: &Data) -> Result<Vec<TierVerdict>> {
             .filter(|x| !x.is_empty())
             .collect::<Vec<_>>()
             .join("; ");
-        out.push(TierVerdict::judged(&tier, &f, assessed, &v, context));
+        out.push(tier_verdict(&tier, &fams, context)?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEEDS: u64 = 10;
+
+    /// A runs table of Post-LN on tier `lm` at 12 blocks (6 layers), `opt`'s evaluation runs
+    /// with scores `score(seed)` (gap 1: floor 0, context-free 1).
+    fn runs(opt: &str, score: impl Fn(u64) -> f64) -> DataFrame {
+        let n = SEEDS as usize;
+        frame(vec![
+            column("tier", vec!["lm"; n]),
+            column("preset", vec![CLAIM_PRESET.name; n]),
+            column("blocks", vec![12u64; n]),
+            column("layers", vec![6u64; n]),
+            column("optimizer", vec![opt; n]),
+            column("seed", (0..SEEDS).map(|s| s.to_string())),
+            column("purpose", vec!["evaluation"; n]),
+            column("score", (0..SEEDS).map(score)),
+            column("floor", vec![0.0; n]),
+            column("context_free", vec![1.0; n]),
+        ])
+        .unwrap()
+    }
+
+    /// A scaling table at updates 150 and 300 with the Frobenius `slope` and, when
+    /// `rms` is given, `slope_rms` per seed.
+    fn scaling(
+        opt: &str,
+        frob: impl Fn(u64) -> f64,
+        rms: Option<&dyn Fn(u64) -> f64>,
+    ) -> DataFrame {
+        let rows: Vec<(u64, u64)> = [150u64, 300]
+            .iter()
+            .flat_map(|&st| (0..SEEDS).map(move |s| (st, s)))
+            .collect();
+        let n = rows.len();
+        let mut cols = vec![
+            column("tier", vec!["lm"; n]),
+            column("preset", vec![CLAIM_PRESET.name; n]),
+            column("blocks", vec![12u64; n]),
+            column("optimizer", vec![opt; n]),
+            column("seed", rows.iter().map(|r| r.1.to_string())),
+            column("step", rows.iter().map(|r| r.0)),
+            column("slope", rows.iter().map(|r| frob(r.1))),
+        ];
+        if let Some(f) = rms {
+            cols.push(column(SLOPE_COLUMN, rows.iter().map(|r| f(r.1))));
+        }
+        frame(cols).unwrap()
+    }
+
+    /// Seed-dependent jitter in `[-w, w]`.
+    fn jitter(s: u64, w: f64) -> f64 {
+        w * ((s as f64 * 2.399).sin())
+    }
+
+    fn families(
+        momentum: Option<f64>,
+        sgd_rms: Option<&dyn Fn(u64) -> f64>,
+        adam_rms: Option<&dyn Fn(u64) -> f64>,
+    ) -> Claim7Families {
+        let sgd_runs = runs("sgd", |s| 0.6 + jitter(s, 0.1));
+        let adam_runs = runs("adam", |s| 0.2 + jitter(s, 0.1));
+        // The Frobenius slopes a Transformer's alternating block sizes give: Adam's near
+        // +0.58 (the artefact), momentum SGD's near 0.62.
+        let sgd_sc = scaling("sgd", |s| 0.62 + jitter(s, 0.05), sgd_rms);
+        let adam_sc = scaling("adam", |s| 0.58 + jitter(s, 0.05), adam_rms);
+        let mut f = claim7_families(
+            &["lm".into()],
+            momentum,
+            &sgd_runs,
+            &sgd_sc,
+            &adam_runs,
+            &adam_sc,
+        )
+        .unwrap();
+        assert_eq!(f.len(), 1);
+        f.remove(0).1
+    }
+
+    #[test]
+    fn three_families_each_judged_on_the_rms_slope() {
+        // Per entry, Adam's slope is about 0.06 (within +-0.2 of 0) and SGD's about 1.0:
+        // the RMS columns, not the Frobenius ones, are read.
+        let adam_rms = |s| 0.06 + jitter(s, 0.04);
+        let sgd_rms = |s| 1.0 + jitter(s, 0.05);
+        let f = families(Some(0.9), Some(&sgd_rms), Some(&adam_rms));
+        let names: Vec<&str> = f.named().iter().map(|x| x.0).collect();
+        assert_eq!(names, ["invariance", "proportionality", "rescue"]);
+        // Each family its own Holm: 2 updates, 2 updates, 1 depth.
+        let sizes: Vec<usize> = f.named().iter().map(|x| x.1.comparisons.len()).collect();
+        assert_eq!(sizes, [2, 2, 1]);
+        let inv = &f.invariance.as_ref().unwrap().comparisons[0];
+        assert_eq!(inv.name, "Adam RMS slope, 6 layers, update 150");
+        let prop = &f.proportionality.as_ref().unwrap().comparisons[1];
+        assert_eq!(
+            prop.name,
+            "SGD (momentum 0.9) RMS slope - 1, 6 layers, update 300"
+        );
+        let tv = tier_verdict("lm", &f, String::new()).unwrap();
+        assert_eq!(
+            tv.verdict,
+            "supported by family: invariance: supported (holds in 2 of 2) | proportionality \
+             (SGD with momentum 0.9 (secondary: momentum averages gradients over steps); plain \
+             SGD not run): supported (holds in 2 of 2) | rescue: supported (holds in 1 of 1)"
+        );
+        assert_eq!(tv.assessed.len(), 5);
+        assert!(tv.rule.starts_with("three families"), "{}", tv.rule);
+        // Adam's median RMS slope is the effect; the Frobenius 0.58 appears nowhere.
+        assert!(
+            tv.assessed[0].estimate.abs() < 0.11,
+            "{}",
+            tv.assessed[0].estimate
+        );
+    }
+
+    #[test]
+    fn the_frobenius_artefact_would_have_read_as_opposite() {
+        // The same runs judged on the Frobenius column (the old measure, passed as if RMS):
+        // Adam's slope near 0.58 differs from 0 by more than the SESOI.
+        let frob = |s| 0.58 + jitter(s, 0.05);
+        let rms = |s| 0.06 + jitter(s, 0.04);
+        let sgd_rms = |s| 1.0 + jitter(s, 0.05);
+        let old = families(Some(0.9), Some(&sgd_rms), Some(&frob));
+        let new = families(Some(0.9), Some(&sgd_rms), Some(&rms));
+        let (_, v_old) = judge(old.invariance.as_ref().unwrap()).unwrap();
+        let (_, v_new) = judge(new.invariance.as_ref().unwrap()).unwrap();
+        assert!(matches!(v_old, Verdict::Refuted { .. }), "{v_old}");
+        assert!(matches!(v_new, Verdict::Supported { n: 2 }), "{v_new}");
+    }
+
+    #[test]
+    fn one_family_failing_makes_the_tier_conditional_and_says_which() {
+        // SGD with momentum whose RMS slope is 0.6 (momentum averaging): proportionality
+        // refuted, the other two supported.
+        let adam_rms = |s| 0.06 + jitter(s, 0.04);
+        let sgd_rms = |s| 0.6 + jitter(s, 0.05);
+        let f = families(Some(0.9), Some(&sgd_rms), Some(&adam_rms));
+        let tv = tier_verdict("lm", &f, String::new()).unwrap();
+        assert!(
+            tv.verdict
+                .starts_with("conditional by family: invariance: supported")
+        );
+        assert!(
+            tv.verdict.contains("plain SGD not run): refuted"),
+            "{}",
+            tv.verdict
+        );
+        assert!(tv.verdict.ends_with("rescue: supported (holds in 1 of 1)"));
+    }
+
+    #[test]
+    fn tables_without_the_rms_column_are_not_estimable_never_frobenius() {
+        let f = families(None, None, None);
+        let inv = f.invariance.as_ref().unwrap();
+        assert!(
+            inv.comparisons[0].name.ends_with(
+                "(no slope_rms column: a table from before the RMS measure, regenerate it)"
+            ),
+            "{}",
+            inv.comparisons[0].name
+        );
+        let tv = tier_verdict("lm", &f, String::new()).unwrap();
+        assert!(
+            tv.verdict
+                .starts_with("conditional by family: invariance: not estimable")
+        );
+        assert!(tv.verdict.contains(
+            "proportionality (SGD, momentum not recorded (secondary); plain SGD not known to be run): not estimable"
+        ));
+        assert_eq!(sgd_label(Some(0.0)), "plain SGD");
+    }
 }

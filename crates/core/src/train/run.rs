@@ -562,7 +562,7 @@ pub fn train<M: Trainable>(
     log.put(0, None, None, "eval_floor", floor);
     log.put(0, None, None, "context_free_loss", task.context_free_loss());
     // Entries per layer (every parameter tensor of it): the `n_l` of the per-entry RMS norms
-    // `||.||_F / sqrt(n_l)` of `super::sweep::Outcome::scaling_rms`.
+    // `||.||_F / sqrt(n_l)` of `super::sweep::Outcome::scaling`.
     let mut counts = vec![0usize; n_layers];
     for (info, w) in m.params() {
         counts[info.layer] += w.len();
