@@ -11,20 +11,63 @@
 //! **Effects**, per seed:
 //!
 //! - *scaling*: at updates beyond the first (`steps / 2` and `steps`: at update 1 Adam's
-//!   step is `lr sign(g)` and SGD's `lr g` by definition), the least-squares slope of `ln
-//!   ||update_l||` on `ln ||grad_l||` across the blocks ([`normscope_core::train::sweep::Outcome::scaling`]):
-//!   for Adam the slope itself (claimed equivalent to 0: the update does not follow the
-//!   gradient's scale), for SGD the slope minus 1 (claimed equivalent to 0: proportional);
-//!   smallest effect of interest [`SLOPE_SESOI`];
+//!   step is `lr sign(g)` and SGD's `lr g` by definition), the least-squares slope `b` of
+//!
+//!   ```text
+//!   ln ||update_l||_RMS = a + b ln ||grad_l||_RMS,   ||x_l||_RMS = ||x_l||_F / sqrt(n_l),
+//!   ```
+//!
+//!   across the blocks `l = 1..=L` (`n_l` the block's parameter entries;
+//!   [`normscope_core::train::sweep::Outcome::scaling`], the `slope_rms` column of
+//!   `scaling.csv`): for Adam the slope itself (claimed equivalent to 0: the per-entry update
+//!   does not follow the gradient's scale), for SGD the slope minus 1 (claimed equivalent to
+//!   0: proportional); smallest effect of interest [`SLOPE_SESOI`];
 //! - *rescue*: Post-LN's final score (units of the gap) under SGD minus under Adam, claimed
 //!   positive (Adam rescues Post-LN), smallest effect of interest
 //!   [`super::convergence::LOSS_SESOI`].
 //!
-//! **Claim 7's family** (per tier, Holm over all of it): the scaling comparisons of Post-LN
-//! for both optimizers at both updates and every depth, and the rescue at every depth.
+//! **Why per-entry RMS norms** (a referee's point, 2026-12-07): a Transformer's blocks
+//! alternate attention (4,160 entries at width 32) and MLP (8,256), and a Frobenius norm
+//! grows with `sqrt(n_l)`, so with Frobenius norms both sides of the regression alternate with
+//! the block's size and the slope is pulled towards 1 whatever the optimizer does: Adam's
+//! Frobenius slope at 6 layers, update 150, read +0.58 ("opposite"), its RMS slope +0.061
+//! [0.023, 0.126] (within +-0.2). Dividing both norms by `sqrt(n_l)` subtracts the same
+//! `0.5 ln n_l` from both logarithms and leaves the per-entry scaling the claim is about.
+//!
+//! **The mechanism, tested directly**: the regression across blocks is observational; the
+//! unit tests of `normscope_core::train::optim` (`gradient_scale`) rescale one block's
+//! gradients by `k = 1e-3, 1e3` and check that Adam's step moves by at most
+//! `max(1, 1/k) eps / sqrt(v_hat)` of itself (from `step = lr m_hat / (sqrt(v_hat) + eps)`),
+//! plain SGD's by exactly `k`, and momentum SGD's by `k` only when its whole history is
+//! rescaled.
+//!
+//! **Claim 7's three families** (per tier; each Holm-adjusted on its own and judged on its
+//! own, rules set on 2026-12-07, after the referee's report and so after the data):
+//!
+//! - (a) *invariance*: Adam's RMS slope of Post-LN at both updates and every depth, TOST
+//!   within `+-SLOPE_SESOI` of 0;
+//! - (b) *proportionality*: SGD's RMS slope minus 1, the same comparisons. The SGD arm is
+//!   trained **with momentum** ([`Config::momentum`], 0.9): momentum averages gradients over
+//!   steps, so its slope measures the averaging as much as the gradient's scale, and the
+//!   family is labelled secondary ("SGD with momentum 0.9 (secondary: momentum averages
+//!   gradients over steps); plain SGD not run"); plain SGD is not run (adding it would change
+//!   the regeneration budget). The momentum is read from `optimizers/manifest.json`;
+//! - (c) *rescue*: Post-LN's SGD - Adam final score at every depth.
+//!
+//! A single family over all three (the rule before 2026-12-07, 15 comparisons at the `lm`
+//! tier) could only pass at 10 of 10 seeds for every sub-claim at once. The tier's verdict
+//! (`tier_verdict`) is `supported` when every family is, `refuted` when every family is,
+//! `conditional` when some family is supported or conditional, else `inconclusive`, followed
+//! by each family's own verdict (`supported by family: invariance: ... | proportionality
+//! (...): ... | rescue: ...`).
+//!
+//! A scaling table without `slope_rms` (written before 2026-12-07, with the Frobenius `slope`)
+//! makes every slope comparison unknown, so not estimable, and says so in its name: the
+//! Frobenius slope is never read in its place.
 //!
 //! Outputs: `runs.csv` (tuning and evaluation runs), `scaling.csv`, `status.csv` (the SGD arm, as
-//! `convergence` writes them), `effects.csv` (the family's comparisons).
+//! `convergence` writes them), `effects.csv` (the three families' comparisons, `family` naming
+//! each one's).
 
 use super::convergence::{LOSS_SESOI, runs_with_early, status_table};
 use super::lr_search::scaling_frame;
@@ -348,7 +391,7 @@ impl Claim7Families {
 /// Family (b)'s label for an SGD arm with `momentum` (None: not recorded).
 pub(crate) fn sgd_label(momentum: Option<f64>) -> String {
     match momentum {
-        Some(m) if m == 0.0 => "plain SGD".into(),
+        Some(0.0) => "plain SGD".into(),
         Some(m) => format!(
             "SGD with momentum {m} (secondary: momentum averages gradients over steps); plain SGD not run"
         ),
