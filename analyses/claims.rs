@@ -267,7 +267,7 @@ pub(crate) fn training_claim(
             v.assessed
                 .iter()
                 .enumerate()
-                .map(|(k, a)| Effect::new(id, &v.tier, &v.family, k, a.clone()))
+                .map(|(k, (family, a))| Effect::new(id, &v.tier, family, k, a.clone()))
         })
         .collect();
     // `[id] name: effect` for a tier's comparisons (the effects text when none are listed).
@@ -804,7 +804,7 @@ fn claim6(d: &Data) -> Result<Claim> {
     let l = max_depth(&th, "post", w)?;
     let post = get(&th, "post", w, l, l, None)?.value;
     let pre = get(&th, "pre", w, l, l, None)?.value;
-    let mut verdicts = super::warmup::claim6(d)?;
+    let mut verdicts = crate::ledger::claim6::claim6(d)?;
     for (tier, law) in super::stability_law::summary(d)? {
         if let Some(v) = verdicts.iter_mut().find(|v| v.tier == tier) {
             v.context = [v.context.clone(), format!("stability law: {law}")]
@@ -818,7 +818,7 @@ fn claim6(d: &Data) -> Result<Claim> {
         6,
         "Post-LN's gradients near the output are large at init, so learning-rate warmup is essential (Xiong et al. 2020).",
         "001, 002",
-        "stream-and-gradients/vs_depth_theory.csv, warmup/searches.csv, stability-law/fits.csv, stability-law/contrast.csv",
+        "stream-and-gradients/vs_depth_theory.csv, warmup/searches.csv, warmup/runs.csv, stability-law/fits.csv, stability-law/common.csv, stability-law/contrast.csv",
         format!(
             "at init: last-block mean-square weight gradient at L = {l}: Post-LN {} vs Pre-LN {} (ratio {}; Xiong et al.: Post-LN's does not shrink with L, Pre-LN's shrinks like 1/L); training: the effect of warmup on the maximum stable lr (doublings, log2 of the ratio, paired seeds)",
             sig(post),
