@@ -267,7 +267,7 @@ pub(crate) fn training_claim(
             v.assessed
                 .iter()
                 .enumerate()
-                .map(|(k, a)| Effect::new(id, &v.tier, &v.family, k, a.clone()))
+                .map(|(k, (family, a))| Effect::new(id, &v.tier, family, k, a.clone()))
         })
         .collect();
     // `[id] name: effect` for a tier's comparisons (the effects text when none are listed).
@@ -804,7 +804,7 @@ fn claim6(d: &Data) -> Result<Claim> {
     let l = max_depth(&th, "post", w)?;
     let post = get(&th, "post", w, l, l, None)?.value;
     let pre = get(&th, "pre", w, l, l, None)?.value;
-    let mut verdicts = super::warmup::claim6(d)?;
+    let mut verdicts = crate::ledger::claim6::claim6(d)?;
     for (tier, law) in super::stability_law::summary(d)? {
         if let Some(v) = verdicts.iter_mut().find(|v| v.tier == tier) {
             v.context = [v.context.clone(), format!("stability law: {law}")]
@@ -818,7 +818,7 @@ fn claim6(d: &Data) -> Result<Claim> {
         6,
         "Post-LN's gradients near the output are large at init, so learning-rate warmup is essential (Xiong et al. 2020).",
         "001, 002",
-        "stream-and-gradients/vs_depth_theory.csv, warmup/searches.csv, stability-law/fits.csv, stability-law/contrast.csv",
+        "stream-and-gradients/vs_depth_theory.csv, warmup/searches.csv, warmup/runs.csv, stability-law/fits.csv, stability-law/common.csv, stability-law/contrast.csv",
         format!(
             "at init: last-block mean-square weight gradient at L = {l}: Post-LN {} vs Pre-LN {} (ratio {}; Xiong et al.: Post-LN's does not shrink with L, Pre-LN's shrinks like 1/L); training: the effect of warmup on the maximum stable lr (doublings, log2 of the ratio, paired seeds)",
             sig(post),
@@ -1221,6 +1221,145 @@ fn effects_table(out: &mut Out, claims: &[Claim]) -> Result<()> {
     out.frame("effects.csv", &mut df)
 }
 
+/// The figures that show each claim, by claim number (paths under `figures/`, without the
+/// `.png`/`.pdf` extension; every one is checked to exist by the ledger's test).
+pub const FIGURES: [(u32, &[&str]); 10] = [
+    (
+        1,
+        &[
+            "effective-depth/eff_depth_vs_depth",
+            "branch-gain/eff_depth_vs_gain",
+            "trained-lens/eff_depth_over_L_he-mlp",
+        ],
+    ),
+    (
+        2,
+        &[
+            "stream-and-gradients/stream_sq_per_layer",
+            "adjacent-layers/cos_prev",
+            "adjacent-layers/rel_update",
+        ],
+    ),
+    (
+        3,
+        &[
+            "branch-gain/x0_weight_vs_gain",
+            "trained-lens/x0_factor_xavier-linear",
+        ],
+    ),
+    (
+        4,
+        &[
+            "stream-and-gradients/weight_grad_first_vs_depth",
+            "encoder-decoder/decoder_gradient_ratio",
+            "trained-lens/grad_first_over_last_he-mlp",
+        ],
+    ),
+    (
+        5,
+        &[
+            "deepnorm-alpha/eff_depth_vs_alpha",
+            "deepnorm-alpha/grad_x0_vs_alpha",
+        ],
+    ),
+    (
+        6,
+        &[
+            "warmup/max_stable_lr_lm",
+            "warmup/max_stable_lr_regression",
+            "warmup/max_stable_lr_seq2seq",
+            "stability-law/law_lm",
+            "stability-law/law_regression",
+        ],
+    ),
+    (7, &[]),
+    (
+        8,
+        &["convergence/curves_lm_L6", "convergence/curves_lm_L24"],
+    ),
+    (9, &[]),
+    (
+        10,
+        &[
+            "norms/eff_depth",
+            "norms/pre_stream",
+            "norms/post_weight_grad",
+            "norms/batch_norm_by_placement",
+            "norms/warmup_effect",
+        ],
+    ),
+];
+
+/// The figures of claim `id` as the ledger prints them: `figures/a.{png,pdf}, ...`, or `none
+/// yet` for a claim without one.
+pub fn figures_of(id: u32) -> String {
+    let list: Vec<String> = FIGURES
+        .iter()
+        .filter(|(k, _)| *k == id)
+        .flat_map(|(_, f)| f.iter().map(|x| format!("figures/{x}.{{png,pdf}}")))
+        .collect();
+    if list.is_empty() {
+        "none yet".into()
+    } else {
+        list.join(", ")
+    }
+}
+
+/// `s` as LaTeX text: the ten special characters escaped, `|`, `<` and `>` as text symbols.
+fn tex_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\textbackslash{}"),
+            '{' | '}' | '$' | '&' | '#' | '%' | '_' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '^' => out.push_str("\\textasciicircum{}"),
+            '~' => out.push_str("\\textasciitilde{}"),
+            '|' => out.push_str("\\textbar{}"),
+            '<' => out.push_str("\\textless{}"),
+            '>' => out.push_str("\\textgreater{}"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// `claims.tex` (a `table*` float) and `claims_tabular.tex` (its bare tabular): per claim its
+/// number, tier and [`summary`], the summary in a paragraph column of `0.62\linewidth`, so the
+/// table fits a column of a two-column page and the page's width in a `table*`.
+fn claims_tex(claims: &[Claim]) -> [(String, String); 2] {
+    use normscope_core::output::latex::TABLE_PACKAGES;
+    let mut tabular = String::from(
+        "\\begin{tabular}{@{}rlp{0.62\\linewidth}@{}}\n\\toprule\nclaim & tier & verdict (summary; full text in claims.md) \\\\\n\\midrule\n",
+    );
+    for c in claims {
+        tabular.push_str(&format!(
+            "{} & {} & {} \\\\\n",
+            c.id,
+            tex_text(&c.tier),
+            tex_text(&summary(c))
+        ));
+    }
+    tabular.push_str("\\bottomrule\n\\end{tabular}\n");
+    let float = format!(
+        "\\begin{{table*}}[t]\n\\centering\\small\n{tabular}\\caption{{The claims ledger: each claim's verdict in one line (the verdict's kind, how many comparisons hold per tier, the headline effect with its 95\\% interval and its id in effects.csv). Generated by normscope; the full verdicts and rules are in claims.md.}}\n\\label{{tab:claims}}\n\\end{{table*}}\n"
+    );
+    [
+        (
+            "claims.tex".into(),
+            format!("{TABLE_PACKAGES}; the bare tabular is claims_tabular.tex\n{float}"),
+        ),
+        (
+            "claims_tabular.tex".into(),
+            format!(
+                "{TABLE_PACKAGES}; wrap in a table or table* (caption: see claims.tex)\n{tabular}"
+            ),
+        ),
+    ]
+}
+
 /// A field of a claim's after-training part, or "" without one.
 fn trained(c: &Claim, f: impl Fn(&AfterTraining) -> &String) -> &str {
     c.trained.as_ref().map_or("", |a| f(a).as_str())
@@ -1258,9 +1397,13 @@ fn run(_: &Config, out: &mut Out) -> Result<()> {
         ),
         column("tier", claims.iter().map(|c| c.tier.as_str())),
         column("other_tiers", claims.iter().map(|c| c.other_tiers.as_str())),
+        column("figures", claims.iter().map(|c| figures_of(c.id))),
     ])?;
     out.frame("claims.csv", &mut df)?;
     effects_table(out, &claims)?;
+    for (name, text) in claims_tex(&claims) {
+        out.bytes(&name, text.as_bytes())?;
+    }
     let mut md = String::from(
         "# Claims ledger\n\nGenerated by `normscope reproduce` (analysis `claims`) from the tables under `data/`; do not edit. Each verdict is computed from the measurements with the rule stated. The table's verdict column is a one-line summary (at most 300 characters); each claim's full verdict is in its section below and every comparison, with its id ([6.lm.1]), is a row of `effects.csv`. The tier says where it was measured (init: closed form and Monte Carlo at init; lm: decoder-only Transformer on a teacher language; regression: residual MLP regression; seq2seq: encoder-decoder Transformer). Training verdicts lead with the effect and its 95% interval; \"inconclusive\" means no significant effect either way, never \"refuted\". Claims about networks in use also have a verdict on trained weights.\n\n| # | claim | seeds | tier | verdict | after training |\n|---|---|---|---|---|---|\n",
     );
@@ -1279,11 +1422,12 @@ fn run(_: &Config, out: &mut Out) -> Result<()> {
     }
     for c in &claims {
         md.push_str(&format!(
-            "\n## Claim {}\n\n{}\n\n- seeds: {}\n- data: {}\n- measurement: {}\n- rule: {}\n- **verdict: {}**\n",
+            "\n## Claim {}\n\n{}\n\n- seeds: {}\n- data: {}\n- figures: {}\n- measurement: {}\n- rule: {}\n- **verdict: {}**\n",
             c.id,
             c.statement,
             c.seeds,
             if c.data.is_empty() { "none" } else { c.data },
+            figures_of(c.id),
             c.measurement,
             c.rule,
             c.verdict

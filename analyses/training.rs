@@ -380,10 +380,12 @@ pub struct TierVerdict {
     pub verdict: String,
     /// Context reported beside the verdict (not part of the family).
     pub context: String,
-    /// The family's claim, in words ([`normscope_core::stats::verdict::Family::claim`]).
+    /// The family's claim, in words ([`normscope_core::stats::verdict::Family::claim`]); the
+    /// families' labels, `; `-separated, for a verdict [`TierVerdict::combined`] from several.
     pub family: String,
-    /// Every comparison of the family, assessed (for the ledger's `effects.csv`).
-    pub assessed: Vec<normscope_core::stats::verdict::Assessed>,
+    /// Every comparison, assessed, with the claim of the family it belongs to (for the
+    /// ledger's `effects.csv`).
+    pub assessed: Vec<(String, normscope_core::stats::verdict::Assessed)>,
 }
 
 impl TierVerdict {
@@ -403,7 +405,92 @@ impl TierVerdict {
             verdict: v.to_string(),
             context,
             family: fam.claim.clone(),
-            assessed,
+            assessed: assessed
+                .into_iter()
+                .map(|a| (fam.claim.clone(), a))
+                .collect(),
+        }
+    }
+
+    /// The verdict on `tier` of a claim made of several sub-claims, each its own family with
+    /// its own Holm adjustment (`parts`: a label, the family, its comparisons assessed and its
+    /// verdict). The claim is their conjunction: `supported` when every part is supported,
+    /// `refuted` when every part is refuted, `not estimable` when none is estimable,
+    /// `conditional` when some part holds somewhere, else `inconclusive`; each part's verdict
+    /// follows its label.
+    ///
+    /// # Examples
+    ///
+    /// ```rust
+    /// use normscope_analyses::training::TierVerdict;
+    /// use normscope_core::stats::obs::Obs;
+    /// use normscope_core::stats::verdict::{Claimed, Comparison, Family, judge};
+    ///
+    /// let fam = |claim: &str, k: i32| {
+    ///     let c = Comparison {
+    ///         name: "6 layers".into(),
+    ///         diffs: (0..10).map(|i| Obs::exact(if i < k { 1.0 } else { -1.0 }).unwrap()).collect(),
+    ///         claimed: Claimed::Increase,
+    ///         sesoi: None,
+    ///     };
+    ///     Family::new(claim, 0.5, vec![c])
+    /// };
+    /// let (a, b) = (fam("raises the lr", 10), fam("Post-specific", 5));
+    /// let (ja, va) = judge(&a)?;
+    /// let (jb, vb) = judge(&b)?;
+    /// let v = TierVerdict::combined("lm", vec![("effect", a, ja, va), ("mechanism", b, jb, vb)], String::new());
+    /// assert_eq!(
+    ///     v.verdict,
+    ///     "conditional: effect: supported (holds in 1 of 1); mechanism: inconclusive (holds in 0 of 1)"
+    /// );
+    /// assert_eq!(v.assessed.len(), 2);
+    /// assert_eq!(v.assessed[1].0, "Post-specific");
+    /// # Ok::<(), normscope_core::stats::verdict::FamilyError>(())
+    /// ```
+    pub fn combined(
+        tier: &str,
+        parts: Vec<(
+            &str,
+            normscope_core::stats::verdict::Family,
+            Vec<normscope_core::stats::verdict::Assessed>,
+            normscope_core::stats::verdict::Verdict,
+        )>,
+        context: String,
+    ) -> TierVerdict {
+        use normscope_core::stats::verdict::Verdict as V;
+        let every = |f: fn(&V) -> bool| parts.iter().all(|p| f(&p.3));
+        let overall = if every(|v| matches!(v, V::Supported { .. })) {
+            "supported"
+        } else if every(|v| matches!(v, V::Refuted { .. })) {
+            "refuted"
+        } else if every(|v| matches!(v, V::NotEstimable { .. })) {
+            "not estimable"
+        } else if parts
+            .iter()
+            .any(|p| matches!(p.3, V::Supported { .. } | V::Conditional { .. }))
+        {
+            "conditional"
+        } else {
+            "inconclusive"
+        };
+        let each = |f: &dyn Fn(&(&str, _, Vec<_>, V)) -> String| {
+            parts.iter().map(f).collect::<Vec<String>>().join("; ")
+        };
+        TierVerdict {
+            tier: tier.into(),
+            effects: each(&|p| format!("{}: {}", p.0, lines(&p.2))),
+            rule: format!(
+                "the claim is the conjunction of {} parts, each its own family: {}",
+                parts.len(),
+                each(&|p| format!("{}: {}", p.0, p.1.rule()))
+            ),
+            verdict: format!("{overall}: {}", each(&|p| format!("{}: {}", p.0, p.3))),
+            context,
+            family: parts.iter().map(|p| p.0).collect::<Vec<_>>().join("; "),
+            assessed: parts
+                .iter()
+                .flat_map(|p| p.2.iter().map(|a| (p.1.claim.clone(), a.clone())))
+                .collect(),
         }
     }
 }

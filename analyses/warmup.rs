@@ -33,11 +33,8 @@
 
 use super::lr_search::{self, SearchCell, SeedSearch};
 use super::tier::{RunKey, Tier, key_columns, seed_range};
-use super::training::{
-    TierVerdict, check_count, check_presets, distinct_strings, f64s, frame, strs,
-};
+use super::training::{check_count, check_presets, distinct_strings, f64s, frame, strs};
 use super::{Analysis, Out, common};
-use crate::runner::data::Data;
 use normscope_core::output::latex::{Cell as Tex, Table};
 use normscope_core::output::progress::DelayedBar;
 use normscope_core::output::table::column;
@@ -866,48 +863,6 @@ fn figures(
         out.figure(&format!("max_stable_lr_{}", tc.tier.name), &plot)?;
     }
     Ok(())
-}
-
-/// Claim 6's verdicts per tier, from `searches.csv` (its manifest's warmup): `(tier, effect
-/// lines, the family's rule, verdict, Pre-LN's effect lines)`.
-pub(crate) fn claim6(d: &Data) -> Result<Vec<TierVerdict>> {
-    let df = d.frame("warmup/searches.csv")?;
-    let tiers = strs(&df, "tier")?;
-    let warmup = f64s(&df, "warmup")?
-        .into_iter()
-        .filter(|w| *w > 0.0)
-        .fold(0.0, f64::max) as u64;
-    let mut names: Vec<String> = tiers.clone();
-    names.dedup();
-    let mut out = Vec::new();
-    for tier in distinct_strings(&names)
-        .into_iter()
-        .filter(|t| !t.ends_with(F64_SUFFIX))
-    {
-        let Some((fam, _)) = family(&df, &tier, CLAIM_PRESET, warmup)? else {
-            continue;
-        };
-        let (assessed, v) = judge(&fam)?;
-        let contrast = match family(&df, &tier, CONTRAST_PRESET, warmup)? {
-            Some((f, _)) => judge(&f)?.0,
-            None => Vec::new(),
-        };
-        let context = if contrast.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "{} with the same warmup (doublings): {}",
-                CONTRAST_PRESET.label,
-                contrast
-                    .iter()
-                    .map(|a| format!("{}: {a}", a.name))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            )
-        };
-        out.push(TierVerdict::judged(&tier, &fam, assessed, &v, context));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

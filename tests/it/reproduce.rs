@@ -400,6 +400,19 @@ fn claims_ledger_of_the_committed_tables_is_the_committed_ledger() {
     };
     let (m, t) = (col("measurement"), col("trained_verdict"));
     let summaries = col("summary");
+    // Each claim names its figures, and every one named exists in both formats.
+    for (_, figs) in normscope::analyses::claims::FIGURES {
+        for f in figs {
+            for ext in ["png", "pdf"] {
+                let p = root.join(format!("figures/{f}.{ext}"));
+                assert!(
+                    p.is_file(),
+                    "{} is named by the ledger but missing",
+                    p.display()
+                );
+            }
+        }
+    }
     // Issue 58: a citable ledger: one-line summaries of at most 300 characters, no NaN or inf
     // anywhere, and every comparison a row of effects.csv.
     let max = normscope::analyses::claims::SUMMARY_MAX;
