@@ -835,7 +835,7 @@ fn claim7(d: &Data) -> Result<Claim> {
         "Adam's update is O(1) whatever the gradient's scale, which rescues Post-Norm from small gradients; SGD's update is proportional to the gradient.",
         "002",
         "optimizers/runs.csv, optimizers/scaling.csv, convergence/runs.csv, convergence/scaling.csv",
-        "slopes of ln||update_l|| on ln||grad_l|| across blocks beyond update 1, and Post-LN's final score under SGD minus Adam, each optimizer at its tuned lr".into(),
+        "three families: Adam's slope of ln||update_l||_RMS on ln||grad_l||_RMS across blocks beyond update 1 (per-entry RMS norms, ||x||_F / sqrt(n_l): attention and MLP blocks differ in size), SGD's slope (momentum 0.9; plain SGD not run), and Post-LN's final score under SGD minus Adam, each optimizer at its tuned lr".into(),
         super::optimizers::claim7(d)?,
     )
 }

@@ -627,8 +627,10 @@ pub(crate) fn tier_verdict(
 ) -> Result<TierVerdict> {
     let (mut assessed, mut verdicts, mut rules, mut claims) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut of_family = Vec::new();
     for (name, f) in fams.named() {
         let (a, v) = judge(f)?;
+        of_family.extend(a.iter().map(|x| (f.claim.clone(), x.clone())));
         assessed.extend(a);
         verdicts.push(v);
         rules.push(format!("({name}) {}", f.rule()));
@@ -644,7 +646,7 @@ pub(crate) fn tier_verdict(
         verdict: combined_verdict(fams, &verdicts),
         context,
         family: claims.join("; "),
-        assessed,
+        assessed: of_family,
     })
 }
 
@@ -798,9 +800,9 @@ mod tests {
         assert!(tv.rule.starts_with("three families"), "{}", tv.rule);
         // Adam's median RMS slope is the effect; the Frobenius 0.58 appears nowhere.
         assert!(
-            tv.assessed[0].estimate.abs() < 0.11,
+            tv.assessed[0].1.estimate.abs() < 0.11,
             "{}",
-            tv.assessed[0].estimate
+            tv.assessed[0].1.estimate
         );
     }
 

@@ -533,7 +533,8 @@ impl TrainConfig {
     /// Rows of the training log of one run ([`super::run`]'s table): per logged update (every
     /// `--log-every`, the first and the last) at most [`LOG_ROWS_PER_LAYER_LOGGED`] per layer
     /// (the blocks, the input map and the head) and a few scalars; per evaluation (every
-    /// `--eval-every`, step 0 and the last) at most [`LOG_ROWS_PER_LAYER_EVAL`] per layer.
+    /// `--eval-every`, step 0 and the last) at most [`LOG_ROWS_PER_LAYER_EVAL`] per layer; and
+    /// once, at step 0, each layer's `param_count`.
     pub fn log_rows(&self) -> u128 {
         let steps = self.schedule.steps as u128;
         let layers = self.mc.model.depth as u128 + 2;
@@ -542,6 +543,7 @@ impl TrainConfig {
         logged
             .saturating_mul(8 + LOG_ROWS_PER_LAYER_LOGGED * layers)
             .saturating_add(evals.saturating_mul(8 + LOG_ROWS_PER_LAYER_EVAL * layers))
+            .saturating_add(layers)
     }
 
     /// Estimated peak bytes of the request, `(model, log)`: per run in flight (one per thread)
