@@ -353,6 +353,7 @@ fn is_verdict(v: &str) -> bool {
         "inconclusive",
         "refuted",
         "not estimable",
+        "not tested as stated",
     ]
     .iter()
     .any(|k| v.starts_with(k))
