@@ -26,6 +26,8 @@
 //! form). Claims 1, 3 and 5 also carry a verdict after training, from
 //! `trained-lens` ([`AfterTraining`]).
 
+pub mod claim6;
+
 use super::{Analysis, Out, common};
 use crate::ledger::rules::{
     AfterTraining, KEEPS_DEPTH_MIN, LINEAR_MIN, MC_WIDEN, NO_VANISH_MIN, POST_OVER_PRE_MIN,
@@ -804,7 +806,7 @@ fn claim6(d: &Data) -> Result<Claim> {
     let l = max_depth(&th, "post", w)?;
     let post = get(&th, "post", w, l, l, None)?.value;
     let pre = get(&th, "pre", w, l, l, None)?.value;
-    let mut verdicts = crate::ledger::claim6::claim6(d)?;
+    let mut verdicts = claim6::claim6(d)?;
     for (tier, law) in super::stability_law::summary(d)? {
         if let Some(v) = verdicts.iter_mut().find(|v| v.tier == tier) {
             v.context = [v.context.clone(), format!("stability law: {law}")]

@@ -158,8 +158,6 @@ macro_rules! hyperparameters {
 pub mod adam;
 pub mod adamw;
 pub mod clip;
-#[cfg(test)]
-mod gradient_scale;
 pub mod sgd;
 
 pub use adam::{Adam, AdamFlags, AdamState};
@@ -679,6 +677,10 @@ pub(crate) mod test_support {
         (a - b).abs() <= tol * b.abs().max(1.0)
     }
 }
+
+/// The intervention test of claim 7: one block's gradient rescaled (docs/training.md).
+#[cfg(test)]
+mod gradient_scale;
 
 #[cfg(test)]
 mod tests {
