@@ -713,17 +713,11 @@ type Raw = (
     bool,
 );
 
-/// The sample median of one end of every observation (`end` is [`Obs::lo`] or [`Obs::hi`];
-/// the mean of the middle two for an even count, infinite if either is).
+/// The sample median ([`super::bootstrap::median`]) of one end of every observation (`end` is
+/// [`Obs::lo`] or [`Obs::hi`]; infinite when a middle end is, NaN when they are infinite both
+/// ways).
 fn median_of_ends(d: &[Obs], end: fn(&Obs) -> f64) -> f64 {
-    let mut v: Vec<f64> = d.iter().map(end).collect();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
+    super::bootstrap::median(&d.iter().map(end).collect::<Vec<f64>>())
 }
 
 /// The family's verdict from its comparisons' outcomes (module docs).
