@@ -48,7 +48,7 @@ use normscope_core::metrics::Metric;
 use normscope_core::model::RawModel;
 use normscope_core::monte_carlo::{McConfig, RawMc};
 use normscope_core::output::latex::plain as sig;
-use normscope_core::output::latex::{Cell, Table};
+use normscope_core::output::latex::{self, Cell, Table};
 use normscope_core::output::table::column;
 use normscope_core::placement::Preset;
 use normscope_core::profile::Row;
@@ -760,11 +760,10 @@ fn write_laws(c: &Config, out: &mut Out, laws: &[Law]) -> Result<()> {
             FIT_MAX_L_OVER_D
         ),
         "tab:finite-width",
-        &[
-            "quantity", "fit", "CI low", "CI high", "fit", "CI low", "CI high",
-        ],
-    );
-    t.spans = vec![("$a$".into(), 1, 3), ("$\\kappa$".into(), 4, 3)];
+        &["quantity", "fit", latex::CI_HEADER, "fit", latex::CI_HEADER],
+    )
+    .page_wide();
+    t.spans = vec![("$a$".into(), 1, 2), ("$\\kappa$".into(), 3, 2)];
     let mut preset = None;
     for l in laws {
         if preset != Some(&l.preset) {

@@ -30,7 +30,7 @@ use crate::ledger::rules::{KEEPS_DEPTH_MIN, NO_VANISH_MIN, POST_OVER_PRE_MIN};
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
 use normscope_core::monte_carlo::{McConfig, RawMc};
-use normscope_core::output::latex::{Cell, Table};
+use normscope_core::output::latex::{self, Cell, Table};
 use normscope_core::output::table::column;
 use normscope_core::placement::Preset;
 use normscope_core::profile::Row;
@@ -684,7 +684,8 @@ impl NormVerdict {
     /// `holds`, `differs on claims 2, 4`, `inconclusive on claims 3`, or both parts: a
     /// conclusion differs when both outcomes are definite and unequal, and is inconclusive
     /// when either is [`INCONCLUSIVE`].
-    pub fn verdict(&self) -> String {
+    /// The claims whose conclusion differs from LayerNorm's, and those left inconclusive.
+    pub fn claims_by_status(&self) -> (Vec<String>, Vec<String>) {
         let status = self.status();
         let list = |want: Option<bool>| -> Vec<String> {
             status
@@ -693,7 +694,12 @@ impl NormVerdict {
                 .map(|s| s.0.to_string())
                 .collect()
         };
-        let (differ, open) = (list(Some(false)), list(None));
+        (list(Some(false)), list(None))
+    }
+
+    /// `holds`, or the claims that differ and those inconclusive.
+    pub fn verdict(&self) -> String {
+        let (differ, open) = self.claims_by_status();
         let mut parts = Vec::new();
         if !differ.is_empty() {
             parts.push(format!("differs on claims {}", differ.join(", ")));
@@ -1076,7 +1082,7 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
     // The verdict table.
     let mut t = Table::new(
         format!(
-            "Claims 1--5 under each norm at initialization ({} branch, $L = {}$, Monte Carlo $d = {}$, {} networks): effective depth (Pre, Post, DeepNorm), Pre-Norm's stream exponent, Post-Norm's $x_0$ factor and first/last weight-gradient ratio, and the claims whose conclusion differs from LayerNorm's.",
+            "Claims 1--5 under each norm at initialization ({} branch, $L = {}$, Monte Carlo $d = {}$, {} networks): effective depth (Pre, Post, DeepNorm), Pre-Norm's stream exponent, Post-Norm's $x_0$ factor and $\\log_{{10}}$ of its first/last weight-gradient ratio, each with its 95\\% interval below it (Bonferroni over the decisions; an end left open where a ratio's denominator reaches 0), and the claims whose conclusion differs from LayerNorm's (in parentheses: those inconclusive).",
             common::branch_label(&c.model.branch),
             c.depth,
             c.mc.width,
@@ -1084,21 +1090,46 @@ fn run(c: &Config, out: &mut Out) -> Result<()> {
         ),
         "tab:norms-claim10",
         &[
-            "norm", "Pre", "Post", "DeepNorm", "exp.", "$x_0$", "grad", "verdict",
+            "norm",
+            "Pre",
+            "Post",
+            "DeepNorm",
+            "exp.",
+            "$x_0$",
+            "$\\log_{10}$ grad",
+            "differs\n(inconcl.)",
         ],
-    );
+    )
+    .page_wide();
     for nv in &v {
         let m = &nv.measured;
-        t.row(vec![
-            Cell::Text(nv.norm.label().into()),
-            Cell::Text(m.eff_depth[0].to_string()),
-            Cell::Text(m.eff_depth[1].to_string()),
-            Cell::Text(m.eff_depth[2].to_string()),
-            Cell::Text(m.exponent.to_string()),
-            Cell::Text(m.x0_factor.to_string()),
-            Cell::Text(m.grad_ratio.to_string()),
-            Cell::Text(nv.verdict()),
-        ]);
+        let ivs = [
+            m.eff_depth[0],
+            m.eff_depth[1],
+            m.eff_depth[2],
+            m.exponent,
+            m.x0_factor,
+            m.grad_ratio.map(f64::log10),
+        ];
+        let (differ, open) = nv.claims_by_status();
+        let pairs: Vec<[Cell; 2]> = ivs.iter().map(|x| Cell::ci(x.v, (x.lo, x.hi))).collect();
+        let mut top = vec![Cell::Text(nv.norm.label().into())];
+        top.extend(pairs.iter().map(|[e, _]| e.clone()));
+        top.push(Cell::Text(differ.join(", ")));
+        t.row(top);
+        let mut below = vec![Cell::Text(String::new())];
+        below.extend(pairs.iter().map(|[_, i]| match i {
+            Cell::Interval(lo, hi, d) => {
+                Cell::Text(format!("\\scriptsize {}", latex::interval(*lo, *hi, *d)))
+            }
+            other => other.clone(),
+        }));
+        below.push(Cell::Text(if open.is_empty() {
+            String::new()
+        } else {
+            format!("\\scriptsize ({})", open.join(", "))
+        }));
+        t.row(below);
     }
     out.latex(&t, "verdicts")?;
     let mut cols = vec![column("norm", v.iter().map(|x| x.norm.name()))];
@@ -1248,16 +1279,17 @@ fn warmup_part(c: &Config, out: &mut Out, v: Vec<NormVerdict>) -> Result<Vec<Nor
             super::warmup::SESOI_RATIO
         ),
         "tab:norms-claim6",
-        &["norm", "effect", "lo", "hi", "$q$", "outcome"],
-    );
+        &["norm", "effect", latex::CI_HEADER, "$q$", "outcome"],
+    )
+    .page_wide();
     for a in effects.iter().map(|e| &e.assessed) {
+        let [effect, ci] = Cell::ci(a.estimate, a.ci);
         t.row(vec![
             Cell::Text(a.name.clone()),
-            Cell::Num(a.estimate),
-            Cell::Num(a.ci.0),
-            Cell::Num(a.ci.1),
+            effect,
+            ci,
             Cell::Num(a.deciding_q()),
-            Cell::Text(a.outcome.to_string()),
+            Cell::Text(a.outcome.short().into()),
         ]);
     }
     out.latex(&t, "warmup_effects")?;

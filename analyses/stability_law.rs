@@ -91,7 +91,7 @@ use super::{Analysis, Out, common};
 use crate::runner::data::Data;
 use normscope_core::layers::LayerSpec;
 use normscope_core::metrics::Metric;
-use normscope_core::output::latex::{Cell as Tex, Table, plain as sig};
+use normscope_core::output::latex::{self, Cell as Tex, Table, plain as sig};
 use normscope_core::output::table::column;
 use normscope_core::placement::Preset;
 use normscope_core::stats::censored;
@@ -622,24 +622,20 @@ fn fits_table(out: &mut Out, f: &[LawFit]) -> Result<()> {
             "The stability law per preset: slope of $\\log_2$ maximum stable lr on $\\log_2$ of the output change of one Adam-like update at init (prediction ${PREDICTED_SLOPE}$), interval-censored Gaussian regression over every seed and depth, Wald 95\\% intervals; $\\log_2\\tau$ with the slope fixed at $-1$."
         ),
         "tab:stability-law",
-        &[
-            "tier",
-            "predictor",
-            "preset",
-            "slope",
-            "lo",
-            "hi",
-            "$\\log_2\\tau$",
-        ],
+        &["preset", "slope", latex::CI_HEADER, "$\\log_2\\tau$"],
     );
+    let mut group = None;
     for x in f {
+        let key = (&x.tier, &x.predictor);
+        if group != Some(key) {
+            t.group(group_heading(&x.tier, &x.predictor));
+            group = Some(key);
+        }
+        let [slope, ci] = Tex::ci(x.slope.0, (x.slope.1, x.slope.2));
         t.row(vec![
-            Tex::Text(x.tier.clone()),
-            Tex::Text(x.predictor.replace('_', " ")),
             Tex::Text(common::tex_label(x.preset)),
-            Tex::Num(x.slope.0),
-            Tex::Num(x.slope.1),
-            Tex::Num(x.slope.2),
+            slope,
+            ci,
             Tex::Num(x.tau.0),
         ]);
     }
@@ -1035,49 +1031,54 @@ fn common_tables(out: &mut Out, c: &[Common]) -> Result<()> {
         column("outcome", rows.iter().map(|(_, r)| r.outcome.clone())),
     ])?;
     out.frame("residuals.csv", &mut df)?;
-    let num = |v: f64| Tex::opt(v.is_finite().then_some(v));
     let mut t = Table::new(
         format!(
-            "The stability law as stated, one $\\tau$ for every preset: $\\log_2 \\mathrm{{lr}}_{{\\max}} = \\log_2\\tau - \\log_2 c + e$, interval-censored Gaussian fit pooled over the reference presets' seeds and depths (those whose own $\\tau$ lies within a factor {WITHIN_FACTOR} of the presets' median); each preset's residual $\\log_2\\tau_{{\\mathrm{{preset}}}} - \\log_2\\tau$ in doublings with its 95\\% interval, judged within a factor {WITHIN_FACTOR} when the interval lies inside $\\pm 1$, outside when it lies beyond. Free slope and residual SD (doublings) of the pooled fit."
+            "The stability law as stated, one $\\tau$ for every preset: $\\log_2 \\mathrm{{lr}}_{{\\max}} = \\log_2\\tau - \\log_2 c + e$, interval-censored Gaussian fit pooled over the reference presets' seeds and depths (those whose own $\\tau$ lies within a factor {WITHIN_FACTOR} of the presets' median); each preset's residual $\\log_2\\tau_{{\\mathrm{{preset}}}} - \\log_2\\tau$ in doublings with its 95\\% interval, judged within a factor {WITHIN_FACTOR} when the interval lies inside $\\pm 1$, outside when it lies beyond (\\texttt{{residuals.csv}} says why a residual is not estimable). Free slope and residual SD (doublings) of the pooled fit."
         ),
         "tab:stability-law-common",
-        &[
-            "tier",
-            "predictor",
-            "preset",
-            "residual",
-            "lo",
-            "hi",
-            "outcome",
-        ],
+        &["preset", "estimate", latex::CI_HEADER, "outcome"],
     );
     for x in c {
+        t.group(group_heading(&x.tier, &x.predictor));
+        let (v, lo, hi) = x.reference.log2_tau;
+        let [est, ci] = Tex::ci(v, (lo, hi));
+        let finite = v.is_finite();
         t.row(vec![
-            Tex::Text(x.tier.clone()),
-            Tex::Text(x.predictor.replace('_', " ")),
             Tex::Text("common $\\log_2\\tau$".into()),
-            num(x.reference.log2_tau.0),
-            num(x.reference.log2_tau.1),
-            num(x.reference.log2_tau.2),
-            Tex::Text(format!(
-                "SD {}, slope {}",
-                sig_or_dash(x.reference.sd.0),
-                sig_or_dash(x.reference.slope.0)
-            )),
+            if finite { est } else { Tex::Missing },
+            if finite { ci } else { Tex::Missing },
+            Tex::Text(if finite {
+                format!(
+                    "slope ${}$, SD {}",
+                    sig_or_dash(x.reference.slope.0),
+                    sig_or_dash(x.reference.sd.0)
+                )
+            } else {
+                "no common $\\tau$".into()
+            }),
         ]);
         for r in &x.residuals {
+            let (v, lo, hi) = r.residual;
+            let judged = ["within", "outside", "cannot tell"].contains(&r.outcome.as_str());
+            let [est, ci] = Tex::ci(v, (lo, hi));
             t.row(vec![
-                Tex::Text(x.tier.clone()),
-                Tex::Text(x.predictor.replace('_', " ")),
                 Tex::Text(common::tex_label(r.preset)),
-                num(r.residual.0),
-                num(r.residual.1),
-                num(r.residual.2),
-                Tex::Text(r.outcome.clone()),
+                if v.is_finite() { est } else { Tex::Missing },
+                if v.is_finite() { ci } else { Tex::Missing },
+                Tex::Text(if judged {
+                    r.outcome.clone()
+                } else {
+                    "not estimable".into()
+                }),
             ]);
         }
     }
     out.latex(&t, "common")
+}
+
+/// A group's heading in the law's tables: `lm tier, first-update predictor`.
+fn group_heading(tier: &str, predictor: &str) -> String {
+    format!("{tier} tier, {} predictor", predictor.replace('_', "-"))
 }
 
 /// A number in plain text, or `--` when it is not one.

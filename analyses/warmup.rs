@@ -35,7 +35,7 @@ use super::lr_search::{self, SearchCell, SeedSearch};
 use super::tier::{RunKey, Tier, key_columns, seed_range};
 use super::training::{check_count, check_presets, distinct_strings, f64s, frame, strs};
 use super::{Analysis, Out, common};
-use normscope_core::output::latex::{Cell as Tex, Table};
+use normscope_core::output::latex::{self, Cell as Tex, Table};
 use normscope_core::output::progress::DelayedBar;
 use normscope_core::output::table::column;
 use normscope_core::placement::Preset;
@@ -785,16 +785,20 @@ fn effects_table(out: &mut Out, effects: &[Effect]) -> Result<()> {
             "Effect of warmup on the maximum stable peak learning rate (Adam): the median over paired seeds of $\\log_2$ of the ratio with and without warmup (doublings), with its exact distribution-free 95\\% interval; sign tests Holm-adjusted within each tier and preset; smallest effect of interest a factor {SESOI_RATIO}."
         ),
         "tab:warmup-effects",
-        &["tier", "preset", "layers", "effect", "lo", "hi", "$q$"],
+        &["preset", "layers", "effect", latex::CI_HEADER, "$q$"],
     );
+    let mut tier = None;
     for e in effects {
+        if tier != Some(&e.tier) {
+            t.group(format!("{} tier", e.tier));
+            tier = Some(&e.tier);
+        }
+        let [effect, ci] = Tex::ci(e.assessed.estimate, e.assessed.ci);
         t.row(vec![
-            Tex::Text(e.tier.clone()),
             Tex::Text(common::tex_label(e.preset)),
             Tex::Int(e.layers as i64),
-            Tex::Num(e.assessed.estimate),
-            Tex::Num(e.assessed.ci.0),
-            Tex::Num(e.assessed.ci.1),
+            effect,
+            ci,
             Tex::Num(e.assessed.deciding_q()),
         ]);
     }

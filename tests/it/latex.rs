@@ -2,7 +2,9 @@
 //! or overfull boxes: each table's complete float (`<name>.tex`) in a one-column and a
 //! two-column 10 pt article; its bare tabular (`<name>_tabular.tex`) in a `table` in a one-column
 //! 10 pt article, at `\small` and at `\normalsize` in a two-column 10 pt one and at
-//! `\normalsize` in a two-column 9 pt `extarticle`, and in a `table*`; the expansions
+//! `\normalsize` in a two-column 9 pt `extarticle`, and in a `table*`. A page-wide table
+//! (its float a `table*`) is compiled in a `table*` of those two-column layouts instead, so it
+//! must fit the page's width rather than a column's; the expansions
 //! (`align*` blocks) in both layouts; plus `normscope expand --format latex`.
 //!
 //! `NORMSCOPE_LATEX_DIR=/tmp/x cargo test --release --test it latex::` checks the `.tex` of an
@@ -117,7 +119,25 @@ fn every_tex_compiles_in_one_and_two_columns() {
         let tabular = name.ends_with("_tabular.tex");
         let input = format!("\\input{{{path}}}");
         let mut cases: Vec<(&str, &str, String)> = Vec::new();
-        if tabular {
+        // A page-wide table: its float is a `table*`, and it must fit the page's width.
+        let float = if tabular {
+            f.with_file_name(name.replace("_tabular.tex", ".tex"))
+        } else {
+            f.clone()
+        };
+        let wide = std::fs::read_to_string(&float).is_ok_and(|t| t.contains("\\begin{table*}"));
+        if tabular && wide {
+            let star = |size: &str| {
+                format!(
+                    "\\begin{{table*}}[t]\n\\centering{size}\n{input}\n\\caption{{Bare.}}\n\\end{{table*}}"
+                )
+            };
+            cases.push(("article", "twocolumn,10pt", star("\\small")));
+            cases.push(("article", "twocolumn,10pt", star("")));
+            if nine_pt {
+                cases.push(("extarticle", "twocolumn,9pt", star("")));
+            }
+        } else if tabular {
             let wrap = |size: &str| {
                 format!(
                     "\\begin{{table}}[t]\n\\centering{size}\n{input}\n\\caption{{Bare.}}\n\\end{{table}}"
@@ -134,6 +154,8 @@ fn every_tex_compiles_in_one_and_two_columns() {
             if nine_pt {
                 cases.push(("extarticle", "twocolumn,9pt", wrap("")));
             }
+        } else if wide {
+            cases.push(("article", "twocolumn,10pt", input.clone()));
         } else {
             cases.push(("article", "10pt", input.clone()));
             cases.push(("article", "twocolumn,10pt", input.clone()));

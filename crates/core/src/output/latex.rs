@@ -13,7 +13,7 @@
 //! * point values ([`Cell::Num`]): see [`NumFormat::of`] -- fixed-point with the decimals that
 //!   give the column's largest magnitude [`SIG`] significant figures and its smallest at least
 //!   [`MIN_SIG`], when the column spans at most [`MAX_SPAN`] decades (scaled by a per-column
-//!   power of ten, shown in the header, when every entry is below 0.01 or at least 10^5), else
+//!   power of ten, shown on a header line of its own, when every entry is below 0.01 or at least 10^5), else
 //!   scientific notation with [`SCI_SIG`] significant figures in every entry;
 //! * Monte Carlo estimates ([`Cell::Pm`]) print as `value(uncertainty)` (siunitx's compact
 //!   form, e.g. `1.293(9)` for 1.293 +- 0.009), the uncertainty rounded by
@@ -28,6 +28,13 @@ pub const SIG: i32 = 4;
 /// Significant figures of every entry in a scientific column (one spanning more than
 /// [`MAX_SPAN`] decades, where the exponent carries the information).
 pub const SCI_SIG: i32 = 3;
+
+/// Decimals of an estimate and its interval when the interval has no finite width
+/// ([`Cell::ci`]).
+pub const FALLBACK_DECIMALS: usize = 2;
+
+/// Header of an interval column ([`Cell::Interval`]): what the interval is.
+pub const CI_HEADER: &str = "95\\% CI";
 
 /// Fewest significant figures of the smallest magnitude in a fixed-point column.
 pub const MIN_SIG: i32 = 3;
@@ -58,10 +65,13 @@ pub enum Cell {
     Num(f64),
     /// A Monte Carlo estimate and its uncertainty (the 95% interval's half-width).
     Pm(f64, f64),
-    /// A value printed with these decimals, whatever its column's others get: an estimate and
-    /// its interval's ends in columns side by side, rounded to the place of the interval's
-    /// half-width ([`Cell::ci`]).
+    /// A value printed with these decimals, whatever its column's others get: an estimate
+    /// rounded to the place of its interval's half-width ([`Cell::ci`]).
     Fixed(f64, usize),
+    /// An interval `[low, high]` in one text cell, both ends with these decimals (math mode,
+    /// so minus signs are minus signs); an infinite end is written as an open end at
+    /// `\infty`, a NaN end makes the cell `--`.
+    Interval(f64, f64, usize),
     /// No value: `--`.
     Missing,
 }
@@ -72,20 +82,26 @@ impl Cell {
         v.map_or(Cell::Missing, Cell::Num)
     }
 
-    /// An estimate and its 95% interval's ends as three cells, each rounded to the decimal
-    /// place of the interval's half-width ([`uncertainty_decimals`]; three decimals when the
-    /// interval has no width).
+    /// An estimate and its 95% interval as two cells (the estimate, then one `[low, high]`
+    /// cell), both rounded to the decimal place of the interval's half-width
+    /// ([`uncertainty_decimals`]); [`FALLBACK_DECIMALS`] when the interval has no finite
+    /// width (a point, or an end left open by censoring).
     ///
     /// # Examples
     ///
     /// ```rust
     /// use normscope_core::output::latex::Cell;
     /// // Half-width 0.178: two figures of a leading 1 (0.18), so two decimals.
-    /// assert_eq!(Cell::ci(0.7354, (0.5631, 0.9188)), [Cell::Fixed(0.7354, 2), Cell::Fixed(0.5631, 2), Cell::Fixed(0.9188, 2)]);
+    /// assert_eq!(
+    ///     Cell::ci(0.7354, (0.5631, 0.9188)),
+    ///     [Cell::Fixed(0.7354, 2), Cell::Interval(0.5631, 0.9188, 2)]
+    /// );
+    /// assert_eq!(Cell::ci(1.5, (1.0, f64::INFINITY))[1], Cell::Interval(1.0, f64::INFINITY, 2));
     /// ```
-    pub fn ci(v: f64, (lo, hi): (f64, f64)) -> [Cell; 3] {
-        let d = uncertainty_decimals((hi - lo) / 2.0).map_or(3, |d| d.max(0) as usize);
-        [Cell::Fixed(v, d), Cell::Fixed(lo, d), Cell::Fixed(hi, d)]
+    pub fn ci(v: f64, (lo, hi): (f64, f64)) -> [Cell; 2] {
+        let d =
+            uncertainty_decimals((hi - lo) / 2.0).map_or(FALLBACK_DECIMALS, |d| d.max(0) as usize);
+        [Cell::Fixed(v, d), Cell::Interval(lo, hi, d)]
     }
 
     /// A Monte Carlo row's value and its interval's half-width.
@@ -153,6 +169,9 @@ pub struct Table {
     pub headers: Vec<String>,
     /// The rows.
     pub rows: Vec<Row>,
+    /// Written as a page-wide `table*` ([`Table::table`]) because it cannot fit one column of
+    /// a two-column page; its bare tabular then fits the page's width.
+    pub wide: bool,
 }
 
 /// The rounding a point-value column gets.
@@ -342,7 +361,7 @@ fn scale_suffix(scale: i32) -> String {
     if scale == 0 {
         String::new()
     } else {
-        format!(" ($\\times 10^{{{scale}}}$)")
+        format!("($\\times 10^{{{scale}}}$)")
     }
 }
 
@@ -361,6 +380,7 @@ fn lay(cells: &[&Cell]) -> Laid {
                 .iter()
                 .map(|c| match c {
                     Cell::Text(s) => s.clone(),
+                    Cell::Interval(lo, hi, d) => interval(*lo, *hi, *d),
                     _ => "--".into(),
                 })
                 .collect(),
@@ -396,6 +416,7 @@ fn lay(cells: &[&Cell]) -> Laid {
     for c in cells {
         let s = match c {
             Cell::Text(t) => format!("{{{t}}}"),
+            Cell::Interval(lo, hi, d) => format!("{{{}}}", interval(*lo, *hi, *d)),
             Cell::Missing => "{--}".into(),
             Cell::Int(i) => i.to_string(),
             Cell::Num(v) => fmt.input(*v),
@@ -468,7 +489,14 @@ impl Table {
             spans: Vec::new(),
             headers: headers.iter().map(|h| h.to_string()).collect(),
             rows: Vec::new(),
+            wide: false,
         }
+    }
+
+    /// The same table, to be set across a two-column page (`table*`).
+    pub fn page_wide(mut self) -> Self {
+        self.wide = true;
+        self
     }
 
     /// Appends a row of cells.
@@ -528,11 +556,19 @@ impl Table {
             }
             let _ = writeln!(s, "{} \\\\\n{rules}", line.join(" & "));
         }
-        // Headers split at `\n` into lines, bottom-aligned.
+        // Headers split at `\n` into lines, bottom-aligned; a column's power of ten on a line
+        // of its own below its name, so it does not widen the column.
         let lines: Vec<Vec<&str>> = self
             .headers
             .iter()
-            .map(|h| h.split('\n').collect())
+            .zip(&cols)
+            .map(|(h, c)| {
+                let mut l: Vec<&str> = h.split('\n').collect();
+                if !c.suffix.is_empty() {
+                    l.push(c.suffix.as_str());
+                }
+                l
+            })
             .collect();
         let depth = lines.iter().map(Vec::len).max().unwrap_or(1);
         for row in 0..depth {
@@ -544,9 +580,7 @@ impl Table {
                     let text = k.map_or("", |k| h[k]);
                     let last = row + 1 == depth;
                     match c.format {
-                        Some(_) if !text.is_empty() || last => {
-                            format!("{{{text}{}}}", if last { c.suffix.as_str() } else { "" })
-                        }
+                        Some(_) if !text.is_empty() || last => format!("{{{text}}}"),
                         _ => text.to_string(),
                     }
                 })
@@ -574,10 +608,12 @@ impl Table {
         s
     }
 
-    /// The complete float: `table`, `\small`, the tabular, caption and label.
+    /// The complete float: `table` (`table*` when [`Table::page_wide`]), `\small`, the tabular,
+    /// caption and label.
     pub fn table(&self) -> String {
+        let env = if self.wide { "table*" } else { "table" };
         format!(
-            "\\begin{{table}}[t]\n\\centering\\small\n{}\\caption{{{}}}\n\\label{{{}}}\n\\end{{table}}\n",
+            "\\begin{{{env}}}[t]\n\\centering\\small\n{}\\caption{{{}}}\n\\label{{{}}}\n\\end{{{env}}}\n",
             self.tabular(),
             self.caption,
             self.label
@@ -598,7 +634,12 @@ impl Table {
             (
                 format!("{name}_tabular.tex"),
                 format!(
-                    "{TABLE_PACKAGES}; wrap in a table or table* (caption: see {name}.tex)\n{}",
+                    "{TABLE_PACKAGES}; wrap in a {} (caption: see {name}.tex)\n{}",
+                    if self.wide {
+                        "table* (it fits a page, not a column)"
+                    } else {
+                        "table or table*"
+                    },
                     self.tabular()
                 ),
             ),
@@ -664,6 +705,34 @@ fn rounded(v: f64, decimals: usize) -> String {
     }
 }
 
+/// `[low, high]` in math mode with `decimals` decimals; an infinite end is open at
+/// `\infty`; `--` when an end is NaN.
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_core::output::latex::interval;
+/// assert_eq!(interval(-2.5, 0.0, 1), "$[-2.5, 0.0]$");
+/// assert_eq!(interval(1.0, f64::INFINITY, 1), "$[1.0, \\infty)$");
+/// assert_eq!(interval(f64::NEG_INFINITY, f64::INFINITY, 2), "$(-\\infty, \\infty)$");
+/// assert_eq!(interval(f64::NAN, 1.0, 2), "--");
+/// ```
+pub fn interval(lo: f64, hi: f64, decimals: usize) -> String {
+    if lo.is_nan() || hi.is_nan() {
+        return "--".into();
+    }
+    let end = |v: f64| {
+        if v.is_infinite() {
+            if v > 0.0 { "\\infty" } else { "-\\infty" }.to_string()
+        } else {
+            rounded(v, decimals)
+        }
+    };
+    let open = if lo.is_infinite() { '(' } else { '[' };
+    let close = if hi.is_infinite() { ')' } else { ']' };
+    format!("${open}{}, {}{close}$", end(lo), end(hi))
+}
+
 /// Escapes `_`, `%`, `&`, `#` for text cells.
 pub fn escape(s: &str) -> String {
     s.replace('\\', "\\textbackslash{}")
@@ -702,17 +771,24 @@ mod tests {
     #[test]
     fn estimates_and_their_ends_share_the_intervals_place() {
         // Each row to the place of its own interval's half-width, in S columns.
-        let mut t = Table::new("c", "tab:c", &["fit", "low", "high"]);
+        let mut t = Table::new("c", "tab:c", &["fit", CI_HEADER]);
         t.row(Cell::ci(12.532_14, (10.1, 14.9)).to_vec());
         t.row(Cell::ci(0.043_21, (0.030_1, 0.055_9)).to_vec());
         t.row(Cell::ci(0.043_21, (-0.000_4, 0.087)).to_vec());
+        t.row(Cell::ci(1.5, (1.0, f64::INFINITY)).to_vec());
         let s = t.tabular();
         // Half-widths 2.4 (one figure: one decimal), 0.0129 (two figures of a leading 1,
-        // 0.013: three) and 0.0437 (one figure: two).
-        assert!(s.contains("12.5 & 10.1 & 14.9 \\\\"), "{s}");
-        assert!(s.contains("0.043 & 0.030 & 0.056 \\\\"), "{s}");
-        assert!(s.contains("0.04 & 0.00 & 0.09 \\\\"), "{s}");
-        assert!(s.contains("S[table-format=2.3]"), "{s}");
+        // 0.013: three) and 0.0437 (one figure: two); an open end: the fallback.
+        assert!(s.contains("12.5 & $[10.1, 14.9]$ \\\\"), "{s}");
+        assert!(s.contains("0.043 & $[0.030, 0.056]$ \\\\"), "{s}");
+        assert!(s.contains("0.04 & $[0.00, 0.09]$ \\\\"), "{s}");
+        assert!(s.contains("1.50 & $[1.00, \\infty)$ \\\\"), "{s}");
+        assert!(s.contains("S[table-format=2.3] l@{}"), "{s}");
+        assert!(s.contains("{fit} & 95\\% CI \\\\"), "{s}");
+        assert!(!t.table().contains("table*"));
+        let wide = t.page_wide();
+        assert!(wide.table().starts_with("\\begin{table*}[t]"));
+        assert!(wide.table().ends_with("\\end{table*}\n"));
     }
 
     #[test]
@@ -789,7 +865,9 @@ mod tests {
         t.row(vec![Cell::Text("Pre-LN".into()), Cell::Num(1e-9)]);
         let s = t.tabular();
         assert!(
-            s.contains(" & {grad} \\\\\npreset & {first/last ($\\times 10^{-9}$)} \\\\\n"),
+            s.contains(
+                " & {grad} \\\\\n & {first/last} \\\\\npreset & {($\\times 10^{-9}$)} \\\\\n"
+            ),
             "{s}"
         );
         assert!(

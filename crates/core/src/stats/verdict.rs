@@ -232,6 +232,29 @@ pub enum Outcome {
     NotEstimable,
 }
 
+impl Outcome {
+    /// The outcome in at most 13 characters, for a table cell: as [`fmt::Display`], with
+    /// "below SESOI" for [`Outcome::BelowSesoi`].
+    ///
+    /// # Examples
+    ///
+    /// ```rust
+    /// use normscope_core::stats::verdict::Outcome;
+    /// assert_eq!(Outcome::BelowSesoi.short(), "below SESOI");
+    /// assert_eq!(Outcome::AsClaimed.short(), "as claimed");
+    /// ```
+    pub fn short(&self) -> &'static str {
+        match self {
+            Outcome::AsClaimed => "as claimed",
+            Outcome::Opposite => "opposite",
+            Outcome::Negligible => "negligible",
+            Outcome::BelowSesoi => "below SESOI",
+            Outcome::Inconclusive => "inconclusive",
+            Outcome::NotEstimable => "not estimable",
+        }
+    }
+}
+
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
