@@ -10,6 +10,10 @@
 //! thread count, shard or subset of cells. A work unit ([`super::shard`]) is one cell with all
 //! its seeds.
 //!
+//! **Budget**: a cell deep enough for its tier's longer budget ([`super::tier::LongBudget`])
+//! trains every run of every seed, at every rate, for that budget's updates; the `steps`
+//! column of both tables says which.
+//!
 //! Tables: [`runs_frame`] (every run trained: its settings, class, losses) and
 //! [`searches_frame`] (every (cell, seed): the interval holding its maximum stable rate).
 
@@ -106,15 +110,35 @@ pub fn run_cells(
     plan: &Plan,
     progress: &(dyn Progress + Sync),
 ) -> Result<Vec<Vec<SeedSearch>>> {
+    let runs = cells.len() * seeds.len() * 4;
+    // A cell deep enough for its tier's longer budget trains on that budget's request.
+    let long = |c: &SearchCell| tiers[c.tier].steps_at(c.cell.depth) != tiers[c.tier].steps;
     let prepared = super::tuned::prepare(
         tiers,
-        cells.iter().map(|c| c.tier),
-        cells.len() * seeds.len() * 4,
+        cells.iter().filter(|c| !long(c)).map(|c| c.tier),
+        runs,
+    )?;
+    let long_tiers: Vec<Tier> = tiers
+        .iter()
+        .map(|t| {
+            t.long
+                .map_or_else(|| t.clone(), |l| t.at_blocks(l.from_blocks))
+        })
+        .collect();
+    let prepared_long = super::tuned::prepare(
+        &long_tiers,
+        cells.iter().filter(|c| long(c)).map(|c| c.tier),
+        runs,
     )?;
     cells
         .par_iter()
         .map(|c| {
-            let p = prepared[c.tier].as_ref().expect("prepared for its cells");
+            let p = if long(c) {
+                &prepared_long[c.tier]
+            } else {
+                &prepared[c.tier]
+            };
+            let p = p.as_ref().expect("prepared for its cells");
             let Some((&first, rest)) = seeds.split_first() else {
                 return Ok(Vec::new());
             };
@@ -242,7 +266,8 @@ pub fn searches_frame(
     frame(cols)
 }
 
-/// The estimated cost of a cell's searches, for sharding: blocks x steps x seeds.
+/// The estimated cost of a cell's searches, for sharding: blocks x steps x seeds (the steps
+/// of the cell's depth, [`Tier::steps_at`]).
 pub fn cost(tiers: &[Tier], c: &SearchCell, seeds: usize) -> f64 {
-    (c.cell.depth as f64) * tiers[c.tier].steps as f64 * seeds as f64
+    (c.cell.depth as f64) * tiers[c.tier].steps_at(c.cell.depth) as f64 * seeds as f64
 }

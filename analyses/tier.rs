@@ -90,6 +90,40 @@ pub struct Tier {
     /// GroupNorm's groups (`--groups`; written only when not the default).
     #[serde(default = "groups", skip_serializing_if = "is_default_groups")]
     pub groups: usize,
+    /// A longer update budget for the tier's deepest models ([`Tier::steps_at`]; written only
+    /// when set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long: Option<LongBudget>,
+}
+
+/// A longer update budget for deep models: a model of at least `from_blocks` blocks trains
+/// `steps` updates instead of its tier's [`Tier::steps`], the same for every preset, warmup
+/// and seed of that depth (so compared arms share it), fixed in the configuration before any
+/// run (so a shard, a subset of cells or a thread count never changes it).
+///
+/// Why (docs/training.md, "Budgets"): at 300 updates Post-LN on the `lm` tier at 48 blocks
+/// sits on the plateau at every learning rate and is classified collapsed, though run for
+/// 2,000 updates it leaves the plateau at updates 360-560 at lr 1e-4 and 3e-4 and collapses at
+/// 1e-3 (issue 58's measurement, seeds 0-1): its maximum stable rate is measurable only with
+/// the longer budget. A run that sits collapsed on the plateau is still stopped from half its
+/// budget on ([`normscope_core::train::classify::STOP_FROM`]).
+///
+/// # Examples
+///
+/// ```rust
+/// use normscope_analyses::tier::{LongBudget, Tier};
+/// let lm = Tier { long: Some(LongBudget { from_blocks: 48, steps: 2000 }), ..Tier::lm() };
+/// assert_eq!((lm.steps_at(24), lm.steps_at(48)), (300, 2000));
+/// assert_eq!(lm.at_blocks(48).steps, 2000);
+/// assert_eq!(Tier::lm().steps_at(48), 300);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LongBudget {
+    /// The shallowest depth (blocks) that gets the longer budget.
+    pub from_blocks: usize,
+    /// Its updates.
+    pub steps: u64,
 }
 
 fn decoder() -> String {
@@ -152,6 +186,7 @@ impl Tier {
             seed: 0,
             norm: layer(),
             groups: groups(),
+            long: None,
         }
     }
 
@@ -177,6 +212,7 @@ impl Tier {
             seed: 0,
             norm: layer(),
             groups: groups(),
+            long: None,
         }
     }
 
@@ -189,6 +225,25 @@ impl Tier {
             2
         } else {
             1
+        }
+    }
+
+    /// The updates a model of `blocks` blocks trains: [`LongBudget::steps`] from
+    /// [`LongBudget::from_blocks`] on, else [`Tier::steps`].
+    pub fn steps_at(&self, blocks: usize) -> u64 {
+        match self.long {
+            Some(l) if blocks >= l.from_blocks => l.steps,
+            _ => self.steps,
+        }
+    }
+
+    /// The tier as it trains a model of `blocks` blocks: its `steps` those of
+    /// [`Tier::steps_at`], without a longer budget.
+    pub fn at_blocks(&self, blocks: usize) -> Tier {
+        Tier {
+            steps: self.steps_at(blocks),
+            long: None,
+            ..self.clone()
         }
     }
 
@@ -253,7 +308,21 @@ impl Tier {
     /// Checks the tier through the request it makes (every field named `<field>.<key>`), at
     /// each depth `depths` (blocks) that must be whole layers.
     pub fn check(&self, field: &'static str, depths: &[usize]) -> Result<()> {
-        let base = self.base()?;
+        if let Some(l) = self.long
+            && (l.from_blocks == 0 || l.steps < self.steps)
+        {
+            return Err(Error::invalid(
+                field,
+                format!(
+                    "{}: long budget of {} updates from {} blocks",
+                    self.name, l.steps, l.from_blocks
+                ),
+                format!(
+                    "from_blocks >= 1 and steps >= the tier's steps ({})",
+                    self.steps
+                ),
+            ));
+        }
         for &depth in depths {
             if depth == 0 || depth % self.blocks_per_layer() != 0 {
                 return Err(Error::invalid(
@@ -265,7 +334,7 @@ impl Tier {
                     ),
                 ));
             }
-            let mut raw = base.clone();
+            let mut raw = self.at_blocks(depth).base()?;
             raw.model.depth = depth;
             if self.encdec() {
                 raw.layers = Some(depth / 5);
@@ -403,7 +472,7 @@ impl RunKey {
             lr: cell.lr,
             warmup: cell.warmup,
             schedule: "constant".into(),
-            steps: tier.steps,
+            steps: tier.steps_at(cell.depth),
             batch: tier.batch,
             precision: tier.precision.clone(),
             seed: seed.to_string(),
@@ -476,6 +545,45 @@ mod tests {
             ..Tier::lm()
         };
         assert!(bad.check("tiers", &[12]).is_err());
+    }
+
+    #[test]
+    fn a_long_budget_applies_from_its_depth_and_is_checked() {
+        let long = |from_blocks, steps| Tier {
+            long: Some(LongBudget { from_blocks, steps }),
+            ..Tier::lm()
+        };
+        let t = long(48, 2000);
+        t.check("tiers", &[12, 48]).unwrap();
+        assert_eq!(
+            (t.steps_at(24), t.steps_at(48), t.steps_at(96)),
+            (300, 2000, 2000)
+        );
+        // The key of a run carries the steps it trained.
+        let cell = Cell {
+            preset: normscope_core::placement::POST,
+            depth: 48,
+            optimizer: "adam".into(),
+            lr: 1e-3,
+            warmup: 0,
+        };
+        assert_eq!(RunKey::new(&t, &cell, 0).steps, 2000);
+        assert_eq!(RunKey::new(&Tier::lm(), &cell, 0).steps, 300);
+        assert_eq!(t.at_blocks(48).base().unwrap().steps, 2000);
+        assert_eq!(t.at_blocks(12).base().unwrap().steps, 300);
+        // Fewer updates than the tier's own, or from depth 0: refused, naming the field.
+        for bad in [long(48, 299), long(0, 2000)] {
+            let e = bad.check("warmup.tiers", &[12]).unwrap_err().to_string();
+            assert!(
+                e.contains("warmup.tiers") && e.contains("from_blocks >= 1"),
+                "{e}"
+            );
+        }
+        // Written only when set: earlier configurations print as before, and it round-trips.
+        let plain = toml::to_string(&Tier::lm()).unwrap();
+        assert!(!plain.contains("long"), "{plain}");
+        let text = toml::to_string(&t).unwrap();
+        assert_eq!(toml::from_str::<Tier>(&text).unwrap(), t);
     }
 
     #[test]

@@ -10,6 +10,12 @@
 //! `max` are hard caps, reported as censoring), a rate being stable when the run is trained or
 //! still descending ([`normscope_core::train::classify`]).
 //!
+//! **Budget.** A run trains its tier's updates, except that the `lm` tier's 48-block models
+//! train [`LONG_STEPS`] = 2,000 ([`super::tier::LongBudget`]; every preset, warmup and seed of
+//! that depth alike): at 300 updates Post-LN there never leaves the plateau at any rate, so
+//! "collapsed" would have measured the budget, not the instability (docs/training.md,
+//! "Budgets").
+//!
 //! **The effect** of warmup for a (tier, preset, depth): the per-seed paired difference
 //! `log2 lr_max(warmup) - log2 lr_max(none)` in doublings. Each search's bracket is half-open,
 //! `[stable, unstable)` (stable at its low end, failed at its high end), so where both arms are
@@ -32,7 +38,7 @@
 //! `max_stable_lr_<tier>` (median maximum stable rate against depth, with and without warmup).
 
 use super::lr_search::{self, SearchCell, SeedSearch};
-use super::tier::{RunKey, Tier, key_columns, seed_range};
+use super::tier::{LongBudget, RunKey, Tier, key_columns, seed_range};
 use super::training::{check_count, check_presets, distinct_strings, f64s, frame, strs};
 use super::{Analysis, Out, common};
 use normscope_core::output::latex::{self, Cell as Tex, Table};
@@ -255,6 +261,13 @@ impl Config {
     }
 }
 
+/// The `lm` tier's budget at 48 blocks (updates; [`LongBudget`]): issue 58 measured Post-LN
+/// leaving the plateau at updates 360-560 there at lr 1e-4 and 3e-4, so 2,000 updates leave
+/// it room, and a run collapsed on the plateau still stops after 1,000
+/// ([`normscope_core::train::classify::STOP_FROM`]). Set on 2026-12-08, before the searches it
+/// governs ran.
+pub const LONG_STEPS: u64 = 2000;
+
 impl super::AnalysisConfig for Config {
     fn full() -> Self {
         Config {
@@ -270,7 +283,15 @@ impl super::AnalysisConfig for Config {
             },
             tiers: vec![
                 TierCells {
-                    tier: Tier::lm(),
+                    // 48 blocks train 2,000 updates (`LongBudget`): Post-LN leaves the plateau
+                    // only after 360-560 updates there.
+                    tier: Tier {
+                        long: Some(LongBudget {
+                            from_blocks: 48,
+                            steps: LONG_STEPS,
+                        }),
+                        ..Tier::lm()
+                    },
                     presets: common::presets(&["pre", "post", "deepnorm", "admin"]),
                     depths: vec![12, 24, 48],
                     warmup_presets: common::presets(&["pre", "post"]),
@@ -312,7 +333,17 @@ impl super::AnalysisConfig for Config {
             seeds: 3,
             warmup: 20,
             tiers: vec![
-                small(Tier::lm(), vec![4]),
+                // The longer budget's path (80 updates at 4 blocks), exercised quickly.
+                small(
+                    Tier {
+                        long: Some(LongBudget {
+                            from_blocks: 4,
+                            steps: 80,
+                        }),
+                        ..Tier::lm()
+                    },
+                    vec![4],
+                ),
                 small(Tier::regression(), vec![4]),
                 small(Tier::seq2seq(), vec![5]),
             ],

@@ -232,3 +232,58 @@ fn a_cells_seeds_together_are_each_seed_alone() {
         }
     }
 }
+
+/// A tier's longer budget (`tier::LongBudget`): the cells at or past its depth train its
+/// updates, the shallower ones the tier's own, and a deep cell's runs are the runs of the tier
+/// with its steps set to the long budget, bit for bit (what the `warmup` analysis relies on at
+/// the `lm` tier's 48 blocks).
+#[test]
+fn a_long_budget_trains_the_deep_cells_longer() {
+    use normscope::analyses::lr_search::{self, SearchCell};
+    use normscope::analyses::tier::{LongBudget, Tier};
+    let tier = Tier {
+        steps: 20,
+        eval_every: 5,
+        long: Some(LongBudget {
+            from_blocks: 3,
+            steps: 60,
+        }),
+        ..Tier::regression()
+    };
+    let plan = Plan {
+        start: 1e-2,
+        factor: 2.0,
+        halvings: 1,
+        min: 1e-4,
+        max: 30.0,
+    };
+    let at = |depth| SearchCell {
+        tier: 0,
+        cell: Cell {
+            depth,
+            ..cell("pre", 0.0)
+        },
+    };
+    let cells = [at(2), at(3)];
+    let found =
+        lr_search::run_cells(std::slice::from_ref(&tier), &cells, &[0, 1], &plan, &()).unwrap();
+    let last = |o: &sweep::Outcome| o.curve.last().unwrap().0;
+    for (c, seeds) in cells.iter().zip(&found) {
+        let steps = tier.steps_at(c.cell.depth);
+        let runs: Vec<&sweep::Outcome> = seeds.iter().flat_map(|s| &s.runs).collect();
+        assert!(!runs.is_empty());
+        // No run goes past its budget; a run not stopped (collapsed) reaches it.
+        for o in &runs {
+            assert!(last(o) <= steps, "{} blocks: {}", c.cell.depth, last(o));
+        }
+        assert!(runs.iter().any(|o| last(o) == steps), "{}", c.cell.depth);
+        // Each run is the run of the tier at that depth's budget, trained alone.
+        let p = sweep::Prepared::new(&tier.at_blocks(c.cell.depth).base().unwrap(), 0).unwrap();
+        for o in &runs {
+            let alone = p.outcome(&o.cell, o.seed).unwrap();
+            assert_eq!(alone.final_loss.to_bits(), o.final_loss.to_bits());
+            assert_eq!(alone.curve, o.curve);
+        }
+    }
+    assert_eq!((tier.steps_at(2), tier.steps_at(3)), (20, 60));
+}
