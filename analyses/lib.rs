@@ -40,6 +40,7 @@ pub mod deepnorm_alpha;
 pub mod effective_depth;
 pub mod encoder_decoder;
 pub mod expansion;
+pub mod failure_mode;
 pub mod finetune;
 pub mod finite_width;
 pub mod lr_search;

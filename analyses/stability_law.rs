@@ -81,7 +81,9 @@
 //! preset: the residual from the common law, its interval and outcome), `common.tex`,
 //! `fits.csv` (per tier, predictor, preset: slope and interval, predicted slope, outcome,
 //! `log2 tau`), `contrast.csv` (Admin - Pre-LN in `log2 tau`, per tier and predictor),
-//! `fits.tex`; figures `law_<tier>` (median maximum stable lr against `c`, per preset, with
+//! `fits.tex`, `failure_modes.csv` (per tier and preset: how each search's first failing run
+//! failed, diverged, collapsed or slow, and the share that diverged with its Wilson interval:
+//! [`super::failure_mode`]); figures `law_<tier>` (median maximum stable lr against `c`, per preset, with
 //! the fitted lines).
 
 use super::tier::{RunKey, Tier, key_columns};
@@ -127,6 +129,7 @@ pub const LOF_ALPHA: f64 = 0.05;
 pub(crate) const SIGN_SALT: u64 = 0x7261_6e64_7369_676e;
 
 const SEARCHES: &str = "data/warmup/searches.csv";
+const RUNS: &str = "data/warmup/runs.csv";
 const WARMUP_MANIFEST: &str = "data/warmup/manifest.json";
 
 /// Configuration: none (everything comes from `warmup`'s outputs); the table exists so
@@ -558,6 +561,9 @@ fn run(_c: &Config, out: &mut Out) -> Result<()> {
     fits_table(out, &f)?;
     contrast_table(out, &f)?;
     common_tables(out, &common(&f))?;
+    let runs = normscope_core::output::table::read_csv(&input(out, RUNS)?)?;
+    let mut modes = super::failure_mode::table(&super::failure_mode::modes(&runs, &df)?)?;
+    out.frame("failure_modes.csv", &mut modes)?;
     figures(out, &w, &tiers, &pred, &df, &f)
 }
 
