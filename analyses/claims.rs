@@ -939,7 +939,7 @@ fn claim10(d: &Data) -> Result<Claim> {
             )
         })
         .collect();
-    let verdict = norms::claim_verdict(&v);
+    let verdict = format!("{}{}", norms::claim_verdict(&v), explosion(&v));
     let rules: Vec<String> = Conclusion::ALL.iter().map(|c| c.rule()).collect();
     Ok(Claim {
         id: 10,
@@ -954,7 +954,7 @@ fn claim10(d: &Data) -> Result<Claim> {
             effects.join("; ")
         ),
         rule: format!(
-            "each conclusion judged under each norm with LayerNorm's rule on the intervals ({}; an interval straddling a threshold is inconclusive; x_0's factor from the skip gain divided by 1 - r/m, the share the norm's Jacobian removes); a norm holds if every outcome is LayerNorm's and definite, differs where both are definite and unequal; over the norms the claim names and GroupNorm (DyT, normalization-free, is reported, not judged): supported if every one holds, refuted if every one differs, conditional naming the norms and claims that differ when some hold, inconclusive if none differs and some are open. Post-Norm's gradient growing towards the input (ratio interval above {}) is reported, not judged (claim 4 is about vanishing). Claim 6 under each norm: the warmup analysis's rule (claimed increase, exact sign tests, smallest effect of interest a factor {} on the rate), Holm over the judged norms (LayerNorm and DyT each alone), on fresh seeds; its outcome compared with LayerNorm's as above. Each part's family-wise error is at most 5% (the two together at most 10%). BatchNorm, InstanceNorm and GroupNorm take statistics over a sequence's tokens, as PyTorch's modules do, so on the causal LM a position's output also depends on later tokens: the stability comparison stands, their losses are not strictly next-token losses",
+            "each conclusion judged under each norm with LayerNorm's rule on the intervals ({}; an interval straddling a threshold is inconclusive; x_0's factor from the skip gain divided by 1 - r/m, the share the norm's Jacobian removes); a norm holds if every outcome is LayerNorm's and definite, differs where both are definite and unequal; over the norms the claim names and GroupNorm (DyT, normalization-free, is reported, not judged): supported if every one holds, refuted if every one differs, conditional naming the norms and claims that differ when some hold, inconclusive if none differs and some are open. Post-Norm's gradient growing towards the input (ratio interval above {}, and above LayerNorm's) is reported after the verdict, not judged (claim 4 is about vanishing). Claim 6 under each norm: the warmup analysis's rule (claimed increase, exact sign tests, smallest effect of interest a factor {} on the rate), Holm over the judged norms (LayerNorm and DyT each alone), on fresh seeds; its outcome compared with LayerNorm's as above. Each part's family-wise error is at most 5% (the two together at most 10%). BatchNorm, InstanceNorm and GroupNorm take statistics over a sequence's tokens, as PyTorch's modules do, so on the causal LM a position's output also depends on later tokens: the stability comparison stands, their losses are not strictly next-token losses",
             rules.join("; "),
             norms::EXPLODE_MIN,
             super::warmup::SESOI_RATIO
@@ -966,6 +966,33 @@ fn claim10(d: &Data) -> Result<Claim> {
         other_tiers: String::new(),
         effects: cited,
     })
+}
+
+/// Claim 10's largest difference, beside its verdict: the norms under which Post-Norm's
+/// first/last weight-gradient ratio clearly grows towards the input ([`norms::Measured::explodes`])
+/// with its interval wholly above LayerNorm's (`v[0]`), as `; Post-Norm's first/last
+/// weight-gradient ratio explodes under BatchNorm 1.977e7 [...], ... (LayerNorm 1.901 [...];
+/// reported, not judged)`; empty when none does.
+fn explosion(v: &[super::norms::NormVerdict]) -> String {
+    let Some(layer) = v.first() else {
+        return String::new();
+    };
+    let reference = layer.measured.grad_ratio;
+    let above: Vec<String> = v
+        .iter()
+        .skip(1)
+        .filter(|x| x.measured.explodes() && x.measured.grad_ratio.lo > reference.hi)
+        .map(|x| format!("{} {}", x.norm.label(), x.measured.grad_ratio))
+        .collect();
+    if above.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; Post-Norm's first/last weight-gradient ratio explodes under {} ({} {}; reported, not judged)",
+        above.join(", "),
+        layer.norm.label(),
+        reference
+    )
 }
 
 /// Computes the ledger from the tables under `root`.
@@ -1467,6 +1494,47 @@ impl super::AnalysisConfig for Config {
 mod tests {
     use super::*;
     use crate::training::TierVerdict;
+
+    #[test]
+    fn claim_10_names_the_norms_whose_gradient_ratio_explodes_beyond_layernorms() {
+        use crate::norms::{Iv, Measured, NormVerdict};
+        use normscope_core::spec::NormKind;
+        let iv = |v: f64, lo: f64, hi: f64| Iv { v, lo, hi };
+        let m = |ratio: Iv| Measured {
+            eff_depth: [iv(2.0, 1.9, 2.1), iv(40.0, 39.0, 41.0), iv(1.0, 0.9, 1.1)],
+            exponent: iv(0.5, 0.45, 0.55),
+            x0_factor: iv(0.6, 0.58, 0.62),
+            grad_ratio: ratio,
+        };
+        let layer = m(iv(1.9, 1.08, 2.83));
+        let v = |r: Iv, n: NormKind| NormVerdict::judge(n, m(r), &layer);
+        let all = [
+            v(iv(1.9, 1.08, 2.83), NormKind::Layer),
+            // Explodes, far above LayerNorm's.
+            v(iv(277.0, 210.0, 350.0), NormKind::Group),
+            // Above 2 but overlapping LayerNorm's interval: not named.
+            v(iv(2.6, 2.1, 3.0), NormKind::Rms),
+            // Below LayerNorm's: not named.
+            v(iv(1.1, 0.7, 1.5), NormKind::Batch),
+        ];
+        let text = explosion(&all);
+        assert!(
+            text.starts_with(
+                "; Post-Norm's first/last weight-gradient ratio explodes under GroupNorm 277.0 [210.0, 350.0]"
+            ),
+            "{text}"
+        );
+        assert!(
+            !text.contains("RMSNorm") && !text.contains("BatchNorm"),
+            "{text}"
+        );
+        assert!(
+            text.contains("(LayerNorm 1.900 [1.080, 2.830]; reported, not judged)"),
+            "{text}"
+        );
+        assert_eq!(explosion(&all[..1]), "");
+        assert_eq!(explosion(&[all[0].clone(), all[2].clone()]), "");
+    }
 
     fn tv(tier: &str, verdict: &str) -> TierVerdict {
         TierVerdict {
