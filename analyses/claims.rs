@@ -970,18 +970,22 @@ fn claim10(d: &Data) -> Result<Claim> {
 
 /// Claim 10's largest difference, beside its verdict: the norms under which Post-Norm's
 /// first/last weight-gradient ratio clearly grows towards the input ([`norms::Measured::explodes`])
-/// with its interval wholly above LayerNorm's (`v[0]`), as `; Post-Norm's first/last
+/// with its interval wholly above LayerNorm's, as `; Post-Norm's first/last
 /// weight-gradient ratio explodes under BatchNorm 1.977e7 [...], ... (LayerNorm 1.901 [...];
 /// reported, not judged)`; empty when none does.
 fn explosion(v: &[super::norms::NormVerdict]) -> String {
-    let Some(layer) = v.first() else {
+    let Some(layer) = v
+        .iter()
+        .find(|x| x.norm == normscope_core::spec::NormKind::Layer)
+    else {
         return String::new();
     };
     let reference = layer.measured.grad_ratio;
     let above: Vec<String> = v
         .iter()
-        .skip(1)
-        .filter(|x| x.measured.explodes() && x.measured.grad_ratio.lo > reference.hi)
+        .filter(|x| {
+            x.norm != layer.norm && x.measured.explodes() && x.measured.grad_ratio.lo > reference.hi
+        })
         .map(|x| format!("{} {}", x.norm.label(), x.measured.grad_ratio))
         .collect();
     if above.is_empty() {

@@ -1,17 +1,18 @@
 //! How each preset fails at its maximum stable learning rate: the class of the run at each
 //! search's first failing rate (the high end of its bracket `[stable, failing)`), from
-//! `warmup`'s runs and searches without warmup, pooled over depths and seeds per (tier,
-//! preset).
+//! `warmup`'s runs and searches without warmup, per (tier, preset, depth, budget): one row's
+//! searches are its seeds, independent draws.
 //!
 //! Why (issue 58, item 5): one `tau` of the stability law holds for the Post-Norm family and
-//! not for Pre-LN, whose maximum stable rate is 20-200x above the law's line. If Pre-LN failed
-//! by a different mechanism (divergence where the others collapse) a second limit would be
-//! acting; if it fails the same way, its limit is the same kind, reached later. The share of
-//! seeds whose first failing run **diverged** (the divergence rule of
-//! [`normscope_core::train::run`]: a non-finite loss or a loss far above the initial one)
-//! rather than collapsed on the plateau or stayed slow ([`normscope_core::train::classify`]),
-//! with its Wilson 95% interval ([`normscope_core::stats::wilson`]), answers it; a search
-//! censored above (stable at the cap) has no failing run and is counted apart.
+//! not for Pre-LN, whose maximum stable rate is 20-200x above the law's line. A first failing
+//! run that **diverged** (the divergence rule of [`normscope_core::train::run`]: a non-finite
+//! loss or a loss far above the initial one), rather than collapsed on the plateau or stayed
+//! slow ([`normscope_core::train::classify`]), is a different way to fail; the share that
+//! diverged, with its Wilson 95% interval ([`normscope_core::stats::wilson`]), says whether
+//! divergence is detected. It describes outcomes, not mechanisms: two presets whose runs both
+//! end on the plateau may get there for different reasons. A search censored above (stable at
+//! the cap) has no failing run, and one censored below (no rate stable, the budget too short
+//! to tell) no bracket: both are counted apart, never as a failure mode.
 //!
 //! Output: `failure_modes.csv` of the `stability-law` analysis.
 
@@ -28,7 +29,7 @@ use std::collections::BTreeMap;
 ///
 /// ```rust
 /// use normscope_analyses::failure_mode::Modes;
-/// let m = Modes { tier: "lm".into(), preset: "pre".into(), diverged: 3, collapsed: 6, slow: 1, ..Modes::default() };
+/// let m = Modes { tier: "lm".into(), preset: "pre".into(), blocks: 24, steps: 300, diverged: 3, collapsed: 6, slow: 1, ..Modes::default() };
 /// assert_eq!(m.failed(), 10);
 /// let (lo, hi) = m.diverged_ci();
 /// assert!(lo < 0.3 && 0.3 < hi);
@@ -39,6 +40,10 @@ pub struct Modes {
     pub tier: String,
     /// Preset name.
     pub preset: String,
+    /// Depth in blocks.
+    pub blocks: u64,
+    /// The runs' updates (the tier's, or its longer budget's).
+    pub steps: u64,
     /// Searches whose first failing run diverged.
     pub diverged: u64,
     /// ... collapsed on the plateau.
@@ -47,6 +52,8 @@ pub struct Modes {
     pub slow: u64,
     /// Searches censored above: stable at the cap, no failing run.
     pub censored_above: u64,
+    /// Searches censored below: no rate stable, no bracket.
+    pub censored_below: u64,
 }
 
 impl Modes {
@@ -61,12 +68,12 @@ impl Modes {
     }
 }
 
-/// The failure modes per (tier, preset), in order of first appearance in `searches`, from
-/// `warmup`'s `runs.csv` and `searches.csv` at warmup 0: each search's run at its bracket's
-/// high end, matched on tier, preset, blocks, warmup, seed and rate.
+/// The failure modes per (tier, preset, blocks, steps), in order of first appearance in
+/// `searches`, from `warmup`'s `runs.csv` and `searches.csv` at warmup 0: each bracketed
+/// search's run at its high end, matched on tier, preset, blocks, warmup, seed and rate.
 ///
-/// Errors: a column missing, or a failing rate with no run (the two tables do not belong
-/// together).
+/// Errors: a column missing, a failing rate with no run (the two tables do not belong
+/// together), or a failing run of a stable class or one not known.
 pub fn modes(runs: &DataFrame, searches: &DataFrame) -> Result<Vec<Modes>> {
     let key = |df: &DataFrame| -> Result<Vec<String>> {
         let cols: Vec<Vec<String>> = ["tier", "preset", "blocks", "warmup", "seed"]
@@ -90,52 +97,69 @@ pub fn modes(runs: &DataFrame, searches: &DataFrame) -> Result<Vec<Modes>> {
         .map(|((k, lr), c)| ((k, lr.to_bits()), c))
         .collect();
     let (tier, preset) = (strs(searches, "tier")?, strs(searches, "preset")?);
+    let (blocks, steps) = (f64s(searches, "blocks")?, f64s(searches, "steps")?);
     let (warmup, censored) = (strs(searches, "warmup")?, strs(searches, "censored")?);
     let high = f64s(searches, "max_lr_bracket_high")?;
     let keys = key(searches)?;
+    let bad = |what: String| normscope_core::Error::Undefined(format!("failure modes: {what}"));
     let mut out: Vec<Modes> = Vec::new();
     for i in 0..searches.height() {
         if warmup[i] != "0" {
             continue;
         }
-        let at = match out
-            .iter()
-            .position(|m| m.tier == tier[i] && m.preset == preset[i])
-        {
+        let (b, st) = (blocks[i] as u64, steps[i] as u64);
+        let at = match out.iter().position(|m| {
+            m.tier == tier[i] && m.preset == preset[i] && m.blocks == b && m.steps == st
+        }) {
             Some(k) => k,
             None => {
                 out.push(Modes {
                     tier: tier[i].clone(),
                     preset: preset[i].clone(),
+                    blocks: b,
+                    steps: st,
                     ..Modes::default()
                 });
                 out.len() - 1
             }
         };
         let m = &mut out[at];
-        if censored[i] == "above" || !high[i].is_finite() {
-            m.censored_above += 1;
-            continue;
+        match censored[i].as_str() {
+            "above" => {
+                m.censored_above += 1;
+                continue;
+            }
+            "below" => {
+                m.censored_below += 1;
+                continue;
+            }
+            _ => {}
         }
         let c = class
             .get(&(keys[i].clone(), high[i].to_bits()))
             .ok_or_else(|| {
-                normscope_core::Error::Undefined(format!(
-                    "failure modes: no run at the failing rate {} of search {}",
+                bad(format!(
+                    "no run at the failing rate {} of search {}",
                     high[i], keys[i]
                 ))
             })?;
         match c.as_str() {
             "diverged" => m.diverged += 1,
+            "collapsed" => m.collapsed += 1,
             "slow" => m.slow += 1,
-            _ => m.collapsed += 1,
+            other => {
+                return Err(bad(format!(
+                    "the run at the failing rate {} of search {} is {other}, not diverged, collapsed or slow",
+                    high[i], keys[i]
+                )));
+            }
         }
     }
     Ok(out)
 }
 
-/// `failure_modes.csv`: tier, preset, the counts, `failed`, and `diverged_share` with its
-/// Wilson 95% interval (empty where nothing failed).
+/// `failure_modes.csv`: tier, preset, blocks, steps, the counts, `failed`, and
+/// `diverged_share` with its Wilson 95% interval (empty where nothing failed).
 pub fn table(m: &[Modes]) -> Result<DataFrame> {
     let share = |f: fn((f64, f64), f64) -> f64| {
         m.iter()
@@ -157,10 +181,13 @@ pub fn table(m: &[Modes]) -> Result<DataFrame> {
     frame(vec![
         column("tier", m.iter().map(|x| x.tier.clone())),
         column("preset", m.iter().map(|x| x.preset.clone())),
+        column("blocks", m.iter().map(|x| x.blocks)),
+        column("steps", m.iter().map(|x| x.steps)),
         column("diverged", m.iter().map(|x| x.diverged)),
         column("collapsed", m.iter().map(|x| x.collapsed)),
         column("slow", m.iter().map(|x| x.slow)),
         column("censored_above", m.iter().map(|x| x.censored_above)),
+        column("censored_below", m.iter().map(|x| x.censored_below)),
         column("failed", m.iter().map(Modes::failed)),
         column("diverged_share", share(|_, p| p)),
         column("diverged_share_ci_low", share(|ci, _| ci.0)),
@@ -192,6 +219,7 @@ mod tests {
             column("blocks", rows.iter().map(|_| 12u64)),
             column("warmup", rows.iter().map(|_| 0u64)),
             column("seed", rows.iter().map(|r| r.2)),
+            column("steps", rows.iter().map(|_| 300u64)),
             column("max_lr_bracket_high", rows.iter().map(|r| r.3)),
             column("censored", rows.iter().map(|r| r.4.to_string())),
         ])
@@ -201,7 +229,7 @@ mod tests {
     #[test]
     fn the_run_at_each_failing_rate_is_counted_by_its_class() {
         // Pre-LN: seed 0 diverged at 0.1 (stable at 0.05), seed 1 collapsed at 0.2, seed 2
-        // stable at the cap. Post-LN: seed 0 slow at 1e-3.
+        // stable at the cap. Post-LN: seed 0 slow at 1e-3, seed 1 censored below.
         let r = runs(&[
             ("lm", "pre", 0, 0.05, "trained"),
             ("lm", "pre", 0, 0.1, "diverged"),
@@ -215,6 +243,7 @@ mod tests {
             ("lm", "pre", 1, 0.2, "none"),
             ("lm", "pre", 2, f64::NAN, "above"),
             ("lm", "post", 0, 1e-3, "none"),
+            ("lm", "post", 1, 1e-5, "below"),
         ]);
         let m = modes(&r, &s).unwrap();
         assert_eq!(
@@ -222,15 +251,24 @@ mod tests {
             Modes {
                 tier: "lm".into(),
                 preset: "pre".into(),
+                blocks: 12,
+                steps: 300,
                 diverged: 1,
                 collapsed: 1,
                 slow: 0,
                 censored_above: 1,
+                censored_below: 0,
             }
         );
+        // Censored below: counted apart, not a failure mode.
         assert_eq!(
-            (m[1].preset.as_str(), m[1].slow, m[1].failed()),
-            ("post", 1, 1)
+            (
+                m[1].preset.as_str(),
+                m[1].slow,
+                m[1].failed(),
+                m[1].censored_below
+            ),
+            ("post", 1, 1, 1)
         );
         let t = table(&m).unwrap();
         let share: Vec<u64> = f64s(&t, "diverged_share")
@@ -247,5 +285,9 @@ mod tests {
         let lost = searches(&[("lm", "pre", 0, 0.3, "none")]);
         let e = modes(&r, &lost).unwrap_err().to_string();
         assert!(e.contains("no run at the failing rate"), "{e}");
+        // A failing rate whose run was stable: the tables contradict each other.
+        let stable = searches(&[("lm", "pre", 0, 0.05, "none")]);
+        let e = modes(&r, &stable).unwrap_err().to_string();
+        assert!(e.contains("is trained, not diverged"), "{e}");
     }
 }
