@@ -104,9 +104,10 @@ pub struct Tier {
 /// Why (docs/training.md, "Budgets"): at 300 updates Post-LN on the `lm` tier at 48 blocks
 /// sits on the plateau at every learning rate and is classified collapsed, though run for
 /// 2,000 updates it leaves the plateau at updates 360-560 at lr 1e-4 and 3e-4 and collapses at
-/// 1e-3 (issue 58's measurement, seeds 0-1): its maximum stable rate is measurable only with
-/// the longer budget. A run that sits collapsed on the plateau is still stopped from half its
-/// budget on ([`normscope_core::train::classify::STOP_FROM`]).
+/// 1e-3 (issue 58's measurement, seeds 0-1). `norms` gives DyT 2,000 updates; the full
+/// `warmup` run does not use it yet (too slow on the 2-core machine). A run that sits collapsed
+/// on the plateau is still stopped from half its budget
+/// ([`normscope_core::train::classify::STOP_FROM`]).
 ///
 /// # Examples
 ///

@@ -10,11 +10,10 @@
 //! `max` are hard caps, reported as censoring), a rate being stable when the run is trained or
 //! still descending ([`normscope_core::train::classify`]).
 //!
-//! **Budget.** A run trains its tier's updates, except that the `lm` tier's 48-block models
-//! train [`LONG_STEPS`] = 2,000 ([`super::tier::LongBudget`]; every preset, warmup and seed of
-//! that depth alike): at 300 updates Post-LN there never leaves the plateau at any rate, so
-//! "collapsed" would have measured the budget, not the instability (docs/training.md,
-//! "Budgets").
+//! **Budget.** A run trains its tier's updates (300 on `lm`). A tier can train its deepest
+//! cells longer ([`super::tier::LongBudget`]; the `--quick` run exercises it), but the full
+//! run does not yet: at 300 updates Post-LN on `lm` at 48 blocks never leaves the plateau, so
+//! that cell measures the budget, not the instability (docs/training.md, "Budgets").
 //!
 //! **The effect** of warmup for a (tier, preset, depth): the per-seed paired difference
 //! `log2 lr_max(warmup) - log2 lr_max(none)` in doublings. Each search's bracket is half-open,
@@ -261,12 +260,6 @@ impl Config {
     }
 }
 
-/// The `lm` tier's budget at 48 blocks (updates; [`LongBudget`]): issue 58 measured Post-LN
-/// leaving the plateau at updates 360-560 there at lr 1e-4 and 3e-4, so 2,000 updates leave
-/// it room, and a run collapsed on the plateau still stops after 1,000
-/// ([`normscope_core::train::classify::STOP_FROM`]). Set on 2026-12-08, before the searches it
-/// governs ran.
-pub const LONG_STEPS: u64 = 2000;
 
 impl super::AnalysisConfig for Config {
     fn full() -> Self {
@@ -283,15 +276,7 @@ impl super::AnalysisConfig for Config {
             },
             tiers: vec![
                 TierCells {
-                    // 48 blocks train 2,000 updates (`LongBudget`): Post-LN leaves the plateau
-                    // only after 360-560 updates there.
-                    tier: Tier {
-                        long: Some(LongBudget {
-                            from_blocks: 48,
-                            steps: LONG_STEPS,
-                        }),
-                        ..Tier::lm()
-                    },
+                    tier: Tier::lm(),
                     presets: common::presets(&["pre", "post", "deepnorm", "admin"]),
                     depths: vec![12, 24, 48],
                     warmup_presets: common::presets(&["pre", "post"]),
