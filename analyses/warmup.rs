@@ -260,7 +260,6 @@ impl Config {
     }
 }
 
-
 impl super::AnalysisConfig for Config {
     fn full() -> Self {
         Config {
