@@ -1043,7 +1043,8 @@ fn common_tables(out: &mut Out, c: &[Common]) -> Result<()> {
         ),
         "tab:stability-law-common",
         &["preset", "estimate", latex::CI_HEADER, "outcome"],
-    );
+    )
+    .page_wide();
     for x in c {
         t.group(group_heading(&x.tier, &x.predictor));
         let (v, lo, hi) = x.reference.log2_tau;
